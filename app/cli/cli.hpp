@@ -1,0 +1,33 @@
+// Entry point of the `attnres` command line, callable in-process (tests) or from main().
+//
+// Exit status: 0 success, 1 a runtime error (bad model file, bad token ids, write failure),
+// 2 a usage error (unknown command or flag, bad flag value).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace attnres::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Commands (args exclude the command name).
+int init_model_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int forward_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// A usage error: an unknown flag, a missing or malformed value. Reported with exit status 2.
+struct UsageError : std::exception {
+  explicit UsageError(std::string text) : message(std::move(text)) {}
+  const char* what() const noexcept override { return message.c_str(); }
+  std::string message;
+};
+
+// "1 2 3", "1,2,3" or "1, 2, 3" -> ids; throws UsageError naming the flag otherwise.
+std::vector<int> parse_token_ids(const std::string& text, const std::string& flag);
+
+}  // namespace attnres::cli

@@ -1,0 +1,209 @@
+// attnres forward: a forward pass with a readable summary, and optional --dump / --trace files.
+#include <filesystem>
+#include <map>
+#include <ostream>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/error.hpp"
+#include "attnres/forward.hpp"
+#include "attnres/trace_io.hpp"
+#include "cli.hpp"
+#include "options.hpp"
+#include "text_table.hpp"
+
+namespace attnres::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void require_parent_directory(const std::string& path, const std::string& flag) {
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent)) {
+    throw UsageError(flag + " '" + path + "': directory '" + parent.string() + "' does not exist");
+  }
+}
+
+template <typename Scalar>
+void print_summary(std::ostream& out, const std::string& model_dir, const ModelConfig& config,
+                   const ForwardResult<Scalar>& result, const std::string& precision) {
+  const ForwardTrace& trace = result.trace;
+  out << "model     " << model_dir << ": d = " << config.hidden_size << ", "
+      << config.num_hidden_layers << " layers = L " << trace.sublayers << " sublayers, "
+      << config.num_attention_heads << " heads (" << config.num_key_value_heads << " kv), ffn "
+      << config.intermediate_size << ", vocab " << config.vocab_size << "\n";
+  out << "residual  ";
+  switch (trace.mode) {
+    case ResidualMode::standard: out << "standard (h_{l+1} = h_l + f_l(h_l))"; break;
+    case ResidualMode::full: out << "Full AttnRes (every read sees v_0 .. v_{l-1})"; break;
+    case ResidualMode::block: {
+      const int blocks = (trace.sublayers + trace.block_size - 1) / trace.block_size;
+      out << "Block AttnRes, S = " << trace.block_size << " sublayers per block, N = " << blocks
+          << " blocks";
+      if (trace.zero_placeholder) out << ", zero placeholder ON";
+      break;
+    }
+  }
+  if (trace.mode != ResidualMode::standard) {
+    out << "; " << (trace.two_phase ? "two-phase" : "one-shot") << " reads";
+  }
+  out << "; " << precision << "\n";
+  out << "tokens    T = " << trace.tokens << "\n\n";
+
+  TextTable norms({"sublayer", "kind", "input RMS", "output RMS"});
+  for (int s = 0; s < trace.sublayers; ++s) {
+    norms.add_row({std::to_string(s + 1), s % 2 == 0 ? "attn" : "mlp",
+                   format_fixed(trace.sublayer_input_rms[static_cast<std::size_t>(s)], 4),
+                   format_fixed(trace.sublayer_output_rms[static_cast<std::size_t>(s)], 4)});
+  }
+  norms.print(out);
+
+  if (!trace.reads.empty()) {
+    // Columns: every source label in order of first appearance (emb, b1.., partial / v1..).
+    std::vector<std::string> labels;
+    for (const auto& read : trace.reads) {
+      for (const auto& source : read.sources) {
+        if (std::find(labels.begin(), labels.end(), source.label()) == labels.end()) {
+          labels.push_back(source.label());
+        }
+      }
+    }
+    std::stable_partition(labels.begin(), labels.end(),
+                          [](const std::string& l) { return l != "partial" && l != "zero"; });
+    std::vector<std::string> header{"read (mean alpha over tokens)"};
+    header.insert(header.end(), labels.begin(), labels.end());
+    TextTable weights(header);
+    for (const auto& read : trace.reads) {
+      std::vector<std::string> row(header.size());
+      row[0] = read.target;
+      for (std::size_t j = 0; j < read.sources.size(); ++j) {
+        const auto column = std::find(labels.begin(), labels.end(), read.sources[j].label()) -
+                            labels.begin();
+        row[static_cast<std::size_t>(column) + 1] =
+            format_fixed(read.alpha_mean(static_cast<Eigen::Index>(j)), 3);
+      }
+      weights.add_row(std::move(row));
+    }
+    out << "\n";
+    weights.print(out);
+  }
+  if (!trace.block_summary_rms.empty()) {
+    out << "\nblock summary RMS  ";
+    for (std::size_t n = 0; n < trace.block_summary_rms.size(); ++n) {
+      out << (n == 0 ? "b0 " : "  b" + std::to_string(n) + " ")
+          << format_fixed(trace.block_summary_rms[n], 4);
+    }
+    out << "\n";
+  }
+  if (!trace.semiseparable_rank.empty()) {
+    out << "\nsemiseparable rank of mean M at cut k = 1.." << trace.semiseparable_rank.size()
+        << " (SVD, tol " << trace.rank_tolerance << " x sigma_max):";
+    for (int rank : trace.semiseparable_rank) out << " " << rank;
+    out << "\n";
+  }
+  out << "\nfinal hidden RMS " << format_fixed(std::sqrt(result.hidden_final.template cast<double>()
+                                                             .array().square().mean()), 4)
+      << "; argmax logits per token:";
+  for (Eigen::Index t = 0; t < result.logits.rows(); ++t) {
+    Eigen::Index best = 0;
+    result.logits.row(t).maxCoeff(&best);
+    out << " " << best;
+  }
+  out << "\n";
+}
+
+template <typename Scalar>
+void run_forward(const ModelWeights<double>& model, const std::vector<int>& tokens,
+                 const ForwardOptions& options, const std::string& model_dir,
+                 const std::string& precision, const std::string& dump_path,
+                 const std::string& trace_path, std::ostream& out) {
+  const ModelWeights<Scalar> weights = model.cast<Scalar>();
+  const ForwardResult<Scalar> result = forward(weights, tokens, options);
+  print_summary(out, model_dir, model.config, result, precision);
+  if (!dump_path.empty()) {
+    write_safetensors(dump_path, forward_dump_tensors(result),
+                      {{"producer", "attnres forward"}, {"mode", to_string(result.trace.mode)}});
+    out << "wrote " << dump_path << "\n";
+  }
+  if (!trace_path.empty()) {
+    write_file_atomically(trace_path, trace_to_json(result).dump(1) + "\n");
+    out << "wrote " << trace_path << "\n";
+  }
+}
+
+}  // namespace
+
+int forward_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  std::string model_dir, tokens_text, mode_text, two_phase_text, precision, dump_path, trace_path;
+  int block_size = 0;
+  int schedule_block = 0;
+  po::options_description options("attnres forward options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&model_dir)->required(), "model directory (config.json + model.safetensors)")
+      ("tokens", po::value(&tokens_text)->required(),
+       "token ids, separated by spaces or commas, e.g. \"1 2 3\" or 1,2,3")
+      ("mode", po::value(&mode_text), "override the residual mode: standard | full | block")
+      ("block-size", po::value(&block_size), "override the block size S (sublayers, 1..L)")
+      ("two-phase", po::value(&two_phase_text)->default_value("on"),
+       "on: two-phase (o, m, l) schedule; off: one-shot reads")
+      ("schedule-block", po::value(&schedule_block)->default_value(0),
+       "Full AttnRes two-phase schedule block in sublayers (0: round(sqrt(L)))")
+      ("zero-placeholder", "Block: add a zero source at each block's first sublayer "
+                           "(as some public ports do; off by default)")
+      ("precision", po::value(&precision)->default_value("f32"), "f32 | f64")
+      ("dump", po::value(&dump_path), "write logits, hidden_final, alpha.<r>, RMS to this "
+                                      ".safetensors file (F32)")
+      ("trace", po::value(&trace_path), "write the trace (with source labels) to this JSON file");
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] "
+                 "[--two-phase on|off] [--precision f32|f64] [--dump F.safetensors] [--trace F.json]",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+
+  ForwardOptions forward_options;
+  if (values.count("mode")) forward_options.mode = parse_residual_mode(mode_text, "--mode");
+  if (two_phase_text != "on" && two_phase_text != "off") {
+    throw UsageError("--two-phase must be on or off, got '" + two_phase_text + "'");
+  }
+  forward_options.two_phase = two_phase_text == "on";
+  forward_options.zero_placeholder = values.count("zero-placeholder") > 0;
+  if (schedule_block < 0) throw UsageError("--schedule-block must be >= 0");
+  forward_options.full_schedule_block = schedule_block;
+  if (precision != "f32" && precision != "f64") {
+    throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
+  }
+  const std::vector<int> tokens = parse_token_ids(tokens_text, "--tokens");
+  if (!dump_path.empty()) require_parent_directory(dump_path, "--dump");
+  if (!trace_path.empty()) require_parent_directory(trace_path, "--trace");
+
+  const ModelWeights<double> model = load_model(model_dir);
+  const int L = model.config.sublayers();
+  if (values.count("block-size")) {
+    if (block_size < 1 || block_size > L) {
+      throw UsageError("--block-size " + std::to_string(block_size) +
+                       " is out of range: expected 1 <= S <= L = " + std::to_string(L) +
+                       " sublayers");
+    }
+    forward_options.block_size = block_size;
+  }
+  const ResidualMode mode = forward_options.mode.value_or(model.config.attn_res.mode);
+  if (mode == ResidualMode::block && forward_options.block_size.value_or(
+                                         model.config.attn_res.block_size) == 0) {
+    throw UsageError("--mode block needs --block-size S (1 <= S <= L = " + std::to_string(L) +
+                     "); the model's config.json has none");
+  }
+  if (precision == "f32") {
+    run_forward<float>(model, tokens, forward_options, model_dir, precision, dump_path, trace_path,
+                       out);
+  } else {
+    run_forward<double>(model, tokens, forward_options, model_dir, precision, dump_path,
+                        trace_path, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace attnres::cli

@@ -1,0 +1,52 @@
+// The sublayers f_l of the tiny Llama-style model (SPEC §2.6), readable reference versions.
+//
+// f_l includes its own PreNorm: attention sublayers are Attn(RMSNorm(h)), MLP sublayers are
+// MLP(RMSNorm(h)). Activations are (T, d), one row per token; weights are (out, in) as in
+// PyTorch, so a projection is x * W^T.
+#pragma once
+
+#include "attnres/model.hpp"
+#include "attnres/tensor.hpp"
+
+namespace attnres {
+
+// RMSNorm(x) = g * x / sqrt(mean(x^2) + eps), per token.
+template <typename Scalar>
+Matrix<Scalar> rms_norm(const Matrix<Scalar>& x,     // (T, d)
+                        const Vector<Scalar>& gain,  // (d)
+                        Scalar eps);
+
+// cos/sin of the rotary angles pos * theta^(-2i / head_dim), i < head_dim / 2.
+template <typename Scalar>
+struct RopeTable {
+  Matrix<Scalar> cos;  // (T, head_dim / 2)
+  Matrix<Scalar> sin;  // (T, head_dim / 2)
+};
+template <typename Scalar>
+RopeTable<Scalar> make_rope_table(int tokens, int head_dim, double theta);
+
+// Rotates each head of x in place, Hugging Face `rotate_half` convention: channel j and
+// j + head_dim/2 of a head form a pair rotated by angle[j].
+template <typename Scalar>
+void apply_rope(Matrix<Scalar>& x,  // (T, heads * head_dim)
+                int heads, const RopeTable<Scalar>& rope);
+
+// Causal multi-head attention with RoPE and grouped-query heads; scale 1/sqrt(head_dim).
+template <typename Scalar>
+Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelConfig& config,
+                                 const Matrix<Scalar>& x,  // (T, d), already RMS-normalised
+                                 const RopeTable<Scalar>& rope);
+
+// SwiGLU: down(silu(gate x) * up x).
+template <typename Scalar>
+Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>& layer,
+                           const Matrix<Scalar>& x);  // (T, d), already RMS-normalised
+
+// Sublayer `sublayer` (0-based; even = attention of layer sublayer/2, odd = its MLP), PreNorm
+// included: returns v = f(h).
+template <typename Scalar>
+Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>& model, int sublayer,
+                                const Matrix<Scalar>& h,  // (T, d)
+                                const RopeTable<Scalar>& rope);
+
+}  // namespace attnres

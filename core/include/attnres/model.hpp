@@ -1,0 +1,110 @@
+// Weights of the tiny Llama-style model with AttnRes tensors (SPEC §2.6), and how to make,
+// load and save them.
+//
+// Weights are held at any precision; files are read into ModelWeights<double> (exact for F32,
+// F16 and BF16) and cast once to the precision of the forward pass:
+//   ModelWeights<double> model = load_model("models/tiny");
+//   ModelWeights<float> model_f32 = model.cast<float>();
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "attnres/model_config.hpp"
+#include "attnres/tensor.hpp"
+
+namespace attnres {
+
+// One depth-attention read: its pseudo-query and its key norm's gain (SPEC §2.2).
+template <typename Scalar>
+struct DepthReadWeights {
+  Vector<Scalar> query;          // (d) pseudo-query w_l; zero makes the read a plain mean
+  Vector<Scalar> key_norm_gain;  // (d) g of KeyNorm, ones by default
+};
+
+template <typename Scalar>
+struct LayerWeights {
+  Vector<Scalar> input_layernorm;           // (d) RMSNorm gain before attention
+  Matrix<Scalar> q_proj;                    // (H * head_dim, d)
+  Matrix<Scalar> k_proj;                    // (H_kv * head_dim, d)
+  Matrix<Scalar> v_proj;                    // (H_kv * head_dim, d)
+  Matrix<Scalar> o_proj;                    // (d, H * head_dim)
+  Vector<Scalar> post_attention_layernorm;  // (d) RMSNorm gain before the MLP
+  Matrix<Scalar> gate_proj;                 // (F, d)
+  Matrix<Scalar> up_proj;                   // (F, d)
+  Matrix<Scalar> down_proj;                 // (d, F)
+  DepthReadWeights<Scalar> attn_res;        // read that forms the attention sublayer's input
+  DepthReadWeights<Scalar> mlp_res;         // read that forms the MLP sublayer's input
+};
+
+template <typename Scalar>
+struct ModelWeights {
+  ModelConfig config;
+  Matrix<Scalar> embed_tokens;  // (vocab, d)
+  std::vector<LayerWeights<Scalar>> layers;
+  Vector<Scalar> norm;          // (d) final RMSNorm gain
+  Matrix<Scalar> lm_head;       // (vocab, d), untied
+  DepthReadWeights<Scalar> final_res;  // the final read (l = L + 1)
+  // False when the file had no AttnRes tensors: a standard-residual model, whose Full/Block
+  // forward passes use zero queries and unit gains.
+  bool has_attn_res_tensors = true;
+
+  // Read r = 0 .. L-1 forms sublayer r's input (even r: attention, odd r: MLP of layer r / 2);
+  // r = L is the final read.
+  const DepthReadWeights<Scalar>& depth_read(int read) const;
+  DepthReadWeights<Scalar>& depth_read(int read);
+
+  template <typename Other>
+  ModelWeights<Other> cast() const;
+};
+
+// Allocates every tensor with the config's shapes: zeros, norm gains and key-norm gains ones.
+template <typename Scalar>
+ModelWeights<Scalar> allocate_model(const ModelConfig& config);
+
+// Visits every tensor with its Hugging Face name and shape: the single table of names used by
+// load_model, save_model and the tests. `data` is row-major with product(shape) elements.
+struct TensorVisit {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  double* data;
+  bool attn_res;  // one of the AttnRes tensors (optional in a file)
+  std::int64_t element_count() const;
+};
+void for_each_tensor(ModelWeights<double>& model, const std::function<void(const TensorVisit&)>& visit);
+
+// Read-only view of the same table.
+struct TensorView {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  const double* data;
+  bool attn_res;
+  std::int64_t element_count() const;
+};
+void for_each_tensor(const ModelWeights<double>& model,
+                     const std::function<void(const TensorView&)>& visit);
+
+// Number of parameters (every tensor, AttnRes ones included when the model has them).
+std::int64_t parameter_count(const ModelWeights<double>& model);
+
+struct RandomModelOptions {
+  std::uint64_t seed = 0;
+  double weight_std = 0.02;  // projections and embeddings ~ N(0, weight_std^2)
+  double query_std = 0.0;    // pseudo-queries: zero (mean read) or ~ N(0, query_std^2)
+};
+// A reproducible random model (the same seed gives the same weights on every platform). Values
+// are rounded to float so that saving as F32 and loading back is exact.
+ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOptions& options);
+
+// Loads DIR/config.json and DIR/model.safetensors, validating every tensor's presence, shape and
+// finiteness. Errors name the file and the tensor.
+ModelWeights<double> load_model(const std::filesystem::path& directory);
+// Writes DIR/config.json and DIR/model.safetensors (F32), each atomically; creates DIR.
+void save_model(const ModelWeights<double>& model, const std::filesystem::path& directory);
+
+}  // namespace attnres
+
+#include "attnres/model_impl.hpp"

@@ -1,0 +1,87 @@
+// Template definitions for model.hpp (included from there).
+#pragma once
+
+#include <utility>
+
+namespace attnres {
+
+template <typename Scalar>
+const DepthReadWeights<Scalar>& ModelWeights<Scalar>::depth_read(int read) const {
+  if (read == config.sublayers()) return final_res;
+  const auto& layer = layers[static_cast<std::size_t>(read / 2)];
+  return read % 2 == 0 ? layer.attn_res : layer.mlp_res;
+}
+
+template <typename Scalar>
+DepthReadWeights<Scalar>& ModelWeights<Scalar>::depth_read(int read) {
+  return const_cast<DepthReadWeights<Scalar>&>(std::as_const(*this).depth_read(read));
+}
+
+template <typename Scalar>
+ModelWeights<Scalar> allocate_model(const ModelConfig& config) {
+  const Eigen::Index d = config.hidden_size;
+  const Eigen::Index hd = config.head_dim();
+  const Eigen::Index q_width = config.num_attention_heads * hd;
+  const Eigen::Index kv_width = config.num_key_value_heads * hd;
+  const Eigen::Index ffn = config.intermediate_size;
+  const Eigen::Index vocab = config.vocab_size;
+  auto read_weights = [&] {
+    return DepthReadWeights<Scalar>{Vector<Scalar>::Zero(d), Vector<Scalar>::Ones(d)};
+  };
+  ModelWeights<Scalar> model;
+  model.config = config;
+  model.embed_tokens = Matrix<Scalar>::Zero(vocab, d);
+  for (int i = 0; i < config.num_hidden_layers; ++i) {
+    LayerWeights<Scalar> layer;
+    layer.input_layernorm = Vector<Scalar>::Ones(d);
+    layer.q_proj = Matrix<Scalar>::Zero(q_width, d);
+    layer.k_proj = Matrix<Scalar>::Zero(kv_width, d);
+    layer.v_proj = Matrix<Scalar>::Zero(kv_width, d);
+    layer.o_proj = Matrix<Scalar>::Zero(d, q_width);
+    layer.post_attention_layernorm = Vector<Scalar>::Ones(d);
+    layer.gate_proj = Matrix<Scalar>::Zero(ffn, d);
+    layer.up_proj = Matrix<Scalar>::Zero(ffn, d);
+    layer.down_proj = Matrix<Scalar>::Zero(d, ffn);
+    layer.attn_res = read_weights();
+    layer.mlp_res = read_weights();
+    model.layers.push_back(std::move(layer));
+  }
+  model.norm = Vector<Scalar>::Ones(d);
+  model.lm_head = Matrix<Scalar>::Zero(vocab, d);
+  model.final_res = read_weights();
+  return model;
+}
+
+template <typename Scalar>
+template <typename Other>
+ModelWeights<Other> ModelWeights<Scalar>::cast() const {
+  auto read_cast = [](const DepthReadWeights<Scalar>& read) {
+    return DepthReadWeights<Other>{read.query.template cast<Other>(),
+                                   read.key_norm_gain.template cast<Other>()};
+  };
+  ModelWeights<Other> out;
+  out.config = config;
+  out.has_attn_res_tensors = has_attn_res_tensors;
+  out.embed_tokens = embed_tokens.template cast<Other>();
+  for (const auto& layer : layers) {
+    LayerWeights<Other> o;
+    o.input_layernorm = layer.input_layernorm.template cast<Other>();
+    o.q_proj = layer.q_proj.template cast<Other>();
+    o.k_proj = layer.k_proj.template cast<Other>();
+    o.v_proj = layer.v_proj.template cast<Other>();
+    o.o_proj = layer.o_proj.template cast<Other>();
+    o.post_attention_layernorm = layer.post_attention_layernorm.template cast<Other>();
+    o.gate_proj = layer.gate_proj.template cast<Other>();
+    o.up_proj = layer.up_proj.template cast<Other>();
+    o.down_proj = layer.down_proj.template cast<Other>();
+    o.attn_res = read_cast(layer.attn_res);
+    o.mlp_res = read_cast(layer.mlp_res);
+    out.layers.push_back(std::move(o));
+  }
+  out.norm = norm.template cast<Other>();
+  out.lm_head = lm_head.template cast<Other>();
+  out.final_res = read_cast(final_res);
+  return out;
+}
+
+}  // namespace attnres

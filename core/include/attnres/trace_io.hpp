@@ -1,0 +1,34 @@
+// Serialising a forward pass's outputs and trace: JSON (with source labels) for `--trace`, and
+// F32 safetensors tensors for `--dump` (SPEC §2.7).
+//
+// Dump tensors: logits (T, vocab); hidden_final (T, d), the final read's output before the final
+// RMSNorm; alpha.<r> (T, sources of read r) for r = 0 .. L, r = L the final read (absent for the
+// standard residual); sublayer_input_rms (L); sublayer_output_rms (L).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "attnres/forward.hpp"
+#include "attnres/safetensors.hpp"
+
+namespace attnres {
+
+nlohmann::json trace_to_json(const ForwardTrace& trace, const Eigen::MatrixXd& logits,
+                             const Eigen::MatrixXd& hidden_final);
+std::vector<TensorToWrite> forward_dump_tensors(const ForwardTrace& trace,
+                                                const Eigen::MatrixXd& logits,
+                                                const Eigen::MatrixXd& hidden_final);
+
+template <typename Scalar>
+nlohmann::json trace_to_json(const ForwardResult<Scalar>& result) {
+  return trace_to_json(result.trace, result.logits.template cast<double>(),
+                       result.hidden_final.template cast<double>());
+}
+template <typename Scalar>
+std::vector<TensorToWrite> forward_dump_tensors(const ForwardResult<Scalar>& result) {
+  return forward_dump_tensors(result.trace, result.logits.template cast<double>(),
+                              result.hidden_final.template cast<double>());
+}
+
+}  // namespace attnres

@@ -1,0 +1,105 @@
+#include "attnres/layers.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace attnres {
+
+template <typename Scalar>
+Matrix<Scalar> rms_norm(const Matrix<Scalar>& x, const Vector<Scalar>& gain, Scalar eps) {
+  const Vector<Scalar> inv_rms =
+      ((x.array().square().rowwise().mean() + eps).sqrt().inverse()).matrix();  // (T)
+  return (x.array().colwise() * inv_rms.array()).rowwise() * gain.transpose().array();
+}
+
+template <typename Scalar>
+RopeTable<Scalar> make_rope_table(int tokens, int head_dim, double theta) {
+  const int half = head_dim / 2;
+  RopeTable<Scalar> rope{Matrix<Scalar>(tokens, half), Matrix<Scalar>(tokens, half)};
+  for (int i = 0; i < half; ++i) {
+    const double inverse_frequency = std::pow(theta, -2.0 * i / head_dim);
+    for (int pos = 0; pos < tokens; ++pos) {
+      const double angle = pos * inverse_frequency;
+      rope.cos(pos, i) = static_cast<Scalar>(std::cos(angle));
+      rope.sin(pos, i) = static_cast<Scalar>(std::sin(angle));
+    }
+  }
+  return rope;
+}
+
+template <typename Scalar>
+void apply_rope(Matrix<Scalar>& x, int heads, const RopeTable<Scalar>& rope) {
+  const Eigen::Index half = rope.cos.cols();
+  for (int head = 0; head < heads; ++head) {
+    auto first = x.middleCols(head * 2 * half, half);          // (T, hd/2)
+    auto second = x.middleCols(head * 2 * half + half, half);  // (T, hd/2)
+    // rotate_half(x) = [-x2, x1]: x1' = x1 cos - x2 sin, x2' = x2 cos + x1 sin.
+    const Matrix<Scalar> x1 = first;
+    first = (x1.array() * rope.cos.array() - second.array() * rope.sin.array()).matrix();
+    second = (second.array() * rope.cos.array() + x1.array() * rope.sin.array()).matrix();
+  }
+}
+
+template <typename Scalar>
+Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelConfig& config,
+                                 const Matrix<Scalar>& x, const RopeTable<Scalar>& rope) {
+  const int heads = config.num_attention_heads;
+  const int kv_heads = config.num_key_value_heads;
+  const int head_dim = config.head_dim();
+  const int group = heads / kv_heads;  // query heads per key/value head
+  const Eigen::Index T = x.rows();
+  Matrix<Scalar> q = x * layer.q_proj.transpose();  // (T, H * hd)
+  Matrix<Scalar> k = x * layer.k_proj.transpose();  // (T, H_kv * hd)
+  const Matrix<Scalar> v = x * layer.v_proj.transpose();  // (T, H_kv * hd)
+  apply_rope(q, heads, rope);
+  apply_rope(k, kv_heads, rope);
+  const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(head_dim));
+  Matrix<Scalar> context(T, heads * head_dim);  // (T, H * hd)
+  for (int head = 0; head < heads; ++head) {
+    const int kv_head = head / group;
+    Matrix<Scalar> scores = q.middleCols(head * head_dim, head_dim) *
+                            k.middleCols(kv_head * head_dim, head_dim).transpose() * scale;  // (T, T)
+    for (Eigen::Index t = 0; t < T; ++t) {
+      auto row = scores.row(t);
+      row.tail(T - t - 1).setConstant(-std::numeric_limits<Scalar>::infinity());  // causal mask
+      row.array() = (row.array() - row.maxCoeff()).exp();
+      row /= row.sum();
+    }
+    context.middleCols(head * head_dim, head_dim) = scores * v.middleCols(kv_head * head_dim, head_dim);
+  }
+  return context * layer.o_proj.transpose();  // (T, d)
+}
+
+template <typename Scalar>
+Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>& layer, const Matrix<Scalar>& x) {
+  const Matrix<Scalar> gate = x * layer.gate_proj.transpose();  // (T, F)
+  const Matrix<Scalar> up = x * layer.up_proj.transpose();      // (T, F)
+  const Matrix<Scalar> activated =
+      (gate.array() / (Scalar(1) + (-gate.array()).exp()) * up.array()).matrix();  // silu(g) * u
+  return activated * layer.down_proj.transpose();  // (T, d)
+}
+
+template <typename Scalar>
+Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>& model, int sublayer,
+                                const Matrix<Scalar>& h, const RopeTable<Scalar>& rope) {
+  const auto& layer = model.layers[static_cast<std::size_t>(sublayer / 2)];
+  const Scalar eps = static_cast<Scalar>(model.config.rms_norm_eps);
+  if (sublayer % 2 == 0) {
+    return attention_forward(layer, model.config, rms_norm(h, layer.input_layernorm, eps), rope);
+  }
+  return mlp_forward(layer, rms_norm(h, layer.post_attention_layernorm, eps));
+}
+
+#define ATTNRES_INSTANTIATE_LAYERS(Scalar)                                                      \
+  template Matrix<Scalar> rms_norm(const Matrix<Scalar>&, const Vector<Scalar>&, Scalar);      \
+  template RopeTable<Scalar> make_rope_table<Scalar>(int, int, double);                        \
+  template void apply_rope(Matrix<Scalar>&, int, const RopeTable<Scalar>&);                     \
+  template Matrix<Scalar> attention_forward(const LayerWeights<Scalar>&, const ModelConfig&,   \
+                                            const Matrix<Scalar>&, const RopeTable<Scalar>&);  \
+  template Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>&, const Matrix<Scalar>&);     \
+  template Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>&, int,                   \
+                                           const Matrix<Scalar>&, const RopeTable<Scalar>&);
+ATTNRES_INSTANTIATE_LAYERS(float)
+ATTNRES_INSTANTIATE_LAYERS(double)
+
+}  // namespace attnres

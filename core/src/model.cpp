@@ -1,0 +1,224 @@
+#include "attnres/model.hpp"
+
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <random>
+#include <set>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/error.hpp"
+#include "attnres/safetensors.hpp"
+
+namespace attnres {
+
+namespace fs = std::filesystem;
+
+void for_each_tensor(ModelWeights<double>& model,
+                     const std::function<void(const TensorVisit&)>& visit) {
+  auto matrix = [&](const std::string& name, Matrix<double>& m, bool attn_res = false) {
+    visit({name, {m.rows(), m.cols()}, m.data(), attn_res});
+  };
+  auto vector = [&](const std::string& name, Vector<double>& v, bool attn_res = false) {
+    visit({name, {v.size()}, v.data(), attn_res});
+  };
+  auto read = [&](const std::string& prefix, DepthReadWeights<double>& r) {
+    vector(prefix + ".query", r.query, true);
+    vector(prefix + ".key_norm.weight", r.key_norm_gain, true);
+  };
+  matrix("model.embed_tokens.weight", model.embed_tokens);
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    auto& layer = model.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    vector(p + "input_layernorm.weight", layer.input_layernorm);
+    matrix(p + "self_attn.q_proj.weight", layer.q_proj);
+    matrix(p + "self_attn.k_proj.weight", layer.k_proj);
+    matrix(p + "self_attn.v_proj.weight", layer.v_proj);
+    matrix(p + "self_attn.o_proj.weight", layer.o_proj);
+    vector(p + "post_attention_layernorm.weight", layer.post_attention_layernorm);
+    matrix(p + "mlp.gate_proj.weight", layer.gate_proj);
+    matrix(p + "mlp.up_proj.weight", layer.up_proj);
+    matrix(p + "mlp.down_proj.weight", layer.down_proj);
+    read(p + "attn_res", layer.attn_res);
+    read(p + "mlp_res", layer.mlp_res);
+  }
+  vector("model.norm.weight", model.norm);
+  matrix("lm_head.weight", model.lm_head);
+  read("model.final_res", model.final_res);
+}
+
+namespace {
+
+std::int64_t product(const std::vector<std::int64_t>& shape) {
+  std::int64_t count = 1;
+  for (auto extent : shape) count *= extent;
+  return count;
+}
+
+}  // namespace
+
+std::int64_t TensorVisit::element_count() const { return product(shape); }
+std::int64_t TensorView::element_count() const { return product(shape); }
+
+void for_each_tensor(const ModelWeights<double>& model,
+                     const std::function<void(const TensorView&)>& visit) {
+  // The mutable walk only hands out pointers; this visitor cannot write through them.
+  for_each_tensor(const_cast<ModelWeights<double>&>(model), [&](const TensorVisit& tensor) {
+    visit({tensor.name, tensor.shape, tensor.data, tensor.attn_res});
+  });
+}
+
+std::int64_t parameter_count(const ModelWeights<double>& model) {
+  std::int64_t count = 0;
+  for_each_tensor(model, [&](const TensorView& tensor) {
+    if (!tensor.attn_res || model.has_attn_res_tensors) count += tensor.element_count();
+  });
+  return count;
+}
+
+namespace {
+
+// Standard normal draws from mt19937_64 (whose output the C++ standard fixes) by Box–Muller, so a
+// seed gives the same model everywhere (std::normal_distribution is implementation-defined).
+class NormalSource {
+ public:
+  explicit NormalSource(std::uint64_t seed) : engine_(seed) {}
+  double next() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = (static_cast<double>(engine_() >> 11) + 1.0) * 0x1p-53;  // (0, 1]
+    const double u2 = static_cast<double>(engine_() >> 11) * 0x1p-53;          // [0, 1)
+    const double radius = std::sqrt(-2.0 * std::log(u1));
+    spare_ = radius * std::sin(2.0 * std::numbers::pi * u2);
+    has_spare_ = true;
+    return radius * std::cos(2.0 * std::numbers::pi * u2);
+  }
+
+ private:
+  std::mt19937_64 engine_;
+  double spare_ = 0.0;
+  bool has_spare_ = false;
+};
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOptions& options) {
+  config.validate("random model");
+  if (!(options.weight_std >= 0.0) || !(options.query_std >= 0.0)) {
+    throw Error("random model: standard deviations must be >= 0");
+  }
+  auto model = allocate_model<double>(config);
+  NormalSource normal(options.seed);
+  for_each_tensor(model, [&](const TensorVisit& tensor) {
+    const std::int64_t count = tensor.element_count();
+    double std_dev = 0.0;
+    if (ends_with(tensor.name, ".query")) {
+      std_dev = options.query_std;
+    } else if (tensor.shape.size() == 2) {
+      std_dev = options.weight_std;
+    }
+    if (std_dev == 0.0) return;  // zeros, or the ones that allocate_model gave norm gains
+    for (std::int64_t i = 0; i < count; ++i) {
+      tensor.data[i] = static_cast<double>(static_cast<float>(std_dev * normal.next()));
+    }
+  });
+  model.has_attn_res_tensors = true;
+  return model;
+}
+
+ModelWeights<double> load_model(const fs::path& directory) {
+  const fs::path config_path = directory / "config.json";
+  const fs::path weights_path = directory / "model.safetensors";
+  if (!fs::is_directory(directory)) {
+    throw Error("model directory '" + directory.string() + "' does not exist");
+  }
+  const ModelConfig config = parse_model_config(read_file(config_path), config_path.string());
+  const SafetensorsFile file = SafetensorsFile::read(weights_path);
+  const std::string source = weights_path.string();
+
+  auto model = allocate_model<double>(config);
+  std::set<std::string> expected;
+  std::vector<std::string> missing_attn_res;
+  std::size_t present_attn_res = 0;
+  for_each_tensor(model, [&](const TensorVisit& tensor) {
+    expected.insert(tensor.name);
+    const TensorInfo* info = file.find(tensor.name);
+    if (info == nullptr) {
+      if (tensor.attn_res) {
+        missing_attn_res.push_back(tensor.name);
+        return;
+      }
+      throw Error(source + ": missing tensor '" + tensor.name + "' (expected shape " +
+                  shape_text(tensor.shape) + " from " + config_path.string() + ")");
+    }
+    if (info->shape != tensor.shape) {
+      throw Error(source + ": tensor '" + tensor.name + "' has shape " + shape_text(info->shape) +
+                  ", expected " + shape_text(tensor.shape) + " from " + config_path.string());
+    }
+    const auto values = file.values(*info);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        throw Error(source + ": tensor '" + tensor.name + "' holds a non-finite value (" +
+                    std::to_string(values[i]) + ") at flat index " + std::to_string(i));
+      }
+      tensor.data[i] = values[i];
+    }
+    if (tensor.attn_res) ++present_attn_res;
+  });
+  for (const auto& tensor : file.tensors()) {
+    if (!expected.count(tensor.name) && !ends_with(tensor.name, ".rotary_emb.inv_freq")) {
+      throw Error(source + ": unexpected tensor '" + tensor.name +
+                  "' (not part of a Llama/AttnRes model with this config.json)");
+    }
+  }
+  if (present_attn_res > 0 && !missing_attn_res.empty()) {
+    throw Error(source + ": has some AttnRes tensors but not '" + missing_attn_res.front() +
+                "' (" + std::to_string(missing_attn_res.size()) +
+                " missing); a model has all of them or none");
+  }
+  model.has_attn_res_tensors = present_attn_res > 0;
+  if (!model.has_attn_res_tensors && config.attn_res.mode != ResidualMode::standard) {
+    throw Error(source + ": config.json asks for attn_res mode '" +
+                to_string(config.attn_res.mode) + "' but the file has no AttnRes tensors (e.g. '" +
+                missing_attn_res.front() + "')");
+  }
+  return model;
+}
+
+void save_model(const ModelWeights<double>& model, const fs::path& directory) {
+  model.config.validate("save model");
+  std::error_code error;
+  fs::create_directories(directory, error);
+  if (error) {
+    throw Error("cannot create model directory '" + directory.string() + "': " + error.message());
+  }
+  std::vector<TensorToWrite> tensors;
+  for_each_tensor(model, [&](const TensorView& tensor) {
+    if (tensor.attn_res && !model.has_attn_res_tensors) return;
+    TensorToWrite out{tensor.name, tensor.shape, {}};
+    for (std::int64_t i = 0; i < tensor.element_count(); ++i) {
+      out.data.push_back(static_cast<float>(tensor.data[i]));
+    }
+    tensors.push_back(std::move(out));
+  });
+  write_safetensors(directory / "model.safetensors", tensors, {{"format", "pt"}});
+  write_file_atomically(directory / "config.json", model_config_to_json(model.config));
+}
+
+}  // namespace attnres

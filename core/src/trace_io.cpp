@@ -1,0 +1,90 @@
+#include "attnres/trace_io.hpp"
+
+namespace attnres {
+
+using nlohmann::json;
+
+namespace {
+
+json matrix_to_json(const Eigen::MatrixXd& m) {
+  json rows = json::array();
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    json row = json::array();
+    for (Eigen::Index c = 0; c < m.cols(); ++c) row.push_back(m(r, c));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+TensorToWrite matrix_tensor(const std::string& name, const Eigen::MatrixXd& m) {
+  TensorToWrite out{name, {m.rows(), m.cols()}, {}};
+  out.data.reserve(static_cast<std::size_t>(m.size()));
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    for (Eigen::Index c = 0; c < m.cols(); ++c) out.data.push_back(static_cast<float>(m(r, c)));
+  }
+  return out;
+}
+
+TensorToWrite vector_tensor(const std::string& name, const std::vector<double>& v) {
+  TensorToWrite out{name, {static_cast<std::int64_t>(v.size())}, {}};
+  for (double x : v) out.data.push_back(static_cast<float>(x));
+  return out;
+}
+
+}  // namespace
+
+json trace_to_json(const ForwardTrace& trace, const Eigen::MatrixXd& logits,
+                   const Eigen::MatrixXd& hidden_final) {
+  json root;
+  root["mode"] = to_string(trace.mode);
+  root["sublayers"] = trace.sublayers;
+  root["block_size"] = trace.block_size;
+  root["tokens"] = trace.tokens;
+  root["two_phase"] = trace.two_phase;
+  root["zero_placeholder"] = trace.zero_placeholder;
+  json reads = json::array();
+  for (const auto& read : trace.reads) {
+    json sources = json::array();
+    for (const auto& source : read.sources) {
+      sources.push_back({{"label", source.label()},
+                         {"block", source.block},
+                         {"members", {source.first_member, source.last_member}}});
+    }
+    json mean = json::array();
+    for (Eigen::Index i = 0; i < read.alpha_mean.size(); ++i) mean.push_back(read.alpha_mean(i));
+    reads.push_back({{"read", read.read},
+                     {"target", read.target},
+                     {"sources", sources},
+                     {"alpha", matrix_to_json(read.alpha)},
+                     {"alpha_mean", mean}});
+  }
+  root["reads"] = reads;
+  root["sublayer_input_rms"] = trace.sublayer_input_rms;
+  root["sublayer_output_rms"] = trace.sublayer_output_rms;
+  root["block_summary_rms"] = trace.block_summary_rms;
+  if (trace.mixing_mean.size()) {
+    root["mixing_mean"] = matrix_to_json(trace.mixing_mean);
+    root["rank_tolerance"] = trace.rank_tolerance;
+    root["semiseparable_rank"] = trace.semiseparable_rank;
+    root["semiseparable_rank_max_over_tokens"] = trace.semiseparable_rank_max;
+  }
+  root["hidden_final"] = matrix_to_json(hidden_final);
+  root["logits"] = matrix_to_json(logits);
+  return root;
+}
+
+std::vector<TensorToWrite> forward_dump_tensors(const ForwardTrace& trace,
+                                                const Eigen::MatrixXd& logits,
+                                                const Eigen::MatrixXd& hidden_final) {
+  std::vector<TensorToWrite> tensors;
+  tensors.push_back(matrix_tensor("logits", logits));
+  tensors.push_back(matrix_tensor("hidden_final", hidden_final));
+  for (const auto& read : trace.reads) {
+    tensors.push_back(matrix_tensor("alpha." + std::to_string(read.read), read.alpha));
+  }
+  tensors.push_back(vector_tensor("sublayer_input_rms", trace.sublayer_input_rms));
+  tensors.push_back(vector_tensor("sublayer_output_rms", trace.sublayer_output_rms));
+  return tensors;
+}
+
+}  // namespace attnres
