@@ -1,0 +1,27 @@
+// STYLE: core/ is plain C++ — no Qt include anywhere in it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace {
+
+TEST(Layout, CoreHasNoQtInclude) {
+  const std::regex qt_include(R"(#\s*include\s*[<"]Q[A-Za-z])");
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(ATTNRES_CORE_DIR)) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    std::ifstream in(entry.path());
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      EXPECT_FALSE(std::regex_search(line, qt_include)) << entry.path() << ":" << number << ": " << line;
+    }
+  }
+  EXPECT_GT(files, 5);
+}
+
+}  // namespace

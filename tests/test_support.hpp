@@ -1,0 +1,59 @@
+// Helpers shared by the test suites: temporary directories and tensor comparison that prints
+// "TENSOR OK, maxdiff = ..." in the llm.c style.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <Eigen/Core>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <string>
+
+namespace attnres::test {
+
+// A fresh directory under the system temp dir, removed when the object goes away.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device entropy;
+    path_ = std::filesystem::temp_directory_path() /
+            ("attnres-test-" + std::to_string(entropy()) + std::to_string(entropy()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Max |a - b| / max(1, max |b|): absolute for small values, relative for large ones.
+template <typename A, typename B>
+double max_scaled_difference(const Eigen::MatrixBase<A>& actual, const Eigen::MatrixBase<B>& expected) {
+  const Eigen::MatrixXd a = actual.template cast<double>();
+  const Eigen::MatrixXd b = expected.template cast<double>();
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
+  const double scale = std::max(1.0, b.cwiseAbs().maxCoeff());
+  return (a - b).cwiseAbs().maxCoeff() / scale;
+}
+
+// Asserts closeness and prints the max difference.
+template <typename A, typename B>
+void expect_tensor_near(const std::string& name, const Eigen::MatrixBase<A>& actual,
+                        const Eigen::MatrixBase<B>& expected, double tolerance) {
+  ASSERT_EQ(actual.rows(), expected.rows()) << name;
+  ASSERT_EQ(actual.cols(), expected.cols()) << name;
+  const double diff = max_scaled_difference(actual, expected);
+  EXPECT_LE(diff, tolerance) << name << ": maxdiff " << diff << " > " << tolerance;
+  if (diff <= tolerance) std::cout << "TENSOR OK " << name << ", maxdiff = " << diff << "\n";
+}
+
+}  // namespace attnres::test
