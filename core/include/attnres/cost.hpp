@@ -1,0 +1,193 @@
+// The analytical cost engine (SPEC §3): memory I/O of the residual mechanism, stored depth
+// history, prefill memory, pipeline communication of block representations (the paper's
+// accounting and the exact per-boundary payloads), depth-attention arithmetic, scaling-law
+// arithmetic. Small pure functions, one per formula, each citing its source.
+//
+// Units are in the names: `_elements` are vector elements per token (multiply by B·T·b for
+// bytes), `_bytes` are bytes, `_vectors` count d-wide vectors.
+//
+//   CostInputs in;  in.sublayers = 128;  in.blocks = 8;  in.d_model = 7168;
+//   CostReport report = evaluate_costs(resolve_cost_inputs(in));
+//   report.io.block_two_phase.total();   // 5.5 * 7168 elements per token per sublayer
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnres/error.hpp"
+#include "attnres/model_config.hpp"
+
+namespace attnres {
+
+// ------------------------------------------------------------------ data types (SPEC §1)
+enum class DType { bf16, fp16, fp32, fp8 };
+std::string to_string(DType dtype);
+DType parse_dtype(const std::string& text, const std::string& where);
+int bytes_per_element(DType dtype);
+
+// ------------------------------------------------------------------ memory I/O (SPEC §3.1)
+// Reads and writes of the residual mechanism per token per sublayer, in elements; the I/O inside
+// f_l is excluded (paper Table 1).
+struct ResidualIo {
+  double reads = 0;
+  double writes = 0;
+  double total() const { return reads + writes; }
+};
+ResidualIo io_standard(std::int64_t d);                        // 2d + d = 3d
+ResidualIo io_block_two_phase(std::int64_t blocks, std::int64_t block_size,
+                              std::int64_t d);                 // (N/S + 3)d + 2d
+ResidualIo io_full_two_phase(std::int64_t blocks, std::int64_t block_size,
+                             std::int64_t d);                  // (S + N - 2)d + 2d
+ResidualIo io_full_naive_at(std::int64_t sublayer, std::int64_t d);  // 2(l-1)d + d at sublayer l
+ResidualIo io_full_naive_mean(std::int64_t sublayers, std::int64_t d);  // mean over l = 1..L
+ResidualIo io_mhc(std::int64_t streams, std::int64_t d);       // (8m+2)d + 2m^2 + 4m
+
+// Schedule block S (integer) minimising Full two-phase I/O (S + ceil(L/S))d; ties go to the
+// smaller S. The continuous optimum is S = N = sqrt(L), 2 sqrt(L) d.
+struct ScheduleChoice {
+  std::int64_t block_size = 0;
+  std::int64_t blocks = 0;
+  double io_elements = 0;  // total per token per sublayer
+};
+ScheduleChoice best_full_schedule_block(std::int64_t sublayers, std::int64_t d);
+
+// N = ceil(L / S).
+std::int64_t block_count(std::int64_t sublayers, std::int64_t block_size);
+
+// ------------------------------------------------------------------ depth history (SPEC §3.2)
+std::int64_t history_vectors_full(std::int64_t sublayers);  // L + 1
+std::int64_t history_vectors_block(std::int64_t blocks);    // N + 1 (+ the running partial)
+
+// Long-context prefill memory of the block history: B·b·N·T·d bytes, divided by the sequence
+// shards, with T replaced by the chunk length when prefill is chunked (paper: T = 128K, N = 8,
+// d = 7168, bf16 -> 15.0 GB; 8 shards -> 1.88 GB; 16K chunks as well -> 0.235 GB).
+struct PrefillMemory {
+  std::int64_t total_bytes = 0;
+  std::int64_t per_device_bytes = 0;
+  std::int64_t per_device_chunked_bytes = 0;
+};
+PrefillMemory prefill_history_bytes(std::int64_t batch, std::int64_t tokens, std::int64_t blocks,
+                                    std::int64_t d, int bytes_per_element,
+                                    std::int64_t seq_shards, std::int64_t chunk_tokens);
+
+// ------------------------------------------------------------------ pipeline (SPEC §3.3)
+// The paper's accounting with N_p = N / (P·V) block representations per chunk, elements per token.
+struct PipelineCommPaper {
+  double blocks_per_chunk = 0;      // N_p
+  double naive_elements = 0;        // C(C-1)/2 · N_p · d
+  double cached_elements = 0;       // [P(P-1)/2 + (V-1)·P^2] · N_p · d
+  double peak_naive_elements = 0;   // (C-1) · N_p · d
+  double peak_cached_elements = 0;  // largest single transition of the cached formula
+};
+PipelineCommPaper pipeline_comm_paper(std::int64_t pp, std::int64_t vpp, std::int64_t blocks,
+                                      std::int64_t d);
+
+// How L sublayers are split into C = P·V chunks: the first (L mod C) chunks hold one more.
+// Chunk c runs on rank c mod P as its virtual stage c / P.
+std::vector<std::int64_t> chunk_last_sublayers(std::int64_t sublayers, std::int64_t chunks);
+
+// The exact payload of one forward stage boundary (chunk c -> c+1), counted in d-wide vectors
+// per token, from the real block layout. Backward sends gradients of exactly these tensors over
+// the same link in the other direction, so its per-boundary payload is the same.
+struct BoundaryPayload {
+  std::int64_t from_chunk = 0, to_chunk = 0;
+  std::int64_t from_rank = 0, to_rank = 0;
+  std::int64_t last_sublayer = 0;     // sublayers 1..last_sublayer are done before the boundary
+  std::int64_t completed_blocks = 0;  // b_1.. finished by then
+  bool partial = false;               // a block is open across the boundary
+  // Vectors sent under each policy (embedding + blocks + partial, minus what the receiver has):
+  std::int64_t naive_vectors = 0;       // everything the receiver needs
+  std::int64_t cached_vectors = 0;      // receiver keeps what it received earlier (paper)
+  std::int64_t cached_own_vectors = 0;  // ... and also the blocks it produced itself
+  std::int64_t naive_block_vectors = 0;   // the same three, completed blocks only (the paper's
+  std::int64_t cached_block_vectors = 0;  // N_p accounting counts only these)
+};
+// mode standard: one hidden-state vector per boundary; full: every sublayer output is a source
+// (S = 1); block: blocks of block_size sublayers. Throws on P·V > L or sizes < 1.
+std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t sublayers,
+                                                 std::int64_t block_size, std::int64_t pp,
+                                                 std::int64_t vpp);
+
+// ------------------------------------------------------------------ arithmetic
+// Number of (read, source) pairs over all L + 1 reads: sum_r n_r (closed forms of SPEC §2.2-2.3).
+std::int64_t depth_read_source_pairs(ResidualMode mode, std::int64_t sublayers,
+                                     std::int64_t block_size);
+// Depth-attention FLOPs per token: per (read, source) pair 2d for the key's RMS, 2d for the
+// score against w*g and 2d for the weighted sum (6d); plus 2d per read for w*g and h = o / l.
+double depth_attention_flops(ResidualMode mode, std::int64_t sublayers, std::int64_t block_size,
+                             std::int64_t d);
+// Forward FLOPs per token of the sublayers themselves (LM head and embedding excluded):
+// attention 8d^2 (q, k, v, o with H_kv = H) + 2·T·d (causal scores and values at mean context
+// T/2); SwiGLU 6·d·F. Attention sublayers are the odd ones (1, 3, ...).
+double model_flops_per_token(std::int64_t sublayers, std::int64_t d, std::int64_t ffn,
+                             std::int64_t tokens);
+
+// ------------------------------------------------------------------ scaling law (SPEC §3.5)
+// loss = A · C^(-a), C in PFLOP/s-days (paper Fig. 4).
+struct ScalingFit {
+  const char* name;
+  double A;
+  double a;
+  double loss_at(double compute) const;
+  double compute_for(double loss) const;  // (A / loss)^(1/a)
+};
+const std::array<ScalingFit, 3>& paper_scaling_fits();  // baseline, block, full
+struct ScalingAtLoss {
+  double target_loss = 0;
+  double compute_baseline = 0, compute_block = 0, compute_full = 0;  // PFLOP/s-days
+  double multiplier_block = 0, multiplier_full = 0;  // baseline compute / scheme compute
+};
+ScalingAtLoss scaling_at_loss(double target_loss);
+
+// ------------------------------------------------------------------ everything at once
+// The inputs of `attnres cost` and of a scenario. Fill sublayers (or layers), d_model and blocks
+// or block_size; resolve_cost_inputs derives the rest and validates.
+struct CostInputs {
+  std::int64_t sublayers = 0;   // L
+  std::int64_t layers = 0;      // transformer layers (L = 2 x layers) when sublayers is 0
+  std::int64_t d_model = 0;     // d
+  std::int64_t blocks = 0;      // N
+  std::int64_t block_size = 0;  // S
+  std::int64_t streams = 4;     // m of mHC
+  std::int64_t ffn = 0;         // F; 0 = round(8d/3)
+  std::int64_t tokens = 4096;   // T
+  std::int64_t batch = 1;       // B
+  DType dtype = DType::bf16;
+  std::int64_t seq_shards = 1;
+  std::int64_t chunk = 0;       // chunked prefill length; 0 = no chunking
+  std::int64_t pp = 1;          // P
+  std::int64_t vpp = 1;         // V
+};
+
+// An invalid input: `field` is the CostInputs member name, so the CLI can name its flag and a
+// scenario its file:line:column.
+class CostInputError : public Error {
+ public:
+  CostInputError(std::string field_name, const std::string& message)
+      : Error(message), field(std::move(field_name)) {}
+  std::string field;
+};
+// Derives sublayers / blocks / block_size / ffn and validates: sizes >= 1, N <= L, S <= L,
+// consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
+CostInputs resolve_cost_inputs(CostInputs inputs);
+
+struct CostReport {
+  CostInputs inputs;  // resolved
+  struct {
+    ResidualIo standard, block_two_phase, full_two_phase, full_naive, mhc;
+  } io;                            // elements per token per sublayer
+  ScheduleChoice full_best_schedule;
+  std::int64_t history_full_vectors = 0, history_block_vectors = 0;
+  PrefillMemory prefill;
+  PipelineCommPaper pipeline_paper;
+  std::vector<BoundaryPayload> boundaries;  // block layout
+  std::int64_t boundary_naive_elements = 0, boundary_cached_elements = 0,
+               boundary_cached_own_elements = 0;  // sums over boundaries x d
+  std::int64_t boundary_peak_naive_elements = 0, boundary_peak_cached_elements = 0;
+  double depth_flops_full = 0, depth_flops_block = 0, model_flops = 0;
+};
+CostReport evaluate_costs(const CostInputs& resolved);
+
+}  // namespace attnres
