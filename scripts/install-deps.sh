@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libeigen3-dev libboost-program-options-dev libtomlplusplus-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev qt6-charts-dev qt6-svg-dev fonts-dejavu-core
+  qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev fonts-dejavu-core
   python3-numpy
 )
 

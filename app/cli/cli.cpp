@@ -17,7 +17,12 @@ void print_help(std::ostream& out) {
          "  init-model   create a random Llama-style model with AttnRes tensors\n"
          "               (config.json + model.safetensors)\n"
          "  forward      run a forward pass (standard / full / block residual) and print\n"
-         "               per-sublayer norms and the depth-attention weights\n\n"
+         "               per-sublayer norms and the depth-attention weights\n"
+         "  cost         memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
+         "               residual scheme for one setting (table, JSON or CSV)\n"
+         "  scaling      the paper's scaling-law fits: compute to reach a loss, multipliers\n"
+         "  sweep        the cost engine over one parameter or a grid of two (CSV/JSON, chart)\n"
+         "  report       run a scenario file: report.md, report.json, CSV tables, PNG/SVG charts\n\n"
          "Run 'attnres <command> --help' for a command's options.\n";
 }
 
@@ -68,8 +73,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   try {
     if (command == "init-model") return init_model_command(rest, out, err);
     if (command == "forward") return forward_command(rest, out, err);
+    if (command == "cost") return cost_command(rest, out, err);
+    if (command == "scaling") return scaling_command(rest, out, err);
+    if (command == "sweep") return sweep_command(rest, out, err);
+    if (command == "report") return report_command(rest, out, err);
     err << "attnres: unknown command '" << command
-        << "' (expected init-model or forward; see attnres --help)\n";
+        << "' (expected init-model, forward, cost, scaling, sweep or report; see attnres --help)\n";
     return kExitUsage;
   } catch (const UsageError& error) {
     err << "attnres " << command << ": " << error.what() << " (see attnres " << command

@@ -19,6 +19,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 // Commands (args exclude the command name).
 int init_model_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int forward_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cost_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // A usage error: an unknown flag, a missing or malformed value. Reported with exit status 2.
 struct UsageError : std::exception {

@@ -1,0 +1,28 @@
+// The one place that turns a ChartSpec (core, Qt-free) into Qt Charts: the CLI's report figures
+// and the GUI's views both go through build_chart, so the same scenario gives the same chart.
+#pragma once
+
+#include <QSize>
+#include <filesystem>
+
+#include "attnres/chart_spec.hpp"
+
+QT_BEGIN_NAMESPACE
+class QChart;
+QT_END_NAMESPACE
+
+namespace attnres::charts {
+
+// A new chart (caller owns it): axes with the spec's labels, log axes where asked, series,
+// the current-setting marker, no animations.
+QChart* build_chart(const ChartSpec& spec);
+
+// Renders the chart headlessly into a PNG and an SVG (each written atomically). Needs a
+// QApplication; ensure_application() makes one on the offscreen platform when none exists.
+void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
+                        const std::filesystem::path& svg, QSize size = QSize(960, 600));
+
+// Creates a QApplication (offscreen platform unless QT_QPA_PLATFORM is set) if there is none.
+void ensure_application();
+
+}  // namespace attnres::charts

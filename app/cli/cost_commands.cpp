@@ -1,0 +1,310 @@
+// attnres cost | scaling | sweep | report: the analytical cost engine on the command line.
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/cost_metrics.hpp"
+#include "attnres/error.hpp"
+#include "attnres/report.hpp"
+#include "chart_render.hpp"
+#include "cli.hpp"
+#include "options.hpp"
+#include "progress.hpp"
+#include "text_table.hpp"
+
+namespace attnres::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// CostInputs fields -> the flags that set them, so engine errors name what the user typed.
+std::string flag_for_field(const std::string& field) {
+  static const std::map<std::string, std::string> flags = {
+      {"sublayers", "--sublayers"}, {"layers", "--layers"},   {"d_model", "--d-model"},
+      {"blocks", "--blocks"},       {"block_size", "--block-size"}, {"streams", "--streams"},
+      {"ffn", "--ffn"},             {"tokens", "--seq"},      {"batch", "--batch"},
+      {"seq_shards", "--seq-shards"}, {"chunk", "--chunk"},   {"pp", "--pp"},
+      {"vpp", "--vpp"}};
+  auto it = flags.find(field);
+  return it == flags.end() ? field : it->second;
+}
+
+// The model/sequence/parallelism flags shared by cost and sweep.
+struct InputFlags {
+  CostInputs inputs;
+  std::string dtype = "bf16";
+  void add_to(po::options_description& options) {
+    options.add_options()
+        ("sublayers", po::value(&inputs.sublayers), "sublayers L (attention and MLP each count)")
+        ("layers", po::value(&inputs.layers), "transformer layers (L = 2 x layers)")
+        ("blocks", po::value(&inputs.blocks), "AttnRes blocks N")
+        ("block-size", po::value(&inputs.block_size), "sublayers per block S (N = ceil(L/S))")
+        ("d-model", po::value(&inputs.d_model)->required(), "hidden width d")
+        ("streams", po::value(&inputs.streams)->default_value(4), "mHC residual streams m")
+        ("ffn", po::value(&inputs.ffn)->default_value(0), "SwiGLU width F (0: round(8d/3))")
+        ("seq", po::value(&inputs.tokens)->default_value(4096), "sequence length T (tokens)")
+        ("batch", po::value(&inputs.batch)->default_value(1), "sequences per batch B")
+        ("dtype", po::value(&dtype)->default_value("bf16"), "bf16 | fp16 | fp32 | fp8")
+        ("pp", po::value(&inputs.pp)->default_value(1), "pipeline ranks P")
+        ("vpp", po::value(&inputs.vpp)->default_value(1), "virtual stages per rank V")
+        ("seq-shards", po::value(&inputs.seq_shards)->default_value(1), "sequence-parallel shards")
+        ("chunk", po::value(&inputs.chunk)->default_value(0), "chunked-prefill length (0: none)");
+  }
+  CostInputs resolved() {
+    inputs.dtype = parse_dtype(dtype, "--dtype");
+    try {
+      return resolve_cost_inputs(inputs);
+    } catch (const CostInputError& error) {
+      throw UsageError(flag_for_field(error.field) + ": " + error.what());
+    }
+  }
+};
+
+
+void print_tables(std::ostream& out, const std::vector<ReportTable>& tables) {
+  for (const auto& table : tables) {
+    out << table.title << "\n";
+    TextTable text(table.header);
+    for (const auto& row : table.rows) text.add_row(row);
+    text.print(out);
+    if (!table.note.empty()) out << "  " << table.note << "\n";
+    out << "\n";
+  }
+}
+
+void require_format(const std::string& format, std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (format == a) return;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw UsageError("--format must be one of " + list + ", got '" + format + "'");
+}
+
+// "1,2,4" | "divisors" | "1:64:x2" (factor) | "1:10" or "1:10:2" (step).
+std::vector<std::int64_t> parse_values(const std::string& text, const std::string& flag,
+                                       std::int64_t sublayers) {
+  if (text == "divisors") return divisors(sublayers);
+  auto to_int = [&](const std::string& word) {
+    try {
+      std::size_t used = 0;
+      const long long value = std::stoll(word, &used);
+      if (used != word.size()) throw std::invalid_argument(word);
+      return static_cast<std::int64_t>(value);
+    } catch (const std::exception&) {
+      throw UsageError(flag + ": '" + word + "' is not an integer (expected 1,2,4 or divisors or "
+                       "FROM:TO[:STEP] or FROM:TO:xFACTOR)");
+    }
+  };
+  std::vector<std::int64_t> values;
+  if (text.find(':') != std::string::npos) {
+    std::vector<std::string> parts;
+    std::stringstream stream(text);
+    for (std::string part; std::getline(stream, part, ':');) parts.push_back(part);
+    if (parts.size() < 2 || parts.size() > 3) throw UsageError(flag + ": expected FROM:TO[:STEP|:xFACTOR]");
+    const std::int64_t from = to_int(parts[0]), to = to_int(parts[1]);
+    if (to < from) throw UsageError(flag + ": TO is below FROM");
+    if (parts.size() == 3 && !parts[2].empty() && parts[2][0] == 'x') {
+      const std::int64_t factor = to_int(parts[2].substr(1));
+      if (factor < 2 || from < 1) throw UsageError(flag + ": a factor needs FROM >= 1 and FACTOR >= 2");
+      for (std::int64_t v = from; v <= to; v = v > to / factor ? to + 1 : v * factor) values.push_back(v);
+    } else {
+      const std::int64_t step = parts.size() == 3 ? to_int(parts[2]) : 1;
+      if (step < 1) throw UsageError(flag + ": STEP must be >= 1");
+      if ((to - from) / step >= 10'000'000) throw UsageError(flag + ": too many values");
+      for (std::int64_t v = from; v <= to; v += step) values.push_back(v);
+    }
+    return values;
+  }
+  std::stringstream stream(text);
+  for (std::string word; std::getline(stream, word, ',');) {
+    if (!word.empty()) values.push_back(to_int(word));
+  }
+  if (values.empty()) throw UsageError(flag + ": no values given");
+  return values;
+}
+
+}  // namespace
+
+int cost_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  InputFlags flags;
+  std::string format;
+  po::options_description options("attnres cost options");
+  options.add_options()("help,h", "show this help");
+  flags.add_to(options);
+  options.add_options()("format", po::value(&format)->default_value("table"), "table | json | csv");
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres cost (--sublayers L | --layers N) (--blocks N | --block-size S) "
+                 "--d-model D [--streams m] [--seq T] [--batch B] [--dtype bf16] [--pp P] [--vpp V] "
+                 "[--seq-shards k] [--chunk tokens] [--format table|json|csv]",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"table", "json", "csv"});
+  const CostReport report = evaluate_costs(flags.resolved());
+  if (format == "json") {
+    out << cost_report_to_json(report).dump(2) << "\n";
+  } else if (format == "csv") {
+    out << "metric,value,unit\n";
+    for (const auto& metric : cost_metrics()) {
+      out << metric.key << "," << format_number(metric.value(report)) << "," << metric.unit << "\n";
+    }
+  } else {
+    print_tables(out, cost_tables(report, {"io", "history", "prefill", "pipeline", "boundaries", "flops"}));
+  }
+  return kExitOk;
+}
+
+int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  double target_loss = 1.695;
+  std::string format;
+  po::options_description options("attnres scaling options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("target-loss", po::value(&target_loss)->default_value(1.695), "validation loss to reach")
+      ("format", po::value(&format)->default_value("table"), "table | json | csv");
+  auto values = parse_options(args, options);
+  if (wants_help(values, "usage: attnres scaling [--target-loss x] [--format table|json|csv]", options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"table", "json", "csv"});
+  if (!(target_loss > 0.0)) throw UsageError("--target-loss must be > 0");
+  Report report;
+  add_scaling_section({target_loss, target_loss - 0.1, target_loss + 0.1}, report);
+  if (format == "json") {
+    nlohmann::json fits = nlohmann::json::array();
+    for (const auto& fit : paper_scaling_fits()) fits.push_back({{"name", fit.name}, {"A", fit.A}, {"a", fit.a}});
+    nlohmann::json json = report.json["scaling"];
+    json["fits"] = fits;
+    json["units"] = "compute in PFLOP/s-days; multiplier = baseline compute / scheme compute";
+    out << json.dump(2) << "\n";
+  } else if (format == "csv") {
+    out << table_csv(report.tables.front());
+  } else {
+    print_tables(out, {report.tables.front()});
+  }
+  return kExitOk;
+}
+
+int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  InputFlags flags;
+  SweepSpec spec;
+  std::string x_values, y_values, y_parameter, format, out_dir;
+  std::vector<std::string> metrics;
+  po::options_description options("attnres sweep options");
+  options.add_options()("help,h", "show this help");
+  flags.add_to(options);
+  options.add_options()
+      ("x", po::value(&spec.x.parameter)->required(), "parameter to sweep (blocks, block_size, sublayers, pp, vpp, tokens, ...)")
+      ("values", po::value(&x_values)->required(), "1,2,4 | divisors | FROM:TO[:STEP] | FROM:TO:xFACTOR")
+      ("y", po::value(&y_parameter), "second parameter for a grid")
+      ("y-values", po::value(&y_values), "values of the second parameter")
+      ("metric", po::value(&metrics)->required(), "metric key (repeat; see attnres cost --format csv)")
+      ("name", po::value(&spec.name)->default_value("sweep"), "name of the output files")
+      ("log-x", "logarithmic x axis")
+      ("log-y", "logarithmic y axis")
+      ("format", po::value(&format)->default_value("csv"), "csv | json (printed when --out is absent)")
+      ("out", po::value(&out_dir), "directory for NAME.csv, NAME.json and the chart NAME.png/.svg");
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres sweep <model flags as for cost> --x PARAM --values V [--y PARAM "
+                 "--y-values V] --metric KEY [--metric KEY ...] [--out DIR | --format csv|json]",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"csv", "json"});
+  const CostInputs base = flags.resolved();
+  try {
+    CostInputs probe = base;
+    set_cost_input(probe, spec.x.parameter, 1);
+    if (!y_parameter.empty()) set_cost_input(probe, y_parameter, 1);
+  } catch (const Error& error) {
+    throw UsageError(std::string("--x/--y: ") + error.what());
+  }
+  spec.x.values = parse_values(x_values, "--values", base.sublayers);
+  if (!y_parameter.empty()) {
+    if (y_values.empty()) throw UsageError("--y needs --y-values");
+    spec.y = SweepAxis{y_parameter, parse_values(y_values, "--y-values", base.sublayers)};
+  }
+  std::string unit;
+  for (const auto& key : metrics) {
+    const CostMetric* metric = find_cost_metric(key);
+    if (!metric) {
+      const std::string hint = closest_cost_metric(key);
+      throw UsageError("--metric: unknown metric '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    }
+    if (!unit.empty() && metric->unit != unit) {
+      throw UsageError("--metric: '" + key + "' is in " + metric->unit + ", the first metric in " + unit);
+    }
+    unit = metric->unit;
+  }
+  spec.metrics = metrics;
+  spec.log_x = values.count("log-x") > 0;
+  spec.log_y = values.count("log-y") > 0;
+  SweepResult result;
+  {
+    ProgressBar progress("sweep " + spec.name);
+    result = run_sweep(base, spec, [&](std::size_t done, std::size_t total) { return progress.update(done, total); });
+  }
+  nlohmann::json json = {{"name", spec.name}, {"inputs", cost_inputs_to_json(base)},
+                         {"x", spec.x.parameter}, {"metrics", spec.metrics}, {"skipped", result.skipped}};
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& point : result.points) {
+    nlohmann::json entry = {{spec.x.parameter, point.x}};
+    if (point.y) entry[spec.y->parameter] = *point.y;
+    for (std::size_t m = 0; m < point.values.size(); ++m) entry[spec.metrics[m]] = point.values[m];
+    points.push_back(entry);
+  }
+  json["points"] = points;
+  if (out_dir.empty()) {
+    out << (format == "json" ? json.dump(2) + "\n" : sweep_csv(result));
+    return kExitOk;
+  }
+  const ChartSpec chart = sweep_chart(result, base);
+  write_directory_atomically(out_dir, [&](const fs::path& dir) {
+    write_file_atomically(dir / (spec.name + ".csv"), sweep_csv(result));
+    write_file_atomically(dir / (spec.name + ".json"), json.dump(2) + "\n");
+    charts::render_chart_files(chart, dir / (spec.name + ".png"), dir / (spec.name + ".svg"));
+  });
+  out << "swept " << spec.x.parameter << (spec.y ? " x " + spec.y->parameter : "") << ": "
+      << result.points.size() << " settings (" << result.skipped.size() << " rejected as impossible); wrote "
+      << out_dir << "/" << spec.name << ".{csv,json,png,svg}\n";
+  return kExitOk;
+}
+
+int report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  std::string scenario_path, out_dir;
+  po::options_description options("attnres report options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("scenario", po::value(&scenario_path)->required(), "scenario TOML file (or the first argument)")
+      ("out", po::value(&out_dir)->required(), "report directory (replaced as a whole)");
+  po::positional_options_description positional;
+  positional.add("scenario", 1);
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
+  if (wants_help(values, "usage: attnres report SCENARIO.toml --out DIR", options, out)) return kExitOk;
+  po::notify(values);
+  const Scenario scenario = load_scenario(scenario_path);
+  Report report;
+  {
+    ProgressBar progress("report");
+    report = build_report(scenario, [&](std::size_t done, std::size_t total) { return progress.update(done, total); });
+  }
+  write_report(report, out_dir, [](const ChartSpec& chart, const fs::path& png, const fs::path& svg) {
+    charts::render_chart_files(chart, png, svg);
+  });
+  out << "wrote " << (fs::path(out_dir) / "report.md").string() << ": " << report.tables.size()
+      << " tables, " << report.charts.size() << " charts (PNG + SVG), report.json\n";
+  for (const auto& note : report.notes) out << "note: " << note << "\n";
+  return kExitOk;
+}
+
+}  // namespace attnres::cli

@@ -1,0 +1,31 @@
+// A chart described in plain data (no Qt): the core builds these from engine results; the one
+// Qt Charts renderer in app/charts draws them for the CLI's reports and for the GUI alike.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnres {
+
+struct ChartSeries {
+  enum class Style { line, scatter, line_and_points };
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y)
+  Style style = Style::line_and_points;
+  bool secondary_axis = false;  // drawn against the right-hand y axis
+};
+
+struct ChartSpec {
+  std::string id;     // file stem: charts/<id>.png and .svg
+  std::string title;
+  std::string x_label, y_label, y2_label;  // with units
+  bool log_x = false, log_y = false;
+  std::vector<ChartSeries> series;
+  std::optional<double> marker_x;  // a vertical line at the current setting
+  std::string marker_label;
+  std::string caption;  // one sentence under the chart in report.md
+};
+
+}  // namespace attnres

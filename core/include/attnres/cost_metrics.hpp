@@ -1,0 +1,42 @@
+// The named outputs of the cost engine: one catalogue that gives the JSON keys of
+// `attnres cost --format json` and of reports, the CSV columns, and the metrics a sweep can plot.
+// A metric key is a JSON path, e.g. "io_elements_per_sublayer.block_two_phase".
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "attnres/cost.hpp"
+
+namespace attnres {
+
+struct CostMetric {
+  std::string key;          // JSON path "group.name"
+  std::string unit;         // "elements/token/sublayer", "bytes", "vectors/token", ...
+  std::string description;  // one line, with the formula's source
+  double (*value)(const CostReport&);
+};
+
+const std::vector<CostMetric>& cost_metrics();
+// "Block AttnRes (two-phase)", "per device, chunked", ...: a series name for charts.
+std::string cost_metric_label(const std::string& key);
+// "residual I/O per sublayer (x d)": an axis title for the metric's group, with its unit.
+std::string cost_metric_axis(const std::string& key);
+
+// nullptr when unknown.
+const CostMetric* find_cost_metric(const std::string& key);
+// The closest known keys to `key` (for "did you mean").
+std::string closest_cost_metric(const std::string& key);
+
+// Every metric at its JSON path, plus "inputs" (the resolved inputs), "conventions" (units) and
+// "pipeline_comm_elements_per_token.boundaries" (the exact per-boundary list).
+nlohmann::json cost_report_to_json(const CostReport& report);
+nlohmann::json cost_inputs_to_json(const CostInputs& inputs);
+
+// Edit distance, for "did you mean" suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+// The candidate closest to `word` if it is close enough to be a likely typo, else "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace attnres

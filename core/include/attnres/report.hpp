@@ -1,0 +1,58 @@
+// Reports: the tables, charts and JSON a scenario produces, and writing them as a directory
+//   report.md  report.json  tables/<id>.csv  charts/<id>.png  charts/<id>.svg
+// Building is Qt-free; drawing the charts is a callback (the Qt Charts renderer in app/charts).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "attnres/chart_spec.hpp"
+#include "attnres/scenario.hpp"
+
+namespace attnres {
+
+struct ReportTable {
+  std::string id;     // tables/<id>.csv
+  std::string title;
+  std::vector<std::string> header;  // with units
+  std::vector<std::vector<std::string>> rows;
+  std::string note;   // conventions stated under the table
+  std::string chart;  // id of the chart drawn from it, if any
+};
+
+struct Report {
+  std::string title, description, source;
+  std::vector<ReportTable> tables;
+  std::vector<ChartSpec> charts;
+  std::vector<std::string> notes;  // e.g. sweep settings rejected as impossible
+  nlohmann::json json;
+};
+
+// The tables of the cost sections, in this order where asked for: io, history, prefill,
+// pipeline, boundaries, flops. `attnres cost` prints these; reports embed them.
+std::vector<ReportTable> cost_tables(const CostReport& costs, const std::vector<std::string>& sections);
+// The scaling-law tables and charts at a target loss (loss_from..loss_to for the curve).
+void add_scaling_section(const ScenarioScaling& scaling, Report& report);
+
+// Evaluates the scenario: every section's table, every sweep (progress as in run_sweep).
+Report build_report(const Scenario& scenario,
+                    const std::function<bool(std::size_t, std::size_t)>& progress = {});
+
+std::string report_markdown(const Report& report);
+std::string table_csv(const ReportTable& table);
+// Number formatting used in every table: integers exactly, others to 6 significant digits.
+std::string format_number(double value);
+
+// Draws one chart into a PNG and an SVG file.
+using ChartRenderer = std::function<void(const ChartSpec&, const std::filesystem::path& png,
+                                         const std::filesystem::path& svg)>;
+// Writes the report into `directory` as a whole: everything goes to a staging directory that is
+// renamed into place at the end, so a failure leaves no partial report (and an existing report
+// directory stays as it was until the new one is complete).
+void write_report(const Report& report, const std::filesystem::path& directory,
+                  const ChartRenderer& render_chart);
+
+}  // namespace attnres

@@ -1,0 +1,256 @@
+#include "attnres/cost_metrics.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace attnres {
+
+using nlohmann::json;
+
+namespace {
+
+double d_of(const CostReport& r) { return static_cast<double>(r.inputs.d_model); }
+
+}  // namespace
+
+const std::vector<CostMetric>& cost_metrics() {
+  static const std::vector<CostMetric> metrics = {
+      // SPEC §3.1 / paper Table 1
+      {"io_elements_per_sublayer.standard", "elements/token/sublayer", "standard residual: 2d reads + d writes",
+       [](const CostReport& r) { return r.io.standard.total(); }},
+      {"io_elements_per_sublayer.block_two_phase", "elements/token/sublayer", "Block AttnRes, two-phase: (N/S + 5)d",
+       [](const CostReport& r) { return r.io.block_two_phase.total(); }},
+      {"io_elements_per_sublayer.full_two_phase", "elements/token/sublayer", "Full AttnRes, two-phase (App. B): (S + N)d",
+       [](const CostReport& r) { return r.io.full_two_phase.total(); }},
+      {"io_elements_per_sublayer.full_naive", "elements/token/sublayer", "Full AttnRes, naive: mean over l of 2(l-1)d + d = L·d",
+       [](const CostReport& r) { return r.io.full_naive.total(); }},
+      {"io_elements_per_sublayer.mhc", "elements/token/sublayer", "mHC with m streams: (8m + 2)d + 2m^2 + 4m",
+       [](const CostReport& r) { return r.io.mhc.total(); }},
+      {"io_reads_elements_per_sublayer.standard", "elements/token/sublayer", "reads only",
+       [](const CostReport& r) { return r.io.standard.reads; }},
+      {"io_reads_elements_per_sublayer.block_two_phase", "elements/token/sublayer", "reads only",
+       [](const CostReport& r) { return r.io.block_two_phase.reads; }},
+      {"io_reads_elements_per_sublayer.full_two_phase", "elements/token/sublayer", "reads only",
+       [](const CostReport& r) { return r.io.full_two_phase.reads; }},
+      {"io_reads_elements_per_sublayer.full_naive", "elements/token/sublayer", "reads only",
+       [](const CostReport& r) { return r.io.full_naive.reads; }},
+      {"io_reads_elements_per_sublayer.mhc", "elements/token/sublayer", "reads only",
+       [](const CostReport& r) { return r.io.mhc.reads; }},
+      {"io_writes_elements_per_sublayer.standard", "elements/token/sublayer", "writes only",
+       [](const CostReport& r) { return r.io.standard.writes; }},
+      {"io_writes_elements_per_sublayer.block_two_phase", "elements/token/sublayer", "writes only",
+       [](const CostReport& r) { return r.io.block_two_phase.writes; }},
+      {"io_writes_elements_per_sublayer.full_two_phase", "elements/token/sublayer", "writes only",
+       [](const CostReport& r) { return r.io.full_two_phase.writes; }},
+      {"io_writes_elements_per_sublayer.full_naive", "elements/token/sublayer", "writes only",
+       [](const CostReport& r) { return r.io.full_naive.writes; }},
+      {"io_writes_elements_per_sublayer.mhc", "elements/token/sublayer", "writes only",
+       [](const CostReport& r) { return r.io.mhc.writes; }},
+      {"io_multiples_of_d.standard", "x d", "I/O per sublayer in units of d",
+       [](const CostReport& r) { return r.io.standard.total() / d_of(r); }},
+      {"io_multiples_of_d.block_two_phase", "x d", "I/O per sublayer in units of d",
+       [](const CostReport& r) { return r.io.block_two_phase.total() / d_of(r); }},
+      {"io_multiples_of_d.full_two_phase", "x d", "I/O per sublayer in units of d",
+       [](const CostReport& r) { return r.io.full_two_phase.total() / d_of(r); }},
+      {"io_multiples_of_d.full_naive", "x d", "I/O per sublayer in units of d",
+       [](const CostReport& r) { return r.io.full_naive.total() / d_of(r); }},
+      {"io_multiples_of_d.mhc", "x d", "I/O per sublayer in units of d (scalar terms / d)",
+       [](const CostReport& r) { return r.io.mhc.total() / d_of(r); }},
+      {"full_best_schedule.block_size", "sublayers", "schedule block S minimising (S + ceil(L/S))d",
+       [](const CostReport& r) { return static_cast<double>(r.full_best_schedule.block_size); }},
+      {"full_best_schedule.blocks", "blocks", "N = ceil(L/S) at that S",
+       [](const CostReport& r) { return static_cast<double>(r.full_best_schedule.blocks); }},
+      {"full_best_schedule.io_elements", "elements/token/sublayer", "Full two-phase I/O at that S",
+       [](const CostReport& r) { return r.full_best_schedule.io_elements; }},
+      // SPEC §3.2
+      {"history_vectors_per_token.full", "vectors/token", "Full AttnRes keeps L + 1 outputs",
+       [](const CostReport& r) { return static_cast<double>(r.history_full_vectors); }},
+      {"history_vectors_per_token.block", "vectors/token", "Block AttnRes keeps N + 1 summaries (+ the running partial)",
+       [](const CostReport& r) { return static_cast<double>(r.history_block_vectors); }},
+      {"history_bytes_per_token.full", "bytes/token", "(L + 1)·d·b",
+       [](const CostReport& r) { return static_cast<double>(r.history_full_vectors) * d_of(r) * bytes_per_element(r.inputs.dtype); }},
+      {"history_bytes_per_token.block", "bytes/token", "(N + 1)·d·b",
+       [](const CostReport& r) { return static_cast<double>(r.history_block_vectors) * d_of(r) * bytes_per_element(r.inputs.dtype); }},
+      {"prefill_history_bytes.total", "bytes", "B·b·N·T·d",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.total_bytes); }},
+      {"prefill_history_bytes.per_device", "bytes", "divided by the sequence shards",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.per_device_bytes); }},
+      {"prefill_history_bytes.per_device_chunked", "bytes", "T replaced by the chunk length",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.per_device_chunked_bytes); }},
+      {"prefill_history_gb.total", "GB (1e9 bytes)", "decimal gigabytes",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.total_bytes) / 1e9; }},
+      {"prefill_history_gb.per_device", "GB (1e9 bytes)", "decimal gigabytes",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.per_device_bytes) / 1e9; }},
+      {"prefill_history_gb.per_device_chunked", "GB (1e9 bytes)", "decimal gigabytes",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.per_device_chunked_bytes) / 1e9; }},
+      {"prefill_history_gib.total", "GiB (2^30 bytes)", "binary gibibytes",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.total_bytes) / 1073741824.0; }},
+      {"prefill_history_gib.per_device", "GiB (2^30 bytes)", "binary gibibytes",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.per_device_bytes) / 1073741824.0; }},
+      {"prefill_history_gib.per_device_chunked", "GiB (2^30 bytes)", "binary gibibytes",
+       [](const CostReport& r) { return static_cast<double>(r.prefill.per_device_chunked_bytes) / 1073741824.0; }},
+      // SPEC §3.3, the paper's accounting
+      {"pipeline_comm_elements_per_token.blocks_per_chunk", "blocks", "N_p = N / (P·V)",
+       [](const CostReport& r) { return r.pipeline_paper.blocks_per_chunk; }},
+      {"pipeline_comm_elements_per_token.naive", "elements/token", "paper: C(C-1)/2 · N_p · d",
+       [](const CostReport& r) { return r.pipeline_paper.naive_elements; }},
+      {"pipeline_comm_elements_per_token.cached", "elements/token", "paper: [P(P-1)/2 + (V-1)P^2] · N_p · d",
+       [](const CostReport& r) { return r.pipeline_paper.cached_elements; }},
+      {"pipeline_comm_elements_per_token.peak_transition_naive", "elements/token", "paper: (C-1) · N_p · d",
+       [](const CostReport& r) { return r.pipeline_paper.peak_naive_elements; }},
+      {"pipeline_comm_elements_per_token.peak_transition_cached", "elements/token", "paper: P · N_p · d (P-1 when V = 1)",
+       [](const CostReport& r) { return r.pipeline_paper.peak_cached_elements; }},
+      {"pipeline_comm_elements_per_token.naive_per_d", "x N_p·d", "paper naive in units of N_p·d",
+       [](const CostReport& r) { return r.pipeline_paper.naive_elements / (r.pipeline_paper.blocks_per_chunk * d_of(r)); }},
+      {"pipeline_comm_elements_per_token.cached_per_d", "x N_p·d", "paper cached in units of N_p·d",
+       [](const CostReport& r) { return r.pipeline_paper.cached_elements / (r.pipeline_paper.blocks_per_chunk * d_of(r)); }},
+      // SPEC §3.3, exact per-boundary sums (embedding and partial sums included)
+      {"pipeline_exact_elements_per_token.naive", "elements/token", "sum over boundaries, naive",
+       [](const CostReport& r) { return static_cast<double>(r.boundary_naive_elements); }},
+      {"pipeline_exact_elements_per_token.cached", "elements/token", "sum over boundaries, cache of received summaries",
+       [](const CostReport& r) { return static_cast<double>(r.boundary_cached_elements); }},
+      {"pipeline_exact_elements_per_token.cached_own", "elements/token", "sum over boundaries, cache of received and own summaries",
+       [](const CostReport& r) { return static_cast<double>(r.boundary_cached_own_elements); }},
+      {"pipeline_exact_elements_per_token.peak_naive", "elements/token", "largest boundary, naive",
+       [](const CostReport& r) { return static_cast<double>(r.boundary_peak_naive_elements); }},
+      {"pipeline_exact_elements_per_token.peak_cached", "elements/token", "largest boundary, cached",
+       [](const CostReport& r) { return static_cast<double>(r.boundary_peak_cached_elements); }},
+      // arithmetic
+      {"flops_per_token.depth_attention_full", "FLOP/token", "6d per (read, source) + 2d per read",
+       [](const CostReport& r) { return r.depth_flops_full; }},
+      {"flops_per_token.depth_attention_block", "FLOP/token", "6d per (read, source) + 2d per read",
+       [](const CostReport& r) { return r.depth_flops_block; }},
+      {"flops_per_token.model", "FLOP/token", "sublayers: 8d^2 + 2Td (attention), 6dF (SwiGLU)",
+       [](const CostReport& r) { return r.model_flops; }},
+      {"flops_per_token.block_fraction_of_model", "fraction", "depth attention (Block) / model",
+       [](const CostReport& r) { return r.depth_flops_block / r.model_flops; }},
+      {"flops_per_token.full_fraction_of_model", "fraction", "depth attention (Full) / model",
+       [](const CostReport& r) { return r.depth_flops_full / r.model_flops; }},
+  };
+  return metrics;
+}
+
+std::string cost_metric_label(const std::string& key) {
+  static const std::map<std::string, std::string> names = {
+      {"standard", "standard"},          {"block_two_phase", "Block AttnRes (two-phase)"},
+      {"full_two_phase", "Full AttnRes (two-phase)"}, {"full_naive", "Full AttnRes (naive)"},
+      {"mhc", "mHC"},                    {"full", "Full AttnRes"},
+      {"block", "Block AttnRes"},        {"total", "total"},
+      {"per_device", "per device"},      {"per_device_chunked", "per device, chunked prefill"},
+      {"naive", "naive"},                {"cached", "cached"},
+      {"cached_own", "cached + own"},    {"peak_naive", "peak boundary, naive"},
+      {"peak_cached", "peak boundary, cached"}, {"naive_per_d", "naive"},
+      {"cached_per_d", "cached"},        {"peak_transition_naive", "peak transition, naive"},
+      {"peak_transition_cached", "peak transition, cached"},
+      {"depth_attention_full", "depth attention, Full"},
+      {"depth_attention_block", "depth attention, Block"}, {"model", "model"},
+      {"block_fraction_of_model", "Block / model"}, {"full_fraction_of_model", "Full / model"}};
+  const std::string name = key.substr(key.find('.') + 1);
+  auto it = names.find(name);
+  return it == names.end() ? name : it->second;
+}
+
+std::string cost_metric_axis(const std::string& key) {
+  static const std::map<std::string, std::string> groups = {
+      {"io_elements_per_sublayer", "residual I/O per sublayer"},
+      {"io_reads_elements_per_sublayer", "residual reads per sublayer"},
+      {"io_writes_elements_per_sublayer", "residual writes per sublayer"},
+      {"io_multiples_of_d", "residual I/O per sublayer"},
+      {"full_best_schedule", "best Full two-phase schedule"},
+      {"history_vectors_per_token", "stored depth history"},
+      {"history_bytes_per_token", "stored depth history"},
+      {"prefill_history_bytes", "prefill block history"},
+      {"prefill_history_gb", "prefill block history"},
+      {"prefill_history_gib", "prefill block history"},
+      {"pipeline_comm_elements_per_token", "pipeline traffic, paper accounting"},
+      {"pipeline_exact_elements_per_token", "pipeline traffic, exact"},
+      {"flops_per_token", "arithmetic"}};
+  const CostMetric* metric = find_cost_metric(key);
+  const std::string group = key.substr(0, key.find('.'));
+  auto it = groups.find(group);
+  return (it == groups.end() ? group : it->second) + (metric ? " (" + metric->unit + ")" : "");
+}
+
+const CostMetric* find_cost_metric(const std::string& key) {
+  for (const auto& metric : cost_metrics()) {
+    if (metric.key == key) return &metric;
+  }
+  return nullptr;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = SIZE_MAX;
+  for (const auto& candidate : candidates) {
+    const std::size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best_distance <= std::max<std::size_t>(2, word.size() / 3) ? best : "";
+}
+
+std::string closest_cost_metric(const std::string& key) {
+  std::vector<std::string> keys;
+  for (const auto& metric : cost_metrics()) keys.push_back(metric.key);
+  return did_you_mean(key, keys);
+}
+
+json cost_inputs_to_json(const CostInputs& in) {
+  return {{"sublayers", in.sublayers}, {"layers", in.sublayers / 2}, {"d_model", in.d_model},
+          {"blocks", in.blocks},       {"block_size", in.block_size}, {"streams", in.streams},
+          {"ffn", in.ffn},             {"tokens", in.tokens},         {"batch", in.batch},
+          {"dtype", to_string(in.dtype)}, {"bytes_per_element", bytes_per_element(in.dtype)},
+          {"seq_shards", in.seq_shards}, {"chunk", in.chunk},         {"pp", in.pp},
+          {"vpp", in.vpp}};
+}
+
+json cost_report_to_json(const CostReport& report) {
+  json root;
+  root["inputs"] = cost_inputs_to_json(report.inputs);
+  root["conventions"] = {
+      {"elements", "vector elements per token; multiply by B·T·b for bytes"},
+      {"io", "residual mechanism only, per token per sublayer (paper Table 1); I/O inside f_l excluded"},
+      {"pipeline", "per token, one direction, forward; backward sends the same per boundary"},
+      {"gb", "decimal, 1e9 bytes"},
+      {"gib", "binary, 2^30 bytes"}};
+  for (const auto& metric : cost_metrics()) {
+    const auto dot = metric.key.find('.');
+    root[metric.key.substr(0, dot)][metric.key.substr(dot + 1)] = metric.value(report);
+  }
+  json boundaries = json::array();
+  for (const auto& b : report.boundaries) {
+    boundaries.push_back({{"from_chunk", b.from_chunk},
+                          {"to_chunk", b.to_chunk},
+                          {"from_rank", b.from_rank},
+                          {"to_rank", b.to_rank},
+                          {"last_sublayer", b.last_sublayer},
+                          {"completed_blocks", b.completed_blocks},
+                          {"partial", b.partial},
+                          {"naive_vectors", b.naive_vectors},
+                          {"cached_vectors", b.cached_vectors},
+                          {"cached_own_vectors", b.cached_own_vectors},
+                          {"naive_elements", b.naive_vectors * report.inputs.d_model},
+                          {"cached_elements", b.cached_vectors * report.inputs.d_model}});
+  }
+  root["pipeline_comm_elements_per_token"]["boundaries"] = boundaries;
+  return root;
+}
+
+}  // namespace attnres

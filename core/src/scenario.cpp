@@ -1,0 +1,360 @@
+#include "attnres/scenario.hpp"
+
+#include <map>
+#include <set>
+#include <toml++/toml.h>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/cost_metrics.hpp"
+#include "attnres/error.hpp"
+
+namespace attnres {
+
+const std::vector<std::string>& scenario_sections() {
+  static const std::vector<std::string> sections = {"io",         "history", "prefill", "pipeline",
+                                                    "boundaries", "flops",   "scaling"};
+  return sections;
+}
+
+namespace {
+
+constexpr std::int64_t kMaxSweepSettings = 10'000'000;
+
+class ScenarioReader {
+ public:
+  explicit ScenarioReader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const toml::source_region& where, const std::string& message) const {
+    throw Error(source_ + ":" + std::to_string(where.begin.line) + ":" +
+                std::to_string(where.begin.column) + ": " + message);
+  }
+
+  // Unknown keys are errors with a suggestion.
+  void check_keys(const toml::table& table, const std::string& prefix,
+                  const std::vector<std::string>& allowed) const {
+    for (auto&& [key, node] : table) {
+      const std::string name(key.str());
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        const std::string hint = did_you_mean(name, allowed);
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        fail(key.source(), "unknown key '" + prefix + name + "'" +
+                               (hint.empty() ? "" : " (did you mean '" + prefix + hint + "'?)") +
+                               "; expected one of: " + list);
+      }
+    }
+  }
+
+  const toml::table* table(const toml::table& parent, const char* key) const {
+    const toml::node* node = parent.get(key);
+    if (!node) return nullptr;
+    if (!node->is_table()) fail(node->source(), std::string(key) + " must be a table [" + key + "]");
+    return node->as_table();
+  }
+
+  std::int64_t integer(const toml::node& node, const std::string& name) const {
+    if (!node.is_integer()) {
+      fail(node.source(), name + " must be an integer, got " + type_name(node));
+    }
+    return node.as_integer()->get();
+  }
+
+  double number(const toml::node& node, const std::string& name) const {
+    if (node.is_integer()) return static_cast<double>(node.as_integer()->get());
+    if (!node.is_floating_point()) {
+      fail(node.source(), name + " must be a number, got " + type_name(node));
+    }
+    return node.as_floating_point()->get();
+  }
+
+  std::string string(const toml::node& node, const std::string& name) const {
+    if (!node.is_string()) fail(node.source(), name + " must be a string, got " + type_name(node));
+    return node.as_string()->get();
+  }
+
+  bool boolean(const toml::node& node, const std::string& name) const {
+    if (!node.is_boolean()) fail(node.source(), name + " must be true or false, got " + type_name(node));
+    return node.as_boolean()->get();
+  }
+
+  static std::string type_name(const toml::node& node) {
+    switch (node.type()) {
+      case toml::node_type::string: return "a string";
+      case toml::node_type::integer: return "an integer";
+      case toml::node_type::floating_point: return "a float";
+      case toml::node_type::boolean: return "a boolean";
+      case toml::node_type::array: return "an array";
+      case toml::node_type::table: return "a table";
+      default: return "a date/time";
+    }
+  }
+
+  // Reads an integer field into the inputs and remembers where it was, for later range errors.
+  void read_input(const toml::table& t, const char* key, const std::string& prefix,
+                  std::int64_t& field) {
+    if (const toml::node* node = t.get(key)) {
+      field = integer(*node, prefix + key);
+      locations_[key] = node->source();
+    }
+  }
+
+  std::vector<std::int64_t> axis_values(const toml::node& node, const std::string& name,
+                                        const Scenario& scenario) const {
+    std::vector<std::int64_t> values;
+    if (node.is_string()) {
+      const std::string text = node.as_string()->get();
+      if (text != "divisors") {
+        fail(node.source(), name + ": expected an array of integers, \"divisors\" or a table "
+                                   "{from, to, step|factor}, got \"" + text + "\"");
+      }
+      return divisors(scenario.inputs.sublayers);
+    }
+    if (node.is_array()) {
+      for (const auto& item : *node.as_array()) values.push_back(integer(item, name + " entry"));
+      if (values.empty()) fail(node.source(), name + " is empty");
+      return values;
+    }
+    if (node.is_table()) {
+      const toml::table& range = *node.as_table();
+      check_keys(range, name + ".", {"from", "to", "step", "factor"});
+      const toml::node* from = range.get("from");
+      const toml::node* to = range.get("to");
+      if (!from || !to) fail(node.source(), name + " needs 'from' and 'to'");
+      const std::int64_t first = integer(*from, name + ".from");
+      const std::int64_t last = integer(*to, name + ".to");
+      if (last < first) fail(to->source(), name + ".to (" + std::to_string(last) + ") is below from");
+      const toml::node* step = range.get("step");
+      const toml::node* factor = range.get("factor");
+      if ((step == nullptr) == (factor == nullptr)) {
+        fail(node.source(), name + " needs exactly one of 'step' or 'factor'");
+      }
+      if (step) {
+        const std::int64_t by = integer(*step, name + ".step");
+        if (by < 1) fail(step->source(), name + ".step must be >= 1");
+        if ((last - first) / by + 1 > kMaxSweepSettings) fail(node.source(), name + " has too many values");
+        for (std::int64_t v = first; v <= last; v += by) values.push_back(v);
+      } else {
+        const std::int64_t by = integer(*factor, name + ".factor");
+        if (by < 2) fail(factor->source(), name + ".factor must be >= 2");
+        if (first < 1) fail(from->source(), name + ".from must be >= 1 with a factor");
+        for (std::int64_t v = first; v <= last; v = v > last / by ? last + 1 : v * by) values.push_back(v);
+      }
+      return values;
+    }
+    fail(node.source(), name + ": expected an array of integers, \"divisors\" or a table "
+                               "{from, to, step|factor}, got " + type_name(node));
+  }
+
+  Scenario read(const toml::table& root) {
+    Scenario s;
+    s.source = source_;
+    check_keys(root, "", {"title", "description", "sections", "model", "sequence", "parallel",
+                          "scaling", "sweep"});
+    if (const toml::node* n = root.get("title")) s.title = string(*n, "title");
+    if (const toml::node* n = root.get("description")) s.description = string(*n, "description");
+
+    if (const toml::node* n = root.get("sections")) {
+      if (!n->is_array()) fail(n->source(), "sections must be an array of strings");
+      for (const auto& item : *n->as_array()) {
+        const std::string name = string(item, "sections entry");
+        const auto& known = scenario_sections();
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          const std::string hint = did_you_mean(name, known);
+          fail(item.source(), "unknown section '" + name + "'" +
+                                  (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+        }
+        s.sections.push_back(name);
+      }
+    } else {
+      s.sections = {"io", "history", "prefill", "pipeline", "boundaries", "flops"};
+    }
+    read_scaling(root, s);
+    const bool only_scaling = std::all_of(s.sections.begin(), s.sections.end(),
+                                          [](const std::string& x) { return x == "scaling"; });
+    const toml::table* model = table(root, "model");
+    if (!model) {
+      if (only_scaling && !root.get("sweep")) return s;
+      fail(root.source(), "missing table [model] (sublayers or layers, d_model, blocks or block_size)");
+    }
+    s.has_model = true;
+    CostInputs& in = s.inputs;
+    check_keys(*model, "model.", {"sublayers", "layers", "d_model", "blocks", "block_size", "streams", "ffn"});
+    for (const char* key : {"sublayers", "layers", "d_model", "blocks", "block_size", "streams", "ffn"}) {
+      read_input(*model, key, "model.", field(in, key));
+    }
+    model_region_ = model->source();
+    if (const toml::table* sequence = table(root, "sequence")) {
+      check_keys(*sequence, "sequence.", {"tokens", "batch", "dtype", "seq_shards", "chunk"});
+      for (const char* key : {"tokens", "batch", "seq_shards", "chunk"}) {
+        read_input(*sequence, key, "sequence.", field(in, key));
+      }
+      if (const toml::node* n = sequence->get("dtype")) {
+        try {
+          in.dtype = parse_dtype(string(*n, "sequence.dtype"), "sequence.dtype");
+        } catch (const Error& error) {
+          fail(n->source(), error.what());
+        }
+      }
+    }
+    if (const toml::table* parallel = table(root, "parallel")) {
+      check_keys(*parallel, "parallel.", {"pp", "vpp"});
+      read_input(*parallel, "pp", "parallel.", in.pp);
+      read_input(*parallel, "vpp", "parallel.", in.vpp);
+    }
+    try {
+      in = resolve_cost_inputs(in);
+    } catch (const CostInputError& error) {
+      auto it = locations_.find(error.field);
+      fail(it != locations_.end() ? it->second : model_region_, error.what());
+    }
+
+    if (const toml::node* n = root.get("sweep")) {
+      if (!n->is_array_of_tables()) fail(n->source(), "sweep must be written as [[sweep]] tables");
+      std::set<std::string> names;
+      for (const auto& item : *n->as_array()) s.sweeps.push_back(read_sweep(*item.as_table(), s, names));
+    }
+    return s;
+  }
+
+  void read_scaling(const toml::table& root, Scenario& s) const {
+    const toml::table* scaling = table(root, "scaling");
+    if (!scaling) return;
+    check_keys(*scaling, "scaling.", {"target_loss", "loss_range"});
+    if (const toml::node* n = scaling->get("target_loss")) {
+      s.scaling.target_loss = number(*n, "scaling.target_loss");
+      if (!(s.scaling.target_loss > 0)) fail(n->source(), "scaling.target_loss must be > 0");
+    }
+    if (const toml::node* n = scaling->get("loss_range")) {
+      if (!n->is_array() || n->as_array()->size() != 2) {
+        fail(n->source(), "scaling.loss_range must be [low, high]");
+      }
+      s.scaling.loss_from = number(*n->as_array()->get(0), "scaling.loss_range[0]");
+      s.scaling.loss_to = number(*n->as_array()->get(1), "scaling.loss_range[1]");
+      if (!(0 < s.scaling.loss_from && s.scaling.loss_from < s.scaling.loss_to)) {
+        fail(n->source(), "scaling.loss_range must satisfy 0 < low < high");
+      }
+    }
+  }
+
+  SweepSpec read_sweep(const toml::table& t, const Scenario& s, std::set<std::string>& names) const {
+    check_keys(t, "sweep.", {"name", "title", "x", "values", "y", "y_values", "metrics", "log_x",
+                             "log_y", "overlay"});
+    SweepSpec spec;
+    auto required = [&](const char* key) -> const toml::node& {
+      const toml::node* node = t.get(key);
+      if (!node) fail(t.source(), std::string("[[sweep]] needs '") + key + "'");
+      return *node;
+    };
+    const toml::node& name = required("name");
+    spec.name = string(name, "sweep.name");
+    if (spec.name.empty() || spec.name.find_first_not_of(
+                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                                 std::string::npos) {
+      fail(name.source(), "sweep.name must be letters, digits, '_' or '-' (it names files), got '" +
+                              spec.name + "'");
+    }
+    if (!names.insert(spec.name).second) fail(name.source(), "duplicate sweep name '" + spec.name + "'");
+    if (const toml::node* n = t.get("title")) spec.title = string(*n, "sweep.title");
+    auto parameter = [&](const toml::node& node, const char* what) {
+      std::string p = string(node, what);
+      const auto& known = sweep_parameters();
+      if (std::find(known.begin(), known.end(), p) == known.end()) {
+        const std::string hint = did_you_mean(p, known);
+        fail(node.source(), std::string(what) + ": unknown parameter '" + p + "'" +
+                                (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      }
+      return p;
+    };
+    spec.x.parameter = parameter(required("x"), "sweep.x");
+    spec.x.values = axis_values(required("values"), "sweep.values", s);
+    if (const toml::node* y = t.get("y")) {
+      SweepAxis axis;
+      axis.parameter = parameter(*y, "sweep.y");
+      const toml::node* values = t.get("y_values");
+      if (!values) fail(y->source(), "sweep.y needs sweep.y_values");
+      axis.values = axis_values(*values, "sweep.y_values", s);
+      if (axis.parameter == spec.x.parameter) fail(y->source(), "sweep.y must differ from sweep.x");
+      spec.y = axis;
+    } else if (const toml::node* values = t.get("y_values")) {
+      fail(values->source(), "sweep.y_values given without sweep.y");
+    }
+    const std::int64_t settings = static_cast<std::int64_t>(spec.x.values.size()) *
+                                  static_cast<std::int64_t>(spec.y ? spec.y->values.size() : 1);
+    if (settings > kMaxSweepSettings) {
+      fail(t.source(), "sweep '" + spec.name + "' has " + std::to_string(settings) +
+                           " settings; the limit is " + std::to_string(kMaxSweepSettings));
+    }
+    const toml::node& metrics = required("metrics");
+    if (!metrics.is_array() || metrics.as_array()->empty()) {
+      fail(metrics.source(), "sweep.metrics must be a non-empty array of metric names");
+    }
+    std::string unit;
+    for (const auto& item : *metrics.as_array()) {
+      const std::string key = string(item, "sweep.metrics entry");
+      const CostMetric* metric = find_cost_metric(key);
+      if (!metric) {
+        const std::string hint = closest_cost_metric(key);
+        fail(item.source(), "unknown metric '" + key + "'" +
+                                (hint.empty() ? " (see attnres cost --format json for the keys)"
+                                              : " (did you mean '" + hint + "'?)"));
+      }
+      if (!unit.empty() && metric->unit != unit) {
+        fail(item.source(), "metric '" + key + "' is in " + metric->unit + " but the chart's "
+                                "first metric is in " + unit + "; put them in separate sweeps");
+      }
+      unit = metric->unit;
+      spec.metrics.push_back(key);
+    }
+    if (const toml::node* n = t.get("log_x")) spec.log_x = boolean(*n, "sweep.log_x");
+    if (const toml::node* n = t.get("log_y")) spec.log_y = boolean(*n, "sweep.log_y");
+    if (const toml::node* n = t.get("overlay")) {
+      spec.overlay = string(*n, "sweep.overlay");
+      if (spec.overlay != "paper_fig6") fail(n->source(), "sweep.overlay must be \"paper_fig6\"");
+      if (spec.x.parameter != "blocks" && spec.x.parameter != "block_size") {
+        fail(n->source(), "overlay \"paper_fig6\" needs x = \"blocks\" or \"block_size\"");
+      }
+    }
+    return spec;
+  }
+
+ private:
+  static std::int64_t& field(CostInputs& in, const std::string& key) {
+    if (key == "sublayers") return in.sublayers;
+    if (key == "layers") return in.layers;
+    if (key == "d_model") return in.d_model;
+    if (key == "blocks") return in.blocks;
+    if (key == "block_size") return in.block_size;
+    if (key == "streams") return in.streams;
+    if (key == "ffn") return in.ffn;
+    if (key == "tokens") return in.tokens;
+    if (key == "batch") return in.batch;
+    if (key == "seq_shards") return in.seq_shards;
+    if (key == "chunk") return in.chunk;
+    if (key == "pp") return in.pp;
+    return in.vpp;
+  }
+
+  std::string source_;
+  std::map<std::string, toml::source_region> locations_;
+  toml::source_region model_region_;
+};
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& error) {
+    const auto& where = error.source().begin;
+    throw Error(source + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
+                ": TOML syntax error: " + std::string(error.description()));
+  }
+  return ScenarioReader(source).read(root);
+}
+
+Scenario load_scenario(const std::filesystem::path& path) {
+  return parse_scenario(read_file(path), path.string());
+}
+
+}  // namespace attnres
