@@ -54,7 +54,11 @@ struct InputFlags {
         ("chunk", po::value(&inputs.chunk)->default_value(0), "chunked-prefill length (0: none)");
   }
   CostInputs resolved() {
-    inputs.dtype = parse_dtype(dtype, "--dtype");
+    try {
+      inputs.dtype = parse_dtype(dtype, "--dtype");
+    } catch (const Error& error) {
+      throw UsageError(error.what());
+    }
     try {
       return resolve_cost_inputs(inputs);
     } catch (const CostInputError& error) {

@@ -1,0 +1,234 @@
+// attnres cost | scaling | sweep | report end to end, and every shipped scenario with its key
+// numbers.
+#include <gtest/gtest.h>
+
+#include <QImage>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "attnres/atomic_file.hpp"
+#include "cli.hpp"
+#include "test_support.hpp"
+
+namespace attnres {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+CliRun run_cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int status = cli::run(args, out, err);
+  return {status, out.str(), err.str()};
+}
+
+json run_json(const std::vector<std::string>& args) {
+  const CliRun run = run_cli(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  return json::parse(run.out);
+}
+
+// A PNG that is not one flat colour.
+void expect_non_blank_png(const fs::path& path) {
+  QImage image(QString::fromStdString(path.string()));
+  ASSERT_FALSE(image.isNull()) << path;
+  EXPECT_GE(image.width(), 600);
+  std::set<QRgb> colours;
+  for (int y = 0; y < image.height(); y += 7) {
+    for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+  }
+  EXPECT_GT(colours.size(), 5u) << path << " looks blank";
+}
+
+TEST(CostCli, JsonHasThePaperTable1NumbersUnderTheDocumentedKeys) {
+  const json j = run_json({"cost", "--sublayers", "128", "--blocks", "8", "--d-model", "1000",
+                           "--streams", "4", "--pp", "4", "--vpp", "2", "--format", "json"});
+  const auto& io = j["io_elements_per_sublayer"];
+  EXPECT_EQ(io["standard"], 3000.0);
+  EXPECT_EQ(io["block_two_phase"], 5500.0);
+  EXPECT_EQ(io["full_two_phase"], 24000.0);
+  EXPECT_EQ(io["full_naive"], 128000.0);
+  EXPECT_EQ(io["mhc"], 34048.0);
+  EXPECT_EQ(j["history_vectors_per_token"]["full"], 129.0);
+  EXPECT_EQ(j["history_vectors_per_token"]["block"], 9.0);
+  for (const char* key : {"total", "per_device", "per_device_chunked"}) {
+    EXPECT_TRUE(j["prefill_history_bytes"].contains(key)) << key;
+  }
+  const auto& pipe = j["pipeline_comm_elements_per_token"];
+  EXPECT_EQ(pipe["naive"], 28000.0);
+  EXPECT_EQ(pipe["cached"], 22000.0);
+  EXPECT_EQ(pipe["peak_transition_naive"], 7000.0);
+  EXPECT_EQ(pipe["peak_transition_cached"], 4000.0);
+  ASSERT_EQ(pipe["boundaries"].size(), 7u);
+  EXPECT_EQ(pipe["boundaries"][3]["to_rank"], 0);
+}
+
+TEST(CostCli, LayersAndBlockSizeAndCsvAndTable) {
+  const json j = run_json({"cost", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--format", "json"});
+  EXPECT_EQ(j["inputs"]["sublayers"], 54);
+  EXPECT_EQ(j["inputs"]["blocks"], 9);
+  const CliRun csv = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10", "--format", "csv"});
+  ASSERT_EQ(csv.status, 0);
+  EXPECT_EQ(csv.out.rfind("metric,value,unit\n", 0), 0u);
+  EXPECT_NE(csv.out.find("io_elements_per_sublayer.standard,30,elements/token/sublayer"), std::string::npos);
+  const CliRun table = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10"});
+  EXPECT_NE(table.out.find("Residual-mechanism memory I/O per sublayer"), std::string::npos);
+  EXPECT_NE(table.out.find("GiB"), std::string::npos);
+}
+
+TEST(CostCli, ImpossibleSettingsNameTheFlag) {
+  auto expect_usage = [](std::vector<std::string> args, const std::string& needle) {
+    args.insert(args.begin(), "cost");
+    const CliRun run = run_cli(args);
+    EXPECT_EQ(run.status, cli::kExitUsage) << run.out;
+    EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
+  };
+  expect_usage({"--sublayers", "8", "--blocks", "9", "--d-model", "4"}, "--blocks: blocks N = 9 exceeds L = 8");
+  expect_usage({"--sublayers", "8", "--blocks", "0", "--d-model", "4"}, "--blocks");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "0"}, "--d-model: width d must be >= 1");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--pp", "4", "--vpp", "4"}, "--pp: P·V = 4 x 4");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--seq", "1000000000", "--batch", "1000000000"},
+               "overflows");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--dtype", "int4"}, "unknown dtype 'int4'");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--format", "xml"}, "--format must be one of");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--colour"}, "--colour");
+  expect_usage({"--sublayers=-8", "--blocks", "2", "--d-model", "4"}, "--sublayers: sublayers L must be >= 1");
+}
+
+TEST(ScalingCli, MultipliersAtTheTargetLoss) {
+  const json j = run_json({"scaling", "--target-loss", "1.695", "--format", "json"});
+  EXPECT_NEAR(j["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);
+  EXPECT_GT(j["compute_multiplier"]["full"].get<double>(), 1.25);
+  EXPECT_EQ(j["fits"].size(), 3u);
+  EXPECT_EQ(run_cli({"scaling", "--target-loss", "0"}).status, cli::kExitUsage);
+}
+
+TEST(SweepCli, CsvOnStdoutAndADirectoryWithAChart) {
+  const CliRun csv = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
+                              "--values", "divisors", "--metric", "io_multiples_of_d.block_two_phase"});
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(csv.out, "blocks,io_multiples_of_d.block_two_phase\n1,5.0625\n2,5.25\n4,6\n8,9\n16,21\n");
+  test::TempDir dir;
+  const CliRun grid = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "pp",
+                               "--values", "1:8:x2", "--y", "vpp", "--y-values", "1,2,4", "--metric",
+                               "pipeline_exact_elements_per_token.naive", "--metric",
+                               "pipeline_exact_elements_per_token.cached", "--name", "grid", "--out",
+                               (dir / "sw").string()});
+  ASSERT_EQ(grid.status, 0) << grid.err;
+  EXPECT_NE(grid.out.find("1 rejected as impossible"), std::string::npos) << grid.out;  // 8 x 4 > 16
+  expect_non_blank_png(dir / "sw/grid.png");
+  EXPECT_NE(read_file(dir / "sw/grid.svg").find("<svg"), std::string::npos);
+  EXPECT_EQ(json::parse(read_file(dir / "sw/grid.json"))["points"].size(), 11u);
+  const CliRun bad = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
+                              "--values", "1,2", "--metric", "io_multiples_of_d.blok_two_phase"});
+  EXPECT_EQ(bad.status, cli::kExitUsage);
+  EXPECT_NE(bad.err.find("did you mean 'io_multiples_of_d.block_two_phase'"), std::string::npos) << bad.err;
+}
+
+TEST(ReportCli, BadScenarioReportsTheLocationAndWritesNothing) {
+  test::TempDir dir;
+  write_file_atomically(dir / "bad.toml", "[model]\nsublayers = 8\nd_model = 16\nblocks = 12\n");
+  const CliRun run = run_cli({"report", (dir / "bad.toml").string(), "--out", (dir / "rep").string()});
+  EXPECT_EQ(run.status, cli::kExitFailure);
+  EXPECT_NE(run.err.find("bad.toml:4:10: blocks N = 12 exceeds L = 8"), std::string::npos) << run.err;
+  EXPECT_FALSE(fs::exists(dir / "rep"));
+  const CliRun missing = run_cli({"report", (dir / "none.toml").string(), "--out", (dir / "rep").string()});
+  EXPECT_EQ(missing.status, cli::kExitFailure);
+  EXPECT_NE(missing.err.find("none.toml"), std::string::npos);
+}
+
+// Every scenario under scenarios/ is run, and its key numbers are asserted here.
+using Check = std::function<void(const json&)>;
+const std::map<std::string, Check>& scenario_checks() {
+  static const std::map<std::string, Check> checks = {
+      {"paper-table1", [](const json& r) {
+         const auto& io = r["io_multiples_of_d"];
+         EXPECT_EQ(io["standard"], 3.0);
+         EXPECT_EQ(io["block_two_phase"], 5.5);
+         EXPECT_EQ(io["full_two_phase"], 24.0);
+         EXPECT_EQ(io["full_naive"], 128.0);
+         EXPECT_EQ(r["io_elements_per_sublayer"]["mhc"], 34.0 * 7168 + 48);
+       }},
+      {"kimi-linear-48b", [](const json& r) {
+         EXPECT_EQ(r["inputs"]["sublayers"], 54);
+         EXPECT_EQ(r["history_vectors_per_token"]["block"], 10.0);  // embedding + 9 blocks
+         const auto& grid = r["sweeps"][0]["points"];
+         EXPECT_EQ(grid.size(), 12u);  // P in {1,2,4,8} x V in {1,2,4}
+         for (const auto& point : grid) {
+           if (point["vpp"] == 1) {
+             EXPECT_EQ(point["pipeline_exact_elements_per_token.naive"],
+                       point["pipeline_exact_elements_per_token.cached"]);
+           }
+         }
+       }},
+      {"prefill-128k", [](const json& r) {
+         EXPECT_NEAR(r["prefill_history_gb"]["total"].get<double>(), 15.0, 0.05);
+         EXPECT_NEAR(r["prefill_history_gb"]["per_device"].get<double>(), 1.88, 0.005);
+         EXPECT_NEAR(r["prefill_history_gb"]["per_device_chunked"].get<double>(), 0.235, 0.0005);
+         EXPECT_EQ(r["prefill_history_gib"]["total"], 14.0);
+       }},
+      {"pipeline-cache", [](const json& r) {
+         EXPECT_EQ(r["pipeline_comm_elements_per_token"]["naive_per_d"], 28.0);
+         EXPECT_EQ(r["pipeline_comm_elements_per_token"]["cached_per_d"], 22.0);
+         for (const auto& point : r["sweeps"][0]["points"]) {
+           if (point["vpp"] == 1) {
+             EXPECT_EQ(point["pipeline_comm_elements_per_token.naive_per_d"],
+                       point["pipeline_comm_elements_per_token.cached_per_d"]);
+           }
+         }
+       }},
+      {"block-size-tradeoff", [](const json& r) {
+         EXPECT_EQ(r["inputs"]["sublayers"], 32);
+         const auto& io = r["sweeps"][0]["points"];
+         ASSERT_EQ(io.size(), 6u);  // N over the divisors of 32
+         EXPECT_EQ(io[0]["io_multiples_of_d.block_two_phase"], 1.0 / 32 + 5);  // N = 1, S = 32
+         EXPECT_EQ(r["sweeps"][1]["points"][5]["history_vectors_per_token.block"], 33.0);
+       }},
+      {"scaling-law", [](const json& r) {
+         EXPECT_NEAR(r["scaling"]["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);
+       }},
+  };
+  return checks;
+}
+
+TEST(ShippedScenarios, EachReportsItsKeyNumbersWithChartsAndTables) {
+  int seen = 0;
+  for (const auto& entry : fs::directory_iterator(ATTNRES_SCENARIOS_DIR)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++seen;
+    const std::string name = entry.path().stem().string();
+    SCOPED_TRACE(name);
+    auto check = scenario_checks().find(name);
+    ASSERT_NE(check, scenario_checks().end()) << "shipped scenario " << name << " has no test of its numbers";
+    test::TempDir dir;
+    const CliRun run = run_cli({"report", entry.path().string(), "--out", (dir / "r").string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const json report = json::parse(read_file(dir / "r/report.json"));
+    check->second(report);
+    const std::string markdown = read_file(dir / "r/report.md");
+    EXPECT_NE(markdown.find("GB = 10^9 bytes, GiB = 2^30 bytes"), std::string::npos);
+    int charts = 0;
+    for (const auto& chart : fs::directory_iterator(dir / "r/charts")) {
+      if (chart.path().extension() == ".png") {
+        ++charts;
+        expect_non_blank_png(chart.path());
+        EXPECT_TRUE(fs::exists(fs::path(chart.path()).replace_extension(".svg")));
+        EXPECT_NE(markdown.find("charts/" + chart.path().filename().string()), std::string::npos);
+      }
+    }
+    EXPECT_GE(charts, 1);
+    EXPECT_FALSE(fs::is_empty(dir / "r/tables"));
+  }
+  EXPECT_EQ(seen, static_cast<int>(scenario_checks().size()));
+}
+
+}  // namespace
+}  // namespace attnres

@@ -1,0 +1,123 @@
+// Scenario files: the schema, and errors that carry file:line:column and a hint.
+#include <gtest/gtest.h>
+
+#include "attnres/error.hpp"
+#include "attnres/scenario.hpp"
+
+namespace attnres {
+namespace {
+
+const std::string kModel = "[model]\nsublayers = 128\nd_model = 64\nblocks = 8\n";
+
+void expect_error(const std::string& text, const std::string& location, const std::string& needle) {
+  try {
+    parse_scenario(text, "s.toml");
+    ADD_FAILURE() << "accepted; expected an error at " << location;
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("s.toml:" + location + ":", 0), 0u) << message;
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+  }
+}
+
+TEST(Scenario, ReadsEveryTableAndResolvesTheInputs) {
+  const auto s = parse_scenario(R"(
+title = "t"
+description = "d"
+sections = ["io", "pipeline"]
+[model]
+layers = 27
+d_model = 2304
+block_size = 6
+streams = 2
+[sequence]
+tokens = 8192
+batch = 2
+dtype = "fp8"
+seq_shards = 4
+chunk = 1024
+[parallel]
+pp = 4
+vpp = 2
+[scaling]
+target_loss = 1.7
+loss_range = [1.65, 1.8]
+[[sweep]]
+name = "grid"
+x = "pp"
+values = [1, 2]
+y = "vpp"
+y_values = { from = 1, to = 4, factor = 2 }
+metrics = ["pipeline_exact_elements_per_token.naive"]
+[[sweep]]
+name = "divisors"
+x = "block_size"
+values = "divisors"
+metrics = ["io_multiples_of_d.block_two_phase"]
+log_x = true
+)", "s.toml");
+  EXPECT_EQ(s.title, "t");
+  EXPECT_TRUE(s.has_model);
+  EXPECT_EQ(s.inputs.sublayers, 54);
+  EXPECT_EQ(s.inputs.blocks, 9);
+  EXPECT_EQ(s.inputs.dtype, DType::fp8);
+  EXPECT_EQ(s.inputs.chunk, 1024);
+  EXPECT_EQ(s.sections, (std::vector<std::string>{"io", "pipeline"}));
+  EXPECT_EQ(s.scaling.target_loss, 1.7);
+  ASSERT_EQ(s.sweeps.size(), 2u);
+  EXPECT_EQ(s.sweeps[0].y->values, (std::vector<std::int64_t>{1, 2, 4}));
+  EXPECT_EQ(s.sweeps[1].x.values, (std::vector<std::int64_t>{1, 2, 3, 6, 9, 18, 27, 54}));
+  EXPECT_TRUE(s.sweeps[1].log_x);
+}
+
+TEST(Scenario, ScalingOnlyNeedsNoModel) {
+  const auto s = parse_scenario("sections = [\"scaling\"]\n", "s.toml");
+  EXPECT_FALSE(s.has_model);
+  expect_error("title = \"x\"\n", "1:1", "missing table [model]");
+}
+
+TEST(Scenario, SyntaxErrorsHaveLineAndColumn) {
+  expect_error("[model]\nsublayers = = 3\n", "2:13", "TOML syntax error");
+}
+
+TEST(Scenario, WrongTypesAreNamed) {
+  expect_error("[model]\nsublayers = \"many\"\n", "2:13", "model.sublayers must be an integer, got a string");
+  expect_error(kModel + "[sequence]\ndtype = \"bf17\"\n", "6:9", "unknown dtype 'bf17'");
+  expect_error("sections = \"io\"\n" + kModel, "1:12", "sections must be an array");
+}
+
+TEST(Scenario, UnknownKeysSuggestTheNearestOne) {
+  expect_error(kModel + "[sequence]\ntoken = 5\n", "6:1", "did you mean 'sequence.tokens'?");
+  expect_error("[modle]\n", "1:2", "did you mean 'model'?");
+  expect_error("sections = [\"pipline\"]\n" + kModel, "1:13", "did you mean 'pipeline'?");
+}
+
+TEST(Scenario, ImpossibleSettingsPointAtTheKey) {
+  expect_error("[model]\nsublayers = 8\nd_model = 64\nblocks = 9\n", "4:10", "blocks N = 9 exceeds L = 8");
+  expect_error("[model]\nsublayers = 8\nd_model = 0\nblocks = 2\n", "3:11", "width d must be >= 1");
+  expect_error("[model]\nsublayers = -8\nd_model = 4\nblocks = 2\n", "2:13", "sublayers L must be >= 1");
+  expect_error(kModel + "[parallel]\npp = 16\nvpp = 16\n", "6:6", "exceed L = 128");
+  expect_error(kModel + "[sequence]\ntokens = 1000000000\nbatch = 1000000000\n", "6:10", "overflows");
+  expect_error("[model]\nsublayers = 8\nd_model = 4\n", "1:1", "give the number of blocks");
+}
+
+TEST(Scenario, SweepErrorsAreLocated) {
+  const std::string head = kModel + "[[sweep]]\nname = \"s\"\n";
+  expect_error(head + "x = \"blocs\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\"]\n", "7:5",
+               "did you mean 'blocks'?");
+  expect_error(head + "x = \"blocks\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mch\"]\n", "9:12",
+               "did you mean 'io_multiples_of_d.mhc'?");
+  expect_error(head + "x = \"blocks\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\", \"prefill_history_gb.total\"]\n",
+               "9:37", "put them in separate sweeps");
+  expect_error(head + "x = \"blocks\"\nvalues = { from = 1, to = 8 }\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
+               "8:10", "exactly one of 'step' or 'factor'");
+  expect_error(head + "x = \"blocks\"\nmetrics = [\"io_multiples_of_d.mhc\"]\n", "5:1", "needs 'values'");
+  expect_error(head + "x = \"tokens\"\nvalues = [1]\noverlay = \"paper_fig6\"\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
+               "9:11", "needs x = \"blocks\"");
+  expect_error(kModel + "[[sweep]]\nname = \"a b\"\n", "6:8", "letters, digits");
+  expect_error(kModel + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = { from = 1, to = 100000000, step = 1 }\n"
+               "metrics = [\"io_multiples_of_d.mhc\"]\n", "8:10", "too many values");
+}
+
+}  // namespace
+}  // namespace attnres
