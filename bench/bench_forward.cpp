@@ -108,4 +108,4 @@ BENCHMARK(BM_DepthReadCpuKernel)->Arg(9)->Arg(17)->Unit(benchmark::kMicrosecond)
 }  // namespace
 }  // namespace attnres
 
-BENCHMARK_MAIN();
+

@@ -254,7 +254,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   spec.log_y = values.count("log-y") > 0;
   SweepResult result;
   {
-    ProgressBar progress("sweep " + spec.name);
+    ProgressBar progress("sweep");
     result = run_sweep(base, spec, [&](std::size_t done, std::size_t total) { return progress.update(done, total); });
   }
   nlohmann::json json = {{"name", spec.name}, {"inputs", cost_inputs_to_json(base)},

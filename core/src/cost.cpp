@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "attnres/checked_math.hpp"
 
@@ -270,98 +271,116 @@ ScalingAtLoss scaling_at_loss(double target_loss) {
 
 // ---------------------------------------------------------------- all together
 
-CostInputs resolve_cost_inputs(CostInputs in) {
-  auto fail = [](const char* field, const std::string& message) {
-    throw CostInputError(field, message);
+std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
+  using Problem = std::optional<CostInputProblem>;
+  auto problem = [](const char* field, std::string message) -> Problem {
+    return CostInputProblem{field, std::move(message)};
   };
-  auto require_at_least = [&](std::int64_t value, std::int64_t minimum, const char* field,
-                              const char* meaning) {
-    if (value < minimum) {
-      fail(field, std::string(meaning) + " must be >= " + std::to_string(minimum) + ", got " +
-                      std::to_string(value));
-    }
+  auto below = [](std::int64_t value, std::int64_t minimum, const char* field,
+                  const char* meaning) -> Problem {
+    if (value >= minimum) return std::nullopt;
+    return CostInputProblem{field, std::string(meaning) + " must be >= " + std::to_string(minimum) +
+                                       ", got " + std::to_string(value)};
   };
   if (in.sublayers == 0 && in.layers == 0) {
-    fail("sublayers", "give the number of sublayers L (or of transformer layers)");
+    return problem("sublayers", "give the number of sublayers L (or of transformer layers)");
   }
   if (in.layers != 0) {
-    require_at_least(in.layers, 1, "layers", "transformer layers");
-    if (in.layers > (std::int64_t{1} << 61)) fail("layers", "transformer layers is too large");
+    if (auto p = below(in.layers, 1, "layers", "transformer layers")) return p;
+    if (in.layers > (std::int64_t{1} << 61)) return problem("layers", "transformer layers is too large");
     const std::int64_t from_layers = 2 * in.layers;
     if (in.sublayers != 0 && in.sublayers != from_layers) {
-      fail("sublayers", "sublayers L = " + std::to_string(in.sublayers) + " disagrees with " +
-                            std::to_string(in.layers) + " transformer layers (L = " +
-                            std::to_string(from_layers) + ")");
+      return problem("sublayers", "sublayers L = " + std::to_string(in.sublayers) + " disagrees with " +
+                                      std::to_string(in.layers) + " transformer layers (L = " +
+                                      std::to_string(from_layers) + ")");
     }
     in.sublayers = from_layers;
   }
-  require_at_least(in.sublayers, 1, "sublayers", "sublayers L");
-  require_at_least(in.d_model, 1, "d_model", "width d");
+  if (auto p = below(in.sublayers, 1, "sublayers", "sublayers L")) return p;
+  if (auto p = below(in.d_model, 1, "d_model", "width d")) return p;
   const std::int64_t L = in.sublayers;
   if (in.blocks == 0 && in.block_size == 0) {
-    fail("blocks", "give the number of blocks N (or the block size S)");
+    return problem("blocks", "give the number of blocks N (or the block size S)");
   }
   if (in.block_size != 0) {
-    require_at_least(in.block_size, 1, "block_size", "block size S");
+    if (auto p = below(in.block_size, 1, "block_size", "block size S")) return p;
     if (in.block_size > L) {
-      fail("block_size", "block size S = " + std::to_string(in.block_size) +
-                             " exceeds L = " + std::to_string(L) + " sublayers");
+      return problem("block_size", "block size S = " + std::to_string(in.block_size) +
+                                       " exceeds L = " + std::to_string(L) + " sublayers");
     }
     const std::int64_t n = block_count(L, in.block_size);
     if (in.blocks != 0 && in.blocks != n) {
-      fail("blocks", "blocks N = " + std::to_string(in.blocks) + " disagrees with block size S = " +
-                         std::to_string(in.block_size) + " (L = " + std::to_string(L) +
-                         " gives N = ceil(L/S) = " + std::to_string(n) + ")");
+      return problem("blocks", "blocks N = " + std::to_string(in.blocks) +
+                                   " disagrees with block size S = " + std::to_string(in.block_size) +
+                                   " (L = " + std::to_string(L) + " gives N = ceil(L/S) = " +
+                                   std::to_string(n) + ")");
     }
     in.blocks = n;
   } else {
-    require_at_least(in.blocks, 1, "blocks", "blocks N");
+    if (auto p = below(in.blocks, 1, "blocks", "blocks N")) return p;
     if (in.blocks > L) {
-      fail("blocks", "blocks N = " + std::to_string(in.blocks) + " exceeds L = " +
-                         std::to_string(L) + " sublayers");
+      return problem("blocks", "blocks N = " + std::to_string(in.blocks) + " exceeds L = " +
+                                   std::to_string(L) + " sublayers");
     }
     in.block_size = (L + in.blocks - 1) / in.blocks;
     const std::int64_t n = block_count(L, in.block_size);
     if (n != in.blocks) {
-      fail("blocks", "N = " + std::to_string(in.blocks) + " blocks cannot cover L = " +
-                         std::to_string(L) + " sublayers with equal blocks (S = ceil(L/N) = " +
-                         std::to_string(in.block_size) + " gives " + std::to_string(n) +
-                         " blocks); give block_size instead");
+      return problem("blocks", "N = " + std::to_string(in.blocks) + " blocks cannot cover L = " +
+                                   std::to_string(L) + " sublayers with equal blocks (S = ceil(L/N) = " +
+                                   std::to_string(in.block_size) + " gives " + std::to_string(n) +
+                                   " blocks); give block_size instead");
     }
   }
-  require_at_least(in.streams, 1, "streams", "residual streams m");
-  require_at_least(in.ffn, 0, "ffn", "FFN width");
-  if (in.ffn == 0) in.ffn = checked_multiply(in.d_model, 8, "ffn = 8d/3") / 3;
-  require_at_least(in.tokens, 1, "tokens", "sequence length T");
-  require_at_least(in.batch, 1, "batch", "batch B");
-  require_at_least(in.seq_shards, 1, "seq_shards", "sequence shards");
+  if (auto p = below(in.streams, 1, "streams", "residual streams m")) return p;
+  if (auto p = below(in.ffn, 0, "ffn", "FFN width")) return p;
+  if (in.ffn == 0) {
+    if (in.d_model > std::numeric_limits<std::int64_t>::max() / 8) {
+      return problem("d_model", "width d is too large");
+    }
+    in.ffn = in.d_model * 8 / 3;
+  }
+  if (auto p = below(in.tokens, 1, "tokens", "sequence length T")) return p;
+  if (auto p = below(in.batch, 1, "batch", "batch B")) return p;
+  if (auto p = below(in.seq_shards, 1, "seq_shards", "sequence shards")) return p;
   if (in.seq_shards > in.tokens) {
-    fail("seq_shards", "sequence shards (" + std::to_string(in.seq_shards) +
-                           ") exceed the sequence length T = " + std::to_string(in.tokens));
+    return problem("seq_shards", "sequence shards (" + std::to_string(in.seq_shards) +
+                                     ") exceed the sequence length T = " + std::to_string(in.tokens));
   }
-  require_at_least(in.chunk, 0, "chunk", "chunk length");
+  if (auto p = below(in.chunk, 0, "chunk", "chunk length")) return p;
   if (in.chunk > in.tokens) {
-    fail("chunk", "chunk length " + std::to_string(in.chunk) + " exceeds T = " +
-                      std::to_string(in.tokens));
+    return problem("chunk", "chunk length " + std::to_string(in.chunk) + " exceeds T = " +
+                                std::to_string(in.tokens));
   }
-  require_at_least(in.pp, 1, "pp", "pipeline ranks P");
-  require_at_least(in.vpp, 1, "vpp", "virtual stages V");
+  if (auto p = below(in.pp, 1, "pp", "pipeline ranks P")) return p;
+  if (auto p = below(in.vpp, 1, "vpp", "virtual stages V")) return p;
   std::int64_t chunks = 0;
   if (__builtin_mul_overflow(in.pp, in.vpp, &chunks) || chunks > L) {
-    fail("pp", "P·V = " + std::to_string(in.pp) + " x " + std::to_string(in.vpp) +
-                   " chunks exceed L = " + std::to_string(L) +
-                   " sublayers (every chunk needs at least one sublayer)");
+    return problem("pp", "P·V = " + std::to_string(in.pp) + " x " + std::to_string(in.vpp) +
+                             " chunks exceed L = " + std::to_string(L) +
+                             " sublayers (every chunk needs at least one sublayer)");
   }
-  try {
-    // Products the engine forms later must fit 64 bits.
-    prefill_history_bytes(in.batch, in.tokens, in.blocks, in.d_model, bytes_per_element(in.dtype),
-                          in.seq_shards, in.chunk);
-    depth_read_source_pairs(ResidualMode::full, L, 1);
-    checked_multiply(checked_add(L, 1, "L + 1"), in.d_model, "history elements (L+1)·d");
-  } catch (const CostInputError&) {
-    throw;
-  } catch (const Error& error) {
-    fail("tokens", error.what());
+  // Products the engine forms later must fit 64 bits: B·b·N·T·d, (L+1)(L+2)/2 and (L+1)·d.
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(in.batch, std::int64_t{bytes_per_element(in.dtype)}, &product) ||
+      __builtin_mul_overflow(product, in.blocks, &product) ||
+      __builtin_mul_overflow(product, in.d_model, &product) ||
+      __builtin_mul_overflow(product, in.tokens, &product)) {
+    return problem("tokens", "prefill history bytes B·b·N·T·d = " + std::to_string(in.batch) + " x " +
+                                 std::to_string(bytes_per_element(in.dtype)) + " x " +
+                                 std::to_string(in.blocks) + " x " + std::to_string(in.tokens) +
+                                 " x " + std::to_string(in.d_model) + " overflows 64-bit integers");
+  }
+  if (__builtin_mul_overflow(L + 1, L + 2, &product) ||
+      __builtin_mul_overflow(L + 1, in.d_model, &product)) {
+    return problem("sublayers", "L = " + std::to_string(L) + " with d = " + std::to_string(in.d_model) +
+                                    " overflows 64-bit integers");
+  }
+  return std::nullopt;
+}
+
+CostInputs resolve_cost_inputs(CostInputs in) {
+  if (auto problem = try_resolve_cost_inputs(in)) {
+    throw CostInputError(problem->field, problem->message);
   }
   return in;
 }

@@ -1,6 +1,7 @@
 #include "attnres/report.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "attnres/atomic_file.hpp"
@@ -222,7 +223,16 @@ std::string markdown_table(const ReportTable& t) {
   out << "|";
   for (const auto& h : t.header) out << " " << h << " |";
   out << "\n|";
-  for (std::size_t i = 0; i < t.header.size(); ++i) out << (i == 0 ? "---|" : "---:|");
+  for (std::size_t i = 0; i < t.header.size(); ++i) {
+    // Right-align columns that hold only numbers.
+    bool numeric = i > 0 && !t.rows.empty();
+    for (const auto& row : t.rows) {
+      char* end = nullptr;
+      if (i < row.size()) std::strtod(row[i].c_str(), &end);
+      numeric = numeric && i < row.size() && !row[i].empty() && end && *end == '\0';
+    }
+    out << (numeric ? "---:|" : "---|");
+  }
   out << "\n";
   for (const auto& row : t.rows) {
     out << "|";

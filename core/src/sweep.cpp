@@ -91,15 +91,18 @@ SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec,
       CostInputs in = base;
       set_cost_input(in, spec.x.parameter, x);
       if (spec.y) set_cost_input(in, spec.y->parameter, y);
-      std::string label = spec.x.parameter + " = " + std::to_string(x);
-      if (spec.y) label += ", " + spec.y->parameter + " = " + std::to_string(y);
-      try {
-        const CostReport report = evaluate_costs(resolve_cost_inputs(in));
+      auto label = [&] {
+        std::string text = spec.x.parameter + " = " + std::to_string(x);
+        if (spec.y) text += ", " + spec.y->parameter + " = " + std::to_string(y);
+        return text;
+      };
+      if (auto problem = try_resolve_cost_inputs(in)) {
+        result.skipped.push_back(label() + ": " + problem->message);
+      } else {
+        const CostReport report = evaluate_costs(in);
         SweepPoint point{x, spec.y ? std::optional<std::int64_t>(y) : std::nullopt, {}};
         for (const auto* metric : metrics) point.values.push_back(metric->value(report));
         result.points.push_back(std::move(point));
-      } catch (const Error& error) {
-        result.skipped.push_back(label + ": " + error.what());
       }
       ++done;
       if (progress && (done % 1024 == 0 || done == total) && !progress(done, total)) {

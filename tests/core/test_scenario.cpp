@@ -1,6 +1,10 @@
 // Scenario files: the schema, and errors that carry file:line:column and a hint.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/scenario.hpp"
 
@@ -117,6 +121,22 @@ TEST(Scenario, SweepErrorsAreLocated) {
   expect_error(kModel + "[[sweep]]\nname = \"a b\"\n", "6:8", "letters, digits");
   expect_error(kModel + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = { from = 1, to = 100000000, step = 1 }\n"
                "metrics = [\"io_multiples_of_d.mhc\"]\n", "8:10", "too many values");
+}
+
+}  // namespace
+}  // namespace attnres
+
+namespace attnres {
+namespace {
+
+TEST(ScenarioDocs, ListEveryMetricKey) {
+  std::ifstream in(std::string(ATTNRES_CORE_DIR) + "/../docs/scenarios.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const auto& metric : cost_metrics()) {
+    EXPECT_NE(text.str().find("`" + metric.key + "`"), std::string::npos)
+        << metric.key << " is missing from docs/scenarios.md";
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -169,7 +170,15 @@ class CostInputError : public Error {
       : Error(message), field(std::move(field_name)) {}
   std::string field;
 };
-// Derives sublayers / blocks / block_size / ffn and validates: sizes >= 1, N <= L, S <= L,
+// What is wrong with a setting: the CostInputs field and a message.
+struct CostInputProblem {
+  std::string field;
+  std::string message;
+};
+// Derives sublayers / blocks / block_size / ffn in place and returns the first problem, if any
+// (no exception: sweeps reject many settings and stay fast).
+std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& inputs);
+// As try_resolve_cost_inputs, throwing CostInputError. Derives and validates: sizes >= 1, N <= L, S <= L,
 // consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
 CostInputs resolve_cost_inputs(CostInputs inputs);
 
