@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnres/chart_spec.hpp"
+#include "attnres/format.hpp"
 #include "attnres/scenario.hpp"
 
 namespace attnres {
@@ -43,8 +44,6 @@ Report build_report(const Scenario& scenario,
 
 std::string report_markdown(const Report& report);
 std::string table_csv(const ReportTable& table);
-// Number formatting used in every table: integers exactly, others to 6 significant digits.
-std::string format_number(double value);
 
 // Draws one chart into a PNG and an SVG file.
 using ChartRenderer = std::function<void(const ChartSpec&, const std::filesystem::path& png,

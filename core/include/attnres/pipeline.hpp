@@ -1,0 +1,59 @@
+// Does the AttnRes traffic hide behind compute? One training iteration of a pipelined model,
+// simulated twice — with the AttnRes history on the stage boundaries and with the standard
+// residual — plus once with free transfers to measure the exposed communication (SPEC §3.3-3.4).
+//
+// Chunk forward time: the roofline time (time_model.hpp) of its attention, MLP and
+// residual-mechanism work for one micro-batch (B sequences x T tokens); backward = 2 x forward.
+// Boundary payload: the exact per-boundary vectors of the cost engine under the cache policy,
+// x d x B·T x b bytes (the standard residual sends one hidden state). Memory per chunk:
+// activations 17·B·T·d·(b/2) bytes per sublayer (Korthikanti et al. 2022, 34·s·b·h per layer
+// with flash attention) plus the AttnRes history it received, from forward start to backward end.
+#pragma once
+
+#include "attnres/cost.hpp"
+#include "attnres/hardware.hpp"
+#include "attnres/pipeline_sim.hpp"
+#include "attnres/time_model.hpp"
+
+namespace attnres {
+
+enum class CachePolicy { naive, cached, cached_own };
+std::string to_string(CachePolicy policy);
+CachePolicy parse_cache_policy(const std::string& text, const std::string& where);
+
+struct PipelineSettings {
+  CostInputs model;  // resolved; batch = sequences per micro-batch, tokens = T, pp = P, vpp = V
+  MoeShape moe;
+  ResidualMode mode = ResidualMode::block;  // the AttnRes variant (block or full)
+  int microbatches = 8;                     // m
+  PipelineSchedule schedule = PipelineSchedule::interleaved;
+  CachePolicy cache = CachePolicy::cached;
+  Hardware hardware;
+  bool intra_node_link = false;  // pipeline transfers over NVLink instead of the scale-out network
+  double link_bandwidth = 0;     // bytes/s per direction, overrides the hardware's (0: use it)
+  bool overlap = true;
+  bool ideal_links = false;
+  bool record_timeline = true;
+};
+
+struct PipelineReport {
+  PipelineSettings settings;
+  PipelineSimResult attnres;   // the AttnRes run
+  PipelineSimResult standard;  // the same run with the standard residual
+  double ideal_links_seconds = 0;  // the AttnRes run with free transfers
+  double link_bandwidth = 0;       // bytes/s per direction actually used
+  double iteration_time_s = 0;
+  double bubble_fraction = 0;      // of the busiest rank's compute time
+  double exposed_comm_s = 0;       // iteration - iteration with free transfers
+  double attnres_overhead_fraction = 0;  // iteration / standard iteration - 1
+  double peak_memory_bytes_per_rank = 0;  // max over ranks
+  double closed_form_bubble = 0;
+  std::vector<double> chunk_forward_seconds;  // AttnRes run
+  std::vector<double> boundary_bytes;         // AttnRes run, per forward boundary
+};
+
+// Throws attnres::Error on impossible settings (m < 1, 1f1b with V > 1, zero bandwidth without
+// ideal links, mode standard).
+PipelineReport evaluate_pipeline(const PipelineSettings& settings);
+
+}  // namespace attnres

@@ -1,0 +1,70 @@
+// Roofline time model (SPEC §3.4): t = max(flops / (peak·eff_c), bytes / (bw·eff_m)) per op, for
+// the attention, MLP (dense or MoE by active parameters) and residual-mechanism work of one
+// sublayer, in prefill and in decode; transfers t = latency + bytes / (link_bw·eff_l).
+//
+// Conventions (docs/math.md): attention counts q, k, v, o projections with H_kv = H; prefill
+// scores at mean causal context T/2; decode reads the whole KV cache of context T; the residual
+// mechanism is a separate memory-bound op whose bytes are the SPEC §3.1 I/O per token.
+#pragma once
+
+#include <string>
+
+#include "attnres/cost.hpp"
+#include "attnres/hardware.hpp"
+
+namespace attnres {
+
+enum class Phase { prefill, decode };
+std::string to_string(Phase phase);
+
+// How the residual mechanism forms each sublayer's input.
+enum class ResidualScheme { standard, block_two_phase, block_one_shot, full_two_phase, full_naive };
+std::string to_string(ResidualScheme scheme);
+ResidualScheme parse_residual_scheme(const std::string& text, const std::string& where);
+inline constexpr ResidualScheme kAllResidualSchemes[] = {
+    ResidualScheme::standard, ResidualScheme::block_two_phase, ResidualScheme::block_one_shot,
+    ResidualScheme::full_two_phase, ResidualScheme::full_naive};
+
+// Mixture of experts: experts == 0 means a dense SwiGLU of width CostInputs::ffn.
+struct MoeShape {
+  std::int64_t experts = 0;     // routed experts in all
+  std::int64_t active = 0;      // routed experts per token
+  std::int64_t shared = 0;      // always-on experts
+  std::int64_t expert_ffn = 0;  // SwiGLU width of one expert
+};
+
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;
+  double seconds = 0;
+  bool memory_bound = false;
+};
+OpCost roofline(double flops, double bytes, const Hardware& hardware);
+// latency + bytes / (bandwidth · link efficiency); 0 for 0 bytes.
+double transfer_seconds(double bytes, double bandwidth, double latency, double link_efficiency);
+
+// Residual-mechanism I/O per token per sublayer of each scheme (SPEC §3.1). block_one_shot
+// reads keys and values of every source of every read (mean over the L + 1 reads), like the
+// naive Full AttnRes row; full_two_phase uses the best schedule block (~sqrt(L)).
+double residual_io_elements(const CostInputs& resolved, ResidualScheme scheme);
+
+// One op of one sublayer for `batch` sequences of context T (inputs.tokens): prefill processes
+// all B·T tokens, decode one new token per sequence.
+OpCost attention_cost(const CostInputs& resolved, Phase phase, const Hardware& hardware);
+OpCost mlp_cost(const CostInputs& resolved, const MoeShape& moe, Phase phase, const Hardware& hardware);
+OpCost residual_cost(const CostInputs& resolved, ResidualScheme scheme, Phase phase,
+                     const Hardware& hardware);
+
+// Forward time of the whole stack (attention + MLP + residual of every sublayer) per scheme, and
+// each scheme's overhead over the standard residual as a fraction of the standard's time.
+struct StackTime {
+  Phase phase = Phase::prefill;
+  OpCost attention, mlp;                  // one sublayer each
+  OpCost residual[5];                     // indexed by ResidualScheme
+  double stack_seconds[5] = {};           // L sublayers, per scheme
+  double overhead_fraction[5] = {};       // (stack(scheme) - stack(standard)) / stack(standard)
+};
+StackTime stack_time(const CostInputs& resolved, const MoeShape& moe, Phase phase,
+                     const Hardware& hardware);
+
+}  // namespace attnres

@@ -1,0 +1,121 @@
+#include "attnres/pipeline.hpp"
+
+#include <algorithm>
+
+#include "attnres/error.hpp"
+
+namespace attnres {
+
+std::string to_string(CachePolicy policy) {
+  switch (policy) {
+    case CachePolicy::naive: return "naive";
+    case CachePolicy::cached: return "cached";
+    case CachePolicy::cached_own: return "cached_own";
+  }
+  return "?";
+}
+
+CachePolicy parse_cache_policy(const std::string& text, const std::string& where) {
+  if (text == "naive") return CachePolicy::naive;
+  if (text == "cached") return CachePolicy::cached;
+  if (text == "cached_own") return CachePolicy::cached_own;
+  throw Error(where + ": unknown cache policy '" + text + "' (expected naive, cached or cached_own)");
+}
+
+namespace {
+
+std::int64_t sent_vectors(const BoundaryPayload& b, CachePolicy policy) {
+  switch (policy) {
+    case CachePolicy::naive: return b.naive_vectors;
+    case CachePolicy::cached: return b.cached_vectors;
+    case CachePolicy::cached_own: return b.cached_own_vectors;
+  }
+  return 0;
+}
+
+PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode, double bandwidth) {
+  const CostInputs& in = s.model;
+  const int P = static_cast<int>(in.pp), V = static_cast<int>(in.vpp), C = P * V;
+  const ResidualScheme scheme = mode == ResidualMode::standard ? ResidualScheme::standard
+                                : mode == ResidualMode::full   ? ResidualScheme::full_two_phase
+                                                               : ResidualScheme::block_two_phase;
+  const double attention = attention_cost(in, Phase::prefill, s.hardware).seconds;
+  const double mlp = mlp_cost(in, s.moe, Phase::prefill, s.hardware).seconds;
+  const double residual = residual_cost(in, scheme, Phase::prefill, s.hardware).seconds;
+  const double tokens = static_cast<double>(in.batch) * static_cast<double>(in.tokens);
+  const double b = bytes_per_element(in.dtype);
+  const double vector_bytes = static_cast<double>(in.d_model) * tokens * b;
+  const double activation_per_sublayer = 17.0 * tokens * static_cast<double>(in.d_model) * (b / 2.0);
+
+  PipelineSimInputs sim;
+  sim.ranks = P;
+  sim.virtual_stages = V;
+  sim.microbatches = s.microbatches;
+  sim.schedule = s.schedule;
+  sim.link_bandwidth = bandwidth * s.hardware.link_efficiency;
+  sim.link_latency = s.hardware.link_latency;
+  sim.ideal_links = s.ideal_links;
+  sim.overlap = s.overlap;
+  sim.record_timeline = s.record_timeline;
+  const auto last = chunk_last_sublayers(in.sublayers, C);
+  for (int c = 0; c < C; ++c) {
+    const std::int64_t first = c == 0 ? 1 : last[static_cast<std::size_t>(c - 1)] + 1;
+    double forward = 0;
+    for (std::int64_t sublayer = first; sublayer <= last[static_cast<std::size_t>(c)]; ++sublayer) {
+      forward += (sublayer % 2 == 1 ? attention : mlp) + residual;  // odd sublayers are attention
+    }
+    sim.forward_seconds.push_back(forward);
+    sim.backward_seconds.push_back(2.0 * forward);
+    sim.activation_bytes.push_back(activation_per_sublayer *
+                                   static_cast<double>(last[static_cast<std::size_t>(c)] - first + 1));
+  }
+  const auto boundaries = pipeline_boundaries(mode, in.sublayers, in.block_size, in.pp, in.vpp);
+  sim.history_bytes.assign(static_cast<std::size_t>(C), 0.0);
+  for (const auto& boundary : boundaries) {
+    const double bytes = static_cast<double>(sent_vectors(boundary, s.cache)) * vector_bytes;
+    sim.boundary_bytes.push_back(bytes);
+    if (mode != ResidualMode::standard) {
+      sim.history_bytes[static_cast<std::size_t>(boundary.to_chunk)] = bytes;
+    }
+  }
+  return sim;
+}
+
+}  // namespace
+
+PipelineReport evaluate_pipeline(const PipelineSettings& s) {
+  if (s.mode == ResidualMode::standard) {
+    throw Error("pipeline: mode must be block or full (the standard residual is the comparison)");
+  }
+  PipelineReport report;
+  report.settings = s;
+  report.link_bandwidth = s.link_bandwidth > 0 ? s.link_bandwidth
+                          : s.intra_node_link ? s.hardware.intra_node_bandwidth
+                                              : s.hardware.scale_out_bandwidth;
+  if (!s.ideal_links && s.model.pp > 1 && !(report.link_bandwidth > 0)) {
+    throw Error("pipeline: link bandwidth must be > 0 (or use ideal links)");
+  }
+  const PipelineSimInputs attnres = simulation_inputs(s, s.mode, report.link_bandwidth);
+  report.attnres = simulate_pipeline(attnres);
+  PipelineSimInputs standard = simulation_inputs(s, ResidualMode::standard, report.link_bandwidth);
+  standard.record_timeline = false;
+  report.standard = simulate_pipeline(standard);
+  PipelineSimInputs free_links = attnres;
+  free_links.ideal_links = true;
+  free_links.record_timeline = false;
+  report.ideal_links_seconds = simulate_pipeline(free_links).iteration_seconds;
+
+  report.iteration_time_s = report.attnres.iteration_seconds;
+  report.bubble_fraction = report.attnres.bubble_fraction;
+  report.exposed_comm_s = report.iteration_time_s - report.ideal_links_seconds;
+  report.attnres_overhead_fraction = report.iteration_time_s / report.standard.iteration_seconds - 1.0;
+  report.peak_memory_bytes_per_rank =
+      *std::max_element(report.attnres.peak_memory_bytes.begin(), report.attnres.peak_memory_bytes.end());
+  report.closed_form_bubble = closed_form_bubble(s.schedule, static_cast<int>(s.model.pp),
+                                                 static_cast<int>(s.model.vpp), s.microbatches);
+  report.chunk_forward_seconds = attnres.forward_seconds;
+  report.boundary_bytes = attnres.boundary_bytes;
+  return report;
+}
+
+}  // namespace attnres
