@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QFile>
 #include <QGraphicsScene>
+#include <QFontMetricsF>
 #include <QPainter>
 #include <QSvgGenerator>
 #include <QtCharts/QChart>
@@ -147,21 +148,110 @@ QChart* build_chart(const ChartSpec& spec) {
   return chart.release();
 }
 
+namespace {
+
+double nice_step(double span, int target_ticks) {
+  const double raw = span / target_ticks;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double factor : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= factor * magnitude) return factor * magnitude;
+  }
+  return 10.0 * magnitude;
+}
+
+}  // namespace
+
+void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area) {
+  static const QColor colours[] = {QColor(76, 114, 176), QColor(221, 132, 82), QColor(85, 168, 104),
+                                   QColor(196, 78, 82)};
+  painter.save();
+  painter.fillRect(area, Qt::white);
+  QFont font = painter.font();
+  font.setPointSizeF(9);
+  painter.setFont(font);
+  const QFontMetricsF metrics(font);
+  const double left = area.left() + 70, right = area.right() - 20;
+  const double top = area.top() + 40, bottom = area.bottom() - 70;
+  QFont title_font = font;
+  title_font.setPointSizeF(11);
+  title_font.setBold(true);
+  painter.setFont(title_font);
+  painter.drawText(QRectF(area.left(), area.top() + 8, area.width(), 24), Qt::AlignCenter,
+                   QString::fromStdString(spec.title));
+  painter.setFont(font);
+
+  double end = 0;
+  for (const auto& box : spec.boxes) end = std::max(end, box.x1);
+  if (end <= 0) end = 1;
+  const auto lanes = static_cast<double>(std::max<std::size_t>(1, spec.lanes.size()));
+  const double lane_height = (bottom - top) / lanes;
+  auto x_of = [&](double x) { return left + (right - left) * x / end; };
+
+  const double step = nice_step(end, 8);
+  painter.setPen(QColor(225, 225, 225));
+  for (double x = 0; x <= end + 1e-12; x += step) painter.drawLine(QPointF(x_of(x), top), QPointF(x_of(x), bottom));
+  painter.setPen(Qt::black);
+  for (std::size_t lane = 0; lane < spec.lanes.size(); ++lane) {
+    const double y = top + lane_height * static_cast<double>(lane);
+    painter.drawText(QRectF(area.left() + 4, y, 62, lane_height), Qt::AlignVCenter | Qt::AlignRight,
+                     QString::fromStdString(spec.lanes[lane]));
+  }
+  painter.setPen(QPen(Qt::white, 0.8));  // separates back-to-back boxes
+  for (const auto& box : spec.boxes) {
+    const double y = top + lane_height * box.lane;
+    const bool transfer = box.category >= 2;
+    const QRectF rect(QPointF(x_of(box.x0), y + (transfer ? 0.72 : 0.08) * lane_height),
+                      QPointF(std::max(x_of(box.x1), x_of(box.x0) + 0.6), y + (transfer ? 0.92 : 0.68) * lane_height));
+    painter.setBrush(colours[std::clamp(box.category, 0, 3)]);
+    painter.drawRect(rect);
+  }
+  painter.setPen(Qt::black);
+  painter.setBrush(Qt::NoBrush);
+  painter.drawRect(QRectF(QPointF(left, top), QPointF(right, bottom)));
+  for (double x = 0; x <= end + 1e-12; x += step) {
+    painter.drawLine(QPointF(x_of(x), bottom), QPointF(x_of(x), bottom + 4));
+    painter.drawText(QRectF(x_of(x) - 40, bottom + 6, 80, 16), Qt::AlignHCenter,
+                     QString::number(x, 'g', 4));
+  }
+  painter.drawText(QRectF(left, bottom + 22, right - left, 16), Qt::AlignHCenter,
+                   QString::fromStdString(spec.x_label));
+  double legend_x = left;
+  for (std::size_t i = 0; i < spec.categories.size() && i < 4; ++i) {
+    painter.fillRect(QRectF(legend_x, bottom + 46, 12, 12), colours[i]);
+    const QString name = QString::fromStdString(spec.categories[i]);
+    painter.drawText(QPointF(legend_x + 16, bottom + 56), name);
+    legend_x += 32 + metrics.horizontalAdvance(name);
+  }
+  painter.restore();
+}
+
 void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
                         const std::filesystem::path& svg, QSize size) {
   ensure_application();
+  if (spec.kind == ChartSpec::Kind::gantt) {
+    size = QSize(1200, std::clamp(150 + 34 * static_cast<int>(spec.lanes.size()), 300, 2400));
+  }
   QGraphicsScene scene;
-  QChart* chart = build_chart(spec);
-  scene.addItem(chart);  // the scene owns the chart now
-  chart->setGeometry(QRectF(QPointF(0, 0), QSizeF(size)));
+  if (spec.kind == ChartSpec::Kind::xy) {
+    QChart* chart = build_chart(spec);
+    scene.addItem(chart);  // the scene owns the chart now
+    chart->setGeometry(QRectF(QPointF(0, 0), QSizeF(size)));
+  }
   scene.setSceneRect(QRectF(QPointF(0, 0), QSizeF(size)));
+  auto draw = [&](QPainter& painter) {
+    if (spec.kind == ChartSpec::Kind::gantt) {
+      paint_gantt(painter, spec, QRectF(QPointF(0, 0), QSizeF(size)));
+    } else {
+      scene.render(&painter);
+    }
+  };
 
   QImage image(size, QImage::Format_ARGB32);
   image.fill(Qt::white);
   {
     QPainter painter(&image);
     painter.setRenderHint(QPainter::Antialiasing);
-    scene.render(&painter);
+    draw(painter);
   }
   QByteArray png_bytes;
   {
@@ -181,7 +271,7 @@ void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
     generator.setViewBox(QRect(QPoint(0, 0), size));
     generator.setTitle(QString::fromStdString(spec.title));
     QPainter painter(&generator);
-    scene.render(&painter);
+    draw(painter);
   }
   write_file_atomically(svg, std::string_view(svg_bytes.constData(), static_cast<std::size_t>(svg_bytes.size())));
 }

@@ -9,6 +9,8 @@
 
 QT_BEGIN_NAMESPACE
 class QChart;
+class QPainter;
+class QRectF;
 QT_END_NAMESPACE
 
 namespace attnres::charts {
@@ -16,6 +18,10 @@ namespace attnres::charts {
 // A new chart (caller owns it): axes with the spec's labels, log axes where asked, series,
 // the current-setting marker, no animations.
 QChart* build_chart(const ChartSpec& spec);
+
+// Paints a Gantt chart (ChartSpec::Kind::gantt) into `area`: one lane per entry of spec.lanes,
+// boxes coloured by category, a time axis and a legend. Used for files and by GUI widgets.
+void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area);
 
 // Renders the chart headlessly into a PNG and an SVG (each written atomically). Needs a
 // QApplication; ensure_application() makes one on the offscreen platform when none exists.

@@ -22,6 +22,9 @@ void print_help(std::ostream& out) {
          "               residual scheme for one setting (table, JSON or CSV)\n"
          "  scaling      the paper's scaling-law fits: compute to reach a loss, multipliers\n"
          "  sweep        the cost engine over one parameter or a grid of two (CSV/JSON, chart)\n"
+         "  pipeline     simulate a pipelined training iteration (1F1B / interleaved): does\n"
+         "               the AttnRes traffic hide behind compute? plus the time model\n"
+         "  metrics      list the metric keys (JSON paths, CSV rows, sweep metrics)\n"
          "  report       run a scenario file: report.md, report.json, CSV tables, PNG/SVG charts\n\n"
          "Run 'attnres <command> --help' for a command's options.\n";
 }
@@ -77,8 +80,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (command == "scaling") return scaling_command(rest, out, err);
     if (command == "sweep") return sweep_command(rest, out, err);
     if (command == "report") return report_command(rest, out, err);
+    if (command == "pipeline") return pipeline_command(rest, out, err);
+    if (command == "metrics") return metrics_command(rest, out, err);
     err << "attnres: unknown command '" << command
-        << "' (expected init-model, forward, cost, scaling, sweep or report; see attnres --help)\n";
+        << "' (expected init-model, forward, cost, scaling, sweep, pipeline, metrics or report; see attnres --help)\n";
     return kExitUsage;
   } catch (const UsageError& error) {
     err << "attnres " << command << ": " << error.what() << " (see attnres " << command

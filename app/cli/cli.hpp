@@ -22,6 +22,8 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
 int cost_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // A usage error: an unknown flag, a missing or malformed value. Reported with exit status 2.

@@ -7,6 +7,8 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/hardware.hpp"
+#include "attnres/pipeline.hpp"
 #include "attnres/report.hpp"
 #include "chart_render.hpp"
 #include "cli.hpp"
@@ -32,11 +34,28 @@ std::string flag_for_field(const std::string& field) {
   return it == flags.end() ? field : it->second;
 }
 
-// The model/sequence/parallelism flags shared by cost and sweep.
+// The model/sequence/parallelism flags shared by cost, sweep and pipeline.
 struct InputFlags {
   CostInputs inputs;
   std::string dtype = "bf16";
-  void add_to(po::options_description& options) {
+  bool pipeline = false;  // pipeline: --micro-batch-size instead of --batch, no prefill flags
+  void add_to(po::options_description& options, bool for_pipeline = false) {
+    pipeline = for_pipeline;
+    if (for_pipeline) {
+      options.add_options()
+          ("sublayers", po::value(&inputs.sublayers), "sublayers L (attention and MLP each count)")
+          ("layers", po::value(&inputs.layers), "transformer layers (L = 2 x layers)")
+          ("blocks", po::value(&inputs.blocks), "AttnRes blocks N")
+          ("block-size", po::value(&inputs.block_size), "sublayers per block S (N = ceil(L/S))")
+          ("d-model", po::value(&inputs.d_model)->required(), "hidden width d")
+          ("ffn", po::value(&inputs.ffn)->default_value(0), "SwiGLU width F (0: round(8d/3))")
+          ("seq", po::value(&inputs.tokens)->default_value(4096), "sequence length T (tokens)")
+          ("micro-batch-size", po::value(&inputs.batch)->default_value(1), "sequences per micro-batch")
+          ("dtype", po::value(&dtype)->default_value("bf16"), "bf16 | fp16 | fp32 | fp8")
+          ("pp", po::value(&inputs.pp)->default_value(1), "pipeline ranks P")
+          ("vpp", po::value(&inputs.vpp)->default_value(1), "virtual stages per rank V");
+      return;
+    }
     options.add_options()
         ("sublayers", po::value(&inputs.sublayers), "sublayers L (attention and MLP each count)")
         ("layers", po::value(&inputs.layers), "transformer layers (L = 2 x layers)")
@@ -62,7 +81,8 @@ struct InputFlags {
     try {
       return resolve_cost_inputs(inputs);
     } catch (const CostInputError& error) {
-      throw UsageError(flag_for_field(error.field) + ": " + error.what());
+      const std::string flag = pipeline && error.field == "batch" ? "--micro-batch-size" : flag_for_field(error.field);
+      throw UsageError(flag + ": " + error.what());
     }
   }
 };
@@ -155,8 +175,10 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
     out << cost_report_to_json(report).dump(2) << "\n";
   } else if (format == "csv") {
     out << "metric,value,unit\n";
+    const Evaluation evaluation{&report, nullptr, nullptr, nullptr};
     for (const auto& metric : cost_metrics()) {
-      out << metric.key << "," << format_number(metric.value(report)) << "," << metric.unit << "\n";
+      if (metric.needs != CostMetric::Needs::cost) continue;
+      out << metric.key << "," << format_number(metric.value(evaluation)) << "," << metric.unit << "\n";
     }
   } else {
     print_tables(out, cost_tables(report, {"io", "history", "prefill", "pipeline", "boundaries", "flops"}));
@@ -280,6 +302,150 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   out << "swept " << spec.x.parameter << (spec.y ? " x " + spec.y->parameter : "") << ": "
       << result.points.size() << " settings (" << result.skipped.size() << " rejected as impossible); wrote "
       << out_dir << "/" << spec.name << ".{csv,json,png,svg}\n";
+  return kExitOk;
+}
+
+int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  InputFlags flags;
+  PipelineSettings settings;
+  std::string schedule, cache, hardware, overlap, format, mode, link;
+  double link_gbps = 0;
+  po::options_description options("attnres pipeline options");
+  options.add_options()("help,h", "show this help");
+  flags.add_to(options, true);
+  options.add_options()
+      ("microbatches", po::value(&settings.microbatches)->default_value(8), "micro-batches m per iteration")
+      ("schedule", po::value(&schedule), "1f1b | interleaved (default: interleaved when --vpp > 1)")
+      ("cache", po::value(&cache)->default_value("cached"), "AttnRes history policy: naive | cached | cached_own")
+      ("mode", po::value(&mode)->default_value("block"), "AttnRes variant: block | full")
+      ("hardware", po::value(&hardware)->default_value("h100"), "preset (a100 h100 h200 b200) or a .toml file")
+      ("link", po::value(&link)->default_value("scale-out"), "pipeline link: scale-out | intra-node")
+      ("link-bandwidth", po::value(&link_gbps), "override the link bandwidth, GB/s per direction")
+      ("overlap", po::value(&overlap)->default_value("on"), "on: transfers overlap compute; off: the sender waits")
+      ("ideal-links", "transfers cost nothing")
+      ("experts", po::value(&settings.moe.experts)->default_value(0), "MoE routed experts (0: dense MLP)")
+      ("active-experts", po::value(&settings.moe.active)->default_value(0), "routed experts per token")
+      ("shared-experts", po::value(&settings.moe.shared)->default_value(0), "always-on experts")
+      ("expert-ffn", po::value(&settings.moe.expert_ffn)->default_value(0), "SwiGLU width of one expert")
+      ("format", po::value(&format)->default_value("table"), "table | json");
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres pipeline (--sublayers L | --layers N) (--block-size S | --blocks N) --d-model D "
+                 "[--seq T] [--micro-batch-size B] [--microbatches m] [--pp P] [--vpp V] [--schedule 1f1b|interleaved] "
+                 "[--cache naive|cached] [--hardware h100] [--overlap on|off] [--ideal-links] [--format table|json]",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"table", "json"});
+  settings.model = flags.resolved();
+  auto as_usage = [](const auto& action) {
+    try {
+      action();
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& error) {
+      throw UsageError(error.what());
+    }
+  };
+  as_usage([&] {
+    settings.schedule = values.count("schedule") ? parse_pipeline_schedule(schedule, "--schedule")
+                        : settings.model.vpp > 1 ? PipelineSchedule::interleaved
+                                                 : PipelineSchedule::one_f_one_b;
+    settings.cache = parse_cache_policy(cache, "--cache");
+    settings.mode = parse_residual_mode(mode, "--mode");
+    settings.hardware = load_hardware(hardware);
+  });
+  if (settings.mode == ResidualMode::standard) throw UsageError("--mode must be block or full");
+  if (settings.microbatches < 1) throw UsageError("--microbatches must be >= 1, got " + std::to_string(settings.microbatches));
+  if (settings.schedule == PipelineSchedule::one_f_one_b && settings.model.vpp > 1) {
+    throw UsageError("--schedule 1f1b runs one stage per rank; use --schedule interleaved with --vpp " +
+                     std::to_string(settings.model.vpp));
+  }
+  if (overlap != "on" && overlap != "off") throw UsageError("--overlap must be on or off, got '" + overlap + "'");
+  if (link != "scale-out" && link != "intra-node") throw UsageError("--link must be scale-out or intra-node");
+  settings.overlap = overlap == "on";
+  settings.intra_node_link = link == "intra-node";
+  settings.ideal_links = values.count("ideal-links") > 0;
+  if (values.count("link-bandwidth")) {
+    if (!(link_gbps > 0)) {
+      throw UsageError("--link-bandwidth must be > 0 GB/s (use --ideal-links for free transfers)");
+    }
+    settings.link_bandwidth = link_gbps * 1e9;
+  }
+  if (settings.moe.experts > 0 && (settings.moe.active < 1 || settings.moe.expert_ffn < 1 ||
+                                   settings.moe.active > settings.moe.experts)) {
+    throw UsageError("--experts needs 1 <= --active-experts <= --experts and --expert-ffn >= 1");
+  }
+  settings.record_timeline = format == "table";
+  PipelineReport pipeline;
+  as_usage([&] { pipeline = evaluate_pipeline(settings); });
+  const StackTime prefill = stack_time(settings.model, settings.moe, Phase::prefill, settings.hardware);
+  const StackTime decode = stack_time(settings.model, settings.moe, Phase::decode, settings.hardware);
+  if (format == "json") {
+    nlohmann::json json = {
+        {"iteration_time_s", pipeline.iteration_time_s},
+        {"standard_iteration_time_s", pipeline.standard.iteration_seconds},
+        {"bubble_fraction", pipeline.bubble_fraction},
+        {"bubble_denominator", "the busiest rank's compute time (ideal time)"},
+        {"closed_form_bubble", pipeline.closed_form_bubble},
+        {"exposed_comm_s", pipeline.exposed_comm_s},
+        {"attnres_overhead_fraction", pipeline.attnres_overhead_fraction},
+        {"peak_memory_bytes_per_rank", pipeline.peak_memory_bytes_per_rank},
+        {"peak_memory_bytes_by_rank", pipeline.attnres.peak_memory_bytes},
+        {"transferred_bytes", pipeline.attnres.transferred_bytes},
+        {"link_bandwidth_bytes_per_s", pipeline.link_bandwidth},
+        {"schedule", to_string(settings.schedule)},
+        {"cache", to_string(settings.cache)},
+        {"microbatches", settings.microbatches},
+        {"hardware", settings.hardware.name},
+        {"inputs", cost_inputs_to_json(settings.model)}};
+    for (const auto* phase : {&prefill, &decode}) {
+      nlohmann::json overhead;
+      for (ResidualScheme scheme : kAllResidualSchemes) {
+        overhead[to_string(scheme)] = phase->overhead_fraction[static_cast<std::size_t>(scheme)];
+      }
+      json["time_model"][to_string(phase->phase)] = {
+          {"stack_seconds_standard", phase->stack_seconds[0]}, {"overhead_fraction", overhead}};
+    }
+    out << json.dump(2) << "\n";
+    return kExitOk;
+  }
+  Report report;
+  add_pipeline_section(pipeline, report);
+  report.tables.push_back(time_table(settings.model, prefill, decode, settings.hardware));
+  print_tables(out, report.tables);
+  return kExitOk;
+}
+
+int metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  std::string format;
+  po::options_description options("attnres metrics options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("format", po::value(&format)->default_value("table"), "table | markdown");
+  auto values = parse_options(args, options);
+  if (wants_help(values, "usage: attnres metrics [--format table|markdown]", options, out)) return kExitOk;
+  po::notify(values);
+  require_format(format, {"table", "markdown"});
+  auto needs = [](const CostMetric& metric) {
+    switch (metric.needs) {
+      case CostMetric::Needs::cost: return "model";
+      case CostMetric::Needs::time: return "[hardware]";
+      case CostMetric::Needs::pipeline: return "[pipeline]";
+    }
+    return "";
+  };
+  if (format == "markdown") {
+    out << "| key | unit | needs | meaning |\n|---|---|---|---|\n";
+    for (const auto& metric : cost_metrics()) {
+      out << "| `" << metric.key << "` | " << metric.unit << " | " << needs(metric) << " | " << metric.description << " |\n";
+    }
+    return kExitOk;
+  }
+  TextTable table({"key", "unit", "needs", "meaning"});
+  for (const auto& metric : cost_metrics()) table.add_row({metric.key, metric.unit, needs(metric), metric.description});
+  table.print(out);
   return kExitOk;
 }
 

@@ -66,6 +66,10 @@ void check(const PipelineSimInputs& in) {
     throw Error("pipeline: the 1f1b schedule has one stage per rank (V = 1); use the interleaved "
                 "schedule for V = " + std::to_string(V));
   }
+  if (in.schedule == PipelineSchedule::interleaved && V > 1 && m > P && m % P != 0) {
+    throw Error("pipeline: the interleaved schedule (Megatron-LM's order) needs the micro-batches m to be a "
+                "multiple of P = " + std::to_string(P) + " (or fewer than P); got m = " + std::to_string(m));
+  }
   const std::size_t C = static_cast<std::size_t>(P) * static_cast<std::size_t>(V);
   if (in.forward_seconds.size() != C || in.backward_seconds.size() != C ||
       in.activation_bytes.size() != C || in.history_bytes.size() != C || in.boundary_bytes.size() + 1 != C) {
@@ -170,7 +174,7 @@ PipelineSimResult simulate_pipeline(const PipelineSimInputs& in) {
     if (!progressed) {
       throw Error("pipeline: the " + to_string(in.schedule) + " schedule deadlocked with P = " +
                   std::to_string(P) + ", V = " + std::to_string(in.virtual_stages) + ", m = " +
-                  std::to_string(m) + " (the interleaved schedule needs m < P or m a multiple of P)");
+                  std::to_string(m));
     }
   }
   for (int r = 0; r < P; ++r) {

@@ -232,6 +232,110 @@ std::string markdown_table(const ReportTable& t) {
 
 }  // namespace
 
+ReportTable time_table(const CostInputs& in, const StackTime& prefill, const StackTime& decode,
+                       const Hardware& hw) {
+  ReportTable t{"time", "Residual-mechanism time overhead (roofline model)",
+                {"scheme", "prefill stack (s)", "prefill overhead (%)", "decode stack (s)",
+                 "decode overhead (%)", "residual op per sublayer, decode (s)"},
+                {}, "", ""};
+  for (ResidualScheme scheme : kAllResidualSchemes) {
+    const auto i = static_cast<std::size_t>(scheme);
+    t.rows.push_back({to_string(scheme), num(prefill.stack_seconds[i]),
+                      num(std::round(prefill.overhead_fraction[i] * 1e5) / 1e3),
+                      num(decode.stack_seconds[i]), num(std::round(decode.overhead_fraction[i] * 1e5) / 1e3),
+                      num(decode.residual[i].seconds)});
+  }
+  t.note = "Forward time of all L = " + num(in.sublayers) + " sublayers on " + hw.name + " (" +
+           format_number(hw.peak_flops / 1e12) + " TFLOP/s x " + format_number(hw.compute_efficiency) +
+           ", " + format_number(hw.hbm_bandwidth / 1e12) + " TB/s x " + format_number(hw.memory_efficiency) +
+           "); prefill: B = " + num(in.batch) + " x T = " + num(in.tokens) + " tokens; decode: one token for each of B = " +
+           num(in.batch) + " sequences at context T. Overhead = stack time / standard - 1. Source: " + hw.source + ".";
+  return t;
+}
+
+ChartSpec pipeline_gantt_chart(const PipelineReport& p) {
+  ChartSpec chart;
+  chart.kind = ChartSpec::Kind::gantt;
+  chart.id = "pipeline_gantt";
+  const auto& s = p.settings;
+  chart.title = to_string(s.schedule) + " schedule, P = " + num(s.model.pp) + ", V = " + num(s.model.vpp) +
+                ", m = " + num(static_cast<std::int64_t>(s.microbatches)) + " (AttnRes, " + to_string(s.cache) + ")";
+  chart.x_label = "time (ms)";
+  for (std::int64_t r = 0; r < s.model.pp; ++r) chart.lanes.push_back("rank " + num(r));
+  chart.categories = {"forward", "backward", "send (forward)", "send (backward)"};
+  for (const auto& op : p.attnres.ops) {
+    chart.boxes.push_back({op.start * 1e3, op.end * 1e3, op.rank, op.backward ? 1 : 0});
+  }
+  for (const auto& transfer : p.attnres.transfers) {
+    if (transfer.end > transfer.start) {
+      chart.boxes.push_back({transfer.start * 1e3, transfer.end * 1e3, transfer.from_rank, transfer.backward ? 3 : 2});
+    }
+  }
+  chart.caption = "Iteration " + num(p.iteration_time_s * 1e3) + " ms; standard residual " +
+                  num(p.standard.iteration_seconds * 1e3) + " ms; thin bars are transfers on the sender's lane.";
+  return chart;
+}
+
+ChartSpec pipeline_memory_chart(const PipelineReport& p) {
+  ChartSpec chart;
+  chart.id = "pipeline_memory";
+  chart.title = "Live memory per rank (activations + AttnRes history)";
+  chart.x_label = "time (ms)";
+  chart.y_label = "GB (1e9 bytes)";
+  const std::size_t P = p.attnres.memory.size();
+  std::vector<std::size_t> ranks;
+  for (std::size_t r = 0; r < P; ++r) {
+    if (P <= 8 || r == 0 || r == P - 1 || r % (P / 6) == 0) ranks.push_back(r);
+  }
+  for (std::size_t r : ranks) {
+    ChartSeries series{"rank " + num(static_cast<std::int64_t>(r)), {}, ChartSeries::Style::line, false};
+    double previous = 0;
+    for (const auto& point : p.attnres.memory[r]) {
+      series.points.emplace_back(point.time * 1e3, previous / 1e9);  // steps
+      series.points.emplace_back(point.time * 1e3, point.bytes / 1e9);
+      previous = point.bytes;
+    }
+    chart.series.push_back(std::move(series));
+  }
+  chart.caption = "Peak per rank " + num(p.peak_memory_bytes_per_rank / 1e9) + " GB (" +
+                  num(p.peak_memory_bytes_per_rank / 1073741824.0) + " GiB).";
+  return chart;
+}
+
+void add_pipeline_section(const PipelineReport& p, Report& report) {
+  const auto& s = p.settings;
+  ReportTable t{"pipeline_sim", "Pipeline schedule simulation: does the AttnRes traffic hide?",
+                {"quantity", "value"}, {}, "", "pipeline_gantt"};
+  auto row = [&](const std::string& name, const std::string& value) { t.rows.push_back({name, value}); };
+  row("iteration time, AttnRes (s)", num(p.iteration_time_s));
+  row("iteration time, standard residual (s)", num(p.standard.iteration_seconds));
+  row("AttnRes overhead (%)", num(std::round(p.attnres_overhead_fraction * 1e5) / 1e3));
+  row("bubble (% of the busiest rank's compute)", num(std::round(p.bubble_fraction * 1e5) / 1e3));
+  row("closed-form bubble (%)", num(std::round(p.closed_form_bubble * 1e5) / 1e3));
+  row("exposed communication (s)", num(p.exposed_comm_s));
+  row("peak memory per rank (GB)", num(p.peak_memory_bytes_per_rank / 1e9));
+  row("peak memory per rank (GiB)", num(p.peak_memory_bytes_per_rank / 1073741824.0));
+  row("bytes transferred per iteration (both directions)", num(p.attnres.transferred_bytes));
+  row("link bandwidth (GB/s per direction, before efficiency)", num(p.link_bandwidth / 1e9));
+  t.note = to_string(s.schedule) + " schedule, P = " + num(s.model.pp) + ", V = " + num(s.model.vpp) + ", m = " +
+           num(static_cast<std::int64_t>(s.microbatches)) + " micro-batches of B = " + num(s.model.batch) +
+           " x T = " + num(s.model.tokens) + " tokens; " + to_string(s.mode) + " AttnRes, " + to_string(s.cache) +
+           " history; transfers " + (s.ideal_links ? "free" : s.overlap ? "overlapped with compute" : "blocking the sender") +
+           ". Backward = 2 x forward. The bubble's denominator is the busiest rank's compute time.";
+  report.tables.push_back(t);
+  report.charts.push_back(pipeline_gantt_chart(p));
+  ReportTable memory{"pipeline_memory", "Peak live memory per rank", {"rank", "peak (GB)", "activations only (GB)"},
+                     {}, "", "pipeline_memory"};
+  for (std::size_t r = 0; r < p.attnres.peak_memory_bytes.size(); ++r) {
+    memory.rows.push_back({num(static_cast<std::int64_t>(r)), num(p.attnres.peak_memory_bytes[r] / 1e9),
+                           num(p.attnres.peak_activation_bytes[r] / 1e9)});
+  }
+  memory.note = "Activations 17·B·T·d·(b/2) bytes per sublayer (34·sbh per layer, flash attention), plus the "
+                "received AttnRes history, held from a chunk's forward to its backward.";
+  report.tables.push_back(memory);
+  report.charts.push_back(pipeline_memory_chart(p));
+}
+
 std::vector<ReportTable> cost_tables(const CostReport& costs, const std::vector<std::string>& sections) {
   std::vector<ReportTable> tables;
   if (wants(sections, "io")) tables.push_back(io_table(costs));
@@ -249,16 +353,19 @@ Report build_report(const Scenario& s, const std::function<bool(std::size_t, std
   report.description = s.description;
   report.source = s.source;
   if (s.has_model) {
-    const CostReport costs = evaluate_costs(s.inputs);
-    report.json = cost_report_to_json(costs);
-    report.tables = cost_tables(costs, s.sections);
+    const EvaluatedScenario evaluated =
+        evaluate_scenario(s.scenario_inputs(), wants(s.sections, "time"), wants(s.sections, "pipeline_sim"), true);
+    report.json = evaluation_to_json(evaluated.view());
+    report.tables = cost_tables(evaluated.cost, s.sections);
+    if (evaluated.prefill) report.tables.push_back(time_table(s.inputs, *evaluated.prefill, *evaluated.decode, *s.hardware));
+    if (evaluated.pipeline) add_pipeline_section(*evaluated.pipeline, report);
   }
   report.json["scenario"] = {{"source", s.source}, {"title", report.title}, {"sections", s.sections}};
   if (wants(s.sections, "scaling")) add_scaling_section(s.scaling, report);
 
   json sweeps = json::array();
   for (const auto& spec : s.sweeps) {
-    const SweepResult result = run_sweep(s.inputs, spec, progress);
+    const SweepResult result = run_sweep(s.scenario_inputs(), spec, progress);
     ReportTable table{spec.name, spec.title.empty() ? "Sweep " + spec.name : spec.title, {}, {}, "", spec.name};
     table.header.push_back(spec.x.parameter);
     if (spec.y) table.header.push_back(spec.y->parameter);
@@ -285,8 +392,13 @@ Report build_report(const Scenario& s, const std::function<bool(std::size_t, std
     }
     sweeps.push_back({{"name", spec.name}, {"x", spec.x.parameter},
                       {"y", spec.y ? json(spec.y->parameter) : json(nullptr)},
-                      {"metrics", spec.metrics}, {"points", points}, {"skipped", result.skipped}});
-    report.charts.push_back(sweep_chart(result, s.inputs));
+                      {"metrics", spec.metrics}, {"points", points}, {"skipped", result.skipped},
+                      {"conclusion", sweep_conclusion(result)}});
+    report.charts.push_back(sweep_chart(result, s.scenario_inputs()));
+    if (const std::string conclusion = sweep_conclusion(result); !conclusion.empty()) {
+      table.note += (table.note.empty() ? "" : " ") + std::string("Claim check:\n\n") + conclusion;
+      report.conclusions.push_back("**" + (spec.title.empty() ? spec.name : spec.title) + "**\n\n" + conclusion);
+    }
     report.tables.push_back(std::move(table));
   }
   report.json["sweeps"] = sweeps;
@@ -319,6 +431,11 @@ std::string report_markdown(const Report& report) {
          "Residual I/O is per token and per sublayer, excluding the I/O inside attention and MLP. "
          "Pipeline traffic is per token, forward, one direction. GB = 10^9 bytes, GiB = 2^30 bytes; "
          "both are printed.\n\n";
+  if (!report.conclusions.empty()) {
+    out << "## Conclusions\n\nEach claim below is checked against the sweep named in bold; the tables "
+           "and charts further down hold the numbers.\n\n";
+    for (const auto& conclusion : report.conclusions) out << conclusion << "\n";
+  }
   for (const auto& table : report.tables) {
     out << "## " << table.title << "\n\n";
     constexpr std::size_t kMaxRowsInMarkdown = 40;

@@ -1,6 +1,8 @@
 #include "attnres/scenario.hpp"
 
+#include <cmath>
 #include <map>
+#include <sstream>
 #include <set>
 #include <toml++/toml.h>
 
@@ -11,8 +13,8 @@
 namespace attnres {
 
 const std::vector<std::string>& scenario_sections() {
-  static const std::vector<std::string> sections = {"io",         "history", "prefill", "pipeline",
-                                                    "boundaries", "flops",   "scaling"};
+  static const std::vector<std::string> sections = {"io",    "history", "prefill", "pipeline", "boundaries",
+                                                    "flops", "scaling", "time",    "pipeline_sim"};
   return sections;
 }
 
@@ -149,7 +151,7 @@ class ScenarioReader {
     Scenario s;
     s.source = source_;
     check_keys(root, "", {"title", "description", "sections", "model", "sequence", "parallel",
-                          "scaling", "sweep"});
+                          "scaling", "sweep", "hardware", "moe", "pipeline"});
     if (const toml::node* n = root.get("title")) s.title = string(*n, "title");
     if (const toml::node* n = root.get("description")) s.description = string(*n, "description");
 
@@ -208,6 +210,19 @@ class ScenarioReader {
       fail(it != locations_.end() ? it->second : model_region_, error.what());
     }
 
+    read_hardware(root, s);
+    read_moe(root, s);
+    read_pipeline(root, s);
+    if (!root.get("sections")) {
+      if (s.hardware) s.sections.push_back("time");
+      if (s.pipeline) s.sections.push_back("pipeline_sim");
+    }
+    for (const auto& section : s.sections) {
+      if ((section == "time" && !s.hardware) || (section == "pipeline_sim" && !s.pipeline)) {
+        fail(root.get("sections")->source(), "section '" + section + "' needs " +
+                                                 (section == "time" ? "[hardware]" : "a [pipeline] table"));
+      }
+    }
     if (const toml::node* n = root.get("sweep")) {
       if (!n->is_array_of_tables()) fail(n->source(), "sweep must be written as [[sweep]] tables");
       std::set<std::string> names;
@@ -236,9 +251,130 @@ class ScenarioReader {
     }
   }
 
+  void read_hardware(const toml::table& root, Scenario& s) const {
+    const toml::table* hw = table(root, "hardware");
+    if (!hw) return;
+    const toml::node* preset = hw->get("preset");
+    const toml::node* file = hw->get("file");
+    if ((preset == nullptr) == (file == nullptr)) {
+      fail(hw->source(), "[hardware] needs exactly one of preset = \"h100\" (a100, h100, h200, b200) or file = \"path.toml\"");
+    }
+    // The preset's text with this table's other keys layered on top, parsed as one preset.
+    toml::table merged;
+    try {
+      if (preset) {
+        const std::string name = string(*preset, "hardware.preset");
+        merged = toml::parse(hardware_preset_text(name), "preset " + name);
+      } else {
+        std::filesystem::path path = string(*file, "hardware.file");
+        if (path.is_relative()) path = std::filesystem::path(source_).parent_path() / path;
+        merged = toml::parse(read_file(path), path.string());
+      }
+    } catch (const toml::parse_error& error) {
+      fail((preset ? preset : file)->source(), std::string("hardware file: ") + std::string(error.description()));
+    } catch (const Error& error) {
+      fail((preset ? preset : file)->source(), error.what());
+    }
+    for (auto&& [key, node] : *hw) {
+      if (key.str() == "preset" || key.str() == "file") continue;
+      if (key.str() == "efficiency" && node.is_table() && merged.get("efficiency") && merged.get("efficiency")->is_table()) {
+        for (auto&& [k, v] : *node.as_table()) merged.get("efficiency")->as_table()->insert_or_assign(k, v);
+      } else {
+        merged.insert_or_assign(key, node);
+      }
+    }
+    std::ostringstream text;
+    text << merged;
+    try {
+      s.hardware = parse_hardware(text.str(), "hardware");
+    } catch (const Error& error) {
+      // Locate the offending key in this table if it was overridden here.
+      // Positions inside the merged text mean nothing to the user: point at [hardware] instead.
+      const std::string message = error.what();
+      const auto separator = message.find(": ");
+      fail(hw->source(), "[hardware]: " + (separator == std::string::npos ? message : message.substr(separator + 2)));
+    }
+  }
+
+  void read_moe(const toml::table& root, Scenario& s) const {
+    const toml::table* moe = table(root, "moe");
+    if (!moe) return;
+    check_keys(*moe, "moe.", {"experts", "active", "shared", "expert_ffn"});
+    auto positive = [&](const char* key, std::int64_t& out, std::int64_t minimum) {
+      const toml::node* node = moe->get(key);
+      if (!node) fail(moe->source(), std::string("[moe] needs '") + key + "'");
+      out = integer(*node, std::string("moe.") + key);
+      if (out < minimum) fail(node->source(), std::string("moe.") + key + " must be >= " + std::to_string(minimum));
+    };
+    positive("experts", s.moe.experts, 1);
+    positive("active", s.moe.active, 1);
+    positive("expert_ffn", s.moe.expert_ffn, 1);
+    if (const toml::node* node = moe->get("shared")) {
+      s.moe.shared = integer(*node, "moe.shared");
+      if (s.moe.shared < 0) fail(node->source(), "moe.shared must be >= 0");
+    }
+    if (s.moe.active > s.moe.experts) fail(moe->get("active")->source(), "moe.active exceeds moe.experts");
+  }
+
+  void read_pipeline(const toml::table& root, Scenario& s) const {
+    const toml::table* pipe = table(root, "pipeline");
+    if (!pipe) return;
+    check_keys(*pipe, "pipeline.", {"microbatches", "schedule", "cache", "mode", "overlap",
+                                    "ideal_links", "link", "link_bandwidth"});
+    PipelineSettings p;
+    p.schedule = s.inputs.vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+    if (const toml::node* n = pipe->get("microbatches")) {
+      const std::int64_t m = integer(*n, "pipeline.microbatches");
+      if (m < 1 || m > 1'000'000) fail(n->source(), "pipeline.microbatches must be between 1 and 1000000");
+      p.microbatches = static_cast<int>(m);
+    }
+    auto choice = [&](const char* key, auto parse) {
+      const toml::node* n = pipe->get(key);
+      if (!n) return;
+      try {
+        parse(string(*n, std::string("pipeline.") + key));
+      } catch (const Error& error) {
+        fail(n->source(), error.what());
+      }
+    };
+    choice("schedule", [&](const std::string& t) { p.schedule = parse_pipeline_schedule(t, "pipeline.schedule"); });
+    choice("cache", [&](const std::string& t) { p.cache = parse_cache_policy(t, "pipeline.cache"); });
+    choice("mode", [&](const std::string& t) {
+      p.mode = parse_residual_mode(t, "pipeline.mode");
+      if (p.mode == ResidualMode::standard) throw Error("pipeline.mode must be block or full (standard is the comparison)");
+    });
+    choice("link", [&](const std::string& t) {
+      if (t != "scale_out" && t != "intra_node") throw Error("pipeline.link must be \"scale_out\" or \"intra_node\"");
+      p.intra_node_link = t == "intra_node";
+    });
+    if (const toml::node* n = pipe->get("overlap")) p.overlap = boolean(*n, "pipeline.overlap");
+    if (const toml::node* n = pipe->get("ideal_links")) p.ideal_links = boolean(*n, "pipeline.ideal_links");
+    if (const toml::node* n = pipe->get("link_bandwidth")) {
+      p.link_bandwidth = number(*n, "pipeline.link_bandwidth");
+      if (!(p.link_bandwidth > 0)) fail(n->source(), "pipeline.link_bandwidth must be > 0 bytes/s (or set ideal_links = true)");
+    }
+    if (p.schedule == PipelineSchedule::one_f_one_b && s.inputs.vpp > 1) {
+      fail(pipe->get("schedule") ? pipe->get("schedule")->source() : pipe->source(),
+           "the 1f1b schedule needs parallel.vpp = 1; use schedule = \"interleaved\"");
+    }
+    if (!s.hardware) {
+      fail(pipe->source(), "[pipeline] needs [hardware]: chunk times come from its roofline model");
+    }
+    p.hardware = *s.hardware;
+    p.model = s.inputs;
+    p.moe = s.moe;
+    p.record_timeline = false;
+    try {
+      evaluate_pipeline(p);
+    } catch (const Error& error) {
+      fail(pipe->source(), error.what());
+    }
+    s.pipeline = p;
+  }
+
   SweepSpec read_sweep(const toml::table& t, const Scenario& s, std::set<std::string>& names) const {
     check_keys(t, "sweep.", {"name", "title", "x", "values", "y", "y_values", "metrics", "log_x",
-                             "log_y", "overlay"});
+                             "log_y", "overlay", "threshold", "claim"});
     SweepSpec spec;
     auto required = [&](const char* key) -> const toml::node& {
       const toml::node* node = t.get(key);
@@ -262,6 +398,9 @@ class ScenarioReader {
         const std::string hint = did_you_mean(p, known);
         fail(node.source(), std::string(what) + ": unknown parameter '" + p + "'" +
                                 (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      }
+      if ((p == "microbatches" || p == "link_bandwidth_gbps") && !s.pipeline) {
+        fail(node.source(), std::string(what) + ": '" + p + "' needs a [pipeline] table");
       }
       return p;
     };
@@ -298,12 +437,23 @@ class ScenarioReader {
                                 (hint.empty() ? " (see attnres cost --format json for the keys)"
                                               : " (did you mean '" + hint + "'?)"));
       }
+      if (metric->needs == CostMetric::Needs::time && !s.hardware) {
+        fail(item.source(), "metric '" + key + "' needs [hardware]");
+      }
+      if (metric->needs == CostMetric::Needs::pipeline && !s.pipeline) {
+        fail(item.source(), "metric '" + key + "' needs a [pipeline] table");
+      }
       if (!unit.empty() && metric->unit != unit) {
         fail(item.source(), "metric '" + key + "' is in " + metric->unit + " but the chart's "
                                 "first metric is in " + unit + "; put them in separate sweeps");
       }
       unit = metric->unit;
       spec.metrics.push_back(key);
+    }
+    if (const toml::node* n = t.get("threshold")) spec.threshold = number(*n, "sweep.threshold");
+    if (const toml::node* n = t.get("claim")) {
+      spec.claim = string(*n, "sweep.claim");
+      if (std::isnan(spec.threshold)) fail(n->source(), "sweep.claim needs sweep.threshold");
     }
     if (const toml::node* n = t.get("log_x")) spec.log_x = boolean(*n, "sweep.log_x");
     if (const toml::node* n = t.get("log_y")) spec.log_y = boolean(*n, "sweep.log_y");

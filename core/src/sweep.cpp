@@ -1,21 +1,61 @@
 #include "attnres/sweep.hpp"
 
 #include <cmath>
+#include <optional>
 #include <algorithm>
 #include <map>
 #include <sstream>
 
 #include "attnres/cost_metrics.hpp"
+#include "attnres/format.hpp"
 #include "attnres/error.hpp"
 #include "attnres/paper_reference.hpp"
 
 namespace attnres {
 
+Evaluation EvaluatedScenario::view() const {
+  return {&cost, prefill ? &*prefill : nullptr, decode ? &*decode : nullptr,
+          pipeline ? &*pipeline : nullptr};
+}
+
+EvaluatedScenario evaluate_scenario(const ScenarioInputs& in, bool time, bool pipeline, bool timeline) {
+  EvaluatedScenario out{evaluate_costs(in.cost), std::nullopt, std::nullopt, std::nullopt};
+  if (time && in.hardware) {
+    out.prefill = stack_time(in.cost, in.moe, Phase::prefill, *in.hardware);
+    out.decode = stack_time(in.cost, in.moe, Phase::decode, *in.hardware);
+  }
+  if (pipeline && in.pipeline) {
+    PipelineSettings settings = *in.pipeline;
+    settings.model = in.cost;
+    settings.moe = in.moe;
+    if (in.hardware) settings.hardware = *in.hardware;
+    settings.record_timeline = timeline;
+    out.pipeline = evaluate_pipeline(settings);
+  }
+  return out;
+}
+
 const std::vector<std::string>& sweep_parameters() {
-  static const std::vector<std::string> names = {"sublayers", "layers", "blocks", "block_size",
-                                                 "d_model", "streams", "ffn", "tokens", "batch",
-                                                 "seq_shards", "chunk", "pp", "vpp"};
+  static const std::vector<std::string> names = {
+      "sublayers", "layers", "blocks", "block_size", "d_model", "streams", "ffn", "tokens", "batch",
+      "seq_shards", "chunk", "pp", "vpp", "microbatches", "link_bandwidth_gbps"};
   return names;
+}
+
+void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::int64_t value) {
+  if (parameter == "microbatches" || parameter == "link_bandwidth_gbps") {
+    if (!in.pipeline) {
+      throw Error("sweep parameter '" + parameter + "' needs a [pipeline] table in the scenario");
+    }
+    if (parameter == "microbatches") {
+      in.pipeline->microbatches = static_cast<int>(std::clamp<std::int64_t>(value, -1, 1'000'000'000));
+    } else {
+      in.pipeline->link_bandwidth = static_cast<double>(value) * 1e9;
+      in.pipeline->ideal_links = false;
+    }
+    return;
+  }
+  set_cost_input(in.cost, parameter, value);
 }
 
 void set_cost_input(CostInputs& in, const std::string& parameter, std::int64_t value) {
@@ -70,7 +110,13 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 
 SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec,
                       const std::function<bool(std::size_t, std::size_t)>& progress) {
+  return run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, progress);
+}
+
+SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec,
+                      const std::function<bool(std::size_t, std::size_t)>& progress) {
   std::vector<const CostMetric*> metrics;
+  bool needs_time = false, needs_pipeline = false;
   for (const auto& key : spec.metrics) {
     const CostMetric* metric = find_cost_metric(key);
     if (!metric) {
@@ -78,6 +124,14 @@ SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec,
       throw Error("sweep '" + spec.name + "': unknown metric '" + key + "'" +
                   (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     }
+    if (metric->needs == CostMetric::Needs::time && !base.hardware) {
+      throw Error("sweep '" + spec.name + "': metric '" + key + "' needs [hardware] in the scenario");
+    }
+    if (metric->needs == CostMetric::Needs::pipeline && !base.pipeline) {
+      throw Error("sweep '" + spec.name + "': metric '" + key + "' needs a [pipeline] table in the scenario");
+    }
+    needs_time = needs_time || metric->needs == CostMetric::Needs::time;
+    needs_pipeline = needs_pipeline || metric->needs == CostMetric::Needs::pipeline;
     metrics.push_back(metric);
   }
   SweepResult result;
@@ -88,24 +142,29 @@ SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec,
   std::size_t done = 0;
   for (std::int64_t y : y_values) {
     for (std::int64_t x : spec.x.values) {
-      CostInputs in = base;
-      set_cost_input(in, spec.x.parameter, x);
-      if (spec.y) set_cost_input(in, spec.y->parameter, y);
+      ScenarioInputs in = base;
+      set_scenario_input(in, spec.x.parameter, x);
+      if (spec.y) set_scenario_input(in, spec.y->parameter, y);
       auto label = [&] {
         std::string text = spec.x.parameter + " = " + std::to_string(x);
         if (spec.y) text += ", " + spec.y->parameter + " = " + std::to_string(y);
         return text;
       };
-      if (auto problem = try_resolve_cost_inputs(in)) {
+      if (auto problem = try_resolve_cost_inputs(in.cost)) {
         result.skipped.push_back(label() + ": " + problem->message);
       } else {
-        const CostReport report = evaluate_costs(in);
-        SweepPoint point{x, spec.y ? std::optional<std::int64_t>(y) : std::nullopt, {}};
-        for (const auto* metric : metrics) point.values.push_back(metric->value(report));
-        result.points.push_back(std::move(point));
+        try {
+          const EvaluatedScenario evaluated = evaluate_scenario(in, needs_time, needs_pipeline, false);
+          const Evaluation view = evaluated.view();
+          SweepPoint point{x, spec.y ? std::optional<std::int64_t>(y) : std::nullopt, {}};
+          for (const auto* metric : metrics) point.values.push_back(metric->value(view));
+          result.points.push_back(std::move(point));
+        } catch (const Error& error) {  // e.g. a schedule the simulator rejects
+          result.skipped.push_back(label() + ": " + error.what());
+        }
       }
       ++done;
-      if (progress && (done % 1024 == 0 || done == total) && !progress(done, total)) {
+      if (progress && (done % 64 == 0 || done == total) && !progress(done, total)) {
         throw Error("sweep '" + spec.name + "' cancelled after " + std::to_string(done) + " of " +
                     std::to_string(total) + " settings");
       }
@@ -115,6 +174,11 @@ SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec,
 }
 
 ChartSpec sweep_chart(const SweepResult& result, const CostInputs& base) {
+  return sweep_chart(result, ScenarioInputs{base, std::nullopt, {}, std::nullopt});
+}
+
+ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario) {
+  const CostInputs& base = scenario.cost;
   const SweepSpec& spec = result.spec;
   ChartSpec chart;
   chart.id = spec.name;
@@ -155,7 +219,11 @@ ChartSpec sweep_chart(const SweepResult& result, const CostInputs& base) {
       {"ffn", resolved.ffn},             {"tokens", resolved.tokens},
       {"batch", resolved.batch},         {"seq_shards", resolved.seq_shards},
       {"chunk", resolved.chunk},         {"pp", resolved.pp},
-      {"vpp", resolved.vpp}};
+      {"vpp", resolved.vpp},
+      {"microbatches", scenario.pipeline ? scenario.pipeline->microbatches : 0},
+      {"link_bandwidth_gbps", scenario.pipeline && scenario.pipeline->link_bandwidth > 0
+                                  ? static_cast<std::int64_t>(scenario.pipeline->link_bandwidth / 1e9)
+                                  : 0}};
   if (auto it = current.find(spec.x.parameter); it != current.end() && it->second > 0) {
     chart.marker_x = static_cast<double>(it->second);
     chart.marker_label = "scenario: " + spec.x.parameter + " = " + std::to_string(it->second);
@@ -177,12 +245,65 @@ ChartSpec sweep_chart(const SweepResult& result, const CostInputs& base) {
     chart.series.push_back(std::move(baseline));
     chart.y2_label = "validation loss (paper)";
   }
+  if (!std::isnan(spec.threshold)) {
+    ChartSeries line{"claim: < " + format_number(spec.threshold), {}, ChartSeries::Style::line, false};
+    const auto [lowest, highest] = std::minmax_element(spec.x.values.begin(), spec.x.values.end());
+    line.points = {{static_cast<double>(*lowest), spec.threshold}, {static_cast<double>(*highest), spec.threshold}};
+    chart.series.push_back(std::move(line));
+  }
   chart.caption = "Sweep of " + spec.x.parameter +
                   (spec.y ? " x " + spec.y->parameter : std::string()) + "; " +
                   std::to_string(result.points.size()) + " settings" +
                   (result.skipped.empty() ? "" : ", " + std::to_string(result.skipped.size()) +
                                                      " rejected as impossible") + ".";
   return chart;
+}
+
+std::string sweep_conclusion(const SweepResult& result) {
+  const SweepSpec& spec = result.spec;
+  if (std::isnan(spec.threshold) || result.points.empty()) return "";
+  std::ostringstream out;
+  const std::string claim = spec.claim.empty() ? "metric < " + format_number(spec.threshold) : spec.claim;
+  std::vector<std::optional<std::int64_t>> ys;
+  for (const auto& point : result.points) {
+    if (std::find(ys.begin(), ys.end(), point.y) == ys.end()) ys.push_back(point.y);
+  }
+  for (std::size_t m = 0; m < spec.metrics.size(); ++m) {
+    for (const auto& y : ys) {
+      std::vector<std::int64_t> holds, fails;
+      double worst = -std::numeric_limits<double>::infinity();
+      std::int64_t worst_x = 0;
+      for (const auto& point : result.points) {
+        if (point.y != y) continue;
+        (point.values[m] < spec.threshold ? holds : fails).push_back(point.x);
+        if (point.values[m] > worst) {
+          worst = point.values[m];
+          worst_x = point.x;
+        }
+      }
+      auto list = [](const std::vector<std::int64_t>& xs) {
+        std::string text;
+        for (auto v : xs) text += (text.empty() ? "" : ", ") + std::to_string(v);
+        return text;
+      };
+      out << "- " << cost_metric_label(spec.metrics[m]);
+      if (y) out << " at " << spec.y->parameter << " = " << *y;
+      out << ": \"" << claim << "\" ";
+      if (fails.empty()) {
+        out << "holds for every " << spec.x.parameter << " swept (" << list(holds) << ")";
+      } else if (holds.empty()) {
+        out << "fails for every " << spec.x.parameter << " swept (" << list(fails) << ")";
+      } else if (holds.front() > fails.back()) {
+        out << "holds for " << spec.x.parameter << " >= " << holds.front() << " and fails below";
+      } else if (holds.back() < fails.front()) {
+        out << "holds for " << spec.x.parameter << " <= " << holds.back() << " and fails above";
+      } else {
+        out << "holds for " << spec.x.parameter << " in {" << list(holds) << "}, fails for {" << list(fails) << "}";
+      }
+      out << "; largest value " << format_number(worst) << " at " << spec.x.parameter << " = " << worst_x << ".\n";
+    }
+  }
+  return out.str();
 }
 
 std::string sweep_csv(const SweepResult& result) {

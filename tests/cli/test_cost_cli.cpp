@@ -133,6 +133,49 @@ TEST(SweepCli, CsvOnStdoutAndADirectoryWithAChart) {
   EXPECT_NE(bad.err.find("did you mean 'io_multiples_of_d.block_two_phase'"), std::string::npos) << bad.err;
 }
 
+TEST(PipelineCli, JsonHasTheDocumentedKeys) {
+  const json j = run_json({"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--seq", "4096",
+                           "--micro-batch-size", "1", "--microbatches", "8", "--pp", "4", "--vpp", "2",
+                           "--schedule", "interleaved", "--cache", "cached", "--hardware", "h100", "--overlap", "on",
+                           "--format", "json"});
+  for (const char* key : {"iteration_time_s", "bubble_fraction", "exposed_comm_s", "attnres_overhead_fraction",
+                          "peak_memory_bytes_per_rank"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_GT(j["iteration_time_s"].get<double>(), j["standard_iteration_time_s"].get<double>());
+  EXPECT_NEAR(j["closed_form_bubble"].get<double>(), 3.0 / 16, 1e-12);
+  EXPECT_EQ(j["peak_memory_bytes_by_rank"].size(), 4u);
+  // Free transfers: nothing exposed, and the bubble is back near the closed form.
+  const json ideal = run_json({"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--pp", "4",
+                               "--vpp", "2", "--ideal-links", "--format", "json"});
+  EXPECT_EQ(ideal["exposed_comm_s"], 0.0);
+  const CliRun table = run_cli({"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--pp", "2"});
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("AttnRes overhead (%)"), std::string::npos);
+  EXPECT_NE(table.out.find("Residual-mechanism time overhead"), std::string::npos);
+}
+
+TEST(PipelineCli, ImpossibleSchedulesAreUsageErrors) {
+  auto expect_usage = [](std::vector<std::string> extra, const std::string& needle) {
+    std::vector<std::string> args = {"pipeline", "--layers", "4", "--block-size", "2", "--d-model", "64"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliRun run = run_cli(args);
+    EXPECT_EQ(run.status, cli::kExitUsage) << run.out;
+    EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
+  };
+  expect_usage({"--microbatches", "0"}, "--microbatches must be >= 1");
+  expect_usage({"--pp", "2", "--vpp", "2", "--schedule", "1f1b"}, "use --schedule interleaved");
+  expect_usage({"--pp", "4", "--vpp", "4"}, "--pp: P·V = 4 x 4 chunks exceed L = 8");
+  expect_usage({"--pp", "2", "--link-bandwidth", "0"}, "--link-bandwidth must be > 0");
+  expect_usage({"--hardware", "tpu"}, "unknown hardware preset 'tpu'");
+  expect_usage({"--cache", "always"}, "unknown cache policy 'always'");
+  expect_usage({"--overlap", "maybe"}, "--overlap must be on or off");
+  expect_usage({"--pp", "2", "--vpp", "2", "--microbatches", "3"}, "needs the micro-batches m to be a multiple of P = 2");
+  test::TempDir dir;
+  write_file_atomically(dir / "gpu.toml", "peak_bf16_flops = 1e15\n");
+  expect_usage({"--hardware", (dir / "gpu.toml").string()}, "gpu.toml:1:1: missing 'hbm_bandwidth'");
+}
+
 TEST(ReportCli, BadScenarioReportsTheLocationAndWritesNothing) {
   test::TempDir dir;
   write_file_atomically(dir / "bad.toml", "[model]\nsublayers = 8\nd_model = 16\nblocks = 12\n");
@@ -191,6 +234,35 @@ const std::map<std::string, Check>& scenario_checks() {
          ASSERT_EQ(io.size(), 6u);  // N over the divisors of 32
          EXPECT_EQ(io[0]["io_multiples_of_d.block_two_phase"], 1.0 / 32 + 5);  // N = 1, S = 32
          EXPECT_EQ(r["sweeps"][1]["points"][5]["history_vectors_per_token.block"], 33.0);
+       }},
+      {"paper-overhead-claims", [](const json& r) {
+         EXPECT_EQ(r["inputs"]["sublayers"], 54);
+         EXPECT_GT(r["pipeline"]["attnres_overhead_fraction"].get<double>(), 0.0);
+         EXPECT_GE(r["pipeline"]["bubble_fraction"].get<double>(), 0.0);
+         EXPECT_GT(r["pipeline"]["iteration_time_s"].get<double>(), r["pipeline"]["standard_iteration_time_s"].get<double>());
+         // The bandwidth sweep must show both sides of the 4% line, and say so in words.
+         const auto& bandwidth = r["sweeps"][0];
+         EXPECT_EQ(bandwidth["name"], "training_vs_link_bandwidth");
+         double lowest = 1e9, highest = 0;
+         for (const auto& point : bandwidth["points"]) {
+           const double overhead = point["pipeline.attnres_overhead_fraction"].get<double>();
+           lowest = std::min(lowest, overhead);
+           highest = std::max(highest, overhead);
+         }
+         EXPECT_LT(lowest, 0.04);
+         EXPECT_GT(highest, 0.04);
+         EXPECT_NE(bandwidth["conclusion"].get<std::string>().find("holds for link_bandwidth_gbps >="), std::string::npos);
+         // Overhead falls as links get faster.
+         const auto& points = bandwidth["points"];
+         for (std::size_t i = 1; i < points.size(); ++i) {
+           EXPECT_LE(points[i]["pipeline.attnres_overhead_fraction"].get<double>(),
+                     points[i - 1]["pipeline.attnres_overhead_fraction"].get<double>() + 1e-12);
+         }
+         // The two-phase schedule always beats one-shot reads on a single GPU.
+         for (const auto& point : r["sweeps"][6]["points"]) {
+           EXPECT_LT(point["time.prefill_overhead_block_two_phase"].get<double>(),
+                     point["time.prefill_overhead_block_one_shot"].get<double>());
+         }
        }},
       {"scaling-law", [](const json& r) {
          EXPECT_NEAR(r["scaling"]["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);

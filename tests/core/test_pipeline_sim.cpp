@@ -125,6 +125,20 @@ TEST(PipelineSim, RejectsImpossibleSchedules) {
   in.ideal_links = false;
   in.link_bandwidth = 0;
   EXPECT_THROW(simulate_pipeline(in), Error);
+  EXPECT_THROW(simulate_pipeline(uniform(4, 3, 5, PipelineSchedule::interleaved)), Error);  // 5 % 4 != 0
+}
+
+TEST(PipelineSim, EveryPermittedInterleavedSettingCompletes) {
+  for (int P = 1; P <= 8; ++P) {
+    for (int V = 2; V <= 4; ++V) {
+      for (int m = 1; m <= 3 * P; ++m) {
+        if (m > P && m % P != 0) continue;
+        auto in = uniform(P, V, m, PipelineSchedule::interleaved);
+        in.record_timeline = false;
+        EXPECT_NO_THROW(simulate_pipeline(in)) << "P=" << P << " V=" << V << " m=" << m;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -141,3 +141,70 @@ TEST(ScenarioDocs, ListEveryMetricKey) {
 
 }  // namespace
 }  // namespace attnres
+
+namespace attnres {
+namespace {
+
+const std::string kKimi = "[model]\nlayers = 27\nd_model = 2304\nblock_size = 6\n[parallel]\npp = 4\nvpp = 2\n";
+
+void expect_scenario_error(const std::string& text, const std::string& location, const std::string& needle) {
+  try {
+    parse_scenario(text, "s.toml");
+    ADD_FAILURE() << "accepted; expected an error at " << location;
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("s.toml:" + location + ":", 0), 0u) << message;
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+  }
+}
+
+TEST(ScenarioPipeline, ReadsHardwareOverridesMoeAndPipeline) {
+  const auto s = parse_scenario(kKimi + R"(
+[hardware]
+preset = "h100"
+scale_out_bandwidth = 25e9
+efficiency = { compute = 0.4 }
+[moe]
+experts = 256
+active = 8
+shared = 1
+expert_ffn = 1024
+[pipeline]
+microbatches = 16
+cache = "naive"
+overlap = false
+)", "s.toml");
+  ASSERT_TRUE(s.hardware && s.pipeline);
+  EXPECT_EQ(s.hardware->scale_out_bandwidth, 25e9);
+  EXPECT_EQ(s.hardware->compute_efficiency, 0.4);
+  EXPECT_EQ(s.hardware->memory_efficiency, 0.8);  // kept from the preset
+  EXPECT_EQ(s.moe.experts, 256);
+  EXPECT_EQ(s.pipeline->microbatches, 16);
+  EXPECT_EQ(s.pipeline->schedule, PipelineSchedule::interleaved);  // vpp > 1
+  EXPECT_EQ(s.pipeline->cache, CachePolicy::naive);
+  EXPECT_FALSE(s.pipeline->overlap);
+  EXPECT_NE(std::find(s.sections.begin(), s.sections.end(), "pipeline_sim"), s.sections.end());
+}
+
+TEST(ScenarioPipeline, BadSettingsAreLocated) {
+  expect_scenario_error(kKimi + "[hardware]\npreset = \"h1000\"\n", "9:10", "did you mean 'h100'");
+  expect_scenario_error(kKimi + "[hardware]\n", "8:1", "exactly one of preset");
+  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwidth = 0\n", "8:1", "hbm_bandwidth must be in (0");
+  expect_scenario_error(kKimi + "[pipeline]\nmicrobatches = 8\n", "8:1", "needs [hardware]");
+  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 0\n", "11:16",
+                        "between 1 and 1000000");
+  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nschedule = \"1f1b\"\n", "11:12",
+                        "needs parallel.vpp = 1");
+  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nlink_bandwidth = 0\n", "11:18", "must be > 0");
+  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\ncache = \"sometimes\"\n", "11:9",
+                        "unknown cache policy");
+  expect_scenario_error(kKimi + "[moe]\nexperts = 4\nactive = 8\nexpert_ffn = 2\n", "10:10", "exceeds moe.experts");
+  expect_scenario_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"microbatches\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
+                        "10:5", "needs a [pipeline] table");
+  expect_scenario_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = [1]\nmetrics = [\"time.decode_overhead_block_two_phase\"]\n",
+                        "12:12", "needs [hardware]");
+  expect_scenario_error("sections = [\"time\"]\n" + kKimi, "1:12", "needs [hardware]");
+}
+
+}  // namespace
+}  // namespace attnres

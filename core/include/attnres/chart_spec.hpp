@@ -17,7 +17,15 @@ struct ChartSeries {
   bool secondary_axis = false;  // drawn against the right-hand y axis
 };
 
+// A box of a Gantt chart: [x0, x1] on lane `lane`, coloured by `category`.
+struct ChartBox {
+  double x0, x1;
+  int lane;
+  int category;
+};
+
 struct ChartSpec {
+  enum class Kind { xy, gantt };
   std::string id;     // file stem: charts/<id>.png and .svg
   std::string title;
   std::string x_label, y_label, y2_label;  // with units
@@ -26,6 +34,11 @@ struct ChartSpec {
   std::optional<double> marker_x;  // a vertical line at the current setting
   std::string marker_label;
   std::string caption;  // one sentence under the chart in report.md
+  // Gantt charts: lanes top to bottom, category names for the legend, the boxes.
+  std::vector<std::string> lanes;
+  std::vector<std::string> categories;
+  std::vector<ChartBox> boxes;
+  Kind kind = Kind::xy;
 };
 
 }  // namespace attnres

@@ -8,14 +8,27 @@
 #include <vector>
 
 #include "attnres/cost.hpp"
+#include "attnres/pipeline.hpp"
+#include "attnres/time_model.hpp"
 
 namespace attnres {
 
+// What a metric is computed from: the cost engine always; the time model (prefill and decode)
+// when a scenario names hardware; the pipeline simulation when it has a [pipeline] table.
+struct Evaluation {
+  const CostReport* cost = nullptr;
+  const StackTime* prefill = nullptr;
+  const StackTime* decode = nullptr;
+  const PipelineReport* pipeline = nullptr;
+};
+
 struct CostMetric {
+  enum class Needs { cost, time, pipeline };
   std::string key;          // JSON path "group.name"
   std::string unit;         // "elements/token/sublayer", "bytes", "vectors/token", ...
   std::string description;  // one line, with the formula's source
-  double (*value)(const CostReport&);
+  double (*value)(const Evaluation&);
+  Needs needs = Needs::cost;
 };
 
 const std::vector<CostMetric>& cost_metrics();
@@ -29,7 +42,10 @@ const CostMetric* find_cost_metric(const std::string& key);
 // The closest known keys to `key` (for "did you mean").
 std::string closest_cost_metric(const std::string& key);
 
-// Every metric at its JSON path, plus "inputs" (the resolved inputs), "conventions" (units) and
+// Every metric the evaluation can give, at its JSON path.
+nlohmann::json evaluation_to_json(const Evaluation& evaluation);
+
+// Every cost metric at its JSON path, plus "inputs" (the resolved inputs), "conventions" (units) and
 // "pipeline_comm_elements_per_token.boundaries" (the exact per-boundary list).
 nlohmann::json cost_report_to_json(const CostReport& report);
 nlohmann::json cost_inputs_to_json(const CostInputs& inputs);

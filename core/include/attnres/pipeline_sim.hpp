@@ -63,8 +63,9 @@ struct PipelineSimResult {
   std::vector<std::vector<MemoryPoint>> memory;  // (P) step function of live bytes
 };
 
-// Throws attnres::Error on impossible inputs (sizes, V > 1 with 1F1B, mismatched vectors,
-// zero bandwidth without ideal links) or a schedule that deadlocks.
+// Throws attnres::Error on impossible inputs (sizes, V > 1 with 1F1B, interleaved with m > P not
+// a multiple of P as Megatron-LM requires, mismatched vectors, zero bandwidth without ideal links)
+// or a schedule that deadlocks (not seen for any permitted setting).
 PipelineSimResult simulate_pipeline(const PipelineSimInputs& inputs);
 
 // Closed forms (with equal chunk times and free transfers): 1F1B (P-1)/m; interleaved

@@ -12,6 +12,7 @@
 #include "attnres/chart_spec.hpp"
 #include "attnres/format.hpp"
 #include "attnres/scenario.hpp"
+#include "attnres/time_model.hpp"
 
 namespace attnres {
 
@@ -29,6 +30,7 @@ struct Report {
   std::vector<ReportTable> tables;
   std::vector<ChartSpec> charts;
   std::vector<std::string> notes;  // e.g. sweep settings rejected as impossible
+  std::vector<std::string> conclusions;  // claims checked by sweeps, in words
   nlohmann::json json;
 };
 
@@ -37,6 +39,14 @@ struct Report {
 std::vector<ReportTable> cost_tables(const CostReport& costs, const std::vector<std::string>& sections);
 // The scaling-law tables and charts at a target loss (loss_from..loss_to for the curve).
 void add_scaling_section(const ScenarioScaling& scaling, Report& report);
+
+// The time-model table (prefill and decode, every scheme) and the pipeline tables and charts.
+ReportTable time_table(const CostInputs& inputs, const StackTime& prefill, const StackTime& decode,
+                       const Hardware& hardware);
+void add_pipeline_section(const PipelineReport& pipeline, Report& report);
+// Gantt chart (one lane per rank: forward and backward boxes, transfers) and memory timeline.
+ChartSpec pipeline_gantt_chart(const PipelineReport& pipeline);
+ChartSpec pipeline_memory_chart(const PipelineReport& pipeline);
 
 // Evaluates the scenario: every section's table, every sweep (progress as in run_sweep).
 Report build_report(const Scenario& scenario,

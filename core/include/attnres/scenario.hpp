@@ -10,19 +10,28 @@
 //   [sequence]   tokens = 4096, batch = 1, dtype = "bf16", seq_shards = 1, chunk = 0
 //   [parallel]   pp = 1, vpp = 1
 //   [scaling]    target_loss = 1.695, loss_range = [1.6, 1.9]
+//   [hardware]   preset = "h100" | file = "my-gpu.toml", and any preset key to override
+//                (peak_bf16_flops, hbm_bandwidth, scale_out_bandwidth, ..., efficiency = {...})
+//   [moe]        experts, active, shared, expert_ffn (MoE MLP by active parameters)
+//   [pipeline]   microbatches = 8, schedule = "interleaved" | "1f1b", cache = "cached" | "naive"
+//                | "cached_own", mode = "block" | "full", overlap = true, ideal_links = false,
+//                link = "scale_out" | "intra_node", link_bandwidth (bytes/s, overrides)
 //   [[sweep]]    name (required), title, x (required), values (required):
 //                [1, 2, 4] | "divisors" (of L) | {from, to, step} | {from, to, factor};
 //                y, y_values (a grid), metrics (required, one unit), log_x, log_y,
-//                overlay = "paper_fig6"
+//                overlay = "paper_fig6", threshold = 0.04 with claim = "overhead < 4%"
 //
 // Every error names file:line:column and what was expected; unknown keys get a "did you mean".
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attnres/cost.hpp"
+#include "attnres/hardware.hpp"
+#include "attnres/pipeline.hpp"
 #include "attnres/sweep.hpp"
 
 namespace attnres {
@@ -41,6 +50,11 @@ struct Scenario {
   std::vector<std::string> sections;
   std::vector<SweepSpec> sweeps;
   ScenarioScaling scaling;
+  std::optional<Hardware> hardware;          // enables the "time" section and time metrics
+  MoeShape moe;
+  std::optional<PipelineSettings> pipeline;  // enables "pipeline_sim" and pipeline metrics
+
+  ScenarioInputs scenario_inputs() const { return {inputs, hardware, moe, pipeline}; }
 };
 
 const std::vector<std::string>& scenario_sections();

@@ -1,0 +1,116 @@
+// Hardware presets and the roofline time model (SPEC §3.4).
+#include <gtest/gtest.h>
+
+#include "attnres/error.hpp"
+#include "attnres/hardware.hpp"
+#include "attnres/time_model.hpp"
+
+namespace attnres {
+namespace {
+
+TEST(Hardware, PresetsCarryTheSpecFigures) {
+  struct Expected {
+    const char* name;
+    double tflops, tbps, nvlink_gbps;
+  };
+  for (const auto& e : {Expected{"a100", 312, 2.04, 300}, Expected{"h100", 989, 3.35, 450},
+                        Expected{"h200", 989, 4.8, 450}, Expected{"b200", 2250, 7.7, 900}}) {
+    const Hardware hw = load_hardware(e.name);
+    EXPECT_DOUBLE_EQ(hw.peak_flops, e.tflops * 1e12) << e.name;
+    EXPECT_DOUBLE_EQ(hw.hbm_bandwidth, e.tbps * 1e12) << e.name;
+    EXPECT_DOUBLE_EQ(hw.intra_node_bandwidth, e.nvlink_gbps * 1e9) << e.name;
+    EXPECT_FALSE(hw.source.empty());
+    EXPECT_GT(hw.compute_efficiency, 0);
+    EXPECT_LE(hw.compute_efficiency, 1);
+  }
+  EXPECT_EQ(hardware_preset_names(), (std::vector<std::string>{"a100", "b200", "h100", "h200"}));
+}
+
+TEST(Hardware, BadPresetsAreLocated) {
+  auto expect_error = [](const std::string& text, const std::string& needle) {
+    try {
+      parse_hardware(text, "gpu.toml");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
+    }
+  };
+  const std::string ok = "peak_bf16_flops = 1e15\nhbm_bandwidth = 3e12\nintra_node_bandwidth = 4e11\nscale_out_bandwidth = 5e10\n";
+  EXPECT_NO_THROW(parse_hardware(ok, "gpu.toml"));
+  expect_error("peak_bf16_flops = 1e15\n", "gpu.toml:1:1: missing 'hbm_bandwidth'");
+  expect_error(ok + "hbm_bandwith = 1\n", "gpu.toml:5:1: unknown key 'hbm_bandwith' (did you mean 'hbm_bandwidth'?)");
+  expect_error("peak_bf16_flops = -1\nhbm_bandwidth = 3e12\nintra_node_bandwidth = 4e11\nscale_out_bandwidth = 5e10\n",
+               "gpu.toml:1:19: peak_bf16_flops must be in (0");
+  expect_error(ok + "[efficiency]\ncompute = 1.5\n", "gpu.toml:6:11: compute must be in (0, 1]");
+  expect_error(ok + "link_latency = \"fast\"\n", "link_latency must be a number");
+  expect_error("peak_bf16_flops = = 1\n", "gpu.toml:1:19: TOML syntax error");
+  try {
+    load_hardware("h1000");
+    ADD_FAILURE();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("did you mean 'h100'"), std::string::npos) << error.what();
+  }
+}
+
+TEST(TimeModel, RooflineTakesTheSlowerOfComputeAndMemory) {
+  Hardware hw;
+  hw.peak_flops = 100;
+  hw.hbm_bandwidth = 10;
+  hw.compute_efficiency = 0.5;
+  hw.memory_efficiency = 1.0;
+  const OpCost compute_bound = roofline(1000, 10, hw);  // 20 s vs 1 s
+  EXPECT_DOUBLE_EQ(compute_bound.seconds, 20.0);
+  EXPECT_FALSE(compute_bound.memory_bound);
+  const OpCost memory_bound = roofline(10, 1000, hw);   // 0.2 s vs 100 s
+  EXPECT_DOUBLE_EQ(memory_bound.seconds, 100.0);
+  EXPECT_TRUE(memory_bound.memory_bound);
+  EXPECT_DOUBLE_EQ(transfer_seconds(1000, 100, 0.5, 0.5), 0.5 + 20.0);
+  EXPECT_DOUBLE_EQ(transfer_seconds(0, 100, 0.5, 0.5), 0.0);
+}
+
+CostInputs kimi() {
+  CostInputs in;
+  in.layers = 27;
+  in.block_size = 6;
+  in.d_model = 2304;
+  in.tokens = 4096;
+  return resolve_cost_inputs(in);
+}
+
+TEST(TimeModel, ResidualOpMovesTheSpecTable1Bytes) {
+  const Hardware hw = load_hardware("h100");
+  const CostInputs in = kimi();
+  EXPECT_DOUBLE_EQ(residual_io_elements(in, ResidualScheme::standard), 3.0 * 2304);
+  EXPECT_DOUBLE_EQ(residual_io_elements(in, ResidualScheme::block_two_phase), (9.0 / 6 + 5) * 2304);
+  const OpCost op = residual_cost(in, ResidualScheme::block_two_phase, Phase::prefill, hw);
+  EXPECT_DOUBLE_EQ(op.bytes, (9.0 / 6 + 5) * 2304 * 4096 * 2);
+  EXPECT_TRUE(op.memory_bound);
+  EXPECT_NEAR(op.seconds, op.bytes / (3.35e12 * 0.8), 1e-15);
+}
+
+TEST(TimeModel, OverheadsAreOrderedAndDecodeIsDominatedByWeights) {
+  const Hardware hw = load_hardware("h100");
+  const auto prefill = stack_time(kimi(), {}, Phase::prefill, hw);
+  const auto decode = stack_time(kimi(), {}, Phase::decode, hw);
+  auto at = [](const StackTime& t, ResidualScheme s) { return t.overhead_fraction[static_cast<std::size_t>(s)]; };
+  EXPECT_EQ(at(prefill, ResidualScheme::standard), 0.0);
+  EXPECT_GT(at(prefill, ResidualScheme::block_two_phase), 0.0);
+  EXPECT_LT(at(prefill, ResidualScheme::block_two_phase), at(prefill, ResidualScheme::block_one_shot));
+  EXPECT_LT(at(prefill, ResidualScheme::full_two_phase), at(prefill, ResidualScheme::full_naive));
+  EXPECT_LT(at(decode, ResidualScheme::block_two_phase), at(prefill, ResidualScheme::block_two_phase));
+  EXPECT_TRUE(decode.mlp.memory_bound);
+}
+
+TEST(TimeModel, MoeCountsActiveParametersOnly) {
+  const Hardware hw = load_hardware("h100");
+  CostInputs in = kimi();
+  const MoeShape moe{256, 8, 1, 1024};
+  const OpCost sparse = mlp_cost(in, moe, Phase::prefill, hw);
+  EXPECT_DOUBLE_EQ(sparse.flops, 4096.0 * 6 * 2304 * 1024 * 9);
+  in.batch = 1;
+  const OpCost decode = mlp_cost(in, moe, Phase::decode, hw);  // one token touches 8 + 1 experts
+  EXPECT_DOUBLE_EQ(decode.bytes, 9 * 3.0 * 2304 * 1024 * 2 + 2.0 * 2304 * 2);
+}
+
+}  // namespace
+}  // namespace attnres
