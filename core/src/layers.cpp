@@ -1,5 +1,7 @@
 #include "attnres/layers.hpp"
 
+#include "attnres/error.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -88,6 +90,40 @@ Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>& model, int sublayer,
     return attention_forward(layer, model.config, rms_norm(h, layer.input_layernorm, eps), rope);
   }
   return mlp_forward(layer, rms_norm(h, layer.post_attention_layernorm, eps));
+}
+
+Matrix<double> attention_probabilities(const ModelWeights<double>& model, int layer, int head,
+                                       const std::vector<int>& tokens) {
+  const ModelConfig& config = model.config;
+  if (layer < 0 || layer >= config.num_hidden_layers || head < 0 || head >= config.num_attention_heads) {
+    throw Error("attention probabilities: layer " + std::to_string(layer) + " / head " + std::to_string(head) +
+                " out of range");
+  }
+  const auto T = static_cast<Eigen::Index>(tokens.size());
+  Matrix<double> x(T, config.hidden_size);  // (T, d)
+  for (Eigen::Index t = 0; t < T; ++t) {
+    const int id = tokens[static_cast<std::size_t>(t)];
+    if (id < 0 || id >= config.vocab_size) throw Error("attention probabilities: token id out of range");
+    x.row(t) = model.embed_tokens.row(id);
+  }
+  const auto& weights = model.layers[static_cast<std::size_t>(layer)];
+  x = rms_norm(x, weights.input_layernorm, config.rms_norm_eps);
+  const int head_dim = config.head_dim();
+  const int kv_head = head / (config.num_attention_heads / config.num_key_value_heads);
+  Matrix<double> q = x * weights.q_proj.transpose();
+  Matrix<double> k = x * weights.k_proj.transpose();
+  const auto rope = make_rope_table<double>(static_cast<int>(T), head_dim, config.rope_theta);
+  apply_rope(q, config.num_attention_heads, rope);
+  apply_rope(k, config.num_key_value_heads, rope);
+  Matrix<double> scores = q.middleCols(head * head_dim, head_dim) *
+                          k.middleCols(kv_head * head_dim, head_dim).transpose() / std::sqrt(double(head_dim));
+  for (Eigen::Index t = 0; t < T; ++t) {
+    auto row = scores.row(t);
+    row.tail(T - t - 1).setConstant(-std::numeric_limits<double>::infinity());
+    row.array() = (row.array() - row.maxCoeff()).exp();
+    row /= row.sum();
+  }
+  return scores;
 }
 
 #define ATTNRES_INSTANTIATE_LAYERS(Scalar)                                                      \

@@ -162,8 +162,12 @@ void add_scaling_section(const ScenarioScaling& scaling, Report& report) {
               "the baseline needs to match the scheme.";
   report.tables.push_back(fits);
 
-  ChartSpec loss_chart{"scaling_loss", "Loss against compute (paper fits)", "compute (PFLOP/s-days)",
-                       "validation loss", "", true, false, {}, std::nullopt, "", ""};
+  ChartSpec loss_chart;
+  loss_chart.id = "scaling_loss";
+  loss_chart.title = "Loss against compute (paper fits)";
+  loss_chart.x_label = "compute (PFLOP/s-days)";
+  loss_chart.y_label = "validation loss";
+  loss_chart.log_x = true;
   for (const auto& fit : paper_scaling_fits()) {
     ChartSeries series{fit.name, {}, ChartSeries::Style::line, false};
     for (int i = 0; i <= 60; ++i) {
@@ -177,9 +181,13 @@ void add_scaling_section(const ScenarioScaling& scaling, Report& report) {
 
   ReportTable multipliers{"scaling_multiplier", "Compute multiplier against target loss",
                           {"target loss", "Block multiplier", "Full multiplier"}, {}, "", "scaling_multiplier"};
-  ChartSpec multiplier_chart{"scaling_multiplier", "Compute multiplier over the baseline",
-                             "target validation loss", "baseline compute / scheme compute", "", false,
-                             false, {}, scaling.target_loss, "target " + num(scaling.target_loss), ""};
+  ChartSpec multiplier_chart;
+  multiplier_chart.id = "scaling_multiplier";
+  multiplier_chart.title = "Compute multiplier over the baseline";
+  multiplier_chart.x_label = "target validation loss";
+  multiplier_chart.y_label = "baseline compute / scheme compute";
+  multiplier_chart.marker_x = scaling.target_loss;
+  multiplier_chart.marker_label = "target " + num(scaling.target_loss);
   ChartSeries block{"Block AttnRes", {}, ChartSeries::Style::line, false};
   ChartSeries full{"Full AttnRes", {}, ChartSeries::Style::line, false};
   for (int i = 0; i <= 30; ++i) {

@@ -256,8 +256,8 @@ class ScenarioReader {
     if (!hw) return;
     const toml::node* preset = hw->get("preset");
     const toml::node* file = hw->get("file");
-    if ((preset == nullptr) == (file == nullptr)) {
-      fail(hw->source(), "[hardware] needs exactly one of preset = \"h100\" (a100, h100, h200, b200) or file = \"path.toml\"");
+    if (preset && file) {
+      fail(file->source(), "[hardware] takes preset or file, not both");
     }
     // The preset's text with this table's other keys layered on top, parsed as one preset.
     toml::table merged;
@@ -265,16 +265,17 @@ class ScenarioReader {
       if (preset) {
         const std::string name = string(*preset, "hardware.preset");
         merged = toml::parse(hardware_preset_text(name), "preset " + name);
-      } else {
+      } else if (file) {
         std::filesystem::path path = string(*file, "hardware.file");
         if (path.is_relative()) path = std::filesystem::path(source_).parent_path() / path;
         merged = toml::parse(read_file(path), path.string());
       }
     } catch (const toml::parse_error& error) {
-      fail((preset ? preset : file)->source(), std::string("hardware file: ") + std::string(error.description()));
+      fail(file->source(), std::string("hardware file: ") + std::string(error.description()));
     } catch (const Error& error) {
       fail((preset ? preset : file)->source(), error.what());
     }
+    // Neither: the table itself gives every key.
     for (auto&& [key, node] : *hw) {
       if (key.str() == "preset" || key.str() == "file") continue;
       if (key.str() == "efficiency" && node.is_table() && merged.get("efficiency") && merged.get("efficiency")->is_table()) {
@@ -501,6 +502,94 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
                 ": TOML syntax error: " + std::string(error.description()));
   }
   return ScenarioReader(source).read(root);
+}
+
+namespace {
+
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string toml_number(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  std::string text = out.str();
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
+}
+
+std::string values_array(const std::vector<std::int64_t>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::string scenario_to_toml(const Scenario& s) {
+  std::ostringstream out;
+  out << "# Written by AttnRes Lab.\n";
+  if (!s.title.empty()) out << "title = " << quoted(s.title) << "\n";
+  if (!s.description.empty()) out << "description = " << quoted(s.description) << "\n";
+  out << "sections = [";
+  for (std::size_t i = 0; i < s.sections.size(); ++i) out << (i ? ", " : "") << quoted(s.sections[i]);
+  out << "]\n";
+  if (s.has_model) {
+    const CostInputs& in = s.inputs;
+    out << "\n[model]\nsublayers = " << in.sublayers << "\nd_model = " << in.d_model << "\nblock_size = "
+        << in.block_size << "\nstreams = " << in.streams << "\nffn = " << in.ffn << "\n";
+    out << "\n[sequence]\ntokens = " << in.tokens << "\nbatch = " << in.batch << "\ndtype = "
+        << quoted(to_string(in.dtype)) << "\nseq_shards = " << in.seq_shards << "\nchunk = " << in.chunk << "\n";
+    out << "\n[parallel]\npp = " << in.pp << "\nvpp = " << in.vpp << "\n";
+  }
+  out << "\n[scaling]\ntarget_loss = " << toml_number(s.scaling.target_loss) << "\nloss_range = ["
+      << toml_number(s.scaling.loss_from) << ", " << toml_number(s.scaling.loss_to) << "]\n";
+  if (s.hardware) {
+    // In full (a preset name would lose overrides).
+    const Hardware& hw = *s.hardware;
+    out << "\n[hardware]\nname = " << quoted(hw.name) << "\nsource = " << quoted(hw.source)
+        << "\npeak_bf16_flops = " << toml_number(hw.peak_flops) << "\nhbm_bandwidth = " << toml_number(hw.hbm_bandwidth)
+        << "\nintra_node_bandwidth = " << toml_number(hw.intra_node_bandwidth) << "\nscale_out_bandwidth = "
+        << toml_number(hw.scale_out_bandwidth) << "\nlink_latency = " << toml_number(hw.link_latency)
+        << "\ngpus_per_node = " << hw.gpus_per_node << "\nefficiency = { compute = "
+        << toml_number(hw.compute_efficiency) << ", memory = " << toml_number(hw.memory_efficiency)
+        << ", link = " << toml_number(hw.link_efficiency) << " }\n";
+  }
+  if (s.moe.experts > 0) {
+    out << "\n[moe]\nexperts = " << s.moe.experts << "\nactive = " << s.moe.active << "\nshared = "
+        << s.moe.shared << "\nexpert_ffn = " << s.moe.expert_ffn << "\n";
+  }
+  if (s.pipeline) {
+    const PipelineSettings& p = *s.pipeline;
+    out << "\n[pipeline]\nmicrobatches = " << p.microbatches << "\nschedule = " << quoted(to_string(p.schedule))
+        << "\ncache = " << quoted(to_string(p.cache)) << "\nmode = " << quoted(to_string(p.mode))
+        << "\noverlap = " << (p.overlap ? "true" : "false") << "\nideal_links = " << (p.ideal_links ? "true" : "false")
+        << "\nlink = " << quoted(p.intra_node_link ? "intra_node" : "scale_out") << "\n";
+    if (p.link_bandwidth > 0) out << "link_bandwidth = " << toml_number(p.link_bandwidth) << "\n";
+  }
+  for (const auto& sweep : s.sweeps) {
+    out << "\n[[sweep]]\nname = " << quoted(sweep.name) << "\n";
+    if (!sweep.title.empty()) out << "title = " << quoted(sweep.title) << "\n";
+    out << "x = " << quoted(sweep.x.parameter) << "\nvalues = " << values_array(sweep.x.values) << "\n";
+    if (sweep.y) out << "y = " << quoted(sweep.y->parameter) << "\ny_values = " << values_array(sweep.y->values) << "\n";
+    out << "metrics = [";
+    for (std::size_t i = 0; i < sweep.metrics.size(); ++i) out << (i ? ", " : "") << quoted(sweep.metrics[i]);
+    out << "]\nlog_x = " << (sweep.log_x ? "true" : "false") << "\nlog_y = " << (sweep.log_y ? "true" : "false") << "\n";
+    if (!sweep.overlay.empty()) out << "overlay = " << quoted(sweep.overlay) << "\n";
+    if (!std::isnan(sweep.threshold)) out << "threshold = " << toml_number(sweep.threshold) << "\n";
+    if (!sweep.claim.empty()) out << "claim = " << quoted(sweep.claim) << "\n";
+  }
+  return out.str();
 }
 
 Scenario load_scenario(const std::filesystem::path& path) {

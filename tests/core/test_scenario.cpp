@@ -188,7 +188,8 @@ overlap = false
 
 TEST(ScenarioPipeline, BadSettingsAreLocated) {
   expect_scenario_error(kKimi + "[hardware]\npreset = \"h1000\"\n", "9:10", "did you mean 'h100'");
-  expect_scenario_error(kKimi + "[hardware]\n", "8:1", "exactly one of preset");
+  expect_scenario_error(kKimi + "[hardware]\n", "8:1", "missing 'peak_bf16_flops'");
+  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\nfile = \"x.toml\"\n", "10:8", "preset or file, not both");
   expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwidth = 0\n", "8:1", "hbm_bandwidth must be in (0");
   expect_scenario_error(kKimi + "[pipeline]\nmicrobatches = 8\n", "8:1", "needs [hardware]");
   expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 0\n", "11:16",
@@ -204,6 +205,32 @@ TEST(ScenarioPipeline, BadSettingsAreLocated) {
   expect_scenario_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = [1]\nmetrics = [\"time.decode_overhead_block_two_phase\"]\n",
                         "12:12", "needs [hardware]");
   expect_scenario_error("sections = [\"time\"]\n" + kKimi, "1:12", "needs [hardware]");
+}
+
+}  // namespace
+}  // namespace attnres
+
+namespace attnres {
+namespace {
+
+TEST(ScenarioWriter, RoundTripsEverySetting) {
+  const auto original = load_scenario(std::string(ATTNRES_CORE_DIR) + "/../scenarios/paper-overhead-claims.toml");
+  const auto again = parse_scenario(scenario_to_toml(original), "written.toml");
+  EXPECT_EQ(again.inputs.sublayers, original.inputs.sublayers);
+  EXPECT_EQ(again.inputs.block_size, original.inputs.block_size);
+  EXPECT_EQ(again.inputs.pp, original.inputs.pp);
+  EXPECT_EQ(again.sections, original.sections);
+  ASSERT_TRUE(again.hardware && again.pipeline);
+  EXPECT_EQ(again.hardware->scale_out_bandwidth, original.hardware->scale_out_bandwidth);
+  EXPECT_EQ(again.hardware->source, original.hardware->source);
+  EXPECT_EQ(again.moe.experts, 256);
+  EXPECT_EQ(again.pipeline->microbatches, original.pipeline->microbatches);
+  EXPECT_EQ(again.pipeline->cache, original.pipeline->cache);
+  ASSERT_EQ(again.sweeps.size(), original.sweeps.size());
+  EXPECT_EQ(again.sweeps[0].x.values, original.sweeps[0].x.values);
+  EXPECT_EQ(again.sweeps[0].threshold, 0.04);
+  EXPECT_EQ(again.sweeps[0].claim, original.sweeps[0].claim);
+  EXPECT_EQ(again.scaling.target_loss, original.scaling.target_loss);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // PyTorch, so a projection is x * W^T.
 #pragma once
 
+#include <vector>
+
 #include "attnres/model.hpp"
 #include "attnres/tensor.hpp"
 
@@ -41,6 +43,12 @@ Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelC
 template <typename Scalar>
 Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>& layer,
                            const Matrix<Scalar>& x);  // (T, d), already RMS-normalised
+
+// The causal attention probabilities (T, T) of one head of one layer when that layer's input is
+// the token embedding normalised by its input RMSNorm: the sequence-side analogue of the depth
+// mixing matrix, for the duality view.
+Matrix<double> attention_probabilities(const ModelWeights<double>& model, int layer, int head,
+                                       const std::vector<int>& tokens);
 
 // Sublayer `sublayer` (0-based; even = attention of layer sublayer/2, odd = its MLP), PreNorm
 // included: returns v = f(h).

@@ -62,5 +62,8 @@ const std::vector<std::string>& scenario_sections();
 // Parses and validates; `source` prefixes every error ("source:line:column: ...").
 Scenario parse_scenario(const std::string& text, const std::string& source);
 Scenario load_scenario(const std::filesystem::path& path);
+// TOML text that parse_scenario reads back to the same settings (sweeps included; a [hardware]
+// table is written in full, with its source line, rather than as a preset name).
+std::string scenario_to_toml(const Scenario& scenario);
 
 }  // namespace attnres

@@ -1,0 +1,917 @@
+#include "views.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "attnres/cost_metrics.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/forward.hpp"
+#include "attnres/layers.hpp"
+#include "attnres/model.hpp"
+#include "attnres/paper_reference.hpp"
+#include "attnres/report.hpp"
+#include "attnres/sweep.hpp"
+
+namespace attnres::gui {
+
+namespace {
+
+QSpinBox* spin(int low, int high, int value) {
+  auto* box = new QSpinBox;
+  box->setRange(low, high);
+  box->setValue(value);
+  box->setKeyboardTracking(false);
+  return box;
+}
+
+QDoubleSpinBox* dspin(double low, double high, double value, int decimals, double step) {
+  auto* box = new QDoubleSpinBox;
+  box->setRange(low, high);
+  box->setDecimals(decimals);
+  box->setSingleStep(step);
+  box->setValue(value);
+  box->setKeyboardTracking(false);
+  return box;
+}
+
+QTextBrowser* explanation(const QString& html) {
+  auto* text = new QTextBrowser;
+  text->setHtml(html);
+  text->setMaximumWidth(330);
+  text->setMinimumWidth(240);
+  return text;
+}
+
+// Left: inputs; middle: content; right: explanation.
+QHBoxLayout* three_columns(QWidget* view, QWidget* inputs, QWidget* content, const QString& html) {
+  auto* layout = new QHBoxLayout(view);
+  inputs->setMaximumWidth(280);
+  layout->addWidget(inputs);
+  layout->addWidget(content, 1);
+  layout->addWidget(explanation(html));
+  return layout;
+}
+
+// Coalesces many input changes into one recompute.
+void on_change(QWidget* owner, const std::vector<QWidget*>& inputs, const std::function<void()>& action) {
+  auto* timer = new QTimer(owner);
+  timer->setSingleShot(true);
+  timer->setInterval(0);  // coalesces the changes of one event-loop pass
+  QObject::connect(timer, &QTimer::timeout, owner, action);
+  for (QWidget* input : inputs) {
+    if (auto* s = qobject_cast<QSpinBox*>(input)) QObject::connect(s, &QSpinBox::valueChanged, timer, qOverload<>(&QTimer::start));
+    if (auto* d = qobject_cast<QDoubleSpinBox*>(input)) QObject::connect(d, &QDoubleSpinBox::valueChanged, timer, qOverload<>(&QTimer::start));
+    if (auto* c = qobject_cast<QComboBox*>(input)) QObject::connect(c, &QComboBox::currentIndexChanged, timer, qOverload<>(&QTimer::start));
+    if (auto* b = qobject_cast<QCheckBox*>(input)) QObject::connect(b, &QCheckBox::toggled, timer, qOverload<>(&QTimer::start));
+    if (auto* e = qobject_cast<QLineEdit*>(input)) QObject::connect(e, &QLineEdit::editingFinished, timer, qOverload<>(&QTimer::start));
+  }
+}
+
+QComboBox* hardware_combo() {
+  auto* combo = new QComboBox;
+  for (const auto& name : hardware_preset_names()) combo->addItem(QString::fromStdString(name));
+  combo->setCurrentText("h100");
+  return combo;
+}
+
+// ------------------------------------------------------------------ the model the views share
+
+struct ModelForm {
+  QSpinBox *layers, *d_model, *heads, *kv_heads, *ffn, *vocab, *seed, *block_size;
+  QDoubleSpinBox* query_std;
+  QLineEdit* tokens;
+  QLabel* source;
+  std::string directory;  // "" = random model
+
+  explicit ModelForm(QFormLayout* form) {
+    layers = spin(1, 64, 4);
+    d_model = spin(8, 1024, 64);
+    heads = spin(1, 64, 4);
+    kv_heads = spin(1, 64, 2);
+    ffn = spin(1, 4096, 172);
+    vocab = spin(2, 65536, 256);
+    seed = spin(0, 1'000'000, 1);
+    block_size = spin(1, 128, 2);
+    query_std = dspin(0, 10, 0.5, 3, 0.1);
+    tokens = new QLineEdit("1 7 42 7 99 3");
+    source = new QLabel("random model");
+    source->setWordWrap(true);
+    form->addRow("model", source);
+    form->addRow("layers", layers);
+    form->addRow("d_model", d_model);
+    form->addRow("heads", heads);
+    form->addRow("kv heads", kv_heads);
+    form->addRow("ffn", ffn);
+    form->addRow("vocab", vocab);
+    form->addRow("seed", seed);
+    form->addRow("query std", query_std);
+    form->addRow("block size S", block_size);
+    form->addRow("tokens", tokens);
+    query_std->setObjectName("query_std");
+    block_size->setObjectName("block_size");
+    tokens->setObjectName("tokens");
+  }
+  std::vector<QWidget*> inputs() const {
+    return {layers, d_model, heads, kv_heads, ffn, vocab, seed, block_size, query_std, tokens};
+  }
+  void use_directory(const std::string& dir) {
+    directory = dir;
+    source->setText(dir.empty() ? "random model" : QString::fromStdString("loaded: " + dir));
+    for (QWidget* w : {static_cast<QWidget*>(layers), static_cast<QWidget*>(d_model), static_cast<QWidget*>(heads),
+                       static_cast<QWidget*>(kv_heads), static_cast<QWidget*>(ffn), static_cast<QWidget*>(vocab),
+                       static_cast<QWidget*>(seed), static_cast<QWidget*>(query_std)}) {
+      w->setEnabled(dir.empty());
+    }
+  }
+  // Everything the worker thread needs, copied out of the widgets on the GUI thread.
+  struct Snapshot {
+    std::string directory;
+    ModelConfig config;
+    RandomModelOptions random;
+    int block_size;
+    std::string tokens;
+    ModelWeights<double> build() const {
+      return directory.empty() ? random_model(config, random) : load_model(directory);
+    }
+    std::vector<int> token_ids(const ModelConfig& model) const {
+      std::vector<int> ids;
+      std::string word;
+      for (char c : tokens + " ") {
+        if (c == ' ' || c == ',') {
+          if (!word.empty()) {
+            std::size_t used = 0;
+            int id = -1;
+            try {
+              id = std::stoi(word, &used);
+            } catch (const std::exception&) {
+            }
+            if (used != word.size() || id < 0 || id >= model.vocab_size) {
+              throw Error("tokens: '" + word + "' is not a token id in 0 .. " + std::to_string(model.vocab_size - 1));
+            }
+            ids.push_back(id);
+            word.clear();
+          }
+        } else {
+          word += c;
+        }
+      }
+      if (ids.empty()) throw Error("tokens: give at least one token id");
+      return ids;
+    }
+  };
+  Snapshot snapshot() const {
+    Snapshot s;
+    s.directory = directory;
+    s.config.num_hidden_layers = layers->value();
+    s.config.hidden_size = d_model->value();
+    s.config.num_attention_heads = heads->value();
+    s.config.num_key_value_heads = kv_heads->value();
+    s.config.intermediate_size = ffn->value();
+    s.config.vocab_size = vocab->value();
+    s.random.seed = static_cast<std::uint64_t>(seed->value());
+    s.random.query_std = query_std->value();
+    s.block_size = block_size->value();
+    s.tokens = tokens->text().toStdString();
+    return s;
+  }
+};
+
+std::vector<std::string> read_labels(const ForwardTrace& trace) {
+  std::vector<std::string> rows;
+  for (const auto& read : trace.reads) rows.push_back(read.read == trace.sublayers ? "final" : std::to_string(read.read + 1) + (read.read % 2 == 0 ? " attn" : " mlp"));
+  return rows;
+}
+
+// Rows = reads, columns = every source label seen; alpha of token `token` (-1: token mean).
+void fill_alpha_heatmap(HeatmapWidget* map, const std::string& title, const ForwardTrace& trace, int token) {
+  std::vector<std::string> columns;
+  for (const auto& read : trace.reads) {
+    for (const auto& source : read.sources) {
+      if (std::find(columns.begin(), columns.end(), source.label()) == columns.end()) columns.push_back(source.label());
+    }
+  }
+  std::stable_partition(columns.begin(), columns.end(), [](const std::string& l) { return l != "partial" && l != "zero"; });
+  std::vector<std::vector<double>> values;
+  for (const auto& read : trace.reads) {
+    std::vector<double> row(columns.size(), NAN);
+    for (std::size_t j = 0; j < read.sources.size(); ++j) {
+      const auto column = std::find(columns.begin(), columns.end(), read.sources[j].label()) - columns.begin();
+      row[static_cast<std::size_t>(column)] =
+          token < 0 ? read.alpha_mean(static_cast<Eigen::Index>(j)) : read.alpha(token, static_cast<Eigen::Index>(j));
+    }
+    values.push_back(std::move(row));
+  }
+  map->set_data(title, std::move(values), read_labels(trace), columns, 0.0, 1.0);
+}
+
+std::vector<std::vector<double>> rows_of(const Eigen::MatrixXd& m) {
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(m.rows()));
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    for (Eigen::Index c = 0; c < m.cols(); ++c) out[static_cast<std::size_t>(r)].push_back(m(r, c));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ cost explorer
+
+class CostView : public View {
+ public:
+  explicit CostView(const ViewHost& host) : View("cost", "Cost explorer", host) {
+    auto* inputs = new QWidget;
+    auto* form = new QFormLayout(inputs);
+    sublayers_ = spin(1, 100000, 128);
+    blocks_ = spin(1, 100000, 8);
+    d_model_ = spin(1, 1'000'000, 7168);
+    tokens_ = spin(1, 1'000'000'000, 131072);
+    batch_ = spin(1, 1'000'000, 1);
+    dtype_ = new QComboBox;
+    dtype_->addItems({"bf16", "fp16", "fp32", "fp8"});
+    pp_ = spin(1, 4096, 4);
+    vpp_ = spin(1, 64, 2);
+    streams_ = spin(1, 64, 4);
+    shards_ = spin(1, 1'000'000, 8);
+    chunk_ = spin(0, 1'000'000'000, 16384);
+    hardware_ = hardware_combo();
+    sweep_ = new QComboBox;
+    sweep_->addItem("(open a scenario to see its sweeps)");
+    form->addRow("sublayers L", sublayers_);
+    form->addRow("blocks N", blocks_);
+    form->addRow("width d", d_model_);
+    form->addRow("tokens T", tokens_);
+    form->addRow("batch B", batch_);
+    form->addRow("dtype", dtype_);
+    form->addRow("pipeline ranks P", pp_);
+    form->addRow("virtual stages V", vpp_);
+    form->addRow("mHC streams m", streams_);
+    form->addRow("sequence shards", shards_);
+    form->addRow("prefill chunk", chunk_);
+    form->addRow("hardware", hardware_);
+    form->addRow("scenario sweep", sweep_);
+    blocks_->setObjectName("blocks");
+    sublayers_->setObjectName("sublayers");
+    pp_->setObjectName("pp");
+    vpp_->setObjectName("vpp");
+    sweep_->setObjectName("scenario_sweep");
+    auto* content = new QWidget;
+    auto* grid = new QGridLayout(content);
+    for (int i = 0; i < 4; ++i) {
+      panels_.push_back(new ChartPanel);
+      grid->addWidget(panels_.back(), i / 2, i % 2);
+    }
+    scenario_panel_ = new ChartPanel;
+    scenario_panel_->setVisible(false);
+    grid->addWidget(scenario_panel_, 0, 0, 2, 2);
+    table_ = new QTableWidget;
+    table_->setColumnCount(3);
+    table_->setHorizontalHeaderLabels({"quantity", "value", "unit"});
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setMaximumHeight(150);
+    grid->addWidget(table_, 2, 0, 1, 2);
+    three_columns(this, inputs, content,
+                  "<h3>Cost explorer</h3><p><b>What you see.</b> Four costs of the residual mechanism against the "
+                  "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
+                  "long-context prefill memory and pipeline traffic. The dashed line marks your <i>N</i>; the "
+                  "orange dots are the paper's Fig. 6 losses (32-sublayer model, right axis).</p>"
+                  "<p><b>Formulas</b> (SPEC §3): standard 3d; Block two-phase (N/S + 5)d; Full two-phase "
+                  "(S + N)d; prefill b·N·T·d; naive pipeline C(C-1)/2·N<sub>p</sub>·d, cached "
+                  "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Try:</b> move N from 1 to L and watch Block "
+                  "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off.</p>");
+    on_change(this, {sublayers_, blocks_, d_model_, tokens_, batch_, dtype_, pp_, vpp_, streams_, shards_, chunk_, hardware_},
+              [this] { recompute(); });
+    QObject::connect(sweep_, &QComboBox::currentIndexChanged, this, [this] { show_scenario_sweep(); });
+  }
+
+  CostInputs inputs() const {
+    CostInputs in;
+    in.sublayers = sublayers_->value();
+    in.blocks = blocks_->value();
+    in.d_model = d_model_->value();
+    in.tokens = tokens_->value();
+    in.batch = batch_->value();
+    in.dtype = parse_dtype(dtype_->currentText().toStdString(), "dtype");
+    in.pp = pp_->value();
+    in.vpp = vpp_->value();
+    in.streams = streams_->value();
+    in.seq_shards = shards_->value();
+    in.chunk = chunk_->value();
+    return in;
+  }
+
+  void recompute() override {
+    CostInputs in = inputs();
+    if (auto problem = try_resolve_cost_inputs(in)) {
+      host_.show_error(problem->message);
+      return;
+    }
+    host_.clear_error();
+    // Every N that some equal block size produces.
+    std::vector<std::int64_t> ns;
+    for (std::int64_t s = in.sublayers; s >= 1; --s) {
+      const std::int64_t n = block_count(in.sublayers, s);
+      if (ns.empty() || ns.back() != n) ns.push_back(n);
+    }
+    auto sweep = [&](const std::string& id, const std::string& title, std::vector<std::string> metrics, bool log_y,
+                     bool overlay) {
+      SweepSpec spec;
+      spec.name = id;
+      spec.title = title;
+      spec.x = {"blocks", ns};
+      spec.metrics = std::move(metrics);
+      spec.log_x = true;
+      spec.log_y = log_y;
+      spec.overlay = overlay ? "paper_fig6" : "";
+      return sweep_chart(run_sweep(in, spec), in);
+    };
+    charts_ = {sweep("cost_io", "Residual I/O per sublayer against N",
+                     {"io_multiples_of_d.standard", "io_multiples_of_d.block_two_phase", "io_multiples_of_d.full_two_phase",
+                      "io_multiples_of_d.mhc"}, true, true),
+               sweep("cost_history", "Stored depth history against N",
+                     {"history_vectors_per_token.block", "history_vectors_per_token.full"}, true, false),
+               sweep("cost_prefill", "Prefill block history against N",
+                     {"prefill_history_gb.total", "prefill_history_gb.per_device", "prefill_history_gb.per_device_chunked"},
+                     true, false),
+               sweep("cost_pipeline", "Pipeline traffic against N",
+                     {"pipeline_exact_elements_per_token.naive", "pipeline_exact_elements_per_token.cached",
+                      "pipeline_exact_elements_per_token.cached_own"}, false, false)};
+    for (std::size_t i = 0; i < panels_.size(); ++i) panels_[i]->set_spec(charts_[i]);
+    // The current numbers, with units.
+    const CostReport report = evaluate_costs(in);
+    const Hardware hw = load_hardware(hardware_->currentText().toStdString());
+    const StackTime prefill = stack_time(in, {}, Phase::prefill, hw), decode = stack_time(in, {}, Phase::decode, hw);
+    const Evaluation evaluation{&report, &prefill, &decode, nullptr};
+    table_->setRowCount(0);
+    for (const auto& metric : cost_metrics()) {
+      if (metric.needs == CostMetric::Needs::pipeline) continue;
+      if (metric.key.find("reads_") != std::string::npos || metric.key.find("writes_") != std::string::npos) continue;
+      const int row = table_->rowCount();
+      table_->insertRow(row);
+      table_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(metric.key)));
+      table_->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(format_number(metric.value(evaluation)))));
+      table_->setItem(row, 2, new QTableWidgetItem(QString::fromStdString(metric.unit)));
+    }
+    table_->resizeColumnsToContents();
+  }
+
+  std::vector<ChartSpec> charts() const override {
+    std::vector<ChartSpec> all = charts_;
+    if (showing_scenario_) all.insert(all.begin(), scenario_panel_->spec());
+    return all;
+  }
+
+  void apply_scenario(const Scenario& s) override {
+    scenario_ = s;
+    if (s.has_model) {
+      const QSignalBlocker blockers[] = {QSignalBlocker(sublayers_), QSignalBlocker(blocks_), QSignalBlocker(d_model_),
+                                         QSignalBlocker(tokens_), QSignalBlocker(batch_), QSignalBlocker(pp_),
+                                         QSignalBlocker(vpp_), QSignalBlocker(streams_), QSignalBlocker(shards_),
+                                         QSignalBlocker(chunk_), QSignalBlocker(dtype_)};
+      sublayers_->setValue(static_cast<int>(s.inputs.sublayers));
+      blocks_->setValue(static_cast<int>(s.inputs.blocks));
+      d_model_->setValue(static_cast<int>(s.inputs.d_model));
+      tokens_->setValue(static_cast<int>(s.inputs.tokens));
+      batch_->setValue(static_cast<int>(s.inputs.batch));
+      dtype_->setCurrentText(QString::fromStdString(to_string(s.inputs.dtype)));
+      pp_->setValue(static_cast<int>(s.inputs.pp));
+      vpp_->setValue(static_cast<int>(s.inputs.vpp));
+      streams_->setValue(static_cast<int>(s.inputs.streams));
+      shards_->setValue(static_cast<int>(s.inputs.seq_shards));
+      chunk_->setValue(static_cast<int>(s.inputs.chunk));
+    }
+    {
+      const QSignalBlocker blocker(sweep_);
+      sweep_->clear();
+      sweep_->addItem("(none: the four charts)");
+      for (const auto& sweep : s.sweeps) sweep_->addItem(QString::fromStdString(sweep.name));
+    }
+    recompute();
+    show_scenario_sweep();
+  }
+
+  // The scenario's own sweep, drawn by the same core builder as `attnres report`.
+  void show_scenario_sweep() {
+    const int index = sweep_->currentIndex() - 1;
+    const bool show = scenario_ && index >= 0 && index < static_cast<int>(scenario_->sweeps.size());
+    showing_scenario_ = show;
+    scenario_panel_->setVisible(show);
+    for (auto* panel : panels_) panel->setVisible(!show);
+    if (!show) return;
+    try {
+      const auto& spec = scenario_->sweeps[static_cast<std::size_t>(index)];
+      scenario_panel_->set_spec(sweep_chart(run_sweep(scenario_->scenario_inputs(), spec), scenario_->scenario_inputs()));
+    } catch (const Error& error) {
+      host_.show_error(error.what());
+    }
+  }
+
+  QSpinBox* blocks_spin() const { return blocks_; }
+  const std::optional<Scenario>& scenario() const { return scenario_; }
+  std::string hardware() const { return hardware_->currentText().toStdString(); }
+
+ private:
+  QSpinBox *sublayers_, *blocks_, *d_model_, *tokens_, *batch_, *pp_, *vpp_, *streams_, *shards_, *chunk_;
+  QComboBox *dtype_, *hardware_, *sweep_;
+  std::vector<ChartPanel*> panels_;
+  ChartPanel* scenario_panel_;
+  QTableWidget* table_;
+  std::vector<ChartSpec> charts_;
+  std::optional<Scenario> scenario_;
+  bool showing_scenario_ = false;
+};
+
+// ------------------------------------------------------------------ views on a model
+
+class ModelView : public View {
+ public:
+  ModelView(std::string name, QString title, const ViewHost& host) : View(std::move(name), std::move(title), host) {}
+  void set_model_directory(const std::string& dir) override {
+    form_->use_directory(dir);
+    recompute();
+  }
+
+ protected:
+  QWidget* make_inputs(QFormLayout*& form) {
+    auto* inputs = new QWidget;
+    form = new QFormLayout(inputs);
+    form_ = std::make_unique<ModelForm>(form);
+    return inputs;
+  }
+  std::unique_ptr<ModelForm> form_;
+};
+
+class DepthAttentionView : public ModelView {
+ public:
+  explicit DepthAttentionView(const ViewHost& host) : ModelView("depth-attention", "Depth attention", host) {
+    QFormLayout* form = nullptr;
+    QWidget* inputs = make_inputs(form);
+    token_ = new QComboBox;
+    token_->setObjectName("token");
+    token_->addItem("mean over tokens");
+    form->addRow("token", token_);
+    auto* content = new QWidget;
+    auto* row = new QHBoxLayout(content);
+    full_ = new HeatmapWidget;
+    block_ = new HeatmapWidget;
+    row->addWidget(full_);
+    row->addWidget(block_);
+    three_columns(this, inputs, content,
+                  "<h3>Depth attention</h3><p><b>What you see.</b> The softmax weights α of every read (rows: "
+                  "the input of each sublayer, then the final read) over its sources (columns), for Full "
+                  "AttnRes (every earlier output v<sub>i</sub>) and Block AttnRes (embedding, completed blocks "
+                  "b<sub>n</sub>, the running partial sum). Grey: not a source of that read.</p>"
+                  "<p><b>Formula</b> (SPEC §2.2): α = softmax<sub>i</sub>(w<sub>l</sub>·KeyNorm(v<sub>i</sub>)); "
+                  "h<sub>l</sub> = Σ α v<sub>i</sub>. With zero queries every read is a plain mean.</p>"
+                  "<p><b>Try:</b> query std 0 (uniform rows), then 2 (sharp, input-dependent rows); pick a "
+                  "single token; set S = 1 and compare the two maps (they become equal).</p>");
+    std::vector<QWidget*> watched = form_->inputs();
+    on_change(this, watched, [this] { recompute(); });
+    QObject::connect(token_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+  }
+
+  void recompute() override {
+    const auto snapshot = form_->snapshot();
+    host_.run("forward passes (Full and Block AttnRes)", [this, snapshot]() -> std::function<void()> {
+      const auto model = snapshot.build();
+      const auto tokens = snapshot.token_ids(model.config);
+      ForwardOptions full, block;
+      full.mode = ResidualMode::full;
+      block.mode = ResidualMode::block;
+      block.block_size = std::min(snapshot.block_size, model.config.sublayers());
+      auto full_trace = forward(model, tokens, full).trace;
+      auto block_trace = forward(model, tokens, block).trace;
+      return [this, full_trace = std::move(full_trace), block_trace = std::move(block_trace), tokens]() mutable {
+        full_trace_ = std::move(full_trace);
+        block_trace_ = std::move(block_trace);
+        const QSignalBlocker blocker(token_);
+        const int keep = token_->currentIndex();
+        token_->clear();
+        token_->addItem("mean over tokens");
+        for (std::size_t t = 0; t < tokens.size(); ++t) {
+          token_->addItem(QString("token %1 (id %2)").arg(t).arg(tokens[t]));
+        }
+        token_->setCurrentIndex(keep < token_->count() ? std::max(0, keep) : 0);
+        redraw();
+      };
+    });
+  }
+
+  void redraw() {
+    const int token = token_->currentIndex() - 1;
+    const std::string which = token < 0 ? "mean over tokens" : "token " + std::to_string(token);
+    fill_alpha_heatmap(full_, "Full AttnRes: alpha (" + which + ")", full_trace_, token);
+    fill_alpha_heatmap(block_, "Block AttnRes, S = " + std::to_string(block_trace_.block_size) + ": alpha (" + which + ")",
+                       block_trace_, token);
+  }
+  std::vector<HeatmapWidget*> heatmaps() override { return {full_, block_}; }
+  HeatmapWidget* full_map() const { return full_; }
+  QComboBox* token_combo() const { return token_; }
+
+ private:
+  QComboBox* token_;
+  HeatmapWidget *full_, *block_;
+  ForwardTrace full_trace_, block_trace_;
+};
+
+class MagnitudesView : public ModelView {
+ public:
+  explicit MagnitudesView(const ViewHost& host) : ModelView("magnitudes", "Magnitudes by depth", host) {
+    QFormLayout* form = nullptr;
+    QWidget* inputs = make_inputs(form);
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    input_panel_ = new ChartPanel;
+    output_panel_ = new ChartPanel;
+    column->addWidget(input_panel_);
+    column->addWidget(output_panel_);
+    three_columns(this, inputs, content,
+                  "<h3>Magnitudes by depth</h3><p><b>What you see.</b> The RMS of each sublayer's input "
+                  "h<sub>l</sub> and output v<sub>l</sub> for the standard residual, Full and Block AttnRes on "
+                  "the same weights (the paper's Fig. 5b question).</p><p><b>Why.</b> The standard residual "
+                  "sums every output with weight one, so h<sub>l</sub> grows with depth and each new output "
+                  "matters less; AttnRes forms a convex combination, so the input stays on the scale of a "
+                  "single output.</p><p><b>Try:</b> more layers; query std 0 (means) against 1.</p>");
+    on_change(this, form_->inputs(), [this] { recompute(); });
+  }
+
+  void recompute() override {
+    const auto snapshot = form_->snapshot();
+    host_.run("forward passes (standard, Full, Block)", [this, snapshot]() -> std::function<void()> {
+      const auto model = snapshot.build();
+      const auto tokens = snapshot.token_ids(model.config);
+      ChartSpec inputs, outputs;
+      inputs.id = "magnitudes_input";
+      inputs.title = "RMS of each sublayer's input h_l";
+      outputs.id = "magnitudes_output";
+      outputs.title = "RMS of each sublayer's output v_l";
+      inputs.x_label = outputs.x_label = "sublayer l";
+      inputs.y_label = outputs.y_label = "RMS over tokens and channels";
+      inputs.log_y = outputs.log_y = true;
+      for (auto mode : {ResidualMode::standard, ResidualMode::full, ResidualMode::block}) {
+        ForwardOptions options;
+        options.mode = mode;
+        options.block_size = std::min(snapshot.block_size, model.config.sublayers());
+        options.record_mixing = false;
+        const auto trace = forward(model, tokens, options).trace;
+        const std::string name = mode == ResidualMode::block ? "Block AttnRes (S = " + std::to_string(*options.block_size) + ")"
+                                 : mode == ResidualMode::full ? "Full AttnRes" : "standard";
+        ChartSeries in{name, {}, ChartSeries::Style::line_and_points, false}, out = in;
+        for (std::size_t l = 0; l < trace.sublayer_input_rms.size(); ++l) {
+          in.points.emplace_back(static_cast<double>(l + 1), trace.sublayer_input_rms[l]);
+          out.points.emplace_back(static_cast<double>(l + 1), trace.sublayer_output_rms[l]);
+        }
+        inputs.series.push_back(in);
+        outputs.series.push_back(out);
+      }
+      return [this, inputs, outputs] {
+        input_panel_->set_spec(inputs);
+        output_panel_->set_spec(outputs);
+      };
+    });
+  }
+  std::vector<ChartSpec> charts() const override { return {input_panel_->spec(), output_panel_->spec()}; }
+
+ private:
+  ChartPanel *input_panel_, *output_panel_;
+};
+
+class DualityView : public ModelView {
+ public:
+  explicit DualityView(const ViewHost& host) : ModelView("duality", "Depth-sequence duality", host) {
+    QFormLayout* form = nullptr;
+    QWidget* inputs = make_inputs(form);
+    scheme_ = new QComboBox;
+    scheme_->addItems({"standard", "full", "block"});
+    scheme_->setCurrentText("full");
+    layer_ = spin(0, 63, 0);
+    head_ = spin(0, 63, 0);
+    form->addRow("depth scheme", scheme_);
+    form->addRow("sequence layer", layer_);
+    form->addRow("sequence head", head_);
+    auto* content = new QWidget;
+    auto* grid = new QGridLayout(content);
+    depth_ = new HeatmapWidget;
+    sequence_ = new HeatmapWidget;
+    running_ = new HeatmapWidget;
+    ranks_ = new ChartPanel;
+    grid->addWidget(depth_, 0, 0);
+    grid->addWidget(sequence_, 0, 1);
+    grid->addWidget(running_, 1, 0);
+    grid->addWidget(ranks_, 1, 1);
+    three_columns(this, inputs, content,
+                  "<h3>Depth and sequence are twins</h3><p><b>Depth.</b> h<sub>l</sub> = Σ M<sub>l,i</sub> "
+                  "v<sub>i</sub>: the standard residual's M is all ones below the diagonal, so every cut "
+                  "M[k:, :k] has rank 1 and a running sum (one state) suffices, exactly like an RNN or linear "
+                  "attention over a sequence. (m)HC widens that state to m streams: linear attention with a "
+                  "larger state. Full AttnRes gives every read its own softmax over all earlier outputs: "
+                  "softmax attention over depth, whose cuts can reach rank min(k, L+1-k). Block AttnRes sits "
+                  "between: ranks bounded by the number of blocks.</p><p><b>Sequence.</b> Right: the causal "
+                  "softmax attention of one head over the tokens (dense, high rank), and the running sum "
+                  "(rank 1), the sequence-side counterparts.</p><p><b>Chart.</b> The semiseparable rank at "
+                  "each cut (SVD, singular values above 1e-6 of the largest).</p>");
+    std::vector<QWidget*> watched = form_->inputs();
+    watched.insert(watched.end(), {scheme_, layer_, head_});
+    on_change(this, watched, [this] { recompute(); });
+  }
+
+  void recompute() override {
+    const auto snapshot = form_->snapshot();
+    const std::string scheme = scheme_->currentText().toStdString();
+    const int layer = layer_->value(), head = head_->value();
+    host_.run("mixing matrix and attention", [this, snapshot, scheme, layer, head]() -> std::function<void()> {
+      const auto model = snapshot.build();
+      const auto tokens = snapshot.token_ids(model.config);
+      ForwardOptions options;
+      options.mode = parse_residual_mode(scheme, "scheme");
+      options.block_size = std::min(snapshot.block_size, model.config.sublayers());
+      const auto trace = forward(model, tokens, options).trace;
+      const auto attention = attention_probabilities(model, std::min(layer, model.config.num_hidden_layers - 1),
+                                                     std::min(head, model.config.num_attention_heads - 1), tokens);
+      const auto T = attention.rows();
+      Eigen::MatrixXd running = Eigen::MatrixXd::Zero(T, T);
+      running.triangularView<Eigen::Lower>().setOnes();
+      const Eigen::MatrixXd attention_d = attention;
+      const auto attention_ranks = semiseparable_ranks(attention_d, 1e-6);
+      return [this, trace, attention_d, running, attention_ranks, scheme] {
+        const auto n = trace.mixing_mean.rows();
+        std::vector<std::string> reads, outputs, positions;
+        for (Eigen::Index i = 0; i < n; ++i) {
+          reads.push_back(i + 1 == n ? "final" : "h" + std::to_string(i + 1));
+          outputs.push_back(i == 0 ? "emb" : "v" + std::to_string(i));
+        }
+        for (Eigen::Index t = 0; t < attention_d.rows(); ++t) positions.push_back("t" + std::to_string(t));
+        depth_->set_data("depth mixing M (" + scheme + ", token mean)", rows_of(trace.mixing_mean), reads, outputs, 0.0,
+                         std::max(1.0, trace.mixing_mean.maxCoeff()));
+        sequence_->set_data("sequence: softmax attention of one head", rows_of(attention_d), positions, positions);
+        running_->set_data("sequence: running sum (RNN / linear attention)", rows_of(running), positions, positions);
+        ChartSpec chart;
+        chart.id = "duality_ranks";
+        chart.title = "Semiseparable rank at each cut";
+        chart.x_label = "cut k";
+        chart.y_label = "rank of M[k:, :k]";
+        ChartSeries depth{"depth M (" + scheme + ")", {}, ChartSeries::Style::line_and_points, false};
+        for (std::size_t k = 0; k < trace.semiseparable_rank.size(); ++k) depth.points.emplace_back(double(k + 1), trace.semiseparable_rank[k]);
+        ChartSeries sequence{"sequence attention", {}, ChartSeries::Style::line_and_points, false};
+        for (std::size_t k = 0; k < attention_ranks.size(); ++k) sequence.points.emplace_back(double(k + 1), attention_ranks[k]);
+        ChartSeries sum{"running sum", {}, ChartSeries::Style::line, false};
+        for (std::size_t k = 0; k < attention_ranks.size(); ++k) sum.points.emplace_back(double(k + 1), 1.0);
+        chart.series = {depth, sequence, sum};
+        ranks_->set_spec(chart);
+      };
+    });
+  }
+  std::vector<ChartSpec> charts() const override { return {ranks_->spec()}; }
+  std::vector<HeatmapWidget*> heatmaps() override { return {depth_, sequence_, running_}; }
+
+ private:
+  QComboBox* scheme_;
+  QSpinBox *layer_, *head_;
+  HeatmapWidget *depth_, *sequence_, *running_;
+  ChartPanel* ranks_;
+};
+
+// ------------------------------------------------------------------ pipeline
+
+class PipelineView : public View {
+ public:
+  explicit PipelineView(const ViewHost& host) : View("pipeline", "Pipeline schedule", host) {
+    auto* inputs = new QWidget;
+    auto* form = new QFormLayout(inputs);
+    sublayers_ = spin(1, 100000, 54);
+    block_size_ = spin(1, 100000, 6);
+    d_model_ = spin(1, 1'000'000, 2304);
+    tokens_ = spin(1, 10'000'000, 4096);
+    micro_ = spin(1, 1024, 1);
+    m_ = spin(1, 4096, 8);
+    pp_ = spin(1, 256, 4);
+    vpp_ = spin(1, 16, 2);
+    cache_ = new QComboBox;
+    cache_->addItems({"cached", "naive", "cached_own"});
+    hardware_ = hardware_combo();
+    bandwidth_ = dspin(0.1, 10000, 50, 1, 5);
+    bandwidth_->setObjectName("link_bandwidth");
+    overlap_ = new QCheckBox("transfers overlap compute");
+    overlap_->setChecked(true);
+    ideal_ = new QCheckBox("ideal links (free transfers)");
+    form->addRow("sublayers L", sublayers_);
+    form->addRow("block size S", block_size_);
+    form->addRow("width d", d_model_);
+    form->addRow("tokens T", tokens_);
+    form->addRow("micro-batch size", micro_);
+    form->addRow("micro-batches m", m_);
+    form->addRow("ranks P", pp_);
+    form->addRow("virtual stages V", vpp_);
+    form->addRow("history cache", cache_);
+    form->addRow("hardware", hardware_);
+    form->addRow("link GB/s", bandwidth_);
+    form->addRow(overlap_);
+    form->addRow(ideal_);
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    summary_ = new QLabel;
+    summary_->setWordWrap(true);
+    gantt_ = new GanttWidget;
+    memory_ = new ChartPanel;
+    column->addWidget(summary_);
+    column->addWidget(gantt_, 3);
+    column->addWidget(memory_, 2);
+    three_columns(this, inputs, content,
+                  "<h3>Does the AttnRes traffic hide?</h3><p><b>What you see.</b> One training iteration on "
+                  "every rank: forward (blue) and backward (orange) chunks, and the transfers of activations "
+                  "plus the AttnRes block history (thin bars). Below: each rank's live memory.</p>"
+                  "<p><b>Numbers.</b> The overhead compares the same schedule with the standard residual. "
+                  "Bubble: 1F1B (P-1)/m, interleaved (P-1)/(V·m) of the ideal time.</p><p><b>Try:</b> lower the "
+                  "link bandwidth until the overhead passes 4%; raise m; switch the cache to naive with V = 2; "
+                  "turn overlap off.</p>");
+    on_change(this, {sublayers_, block_size_, d_model_, tokens_, micro_, m_, pp_, vpp_, cache_, hardware_, bandwidth_,
+                     overlap_, ideal_},
+              [this] { recompute(); });
+  }
+
+  PipelineSettings settings() const {
+    PipelineSettings s;
+    CostInputs in;
+    in.sublayers = sublayers_->value();
+    in.block_size = block_size_->value();
+    in.d_model = d_model_->value();
+    in.tokens = tokens_->value();
+    in.batch = micro_->value();
+    in.pp = pp_->value();
+    in.vpp = vpp_->value();
+    s.model = resolve_cost_inputs(in);
+    s.microbatches = m_->value();
+    s.schedule = in.vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+    s.cache = parse_cache_policy(cache_->currentText().toStdString(), "cache");
+    s.hardware = load_hardware(hardware_->currentText().toStdString());
+    s.link_bandwidth = bandwidth_->value() * 1e9;
+    s.overlap = overlap_->isChecked();
+    s.ideal_links = ideal_->isChecked();
+    return s;
+  }
+
+  void recompute() override {
+    PipelineSettings s;
+    try {
+      s = settings();
+    } catch (const Error& error) {
+      host_.show_error(error.what());
+      return;
+    }
+    host_.run("pipeline simulation", [this, s]() -> std::function<void()> {
+      const PipelineReport report = evaluate_pipeline(s);
+      const ChartSpec gantt = pipeline_gantt_chart(report), memory = pipeline_memory_chart(report);
+      const QString summary = QString("<b>iteration</b> %1 ms (standard %2 ms) &nbsp; <b>AttnRes overhead</b> %3% "
+                                      "&nbsp; <b>bubble</b> %4% (closed form %5%) &nbsp; <b>exposed comm</b> %6 ms "
+                                      "&nbsp; <b>peak memory/rank</b> %7 GB")
+                                  .arg(report.iteration_time_s * 1e3, 0, 'g', 4)
+                                  .arg(report.standard.iteration_seconds * 1e3, 0, 'g', 4)
+                                  .arg(report.attnres_overhead_fraction * 100, 0, 'f', 2)
+                                  .arg(report.bubble_fraction * 100, 0, 'f', 2)
+                                  .arg(report.closed_form_bubble * 100, 0, 'f', 2)
+                                  .arg(report.exposed_comm_s * 1e3, 0, 'g', 4)
+                                  .arg(report.peak_memory_bytes_per_rank / 1e9, 0, 'g', 4);
+      return [this, gantt, memory, summary] {
+        gantt_->set_spec(gantt);
+        memory_->set_spec(memory);
+        summary_->setText(summary);
+      };
+    });
+  }
+  std::vector<ChartSpec> charts() const override { return {gantt_->spec(), memory_->spec()}; }
+  void apply_scenario(const Scenario& s) override {
+    if (!s.has_model) return;
+    const QSignalBlocker b1(sublayers_), b2(block_size_), b3(d_model_), b4(tokens_), b5(pp_), b6(vpp_), b7(m_), b8(micro_);
+    sublayers_->setValue(static_cast<int>(s.inputs.sublayers));
+    block_size_->setValue(static_cast<int>(s.inputs.block_size));
+    d_model_->setValue(static_cast<int>(s.inputs.d_model));
+    tokens_->setValue(static_cast<int>(s.inputs.tokens));
+    micro_->setValue(static_cast<int>(s.inputs.batch));
+    pp_->setValue(static_cast<int>(s.inputs.pp));
+    vpp_->setValue(static_cast<int>(s.inputs.vpp));
+    if (s.pipeline) m_->setValue(s.pipeline->microbatches);
+    recompute();
+  }
+
+ private:
+  QSpinBox *sublayers_, *block_size_, *d_model_, *tokens_, *micro_, *m_, *pp_, *vpp_;
+  QComboBox *cache_, *hardware_;
+  QDoubleSpinBox* bandwidth_;
+  QCheckBox *overlap_, *ideal_;
+  QLabel* summary_;
+  GanttWidget* gantt_;
+  ChartPanel* memory_;
+};
+
+// ------------------------------------------------------------------ scaling law
+
+class ScalingView : public View {
+ public:
+  explicit ScalingView(const ViewHost& host) : View("scaling", "Scaling law", host) {
+    auto* inputs = new QWidget;
+    auto* form = new QFormLayout(inputs);
+    target_ = dspin(1.0, 3.0, 1.695, 3, 0.005);
+    target_->setObjectName("target_loss");
+    from_ = dspin(0.5, 3.0, 1.60, 3, 0.01);
+    to_ = dspin(0.5, 3.0, 1.90, 3, 0.01);
+    form->addRow("target loss", target_);
+    form->addRow("curve from", from_);
+    form->addRow("curve to", to_);
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    loss_ = new ChartPanel;
+    multiplier_ = new ChartPanel;
+    table_ = new QTableWidget;
+    table_->setMaximumHeight(130);
+    column->addWidget(loss_);
+    column->addWidget(multiplier_);
+    column->addWidget(table_);
+    three_columns(this, inputs, content,
+                  "<h3>Scaling law</h3><p><b>What you see.</b> The paper's fits loss = A·C<sup>-a</sup> (C in "
+                  "PFLOP/s-days): baseline 1.891·C<sup>-0.057</sup>, Block 1.870·C<sup>-0.058</sup>, Full "
+                  "1.865·C<sup>-0.057</sup>; and the compute multiplier, baseline compute / scheme compute at "
+                  "the same loss.</p><p><b>Reading it.</b> Near loss 1.69-1.70 Block AttnRes is worth about "
+                  "1.25x compute. The fits come from five model sizes; outside that range they are "
+                  "extrapolations.</p>");
+    on_change(this, {target_, from_, to_}, [this] { recompute(); });
+  }
+  void recompute() override {
+    if (!(from_->value() < to_->value())) {
+      host_.show_error("scaling: the curve needs from < to");
+      return;
+    }
+    host_.clear_error();
+    Report report;
+    add_scaling_section({target_->value(), from_->value(), to_->value()}, report);
+    loss_->set_spec(report.charts[0]);
+    multiplier_->set_spec(report.charts[1]);
+    const ReportTable& fits = report.tables[0];
+    table_->setColumnCount(static_cast<int>(fits.header.size()));
+    table_->setRowCount(static_cast<int>(fits.rows.size()));
+    QStringList header;
+    for (const auto& h : fits.header) header << QString::fromStdString(h);
+    table_->setHorizontalHeaderLabels(header);
+    for (std::size_t r = 0; r < fits.rows.size(); ++r) {
+      for (std::size_t c = 0; c < fits.rows[r].size(); ++c) {
+        table_->setItem(static_cast<int>(r), static_cast<int>(c), new QTableWidgetItem(QString::fromStdString(fits.rows[r][c])));
+      }
+    }
+    table_->resizeColumnsToContents();
+  }
+  std::vector<ChartSpec> charts() const override { return {loss_->spec(), multiplier_->spec()}; }
+  void apply_scenario(const Scenario& s) override {
+    const QSignalBlocker b1(target_), b2(from_), b3(to_);
+    target_->setValue(s.scaling.target_loss);
+    from_->setValue(s.scaling.loss_from);
+    to_->setValue(s.scaling.loss_to);
+    recompute();
+  }
+  ScenarioScaling scaling() const { return {target_->value(), from_->value(), to_->value()}; }
+
+ private:
+  QDoubleSpinBox *target_, *from_, *to_;
+  ChartPanel *loss_, *multiplier_;
+  QTableWidget* table_;
+};
+
+}  // namespace
+
+std::vector<View*> make_views(const ViewHost& host, QWidget* parent) {
+  std::vector<View*> views = {new CostView(host),      new DepthAttentionView(host), new MagnitudesView(host),
+                              new PipelineView(host),  new DualityView(host),        new ScalingView(host)};
+  for (View* view : views) view->setParent(parent);
+  return views;
+}
+
+Scenario scenario_from_views(const std::vector<View*>& views) {
+  Scenario s;
+  s.source = "attnres-lab";
+  s.title = "Saved from attnres-lab";
+  s.sections = {"io", "history", "prefill", "pipeline", "boundaries", "flops", "scaling"};
+  for (View* view : views) {
+    if (auto* cost = dynamic_cast<CostView*>(view)) {
+      if (cost->scenario()) s = *cost->scenario();
+      s.inputs = resolve_cost_inputs(cost->inputs());
+      s.has_model = true;
+    }
+  }
+  for (View* view : views) {
+    if (auto* scaling = dynamic_cast<ScalingView*>(view)) s.scaling = scaling->scaling();
+  }
+  return s;
+}
+
+}  // namespace attnres::gui

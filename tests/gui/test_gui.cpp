@@ -1,0 +1,211 @@
+// Headless tests of attnres-lab (offscreen platform, set before the application exists).
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QSpinBox>
+#include <QThreadPool>
+#include <cstdlib>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/colormap.hpp"
+#include "attnres/model.hpp"
+#include "attnres/report.hpp"
+#include "main_window.hpp"
+#include "test_support.hpp"
+
+namespace attnres::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+void settle() {
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+}
+
+TEST(Gui, EveryViewBuildsAndDraws) {
+  MainWindow window(true);
+  window.recompute_all();
+  std::vector<std::string> names;
+  for (View* view : window.views()) names.push_back(view->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"cost", "depth-attention", "magnitudes", "pipeline", "duality", "scaling"}));
+  for (View* view : window.views()) {
+    window.show_view(view->name());
+    EXPECT_EQ(window.current_view(), view);
+    EXPECT_FALSE(window.export_titles().empty()) << view->name();
+  }
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, ChangingBlocksMovesTheCostChartsMarker) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->recompute();
+  EXPECT_EQ(cost->charts().front().marker_x, 8.0);
+  auto* blocks = cost->findChild<QSpinBox*>("blocks");
+  ASSERT_NE(blocks, nullptr);
+  blocks->setValue(16);
+  settle();  // the change is applied on the next event-loop pass
+  EXPECT_EQ(cost->charts().front().marker_x, 16.0);
+  // An impossible setting shows the engine's message and keeps the last charts.
+  blocks->setValue(200);
+  settle();
+  EXPECT_NE(window.error_text().find("blocks N = 200 exceeds L = 128"), std::string::npos) << window.error_text();
+  EXPECT_EQ(cost->charts().front().marker_x, 16.0);
+}
+
+TEST(Gui, HeatmapCellCentreHasTheColormapColourOfItsValue) {
+  HeatmapWidget map;
+  map.resize(420, 320);
+  map.set_data("t", {{0.0, 0.25, 0.5}, {0.75, 1.0, NAN}}, {"r0", "r1"}, {"c0", "c1", "c2"}, 0.0, 1.0);
+  const QImage image = map.grab().toImage();
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      const QPointF centre = map.cell_center(r, c);
+      const QColor pixel = image.pixelColor(centre.toPoint());
+      const double v = map.values()[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)];
+      const Rgb expected = viridis(v);
+      EXPECT_EQ(pixel.red(), expected.r) << r << "," << c;
+      EXPECT_EQ(pixel.green(), expected.g) << r << "," << c;
+      EXPECT_EQ(pixel.blue(), expected.b) << r << "," << c;
+      EXPECT_EQ(map.cell_at(centre), std::make_pair(r, c));
+    }
+  }
+  EXPECT_EQ(viridis(0.0), (Rgb{68, 1, 84}));
+  EXPECT_EQ(viridis(1.0), (Rgb{253, 231, 37}));
+  EXPECT_EQ(map.csv(), "row,c0,c1,c2\nr0,0,0.25,0.5\nr1,0.75,1,\n");
+}
+
+TEST(Gui, BadScenarioShowsTheCliMessageAndTheWindowKeepsWorking) {
+  test::TempDir dir;
+  write_file_atomically(dir / "bad.toml", "[model]\nsublayers = 8\nd_model = 16\nblocks = 12\n");
+  MainWindow window(true);
+  window.recompute_all();
+  EXPECT_FALSE(window.open_scenario(dir / "bad.toml"));
+  EXPECT_NE(window.error_text().find("bad.toml:4:10: blocks N = 12 exceeds L = 8 sublayers"), std::string::npos)
+      << window.error_text();
+  EXPECT_TRUE(window.open_scenario(fs::path(ATTNRES_SCENARIOS_DIR) / "paper-table1.toml"));
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_EQ(window.view("cost")->findChild<QSpinBox*>("sublayers")->value(), 128);
+  EXPECT_FALSE(window.open_model(dir / "no-model"));
+  EXPECT_NE(window.error_text().find("no-model"), std::string::npos);
+}
+
+TEST(Gui, GuiAndCliDrawTheSameChartFromTheSameScenario) {
+  const fs::path path = fs::path(ATTNRES_SCENARIOS_DIR) / "block-size-tradeoff.toml";
+  MainWindow window(true);
+  ASSERT_TRUE(window.open_scenario(path));
+  View* cost = window.view("cost");
+  auto* sweep = cost->findChild<QComboBox*>("scenario_sweep");
+  ASSERT_NE(sweep, nullptr);
+  ASSERT_EQ(sweep->count(), 4);  // "(none)" + three sweeps
+  sweep->setCurrentIndex(1);
+  settle();
+  const ChartSpec gui = cost->charts().front();
+  const Report report = build_report(load_scenario(path));
+  const ChartSpec* cli = nullptr;
+  for (const auto& chart : report.charts) {
+    if (chart.id == "tradeoff_io") cli = &chart;
+  }
+  ASSERT_NE(cli, nullptr);
+  EXPECT_EQ(gui.title, cli->title);
+  ASSERT_EQ(gui.series.size(), cli->series.size());
+  for (std::size_t i = 0; i < gui.series.size(); ++i) {
+    EXPECT_EQ(gui.series[i].name, cli->series[i].name);
+    EXPECT_EQ(gui.series[i].points, cli->series[i].points);
+  }
+}
+
+TEST(Gui, ExportsChartsHeatmapsAndData) {
+  test::TempDir dir;
+  MainWindow window(true);
+  window.recompute_all();
+  window.show_view("depth-attention");
+  const auto titles = window.export_titles();
+  ASSERT_EQ(titles.size(), 2u);  // the two heatmaps
+  EXPECT_TRUE(window.export_chart(0, dir / "full.png"));
+  EXPECT_TRUE(window.export_chart(1, dir / "block.svg"));
+  EXPECT_TRUE(window.export_data(0, dir / "full.csv"));
+  EXPECT_FALSE(QImage(QString::fromStdString((dir / "full.png").string())).isNull());
+  EXPECT_NE(read_file(dir / "block.svg").find("<svg"), std::string::npos);
+  EXPECT_EQ(read_file(dir / "full.csv").rfind("row,emb,v1", 0), 0u);
+  window.show_view("scaling");
+  EXPECT_TRUE(window.export_chart(0, dir / "loss.svg"));
+  EXPECT_TRUE(window.export_data(1, dir / "multiplier.csv"));
+  EXPECT_EQ(read_file(dir / "multiplier.csv").rfind("series,x,y\n\"Block AttnRes\"", 0), 0u);
+  EXPECT_FALSE(window.export_chart(0, dir / "loss.jpg"));
+  EXPECT_NE(window.error_text().find("must end in .png or .svg"), std::string::npos);
+}
+
+TEST(Gui, DepthAttentionFollowsTheTokenChoiceAndALoadedModel) {
+  test::TempDir dir;
+  ModelConfig config;
+  config.hidden_size = 16;
+  config.num_hidden_layers = 2;
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 2;
+  config.intermediate_size = 24;
+  config.vocab_size = 300;
+  save_model(random_model(config, {.seed = 5, .query_std = 1.0}), dir / "m");
+  MainWindow window(true);
+  ASSERT_TRUE(window.open_model(dir / "m"));
+  View* depth = window.view("depth-attention");
+  auto* token = depth->findChild<QComboBox*>("token");
+  ASSERT_EQ(token->count(), 7);  // mean + six tokens
+  const auto maps = depth->heatmaps();
+  EXPECT_EQ(maps[0]->values().size(), 5u);  // L + 1 = 5 reads for 2 layers
+  for (const auto& row : maps[0]->values()) {
+    double sum = 0;
+    for (double v : row) sum += std::isnan(v) ? 0 : v;
+    EXPECT_NEAR(sum, 1.0, 1e-12);
+  }
+  const auto mean = maps[0]->values();
+  token->setCurrentIndex(3);
+  EXPECT_NE(maps[0]->values(), mean);
+}
+
+TEST(Gui, CancelledBackgroundWorkIsDiscarded) {
+  MainWindow window(false);
+  bool applied = false;
+  window.run("test work", [&]() -> std::function<void()> { return [&] { applied = true; }; });
+  window.cancel_background();
+  QThreadPool::globalInstance()->waitForDone();
+  settle();
+  EXPECT_FALSE(applied);
+  window.run("test work", [&]() -> std::function<void()> { return [&] { applied = true; }; });
+  QThreadPool::globalInstance()->waitForDone();
+  settle();
+  EXPECT_TRUE(applied);
+}
+
+TEST(Gui, ScreenshotOfEveryViewIsNotBlank) {
+  test::TempDir dir;
+  for (const char* view : {"cost", "depth-attention", "magnitudes", "pipeline", "duality", "scaling"}) {
+    const fs::path png = dir / (std::string(view) + ".png");
+    const std::string command = "QT_QPA_PLATFORM=offscreen " + std::string(ATTNRES_GUI_BINARY) + " --view " + view +
+                                " --screenshot " + png.string() + " > " + (dir / "log.txt").string() + " 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << view << ": " << read_file(dir / "log.txt");
+    const QImage image(QString::fromStdString(png.string()));
+    ASSERT_FALSE(image.isNull()) << view;
+    EXPECT_EQ(image.size(), QSize(1400, 900));
+    std::set<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 9) {
+      for (int x = 0; x < image.width(); x += 9) colours.insert(image.pixel(x, y));
+    }
+    EXPECT_GT(colours.size(), 20u) << view << " looks blank";
+  }
+  const std::string bad = std::string(ATTNRES_GUI_BINARY) + " --view nowhere --screenshot x.png > /dev/null 2>&1";
+  const int status = std::system(("QT_QPA_PLATFORM=offscreen " + bad).c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+}
+
+}  // namespace
+}  // namespace attnres::gui
+
+int main(int argc, char** argv) {
+  qputenv("QT_QPA_PLATFORM", "offscreen");  // before the application exists
+  QApplication app(argc, argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
