@@ -35,6 +35,26 @@ std::vector<int> semiseparable_ranks(const Eigen::MatrixXd& mixing, double toler
 
 namespace {
 
+// A NaN or Inf is reported where it first appears instead of flowing into the output.
+template <typename Scalar>
+void require_finite(const Matrix<Scalar>& x, const std::string& what) {
+  if (x.allFinite()) return;
+  Eigen::Index row = 0, col = 0;
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    for (Eigen::Index c = 0; c < x.cols(); ++c) {
+      if (!std::isfinite(static_cast<double>(x(r, c)))) {
+        row = r;
+        col = c;
+        r = x.rows();
+        break;
+      }
+    }
+  }
+  throw Error("forward: a non-finite value (" + std::to_string(static_cast<double>(x(row, col))) +
+              ") first appeared in " + what + " at token " + std::to_string(row) + ", channel " +
+              std::to_string(col) + (sizeof(Scalar) == 4 ? " (try --precision f64)" : ""));
+}
+
 template <typename Scalar>
 double rms_of(const Matrix<Scalar>& x) {
   return std::sqrt(x.template cast<double>().array().square().mean());
@@ -131,14 +151,17 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
   for (Eigen::Index t = 0; t < T; ++t) {
     embedding.row(t) = model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
   }
+  require_finite(embedding, "the token embedding v_0");
   state.outputs.push_back(embedding);
   state.blocks.push_back(embedding);
   state.zero = Matrix<Scalar>::Zero(T, d);
   state.partial = state.zero;
 
   auto run_sublayer = [&](int sublayer, const Matrix<Scalar>& h) {
+    require_finite(h, "the input h of " + read_target_name(sublayer, L));
     trace.sublayer_input_rms.push_back(rms_of(h));
     Matrix<Scalar> v = sublayer_forward(model, sublayer, h, rope);  // (T, d)
+    require_finite(v, "the output v of " + read_target_name(sublayer, L));
     trace.sublayer_output_rms.push_back(rms_of(v));
     return v;
   };
@@ -236,9 +259,10 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
     }
   }
 
-  const auto& final_norm_input = result.hidden_final;
-  result.logits = rms_norm(final_norm_input, model.norm, static_cast<Scalar>(config.rms_norm_eps)) *
+  require_finite(result.hidden_final, "the final read's output");
+  result.logits = rms_norm(result.hidden_final, model.norm, static_cast<Scalar>(config.rms_norm_eps)) *
                   model.lm_head.transpose();  // (T, vocab)
+  require_finite(result.logits, "the logits");
 
   if (options.record_mixing) {
     const Eigen::Index n = L + 1;

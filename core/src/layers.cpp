@@ -9,8 +9,7 @@ namespace attnres {
 
 template <typename Scalar>
 Matrix<Scalar> rms_norm(const Matrix<Scalar>& x, const Vector<Scalar>& gain, Scalar eps) {
-  const Vector<Scalar> inv_rms =
-      ((x.array().square().rowwise().mean() + eps).sqrt().inverse()).matrix();  // (T)
+  const Vector<Scalar> inv_rms = row_inverse_rms(x, eps);  // (T)
   return (x.array().colwise() * inv_rms.array()).rowwise() * gain.transpose().array();
 }
 

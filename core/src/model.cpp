@@ -1,6 +1,8 @@
 #include "attnres/model.hpp"
 
 #include <cmath>
+#include <fstream>
+#include <limits>
 #include <map>
 #include <numbers>
 #include <random>
@@ -142,6 +144,47 @@ ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOp
   return model;
 }
 
+std::uint64_t available_memory_bytes() {
+  // MemAvailable from /proc/meminfo (Linux); without it, assume there is no limit to check.
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kilobytes = 0;
+  std::string unit;
+  while (meminfo >> key >> kilobytes >> unit) {
+    if (key == "MemAvailable:") return kilobytes * 1024;
+  }
+  return std::numeric_limits<std::uint64_t>::max();
+}
+
+std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::string& where) {
+  // Every tensor of allocate_model, with checked arithmetic: huge configs must not overflow.
+  const auto d = static_cast<std::uint64_t>(config.hidden_size);
+  const auto heads = static_cast<std::uint64_t>(config.num_attention_heads);
+  const auto kv = static_cast<std::uint64_t>(config.num_key_value_heads);
+  const auto ffn = static_cast<std::uint64_t>(config.intermediate_size);
+  const auto vocab = static_cast<std::uint64_t>(config.vocab_size);
+  const auto layers = static_cast<std::uint64_t>(config.num_hidden_layers);
+  const std::uint64_t head_dim = d / heads;
+  std::uint64_t total = 0;
+  auto add = [&](std::uint64_t a, std::uint64_t b, std::uint64_t times = 1) {
+    std::uint64_t product = 0;
+    if (__builtin_mul_overflow(a, b, &product) || __builtin_mul_overflow(product, times, &product) ||
+        __builtin_add_overflow(total, product, &total)) {
+      throw Error(where + ": the model described is too large (its size overflows 64 bits)");
+    }
+  };
+  add(vocab, d, 2);                                   // embedding, LM head
+  add(d, heads * head_dim + 2 * kv * head_dim + heads * head_dim, layers);  // q, k, v, o
+  add(d, 3 * ffn, layers);                            // gate, up, down
+  add(d, 8, layers);                                  // norms, queries, key-norm gains
+  add(d, 3);                                          // final norm, final read
+  std::uint64_t bytes = 0;
+  if (__builtin_mul_overflow(total, std::uint64_t{sizeof(double)}, &bytes)) {
+    throw Error(where + ": the model described is too large (its size overflows 64 bits)");
+  }
+  return bytes;
+}
+
 ModelWeights<double> load_model(const fs::path& directory) {
   const fs::path config_path = directory / "config.json";
   const fs::path weights_path = directory / "model.safetensors";
@@ -149,6 +192,17 @@ ModelWeights<double> load_model(const fs::path& directory) {
     throw Error("model directory '" + directory.string() + "' does not exist");
   }
   const ModelConfig config = parse_model_config(read_file(config_path), config_path.string());
+  // Refuse before allocating anything: the weights as float64 plus the file itself must fit.
+  const std::uint64_t needed = model_bytes_as_float64(config, config_path.string());
+  std::error_code size_error;
+  const std::uint64_t file_bytes = fs::file_size(weights_path, size_error);
+  const std::uint64_t available = available_memory_bytes();
+  if (needed > available || (!size_error && file_bytes > available - std::min(available, needed))) {
+    throw Error(config_path.string() + ": the shapes it declares need " + std::to_string(needed / 1000000) +
+                " MB as float64 (plus " + std::to_string(size_error ? 0 : file_bytes / 1000000) +
+                " MB of file), but only " + std::to_string(available / 1000000) +
+                " MB of memory is available; refusing to load");
+  }
   const SafetensorsFile file = SafetensorsFile::read(weights_path);
   const std::string source = weights_path.string();
 

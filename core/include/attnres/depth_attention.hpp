@@ -26,8 +26,7 @@ template <typename Scalar>
 Matrix<Scalar> key_norm(const Matrix<Scalar>& x,      // (T, d)
                         const Vector<Scalar>& gain,   // (d)
                         Scalar eps) {
-  const Vector<Scalar> inv_rms =
-      ((x.array().square().rowwise().mean() + eps).sqrt().inverse()).matrix();  // (T)
+  const Vector<Scalar> inv_rms = row_inverse_rms(x, eps);  // (T)
   return (x.array().colwise() * inv_rms.array()).rowwise() * gain.transpose().array();
 }
 
@@ -35,7 +34,7 @@ Matrix<Scalar> key_norm(const Matrix<Scalar>& x,      // (T, d)
 // shared by every read that sees this source.
 template <typename Scalar>
 Vector<Scalar> key_inverse_rms(const Matrix<Scalar>& x, Scalar eps) {  // x: (T, d) -> (T)
-  return ((x.array().square().rowwise().mean() + eps).sqrt().inverse()).matrix();
+  return row_inverse_rms(x, eps);
 }
 
 // Reference read. sources: n pointers to (T, d) values. Writes h (T, d) and, when alpha is not

@@ -99,8 +99,14 @@ struct RandomModelOptions {
 // are rounded to float so that saving as F32 and loading back is exact.
 ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOptions& options);
 
+// Memory the weights of `config` need as float64, with checked arithmetic (throws attnres::Error
+// naming `where` when the size does not fit 64 bits), and the memory available now.
+std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::string& where);
+std::uint64_t available_memory_bytes();
+
 // Loads DIR/config.json and DIR/model.safetensors, validating every tensor's presence, shape and
-// finiteness. Errors name the file and the tensor.
+// finiteness. Errors name the file and the tensor. A model whose declared shapes need more memory
+// than is available is refused before anything is allocated.
 ModelWeights<double> load_model(const std::filesystem::path& directory);
 // Writes DIR/config.json and DIR/model.safetensors (F32), each atomically; creates DIR.
 void save_model(const ModelWeights<double>& model, const std::filesystem::path& directory);
