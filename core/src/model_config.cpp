@@ -107,7 +107,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e3060
     throw Error(source + ": not valid JSON (" + error.what() + ")");
   }
   if (!root.is_object()) throw Error(source + ": expected a JSON object at the top level");

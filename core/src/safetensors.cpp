@@ -128,7 +128,7 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
   json header;
   try {
     header = json::parse(header_text, watch_duplicates);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e3060
     throw Error(source + ": header is not valid JSON (" + error.what() + ")");
   }
   if (!duplicate.empty()) throw Error(source + ": duplicate tensor name '" + duplicate + "'");

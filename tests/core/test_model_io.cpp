@@ -99,6 +99,9 @@ TEST(ModelConfig, RejectsInconsistentShapesWithTheKeyName) {
                           {"missing key 'hidden_size'"});
   expect_error_containing([&] { parse_model_config("{\"hidden_size\": 8,", "c.json"); },
                           {"c.json", "not valid JSON"});
+  // Fuzzing found this: a number too large for a double is out_of_range in nlohmann/json.
+  expect_error_containing([&] { parse_model_config("{\"attn_res\": {\"key_norm_eps\": 1e3060}}", "c.json"); },
+                          {"c.json", "not valid JSON", "number overflow"});
 }
 
 TEST(RandomModel, SameSeedSameWeightsOtherSeedOtherWeights) {

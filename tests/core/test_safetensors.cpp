@@ -89,6 +89,12 @@ TEST(Safetensors, RejectsHeaderLongerThanTheFile) {
 
 TEST(Safetensors, RejectsInvalidJson) { expect_rejected(make_file("{not json"), "not valid JSON"); }
 
+TEST(Safetensors, RejectsNumbersThatOverflowInTheHeader) {
+  // Fuzzing found this: nlohmann/json reports it as out_of_range, not parse_error.
+  expect_rejected(make_file(R"({"t":{"dtype":"F32","shape":[11111e1131111110],"data_offsets":[0,4]}})"),
+                  "not valid JSON");
+}
+
 TEST(Safetensors, RejectsNonObjectHeader) { expect_rejected(make_file("[1,2]"), "JSON object"); }
 
 TEST(Safetensors, RejectsUnknownDtype) {
