@@ -5,6 +5,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,18 @@ struct UsageError : std::exception {
   const char* what() const noexcept override { return message.c_str(); }
   std::string message;
 };
+
+// Runs `parse`, turning an attnres::Error into a UsageError (for values of flags).
+template <typename Parse>
+auto parse_flag_value(Parse parse) {
+  try {
+    return parse();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::runtime_error& error) {
+    throw UsageError(error.what());
+  }
+}
 
 // "1 2 3", "1,2,3" or "1, 2, 3" -> ids; throws UsageError naming the flag otherwise.
 std::vector<int> parse_token_ids(const std::string& text, const std::string& flag);

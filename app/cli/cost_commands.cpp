@@ -73,11 +73,7 @@ struct InputFlags {
         ("chunk", po::value(&inputs.chunk)->default_value(0), "chunked-prefill length (0: none)");
   }
   CostInputs resolved() {
-    try {
-      inputs.dtype = parse_dtype(dtype, "--dtype");
-    } catch (const Error& error) {
-      throw UsageError(error.what());
-    }
+    inputs.dtype = parse_flag_value([&] { return parse_dtype(dtype, "--dtype"); });
     try {
       return resolve_cost_inputs(inputs);
     } catch (const CostInputError& error) {
@@ -339,16 +335,7 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   po::notify(values);
   require_format(format, {"table", "json"});
   settings.model = flags.resolved();
-  auto as_usage = [](const auto& action) {
-    try {
-      action();
-    } catch (const UsageError&) {
-      throw;
-    } catch (const Error& error) {
-      throw UsageError(error.what());
-    }
-  };
-  as_usage([&] {
+  parse_flag_value([&] {
     settings.schedule = values.count("schedule") ? parse_pipeline_schedule(schedule, "--schedule")
                         : settings.model.vpp > 1 ? PipelineSchedule::interleaved
                                                  : PipelineSchedule::one_f_one_b;
@@ -379,7 +366,7 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   settings.record_timeline = format == "table";
   PipelineReport pipeline;
-  as_usage([&] { pipeline = evaluate_pipeline(settings); });
+  parse_flag_value([&] { pipeline = evaluate_pipeline(settings); });
   const StackTime prefill = stack_time(settings.model, settings.moe, Phase::prefill, settings.hardware);
   const StackTime decode = stack_time(settings.model, settings.moe, Phase::decode, settings.hardware);
   if (format == "json") {

@@ -165,7 +165,9 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   po::notify(values);
 
   ForwardOptions forward_options;
-  if (values.count("mode")) forward_options.mode = parse_residual_mode(mode_text, "--mode");
+  if (values.count("mode")) {
+    forward_options.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+  }
   if (two_phase_text != "on" && two_phase_text != "off") {
     throw UsageError("--two-phase must be on or off, got '" + two_phase_text + "'");
   }

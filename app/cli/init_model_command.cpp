@@ -67,7 +67,7 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   }
   po::notify(values);
   if (!values.count("kv-heads")) config.num_key_value_heads = config.num_attention_heads;
-  config.attn_res.mode = parse_residual_mode(mode_text, "--mode");
+  config.attn_res.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
   if (config.attn_res.mode == ResidualMode::block && !values.count("block-size")) {
     throw UsageError("--block-size is required with --mode block (1 <= S <= L sublayers)");
   }

@@ -119,7 +119,7 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
   if (tokens.empty()) throw Error("forward: no tokens given (expected at least one token id)");
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= config.vocab_size) {
-      throw Error("forward: token id " + std::to_string(tokens[i]) + " at position " +
+      throw Error("token id " + std::to_string(tokens[i]) + " at position " +
                   std::to_string(i) + " is out of range (the vocabulary has ids 0 .. " +
                   std::to_string(config.vocab_size - 1) + ")");
     }

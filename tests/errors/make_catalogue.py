@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Writes docs/errors.md: every user-facing error of `attnres` with an example input and the exact
+message, produced by running the real binary. tests/cli/test_error_catalogue.cpp reads the same
+document back and checks every entry, so the catalogue cannot drift from the program.
+
+    python3 tests/errors/make_catalogue.py build/ci/app/cli/attnres > docs/errors.md
+"""
+import os, shlex, shutil, struct, subprocess, sys, tempfile, json
+
+ATTNRES = os.path.abspath(sys.argv[1])
+
+FILES = {
+    "syntax.toml": "[model]\nsublayers = = 8\n",
+    "type.toml": "[model]\nsublayers = \"many\"\nd_model = 16\nblocks = 2\n",
+    "key.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[sequence]\ntoken = 4096\n",
+    "blocks.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 12\n",
+    "zero.toml": "[model]\nsublayers = 8\nd_model = 0\nblocks = 2\n",
+    "chunks.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[parallel]\npp = 4\nvpp = 4\n",
+    "overflow.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[sequence]\ntokens = 1000000000\nbatch = 1000000000\n",
+    "metric.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[[sweep]]\nname = \"s\"\nx = \"blocks\"\nvalues = [1, 2]\nmetrics = [\"io_multiples_of_d.mch\"]\n",
+    "units.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[[sweep]]\nname = \"s\"\nx = \"blocks\"\nvalues = [1, 2]\nmetrics = [\"io_multiples_of_d.mhc\", \"prefill_history_gb.total\"]\n",
+    "nohardware.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[pipeline]\nmicrobatches = 8\n",
+    "preset.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[hardware]\npreset = \"h1000\"\n",
+    "gpu.toml": "name = \"my GPU\"\npeak_bf16_flops = 1e15\n",
+}
+
+# (section, title, command, fixture note)
+CASES = [
+    ("Command line", "Unknown command", "attnres frobnicate", ""),
+    ("Command line", "Unknown flag", "attnres forward --model m --tokens 1 --colour red", ""),
+    ("Command line", "Missing required flag", "attnres forward --tokens 1", ""),
+    ("Command line", "Malformed flag value", "attnres init-model --layers two --d-model 16 --heads 4 --ffn 24 --vocab 20 --out x", ""),
+    ("init-model", "Heads do not divide the width", "attnres init-model --layers 2 --d-model 16 --heads 3 --ffn 24 --vocab 20 --out x", ""),
+    ("init-model", "Key/value heads do not divide the heads", "attnres init-model --layers 2 --d-model 16 --heads 4 --kv-heads 3 --ffn 24 --vocab 20 --out x", ""),
+    ("init-model", "Zero layers", "attnres init-model --layers 0 --d-model 16 --heads 4 --ffn 24 --vocab 20 --out x", ""),
+    ("init-model", "Block mode without a block size", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --mode block --out x", ""),
+    ("init-model", "Block size larger than L", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --mode block --block-size 5 --out x", ""),
+    ("init-model", "Unknown residual mode", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --mode sideways --out x", ""),
+    ("forward", "Token id outside the vocabulary", "attnres forward --model m --tokens '1 25'", "m"),
+    ("forward", "Token that is not a number", "attnres forward --model m --tokens '1 x'", "m"),
+    ("forward", "Block size zero", "attnres forward --model m --tokens 1 --mode block --block-size 0", "m"),
+    ("forward", "Block mode without a block size", "attnres forward --model m --tokens 1 --mode block", "m"),
+    ("forward", "Bad --two-phase value", "attnres forward --model m --tokens 1 --two-phase maybe", "m"),
+    ("forward", "Bad --precision value", "attnres forward --model m --tokens 1 --precision f16", "m"),
+    ("forward", "Output directory missing", "attnres forward --model m --tokens 1 --dump nowhere/out.safetensors", "m"),
+    ("Model files", "Model directory missing", "attnres forward --model absent --tokens 1", ""),
+    ("Model files", "Truncated safetensors file", "attnres forward --model m-truncated --tokens 1", "m-truncated"),
+    ("Model files", "NaN in the weights", "attnres forward --model m-nan --tokens 1", "m-nan"),
+    ("Model files", "Required tensor missing", "attnres forward --model m-missing --tokens 1", "m-missing"),
+    ("Model files", "config.json is not JSON", "attnres forward --model m-badjson --tokens 1", "m-badjson"),
+    ("cost", "More blocks than sublayers", "attnres cost --sublayers 8 --blocks 9 --d-model 16", ""),
+    ("cost", "More pipeline chunks than sublayers", "attnres cost --sublayers 8 --blocks 2 --d-model 16 --pp 4 --vpp 4", ""),
+    ("cost", "Sizes whose product overflows 64 bits", "attnres cost --sublayers 8 --blocks 2 --d-model 16 --seq 1000000000 --batch 1000000000", ""),
+    ("cost", "Negative size", "attnres cost --sublayers=-8 --blocks 2 --d-model 16", ""),
+    ("cost", "Unknown dtype", "attnres cost --sublayers 8 --blocks 2 --d-model 16 --dtype int4", ""),
+    ("cost", "Unknown output format", "attnres cost --sublayers 8 --blocks 2 --d-model 16 --format xml", ""),
+    ("sweep", "Unknown metric", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.blok_two_phase", ""),
+    ("sweep", "Unknown parameter", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocs --values 1,2 --metric io_multiples_of_d.mhc", ""),
+    ("sweep", "Malformed values", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1:x --metric io_multiples_of_d.mhc", ""),
+    ("scaling", "Non-positive target loss", "attnres scaling --target-loss 0", ""),
+    ("pipeline", "Micro-batches not a multiple of P (interleaved)", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --vpp 2 --microbatches 3", ""),
+    ("pipeline", "1F1B with virtual stages", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --vpp 2 --schedule 1f1b", ""),
+    ("pipeline", "Zero micro-batches", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --microbatches 0", ""),
+    ("pipeline", "Zero link bandwidth", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --link-bandwidth 0", ""),
+    ("pipeline", "Unknown hardware preset", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --hardware h1000", ""),
+    ("pipeline", "Malformed hardware file", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --hardware gpu.toml", "gpu.toml"),
+    ("Scenario files", "TOML syntax error", "attnres report syntax.toml --out r", "syntax.toml"),
+    ("Scenario files", "Wrong type", "attnres report type.toml --out r", "type.toml"),
+    ("Scenario files", "Unknown key", "attnres report key.toml --out r", "key.toml"),
+    ("Scenario files", "More blocks than sublayers", "attnres report blocks.toml --out r", "blocks.toml"),
+    ("Scenario files", "Zero width", "attnres report zero.toml --out r", "zero.toml"),
+    ("Scenario files", "More pipeline chunks than sublayers", "attnres report chunks.toml --out r", "chunks.toml"),
+    ("Scenario files", "Sizes whose product overflows 64 bits", "attnres report overflow.toml --out r", "overflow.toml"),
+    ("Scenario files", "Unknown metric in a sweep", "attnres report metric.toml --out r", "metric.toml"),
+    ("Scenario files", "Metrics of different units in one sweep", "attnres report units.toml --out r", "units.toml"),
+    ("Scenario files", "[pipeline] without [hardware]", "attnres report nohardware.toml --out r", "nohardware.toml"),
+    ("Scenario files", "Unknown hardware preset", "attnres report preset.toml --out r", "preset.toml"),
+    ("Scenario files", "Scenario file missing", "attnres report none.toml --out r", ""),
+]
+
+
+def make_fixtures(root):
+    run = lambda *a: subprocess.run([ATTNRES, *a], cwd=root, check=True, capture_output=True)
+    run("init-model", "--layers", "2", "--d-model", "16", "--heads", "4", "--kv-heads", "2", "--ffn", "24",
+        "--vocab", "20", "--seed", "3", "--out", "m")
+    for name in ("m-truncated", "m-nan", "m-missing", "m-badjson"):
+        shutil.copytree(os.path.join(root, "m"), os.path.join(root, name))
+    weights = os.path.join(root, "m", "model.safetensors")
+    data = open(weights, "rb").read()
+    open(os.path.join(root, "m-truncated", "model.safetensors"), "wb").write(data[: len(data) // 2])
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    first = min((v["data_offsets"][0], k) for k, v in header.items() if k != "__metadata__")
+    nan = bytearray(data)
+    nan[8 + n + first[0] : 8 + n + first[0] + 4] = struct.pack("<I", 0x7FC00000)
+    open(os.path.join(root, "m-nan", "model.safetensors"), "wb").write(bytes(nan))
+    # m-missing: lm_head.weight removed (the remaining tensors keep their bytes and order).
+    kept, blobs, offset = {}, [], 0
+    for name, info in sorted(((k, v) for k, v in header.items() if k != "__metadata__"), key=lambda kv: kv[1]["data_offsets"][0]):
+        if name == "lm_head.weight":
+            continue
+        b, e = info["data_offsets"]
+        blob = data[8 + n + b : 8 + n + e]
+        kept[name] = {"dtype": info["dtype"], "shape": info["shape"], "data_offsets": [offset, offset + len(blob)]}
+        offset += len(blob)
+        blobs.append(blob)
+    text = json.dumps(kept).encode()
+    open(os.path.join(root, "m-missing", "model.safetensors"), "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    open(os.path.join(root, "m-badjson", "config.json"), "w").write("{ \"hidden_size\": 16,\n")
+    for name, text in FILES.items():
+        open(os.path.join(root, name), "w").write(text)
+
+
+def main():
+    root = tempfile.mkdtemp()
+    make_fixtures(root)
+    out = sys.stdout
+    out.write("""# Error catalogue
+
+Every user-facing error of `attnres`, with an example input and the exact message it prints on
+standard error. Exit status: **1** for a bad input file or data, **2** for a bad command line.
+Nothing is written when a command fails (outputs go to a temporary name and are renamed). The GUI
+shows the same messages in its error banner and keeps running.
+
+This page is generated by `tests/errors/make_catalogue.py` from the real program, and
+`tests/cli/test_error_catalogue.cpp` checks every entry against it, so it stays true.
+
+Fixtures the examples use (the test makes them the same way): `m` is
+`attnres init-model --layers 2 --d-model 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seed 3 --out m`;
+`m-truncated` is `m` with `model.safetensors` cut to half its length; `m-nan` has a NaN as the
+first element of the first tensor in the data section; `m-missing` lacks `lm_head.weight`;
+`m-badjson` has a `config.json` that is not JSON. Files shown in a `file:` block are written as
+given.
+""")
+    section = None
+    shown = set()
+    for number, (sec, title, command, fixture) in enumerate(CASES, start=1):
+        if sec != section:
+            out.write(f"\n## {sec}\n")
+            section = sec
+        args = shlex.split(command)[1:]
+        result = subprocess.run([ATTNRES, *args], cwd=root, capture_output=True, text=True)
+        message = result.stderr.strip()
+        out.write(f"\n### E{number:02d} {title}\n\n")
+        if fixture in FILES and fixture not in shown:
+            out.write(f"```file:{fixture}\n{FILES[fixture]}```\n\n")
+            shown.add(fixture)
+        out.write(f"```console\n$ {command}\n{message}\n[exit {result.returncode}]\n```\n")
+        if result.returncode == 0 or "\n" in message:
+            print(f"unexpected: {command} -> {result.returncode} {message!r}", file=sys.stderr)
+    shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    main()
