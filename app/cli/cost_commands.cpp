@@ -41,34 +41,25 @@ struct InputFlags {
   bool pipeline = false;  // pipeline: --micro-batch-size instead of --batch, no prefill flags
   void add_to(po::options_description& options, bool for_pipeline = false) {
     pipeline = for_pipeline;
-    if (for_pipeline) {
-      options.add_options()
-          ("sublayers", po::value(&inputs.sublayers), "sublayers L (attention and MLP each count)")
-          ("layers", po::value(&inputs.layers), "transformer layers (L = 2 x layers)")
-          ("blocks", po::value(&inputs.blocks), "AttnRes blocks N")
-          ("block-size", po::value(&inputs.block_size), "sublayers per block S (N = ceil(L/S))")
-          ("d-model", po::value(&inputs.d_model)->required(), "hidden width d")
-          ("ffn", po::value(&inputs.ffn)->default_value(0), "SwiGLU width F (0: round(8d/3))")
-          ("seq", po::value(&inputs.tokens)->default_value(4096), "sequence length T (tokens)")
-          ("micro-batch-size", po::value(&inputs.batch)->default_value(1), "sequences per micro-batch")
-          ("dtype", po::value(&dtype)->default_value("bf16"), "bf16 | fp16 | fp32 | fp8")
-          ("pp", po::value(&inputs.pp)->default_value(1), "pipeline ranks P")
-          ("vpp", po::value(&inputs.vpp)->default_value(1), "virtual stages per rank V");
-      return;
-    }
     options.add_options()
         ("sublayers", po::value(&inputs.sublayers), "sublayers L (attention and MLP each count)")
         ("layers", po::value(&inputs.layers), "transformer layers (L = 2 x layers)")
         ("blocks", po::value(&inputs.blocks), "AttnRes blocks N")
         ("block-size", po::value(&inputs.block_size), "sublayers per block S (N = ceil(L/S))")
         ("d-model", po::value(&inputs.d_model)->required(), "hidden width d")
-        ("streams", po::value(&inputs.streams)->default_value(4), "mHC residual streams m")
         ("ffn", po::value(&inputs.ffn)->default_value(0), "SwiGLU width F (0: round(8d/3))")
         ("seq", po::value(&inputs.tokens)->default_value(4096), "sequence length T (tokens)")
-        ("batch", po::value(&inputs.batch)->default_value(1), "sequences per batch B")
         ("dtype", po::value(&dtype)->default_value("bf16"), "bf16 | fp16 | fp32 | fp8")
         ("pp", po::value(&inputs.pp)->default_value(1), "pipeline ranks P")
-        ("vpp", po::value(&inputs.vpp)->default_value(1), "virtual stages per rank V")
+        ("vpp", po::value(&inputs.vpp)->default_value(1), "virtual stages per rank V");
+    if (for_pipeline) {
+      options.add_options()
+          ("micro-batch-size", po::value(&inputs.batch)->default_value(1), "sequences per micro-batch");
+      return;
+    }
+    options.add_options()
+        ("streams", po::value(&inputs.streams)->default_value(4), "mHC residual streams m")
+        ("batch", po::value(&inputs.batch)->default_value(1), "sequences per batch B")
         ("seq-shards", po::value(&inputs.seq_shards)->default_value(1), "sequence-parallel shards")
         ("chunk", po::value(&inputs.chunk)->default_value(0), "chunked-prefill length (0: none)");
   }

@@ -11,22 +11,14 @@
 #include "attnres/model.hpp"
 #include "attnres/safetensors.hpp"
 #include "cli.hpp"
+#include "cli_support.hpp"
 #include "test_support.hpp"
 
 namespace attnres {
 namespace {
 
-struct CliRun {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliRun run_cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = cli::run(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using test::CliRun;
+using test::run_cli;
 
 // init-model for a 2-layer (L = 4) model; returns the directory.
 std::string make_model(const test::TempDir& dir, const std::vector<std::string>& extra = {}) {

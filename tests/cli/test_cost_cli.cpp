@@ -10,6 +10,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "cli.hpp"
+#include "cli_support.hpp"
 #include "test_support.hpp"
 
 namespace attnres {
@@ -18,17 +19,8 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliRun run_cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = cli::run(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using test::CliRun;
+using test::run_cli;
 
 json run_json(const std::vector<std::string>& args) {
   const CliRun run = run_cli(args);

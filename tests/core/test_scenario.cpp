@@ -13,6 +13,9 @@ namespace {
 
 const std::string kModel = "[model]\nsublayers = 128\nd_model = 64\nblocks = 8\n";
 
+}  // namespace
+
+// Parsing `text` must fail with a message starting "s.toml:<location>:" and containing `needle`.
 void expect_error(const std::string& text, const std::string& location, const std::string& needle) {
   try {
     parse_scenario(text, "s.toml");
@@ -23,6 +26,8 @@ void expect_error(const std::string& text, const std::string& location, const st
     EXPECT_NE(message.find(needle), std::string::npos) << message;
   }
 }
+
+namespace {
 
 TEST(Scenario, ReadsEveryTableAndResolvesTheInputs) {
   const auto s = parse_scenario(R"(
@@ -147,17 +152,6 @@ namespace {
 
 const std::string kKimi = "[model]\nlayers = 27\nd_model = 2304\nblock_size = 6\n[parallel]\npp = 4\nvpp = 2\n";
 
-void expect_scenario_error(const std::string& text, const std::string& location, const std::string& needle) {
-  try {
-    parse_scenario(text, "s.toml");
-    ADD_FAILURE() << "accepted; expected an error at " << location;
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(message.rfind("s.toml:" + location + ":", 0), 0u) << message;
-    EXPECT_NE(message.find(needle), std::string::npos) << message;
-  }
-}
-
 TEST(ScenarioPipeline, ReadsHardwareOverridesMoeAndPipeline) {
   const auto s = parse_scenario(kKimi + R"(
 [hardware]
@@ -187,24 +181,24 @@ overlap = false
 }
 
 TEST(ScenarioPipeline, BadSettingsAreLocated) {
-  expect_scenario_error(kKimi + "[hardware]\npreset = \"h1000\"\n", "9:10", "did you mean 'h100'");
-  expect_scenario_error(kKimi + "[hardware]\n", "8:1", "missing 'peak_bf16_flops'");
-  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\nfile = \"x.toml\"\n", "10:8", "preset or file, not both");
-  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwidth = 0\n", "8:1", "hbm_bandwidth must be in (0");
-  expect_scenario_error(kKimi + "[pipeline]\nmicrobatches = 8\n", "8:1", "needs [hardware]");
-  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 0\n", "11:16",
+  expect_error(kKimi + "[hardware]\npreset = \"h1000\"\n", "9:10", "did you mean 'h100'");
+  expect_error(kKimi + "[hardware]\n", "8:1", "missing 'peak_bf16_flops'");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nfile = \"x.toml\"\n", "10:8", "preset or file, not both");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwidth = 0\n", "8:1", "hbm_bandwidth must be in (0");
+  expect_error(kKimi + "[pipeline]\nmicrobatches = 8\n", "8:1", "needs [hardware]");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 0\n", "11:16",
                         "between 1 and 1000000");
-  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nschedule = \"1f1b\"\n", "11:12",
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nschedule = \"1f1b\"\n", "11:12",
                         "needs parallel.vpp = 1");
-  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nlink_bandwidth = 0\n", "11:18", "must be > 0");
-  expect_scenario_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\ncache = \"sometimes\"\n", "11:9",
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nlink_bandwidth = 0\n", "11:18", "must be > 0");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\ncache = \"sometimes\"\n", "11:9",
                         "unknown cache policy");
-  expect_scenario_error(kKimi + "[moe]\nexperts = 4\nactive = 8\nexpert_ffn = 2\n", "10:10", "exceeds moe.experts");
-  expect_scenario_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"microbatches\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
+  expect_error(kKimi + "[moe]\nexperts = 4\nactive = 8\nexpert_ffn = 2\n", "10:10", "exceeds moe.experts");
+  expect_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"microbatches\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
                         "10:5", "needs a [pipeline] table");
-  expect_scenario_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = [1]\nmetrics = [\"time.decode_overhead_block_two_phase\"]\n",
+  expect_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = [1]\nmetrics = [\"time.decode_overhead_block_two_phase\"]\n",
                         "12:12", "needs [hardware]");
-  expect_scenario_error("sections = [\"time\"]\n" + kKimi, "1:12", "needs [hardware]");
+  expect_error("sections = [\"time\"]\n" + kKimi, "1:12", "needs [hardware]");
 }
 
 }  // namespace
