@@ -281,6 +281,7 @@ std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
   std::memcpy(out.data() + 8, header_text.data(), header_text.size());
   char* cursor = out.data() + 8 + header_text.size();
   for (const auto& tensor : tensors) {
+    if (tensor.data.empty()) continue;  // data() may be null: memcpy from null is undefined even for 0 bytes
     std::memcpy(cursor, tensor.data.data(), tensor.data.size() * sizeof(float));
     cursor += tensor.data.size() * sizeof(float);
   }
