@@ -39,8 +39,11 @@ void BM_CostSweep(benchmark::State& state) {
   base.d_model = 7168;
   base.pp = 4;
   base.vpp = 2;
-  SweepSpec spec{"grid", "", {"sublayers", {}}, SweepAxis{"blocks", {}},
-                 {"io_multiples_of_d.block_two_phase"}, false, false, ""};
+  SweepSpec spec;
+  spec.name = "grid";
+  spec.x.parameter = "sublayers";
+  spec.y = SweepAxis{"blocks", {}};
+  spec.metrics = {"io_multiples_of_d.block_two_phase"};
   for (std::int64_t L = 8; L <= 256; ++L) spec.x.values.push_back(L);
   for (std::int64_t N = 1; N <= 64; ++N) spec.y->values.push_back(N);
   std::size_t settings = 0;
