@@ -67,7 +67,9 @@ bool usable(double v, bool logarithmic) { return std::isfinite(v) && (!logarithm
 
 void ensure_application() {
   if (QCoreApplication::instance()) return;
-  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  // Charts are drawn into images only: the offscreen platform always works, whatever
+  // QT_QPA_PLATFORM says (an xcb platform without a display would abort the process).
+  qputenv("QT_QPA_PLATFORM", "offscreen");
   if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
     // Qt warns on stderr without one; a private directory keeps the CLI's output clean.
     const QByteArray runtime = QDir::tempPath().toUtf8() + "/attnres-runtime-" + QByteArray::number(getuid());

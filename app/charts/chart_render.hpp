@@ -28,7 +28,8 @@ void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area);
 void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
                         const std::filesystem::path& svg, QSize size = QSize(960, 600));
 
-// Creates a QApplication (offscreen platform unless QT_QPA_PLATFORM is set) if there is none.
+// Creates a QApplication on the offscreen platform if there is none. Commands that write charts
+// call it before they stage any output, so a Qt start-up failure cannot leave a staging folder.
 void ensure_application();
 
 }  // namespace attnres::charts

@@ -2,9 +2,17 @@
 
 #include <boost/program_options/errors.hpp>
 #include <charconv>
+#include <filesystem>
+#include <new>
 #include <ostream>
 
+#include "attnres/cancel.hpp"
+#include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/version.hpp"
+#include "options.hpp"
+#include "progress.hpp"
 
 namespace attnres::cli {
 
@@ -35,12 +43,24 @@ std::vector<int> parse_token_ids(const std::string& text, const std::string& fla
   std::vector<int> ids;
   std::size_t position = 0;
   int index = 0;
+  bool after_comma = true;  // a comma with no id before it ("1,,2", ",1") is an empty id
   while (position < text.size()) {
     const char c = text[position];
-    if (c == ' ' || c == ',' || c == '\t' || c == '\n') {
+    if (c == ',') {
+      if (after_comma) {
+        throw UsageError(flag + ": empty token id (token " + std::to_string(index) + ") in '" +
+                         printable_text(text) + "'; expected non-negative integers separated by "
+                         "spaces or commas");
+      }
+      after_comma = true;
       ++position;
       continue;
     }
+    if (c == ' ' || c == '\t' || c == '\n') {
+      ++position;
+      continue;
+    }
+    after_comma = false;
     std::size_t end = position;
     while (end < text.size() && text[end] != ' ' && text[end] != ',' && text[end] != '\t' &&
            text[end] != '\n') {
@@ -50,7 +70,7 @@ std::vector<int> parse_token_ids(const std::string& text, const std::string& fla
     int value = 0;
     const auto [ptr, error] = std::from_chars(word.data(), word.data() + word.size(), value);
     if (error != std::errc() || ptr != word.data() + word.size() || value < 0) {
-      throw UsageError(flag + ": '" + word + "' (token " + std::to_string(index) +
+      throw UsageError(flag + ": '" + printable_text(word) + "' (token " + std::to_string(index) +
                        ") is not a token id; expected non-negative integers separated by spaces "
                        "or commas");
     }
@@ -59,7 +79,52 @@ std::vector<int> parse_token_ids(const std::string& text, const std::string& fla
     position = end;
   }
   if (ids.empty()) throw UsageError(flag + ": no token ids given");
+  if (after_comma && text.find(',') != std::string::npos) {
+    throw UsageError(flag + ": '" + printable_text(text) + "' ends with a comma (an empty token id)");
+  }
   return ids;
+}
+
+po::variables_map parse_options(const std::vector<std::string>& args,
+                                const po::options_description& options,
+                                const po::positional_options_description* positional) {
+  namespace style = po::command_line_style;
+  po::command_line_parser parser(args);
+  parser.options(options).style(style::default_style & ~style::allow_guessing);
+  if (positional) parser.positional(*positional);
+  po::parsed_options parsed(nullptr);
+  try {
+    parsed = parser.run();
+  } catch (const po::unknown_option& error) {
+    std::string typed = error.get_option_name();
+    std::vector<std::string> known;
+    for (const auto& option : options.options()) known.push_back("--" + option->long_name());
+    std::vector<std::string> longer;  // flags are never abbreviated: say which ones were meant
+    for (const auto& flag : known) {
+      if (typed.size() > 2 && flag.rfind(typed, 0) == 0) longer.push_back(flag);
+    }
+    std::string hint = did_you_mean(typed, known);
+    if (!longer.empty()) {
+      hint.clear();
+      for (const auto& flag : longer) hint += (hint.empty() ? "" : "' or '") + flag;
+    }
+    throw UsageError("unknown flag '" + printable_text(typed) + "'" +
+                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+                     (longer.empty() ? "" : "; flags are never abbreviated"));
+  } catch (const po::too_many_positional_options_error&) {
+    throw UsageError("too many arguments that are not flags");
+  }
+  for (const auto& option : parsed.options) {
+    if (!option.string_key.empty() || option.original_tokens.empty()) continue;
+    const std::string& word = option.original_tokens.front();
+    const bool numeric = !word.empty() && word.find_first_not_of("0123456789, ") == std::string::npos;
+    throw UsageError("unexpected argument '" + printable_text(word) + "'" +
+                     (numeric ? " (a list of token ids must be quoted as one argument: --tokens \"1 7 42\")"
+                              : " (every value belongs to a flag: --flag VALUE)"));
+  }
+  po::variables_map values;
+  po::store(parsed, values);
+  return values;
 }
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -68,11 +133,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return args.empty() ? kExitUsage : kExitOk;
   }
   if (args[0] == "--version") {
-    out << "attnres 0.1.0\n";
+    out << "attnres " << kVersion << "\n";
     return kExitOk;
   }
   const std::string command = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const std::string prefix = "attnres " + printable_text(command) + ": ";
+  const InterruptScope interrupts;
   try {
     if (command == "init-model") return init_model_command(rest, out, err);
     if (command == "forward") return forward_command(rest, out, err);
@@ -82,22 +149,38 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (command == "report") return report_command(rest, out, err);
     if (command == "pipeline") return pipeline_command(rest, out, err);
     if (command == "metrics") return metrics_command(rest, out, err);
-    err << "attnres: unknown command '" << command
-        << "' (expected init-model, forward, cost, scaling, sweep, pipeline, metrics or report; see attnres --help)\n";
+    const std::vector<std::string> commands = {"init-model", "forward", "cost", "scaling",
+                                               "sweep", "pipeline", "metrics", "report"};
+    const std::string hint = did_you_mean(command, commands);
+    err << "attnres: unknown command '" << printable_text(command) << "'"
+        << (hint.empty() ? "" : " (did you mean '" + hint + "'?)")
+        << "; expected init-model, forward, cost, scaling, sweep, pipeline, metrics or report "
+           "(see attnres --help)\n";
     return kExitUsage;
   } catch (const UsageError& error) {
-    err << "attnres " << command << ": " << error.what() << " (see attnres " << command
+    err << prefix << printable_text(error.what()) << " (see attnres " << printable_text(command)
         << " --help)\n";
     return kExitUsage;
   } catch (const boost::program_options::error& error) {
-    err << "attnres " << command << ": " << error.what() << " (see attnres " << command
+    err << prefix << printable_text(error.what()) << " (see attnres " << printable_text(command)
         << " --help)\n";
     return kExitUsage;
+  } catch (const Cancelled& error) {
+    err << prefix << printable_text(error.what()) << "; nothing was written\n";
+    return kExitInterrupted;
   } catch (const Error& error) {
-    err << "attnres " << command << ": error: " << error.what() << "\n";
+    err << prefix << "error: " << printable_text(error.what()) << "\n";
+    return kExitFailure;
+  } catch (const std::bad_alloc&) {
+    err << prefix << "error: out of memory (the model, sequence or sweep is too large for this "
+                     "machine; nothing was written)\n";
+    return kExitFailure;
+  } catch (const std::filesystem::filesystem_error& error) {
+    err << prefix << "error: " << printable_text(error.code().message()) << ": '"
+        << printable_text(error.path1().string()) << "'\n";
     return kExitFailure;
   } catch (const std::exception& error) {
-    err << "attnres " << command << ": internal error: " << error.what() << "\n";
+    err << prefix << "internal error: " << printable_text(error.what()) << "\n";
     return kExitFailure;
   }
 }

@@ -1,7 +1,8 @@
 // Entry point of the `attnres` command line, callable in-process (tests) or from main().
 //
-// Exit status: 0 success, 1 a runtime error (bad model file, bad token ids, write failure),
-// 2 a usage error (unknown command or flag, bad flag value).
+// Exit status: 0 success, 1 a bad input file or data (model, scenario, hardware file, write
+// failure), 2 a bad flag (unknown command or flag, bad or contradictory flag values),
+// 130 interrupted (Ctrl-C / SIGTERM; nothing written).
 #pragma once
 
 #include <iosfwd>
@@ -14,6 +15,7 @@ namespace attnres::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInterrupted = 130;  // Ctrl-C / SIGTERM: the work stopped, nothing written
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

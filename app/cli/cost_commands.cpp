@@ -1,5 +1,10 @@
 // attnres cost | scaling | sweep | report: the analytical cost engine on the command line.
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -7,7 +12,9 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 #include "attnres/hardware.hpp"
+#include "attnres/output_dir.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/report.hpp"
 #include "chart_render.hpp"
@@ -74,6 +81,66 @@ struct InputFlags {
   }
 };
 
+
+// A sweep as JSON, streamed: the header fields, then one point at a time, then the rejected
+// settings. The same keys as a JSON object built in memory.
+class SweepJsonWriter {
+ public:
+  SweepJsonWriter(std::ostream& out, const SweepSpec& spec, const nlohmann::json& inputs) : out_(out), spec_(spec) {
+    out_ << "{\n  \"name\": " << nlohmann::json(spec.name).dump() << ",\n  \"inputs\": " << inputs.dump()
+         << ",\n  \"x\": " << nlohmann::json(spec.x.parameter).dump()
+         << ",\n  \"y\": " << (spec.y ? nlohmann::json(spec.y->parameter) : nlohmann::json(nullptr)).dump()
+         << ",\n  \"metrics\": " << nlohmann::json(spec.metrics).dump() << ",\n  \"points\": [";
+  }
+  void point(const SweepPoint& point) {
+    out_ << (first_ ? "\n    " : ",\n    ") << sweep_point_json(spec_, point);
+    first_ = false;
+  }
+  void end(const SweepResult& result) {
+    out_ << (first_ ? "]" : "\n  ]") << ",\n  \"valid_count\": " << result.valid_count
+         << ",\n  \"skipped_count\": " << result.skipped_count
+         << ",\n  \"skipped\": " << nlohmann::json(result.skipped).dump() << "\n}\n";
+  }
+
+ private:
+  std::ostream& out_;
+  const SweepSpec& spec_;
+  bool first_ = true;
+};
+
+std::ofstream open_output(const fs::path& path) {
+  std::ofstream stream(path, std::ios::binary | std::ios::trunc);
+  if (!stream) throw Error("cannot write '" + path.filename().string() + "': cannot create the file");
+  return stream;
+}
+
+void close_output(std::ofstream& stream, const fs::path& path) {
+  stream.flush();
+  if (!stream) throw Error("cannot write '" + path.filename().string() + "': write failed (disk full?)");
+  stream.close();
+}
+
+// Test hook: with ATTNRES_TEST_HOLD_WRITE=FILE, the write phase creates FILE and waits (up to 60 s)
+// for Ctrl-C / SIGTERM, so a test can interrupt a command in that phase deterministically.
+void hold_write_phase_for_tests() {
+  static bool held = false;
+  const char* marker = std::getenv("ATTNRES_TEST_HOLD_WRITE");
+  if (held || !marker || !*marker) return;
+  held = true;
+  std::ofstream(marker) << "write phase\n";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!interrupt_requested() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// The progress callback of a write phase: the bar's (so Ctrl-C stops it), plus the test hook.
+Progress write_phase_progress(ProgressBar& bar) {
+  return [&bar](std::size_t done, std::size_t total) {
+    hold_write_phase_for_tests();
+    return bar.update(done, total);
+  };
+}
 
 void print_tables(std::ostream& out, const std::vector<ReportTable>& tables) {
   for (const auto& table : tables) {
@@ -187,7 +254,9 @@ int scaling_command(const std::vector<std::string>& args, std::ostream& out, std
   }
   po::notify(values);
   require_format(format, {"table", "json", "csv"});
-  if (!(target_loss > 0.0)) throw UsageError("--target-loss must be > 0");
+  if (!(target_loss > 0.0 && std::isfinite(target_loss))) {
+    throw UsageError("--target-loss must be a finite number > 0, got " + format_number(target_loss));
+  }
   Report report;
   add_scaling_section({target_loss, target_loss - 0.1, target_loss + 0.1}, report);
   if (format == "json") {
@@ -222,17 +291,33 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       ("name", po::value(&spec.name)->default_value("sweep"), "name of the output files")
       ("log-x", "logarithmic x axis")
       ("log-y", "logarithmic y axis")
-      ("format", po::value(&format)->default_value("csv"), "csv | json (printed when --out is absent)")
-      ("out", po::value(&out_dir), "directory for NAME.csv, NAME.json and the chart NAME.png/.svg");
+      ("format", po::value(&format)->default_value("csv"), "csv | json, printed (without --out)")
+      ("out", po::value(&out_dir), "directory for NAME.csv, NAME.json and the chart NAME.png/.svg "
+                                   "(new, empty, or written by attnres; other sweeps' files are kept)")
+      ("force", "replace the contents of an --out directory that holds other files")
+      ("max-points", po::value(&spec.max_points)->default_value(SweepSpec::kDefaultMaxSweepPoints),
+       "refuse sweeps with more settings than this");
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres sweep <model flags as for cost> --x PARAM --values V [--y PARAM "
-                 "--y-values V] --metric KEY [--metric KEY ...] [--out DIR | --format csv|json]",
+                 "--y-values V] --metric KEY [--metric KEY ...] [--name NAME] [--log-x] [--log-y] "
+                 "[--max-points N] [--out DIR [--force] | --format csv|json]",
                  options, out)) {
     return kExitOk;
   }
   po::notify(values);
   require_format(format, {"csv", "json"});
+  if (given(values, "format") && !out_dir.empty()) {
+    throw UsageError("--format " + format + " prints the sweep; with --out both " + spec.name + ".csv and " +
+                     spec.name + ".json are written (drop one of the two flags)");
+  }
+  if (values.count("force") && out_dir.empty()) throw UsageError("--force applies to --out");
+  try {
+    validate_output_name(spec.name, "--name");
+  } catch (const Error& error) {
+    throw UsageError(error.what());
+  }
+  if (spec.max_points < 1) throw UsageError("--max-points must be >= 1");
   const CostInputs base = flags.resolved();
   try {
     CostInputs probe = base;
@@ -245,6 +330,17 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   if (!y_parameter.empty()) {
     if (y_values.empty()) throw UsageError("--y needs --y-values");
     spec.y = SweepAxis{y_parameter, parse_values(y_values, "--y-values", base.sublayers)};
+  } else if (!y_values.empty()) {
+    throw UsageError("--y-values needs --y (the second parameter of the grid)");
+  }
+  if (!spec.x.values.empty() && spec.y && spec.y->values.size() > spec.max_points / spec.x.values.size()) {
+    throw UsageError("--values x --y-values give " + std::to_string(spec.x.values.size()) + " x " +
+                     std::to_string(spec.y->values.size()) + " settings, more than --max-points " +
+                     std::to_string(spec.max_points) + " (raise --max-points to run it)");
+  }
+  if (spec.x.values.size() > spec.max_points) {
+    throw UsageError("--values gives " + std::to_string(spec.x.values.size()) + " settings, more than --max-points " +
+                     std::to_string(spec.max_points) + " (raise --max-points to run it)");
   }
   std::string unit;
   for (const auto& key : metrics) {
@@ -261,34 +357,54 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   spec.metrics = metrics;
   spec.log_x = values.count("log-x") > 0;
   spec.log_y = values.count("log-y") > 0;
-  SweepResult result;
-  {
-    ProgressBar progress("sweep");
-    result = run_sweep(base, spec, [&](std::size_t done, std::size_t total) { return progress.update(done, total); });
-  }
-  nlohmann::json json = {{"name", spec.name}, {"inputs", cost_inputs_to_json(base)},
-                         {"x", spec.x.parameter}, {"metrics", spec.metrics}, {"skipped", result.skipped}};
-  nlohmann::json points = nlohmann::json::array();
-  for (const auto& point : result.points) {
-    nlohmann::json entry = {{spec.x.parameter, point.x}};
-    if (point.y) entry[spec.y->parameter] = *point.y;
-    for (std::size_t m = 0; m < point.values.size(); ++m) entry[spec.metrics[m]] = point.values[m];
-    points.push_back(entry);
-  }
-  json["points"] = points;
-  if (out_dir.empty()) {
-    out << (format == "json" ? json.dump(2) + "\n" : sweep_csv(result));
+  const nlohmann::json inputs_json = cost_inputs_to_json(base);
+  ProgressBar progress("sweep");
+  SweepRun run;
+  run.progress = progress.callback();
+  if (out_dir.empty()) {  // printed, streamed row by row
+    run.keep_points = false;
+    if (format == "json") {
+      SweepJsonWriter writer(out, spec, inputs_json);
+      run.on_point = [&](const SweepPoint& point) { writer.point(point); };
+      writer.end(run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, run));
+    } else {
+      out << sweep_csv_header(spec);
+      run.on_point = [&](const SweepPoint& point) { out << sweep_csv_row(point); };
+      run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, run);
+    }
     return kExitOk;
   }
-  const ChartSpec chart = sweep_chart(result, base);
-  write_directory_atomically(out_dir, [&](const fs::path& dir) {
-    write_file_atomically(dir / (spec.name + ".csv"), sweep_csv(result));
-    write_file_atomically(dir / (spec.name + ".json"), json.dump(2) + "\n");
-    charts::render_chart_files(chart, dir / (spec.name + ".png"), dir / (spec.name + ".svg"));
+  OutputDirectoryOptions output;
+  output.owner = "sweep:" + spec.name;
+  output.force = values.count("force") > 0;
+  output.progress = write_phase_progress(progress);
+  const fs::path target = clean_output_path(out_dir, "--out");
+  check_output_directory(target, output);  // refuse before the work, not after
+  charts::ensure_application();            // before any staging folder exists
+  SweepResult result;
+  const OutputDirectoryResult written = write_output_directory(target, output, [&](const fs::path& dir) {
+    std::ofstream csv = open_output(dir / (spec.name + ".csv"));
+    std::ofstream json_file = open_output(dir / (spec.name + ".json"));
+    SweepJsonWriter writer(json_file, spec, inputs_json);
+    csv << sweep_csv_header(spec);
+    run.keep_points = false;
+    run.on_point = [&](const SweepPoint& point) {
+      csv << sweep_csv_row(point);
+      writer.point(point);
+    };
+    result = run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, run);
+    writer.end(result);
+    close_output(csv, dir / (spec.name + ".csv"));
+    close_output(json_file, dir / (spec.name + ".json"));
+    progress.set_label("chart");
+    charts::render_chart_files(sweep_chart(result, base), dir / (spec.name + ".png"), dir / (spec.name + ".svg"));
+    output.progress(1, 1);
   });
   out << "swept " << spec.x.parameter << (spec.y ? " x " + spec.y->parameter : "") << ": "
-      << result.points.size() << " settings (" << result.skipped.size() << " rejected as impossible); wrote "
-      << out_dir << "/" << spec.name << ".{csv,json,png,svg}\n";
+      << result.valid_count << " settings (" << result.skipped_count << " rejected as impossible); wrote "
+      << (target / spec.name).string() << ".{csv,json,png,svg}\n";
+  if (!result.decimated.empty()) out << "note: " << result.decimated << "\n";
+  for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
   return kExitOk;
 }
 
@@ -332,8 +448,16 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
                                                  : PipelineSchedule::one_f_one_b;
     settings.cache = parse_cache_policy(cache, "--cache");
     settings.mode = parse_residual_mode(mode, "--mode");
-    settings.hardware = load_hardware(hardware);
   });
+  // A preset name is a flag value (exit 2 when unknown); a .toml file is an input file (exit 1
+  // when it cannot be read or parsed).
+  const bool hardware_file = fs::exists(hardware) || hardware.find('/') != std::string::npos ||
+                             (hardware.size() > 5 && hardware.substr(hardware.size() - 5) == ".toml");
+  if (hardware_file) {
+    settings.hardware = load_hardware(hardware);
+  } else {
+    settings.hardware = parse_flag_value([&] { return load_hardware(hardware); });
+  }
   if (settings.mode == ResidualMode::standard) throw UsageError("--mode must be block or full");
   if (settings.microbatches < 1) throw UsageError("--microbatches must be >= 1, got " + std::to_string(settings.microbatches));
   if (settings.schedule == PipelineSchedule::one_f_one_b && settings.model.vpp > 1) {
@@ -350,6 +474,15 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
       throw UsageError("--link-bandwidth must be > 0 GB/s (use --ideal-links for free transfers)");
     }
     settings.link_bandwidth = link_gbps * 1e9;
+  }
+  for (const char* moe_flag : {"active-experts", "shared-experts", "expert-ffn"}) {
+    if (given(values, moe_flag) && settings.moe.experts == 0) {
+      throw UsageError(std::string("--") + moe_flag + " describes a MoE MLP and needs --experts N (N >= 1)");
+    }
+  }
+  if (settings.moe.experts < 0) throw UsageError("--experts must be >= 0, got " + std::to_string(settings.moe.experts));
+  if (given(values, "link-bandwidth") && values.count("ideal-links")) {
+    throw UsageError("--link-bandwidth and --ideal-links contradict each other (ideal links take no time)");
   }
   if (settings.moe.experts > 0 && (settings.moe.active < 1 || settings.moe.expert_ffn < 1 ||
                                    settings.moe.active > settings.moe.experts)) {
@@ -433,25 +566,33 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
   options.add_options()
       ("help,h", "show this help")
       ("scenario", po::value(&scenario_path)->required(), "scenario TOML file (or the first argument)")
-      ("out", po::value(&out_dir)->required(), "report directory (replaced as a whole)");
+      ("out", po::value(&out_dir)->required(),
+       "report directory: new, empty, or written by attnres (its previous report is replaced)")
+      ("force", "replace the contents of an --out directory that holds other files (never the scenario)");
   po::positional_options_description positional;
   positional.add("scenario", 1);
-  po::variables_map values;
-  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
-  if (wants_help(values, "usage: attnres report SCENARIO.toml --out DIR", options, out)) return kExitOk;
+  auto values = parse_options(args, options, &positional);
+  if (wants_help(values, "usage: attnres report SCENARIO.toml --out DIR [--force]", options, out)) return kExitOk;
   po::notify(values);
+  OutputDirectoryOptions output;
+  output.force = values.count("force") > 0;
+  output.inputs = {fs::path(scenario_path)};
+  output.owner = "report";
+  const fs::path target = clean_output_path(out_dir, "--out");
   const Scenario scenario = load_scenario(scenario_path);
-  Report report;
-  {
-    ProgressBar progress("report");
-    report = build_report(scenario, [&](std::size_t done, std::size_t total) { return progress.update(done, total); });
-  }
-  write_report(report, out_dir, [](const ChartSpec& chart, const fs::path& png, const fs::path& svg) {
+  check_output_directory(target, output);  // refuse before the work, not after
+  charts::ensure_application();            // before any staging folder exists
+  ProgressBar progress("report");
+  const Report report = build_report(scenario, progress.callback());
+  progress.set_label("writing");
+  output.progress = write_phase_progress(progress);
+  const OutputDirectoryResult written = write_report(report, target, [](const ChartSpec& chart, const fs::path& png, const fs::path& svg) {
     charts::render_chart_files(chart, png, svg);
-  });
-  out << "wrote " << (fs::path(out_dir) / "report.md").string() << ": " << report.tables.size()
+  }, output);
+  out << "wrote " << (target / "report.md").string() << ": " << report.tables.size()
       << " tables, " << report.charts.size() << " charts (PNG + SVG), report.json\n";
-  for (const auto& note : report.notes) out << "note: " << note << "\n";
+  for (const auto& note : report.notes) out << "note: " << printable_text(note) << "\n";
+  for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
   return kExitOk;
 }
 

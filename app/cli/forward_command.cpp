@@ -6,9 +6,11 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/forward.hpp"
+#include "attnres/output_dir.hpp"
 #include "attnres/trace_io.hpp"
 #include "cli.hpp"
 #include "options.hpp"
+#include "progress.hpp"
 #include "text_table.hpp"
 
 namespace attnres::cli {
@@ -114,11 +116,17 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
 
 template <typename Scalar>
 void run_forward(const ModelWeights<double>& model, const std::vector<int>& tokens,
-                 const ForwardOptions& options, const std::string& model_dir,
+                 ForwardOptions options, const std::string& model_dir,
                  const std::string& precision, const std::string& dump_path,
                  const std::string& trace_path, std::ostream& out) {
   const ModelWeights<Scalar> weights = model.cast<Scalar>();
-  const ForwardResult<Scalar> result = forward(weights, tokens, options);
+  ForwardResult<Scalar> result;
+  {
+    ProgressBar progress("forward");
+    options.progress = progress.callback();
+    result = forward(weights, tokens, options);
+  }
+  throw_if_interrupted("forward pass");
   print_summary(out, model_dir, model.config, result, precision);
   if (!dump_path.empty()) {
     write_safetensors(dump_path, forward_dump_tensors(result),
@@ -173,7 +181,9 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   }
   forward_options.two_phase = two_phase_text == "on";
   forward_options.zero_placeholder = values.count("zero-placeholder") > 0;
-  if (schedule_block < 0) throw UsageError("--schedule-block must be >= 0");
+  if (schedule_block < 0) {
+    throw UsageError("--schedule-block must be >= 0, got " + std::to_string(schedule_block));
+  }
   forward_options.full_schedule_block = schedule_block;
   if (precision != "f32" && precision != "f64") {
     throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
@@ -182,9 +192,28 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   if (!dump_path.empty()) require_parent_directory(dump_path, "--dump");
   if (!trace_path.empty()) require_parent_directory(trace_path, "--trace");
 
+  if (!dump_path.empty() && dump_path == trace_path) {
+    throw UsageError("--dump and --trace name the same file '" + dump_path + "'");
+  }
+  for (const auto& [path, flag] : {std::pair{dump_path, "--dump"}, std::pair{trace_path, "--trace"}}) {
+    if (path.empty()) continue;
+    try {
+      refuse_overwriting_inputs(path, {fs::path(model_dir)}, flag);
+    } catch (const Error& error) {
+      throw UsageError(error.what());
+    }
+  }
+
   const ModelWeights<double> model = load_model(model_dir);
   const int L = model.config.sublayers();
+  const ResidualMode mode = forward_options.mode.value_or(model.config.attn_res.mode);
+  const std::string mode_source =
+      values.count("mode") ? "--mode " + mode_text : "the model's mode " + to_string(mode);
   if (values.count("block-size")) {
+    if (mode != ResidualMode::block) {
+      throw UsageError("--block-size applies to Block AttnRes, but " + mode_source +
+                       " is not block (add --mode block)");
+    }
     if (block_size < 1 || block_size > L) {
       throw UsageError("--block-size " + std::to_string(block_size) +
                        " is out of range: expected 1 <= S <= L = " + std::to_string(L) +
@@ -192,7 +221,25 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
     }
     forward_options.block_size = block_size;
   }
-  const ResidualMode mode = forward_options.mode.value_or(model.config.attn_res.mode);
+  if (forward_options.zero_placeholder && mode != ResidualMode::block) {
+    throw UsageError("--zero-placeholder applies to Block AttnRes, but " + mode_source +
+                     " is not block");
+  }
+  if (given(values, "two-phase") && mode == ResidualMode::standard) {
+    throw UsageError("--two-phase applies to Full and Block AttnRes; " + mode_source +
+                     " has no depth reads");
+  }
+  if (given(values, "schedule-block")) {
+    if (mode != ResidualMode::full || !forward_options.two_phase) {
+      throw UsageError("--schedule-block applies to Full AttnRes with --two-phase on, but " +
+                       (mode != ResidualMode::full ? mode_source + " is not full"
+                                                   : std::string("--two-phase is off")));
+    }
+    if (schedule_block > L) {
+      throw UsageError("--schedule-block " + std::to_string(schedule_block) +
+                       " is larger than L = " + std::to_string(L) + " sublayers");
+    }
+  }
   if (mode == ResidualMode::block && forward_options.block_size.value_or(
                                          model.config.attn_res.block_size) == 0) {
     throw UsageError("--mode block needs --block-size S (1 <= S <= L = " + std::to_string(L) +

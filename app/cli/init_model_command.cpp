@@ -1,12 +1,13 @@
 // attnres init-model: a random model written as DIR/config.json + DIR/model.safetensors.
 #include <filesystem>
 #include <map>
-#include <random>
 
 #include "attnres/error.hpp"
 #include "attnres/model.hpp"
+#include "attnres/output_dir.hpp"
 #include "cli.hpp"
 #include "options.hpp"
+#include "progress.hpp"
 
 namespace attnres::cli {
 
@@ -57,11 +58,14 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
       ("rope-theta", po::value(&config.rope_theta)->default_value(10000.0), "RoPE base")
       ("key-norm-eps", po::value(&config.attn_res.key_norm_eps)->default_value(1e-6),
        "eps of the depth-attention key norm")
-      ("out", po::value(&out_dir)->required(), "output directory (created if missing)");
+      ("out", po::value(&out_dir)->required(),
+       "output directory: new, empty, or written by attnres (see --force)")
+      ("force", "replace the contents of an --out directory that holds other files");
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres init-model --layers N --d-model D --heads H [--kv-heads K] "
-                 "--ffn F --vocab V [--mode M] [--block-size S] [--seed K] [--query-std s] --out DIR",
+                 "--ffn F --vocab V [--mode M] [--block-size S] [--seed K] [--query-std s] "
+                 "[--weight-std s] [--rms-norm-eps e] [--rope-theta t] [--key-norm-eps e] --out DIR [--force]",
                  options, out)) {
     return kExitOk;
   }
@@ -70,6 +74,9 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   config.attn_res.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
   if (config.attn_res.mode == ResidualMode::block && !values.count("block-size")) {
     throw UsageError("--block-size is required with --mode block (1 <= S <= L sublayers)");
+  }
+  if (values.count("block-size") && config.attn_res.mode != ResidualMode::block) {
+    throw UsageError("--block-size applies to --mode block, not --mode " + mode_text);
   }
   if (values.count("block-size") &&
       (config.attn_res.block_size < 1 || config.attn_res.block_size > config.sublayers())) {
@@ -85,28 +92,16 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
     throw UsageError(error.what());
   }
 
-  const ModelWeights<double> model = random_model(config, random);
+  OutputDirectoryOptions output;
+  output.owner = "model";
+  output.force = values.count("force") > 0;
+  const fs::path target = clean_output_path(out_dir, "--out");
+  check_output_directory(target, output);  // refuse before the work, not after
 
-  // A new directory appears whole: build it under a temporary name, then rename.
-  const fs::path target(out_dir);
-  if (fs::exists(target) && !fs::is_directory(target)) {
-    throw Error("--out '" + out_dir + "' exists and is not a directory");
-  }
-  if (fs::exists(target)) {
-    save_model(model, target);
-  } else {
-    std::random_device entropy;
-    const fs::path staging = target.parent_path() /
-        (target.filename().string() + ".partial" + std::to_string(entropy() % 1000000));
-    try {
-      save_model(model, staging);
-      fs::rename(staging, target);
-    } catch (...) {
-      std::error_code ignored;
-      fs::remove_all(staging, ignored);
-      throw;
-    }
-  }
+  const ModelWeights<double> model = random_model(config, random);
+  ProgressBar progress("writing");
+  output.progress = progress.callback();
+  const OutputDirectoryResult written = write_output_directory(target, output, [&](const fs::path& staging) { save_model(model, staging); });
 
   const std::int64_t parameters = parameter_count(model);
   out << "wrote " << (target / "config.json").string() << " and "
@@ -119,6 +114,7 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   if (config.attn_res.block_size) out << ", block size S = " << config.attn_res.block_size;
   out << "; " << parameters << " parameters (F32, " << parameters * 4 << " bytes)"
       << "; seed " << random.seed << ", query std " << random.query_std << "\n";
+  for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
   return kExitOk;
 }
 

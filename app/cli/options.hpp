@@ -10,14 +10,15 @@ namespace attnres::cli {
 
 namespace po = boost::program_options;
 
-// Parses `args` against `options`; positional arguments are not accepted. Boost's errors (unknown
-// flag, missing required flag, malformed value) propagate as po::error and become exit status 2.
-inline po::variables_map parse_options(const std::vector<std::string>& args,
-                                       const po::options_description& options) {
-  po::variables_map values;
-  po::store(po::command_line_parser(args).options(options).run(), values);
-  return values;
-}
+// Parses `args` against `options` strictly:
+//   - a flag must be spelt out in full (no prefix guessing: `--block` is not `--block-size`);
+//   - an unknown flag is an error with the closest known flag as a suggestion;
+//   - arguments that are not flags are an error naming them (with the hint to quote token
+//     lists), except those `positional` accepts.
+// Errors are UsageError (exit status 2).
+po::variables_map parse_options(const std::vector<std::string>& args,
+                                const po::options_description& options,
+                                const po::positional_options_description* positional = nullptr);
 
 // True (and prints the help) when --help was given; call before po::notify so that required
 // flags do not get in the way of --help.
@@ -26,6 +27,11 @@ inline bool wants_help(const po::variables_map& values, const std::string& usage
   if (!values.count("help")) return false;
   out << usage << "\n" << options << "\n";
   return true;
+}
+
+// True when the user typed `flag` (not just its default value).
+inline bool given(const po::variables_map& values, const char* flag) {
+  return values.count(flag) && !values[flag].defaulted();
 }
 
 }  // namespace attnres::cli

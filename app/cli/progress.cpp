@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -9,21 +10,51 @@
 namespace attnres::cli {
 
 namespace {
+
 std::atomic<bool> interrupted{false};
-void on_interrupt(int) { interrupted = true; }
+std::atomic<int> scopes{0};
+struct sigaction previous_int, previous_term;
+
+void on_interrupt(int signal_number) {
+  if (interrupted.exchange(true) && signal_number == SIGINT) {
+    // Second Ctrl-C: the user insists. Default action, re-raised.
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+}
+
 }  // namespace
+
+InterruptScope::InterruptScope() {
+  if (scopes.fetch_add(1) != 0) return;
+  interrupted = false;
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_int);
+  sigaction(SIGTERM, &action, &previous_term);
+}
+
+InterruptScope::~InterruptScope() {
+  if (scopes.fetch_sub(1) != 1) return;
+  sigaction(SIGINT, &previous_int, nullptr);
+  sigaction(SIGTERM, &previous_term, nullptr);
+  interrupted = false;
+}
+
+bool interrupt_requested() { return interrupted.load(); }
+
+void throw_if_interrupted(const std::string& what) {
+  if (interrupted.load()) throw Cancelled(what + " cancelled");
+}
 
 ProgressBar::ProgressBar(std::string label)
     : label_(std::move(label)),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_),
-      terminal_(isatty(fileno(stderr)) != 0) {
-  interrupted = false;
-  previous_handler_ = std::signal(SIGINT, on_interrupt);
-}
+      terminal_(isatty(fileno(stderr)) != 0) {}
 
 ProgressBar::~ProgressBar() {
-  std::signal(SIGINT, previous_handler_ == SIG_ERR ? SIG_DFL : previous_handler_);
   if (drawn_) std::fprintf(stderr, "\r\033[K");
 }
 
@@ -37,9 +68,9 @@ bool ProgressBar::update(std::size_t done, std::size_t total) {
   last_draw_ = now;
   drawn_ = true;
   constexpr int kWidth = 30;
-  const double fraction = static_cast<double>(done) / static_cast<double>(total);
+  const double fraction = total ? static_cast<double>(std::min(done, total)) / static_cast<double>(total) : 0.0;
   const int filled = static_cast<int>(fraction * kWidth);
-  std::fprintf(stderr, "\r%s [%.*s%*s] %zu/%zu (Ctrl-C cancels)", label_.c_str(), filled,
+  std::fprintf(stderr, "\r\033[K%s [%.*s%*s] %zu/%zu (Ctrl-C cancels)", label_.c_str(), filled,
                "##############################", kWidth - filled, "", done, total);
   std::fflush(stderr);
   return true;

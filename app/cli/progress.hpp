@@ -1,13 +1,36 @@
-// A progress bar for long CLI work: drawn on stderr only when it is a terminal and the work has
-// run for more than a second; Ctrl-C asks the work to stop (the callback returns false) and the
-// command then ends with "cancelled" and writes nothing.
+// Interrupts and progress for long CLI work.
+//
+// While a command runs (cli::run holds an InterruptScope), the first Ctrl-C or SIGTERM asks the
+// work to stop: every progress callback then returns false, the work throws attnres::Cancelled,
+// staging folders are removed, and the command ends with "cancelled; nothing was written" and
+// exit status 130. A second Ctrl-C ends the process at once (its staging folder, if any, is then
+// removed by the next command that writes that directory).
+//
+// ProgressBar draws on stderr only when it is a terminal and the work has run for more than a
+// second.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <string>
 
+#include "attnres/cancel.hpp"
+
 namespace attnres::cli {
+
+// Installs the SIGINT/SIGTERM handlers for its lifetime (nested scopes share the first one).
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+};
+
+// True once Ctrl-C or SIGTERM arrived in the current scope.
+bool interrupt_requested();
+// Throws attnres::Cancelled when an interrupt arrived (`what` names the work).
+void throw_if_interrupted(const std::string& what);
 
 class ProgressBar {
  public:
@@ -16,15 +39,20 @@ class ProgressBar {
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
 
-  // Returns false once the user pressed Ctrl-C.
+  // Returns false once the user pressed Ctrl-C (or SIGTERM arrived).
   bool update(std::size_t done, std::size_t total);
+  // A Progress callback bound to this bar (valid while the bar lives).
+  Progress callback() {
+    return [this](std::size_t done, std::size_t total) { return update(done, total); };
+  }
+  // Changes the label (e.g. "sweep" -> "writing").
+  void set_label(std::string label) { label_ = std::move(label); }
 
  private:
   std::string label_;
   std::chrono::steady_clock::time_point start_, last_draw_;
   bool terminal_ = false;
   bool drawn_ = false;
-  void (*previous_handler_)(int) = nullptr;
 };
 
 }  // namespace attnres::cli

@@ -12,9 +12,15 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/cancel.hpp"
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 #include "attnres/model.hpp"
 #include "chart_render.hpp"
 
@@ -22,13 +28,24 @@ namespace attnres::gui {
 
 namespace fs = std::filesystem;
 
+// One background run: its own cancel token, the latest (done, total) its work reported (written
+// by the worker thread, read on the GUI thread) and its future, waited for when the window goes.
+struct MainWindow::Run {
+  int number = 0;
+  QString label;
+  CancelToken token;
+  std::atomic<std::size_t> done{0}, total{0};
+  std::atomic<bool> update_posted{false};  // a progress update is queued for the GUI thread
+  QFuture<Outcome> future;
+  QFutureWatcher<Outcome>* watcher = nullptr;
+};
+
 // Runs are numbered; a finished run applies its result only if it is still the latest for its
-// view and was not cancelled, so the window never shows stale or cancelled work.
+// label and its token was not cancelled, so the window never shows stale or cancelled work.
 struct MainWindow::Background {
-  std::map<QString, int> latest;  // label -> run number
+  std::map<QString, int> latest;                  // label -> newest run number
+  std::map<int, std::shared_ptr<Run>> in_flight;  // run number -> run, until its finish is seen
   int next = 0;
-  int active = 0;
-  bool cancelled = false;
 };
 
 MainWindow::MainWindow(bool synchronous, QWidget* parent)
@@ -59,7 +76,7 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   ViewHost host;
   host.show_error = [this](const std::string& message) { show_error(message); };
   host.clear_error = [this] { clear_error(); };
-  host.run = [this](const QString& label, std::function<std::function<void()>()> work) { run(label, std::move(work)); };
+  host.run = [this](const QString& label, BackgroundWork work) { run(label, std::move(work)); };
   views_ = make_views(host, this);
   for (View* view : views_) tabs_->addTab(view, view->title());
 
@@ -106,7 +123,17 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   resize(1400, 900);
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  // The work of runs in flight must end before the window (and the views it applies to) goes:
+  // cancel every run, then wait for it (a run still queued is run here, and stops at once).
+  for (const auto& [number, job] : background_->in_flight) job->token.cancel();
+  for (const auto& [number, job] : background_->in_flight) {
+    job->future.waitForFinished();
+    delete job->watcher;  // no finished() after this; its queued events go with it
+    job->watcher = nullptr;
+  }
+  background_->in_flight.clear();
+}
 
 View* MainWindow::view(const std::string& name) const {
   for (View* v : views_) {
@@ -122,7 +149,9 @@ void MainWindow::show_view(const std::string& name) {
 View* MainWindow::current_view() const { return static_cast<View*>(tabs_->currentWidget()); }
 
 void MainWindow::show_error(const std::string& message) {
-  banner_->setText(QString::fromStdString("error: " + message));
+  // Plain text, escaped like the CLI's messages: bytes from hostile files never reach the screen raw.
+  banner_->setTextFormat(Qt::PlainText);
+  banner_->setText(QString::fromStdString("error: " + printable_text(message)));
   banner_->setVisible(true);
   statusBar()->showMessage("error", 5000);
 }
@@ -143,48 +172,121 @@ bool MainWindow::guarded(const std::function<void()>& action) {
   }
 }
 
-void MainWindow::run(const QString& label, std::function<std::function<void()>()> work) {
-  // Errors inside the work come back as a closure that shows them.
-  auto safe = [work = std::move(work)]() -> std::function<void()> {
-    try {
-      return work();
-    } catch (const std::exception& error) {
-      const std::string message = error.what();
-      return [message] { throw Error(message); };
-    }
-  };
+void MainWindow::run(const QString& label, BackgroundWork work) {
   if (synchronous_) {
-    guarded(safe());
+    const Progress go_on = [](std::size_t, std::size_t) { return true; };
+    try {
+      const std::function<void()> apply = work(go_on);
+      if (apply) guarded(apply);
+    } catch (const Cancelled&) {
+      statusBar()->showMessage(label + ": cancelled", 4000);
+    } catch (const std::exception& error) {
+      show_error(error.what());
+    }
     return;
   }
-  const int number = ++background_->next;
-  background_->latest[label] = number;
-  background_->cancelled = false;
-  ++background_->active;
-  progress_->setVisible(true);
-  cancel_->setVisible(true);
-  statusBar()->showMessage(label + "...");
-  auto* watcher = new QFutureWatcher<std::function<void()>>(this);
-  connect(watcher, &QFutureWatcher<std::function<void()>>::finished, this, [this, watcher, label, number] {
-    --background_->active;
-    if (background_->active == 0) {
-      progress_->setVisible(false);
-      cancel_->setVisible(false);
-      statusBar()->clearMessage();
+  auto job = std::make_shared<Run>();
+  job->number = ++background_->next;
+  job->label = label;
+  // An older run with the same label would only produce a stale result: stop it now.
+  for (const auto& [number, other] : background_->in_flight) {
+    if (other->label == label) other->token.cancel();
+  }
+  background_->latest[label] = job->number;
+  background_->in_flight[job->number] = job;
+
+  // Worker side: keep the latest (done, total) and queue at most one update of the progress bar
+  // at a time; the GUI thread reads the newest values when it gets there.
+  Progress report = [this, job](std::size_t done, std::size_t total) {
+    if (total > 0) {
+      job->done.store(done);
+      job->total.store(total);
+      if (!job->update_posted.exchange(true)) {
+        QMetaObject::invokeMethod(
+            this,
+            [this, job] {
+              job->update_posted.store(false);
+              show_progress();
+            },
+            Qt::QueuedConnection);
+      }
     }
-    const bool current = background_->latest[label] == number && !background_->cancelled;
-    if (current && guarded(watcher->result())) clear_error();
-    watcher->deleteLater();
-  });
-  watcher->setFuture(QtConcurrent::run(safe));
+    return true;
+  };
+  Progress progress = job->token.progress(std::move(report));
+  // Errors inside the work come back as a closure that shows them; Cancelled as a flag.
+  auto task = [work = std::move(work), progress = std::move(progress)]() -> Outcome {
+    try {
+      return {work(progress), false};
+    } catch (const Cancelled&) {
+      return {{}, true};
+    } catch (const std::exception& error) {
+      const std::string message = error.what();
+      return {[message] { throw Error(message); }, false};
+    } catch (...) {
+      return {[] { throw Error("unknown error in background work"); }, false};
+    }
+  };
+  statusBar()->showMessage(label + "...");
+  job->watcher = new QFutureWatcher<Outcome>(this);
+  connect(job->watcher, &QFutureWatcher<Outcome>::finished, this, [this, job] { finish(job); });
+  job->future = QtConcurrent::run(std::move(task));
+  job->watcher->setFuture(job->future);
+  show_progress();
+}
+
+void MainWindow::finish(const std::shared_ptr<Run>& job) {
+  background_->in_flight.erase(job->number);
+  const Outcome outcome = job->future.result();
+  job->watcher->deleteLater();
+  job->watcher = nullptr;
+  show_progress();
+  const bool superseded = background_->latest[job->label] != job->number;
+  if (job->token.cancelled() || outcome.cancelled) {
+    if (!superseded) statusBar()->showMessage(job->label + ": cancelled", 4000);
+    return;
+  }
+  if (superseded) return;
+  if (!progress_->isVisibleTo(this)) statusBar()->clearMessage();
+  if (outcome.apply && guarded(outcome.apply)) clear_error();
+}
+
+// The newest run in flight that is not cancelled drives the progress bar: busy until its work
+// reports (done, total), then done / total.
+void MainWindow::show_progress() {
+  std::shared_ptr<Run> shown;
+  for (auto it = background_->in_flight.rbegin(); it != background_->in_flight.rend(); ++it) {
+    if (!it->second->token.cancelled()) {
+      shown = it->second;
+      break;
+    }
+  }
+  progress_->setVisible(shown != nullptr);
+  cancel_->setVisible(shown != nullptr);
+  if (!shown) return;
+  const std::size_t total = shown->total.load(), done = std::min(shown->done.load(), total);
+  if (total == 0) {
+    progress_->setRange(0, 0);  // busy
+  } else {
+    progress_->setRange(0, 1000);
+    progress_->setValue(static_cast<int>(std::lround(1000.0 * static_cast<double>(done) / static_cast<double>(total))));
+  }
 }
 
 void MainWindow::cancel_background() {
-  background_->cancelled = true;
-  statusBar()->showMessage("cancelled; the result will be discarded", 4000);
-  progress_->setVisible(false);
-  cancel_->setVisible(false);
+  for (const auto& [number, job] : background_->in_flight) job->token.cancel();
+  statusBar()->showMessage("cancelled", 4000);
+  show_progress();
 }
+
+void MainWindow::cancel_run(const QString& label) {
+  for (const auto& [number, job] : background_->in_flight) {
+    if (job->label == label) job->token.cancel();
+  }
+  show_progress();
+}
+
+std::size_t MainWindow::runs_in_flight() const { return background_->in_flight.size(); }
 
 void MainWindow::recompute_all() {
   for (View* v : views_) v->recompute();

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <QMainWindow>
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,12 +48,28 @@ class MainWindow : public QMainWindow {
   std::string error_text() const;
   // Recomputes every view (inline when synchronous).
   void recompute_all();
-  // What views use for heavy work: off the GUI thread with a progress bar and a cancel button.
-  void run(const QString& label, std::function<std::function<void()>()> work);
+  // What views use for heavy work (ViewHost::run): off the GUI thread with its own cancel
+  // token, a progress bar driven by the work's (done, total) reports and a cancel button.
+  // Starting a run cancels the one in flight with the same label (its result would be stale).
+  void run(const QString& label, BackgroundWork work);
+  // The Cancel button: cancels every run in flight; their work stops at its next progress
+  // check and their results are never applied. Runs started later are not affected.
   void cancel_background();
+  // Cancels only the runs in flight with this label.
+  void cancel_run(const QString& label);
+  // Runs started and not yet finished (their completion is seen on the GUI thread).
+  std::size_t runs_in_flight() const;
 
  private:
+  // What a background run's work hands back to the GUI thread.
+  struct Outcome {
+    std::function<void()> apply;  // empty: nothing to apply
+    bool cancelled = false;       // the work stopped with attnres::Cancelled
+  };
+  struct Run;
   bool guarded(const std::function<void()>& action);
+  void finish(const std::shared_ptr<Run>& run);
+  void show_progress();
   bool synchronous_;
   QTabWidget* tabs_;
   QLabel* banner_;

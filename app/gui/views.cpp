@@ -16,7 +16,9 @@
 #include <QTextBrowser>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <array>
 #include <cmath>
+#include <iterator>
 
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
@@ -88,6 +90,21 @@ QComboBox* hardware_combo() {
   for (const auto& name : hardware_preset_names()) combo->addItem(QString::fromStdString(name));
   combo->setCurrentText("h100");
   return combo;
+}
+
+// Step `index` of `count` equal steps of one run (e.g. the second of three forward passes) as
+// its part of the run's progress.
+Progress step(const Progress& progress, std::size_t index, std::size_t count) {
+  if (!progress) return {};
+  return [progress, index, count](std::size_t done, std::size_t total) {
+    return total == 0 ? progress(0, 0) : progress(index * total + done, count * total);
+  };
+}
+
+// Only asks whether the run goes on (for nested work whose own counts would confuse the bar).
+Progress check_only(const Progress& progress) {
+  if (!progress) return {};
+  return [progress](std::size_t, std::size_t) { return progress(0, 0); };
 }
 
 // ------------------------------------------------------------------ the model the views share
@@ -320,52 +337,70 @@ class CostView : public View {
       return;
     }
     host_.clear_error();
-    // Every N that some equal block size produces.
-    std::vector<std::int64_t> ns;
-    for (std::int64_t s = in.sublayers; s >= 1; --s) {
-      const std::int64_t n = block_count(in.sublayers, s);
-      if (ns.empty() || ns.back() != n) ns.push_back(n);
+    Hardware hw;
+    try {
+      hw = load_hardware(hardware_->currentText().toStdString());
+    } catch (const Error& error) {
+      host_.show_error(error.what());
+      return;
     }
-    auto sweep = [&](const std::string& id, const std::string& title, std::vector<std::string> metrics, bool log_y,
-                     bool overlay) {
-      SweepSpec spec;
-      spec.name = id;
-      spec.title = title;
-      spec.x = {"blocks", ns};
-      spec.metrics = std::move(metrics);
-      spec.log_x = true;
-      spec.log_y = log_y;
-      spec.overlay = overlay ? "paper_fig6" : "";
-      return sweep_chart(run_sweep(in, spec), in);
-    };
-    charts_ = {sweep("cost_io", "Residual I/O per sublayer against N",
-                     {"io_multiples_of_d.standard", "io_multiples_of_d.block_two_phase", "io_multiples_of_d.full_two_phase",
-                      "io_multiples_of_d.mhc"}, true, true),
-               sweep("cost_history", "Stored depth history against N",
-                     {"history_vectors_per_token.block", "history_vectors_per_token.full"}, true, false),
-               sweep("cost_prefill", "Prefill block history against N",
-                     {"prefill_history_gb.total", "prefill_history_gb.per_device", "prefill_history_gb.per_device_chunked"},
-                     true, false),
-               sweep("cost_pipeline", "Pipeline traffic against N",
-                     {"pipeline_exact_elements_per_token.naive", "pipeline_exact_elements_per_token.cached",
-                      "pipeline_exact_elements_per_token.cached_own"}, false, false)};
-    for (std::size_t i = 0; i < panels_.size(); ++i) panels_[i]->set_spec(charts_[i]);
-    // The current numbers, with units.
-    const CostReport report = evaluate_costs(in);
-    const Hardware hw = load_hardware(hardware_->currentText().toStdString());
-    const StackTime prefill = stack_time(in, {}, Phase::prefill, hw), decode = stack_time(in, {}, Phase::decode, hw);
-    const Evaluation evaluation{&report, &prefill, &decode, nullptr};
-    table_->setRowCount(0);
-    for (const auto& metric : cost_metrics()) {
-      if (metric.needs == CostMetric::Needs::pipeline) continue;
-      if (metric.key.find("reads_") != std::string::npos || metric.key.find("writes_") != std::string::npos) continue;
-      const int row = table_->rowCount();
-      table_->insertRow(row);
-      table_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(metric.key)));
-      table_->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(format_number(metric.value(evaluation)))));
-      table_->setItem(row, 2, new QTableWidgetItem(QString::fromStdString(metric.unit)));
-    }
-    table_->resizeColumnsToContents();
+    // The four sweeps and the table off the GUI thread (a large L makes many settings).
+    host_.run("cost sweeps", [this, in, hw](const Progress& progress) -> std::function<void()> {
+      // Every N that some equal block size produces.
+      std::vector<std::int64_t> ns;
+      for (std::int64_t s = in.sublayers; s >= 1; --s) {
+        const std::int64_t n = block_count(in.sublayers, s);
+        if (ns.empty() || ns.back() != n) ns.push_back(n);
+      }
+      std::size_t index = 0;
+      auto sweep = [&](const std::string& id, const std::string& title, std::vector<std::string> metrics, bool log_y,
+                       bool overlay) {
+        SweepSpec spec;
+        spec.name = id;
+        spec.title = title;
+        spec.x = {"blocks", ns};
+        spec.metrics = std::move(metrics);
+        spec.log_x = true;
+        spec.log_y = log_y;
+        spec.overlay = overlay ? "paper_fig6" : "";
+        return sweep_chart(run_sweep(in, spec, step(progress, index++, 4)), in);
+      };
+      std::vector<ChartSpec> specs = {
+          sweep("cost_io", "Residual I/O per sublayer against N",
+                {"io_multiples_of_d.standard", "io_multiples_of_d.block_two_phase", "io_multiples_of_d.full_two_phase",
+                 "io_multiples_of_d.mhc"}, true, true),
+          sweep("cost_history", "Stored depth history against N",
+                {"history_vectors_per_token.block", "history_vectors_per_token.full"}, true, false),
+          sweep("cost_prefill", "Prefill block history against N",
+                {"prefill_history_gb.total", "prefill_history_gb.per_device", "prefill_history_gb.per_device_chunked"},
+                true, false),
+          sweep("cost_pipeline", "Pipeline traffic against N",
+                {"pipeline_exact_elements_per_token.naive", "pipeline_exact_elements_per_token.cached",
+                 "pipeline_exact_elements_per_token.cached_own"}, false, false)};
+      // The current numbers, with units.
+      const CostReport report = evaluate_costs(in);
+      const StackTime prefill = stack_time(in, {}, Phase::prefill, hw), decode = stack_time(in, {}, Phase::decode, hw);
+      const Evaluation evaluation{&report, &prefill, &decode, nullptr};
+      std::vector<std::array<std::string, 3>> rows;
+      for (const auto& metric : cost_metrics()) {
+        if (metric.needs == CostMetric::Needs::pipeline) continue;
+        if (metric.key.find("reads_") != std::string::npos || metric.key.find("writes_") != std::string::npos) continue;
+        rows.push_back({metric.key, format_number(metric.value(evaluation)), metric.unit});
+      }
+      return [this, specs = std::move(specs), rows = std::move(rows)]() mutable {
+        charts_ = std::move(specs);
+        for (std::size_t i = 0; i < panels_.size(); ++i) panels_[i]->set_spec(charts_[i]);
+        table_->setRowCount(0);
+        for (const auto& row : rows) {
+          const int r = table_->rowCount();
+          table_->insertRow(r);
+          for (int c = 0; c < 3; ++c) {
+            table_->setItem(r, c, new QTableWidgetItem(QString::fromStdString(row[static_cast<std::size_t>(c)])));
+          }
+        }
+        table_->resizeColumnsToContents();
+      };
+    });
   }
 
   std::vector<ChartSpec> charts() const override {
@@ -411,12 +446,20 @@ class CostView : public View {
     scenario_panel_->setVisible(show);
     for (auto* panel : panels_) panel->setVisible(!show);
     if (!show) return;
+    ScenarioInputs inputs;
     try {
-      const auto& spec = scenario_->sweeps[static_cast<std::size_t>(index)];
-      scenario_panel_->set_spec(sweep_chart(run_sweep(scenario_->scenario_inputs(), spec), scenario_->scenario_inputs()));
+      inputs = scenario_->scenario_inputs();
     } catch (const Error& error) {
       host_.show_error(error.what());
+      return;
     }
+    const SweepSpec spec = scenario_->sweeps[static_cast<std::size_t>(index)];
+    host_.run("scenario sweep", [this, inputs, spec](const Progress& progress) mutable -> std::function<void()> {
+      // A sweep of pipeline metrics simulates a schedule per setting: let Cancel stop inside one.
+      if (inputs.pipeline) inputs.pipeline->progress = check_only(progress);
+      const ChartSpec chart = sweep_chart(run_sweep(inputs, spec, progress), inputs);
+      return [this, chart] { scenario_panel_->set_spec(chart); };
+    });
   }
 
   QSpinBox* blocks_spin() const { return blocks_; }
@@ -485,12 +528,14 @@ class DepthAttentionView : public ModelView {
 
   void recompute() override {
     const auto snapshot = form_->snapshot();
-    host_.run("forward passes (Full and Block AttnRes)", [this, snapshot]() -> std::function<void()> {
+    host_.run("forward passes (Full and Block AttnRes)", [this, snapshot](const Progress& progress) -> std::function<void()> {
       const auto model = snapshot.build();
       const auto tokens = snapshot.token_ids(model.config);
       ForwardOptions full, block;
       full.mode = ResidualMode::full;
+      full.progress = step(progress, 0, 2);
       block.mode = ResidualMode::block;
+      block.progress = step(progress, 1, 2);
       block.block_size = std::min(snapshot.block_size, model.config.sublayers());
       auto full_trace = forward(model, tokens, full).trace;
       auto block_trace = forward(model, tokens, block).trace;
@@ -550,7 +595,7 @@ class MagnitudesView : public ModelView {
 
   void recompute() override {
     const auto snapshot = form_->snapshot();
-    host_.run("forward passes (standard, Full, Block)", [this, snapshot]() -> std::function<void()> {
+    host_.run("forward passes (standard, Full, Block)", [this, snapshot](const Progress& progress) -> std::function<void()> {
       const auto model = snapshot.build();
       const auto tokens = snapshot.token_ids(model.config);
       ChartSpec inputs, outputs;
@@ -561,9 +606,12 @@ class MagnitudesView : public ModelView {
       inputs.x_label = outputs.x_label = "sublayer l";
       inputs.y_label = outputs.y_label = "RMS over tokens and channels";
       inputs.log_y = outputs.log_y = true;
-      for (auto mode : {ResidualMode::standard, ResidualMode::full, ResidualMode::block}) {
+      const ResidualMode modes[] = {ResidualMode::standard, ResidualMode::full, ResidualMode::block};
+      for (std::size_t m = 0; m < std::size(modes); ++m) {
+        const ResidualMode mode = modes[m];
         ForwardOptions options;
         options.mode = mode;
+        options.progress = step(progress, m, std::size(modes));
         options.block_size = std::min(snapshot.block_size, model.config.sublayers());
         options.record_mixing = false;
         const auto trace = forward(model, tokens, options).trace;
@@ -632,10 +680,11 @@ class DualityView : public ModelView {
     const auto snapshot = form_->snapshot();
     const std::string scheme = scheme_->currentText().toStdString();
     const int layer = layer_->value(), head = head_->value();
-    host_.run("mixing matrix and attention", [this, snapshot, scheme, layer, head]() -> std::function<void()> {
+    host_.run("mixing matrix and attention", [this, snapshot, scheme, layer, head](const Progress& progress) -> std::function<void()> {
       const auto model = snapshot.build();
       const auto tokens = snapshot.token_ids(model.config);
       ForwardOptions options;
+      options.progress = progress;
       options.mode = parse_residual_mode(scheme, "scheme");
       options.block_size = std::min(snapshot.block_size, model.config.sublayers());
       const auto trace = forward(model, tokens, options).trace;
@@ -704,6 +753,10 @@ class PipelineView : public View {
     hardware_ = hardware_combo();
     bandwidth_ = dspin(0.1, 10000, 50, 1, 5);
     bandwidth_->setObjectName("link_bandwidth");
+    sublayers_->setObjectName("sublayers");
+    m_->setObjectName("microbatches");
+    pp_->setObjectName("pp");
+    vpp_->setObjectName("vpp");
     overlap_ = new QCheckBox("transfers overlap compute");
     overlap_->setChecked(true);
     ideal_ = new QCheckBox("ideal links (free transfers)");
@@ -723,6 +776,7 @@ class PipelineView : public View {
     auto* content = new QWidget;
     auto* column = new QVBoxLayout(content);
     summary_ = new QLabel;
+    summary_->setObjectName("pipeline_summary");
     summary_->setWordWrap(true);
     gantt_ = new GanttWidget;
     memory_ = new ChartPanel;
@@ -771,7 +825,8 @@ class PipelineView : public View {
       host_.show_error(error.what());
       return;
     }
-    host_.run("pipeline simulation", [this, s]() -> std::function<void()> {
+    host_.run("pipeline simulation", [this, s](const Progress& progress) mutable -> std::function<void()> {
+      s.progress = progress;
       const PipelineReport report = evaluate_pipeline(s);
       const ChartSpec gantt = pipeline_gantt_chart(report), memory = pipeline_memory_chart(report);
       const QString summary = QString("<b>iteration</b> %1 ms (standard %2 ms) &nbsp; <b>AttnRes overhead</b> %3% "

@@ -8,19 +8,30 @@
 #include <string>
 #include <vector>
 
+#include "attnres/cancel.hpp"
 #include "attnres/chart_spec.hpp"
 #include "attnres/scenario.hpp"
 #include "widgets.hpp"
 
 namespace attnres::gui {
 
+// Heavy work of a view: runs off the GUI thread with the run's progress callback and returns
+// the closure that applies its result on the GUI thread. The work passes `progress` into the
+// core (ForwardOptions::progress, PipelineSettings::progress, run_sweep's argument): it reports
+// (done, total) to the progress bar and returns false once the run is cancelled, and the core
+// then throws attnres::Cancelled. A call with total == 0 only asks whether to go on.
+using BackgroundWork = std::function<std::function<void()>(const Progress& progress)>;
+
 // What the main window lends a view.
 struct ViewHost {
   std::function<void(const std::string&)> show_error;
   std::function<void()> clear_error;
   // Runs `work` off the GUI thread (inline when synchronous) with a progress bar and a cancel
-  // button; the closure it returns is applied on the GUI thread unless the run was cancelled.
-  std::function<void(const QString& label, std::function<std::function<void()>()> work)> run;
+  // button. Every run has its own cancel token; a newer run with the same label cancels the
+  // older one. The closure the work returns is applied on the GUI thread unless the run was
+  // cancelled or superseded; an exception from the work is shown in the error banner, except
+  // attnres::Cancelled.
+  std::function<void(const QString& label, BackgroundWork work)> run;
 };
 
 class View : public QWidget {

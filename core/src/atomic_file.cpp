@@ -35,45 +35,6 @@ void write_file_atomically(const fs::path& path, std::string_view content) {
   }
 }
 
-void write_directory_atomically(const fs::path& target_path,
-                                const std::function<void(const fs::path&)>& build) {
-  const fs::path target = target_path.lexically_normal();
-  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code made;
-  fs::create_directories(parent, made);
-  if (made || !fs::is_directory(parent)) {
-    throw Error("cannot write '" + target_path.string() + "': cannot create directory '" +
-                parent.string() + "'" + (made ? " (" + made.message() + ")" : ""));
-  }
-  if (fs::exists(target) && !fs::is_directory(target)) {
-    throw Error("cannot write '" + target_path.string() + "': it exists and is not a directory");
-  }
-  std::random_device entropy;
-  const std::string suffix = std::to_string(entropy() % 1000000);
-  const std::string name = target.filename().string();
-  const fs::path staging = parent / std::string(".").append(name).append(".partial").append(suffix);
-  const fs::path previous = parent / std::string(".").append(name).append(".old").append(suffix);
-  auto clean_up = [&] {
-    std::error_code ignored;
-    fs::remove_all(staging, ignored);
-    if (fs::exists(previous) && !fs::exists(target)) fs::rename(previous, target, ignored);
-  };
-  try {
-    fs::create_directories(staging);
-    build(staging);
-    if (fs::exists(target)) fs::rename(target, previous);
-    fs::rename(staging, target);
-  } catch (const fs::filesystem_error& error) {
-    clean_up();
-    throw Error("cannot write '" + target_path.string() + "': " + error.what());
-  } catch (...) {
-    clean_up();
-    throw;
-  }
-  std::error_code ignored;
-  fs::remove_all(previous, ignored);
-}
-
 std::string read_file(const fs::path& path) {
   std::error_code error;
   if (!fs::is_regular_file(path, error)) {

@@ -1,4 +1,5 @@
 #include "attnres/cost.hpp"
+#include "attnres/cost_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -23,7 +24,9 @@ DType parse_dtype(const std::string& text, const std::string& where) {
   if (text == "fp16") return DType::fp16;
   if (text == "fp32") return DType::fp32;
   if (text == "fp8") return DType::fp8;
-  throw Error(where + ": unknown dtype '" + text + "' (expected bf16, fp16, fp32 or fp8)");
+  const std::string hint = did_you_mean(text, {"bf16", "fp16", "fp32", "fp8"});
+  throw Error(where + ": unknown dtype '" + text + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+              "; expected bf16, fp16, fp32 or fp8");
 }
 
 int bytes_per_element(DType dtype) {

@@ -1,6 +1,7 @@
 #include "attnres/cost_metrics.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace attnres {
@@ -249,10 +250,18 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  // A word that is itself a candidate is not a typo: no "did you mean X" for X itself.
+  if (std::find(candidates.begin(), candidates.end(), word) != candidates.end()) return "";
+  const std::string folded = lower(word);
   std::string best;
   std::size_t best_distance = SIZE_MAX;
   for (const auto& candidate : candidates) {
-    const std::size_t distance = edit_distance(word, candidate);
+    // Case is compared last: "H100" -> "h100" (distance 0), not "a100".
+    const std::size_t distance = edit_distance(folded, lower(candidate));
     if (distance < best_distance) {
       best_distance = distance;
       best = candidate;

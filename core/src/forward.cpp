@@ -158,6 +158,8 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
   state.partial = state.zero;
 
   auto run_sublayer = [&](int sublayer, const Matrix<Scalar>& h) {
+    report_progress(options.progress, static_cast<std::size_t>(sublayer),
+                    static_cast<std::size_t>(L), "forward pass");
     require_finite(h, "the input h of " + read_target_name(sublayer, L));
     trace.sublayer_input_rms.push_back(rms_of(h));
     Matrix<Scalar> v = sublayer_forward(model, sublayer, h, rope);  // (T, d)

@@ -57,6 +57,7 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
   sim.ideal_links = s.ideal_links;
   sim.overlap = s.overlap;
   sim.record_timeline = s.record_timeline;
+  sim.progress = s.progress;
   const auto last = chunk_last_sublayers(in.sublayers, C);
   for (int c = 0; c < C; ++c) {
     const std::int64_t first = c == 0 ? 1 : last[static_cast<std::size_t>(c - 1)] + 1;

@@ -134,7 +134,9 @@ PipelineSimResult simulate_pipeline(const PipelineSimInputs& in) {
 
   std::size_t remaining = 0;
   for (const auto& order : orders) remaining += order.size();
+  const std::size_t total_ops = remaining;
   while (remaining > 0) {
+    report_progress(in.progress, total_ops - remaining, total_ops, "pipeline simulation");
     bool progressed = false;
     for (int r = 0; r < P; ++r) {
       auto& order = orders[static_cast<std::size_t>(r)];

@@ -1,5 +1,8 @@
 #include "attnres/report.hpp"
 
+#include "attnres/cancel.hpp"
+#include "attnres/version.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -355,7 +358,7 @@ std::vector<ReportTable> cost_tables(const CostReport& costs, const std::vector<
   return tables;
 }
 
-Report build_report(const Scenario& s, const std::function<bool(std::size_t, std::size_t)>& progress) {
+Report build_report(const Scenario& s, const Progress& progress) {
   Report report;
   report.title = s.title.empty() ? s.source : s.title;
   report.description = s.description;
@@ -373,6 +376,18 @@ Report build_report(const Scenario& s, const std::function<bool(std::size_t, std
 
   json sweeps = json::array();
   for (const auto& spec : s.sweeps) {
+    for (const auto& table : report.tables) {
+      if (table.id == spec.name) {
+        throw Error(s.source + ": sweep '" + spec.name + "' has the name of the report's own table '" +
+                    table.id + "' (tables/" + table.id + ".csv); give the sweep another name");
+      }
+    }
+    for (const auto& chart : report.charts) {
+      if (chart.id == spec.name) {
+        throw Error(s.source + ": sweep '" + spec.name + "' has the name of the report's own chart '" +
+                    chart.id + "' (charts/" + chart.id + ".png); give the sweep another name");
+      }
+    }
     const SweepResult result = run_sweep(s.scenario_inputs(), spec, progress);
     ReportTable table{spec.name, spec.title.empty() ? "Sweep " + spec.name : spec.title, {}, {}, "", spec.name};
     table.header.push_back(spec.x.parameter);
@@ -394,7 +409,7 @@ Report build_report(const Scenario& s, const std::function<bool(std::size_t, std
       points.push_back(std::move(entry));
     }
     if (!result.skipped.empty()) {
-      table.note = std::to_string(result.skipped.size()) + " settings rejected as impossible, e.g. " +
+      table.note = std::to_string(result.skipped_count) + " settings rejected as impossible, e.g. " +
                    result.skipped.front() + ".";
       report.notes.push_back("sweep " + spec.name + ": " + table.note);
     }
@@ -410,7 +425,55 @@ Report build_report(const Scenario& s, const std::function<bool(std::size_t, std
     report.tables.push_back(std::move(table));
   }
   report.json["sweeps"] = sweeps;
+  report.json["provenance"] = report_provenance(s);
+  report.provenance = report.json["provenance"];
+  report_progress(progress, 1, 1, "report");  // a Ctrl-C during the sections stops here
   return report;
+}
+
+json report_provenance(const Scenario& s) {
+  json inputs;
+  if (s.has_model) inputs["model"] = cost_inputs_to_json(s.inputs);
+  if (s.hardware) {
+    const Hardware& h = *s.hardware;
+    inputs["hardware"] = {{"name", h.name},
+                          {"source", h.source},
+                          {"peak_flops", h.peak_flops},
+                          {"hbm_bandwidth_bytes_per_s", h.hbm_bandwidth},
+                          {"intra_node_bandwidth_bytes_per_s", h.intra_node_bandwidth},
+                          {"scale_out_bandwidth_bytes_per_s", h.scale_out_bandwidth},
+                          {"link_latency_s", h.link_latency},
+                          {"gpus_per_node", h.gpus_per_node},
+                          {"efficiency", {{"compute", h.compute_efficiency},
+                                          {"memory", h.memory_efficiency},
+                                          {"link", h.link_efficiency}}}};
+  }
+  if (s.moe.experts > 0) {
+    inputs["moe"] = {{"experts", s.moe.experts}, {"active", s.moe.active}, {"shared", s.moe.shared},
+                     {"expert_ffn", s.moe.expert_ffn}};
+  }
+  if (s.pipeline) {
+    const PipelineSettings& p = *s.pipeline;
+    inputs["pipeline"] = {{"mode", to_string(p.mode)},
+                          {"microbatches", p.microbatches},
+                          {"schedule", to_string(p.schedule)},
+                          {"cache", to_string(p.cache)},
+                          {"link", p.intra_node_link ? "intra_node" : "scale_out"},
+                          {"link_bandwidth_bytes_per_s", p.link_bandwidth > 0 ? json(p.link_bandwidth) : json(nullptr)},
+                          {"overlap", p.overlap},
+                          {"ideal_links", p.ideal_links}};
+  }
+  if (wants(s.sections, "scaling")) {
+    inputs["scaling"] = {{"target_loss", s.scaling.target_loss}, {"loss_from", s.scaling.loss_from},
+                         {"loss_to", s.scaling.loss_to}};
+  }
+  return {{"tool", "attnres"},
+          {"version", kVersion},
+          {"command", "attnres report"},
+          {"scenario_file", s.source},
+          {"scenario_text", s.text},
+          {"sections", s.sections},
+          {"inputs", inputs}};
 }
 
 std::string table_csv(const ReportTable& t) {
@@ -466,21 +529,46 @@ std::string report_markdown(const Report& report) {
     }
   }
   for (const auto& note : report.notes) out << "> " << note << "\n\n";
+  if (!report.provenance.is_null()) {
+    const json& p = report.provenance;
+    out << "## Provenance\n\nWritten by attnres " << p.value("version", "") << " (`" << p.value("command", "")
+        << "`) from `" << p.value("scenario_file", "") << "`.\n\n";
+    if (p.contains("inputs")) {
+      out << "Inputs that change the results:\n\n```json\n" << p["inputs"].dump(2) << "\n```\n\n";
+    }
+    const std::string text = p.value("scenario_text", "");
+    if (!text.empty()) {
+      std::string fence = "```";
+      while (text.find(fence) != std::string::npos) fence += "`";
+      out << "The scenario file as read:\n\n" << fence << "toml\n" << text
+          << (text.back() == '\n' ? "" : "\n") << fence << "\n";
+    }
+  }
   return out.str();
 }
 
-void write_report(const Report& report, const fs::path& directory, const ChartRenderer& render_chart) {
-  write_directory_atomically(directory, [&](const fs::path& staging) {
+OutputDirectoryResult write_report(const Report& report, const fs::path& directory, const ChartRenderer& render_chart,
+                                   OutputDirectoryOptions options) {
+  options.owner = "report";
+  const Progress progress = options.progress;
+  const std::size_t total = report.tables.size() + report.charts.size() + 2;
+  std::size_t done = 0;
+  auto step = [&] { report_progress(progress, ++done, total, "writing the report"); };
+  return write_output_directory(directory, options, [&](const fs::path& staging) {
     fs::create_directories(staging / "tables");
     fs::create_directories(staging / "charts");
     for (const auto& table : report.tables) {
       write_file_atomically(staging / "tables" / (table.id + ".csv"), table_csv(table));
+      step();
     }
     for (const auto& chart : report.charts) {
       render_chart(chart, staging / "charts" / (chart.id + ".png"), staging / "charts" / (chart.id + ".svg"));
+      step();
     }
     write_file_atomically(staging / "report.json", report.json.dump(2) + "\n");
+    step();
     write_file_atomically(staging / "report.md", report_markdown(report));
+    step();
   });
 }
 

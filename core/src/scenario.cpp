@@ -375,7 +375,7 @@ class ScenarioReader {
 
   SweepSpec read_sweep(const toml::table& t, const Scenario& s, std::set<std::string>& names) const {
     check_keys(t, "sweep.", {"name", "title", "x", "values", "y", "y_values", "metrics", "log_x",
-                             "log_y", "overlay", "threshold", "claim"});
+                             "log_y", "overlay", "threshold", "claim", "max_points"});
     SweepSpec spec;
     auto required = [&](const char* key) -> const toml::node& {
       const toml::node* node = t.get(key);
@@ -420,9 +420,15 @@ class ScenarioReader {
     }
     const std::int64_t settings = static_cast<std::int64_t>(spec.x.values.size()) *
                                   static_cast<std::int64_t>(spec.y ? spec.y->values.size() : 1);
-    if (settings > kMaxSweepSettings) {
+    if (const toml::node* n = t.get("max_points")) {
+      const std::int64_t limit = integer(*n, "sweep.max_points");
+      if (limit < 1) fail(n->source(), "sweep.max_points must be >= 1, got " + std::to_string(limit));
+      spec.max_points = static_cast<std::size_t>(limit);
+    }
+    if (settings > static_cast<std::int64_t>(spec.max_points)) {
       fail(t.source(), "sweep '" + spec.name + "' has " + std::to_string(settings) +
-                           " settings; the limit is " + std::to_string(kMaxSweepSettings));
+                           " settings, more than the limit of " + std::to_string(spec.max_points) +
+                           " (raise it with max_points = N in this [[sweep]])");
     }
     const toml::node& metrics = required("metrics");
     if (!metrics.is_array() || metrics.as_array()->empty()) {
@@ -501,7 +507,9 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
     throw Error(source + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
                 ": TOML syntax error: " + std::string(error.description()));
   }
-  return ScenarioReader(source).read(root);
+  Scenario scenario = ScenarioReader(source).read(root);
+  scenario.text = text;
+  return scenario;
 }
 
 namespace {
@@ -588,6 +596,7 @@ std::string scenario_to_toml(const Scenario& s) {
     if (!sweep.overlay.empty()) out << "overlay = " << quoted(sweep.overlay) << "\n";
     if (!std::isnan(sweep.threshold)) out << "threshold = " << toml_number(sweep.threshold) << "\n";
     if (!sweep.claim.empty()) out << "claim = " << quoted(sweep.claim) << "\n";
+    if (sweep.max_points != SweepSpec::kDefaultMaxSweepPoints) out << "max_points = " << sweep.max_points << "\n";
   }
   return out.str();
 }

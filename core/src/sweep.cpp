@@ -1,11 +1,14 @@
 #include "attnres/sweep.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <algorithm>
 #include <map>
 #include <sstream>
 
+#include "attnres/cancel.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/format.hpp"
 #include "attnres/error.hpp"
@@ -89,6 +92,9 @@ void set_cost_input(CostInputs& in, const std::string& parameter, std::int64_t v
     in.pp = value;
   } else if (parameter == "vpp") {
     in.vpp = value;
+  } else if (parameter == "microbatches" || parameter == "link_bandwidth_gbps") {
+    throw Error("sweep parameter '" + parameter + "' belongs to the pipeline simulation: sweep it in a "
+                "scenario file with a [pipeline] table (attnres report)");
   } else {
     const std::string hint = did_you_mean(parameter, sweep_parameters());
     throw Error("unknown sweep parameter '" + parameter + "'" +
@@ -108,13 +114,29 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return small;
 }
 
-SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec,
-                      const std::function<bool(std::size_t, std::size_t)>& progress) {
-  return run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, progress);
+SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec, const Progress& progress) {
+  return run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, SweepRun{progress, {}, true});
 }
 
-SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec,
-                      const std::function<bool(std::size_t, std::size_t)>& progress) {
+SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const Progress& progress) {
+  return run_sweep(base, spec, SweepRun{progress, {}, true});
+}
+
+namespace {
+
+// Indices 0..n-1 spread evenly, at most `keep` of them (first and last included).
+std::vector<bool> spread(std::size_t n, std::size_t keep) {
+  std::vector<bool> kept(n, n <= keep);
+  if (n <= keep) return kept;
+  for (std::size_t k = 0; k < keep; ++k) kept[k * (n - 1) / (keep - 1)] = true;
+  return kept;
+}
+
+constexpr std::size_t kSkippedListed = 1000;
+
+}  // namespace
+
+SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const SweepRun& run) {
   std::vector<const CostMetric*> metrics;
   bool needs_time = false, needs_pipeline = false;
   for (const auto& key : spec.metrics) {
@@ -138,10 +160,25 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec,
   result.spec = spec;
   const std::vector<std::int64_t> y_values =
       spec.y ? spec.y->values : std::vector<std::int64_t>{0};
-  const std::size_t total = spec.x.values.size() * y_values.size();
+  const std::size_t nx = spec.x.values.size(), ny = y_values.size();
+  if (nx != 0 && ny > spec.max_points / nx) {
+    throw Error("sweep '" + spec.name + "' has " + std::to_string(nx) + (spec.y ? " x " + std::to_string(ny) : "") +
+                " settings, more than the limit of " + std::to_string(spec.max_points) +
+                "; sweep fewer values or raise the limit (attnres sweep --max-points, a scenario sweep's max_points)");
+  }
+  const std::size_t total = nx * ny;
+  const std::vector<bool> keep_y = spread(ny, run.keep_points ? ny : SweepRun::kChartSeries);
+  const std::vector<bool> keep_x = spread(nx, run.keep_points ? nx : SweepRun::kChartPoints);
+  if (!run.keep_points && (nx > SweepRun::kChartPoints || ny > SweepRun::kChartSeries)) {
+    result.decimated = "the chart shows " + std::to_string(std::min(ny, SweepRun::kChartSeries)) + " of " +
+                       std::to_string(ny) + " series and " + std::to_string(std::min(nx, SweepRun::kChartPoints)) +
+                       " of " + std::to_string(nx) + " points per series, evenly spaced; the CSV and JSON have every setting";
+  }
   std::size_t done = 0;
-  for (std::int64_t y : y_values) {
-    for (std::int64_t x : spec.x.values) {
+  for (std::size_t iy = 0; iy < ny; ++iy) {
+    const std::int64_t y = y_values[iy];
+    for (std::size_t ix = 0; ix < nx; ++ix) {
+      const std::int64_t x = spec.x.values[ix];
       ScenarioInputs in = base;
       set_scenario_input(in, spec.x.parameter, x);
       if (spec.y) set_scenario_input(in, spec.y->parameter, y);
@@ -150,25 +187,38 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec,
         if (spec.y) text += ", " + spec.y->parameter + " = " + std::to_string(y);
         return text;
       };
+      auto skip = [&](const std::string& why) {
+        if (result.skipped.size() < kSkippedListed) result.skipped.push_back(label() + ": " + why);
+        ++result.skipped_count;
+      };
       if (auto problem = try_resolve_cost_inputs(in.cost)) {
-        result.skipped.push_back(label() + ": " + problem->message);
+        skip(problem->message);
       } else {
         try {
           const EvaluatedScenario evaluated = evaluate_scenario(in, needs_time, needs_pipeline, false);
           const Evaluation view = evaluated.view();
           SweepPoint point{x, spec.y ? std::optional<std::int64_t>(y) : std::nullopt, {}};
+          point.values.reserve(metrics.size());
           for (const auto* metric : metrics) point.values.push_back(metric->value(view));
-          result.points.push_back(std::move(point));
+          ++result.valid_count;
+          if (run.on_point) run.on_point(point);
+          if (keep_x[ix] && keep_y[iy]) result.points.push_back(std::move(point));
+        } catch (const Cancelled&) {
+          throw;
         } catch (const Error& error) {  // e.g. a schedule the simulator rejects
-          result.skipped.push_back(label() + ": " + error.what());
+          skip(error.what());
         }
       }
       ++done;
-      if (progress && (done % 64 == 0 || done == total) && !progress(done, total)) {
-        throw Error("sweep '" + spec.name + "' cancelled after " + std::to_string(done) + " of " +
-                    std::to_string(total) + " settings");
+      if (run.progress && (done % 64 == 0 || done == total) && !run.progress(done, total)) {
+        throw Cancelled("sweep '" + spec.name + "' cancelled after " + std::to_string(done) + " of " +
+                        std::to_string(total) + " settings");
       }
     }
+  }
+  if (result.skipped_count > result.skipped.size()) {
+    result.skipped.push_back("... and " + std::to_string(result.skipped_count - result.skipped.size()) +
+                             " more settings rejected");
   }
   return result;
 }
@@ -253,9 +303,10 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
   }
   chart.caption = "Sweep of " + spec.x.parameter +
                   (spec.y ? " x " + spec.y->parameter : std::string()) + "; " +
-                  std::to_string(result.points.size()) + " settings" +
-                  (result.skipped.empty() ? "" : ", " + std::to_string(result.skipped.size()) +
-                                                     " rejected as impossible") + ".";
+                  std::to_string(std::max(result.valid_count, result.points.size())) + " settings" +
+                  (result.skipped_count == 0 ? "" : ", " + std::to_string(result.skipped_count) +
+                                                        " rejected as impossible") + "." +
+                  (result.decimated.empty() ? "" : " Decimated: " + result.decimated + ".");
   return chart;
 }
 
@@ -306,20 +357,42 @@ std::string sweep_conclusion(const SweepResult& result) {
   return out.str();
 }
 
-std::string sweep_csv(const SweepResult& result) {
+std::string sweep_csv_header(const SweepSpec& spec) {
+  std::string text = spec.x.parameter;
+  if (spec.y) text += "," + spec.y->parameter;
+  for (const auto& key : spec.metrics) text += "," + key;
+  return text + "\n";
+}
+
+std::string sweep_csv_row(const SweepPoint& point) {
   std::ostringstream out;
   out.precision(12);
-  out << result.spec.x.parameter;
-  if (result.spec.y) out << "," << result.spec.y->parameter;
-  for (const auto& key : result.spec.metrics) out << "," << key;
+  out << point.x;
+  if (point.y) out << "," << *point.y;
+  for (double value : point.values) out << "," << value;
   out << "\n";
-  for (const auto& point : result.points) {
-    out << point.x;
-    if (point.y) out << "," << *point.y;
-    for (double value : point.values) out << "," << value;
-    out << "\n";
-  }
   return out.str();
+}
+
+std::string sweep_csv(const SweepResult& result) {
+  std::string text = sweep_csv_header(result.spec);
+  for (const auto& point : result.points) text += sweep_csv_row(point);
+  return text;
+}
+
+std::string sweep_point_json(const SweepSpec& spec, const SweepPoint& point) {
+  auto number = [](double value) {
+    if (!std::isfinite(value)) return std::string("null");
+    char buffer[64];
+    const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return error == std::errc() ? std::string(buffer, end) : std::string("null");
+  };
+  std::string text = "{" + nlohmann::json(spec.x.parameter).dump() + ": " + std::to_string(point.x);
+  if (point.y && spec.y) text += ", " + nlohmann::json(spec.y->parameter).dump() + ": " + std::to_string(*point.y);
+  for (std::size_t m = 0; m < point.values.size() && m < spec.metrics.size(); ++m) {
+    text += ", " + nlohmann::json(spec.metrics[m]).dump() + ": " + number(point.values[m]);
+  }
+  return text + "}";
 }
 
 }  // namespace attnres

@@ -165,7 +165,11 @@ TEST(PipelineCli, ImpossibleSchedulesAreUsageErrors) {
   expect_usage({"--pp", "2", "--vpp", "2", "--microbatches", "3"}, "needs the micro-batches m to be a multiple of P = 2");
   test::TempDir dir;
   write_file_atomically(dir / "gpu.toml", "peak_bf16_flops = 1e15\n");
-  expect_usage({"--hardware", (dir / "gpu.toml").string()}, "gpu.toml:1:1: missing 'hbm_bandwidth'");
+  // A hardware *file* that is wrong is a bad input file (exit 1), not a bad flag.
+  const CliRun bad_file = run_cli({"pipeline", "--layers", "4", "--block-size", "2", "--d-model", "64", "--hardware",
+                                   (dir / "gpu.toml").string()});
+  EXPECT_EQ(bad_file.status, cli::kExitFailure) << bad_file.err;
+  EXPECT_NE(bad_file.err.find("gpu.toml:1:1: missing 'hbm_bandwidth'"), std::string::npos) << bad_file.err;
 }
 
 TEST(ReportCli, BadScenarioReportsTheLocationAndWritesNothing) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/format.hpp"
 #include "attnres/safetensors.hpp"
 #include "cli.hpp"
 #include "test_support.hpp"
@@ -79,7 +80,9 @@ void make_fixtures(const fs::path& root) {
                      out, err),
             0)
       << err.str();
-  for (const char* name : {"m-truncated", "m-nan", "m-missing", "m-badjson"}) fs::copy(root / "m", root / name);
+  for (const char* name : {"m-truncated", "m-nan", "m-missing", "m-badjson", "m-hostile"}) {
+    fs::copy(root / "m", root / name);
+  }
   const std::string bytes = read_file(root / "m/model.safetensors");
   write_file_atomically(root / "m-truncated/model.safetensors", bytes.substr(0, bytes.size() / 2));
   const auto file = SafetensorsFile::read(root / "m/model.safetensors");
@@ -102,6 +105,7 @@ void make_fixtures(const fs::path& root) {
   }
   write_safetensors(root / "m-missing/model.safetensors", kept);
   write_file_atomically(root / "m-badjson/config.json", "{ \"hidden_size\": 16,\n");
+  write_file_atomically(root / "m-hostile/config.json", "{\"hidden_size\xff\x1b[31m\": 16}\n");
 }
 
 TEST(ErrorCatalogue, EveryEntryPrintsItsDocumentedMessage) {
@@ -109,7 +113,10 @@ TEST(ErrorCatalogue, EveryEntryPrintsItsDocumentedMessage) {
   ASSERT_GE(catalogue.entries.size(), 40u);
   test::TempDir dir;
   make_fixtures(dir.path());
-  for (const auto& [name, content] : catalogue.files) write_file_atomically(dir / name, content);
+  for (const auto& [name, content] : catalogue.files) {
+    fs::create_directories((dir / name).parent_path());
+    write_file_atomically(dir / name, content);
+  }
   const fs::path previous = fs::current_path();
   fs::current_path(dir.path());
   for (const auto& entry : catalogue.entries) {
@@ -121,7 +128,12 @@ TEST(ErrorCatalogue, EveryEntryPrintsItsDocumentedMessage) {
     const int status = cli::run(args, out, err);
     EXPECT_EQ(status, entry.status);
     EXPECT_EQ(err.str(), entry.message + "\n");
-    EXPECT_FALSE(fs::exists("x") || fs::exists("r")) << "a failed command left output behind";
+    EXPECT_FALSE(fs::exists("x") || fs::exists("r") || fs::exists("s")) << "a failed command left output behind";
+    EXPECT_EQ(printable_text(err.str()), err.str()) << "the message is not safe text";
+    if (fs::exists("mine")) {
+      EXPECT_EQ(read_file("mine/notes.txt"), "my notes\n");
+      EXPECT_FALSE(fs::exists("mine/.attnres-output.json"));
+    }
   }
   fs::current_path(previous);
 }

@@ -1,12 +1,15 @@
 // Sweeps, reports and writing them: skipped settings, chart specs, markdown, atomic output.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
+#include "attnres/version.hpp"
 #include "test_support.hpp"
 
 namespace attnres {
@@ -47,7 +50,78 @@ TEST(Sweep, GridAndCancellation) {
   const auto chart = sweep_chart(result, base_inputs());
   EXPECT_EQ(chart.series.size(), 2u);  // one per vpp value
   EXPECT_NE(chart.series[1].name.find("vpp=2"), std::string::npos);
-  EXPECT_THROW(run_sweep(base_inputs(), spec, [](std::size_t, std::size_t) { return false; }), Error);
+  EXPECT_THROW(run_sweep(base_inputs(), spec, [](std::size_t, std::size_t) { return false; }), Cancelled);
+}
+
+TEST(Sweep, StreamedSweepsSeeEveryPointAndKeepOnlyWhatAChartShows) {
+  SweepSpec spec;
+  spec.name = "big";
+  spec.x = {"d_model", {}};
+  for (std::int64_t d = 64; d < 64 + 2500; ++d) spec.x.values.push_back(d);
+  spec.y = SweepAxis{"tokens", {}};
+  for (std::int64_t t = 1; t <= 18; ++t) spec.y->values.push_back(t * 100);
+  spec.y->values.push_back(0);   // impossible: T >= 1
+  spec.y->values.push_back(-1);  // impossible
+  spec.metrics = {"io_multiples_of_d.block_two_phase"};
+  SweepRun run;
+  run.keep_points = false;
+  std::size_t seen = 0;
+  double sum = 0;
+  run.on_point = [&](const SweepPoint& point) {
+    ++seen;
+    sum += point.values[0];
+  };
+  const SweepResult result = run_sweep(ScenarioInputs{base_inputs(), std::nullopt, {}, std::nullopt}, spec, run);
+  // 18 valid y values x 2500 d values; 2 x 2500 impossible settings.
+  EXPECT_EQ(seen, 18u * 2500u);
+  EXPECT_EQ(result.valid_count, seen);
+  EXPECT_EQ(result.skipped_count, 2u * 2500u);
+  EXPECT_EQ(result.skipped.size(), 1001u);  // the first 1000, then "... and 4000 more"
+  EXPECT_NE(result.skipped.back().find("and 4000 more"), std::string::npos);
+  EXPECT_GT(sum, 0.0);
+  // Kept for the chart: at most 16 y values (of 20; 2 of them impossible) and 2000 x values each.
+  EXPECT_LE(result.points.size(), 16u * 2000u);
+  const ChartSpec chart = sweep_chart(result, base_inputs());
+  EXPECT_LE(chart.series.size(), 16u);
+  for (const auto& series : chart.series) EXPECT_LE(series.points.size(), 2000u);
+  EXPECT_NE(chart.caption.find("45000 settings"), std::string::npos) << chart.caption;
+  EXPECT_NE(chart.caption.find("Decimated"), std::string::npos) << chart.caption;
+  // The first and last x of every kept series are there (evenly spaced, ends included).
+  EXPECT_EQ(chart.series.front().points.front().first, 64.0);
+  EXPECT_EQ(chart.series.front().points.back().first, 64.0 + 2499.0);
+}
+
+TEST(Sweep, MoreSettingsThanTheLimitAreRefused) {
+  SweepSpec spec{"g", "", {"d_model", {8, 16, 32}}, SweepAxis{"blocks", {1, 2, 4}},
+                 {"io_multiples_of_d.block_two_phase"}, false, false, ""};
+  spec.max_points = 8;
+  try {
+    run_sweep(base_inputs(), spec);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("has 3 x 3 settings, more than the limit of 8"), std::string::npos)
+        << error.what();
+  }
+  spec.max_points = 9;
+  EXPECT_EQ(run_sweep(base_inputs(), spec).points.size(), 9u);
+}
+
+TEST(Sweep, StreamedJsonAndCsvRowsMatchTheInMemoryTable) {
+  SweepSpec spec{"g", "", {"pp", {1, 2}}, SweepAxis{"vpp", {1, 2}},
+                 {"pipeline_comm_elements_per_token.naive_per_d"}, false, false, ""};
+  const auto result = run_sweep(base_inputs(), spec);
+  std::string rows = sweep_csv_header(spec);
+  for (const auto& point : result.points) {
+    rows += sweep_csv_row(point);
+    const auto json = nlohmann::json::parse(sweep_point_json(spec, point));
+    EXPECT_EQ(json["pp"], point.x);
+    EXPECT_EQ(json["vpp"], *point.y);
+    EXPECT_EQ(json["pipeline_comm_elements_per_token.naive_per_d"].get<double>(), point.values[0]);
+  }
+  EXPECT_EQ(rows, sweep_csv(result));
+  EXPECT_EQ(sweep_point_json(SweepSpec{"n", "", {"x", {}}, std::nullopt, {"m"}, false, false, ""},
+                             SweepPoint{1, std::nullopt, {std::nan("")}}),
+            "{\"x\": 1, \"m\": null}");
 }
 
 TEST(Sweep, ChartMarksTheScenarioAndOverlaysFig6) {
@@ -84,25 +158,101 @@ sublayers = 16
 d_model = 8
 blocks = 4
 [[sweep]]
-name = "io"
+name = "io_sweep"
 x = "blocks"
 values = "divisors"
 metrics = ["io_multiples_of_d.block_two_phase"]
 )", "small.toml");
 }
 
+TEST(Report, ASweepNamedLikeOneOfTheReportsTablesIsRefused) {
+  // Before: the sweep's tables/io.csv silently replaced the I/O table's.
+  const Scenario scenario = parse_scenario(R"(
+sections = ["io"]
+[model]
+sublayers = 16
+d_model = 8
+blocks = 4
+[[sweep]]
+name = "io"
+x = "blocks"
+values = [1, 2]
+metrics = ["io_multiples_of_d.block_two_phase"]
+)", "clash.toml");
+  try {
+    build_report(scenario);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()), "clash.toml: sweep 'io' has the name of the report's own table 'io' "
+                                         "(tables/io.csv); give the sweep another name");
+  }
+}
+
+TEST(Report, RecordsWhatProducedIt) {
+  const std::string text = R"(
+title = "provenance"
+sections = ["io", "time", "pipeline_sim"]
+[model]
+layers = 8
+d_model = 256
+blocks = 4
+[hardware]
+preset = "h100"
+efficiency = { compute = 0.4 }
+[moe]
+experts = 16
+active = 2
+shared = 1
+expert_ffn = 128
+[pipeline]
+microbatches = 4
+schedule = "1f1b"
+cache = "naive"
+overlap = false
+link = "intra_node"
+)";
+  const Report report = build_report(parse_scenario(text, "p.toml"));
+  const nlohmann::json& p = report.json.at("provenance");
+  EXPECT_EQ(p["tool"], "attnres");
+  EXPECT_EQ(p["version"], kVersion);
+  EXPECT_EQ(p["scenario_file"], "p.toml");
+  EXPECT_EQ(p["scenario_text"], text);
+  EXPECT_EQ(p["inputs"]["hardware"]["name"], "H100 SXM");
+  EXPECT_EQ(p["inputs"]["hardware"]["efficiency"]["compute"], 0.4);
+  EXPECT_EQ(p["inputs"]["moe"]["experts"], 16);
+  EXPECT_EQ(p["inputs"]["moe"]["expert_ffn"], 128);
+  EXPECT_EQ(p["inputs"]["pipeline"]["schedule"], "1f1b");
+  EXPECT_EQ(p["inputs"]["pipeline"]["cache"], "naive");
+  EXPECT_EQ(p["inputs"]["pipeline"]["overlap"], false);
+  EXPECT_EQ(p["inputs"]["pipeline"]["link"], "intra_node");
+  EXPECT_EQ(p["inputs"]["pipeline"]["microbatches"], 4);
+  EXPECT_EQ(p["inputs"]["model"]["sublayers"], 16);
+  const std::string markdown = report_markdown(report);
+  EXPECT_NE(markdown.find("## Provenance"), std::string::npos);
+  EXPECT_NE(markdown.find("Written by attnres " + std::string(kVersion)), std::string::npos);
+  EXPECT_NE(markdown.find("efficiency = { compute = 0.4 }"), std::string::npos) << "the scenario text is quoted";
+  EXPECT_NE(markdown.find("\"cache\": \"naive\""), std::string::npos);
+}
+
+TEST(Report, ACancelledBuildStopsEvenWithoutSweeps) {
+  // Before: a scenario without sweeps never consulted the progress callback, so Ctrl-C was
+  // swallowed and the report was still written.
+  const Scenario scenario = parse_scenario("sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 8\nblocks = 2\n", "s.toml");
+  EXPECT_THROW(build_report(scenario, [](std::size_t, std::size_t) { return false; }), Cancelled);
+}
+
 TEST(Report, HoldsTablesChartsAndJson) {
   const Report report = build_report(small_scenario());
   std::vector<std::string> ids;
   for (const auto& table : report.tables) ids.push_back(table.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"io", "prefill", "scaling_fits", "scaling_multiplier", "io"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"io", "prefill", "scaling_fits", "scaling_multiplier", "io_sweep"}));
   EXPECT_EQ(report.charts.size(), 3u);  // two scaling charts + the sweep
   EXPECT_EQ(report.json["io_elements_per_sublayer"]["standard"], 24.0);
   EXPECT_NEAR(report.json["scaling"]["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);
   const std::string markdown = report_markdown(report);
   EXPECT_NE(markdown.find("# small"), std::string::npos);
   EXPECT_NE(markdown.find("![Loss against compute (paper fits)](charts/scaling_loss.png)"), std::string::npos);
-  EXPECT_NE(markdown.find("](charts/io.png)"), std::string::npos);
+  EXPECT_NE(markdown.find("](charts/io_sweep.png)"), std::string::npos);
   EXPECT_NE(markdown.find("GiB = 2^30 bytes"), std::string::npos);
   EXPECT_EQ(table_csv(ReportTable{"x", "", {"a", "b,c"}, {{"1", "say \"hi\""}}, "", ""}),
             "a,\"b,c\"\n1,\"say \"\"hi\"\"\"\n");
@@ -119,6 +269,7 @@ TEST(Report, WriteIsAllOrNothingAndKeepsThePreviousReport) {
   write_report(report, dir / "out", fake_renderer);
   EXPECT_TRUE(std::filesystem::exists(dir / "out/report.md"));
   EXPECT_TRUE(std::filesystem::exists(dir / "out/tables/io.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/tables/io_sweep.csv"));
   EXPECT_TRUE(std::filesystem::exists(dir / "out/charts/scaling_loss.svg"));
   const std::string before = read_file(dir / "out/report.md");
 
@@ -135,6 +286,9 @@ TEST(Report, WriteIsAllOrNothingAndKeepsThePreviousReport) {
   int entries = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 1);
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "out")) {
+    EXPECT_EQ(entry.path().filename().string().find(".attnres-staging"), std::string::npos) << entry.path();
+  }
   // And a first report that fails leaves nothing at all.
   drawn = 0;
   EXPECT_THROW(write_report(report, dir / "fresh", failing_renderer), Error);

@@ -22,22 +22,40 @@ FILES = {
     "nohardware.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[pipeline]\nmicrobatches = 8\n",
     "preset.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[hardware]\npreset = \"h1000\"\n",
     "gpu.toml": "name = \"my GPU\"\npeak_bf16_flops = 1e15\n",
+    "clash.toml": "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[[sweep]]\nname = \"io\"\nx = \"blocks\"\nvalues = [1, 2]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
+    "ok.toml": "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n",
+    "mine/notes.txt": "my notes\n",
 }
+
+# A config.json whose key holds an invalid UTF-8 byte and a terminal escape sequence.
+HOSTILE_CONFIG = b'{"hidden_size\xff\x1b[31m": 16}\n'
 
 # (section, title, command, fixture note)
 CASES = [
     ("Command line", "Unknown command", "attnres frobnicate", ""),
     ("Command line", "Unknown flag", "attnres forward --model m --tokens 1 --colour red", ""),
     ("Command line", "Missing required flag", "attnres forward --tokens 1", ""),
+    ("Command line", "Misspelt command", "attnres reprot ok.toml --out r", "ok.toml"),
+    ("Command line", "Misspelt flag", "attnres cost --sublayer 8 --blocks 2 --d-model 16", ""),
+    ("Command line", "Abbreviated flag (flags are never guessed from a prefix)", "attnres cost --sub 8 --blocks 2 --d-model 16", ""),
+    ("Command line", "Token list not quoted (a stray argument)", "attnres forward --model m --tokens 1 7 12", "m"),
     ("Command line", "Malformed flag value", "attnres init-model --layers two --d-model 16 --heads 4 --ffn 24 --vocab 20 --out x", ""),
     ("init-model", "Heads do not divide the width", "attnres init-model --layers 2 --d-model 16 --heads 3 --ffn 24 --vocab 20 --out x", ""),
     ("init-model", "Key/value heads do not divide the heads", "attnres init-model --layers 2 --d-model 16 --heads 4 --kv-heads 3 --ffn 24 --vocab 20 --out x", ""),
     ("init-model", "Zero layers", "attnres init-model --layers 0 --d-model 16 --heads 4 --ffn 24 --vocab 20 --out x", ""),
     ("init-model", "Block mode without a block size", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --mode block --out x", ""),
     ("init-model", "Block size larger than L", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --mode block --block-size 5 --out x", ""),
+    ("init-model", "Block size with another mode", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --block-size 2 --out x", ""),
+    ("init-model", "Output directory holding other files", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --out mine", "mine/notes.txt"),
     ("init-model", "Unknown residual mode", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --mode sideways --out x", ""),
     ("forward", "Token id outside the vocabulary", "attnres forward --model m --tokens '1 25'", "m"),
     ("forward", "Token that is not a number", "attnres forward --model m --tokens '1 x'", "m"),
+    ("forward", "Empty token id", "attnres forward --model m --tokens 1,,2", "m"),
+    ("forward", "Block size with the standard residual", "attnres forward --model m --tokens 1 --block-size 2", "m"),
+    ("forward", "Zero placeholder outside Block AttnRes", "attnres forward --model m --tokens 1 --mode full --zero-placeholder", "m"),
+    ("forward", "--two-phase with the standard residual", "attnres forward --model m --tokens 1 --two-phase off", "m"),
+    ("forward", "Schedule block larger than L", "attnres forward --model m --tokens 1 --mode full --schedule-block 5", "m"),
+    ("forward", "Dump over the model's own file", "attnres forward --model m --tokens 1 --dump m/model.safetensors", "m"),
     ("forward", "Block size zero", "attnres forward --model m --tokens 1 --mode block --block-size 0", "m"),
     ("forward", "Block mode without a block size", "attnres forward --model m --tokens 1 --mode block", "m"),
     ("forward", "Bad --two-phase value", "attnres forward --model m --tokens 1 --two-phase maybe", "m"),
@@ -47,6 +65,7 @@ CASES = [
     ("Model files", "Truncated safetensors file", "attnres forward --model m-truncated --tokens 1", "m-truncated"),
     ("Model files", "NaN in the weights", "attnres forward --model m-nan --tokens 1", "m-nan"),
     ("Model files", "Required tensor missing", "attnres forward --model m-missing --tokens 1", "m-missing"),
+    ("Model files", "config.json with hostile bytes (shown escaped)", "attnres forward --model m-hostile --tokens 1", "m-hostile"),
     ("Model files", "config.json is not JSON", "attnres forward --model m-badjson --tokens 1", "m-badjson"),
     ("cost", "More blocks than sublayers", "attnres cost --sublayers 8 --blocks 9 --d-model 16", ""),
     ("cost", "More pipeline chunks than sublayers", "attnres cost --sublayers 8 --blocks 2 --d-model 16 --pp 4 --vpp 4", ""),
@@ -57,11 +76,19 @@ CASES = [
     ("sweep", "Unknown metric", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.blok_two_phase", ""),
     ("sweep", "Unknown parameter", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocs --values 1,2 --metric io_multiples_of_d.mhc", ""),
     ("sweep", "Malformed values", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1:x --metric io_multiples_of_d.mhc", ""),
+    ("sweep", "--format together with --out", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.mhc --format json --out s", ""),
+    ("sweep", "--name with a path separator", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.mhc --name ../io --out s", ""),
+    ("sweep", "--y-values without --y", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --y-values 1,2 --metric io_multiples_of_d.mhc", ""),
+    ("sweep", "Grid larger than the limit", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x d_model --values 1:3000 --y tokens --y-values 1:1000 --metric io_multiples_of_d.mhc", ""),
+    ("sweep", "Output directory holding other files", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.mhc --out mine", "mine/notes.txt"),
     ("scaling", "Non-positive target loss", "attnres scaling --target-loss 0", ""),
     ("pipeline", "Micro-batches not a multiple of P (interleaved)", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --vpp 2 --microbatches 3", ""),
     ("pipeline", "1F1B with virtual stages", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --vpp 2 --schedule 1f1b", ""),
     ("pipeline", "Zero micro-batches", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --microbatches 0", ""),
     ("pipeline", "Zero link bandwidth", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --link-bandwidth 0", ""),
+    ("pipeline", "MoE flag without --experts", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --active-experts 8", ""),
+    ("pipeline", "--link-bandwidth with --ideal-links", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --link-bandwidth 50 --ideal-links", ""),
+    ("pipeline", "Hardware preset in the wrong case", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --hardware H100", ""),
     ("pipeline", "Unknown hardware preset", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --hardware h1000", ""),
     ("pipeline", "Malformed hardware file", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --hardware gpu.toml", "gpu.toml"),
     ("Scenario files", "TOML syntax error", "attnres report syntax.toml --out r", "syntax.toml"),
@@ -75,6 +102,8 @@ CASES = [
     ("Scenario files", "Metrics of different units in one sweep", "attnres report units.toml --out r", "units.toml"),
     ("Scenario files", "[pipeline] without [hardware]", "attnres report nohardware.toml --out r", "nohardware.toml"),
     ("Scenario files", "Unknown hardware preset", "attnres report preset.toml --out r", "preset.toml"),
+    ("Scenario files", "Sweep named like one of the report's own tables", "attnres report clash.toml --out r", "clash.toml"),
+    ("Scenario files", "Report into a directory holding other files", "attnres report ok.toml --out mine", "mine/notes.txt"),
     ("Scenario files", "Scenario file missing", "attnres report none.toml --out r", ""),
 ]
 
@@ -83,7 +112,7 @@ def make_fixtures(root):
     run = lambda *a: subprocess.run([ATTNRES, *a], cwd=root, check=True, capture_output=True)
     run("init-model", "--layers", "2", "--d-model", "16", "--heads", "4", "--kv-heads", "2", "--ffn", "24",
         "--vocab", "20", "--seed", "3", "--out", "m")
-    for name in ("m-truncated", "m-nan", "m-missing", "m-badjson"):
+    for name in ("m-truncated", "m-nan", "m-missing", "m-badjson", "m-hostile"):
         shutil.copytree(os.path.join(root, "m"), os.path.join(root, name))
     weights = os.path.join(root, "m", "model.safetensors")
     data = open(weights, "rb").read()
@@ -107,7 +136,9 @@ def make_fixtures(root):
     text = json.dumps(kept).encode()
     open(os.path.join(root, "m-missing", "model.safetensors"), "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
     open(os.path.join(root, "m-badjson", "config.json"), "w").write("{ \"hidden_size\": 16,\n")
+    open(os.path.join(root, "m-hostile", "config.json"), "wb").write(HOSTILE_CONFIG)
     for name, text in FILES.items():
+        os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
         open(os.path.join(root, name), "w").write(text)
 
 
@@ -118,9 +149,12 @@ def main():
     out.write("""# Error catalogue
 
 Every user-facing error of `attnres`, with an example input and the exact message it prints on
-standard error. Exit status: **1** for a bad input file or data, **2** for a bad command line.
-Nothing is written when a command fails (outputs go to a temporary name and are renamed). The GUI
-shows the same messages in its error banner and keeps running.
+standard error. Exit status: **1** for a bad input file or data (or an output directory that may
+not be written), **2** for a bad command line, **130** when Ctrl-C or SIGTERM stopped the work.
+Nothing is written when a command fails: outputs are built in a staging folder first, and an
+output directory is written only under the rules of [output-safety.md](output-safety.md).
+Messages are valid UTF-8: bytes from files that are not printable text are shown as `\\xNN`. The
+GUI shows the same messages in its error banner and keeps running.
 
 This page is generated by `tests/errors/make_catalogue.py` from the real program, and
 `tests/cli/test_error_catalogue.cpp` checks every entry against it, so it stays true.
@@ -129,7 +163,8 @@ Fixtures the examples use (the test makes them the same way): `m` is
 `attnres init-model --layers 2 --d-model 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seed 3 --out m`;
 `m-truncated` is `m` with `model.safetensors` cut to half its length; `m-nan` has a NaN as the
 first element of the first tensor in the data section; `m-missing` lacks `lm_head.weight`;
-`m-badjson` has a `config.json` that is not JSON. Files shown in a `file:` block are written as
+`m-badjson` has a `config.json` that is not JSON; `m-hostile` has the `config.json`
+`{"hidden_size\\xff\\x1b[31m": 16}` (an invalid UTF-8 byte and a terminal escape in a key). Files shown in a `file:` block are written as
 given.
 """)
     section = None

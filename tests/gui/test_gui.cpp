@@ -4,12 +4,19 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QLabel>
+#include <QProgressBar>
 #include <QSpinBox>
+#include <QThread>
 #include <QThreadPool>
+#include <atomic>
 #include <cstdlib>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/cancel.hpp"
 #include "attnres/colormap.hpp"
+#include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 #include "attnres/report.hpp"
 #include "main_window.hpp"
@@ -168,15 +175,253 @@ TEST(Gui, DepthAttentionFollowsTheTokenChoiceAndALoadedModel) {
 TEST(Gui, CancelledBackgroundWorkIsDiscarded) {
   MainWindow window(false);
   bool applied = false;
-  window.run("test work", [&]() -> std::function<void()> { return [&] { applied = true; }; });
+  window.run("test work", [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
   window.cancel_background();
   QThreadPool::globalInstance()->waitForDone();
   settle();
   EXPECT_FALSE(applied);
-  window.run("test work", [&]() -> std::function<void()> { return [&] { applied = true; }; });
+  window.run("test work", [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
   QThreadPool::globalInstance()->waitForDone();
   settle();
   EXPECT_TRUE(applied);
+}
+
+// Processes events until `done` holds; false after `limit_ms` (a generous cap, not a delay).
+bool wait_until(const std::function<bool()>& done, qint64 limit_ms = 30000) {
+  QElapsedTimer timer;
+  timer.start();
+  while (!done()) {
+    if (timer.elapsed() > limit_ms) return false;
+    QApplication::processEvents(QEventLoop::AllEvents, 5);
+    QThread::msleep(1);
+  }
+  return true;
+}
+
+// Background work that reports progress until its run is cancelled or `release` is set (or 30 s
+// pass, so that a failing test never hangs). Records what it saw.
+struct LoopingWork {
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  std::atomic<bool> saw_cancel{false};
+  std::atomic<std::size_t> calls{0};
+  std::atomic<bool> on_gui_thread{false};
+  bool applied = false;
+  BackgroundWork work() {
+    return [this](const Progress& progress) -> std::function<void()> {
+      on_gui_thread = QThread::currentThread() == QApplication::instance()->thread();
+      QElapsedTimer timer;
+      timer.start();
+      for (std::size_t i = 0; !release.load() && timer.elapsed() < 30000; ++i) {
+        try {
+          report_progress(progress, std::min<std::size_t>(i, 500), 1000, "looping work");
+        } catch (const Cancelled&) {
+          saw_cancel = true;
+          throw;
+        }
+        ++calls;
+        started = true;
+        QThread::usleep(200);
+      }
+      return [this] { applied = true; };
+    };
+  }
+};
+
+TEST(Gui, CancelledRunIsNeverAppliedEvenAfterANewerRunStarts) {
+  MainWindow window(false);
+  // Run A ignores its progress callback on purpose: it ends only when released, after the
+  // Cancel and after run B (another label) started, so nothing but its own token can stop it.
+  std::atomic<bool> release_a{false};
+  bool applied_a = false, applied_b = false;
+  window.run("run a", [&](const Progress&) -> std::function<void()> {
+    QElapsedTimer timer;
+    timer.start();
+    while (!release_a.load() && timer.elapsed() < 30000) QThread::msleep(1);
+    return [&] { applied_a = true; };
+  });
+  window.cancel_background();
+  window.run("run b", [&](const Progress&) -> std::function<void()> { return [&] { applied_b = true; }; });
+  release_a = true;
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_FALSE(applied_a);
+  EXPECT_TRUE(applied_b);
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, CancelEndsTheWorkerAndProgressDrivesTheBar) {
+  MainWindow window(false);
+  auto* bar = window.findChild<QProgressBar*>();
+  ASSERT_NE(bar, nullptr);
+  LoopingWork loop;
+  window.run("looping", loop.work());
+  // The worker's (500, 1000) reaches the bar through the GUI thread's event loop.
+  ASSERT_TRUE(wait_until([&] { return bar->maximum() == 1000 && bar->value() == 500; }))
+      << bar->minimum() << ".." << bar->maximum() << " at " << bar->value();
+  EXPECT_TRUE(bar->isVisibleTo(&window));
+  window.cancel_background();
+  QElapsedTimer timer;
+  timer.start();
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  EXPECT_LT(timer.elapsed(), 10000);  // the loop stops at its next check, not after 30 s
+  EXPECT_TRUE(loop.saw_cancel);
+  EXPECT_FALSE(loop.on_gui_thread);
+  EXPECT_FALSE(loop.applied);
+  EXPECT_FALSE(bar->isVisibleTo(&window));
+  EXPECT_EQ(window.error_text(), "");  // Cancelled is not an error
+}
+
+TEST(Gui, CancelStopsARealForwardPassAtTheNextSublayer) {
+  ModelConfig config;
+  config.hidden_size = 16;
+  config.num_hidden_layers = 32;  // 64 sublayers
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 2;
+  config.intermediate_size = 24;
+  config.vocab_size = 50;
+  const auto model = random_model(config, {.seed = 3, .query_std = 1.0});
+  const std::vector<int> tokens = {1, 2, 3, 4};
+  MainWindow window(false);
+  std::atomic<bool> at_second_sublayer{false}, cancel_clicked{false}, threw_cancelled{false};
+  std::atomic<std::size_t> last_check{0};
+  bool applied = false;
+  window.run("forward", [&](const Progress& progress) -> std::function<void()> {
+    ForwardOptions options;
+    options.mode = ResidualMode::full;
+    // Holds the pass at sublayer 1 until Cancel was pressed, then asks the run's callback.
+    options.progress = [&, progress](std::size_t done, std::size_t total) {
+      last_check = done;
+      if (done == 1) {
+        at_second_sublayer = true;
+        QElapsedTimer timer;
+        timer.start();
+        while (!cancel_clicked.load() && timer.elapsed() < 30000) QThread::msleep(1);
+      }
+      return progress(done, total);
+    };
+    try {
+      forward(model, tokens, options);
+    } catch (const Cancelled&) {
+      threw_cancelled = true;
+      throw;
+    }
+    return [&] { applied = true; };
+  });
+  ASSERT_TRUE(wait_until([&] { return at_second_sublayer.load(); }));
+  window.cancel_background();
+  cancel_clicked = true;
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_TRUE(threw_cancelled);
+  EXPECT_EQ(last_check.load(), 1u);  // of 64: the pass ended at the first check after Cancel
+  EXPECT_FALSE(applied);
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, ConcurrentRunsAreCancelledIndependently) {
+  MainWindow window(false);
+  LoopingWork a, b;
+  window.run("run a", a.work());
+  window.run("run b", b.work());
+  ASSERT_TRUE(wait_until([&] { return a.started.load(); }));
+  window.cancel_run("run a");
+  ASSERT_TRUE(wait_until([&] { return a.saw_cancel.load(); }));
+  // B goes on: its callback keeps saying "continue" after A was cancelled and stopped.
+  const std::size_t calls = b.calls;
+  ASSERT_TRUE(wait_until([&] { return b.calls > calls + 20; }));
+  EXPECT_FALSE(b.saw_cancel);
+  EXPECT_EQ(window.runs_in_flight(), 1u);
+  b.release = true;
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_FALSE(a.applied);
+  EXPECT_TRUE(b.applied);
+  EXPECT_FALSE(b.saw_cancel);
+  // Cancel (all runs) does not reach a run started after it.
+  LoopingWork c;
+  window.cancel_background();
+  window.run("run c", c.work());
+  ASSERT_TRUE(wait_until([&] { return c.calls > 20; }));
+  c.release = true;
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_FALSE(c.saw_cancel);
+  EXPECT_TRUE(c.applied);
+}
+
+TEST(Gui, ANewerRunWithTheSameLabelStopsTheOlderOne) {
+  MainWindow window(false);
+  LoopingWork old_run, new_run;
+  window.run("same", old_run.work());
+  ASSERT_TRUE(wait_until([&] { return old_run.started.load(); }));
+  window.run("same", new_run.work());
+  ASSERT_TRUE(wait_until([&] { return old_run.saw_cancel.load(); }));
+  new_run.release = true;
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_FALSE(old_run.applied);
+  EXPECT_TRUE(new_run.applied);
+  EXPECT_FALSE(new_run.saw_cancel);
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, ClosingTheWindowCancelsAndWaitsForRunsInFlight) {
+  LoopingWork loop;
+  {
+    MainWindow window(false);
+    window.run("looping", loop.work());
+    ASSERT_TRUE(wait_until([&] { return loop.started.load(); }));
+  }
+  // The destructor cancelled the run and waited: the work has already ended.
+  EXPECT_TRUE(loop.saw_cancel);
+  EXPECT_FALSE(loop.applied);
+  settle();
+}
+
+TEST(Gui, PipelineViewReportsProgressAndItsCancelledRunIsNotApplied) {
+  MainWindow window(false);
+  View* pipeline = window.view("pipeline");
+  auto* bar = window.findChild<QProgressBar*>();
+  auto* summary = pipeline->findChild<QLabel*>("pipeline_summary");
+  ASSERT_NE(summary, nullptr);
+  // A schedule of a few million operations: seconds to simulate in full.
+  pipeline->findChild<QSpinBox*>("sublayers")->setValue(4096);
+  pipeline->findChild<QSpinBox*>("microbatches")->setValue(1024);
+  pipeline->findChild<QSpinBox*>("pp")->setValue(128);
+  pipeline->findChild<QSpinBox*>("vpp")->setValue(16);
+  settle();  // one coalesced recompute starts the run
+  ASSERT_EQ(window.runs_in_flight(), 1u);
+  // The simulation's (ops placed, ops in all) reaches the bar: the view passed the callback on.
+  ASSERT_TRUE(wait_until([&] { return bar->maximum() == 1000; }));
+  window.cancel_background();
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_EQ(summary->text(), "");  // never applied
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, EveryViewComputesInTheBackground) {
+  MainWindow window(false);
+  window.recompute_all();  // cost sweeps, forward passes and the simulation all off the GUI thread
+  EXPECT_GT(window.runs_in_flight(), 0u);
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_EQ(window.view("cost")->charts().size(), 4u);
+  EXPECT_EQ(window.view("cost")->charts().front().marker_x, 8.0);
+  for (View* view : window.views()) {
+    window.show_view(view->name());
+    EXPECT_FALSE(window.export_titles().empty()) << view->name();
+  }
+  // A scenario's sweep is computed in the background too.
+  ASSERT_TRUE(window.open_scenario(fs::path(ATTNRES_SCENARIOS_DIR) / "block-size-tradeoff.toml"));
+  auto* sweep = window.view("cost")->findChild<QComboBox*>("scenario_sweep");
+  sweep->setCurrentIndex(1);
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_EQ(window.view("cost")->charts().front().id, "tradeoff_io");
+  EXPECT_EQ(window.error_text(), "");
 }
 
 TEST(Gui, ScreenshotOfEveryViewIsNotBlank) {

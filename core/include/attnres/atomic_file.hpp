@@ -5,7 +5,6 @@
 #pragma once
 
 #include <filesystem>
-#include <functional>
 #include <string_view>
 
 namespace attnres {
@@ -14,11 +13,7 @@ namespace attnres {
 // the path on failure, and leaves no temporary file behind.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
-// Builds a directory as a whole: `build` fills a staging directory beside `target`, which is then
-// renamed into place (missing parent directories are created). On any failure the staging directory is removed and an existing `target`
-// is left as it was; on success an existing `target` is replaced.
-void write_directory_atomically(const std::filesystem::path& target,
-                                const std::function<void(const std::filesystem::path&)>& build);
+// Directories of outputs are written by write_output_directory (output_dir.hpp).
 
 // Reads a whole file; throws attnres::Error naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);

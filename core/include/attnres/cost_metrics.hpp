@@ -52,7 +52,8 @@ nlohmann::json cost_inputs_to_json(const CostInputs& inputs);
 
 // Edit distance, for "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);
-// The candidate closest to `word` if it is close enough to be a likely typo, else "".
+// The candidate closest to `word` (compared without case) if it is close enough to be a likely
+// typo, else "" (also when `word` is itself a candidate).
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace attnres

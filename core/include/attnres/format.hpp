@@ -1,4 +1,4 @@
-// Number formatting shared by tables, reports and messages.
+// Number and text formatting shared by tables, reports and messages.
 #pragma once
 
 #include <string>
@@ -7,5 +7,11 @@ namespace attnres {
 
 // Integers exactly; other values to 6 significant digits.
 std::string format_number(double value);
+
+// `text` made safe for a terminal or a log: valid UTF-8 sequences of printable characters are
+// kept; every other byte (invalid UTF-8, control characters other than newline and tab, DEL,
+// C1 controls) becomes "\xNN". Messages built from user files go through this before they are
+// shown, so hostile bytes never reach the terminal raw.
+std::string printable_text(const std::string& text);
 
 }  // namespace attnres

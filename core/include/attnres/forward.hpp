@@ -16,6 +16,7 @@
 
 #include <Eigen/Core>
 
+#include "attnres/cancel.hpp"
 #include "attnres/depth_layout.hpp"
 #include "attnres/model.hpp"
 
@@ -29,6 +30,9 @@ struct ForwardOptions {
   int full_schedule_block = 0;       // Full two-phase schedule block; 0 = round(sqrt(L))
   bool record_mixing = true;         // build M per token and its semiseparable ranks
   double rank_tolerance = 1e-6;      // numerical rank: singular values > tol * sigma_max
+  // Called before each sublayer with (sublayers done, L); returning false stops the pass with
+  // attnres::Cancelled (the CLI's Ctrl-C, the GUI's Cancel).
+  Progress progress;
 };
 
 // One read's weights (SPEC §2.7).

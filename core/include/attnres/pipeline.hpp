@@ -34,6 +34,7 @@ struct PipelineSettings {
   bool overlap = true;
   bool ideal_links = false;
   bool record_timeline = true;
+  Progress progress;  // passed to each simulation; false stops with attnres::Cancelled
 };
 
 struct PipelineReport {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "attnres/cancel.hpp"
+
 namespace attnres {
 
 enum class PipelineSchedule { one_f_one_b, interleaved };
@@ -34,6 +36,8 @@ struct PipelineSimInputs {
   std::vector<double> activation_bytes;  // (C) held from a chunk's forward start to its backward end
   std::vector<double> history_bytes;     // (C) received AttnRes history, held likewise
   bool record_timeline = true;
+  // (ops placed, ops in all) now and then; returning false stops with attnres::Cancelled.
+  Progress progress;
 };
 
 struct SimOp {

@@ -11,6 +11,7 @@
 
 #include "attnres/chart_spec.hpp"
 #include "attnres/format.hpp"
+#include "attnres/output_dir.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/time_model.hpp"
 
@@ -32,6 +33,7 @@ struct Report {
   std::vector<std::string> notes;  // e.g. sweep settings rejected as impossible
   std::vector<std::string> conclusions;  // claims checked by sweeps, in words
   nlohmann::json json;
+  nlohmann::json provenance;  // tool, version, scenario file and text, inputs (also json["provenance"])
 };
 
 // The tables of the cost sections, in this order where asked for: io, history, prefill,
@@ -48,9 +50,15 @@ void add_pipeline_section(const PipelineReport& pipeline, Report& report);
 ChartSpec pipeline_gantt_chart(const PipelineReport& pipeline);
 ChartSpec pipeline_memory_chart(const PipelineReport& pipeline);
 
-// Evaluates the scenario: every section's table, every sweep (progress as in run_sweep).
-Report build_report(const Scenario& scenario,
-                    const std::function<bool(std::size_t, std::size_t)>& progress = {});
+// Evaluates the scenario: every section's table, every sweep (progress as in run_sweep; false
+// stops with attnres::Cancelled, also checked once at the end). Throws attnres::Error when a
+// sweep has the name of one of the report's own tables or charts.
+Report build_report(const Scenario& scenario, const Progress& progress = {});
+
+// What produced a report: tool and version, the scenario file's name and text, and the
+// structured inputs that change results (model, hardware preset with its efficiencies, MoE
+// shape, pipeline schedule, cache policy, link, overlap, scaling targets).
+nlohmann::json report_provenance(const Scenario& scenario);
 
 std::string report_markdown(const Report& report);
 std::string table_csv(const ReportTable& table);
@@ -58,10 +66,12 @@ std::string table_csv(const ReportTable& table);
 // Draws one chart into a PNG and an SVG file.
 using ChartRenderer = std::function<void(const ChartSpec&, const std::filesystem::path& png,
                                          const std::filesystem::path& svg)>;
-// Writes the report into `directory` as a whole: everything goes to a staging directory that is
-// renamed into place at the end, so a failure leaves no partial report (and an existing report
-// directory stays as it was until the new one is complete).
-void write_report(const Report& report, const std::filesystem::path& directory,
-                  const ChartRenderer& render_chart);
+// Writes the report into `directory` under the output-directory rules of output_dir.hpp: a new,
+// empty or attnres-written directory only (unless options.force); everything is built in a
+// staging folder first, so a failure or Ctrl-C leaves the previous report as it was.
+// `options.owner` is set to "report". `progress` is called after each file (false stops with
+// attnres::Cancelled; nothing is written).
+OutputDirectoryResult write_report(const Report& report, const std::filesystem::path& directory,
+                                   const ChartRenderer& render_chart, OutputDirectoryOptions options = {});
 
 }  // namespace attnres

@@ -19,7 +19,8 @@
 //   [[sweep]]    name (required), title, x (required), values (required):
 //                [1, 2, 4] | "divisors" (of L) | {from, to, step} | {from, to, factor};
 //                y, y_values (a grid), metrics (required, one unit), log_x, log_y,
-//                overlay = "paper_fig6", threshold = 0.04 with claim = "overhead < 4%"
+//                overlay = "paper_fig6", threshold = 0.04 with claim = "overhead < 4%",
+//                max_points = 2000000
 //
 // Every error names file:line:column and what was expected; unknown keys get a "did you mean".
 #pragma once
@@ -43,6 +44,7 @@ struct ScenarioScaling {
 
 struct Scenario {
   std::string source;  // file name, for messages
+  std::string text;    // the file's text as read (reports keep a copy; empty when built in code)
   std::string title;
   std::string description;
   bool has_model = false;  // [model] given; optional when only "scaling" is reported

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attnres/cancel.hpp"
 #include "attnres/chart_spec.hpp"
 #include "attnres/cost.hpp"
 #include "attnres/cost_metrics.hpp"
@@ -62,6 +63,10 @@ struct SweepSpec {
   std::string overlay;  // "" or "paper_fig6" (the paper's block-size sweep losses)
   double threshold = std::numeric_limits<double>::quiet_NaN();  // a claim "metric < threshold"
   std::string claim;    // its words, e.g. "training overhead < 4%"
+  // Settings (x values times y values) a sweep may have; more is refused with a message that
+  // names the override (`attnres sweep --max-points`, a scenario sweep's `max_points`).
+  std::size_t max_points = kDefaultMaxSweepPoints;
+  static constexpr std::size_t kDefaultMaxSweepPoints = 2'000'000;
 };
 
 struct SweepPoint {
@@ -72,16 +77,32 @@ struct SweepPoint {
 
 struct SweepResult {
   SweepSpec spec;
-  std::vector<SweepPoint> points;             // the valid settings, in sweep order
+  // The valid settings in sweep order; with SweepRun::keep_points off, only those a chart can
+  // show (see `decimated`).
+  std::vector<SweepPoint> points;
   std::vector<std::string> skipped;           // "blocks = 200: blocks N = 200 exceeds L = 128"
+  std::size_t valid_count = 0;                // valid settings (all of them, kept or not)
+  std::size_t skipped_count = 0;              // rejected settings (skipped lists the first 1000)
+  std::string decimated;                      // "" or what the kept points leave out, in words
 };
 
-// Evaluates every setting; settings the engine rejects are listed in `skipped`. `progress`
-// (done, total) is called now and then; returning false cancels (throws attnres::Error).
-SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec,
-                      const std::function<bool(std::size_t, std::size_t)>& progress = {});
-SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec,
-                      const std::function<bool(std::size_t, std::size_t)>& progress = {});
+// How a sweep runs: `progress` (done, total) is called now and then and returning false
+// cancels (throws attnres::Cancelled); `on_point` sees every valid setting as it is evaluated
+// (streamed output); with `keep_points` off, the result keeps only the points a chart can show
+// (at most kChartSeries y values and kChartPoints x values per series).
+struct SweepRun {
+  Progress progress;
+  std::function<void(const SweepPoint&)> on_point;
+  bool keep_points = true;
+  static constexpr std::size_t kChartSeries = 16;
+  static constexpr std::size_t kChartPoints = 2000;
+};
+
+// Evaluates every setting; settings the engine rejects are listed in `skipped`. Throws
+// attnres::Error when the sweep has more than spec.max_points settings.
+SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const SweepRun& run);
+SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const Progress& progress = {});
+SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec, const Progress& progress = {});
 
 // Divisors of n in increasing order.
 std::vector<std::int64_t> divisors(std::int64_t n);
@@ -95,7 +116,12 @@ ChartSpec sweep_chart(const SweepResult& result, const CostInputs& base);
 // empty when the sweep states no claim.
 std::string sweep_conclusion(const SweepResult& result);
 
-// Comma-separated table of the sweep (header: x, [y,] metric keys).
+// Comma-separated table of the sweep (header: x, [y,] metric keys): the header, one row.
 std::string sweep_csv(const SweepResult& result);
+std::string sweep_csv_header(const SweepSpec& spec);
+std::string sweep_csv_row(const SweepPoint& point);
+// One point as a JSON object text {"x": .., "y": .., "metric": value, ...} (shortest round-trip
+// numbers; non-finite values as null), for streamed JSON output.
+std::string sweep_point_json(const SweepSpec& spec, const SweepPoint& point);
 
 }  // namespace attnres

@@ -1,0 +1,277 @@
+// Output directories that never lose a user's files (core/include/attnres/output_dir.hpp), and
+// the safe text that messages go through.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/output_dir.hpp"
+#include "test_support.hpp"
+
+namespace attnres {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A build step that writes `files` (relative path -> content) into the staging folder.
+auto writes(std::vector<std::pair<std::string, std::string>> files) {
+  return [files](const fs::path& staging) {
+    for (const auto& [name, content] : files) {
+      fs::create_directories((staging / name).parent_path());
+      write_file_atomically(staging / name, content);
+    }
+  };
+}
+
+OutputDirectoryOptions owner(const std::string& name) {
+  OutputDirectoryOptions options;
+  options.owner = name;
+  return options;
+}
+
+std::vector<std::string> entries(const fs::path& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::recursive_directory_iterator(directory)) {
+    names.push_back(entry.path().lexically_relative(directory).generic_string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(OutputDirectory, ANewDirectoryGetsTheFilesAndAMarker) {
+  test::TempDir dir;
+  const auto result = write_output_directory(dir / "out", owner("report"),
+                                             writes({{"report.md", "r"}, {"tables/io.csv", "t"}}));
+  EXPECT_EQ(result.written, (std::vector<std::string>{"report.md", "tables/io.csv"}));
+  EXPECT_EQ(entries(dir / "out"), (std::vector<std::string>{".attnres-output.json", "report.md", "tables", "tables/io.csv"}));
+  const auto marker = nlohmann::json::parse(read_file(dir / "out" / kOutputMarkerName));
+  EXPECT_EQ(marker["sets"]["report"], nlohmann::json({"report.md", "tables/io.csv"}));
+}
+
+TEST(OutputDirectory, AnEmptyDirectoryMayBeWritten) {
+  test::TempDir dir;
+  fs::create_directories(dir / "out");
+  write_output_directory(dir / "out", owner("model"), writes({{"config.json", "{}"}}));
+  EXPECT_EQ(read_file(dir / "out/config.json"), "{}");
+}
+
+TEST(OutputDirectory, ADirectoryWithForeignFilesIsRefusedAndUntouched) {
+  test::TempDir dir;
+  fs::create_directories(dir / "study/data");
+  write_file_atomically(dir / "study/notes.txt", "mine");
+  write_file_atomically(dir / "study/data/x.csv", "1,2");
+  const auto before = entries(dir / "study");
+  const std::string message = error_of([&] {
+    write_output_directory(dir / "study", owner("report"), writes({{"report.md", "r"}}));
+  });
+  EXPECT_NE(message.find("the directory holds files attnres did not write (data/, notes.txt)"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("pass --force"), std::string::npos) << message;
+  EXPECT_EQ(entries(dir / "study"), before);
+  // An empty foreign folder counts as foreign too.
+  fs::create_directories(dir / "empty-sub/inner");
+  EXPECT_NE(error_of([&] { write_output_directory(dir / "empty-sub", owner("r"), writes({{"a", "1"}})); }), "");
+}
+
+TEST(OutputDirectory, ForceReplacesTheContentsButNeverTheInputs) {
+  test::TempDir dir;
+  fs::create_directories(dir / "study/data");
+  write_file_atomically(dir / "study/notes.txt", "mine");
+  write_file_atomically(dir / "study/data/x.csv", "1,2");
+  write_file_atomically(dir / "study/s.toml", "scenario");
+  OutputDirectoryOptions options = owner("report");
+  options.force = true;
+  options.inputs = {dir / "study/s.toml"};
+  const auto result = write_output_directory(dir / "study", options, writes({{"report.md", "r"}}));
+  EXPECT_EQ(entries(dir / "study"), (std::vector<std::string>{".attnres-output.json", "report.md", "s.toml"}));
+  EXPECT_EQ(read_file(dir / "study/s.toml"), "scenario");
+  EXPECT_NE(std::find(result.removed.begin(), result.removed.end(), "notes.txt"), result.removed.end());
+  // An output that would land on an input is refused even with force.
+  const std::string message = error_of([&] {
+    write_output_directory(dir / "study", options, writes({{"s.toml", "overwritten"}}));
+  });
+  EXPECT_NE(message.find("would overwrite an input"), std::string::npos) << message;
+  EXPECT_EQ(read_file(dir / "study/s.toml"), "scenario");
+}
+
+TEST(OutputDirectory, SeveralOwnersShareADirectoryAndEachReplacesOnlyItsOwnFiles) {
+  test::TempDir dir;
+  write_output_directory(dir / "s", owner("sweep:io"), writes({{"io.csv", "1"}, {"io.png", "p"}}));
+  write_output_directory(dir / "s", owner("sweep:prefill"), writes({{"prefill.csv", "2"}}));
+  EXPECT_EQ(read_file(dir / "s/io.csv"), "1");
+  EXPECT_EQ(read_file(dir / "s/prefill.csv"), "2");
+  // io again, without its chart this time: its old chart goes, prefill stays.
+  write_output_directory(dir / "s", owner("sweep:io"), writes({{"io.csv", "3"}}));
+  EXPECT_EQ(entries(dir / "s"), (std::vector<std::string>{".attnres-output.json", "io.csv", "prefill.csv"}));
+  EXPECT_EQ(read_file(dir / "s/io.csv"), "3");
+  // Another owner may not take a file that belongs to someone else.
+  const std::string message = error_of([&] {
+    write_output_directory(dir / "s", owner("sweep:other"), writes({{"io.csv", "x"}}));
+  });
+  EXPECT_NE(message.find("io.csv belongs to the output 'sweep:io'"), std::string::npos) << message;
+  EXPECT_EQ(read_file(dir / "s/io.csv"), "3");
+}
+
+TEST(OutputDirectory, AFileAddedByTheUserToAnAttnresDirectoryMakesItForeign) {
+  test::TempDir dir;
+  write_output_directory(dir / "r", owner("report"), writes({{"report.md", "1"}}));
+  write_file_atomically(dir / "r/notes.txt", "mine");
+  EXPECT_NE(error_of([&] { write_output_directory(dir / "r", owner("report"), writes({{"report.md", "2"}})); }), "");
+  EXPECT_EQ(read_file(dir / "r/report.md"), "1");
+  EXPECT_EQ(read_file(dir / "r/notes.txt"), "mine");
+}
+
+TEST(OutputDirectory, AFailedOrCancelledBuildLeavesEverythingAsItWas) {
+  test::TempDir dir;
+  write_output_directory(dir / "r", owner("report"), writes({{"report.md", "old"}}));
+  const auto before = entries(dir / "r");
+  EXPECT_THROW(write_output_directory(dir / "r", owner("report"),
+                                      [](const fs::path& staging) {
+                                        write_file_atomically(staging / "report.md", "new");
+                                        throw Error("simulated failure");
+                                      }),
+               Error);
+  EXPECT_EQ(entries(dir / "r"), before);
+  EXPECT_EQ(read_file(dir / "r/report.md"), "old");
+  OutputDirectoryOptions cancelling = owner("report");
+  cancelling.progress = [](std::size_t, std::size_t) { return false; };
+  EXPECT_THROW(write_output_directory(dir / "r", cancelling, writes({{"report.md", "new"}})), Cancelled);
+  EXPECT_EQ(entries(dir / "r"), before);
+  // A directory the command created itself is removed again.
+  EXPECT_THROW(write_output_directory(dir / "fresh/deeper", cancelling, writes({{"a", "1"}})), Cancelled);
+  EXPECT_FALSE(fs::exists(dir / "fresh/deeper"));
+}
+
+TEST(OutputDirectory, MessagesNeverNameTheStagingFolder) {
+  test::TempDir dir;
+  const std::string message = error_of([&] {
+    write_output_directory(dir / "r", owner("report"), [](const fs::path& staging) {
+      write_file_atomically(staging / "missing-folder" / "report.md", "x");  // fails: no such folder
+    });
+  });
+  EXPECT_NE(message.find((dir / "r" / "missing-folder" / "report.md").string()), std::string::npos) << message;
+  EXPECT_EQ(message.find("staging"), std::string::npos) << message;
+}
+
+TEST(OutputDirectory, StagingLeftByAKilledProcessIsRemovedAndReported) {
+  test::TempDir dir;
+  write_output_directory(dir / "r", owner("report"), writes({{"report.md", "1"}}));
+  // A process that has exited: its pid is free (a child we waited for).
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);
+  const std::string stale = ".attnres-staging." + std::to_string(child) + ".0";
+  fs::create_directories(dir / "r" / stale / "charts");
+  write_file_atomically(dir / "r" / stale / "charts/big.png", "half");
+  const auto result = write_output_directory(dir / "r", owner("report"), writes({{"report.md", "2"}}));
+  EXPECT_EQ(result.stale_staging, std::vector<std::string>{stale});
+  EXPECT_FALSE(fs::exists(dir / "r" / stale));
+  ASSERT_EQ(output_directory_notes(result).size(), 1u);
+  EXPECT_NE(output_directory_notes(result)[0].find("left by an interrupted run"), std::string::npos);
+  // A staging folder of a live process (this one, another command in flight) is left alone.
+  const std::string live = ".attnres-staging." + std::to_string(getppid()) + ".7";
+  fs::create_directories(dir / "r" / live);
+  write_output_directory(dir / "r", owner("report"), writes({{"report.md", "3"}}));
+  EXPECT_TRUE(fs::exists(dir / "r" / live));
+}
+
+TEST(OutputDirectory, PathsAreCleaned) {
+  EXPECT_EQ(clean_output_path("out/r/", "--out"), fs::path("out/r"));
+  EXPECT_EQ(clean_output_path("out/r//", "--out"), fs::path("out/r"));
+  EXPECT_EQ(clean_output_path("./x/", "--out"), fs::path("x"));
+  EXPECT_EQ(clean_output_path(".", "--out"), fs::path("."));
+  EXPECT_EQ(clean_output_path("./", "--out"), fs::path("."));
+  EXPECT_EQ(clean_output_path("/tmp/", "--out"), fs::path("/tmp"));
+  EXPECT_THROW(clean_output_path("", "--out"), Error);
+}
+
+TEST(OutputDirectory, TheCurrentDirectoryCanBeTheTarget) {
+  test::TempDir dir;
+  const fs::path previous = fs::current_path();
+  fs::current_path(dir.path());
+  write_output_directory(clean_output_path("./", "--out"), owner("sweep:io"), writes({{"io.csv", "1"}}));
+  fs::current_path(previous);
+  EXPECT_EQ(read_file(dir / "io.csv"), "1");
+  EXPECT_TRUE(fs::exists(dir / kOutputMarkerName));
+}
+
+TEST(OutputDirectory, AFileInThePlaceOfTheDirectoryIsRefused) {
+  test::TempDir dir;
+  write_file_atomically(dir / "plain", "x");
+  EXPECT_NE(error_of([&] { write_output_directory(dir / "plain", owner("r"), writes({{"a", "1"}})); })
+                .find("exists and is not a directory"),
+            std::string::npos);
+  EXPECT_EQ(read_file(dir / "plain"), "x");
+}
+
+TEST(OutputDirectory, NamesAreValidated) {
+  for (const char* bad : {"", ".", "..", "a/b", "../x", "a\\b", ".hidden", "tab\tname"}) {
+    EXPECT_THROW(validate_output_name(bad, "--name"), Error) << bad;
+  }
+  for (const char* good : {"io", "blocks-sweep", "io_vs_N", "sweep.v2"}) {
+    EXPECT_NO_THROW(validate_output_name(good, "--name")) << good;
+  }
+}
+
+TEST(OutputDirectory, AFileOutputMayNotOverwriteAnInput) {
+  test::TempDir dir;
+  fs::create_directories(dir / "m");
+  write_file_atomically(dir / "m/model.safetensors", "w");
+  EXPECT_THROW(refuse_overwriting_inputs(dir / "m/model.safetensors", {dir / "m"}, "--dump"), Error);
+  EXPECT_THROW(refuse_overwriting_inputs(dir / "m/../m/model.safetensors", {dir / "m"}, "--dump"), Error);
+  EXPECT_NO_THROW(refuse_overwriting_inputs(dir / "dump.safetensors", {dir / "m"}, "--dump"));
+}
+
+// True when `text` is well-formed UTF-8 (an independent check, byte patterns per RFC 3629).
+bool valid_utf8(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    for (std::size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+TEST(PrintableText, EscapesWhatIsNotPrintableUtf8) {
+  EXPECT_EQ(printable_text("plain ascii, tab\tand newline\n"), "plain ascii, tab\tand newline\n");
+  EXPECT_EQ(printable_text("P·V = 4 × 4, α ≤ 1, 🙂"), "P·V = 4 × 4, α ≤ 1, 🙂");
+  EXPECT_EQ(printable_text("key\xff\x1b[31mred"), "key\\xff\\x1b[31mred");
+  EXPECT_EQ(printable_text(std::string("nul\0byte", 8)), "nul\\x00byte");
+  EXPECT_EQ(printable_text("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(printable_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
+  EXPECT_EQ(printable_text("\xe2\x82"), "\\xe2\\x82");          // truncated sequence
+  EXPECT_EQ(printable_text("\xc2\x9b"), "\\xc2\\x9b");          // C1 control (CSI)
+  EXPECT_EQ(printable_text("del\x7f"), "del\\x7f");
+  // Whatever goes in, valid UTF-8 without raw escapes comes out.
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string bytes(static_cast<std::size_t>(random() % 24), '\0');
+    for (char& b : bytes) b = static_cast<char>(random() % 256);
+    const std::string safe = printable_text(bytes);
+    ASSERT_TRUE(valid_utf8(safe)) << trial;
+    ASSERT_EQ(safe.find('\x1b'), std::string::npos) << trial;
+    ASSERT_EQ(printable_text(safe), safe) << "idempotent";
+  }
+}
+
+}  // namespace
+}  // namespace attnres
