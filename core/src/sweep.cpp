@@ -51,7 +51,10 @@ void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::i
       throw Error("sweep parameter '" + parameter + "' needs a [pipeline] table in the scenario");
     }
     if (parameter == "microbatches") {
-      in.pipeline->microbatches = static_cast<int>(std::clamp<std::int64_t>(value, -1, 1'000'000'000));
+      if (value < 1 || value > 1'000'000'000) {
+        throw Error("microbatches m = " + std::to_string(value) + " is out of range (1 .. 1000000000)");
+      }
+      in.pipeline->microbatches = static_cast<int>(value);
     } else {
       in.pipeline->link_bandwidth = static_cast<double>(value) * 1e9;
       in.pipeline->ideal_links = false;
@@ -137,6 +140,13 @@ constexpr std::size_t kSkippedListed = 1000;
 }  // namespace
 
 SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const SweepRun& run) {
+  for (const std::string* parameter : {&spec.x.parameter, spec.y ? &spec.y->parameter : nullptr}) {
+    const auto& known = sweep_parameters();
+    if (parameter && std::find(known.begin(), known.end(), *parameter) == known.end()) {
+      CostInputs probe;
+      set_cost_input(probe, *parameter, 1);  // throws the "unknown sweep parameter" message
+    }
+  }
   std::vector<const CostMetric*> metrics;
   bool needs_time = false, needs_pipeline = false;
   for (const auto& key : spec.metrics) {
@@ -180,8 +190,13 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
     for (std::size_t ix = 0; ix < nx; ++ix) {
       const std::int64_t x = spec.x.values[ix];
       ScenarioInputs in = base;
-      set_scenario_input(in, spec.x.parameter, x);
-      if (spec.y) set_scenario_input(in, spec.y->parameter, y);
+      std::string setting_problem;  // a value the parameter cannot take (e.g. microbatches = 0)
+      try {
+        set_scenario_input(in, spec.x.parameter, x);
+        if (spec.y) set_scenario_input(in, spec.y->parameter, y);
+      } catch (const Error& error) {
+        setting_problem = error.what();
+      }
       auto label = [&] {
         std::string text = spec.x.parameter + " = " + std::to_string(x);
         if (spec.y) text += ", " + spec.y->parameter + " = " + std::to_string(y);
@@ -191,7 +206,9 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
         if (result.skipped.size() < kSkippedListed) result.skipped.push_back(label() + ": " + why);
         ++result.skipped_count;
       };
-      if (auto problem = try_resolve_cost_inputs(in.cost)) {
+      if (!setting_problem.empty()) {
+        skip(setting_problem);
+      } else if (auto problem = try_resolve_cost_inputs(in.cost)) {
         skip(problem->message);
       } else {
         try {

@@ -91,6 +91,18 @@ TEST(Sweep, StreamedSweepsSeeEveryPointAndKeepOnlyWhatAChartShows) {
   EXPECT_EQ(chart.series.front().points.back().first, 64.0 + 2499.0);
 }
 
+TEST(Sweep, ImpossibleParameterValuesAreSkippedWithTheValueGiven) {
+  // Before: microbatches were clamped to 10^9, so a message showed a value nobody typed.
+  ScenarioInputs in{base_inputs(), load_hardware("h100"), {}, PipelineSettings{}};
+  SweepSpec spec{"m", "", {"microbatches", {0, 4, 5'000'000'000}}, std::nullopt,
+                 {"pipeline.iteration_time_s"}, false, false, ""};
+  const SweepResult result = run_sweep(in, spec);
+  ASSERT_EQ(result.points.size(), 1u);
+  ASSERT_EQ(result.skipped.size(), 2u);
+  EXPECT_NE(result.skipped[0].find("microbatches m = 0 is out of range"), std::string::npos) << result.skipped[0];
+  EXPECT_NE(result.skipped[1].find("microbatches m = 5000000000 is out of range"), std::string::npos);
+}
+
 TEST(Sweep, MoreSettingsThanTheLimitAreRefused) {
   SweepSpec spec{"g", "", {"d_model", {8, 16, 32}}, SweepAxis{"blocks", {1, 2, 4}},
                  {"io_multiples_of_d.block_two_phase"}, false, false, ""};
