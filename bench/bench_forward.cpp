@@ -4,7 +4,9 @@
 //   build/bench/attnres_bench --benchmark_filter=Forward
 //
 // BM_Forward: tokens/s of a d = 512, 8-layer (L = 16) model at T = 256, f32, per scheme
-// (standard, Full, Block S = 4) with two-phase reads and one-shot reads.
+// (standard, Full, Block S = 4) with two-phase reads and one-shot reads, on the reference engine
+// (argument 0) and the fast engine with 1 and 2 threads (arguments 1, 2). `attnres bench forward`
+// measures the same on a model file, with the depth read's bandwidth.
 // BM_DepthRead*: one depth-attention read over n sources for T = 256, d = 512: the readable
 // reference (core, Eigen) against the fused CPU kernel.
 #include <benchmark/benchmark.h>
@@ -12,6 +14,7 @@
 #include <random>
 
 #include "attnres/depth_attention.hpp"
+#include "attnres/engine.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/kernels.hpp"
 #include "attnres/model.hpp"
@@ -36,6 +39,7 @@ const ModelWeights<float>& bench_model() {
 void BM_Forward(benchmark::State& state) {
   const auto mode = static_cast<ResidualMode>(state.range(0));
   const bool two_phase = state.range(1) != 0;
+  const auto threads = static_cast<int>(state.range(2));  // 0: the reference engine
   const int T = 256;
   std::vector<int> tokens(T);
   for (int t = 0; t < T; ++t) tokens[static_cast<std::size_t>(t)] = (t * 37) % 1024;
@@ -45,19 +49,21 @@ void BM_Forward(benchmark::State& state) {
   options.two_phase = two_phase;
   options.record_mixing = false;
   const auto& model = bench_model();  // built before timing starts
+  ForwardEngine<float> engine(model, {threads == 0 ? EngineKind::reference : EngineKind::fast, Device::cpu,
+                                      std::max(threads, 1)});
   for (auto _ : state) {
-    auto result = forward(model, tokens, options);
+    auto result = engine.forward(tokens, options);
     benchmark::DoNotOptimize(result.logits.data());
   }
   state.SetItemsProcessed(state.iterations() * T);
-  state.SetLabel(to_string(mode) + (mode == ResidualMode::standard ? "" : two_phase ? " two-phase" : " one-shot"));
+  state.SetLabel(to_string(mode) + (mode == ResidualMode::standard ? "" : two_phase ? " two-phase" : " one-shot") +
+                 (threads == 0 ? ", reference" : ", fast x" + std::to_string(threads)));
 }
 BENCHMARK(BM_Forward)
-    ->Args({static_cast<int>(ResidualMode::standard), 1})
-    ->Args({static_cast<int>(ResidualMode::full), 1})
-    ->Args({static_cast<int>(ResidualMode::full), 0})
-    ->Args({static_cast<int>(ResidualMode::block), 1})
-    ->Args({static_cast<int>(ResidualMode::block), 0})
+    ->ArgsProduct({{static_cast<int>(ResidualMode::standard), static_cast<int>(ResidualMode::full),
+                    static_cast<int>(ResidualMode::block)},
+                   {1, 0},
+                   {0, 1, 2}})
     ->MinTime(2.0)
     ->Unit(benchmark::kMillisecond);
 

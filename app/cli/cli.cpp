@@ -8,6 +8,7 @@
 
 #include "attnres/cancel.hpp"
 #include "attnres/cost_metrics.hpp"
+#include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/version.hpp"
@@ -26,6 +27,7 @@ void print_help(std::ostream& out) {
          "               (config.json + model.safetensors)\n"
          "  forward      run a forward pass (standard / full / block residual) and print\n"
          "               per-sublayer norms and the depth-attention weights\n"
+         "  bench        time whole forward passes (tokens/s) and the depth read's bandwidth\n"
          "  cost         memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
          "               residual scheme for one setting (table, JSON or CSV)\n"
          "  scaling      the paper's scaling-law fits: compute to reach a loss, multipliers\n"
@@ -83,6 +85,22 @@ std::vector<int> parse_token_ids(const std::string& text, const std::string& fla
     throw UsageError(flag + ": '" + printable_text(text) + "' ends with a comma (an empty token id)");
   }
   return ids;
+}
+
+EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
+                                 const std::string& precision) {
+  EngineOptions options;
+  options.engine = parse_flag_value([&] { return parse_engine(engine, "--engine"); });
+  options.device = parse_flag_value([&] { return parse_device(device, "--device"); });
+  if (threads < 0) throw UsageError("--threads must be >= 1 (0: every core), got " + std::to_string(threads));
+  options.threads = threads;
+  if (options.device == Device::cuda) {
+    if (options.engine == EngineKind::reference) {
+      throw UsageError("--device cuda runs the fast engine; --engine reference runs on the CPU only");
+    }
+    if (precision == "f64") throw UsageError("--device cuda computes in f32; drop --precision f64");
+  }
+  return options;
 }
 
 po::variables_map parse_options(const std::vector<std::string>& args,
@@ -149,12 +167,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (command == "report") return report_command(rest, out, err);
     if (command == "pipeline") return pipeline_command(rest, out, err);
     if (command == "metrics") return metrics_command(rest, out, err);
-    const std::vector<std::string> commands = {"init-model", "forward", "cost", "scaling",
-                                               "sweep", "pipeline", "metrics", "report"};
+    if (command == "bench") return bench_command(rest, out, err);
+    const std::vector<std::string> commands = {"init-model", "forward", "cost", "scaling", "sweep",
+                                               "pipeline", "metrics", "report", "bench"};
     const std::string hint = did_you_mean(command, commands);
     err << "attnres: unknown command '" << printable_text(command) << "'"
         << (hint.empty() ? "" : " (did you mean '" + hint + "'?)")
-        << "; expected init-model, forward, cost, scaling, sweep, pipeline, metrics or report "
+        << "; expected init-model, forward, bench, cost, scaling, sweep, pipeline, metrics or report "
            "(see attnres --help)\n";
     return kExitUsage;
   } catch (const UsageError& error) {

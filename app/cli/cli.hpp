@@ -10,7 +10,13 @@
 #include <string>
 #include <vector>
 
+namespace attnres {
+struct EngineOptions;
+}
+
 namespace attnres::cli {
+
+using attnres::EngineOptions;
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
@@ -28,6 +34,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
 int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // A usage error: an unknown flag, a missing or malformed value. Reported with exit status 2.
 struct UsageError : std::exception {
@@ -47,6 +54,11 @@ auto parse_flag_value(Parse parse) {
     throw UsageError(error.what());
   }
 }
+
+// --engine, --device, --threads and --precision checked together (the CUDA engine is the fast
+// engine in f32; threads >= 0). Throws UsageError naming the flag.
+EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
+                                 const std::string& precision);
 
 // "1 2 3", "1,2,3" or "1, 2, 3" -> ids; throws UsageError naming the flag otherwise.
 std::vector<int> parse_token_ids(const std::string& text, const std::string& flag);

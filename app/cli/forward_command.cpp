@@ -5,6 +5,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/engine.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/trace_io.hpp"
@@ -116,7 +117,7 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
 
 template <typename Scalar>
 void run_forward(const ModelWeights<double>& model, const std::vector<int>& tokens,
-                 ForwardOptions options, const std::string& model_dir,
+                 ForwardOptions options, const EngineOptions& engine, const std::string& model_dir,
                  const std::string& precision, const std::string& dump_path,
                  const std::string& trace_path, std::ostream& out) {
   const ModelWeights<Scalar> weights = model.cast<Scalar>();
@@ -124,13 +125,15 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
   {
     ProgressBar progress("forward");
     options.progress = progress.callback();
-    result = forward(weights, tokens, options);
+    ForwardEngine<Scalar> prepared(weights, engine);
+    result = prepared.forward(tokens, options);
   }
   throw_if_interrupted("forward pass");
   print_summary(out, model_dir, model.config, result, precision);
   if (!dump_path.empty()) {
     write_safetensors(dump_path, forward_dump_tensors(result),
-                      {{"producer", "attnres forward"}, {"mode", to_string(result.trace.mode)}});
+                      {{"producer", "attnres forward"}, {"mode", to_string(result.trace.mode)},
+                       {"precision", precision}, {"engine", to_string(engine.engine)}});
     out << "wrote " << dump_path << "\n";
   }
   if (!trace_path.empty()) {
@@ -143,6 +146,8 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
 
 int forward_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   std::string model_dir, tokens_text, mode_text, two_phase_text, precision, dump_path, trace_path;
+  std::string engine_text, device_text;
+  int threads = 0;
   int block_size = 0;
   int schedule_block = 0;
   po::options_description options("attnres forward options");
@@ -160,13 +165,19 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       ("zero-placeholder", "Block: add a zero source at each block's first sublayer "
                            "(as some public ports do; off by default)")
       ("precision", po::value(&precision)->default_value("f32"), "f32 | f64")
+      ("engine", po::value(&engine_text)->default_value("fast"),
+       "fast (fused, threaded; the default) | reference (the readable oracle)")
+      ("threads", po::value(&threads)->default_value(0), "CPU threads of the fast engine (0: every core)")
+      ("device", po::value(&device_text)->default_value("cpu"), "cpu | cuda (the fast engine on a GPU, f32)")
       ("dump", po::value(&dump_path), "write logits, hidden_final, alpha.<r>, RMS to this "
-                                      ".safetensors file (F32)")
+                                      ".safetensors file (F32 at f32, F64 at f64)")
       ("trace", po::value(&trace_path), "write the trace (with source labels) to this JSON file");
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] "
-                 "[--two-phase on|off] [--precision f32|f64] [--dump F.safetensors] [--trace F.json]",
+                 "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision f32|f64] "
+                 "[--engine fast|reference] [--threads N] [--device cpu|cuda] [--dump F.safetensors] "
+                 "[--trace F.json]",
                  options, out)) {
     return kExitOk;
   }
@@ -189,6 +200,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
     throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
   }
   const std::vector<int> tokens = parse_token_ids(tokens_text, "--tokens");
+  const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
   if (!dump_path.empty()) require_parent_directory(dump_path, "--dump");
   if (!trace_path.empty()) require_parent_directory(trace_path, "--trace");
 
@@ -246,10 +258,10 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
                      "); the model's config.json has none");
   }
   if (precision == "f32") {
-    run_forward<float>(model, tokens, forward_options, model_dir, precision, dump_path, trace_path,
-                       out);
+    run_forward<float>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
+                       trace_path, out);
   } else {
-    run_forward<double>(model, tokens, forward_options, model_dir, precision, dump_path,
+    run_forward<double>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
                         trace_path, out);
   }
   return kExitOk;

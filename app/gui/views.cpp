@@ -21,6 +21,7 @@
 #include <iterator>
 
 #include "attnres/cost_metrics.hpp"
+#include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/forward.hpp"
@@ -537,8 +538,10 @@ class DepthAttentionView : public ModelView {
       block.mode = ResidualMode::block;
       block.progress = step(progress, 1, 2);
       block.block_size = std::min(snapshot.block_size, model.config.sublayers());
-      auto full_trace = forward(model, tokens, full).trace;
-      auto block_trace = forward(model, tokens, block).trace;
+      full.record_mixing = block.record_mixing = false;  // this view shows alpha only
+      // The fast engine (every core); the reference engine is the oracle of the tests.
+      auto full_trace = engine_forward(model, tokens, full, EngineOptions{}).trace;
+      auto block_trace = engine_forward(model, tokens, block, EngineOptions{}).trace;
       return [this, full_trace = std::move(full_trace), block_trace = std::move(block_trace), tokens]() mutable {
         full_trace_ = std::move(full_trace);
         block_trace_ = std::move(block_trace);
@@ -614,7 +617,7 @@ class MagnitudesView : public ModelView {
         options.progress = step(progress, m, std::size(modes));
         options.block_size = std::min(snapshot.block_size, model.config.sublayers());
         options.record_mixing = false;
-        const auto trace = forward(model, tokens, options).trace;
+        const auto trace = engine_forward(model, tokens, options, EngineOptions{}).trace;
         const std::string name = mode == ResidualMode::block ? "Block AttnRes (S = " + std::to_string(*options.block_size) + ")"
                                  : mode == ResidualMode::full ? "Full AttnRes" : "standard";
         ChartSeries in{name, {}, ChartSeries::Style::line_and_points, false}, out = in;
@@ -687,7 +690,7 @@ class DualityView : public ModelView {
       options.progress = progress;
       options.mode = parse_residual_mode(scheme, "scheme");
       options.block_size = std::min(snapshot.block_size, model.config.sublayers());
-      const auto trace = forward(model, tokens, options).trace;
+      const auto trace = engine_forward(model, tokens, options, EngineOptions{}).trace;  // mixing matrix on
       const auto attention = attention_probabilities(model, std::min(layer, model.config.num_hidden_layers - 1),
                                                      std::min(head, model.config.num_attention_heads - 1), tokens);
       const auto T = attention.rows();

@@ -6,6 +6,7 @@
 
 #include "attnres/depth_attention.hpp"
 #include "attnres/error.hpp"
+#include "attnres/forward_steps.hpp"
 #include "attnres/layers.hpp"
 
 namespace attnres {
@@ -33,31 +34,135 @@ std::vector<int> semiseparable_ranks(const Eigen::MatrixXd& mixing, double toler
   return ranks;
 }
 
-namespace {
-
-// A NaN or Inf is reported where it first appears instead of flowing into the output.
 template <typename Scalar>
-void require_finite(const Matrix<Scalar>& x, const std::string& what) {
-  if (x.allFinite()) return;
-  Eigen::Index row = 0, col = 0;
-  for (Eigen::Index r = 0; r < x.rows(); ++r) {
-    for (Eigen::Index c = 0; c < x.cols(); ++c) {
-      if (!std::isfinite(static_cast<double>(x(r, c)))) {
-        row = r;
-        col = c;
-        r = x.rows();
-        break;
+void require_finite(const Scalar* x, long rows, long cols, long row_stride, const std::string& what) {
+  for (long r = 0; r < rows; ++r) {
+    const Scalar* row = x + r * row_stride;
+    for (long c = 0; c < cols; ++c) {
+      if (std::isfinite(static_cast<double>(row[c]))) continue;
+      throw Error("forward: a non-finite value (" + std::to_string(static_cast<double>(row[c])) +
+                  ") first appeared in " + what + " at token " + std::to_string(r) + ", channel " +
+                  std::to_string(c) + (sizeof(Scalar) == 4 ? " (try --precision f64)" : ""));
+    }
+  }
+}
+
+template <typename Scalar>
+double rms_of(const Scalar* x, long rows, long cols, long row_stride) {
+  double sum = 0.0;
+  for (long r = 0; r < rows; ++r) {
+    const Scalar* row = x + r * row_stride;
+    for (long c = 0; c < cols; ++c) sum += static_cast<double>(row[c]) * static_cast<double>(row[c]);
+  }
+  return rows * cols > 0 ? std::sqrt(sum / static_cast<double>(rows * cols)) : 0.0;
+}
+
+template void require_finite(const float*, long, long, long, const std::string&);
+template void require_finite(const double*, long, long, long, const std::string&);
+template double rms_of(const float*, long, long, long);
+template double rms_of(const double*, long, long, long);
+
+void check_tokens(const ModelConfig& config, const std::vector<int>& tokens) {
+  if (tokens.empty()) throw Error("forward: no tokens given (expected at least one token id)");
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= config.vocab_size) {
+      throw Error("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
+                  " is out of range (the vocabulary has ids 0 .. " + std::to_string(config.vocab_size - 1) + ")");
+    }
+  }
+}
+
+DepthLayout resolve_layout(const ModelConfig& config, const ForwardOptions& options) {
+  const int L = config.sublayers();
+  const ResidualMode mode = options.mode.value_or(config.attn_res.mode);
+  const int block_size = options.block_size.value_or(config.attn_res.block_size);
+  if (mode == ResidualMode::block && block_size == 0) {
+    throw Error("forward: block mode needs a block size S (1 <= S <= L = " + std::to_string(L) + " sublayers)");
+  }
+  return make_depth_layout(mode, L, block_size, options.zero_placeholder);
+}
+
+ForwardTrace start_trace(const DepthLayout& layout, int tokens, const ForwardOptions& options) {
+  ForwardTrace trace;
+  trace.mode = layout.mode;
+  trace.sublayers = layout.sublayers;
+  trace.block_size = layout.block_size;
+  trace.tokens = tokens;
+  trace.two_phase = options.two_phase && layout.mode != ResidualMode::standard;
+  trace.zero_placeholder = options.zero_placeholder && layout.mode == ResidualMode::block;
+  trace.rank_tolerance = options.rank_tolerance;
+  return trace;
+}
+
+std::vector<int> schedule_groups(const DepthLayout& layout, const ForwardOptions& options) {
+  const int L = layout.sublayers;
+  int group_size = layout.block_size;
+  if (layout.mode == ResidualMode::full) {
+    group_size = options.full_schedule_block > 0
+                     ? options.full_schedule_block
+                     : static_cast<int>(std::lround(std::sqrt(static_cast<double>(L))));
+    group_size = std::clamp(group_size, 1, L);
+  }
+  std::vector<int> group_of(static_cast<std::size_t>(L + 1));
+  for (int r = 0; r < L; ++r) group_of[static_cast<std::size_t>(r)] = r / group_size;
+  group_of[static_cast<std::size_t>(L)] = (L - 1) / group_size;
+  return group_of;
+}
+
+std::size_t shared_history(const DepthLayout& layout, int first, int last) {
+  const auto& sources = layout.reads[static_cast<std::size_t>(first)];
+  std::size_t shared = sources.size();
+  for (int other = first + 1; other <= last; ++other) {
+    const auto& other_sources = layout.reads[static_cast<std::size_t>(other)];
+    std::size_t common = 0;
+    while (common < shared && common < other_sources.size() && other_sources[common] == sources[common]) ++common;
+    shared = common;
+  }
+  return shared;
+}
+
+void record_mixing(ForwardTrace& trace, const ForwardOptions& options) {
+  const Eigen::Index n = trace.sublayers + 1;
+  const auto T = static_cast<std::size_t>(trace.tokens);
+  trace.mixing_per_token.assign(T, Eigen::MatrixXd::Zero(n, n));
+  for (std::size_t t = 0; t < T; ++t) {
+    auto& mixing = trace.mixing_per_token[t];
+    if (trace.mode == ResidualMode::standard) {
+      mixing.triangularView<Eigen::Lower>().setOnes();
+      continue;
+    }
+    for (const auto& read : trace.reads) {
+      for (std::size_t j = 0; j < read.sources.size(); ++j) {
+        const auto& source = read.sources[j];
+        for (int member = source.first_member; member <= source.last_member; ++member) {
+          mixing(read.read, member) = read.alpha(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(j));
+        }
       }
     }
   }
-  throw Error("forward: a non-finite value (" + std::to_string(static_cast<double>(x(row, col))) +
-              ") first appeared in " + what + " at token " + std::to_string(row) + ", channel " +
-              std::to_string(col) + (sizeof(Scalar) == 4 ? " (try --precision f64)" : ""));
+  trace.mixing_mean = Eigen::MatrixXd::Zero(n, n);
+  for (const auto& mixing : trace.mixing_per_token) trace.mixing_mean += mixing;
+  trace.mixing_mean /= static_cast<double>(T);
+  trace.semiseparable_rank = semiseparable_ranks(trace.mixing_mean, options.rank_tolerance);
+  trace.semiseparable_rank_max.assign(trace.semiseparable_rank.size(), 0);
+  for (const auto& mixing : trace.mixing_per_token) {
+    const auto ranks = semiseparable_ranks(mixing, options.rank_tolerance);
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      trace.semiseparable_rank_max[k] = std::max(trace.semiseparable_rank_max[k], ranks[k]);
+    }
+  }
+}
+
+namespace {
+
+template <typename Scalar>
+void require_finite(const Matrix<Scalar>& x, const std::string& what) {
+  attnres::require_finite(x.data(), static_cast<long>(x.rows()), static_cast<long>(x.cols()), static_cast<long>(x.cols()), what);
 }
 
 template <typename Scalar>
 double rms_of(const Matrix<Scalar>& x) {
-  return std::sqrt(x.template cast<double>().array().square().mean());
+  return attnres::rms_of(x.data(), static_cast<long>(x.rows()), static_cast<long>(x.cols()), static_cast<long>(x.cols()));
 }
 
 // The values a read can draw on, as the forward pass produces them.
@@ -81,24 +186,6 @@ struct DepthState {
   }
 };
 
-// Reads are scheduled in groups that share one phase-1 pass (SPEC §2.4): the reads of one block
-// (Block AttnRes) or of one schedule block of sqrt(L) sublayers (Full AttnRes, Appendix B); the
-// final read joins the last group.
-std::vector<int> schedule_groups(const DepthLayout& layout, const ForwardOptions& options) {
-  const int L = layout.sublayers;
-  int group_size = layout.block_size;
-  if (layout.mode == ResidualMode::full) {
-    group_size = options.full_schedule_block > 0
-                     ? options.full_schedule_block
-                     : static_cast<int>(std::lround(std::sqrt(static_cast<double>(L))));
-    group_size = std::clamp(group_size, 1, L);
-  }
-  std::vector<int> group_of(static_cast<std::size_t>(L + 1));
-  for (int r = 0; r < L; ++r) group_of[static_cast<std::size_t>(r)] = r / group_size;
-  group_of[static_cast<std::size_t>(L)] = (L - 1) / group_size;
-  return group_of;
-}
-
 // Phase-1 results of the group being executed.
 template <typename Scalar>
 struct ScheduleGroup {
@@ -108,58 +195,127 @@ struct ScheduleGroup {
   std::vector<Matrix<Scalar>> history_scores;   // per history source: (T, reads in group)
 };
 
+// One read's result: the sublayer input h (T, d) and the weights alpha (T, sources).
+template <typename Scalar>
+struct ReadResult {
+  Matrix<Scalar> h;
+  Matrix<Scalar> alpha;
+};
+
+template <typename Scalar>
+Vector<Scalar> effective_query(const ModelWeights<Scalar>& model, int read) {
+  const auto& weights = model.depth_read(read);
+  return weights.query.cwiseProduct(weights.key_norm_gain);  // (d) w * g
+}
+
+// One-shot read: every source scored and weighted in one softmax (docs/math.md).
+template <typename Scalar>
+ReadResult<Scalar> one_shot_read(const ModelWeights<Scalar>& model, const DepthState<Scalar>& state,
+                                 const std::vector<DepthSource>& sources, int read, Scalar key_eps) {
+  std::vector<const Matrix<Scalar>*> values;
+  for (const auto& source : sources) values.push_back(&state.value(source));
+  ReadResult<Scalar> out;
+  depth_attention_one_shot(values, model.depth_read(read), key_eps, &out.h, &out.alpha);
+  return out;
+}
+
+// Phase 1 of the two-phase schedule: the reads first..last of a group read their shared,
+// completed history once, with their queries stacked.
+template <typename Scalar>
+ScheduleGroup<Scalar> phase_one(const ModelWeights<Scalar>& model, const DepthLayout& layout,
+                                const DepthState<Scalar>& state, int first, int last, Scalar key_eps) {
+  const auto& sources = layout.reads[static_cast<std::size_t>(first)];
+  ScheduleGroup<Scalar> group;
+  group.first_read = first;
+  group.history_size = shared_history(layout, first, last);
+  std::vector<const Matrix<Scalar>*> history;
+  std::vector<Vector<Scalar>> history_inv_rms;
+  for (std::size_t i = 0; i < group.history_size; ++i) {
+    history.push_back(&state.value(sources[i]));
+    history_inv_rms.push_back(key_inverse_rms(*history.back(), key_eps));
+  }
+  Matrix<Scalar> queries(last - first + 1, model.config.hidden_size);  // (reads in group, d)
+  for (int q = first; q <= last; ++q) queries.row(q - first) = effective_query(model, q).transpose();
+  group.stats = phase_one_stats(history, history_inv_rms, queries, &group.history_scores);
+  return group;
+}
+
+// Phase 2: read r merges the sources produced inside its group (not in the shared history), one
+// at a time, into its phase-1 statistics, and divides once.
+template <typename Scalar>
+ReadResult<Scalar> phase_two_read(const ModelWeights<Scalar>& model, const DepthState<Scalar>& state,
+                                  const ScheduleGroup<Scalar>& group, const std::vector<DepthSource>& sources,
+                                  int read, Scalar key_eps) {
+  const Eigen::Index q = read - group.first_read;
+  const Eigen::Index T = state.outputs.front().rows();
+  SoftmaxStats<Scalar> stats = group.stats[static_cast<std::size_t>(q)];
+  Matrix<Scalar> scores(T, static_cast<Eigen::Index>(sources.size()));  // (T, sources)
+  for (std::size_t i = 0; i < group.history_size; ++i) {
+    scores.col(static_cast<Eigen::Index>(i)) = group.history_scores[i].col(q);
+  }
+  const Vector<Scalar> query = effective_query(model, read);
+  for (std::size_t i = group.history_size; i < sources.size(); ++i) {
+    const Matrix<Scalar>& value = state.value(sources[i]);
+    const Vector<Scalar> z = depth_scores(value, key_inverse_rms(value, key_eps), query);
+    scores.col(static_cast<Eigen::Index>(i)) = z;
+    stats = merge_stats(stats, single_source_stats(value, z));
+  }
+  ReadResult<Scalar> out;
+  out.h = stats.finish();
+  out.alpha = ((scores.colwise() - stats.m).array().exp().colwise() / stats.l.array()).matrix();
+  return out;
+}
+
+// Block bookkeeping after sublayer r (0-based) produced v: the partial sum grows, and a full (or
+// the last, incomplete) block becomes a block summary.
+template <typename Scalar>
+void add_output(const DepthLayout& layout, DepthState<Scalar>& state, int r, Matrix<Scalar> v) {
+  const int sublayer = r + 1;  // 1-based
+  if (layout.mode == ResidualMode::block) {
+    state.partial += v;
+    if (sublayer % layout.block_size == 0 || sublayer == layout.sublayers) {
+      state.blocks.push_back(state.partial);
+      state.partial = state.zero;
+    }
+  }
+  state.outputs.push_back(std::move(v));
+}
+
+template <typename Scalar>
+void record_read(ForwardTrace& trace, int r, const std::vector<DepthSource>& sources, const Matrix<Scalar>& alpha) {
+  ReadTrace read{r, read_target_name(r, trace.sublayers), sources, alpha.template cast<double>(), {}};
+  read.alpha_mean = read.alpha.colwise().mean().transpose();
+  trace.reads.push_back(std::move(read));
+}
+
 }  // namespace
 
 template <typename Scalar>
 ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vector<int>& tokens,
                               const ForwardOptions& options) {
   const ModelConfig& config = model.config;
-  const int L = config.sublayers();
-  const int d = config.hidden_size;
-  if (tokens.empty()) throw Error("forward: no tokens given (expected at least one token id)");
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= config.vocab_size) {
-      throw Error("token id " + std::to_string(tokens[i]) + " at position " +
-                  std::to_string(i) + " is out of range (the vocabulary has ids 0 .. " +
-                  std::to_string(config.vocab_size - 1) + ")");
-    }
-  }
-  const ResidualMode mode = options.mode.value_or(config.attn_res.mode);
-  const int block_size = options.block_size.value_or(config.attn_res.block_size);
-  if (mode == ResidualMode::block && block_size == 0) {
-    throw Error("forward: block mode needs a block size S (1 <= S <= L = " + std::to_string(L) +
-                " sublayers)");
-  }
-  const DepthLayout layout = make_depth_layout(mode, L, block_size, options.zero_placeholder);
+  check_tokens(config, tokens);
+  const DepthLayout layout = resolve_layout(config, options);
+  const int L = layout.sublayers;
   const auto T = static_cast<Eigen::Index>(tokens.size());
-  const RopeTable<Scalar> rope =
-      make_rope_table<Scalar>(static_cast<int>(T), config.head_dim(), config.rope_theta);
+  const RopeTable<Scalar> rope = make_rope_table<Scalar>(static_cast<int>(T), config.head_dim(), config.rope_theta);
   const auto key_eps = static_cast<Scalar>(config.attn_res.key_norm_eps);
 
   ForwardResult<Scalar> result;
   ForwardTrace& trace = result.trace;
-  trace.mode = mode;
-  trace.sublayers = L;
-  trace.block_size = layout.block_size;
-  trace.tokens = static_cast<int>(T);
-  trace.two_phase = options.two_phase && mode != ResidualMode::standard;
-  trace.zero_placeholder = options.zero_placeholder && mode == ResidualMode::block;
-  trace.rank_tolerance = options.rank_tolerance;
+  trace = start_trace(layout, static_cast<int>(T), options);
 
   DepthState<Scalar> state;
-  Matrix<Scalar> embedding(T, d);  // v_0 = h_1
-  for (Eigen::Index t = 0; t < T; ++t) {
-    embedding.row(t) = model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
-  }
+  Matrix<Scalar> embedding(T, config.hidden_size);  // v_0 = h_1
+  for (Eigen::Index t = 0; t < T; ++t) embedding.row(t) = model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
   require_finite(embedding, "the token embedding v_0");
   state.outputs.push_back(embedding);
   state.blocks.push_back(embedding);
-  state.zero = Matrix<Scalar>::Zero(T, d);
+  state.zero = Matrix<Scalar>::Zero(T, config.hidden_size);
   state.partial = state.zero;
 
   auto run_sublayer = [&](int sublayer, const Matrix<Scalar>& h) {
-    report_progress(options.progress, static_cast<std::size_t>(sublayer),
-                    static_cast<std::size_t>(L), "forward pass");
+    report_progress(options.progress, static_cast<std::size_t>(sublayer), static_cast<std::size_t>(L), "forward pass");
     require_finite(h, "the input h of " + read_target_name(sublayer, L));
     trace.sublayer_input_rms.push_back(rms_of(h));
     Matrix<Scalar> v = sublayer_forward(model, sublayer, h, rope);  // (T, d)
@@ -168,95 +324,36 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
     return v;
   };
 
-  if (mode == ResidualMode::standard) {
-    // SPEC §2.1: h_{l+1} = h_l + f_l(h_l).
+  if (layout.mode == ResidualMode::standard) {
+    // h_{l+1} = h_l + f_l(h_l) (docs/math.md).
     Matrix<Scalar> h = embedding;  // (T, d)
     for (int s = 0; s < L; ++s) h += run_sublayer(s, h);
     result.hidden_final = std::move(h);
   } else {
     const std::vector<int> group_of = schedule_groups(layout, options);
     ScheduleGroup<Scalar> group;
-    auto effective_query = [&](int read) -> Vector<Scalar> {
-      const auto& weights = model.depth_read(read);
-      return weights.query.cwiseProduct(weights.key_norm_gain);  // (d) w * g
-    };
-
     for (int r = 0; r <= L; ++r) {
       const auto& sources = layout.reads[static_cast<std::size_t>(r)];
-      ReadTrace read_trace{r, read_target_name(r, L), sources, {}, {}};
-      Matrix<Scalar> h;      // (T, d) input of sublayer r (or the final read's output)
-      Matrix<Scalar> alpha;  // (T, sources)
-
+      ReadResult<Scalar> read;
       if (!options.two_phase) {
-        std::vector<const Matrix<Scalar>*> values;
-        for (const auto& source : sources) values.push_back(&state.value(source));
-        depth_attention_one_shot(values, model.depth_read(r), key_eps, &h, &alpha);
+        read = one_shot_read(model, state, sources, r, key_eps);
       } else {
         const int g = group_of[static_cast<std::size_t>(r)];
         if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
-          // Phase 1: every read of the group reads the completed history once.
           int last = r;
           while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
-          std::size_t shared = sources.size();
-          for (int other = r + 1; other <= last; ++other) {
-            const auto& other_sources = layout.reads[static_cast<std::size_t>(other)];
-            std::size_t common = 0;
-            while (common < shared && common < other_sources.size() &&
-                   other_sources[common] == sources[common]) {
-              ++common;
-            }
-            shared = common;
-          }
-          std::vector<const Matrix<Scalar>*> history;
-          std::vector<Vector<Scalar>> history_inv_rms;
-          for (std::size_t i = 0; i < shared; ++i) {
-            history.push_back(&state.value(sources[i]));
-            history_inv_rms.push_back(key_inverse_rms(*history.back(), key_eps));
-          }
-          Matrix<Scalar> queries(last - r + 1, d);  // (reads in group, d)
-          for (int q = r; q <= last; ++q) queries.row(q - r) = effective_query(q).transpose();
-          group.first_read = r;
-          group.history_size = shared;
-          group.stats = phase_one_stats(history, history_inv_rms, queries, &group.history_scores);
+          group = phase_one(model, layout, state, r, last, key_eps);
         }
-        // Phase 2: merge the sources produced inside the group, one at a time, divide once.
-        const Eigen::Index q = r - group.first_read;
-        SoftmaxStats<Scalar> stats = group.stats[static_cast<std::size_t>(q)];
-        Matrix<Scalar> scores(T, static_cast<Eigen::Index>(sources.size()));  // (T, sources)
-        for (std::size_t i = 0; i < group.history_size; ++i) {
-          scores.col(static_cast<Eigen::Index>(i)) = group.history_scores[i].col(q);
-        }
-        const Vector<Scalar> query = effective_query(r);
-        for (std::size_t i = group.history_size; i < sources.size(); ++i) {
-          const Matrix<Scalar>& value = state.value(sources[i]);
-          const Vector<Scalar> z = depth_scores(value, key_inverse_rms(value, key_eps), query);
-          scores.col(static_cast<Eigen::Index>(i)) = z;
-          stats = merge_stats(stats, single_source_stats(value, z));
-        }
-        h = stats.finish();
-        alpha = ((scores.colwise() - stats.m).array().exp().colwise() / stats.l.array()).matrix();
+        read = phase_two_read(model, state, group, sources, r, key_eps);
       }
-
-      read_trace.alpha = alpha.template cast<double>();
-      read_trace.alpha_mean = read_trace.alpha.colwise().mean().transpose();
-      trace.reads.push_back(std::move(read_trace));
+      record_read(trace, r, sources, read.alpha);
       if (r == L) {
-        result.hidden_final = std::move(h);
+        result.hidden_final = std::move(read.h);
         break;
       }
-
-      Matrix<Scalar> v = run_sublayer(r, h);
-      const int sublayer = r + 1;  // 1-based
-      if (mode == ResidualMode::block) {
-        state.partial += v;
-        if (sublayer % layout.block_size == 0 || sublayer == L) {
-          state.blocks.push_back(state.partial);
-          state.partial = state.zero;
-        }
-      }
-      state.outputs.push_back(std::move(v));
+      add_output(layout, state, r, run_sublayer(r, read.h));
     }
-    if (mode == ResidualMode::block) {
+    if (layout.mode == ResidualMode::block) {
       for (const auto& block : state.blocks) trace.block_summary_rms.push_back(rms_of(block));
     }
   }
@@ -265,37 +362,7 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
   result.logits = rms_norm(result.hidden_final, model.norm, static_cast<Scalar>(config.rms_norm_eps)) *
                   model.lm_head.transpose();  // (T, vocab)
   require_finite(result.logits, "the logits");
-
-  if (options.record_mixing) {
-    const Eigen::Index n = L + 1;
-    trace.mixing_per_token.assign(static_cast<std::size_t>(T), Eigen::MatrixXd::Zero(n, n));
-    for (Eigen::Index t = 0; t < T; ++t) {
-      auto& mixing = trace.mixing_per_token[static_cast<std::size_t>(t)];
-      if (mode == ResidualMode::standard) {
-        mixing.triangularView<Eigen::Lower>().setOnes();
-        continue;
-      }
-      for (const auto& read : trace.reads) {
-        for (std::size_t j = 0; j < read.sources.size(); ++j) {
-          const auto& source = read.sources[j];
-          for (int member = source.first_member; member <= source.last_member; ++member) {
-            mixing(read.read, member) = read.alpha(t, static_cast<Eigen::Index>(j));
-          }
-        }
-      }
-    }
-    trace.mixing_mean = Eigen::MatrixXd::Zero(n, n);
-    for (const auto& mixing : trace.mixing_per_token) trace.mixing_mean += mixing;
-    trace.mixing_mean /= static_cast<double>(T);
-    trace.semiseparable_rank = semiseparable_ranks(trace.mixing_mean, options.rank_tolerance);
-    trace.semiseparable_rank_max.assign(trace.semiseparable_rank.size(), 0);
-    for (const auto& mixing : trace.mixing_per_token) {
-      const auto ranks = semiseparable_ranks(mixing, options.rank_tolerance);
-      for (std::size_t k = 0; k < ranks.size(); ++k) {
-        trace.semiseparable_rank_max[k] = std::max(trace.semiseparable_rank_max[k], ranks[k]);
-      }
-    }
-  }
+  if (options.record_mixing) record_mixing(trace, options);
   return result;
 }
 

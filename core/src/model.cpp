@@ -265,7 +265,7 @@ void save_model(const ModelWeights<double>& model, const fs::path& directory) {
   std::vector<TensorToWrite> tensors;
   for_each_tensor(model, [&](const TensorView& tensor) {
     if (tensor.attn_res && !model.has_attn_res_tensors) return;
-    TensorToWrite out{tensor.name, tensor.shape, {}};
+    TensorToWrite out{tensor.name, tensor.shape, {}, {}, false};
     for (std::int64_t i = 0; i < tensor.element_count(); ++i) {
       out.data.push_back(static_cast<float>(tensor.data[i]));
     }

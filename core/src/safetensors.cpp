@@ -257,16 +257,16 @@ std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
   for (const auto& tensor : tensors) {
     std::int64_t count = 1;
     for (auto extent : tensor.shape) count *= extent;
-    if (count != static_cast<std::int64_t>(tensor.data.size())) {
+    const std::size_t elements = tensor.f64 ? tensor.data_f64.size() : tensor.data.size();
+    if (count != static_cast<std::int64_t>(elements)) {
       throw Error("cannot write tensor '" + tensor.name + "': shape holds " +
-                  std::to_string(count) + " elements, data has " +
-                  std::to_string(tensor.data.size()));
+                  std::to_string(count) + " elements, data has " + std::to_string(elements));
     }
     if (!names.insert(tensor.name).second) {
       throw Error("cannot write tensor '" + tensor.name + "': duplicate name");
     }
-    const std::uint64_t bytes = tensor.data.size() * sizeof(float);
-    header[tensor.name] = {{"dtype", "F32"},
+    const std::uint64_t bytes = elements * (tensor.f64 ? sizeof(double) : sizeof(float));
+    header[tensor.name] = {{"dtype", tensor.f64 ? "F64" : "F32"},
                            {"shape", tensor.shape},
                            {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -281,9 +281,14 @@ std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
   std::memcpy(out.data() + 8, header_text.data(), header_text.size());
   char* cursor = out.data() + 8 + header_text.size();
   for (const auto& tensor : tensors) {
-    if (tensor.data.empty()) continue;  // data() may be null: memcpy from null is undefined even for 0 bytes
-    std::memcpy(cursor, tensor.data.data(), tensor.data.size() * sizeof(float));
-    cursor += tensor.data.size() * sizeof(float);
+    // data() may be null: memcpy from null is undefined even for 0 bytes.
+    if (tensor.f64 && !tensor.data_f64.empty()) {
+      std::memcpy(cursor, tensor.data_f64.data(), tensor.data_f64.size() * sizeof(double));
+      cursor += tensor.data_f64.size() * sizeof(double);
+    } else if (!tensor.f64 && !tensor.data.empty()) {
+      std::memcpy(cursor, tensor.data.data(), tensor.data.size() * sizeof(float));
+      cursor += tensor.data.size() * sizeof(float);
+    }
   }
   return out;
 }

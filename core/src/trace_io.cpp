@@ -16,18 +16,25 @@ json matrix_to_json(const Eigen::MatrixXd& m) {
   return rows;
 }
 
-TensorToWrite matrix_tensor(const std::string& name, const Eigen::MatrixXd& m) {
-  TensorToWrite out{name, {m.rows(), m.cols()}, {}};
-  out.data.reserve(static_cast<std::size_t>(m.size()));
+void append(TensorToWrite& out, double value) {
+  if (out.f64) {
+    out.data_f64.push_back(value);
+  } else {
+    out.data.push_back(static_cast<float>(value));
+  }
+}
+
+TensorToWrite matrix_tensor(const std::string& name, const Eigen::MatrixXd& m, bool f64) {
+  TensorToWrite out{name, {m.rows(), m.cols()}, {}, {}, f64};
   for (Eigen::Index r = 0; r < m.rows(); ++r) {
-    for (Eigen::Index c = 0; c < m.cols(); ++c) out.data.push_back(static_cast<float>(m(r, c)));
+    for (Eigen::Index c = 0; c < m.cols(); ++c) append(out, m(r, c));
   }
   return out;
 }
 
-TensorToWrite vector_tensor(const std::string& name, const std::vector<double>& v) {
-  TensorToWrite out{name, {static_cast<std::int64_t>(v.size())}, {}};
-  for (double x : v) out.data.push_back(static_cast<float>(x));
+TensorToWrite vector_tensor(const std::string& name, const std::vector<double>& v, bool f64) {
+  TensorToWrite out{name, {static_cast<std::int64_t>(v.size())}, {}, {}, f64};
+  for (double x : v) append(out, x);
   return out;
 }
 
@@ -75,15 +82,15 @@ json trace_to_json(const ForwardTrace& trace, const Eigen::MatrixXd& logits,
 
 std::vector<TensorToWrite> forward_dump_tensors(const ForwardTrace& trace,
                                                 const Eigen::MatrixXd& logits,
-                                                const Eigen::MatrixXd& hidden_final) {
+                                                const Eigen::MatrixXd& hidden_final, bool f64) {
   std::vector<TensorToWrite> tensors;
-  tensors.push_back(matrix_tensor("logits", logits));
-  tensors.push_back(matrix_tensor("hidden_final", hidden_final));
+  tensors.push_back(matrix_tensor("logits", logits, f64));
+  tensors.push_back(matrix_tensor("hidden_final", hidden_final, f64));
   for (const auto& read : trace.reads) {
-    tensors.push_back(matrix_tensor("alpha." + std::to_string(read.read), read.alpha));
+    tensors.push_back(matrix_tensor("alpha." + std::to_string(read.read), read.alpha, f64));
   }
-  tensors.push_back(vector_tensor("sublayer_input_rms", trace.sublayer_input_rms));
-  tensors.push_back(vector_tensor("sublayer_output_rms", trace.sublayer_output_rms));
+  tensors.push_back(vector_tensor("sublayer_input_rms", trace.sublayer_input_rms, f64));
+  tensors.push_back(vector_tensor("sublayer_output_rms", trace.sublayer_output_rms, f64));
   return tensors;
 }
 

@@ -99,7 +99,7 @@ void make_fixtures(const fs::path& root) {
   std::vector<TensorToWrite> kept;
   for (const auto& tensor : file.tensors()) {
     if (tensor.name == "lm_head.weight") continue;
-    TensorToWrite t{tensor.name, tensor.shape, {}};
+    TensorToWrite t{tensor.name, tensor.shape, {}, {}, false};
     for (double v : file.values(tensor)) t.data.push_back(static_cast<float>(v));
     kept.push_back(std::move(t));
   }

@@ -43,7 +43,7 @@ void edit_weights(const std::filesystem::path& dir,
   const auto file = SafetensorsFile::read(dir / "model.safetensors");
   std::vector<TensorToWrite> tensors;
   for (const auto& info : file.tensors()) {
-    TensorToWrite t{info.name, info.shape, {}};
+    TensorToWrite t{info.name, info.shape, {}, {}, false};
     for (double x : file.values(info)) t.data.push_back(static_cast<float>(x));
     tensors.push_back(std::move(t));
   }

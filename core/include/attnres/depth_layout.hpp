@@ -27,7 +27,12 @@ struct DepthSource {
 
   // "emb", "v3", "b2", "partial" (b2 so far), "zero".
   std::string label() const;
-  bool operator==(const DepthSource&) const = default;
+  // Spelt out (not "= default") so that the header also compiles as C++17 in CUDA files.
+  bool operator==(const DepthSource& other) const {
+    return kind == other.kind && block == other.block && first_member == other.first_member &&
+           last_member == other.last_member;
+  }
+  bool operator!=(const DepthSource& other) const { return !(*this == other); }
 };
 
 struct DepthLayout {

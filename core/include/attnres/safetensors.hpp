@@ -59,10 +59,12 @@ class SafetensorsFile {
 struct TensorToWrite {
   std::string name;
   std::vector<std::int64_t> shape;
-  std::vector<float> data;  // row-major, element count = product of shape
+  std::vector<float> data;       // row-major, element count = product of shape: written as F32
+  std::vector<double> data_f64;  // used instead when `f64` is set: written as F64
+  bool f64 = false;
 };
 
-// Serialises F32 tensors (header padded with spaces to 8-byte alignment, tensors in the given
+// Serialises F32 / F64 tensors (header padded with spaces to 8-byte alignment, tensors in the given
 // order) into the file's bytes.
 std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
                                   const std::map<std::string, std::string>& metadata = {});

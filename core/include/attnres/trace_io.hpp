@@ -16,9 +16,11 @@ namespace attnres {
 
 nlohmann::json trace_to_json(const ForwardTrace& trace, const Eigen::MatrixXd& logits,
                              const Eigen::MatrixXd& hidden_final);
+// The tensors of `attnres forward --dump`, written as F64 when `f64` (a float64 forward pass)
+// and as F32 otherwise: the dump keeps the compute precision.
 std::vector<TensorToWrite> forward_dump_tensors(const ForwardTrace& trace,
                                                 const Eigen::MatrixXd& logits,
-                                                const Eigen::MatrixXd& hidden_final);
+                                                const Eigen::MatrixXd& hidden_final, bool f64);
 
 template <typename Scalar>
 nlohmann::json trace_to_json(const ForwardResult<Scalar>& result) {
@@ -28,7 +30,7 @@ nlohmann::json trace_to_json(const ForwardResult<Scalar>& result) {
 template <typename Scalar>
 std::vector<TensorToWrite> forward_dump_tensors(const ForwardResult<Scalar>& result) {
   return forward_dump_tensors(result.trace, result.logits.template cast<double>(),
-                              result.hidden_final.template cast<double>());
+                              result.hidden_final.template cast<double>(), sizeof(Scalar) == sizeof(double));
 }
 
 }  // namespace attnres

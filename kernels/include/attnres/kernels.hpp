@@ -34,6 +34,28 @@ void depth_attention_forward(KernelBackend backend, float* h, float* alpha, cons
 namespace cpu {
 void depth_attention_forward(float* h, float* alpha, const float* sources, const float* query,
                              const float* gain, float eps, int n, int T, int d);
+
+// The two-phase depth read as fused kernels (docs/engines.md), f32 and f64, on tokens
+// [t_begin, t_end) so that callers can split tokens across threads. Every source row is read
+// once per call; a token's rows stay in cache between the scoring pass and the weighting pass.
+// Statistics are those of docs/math.md: m = max z, l = sum exp(z - m), o = sum exp(z - m) v, with
+// z = (v . w_eff) / sqrt(mean(v^2) + eps) and w_eff = w * g (query times key-norm gain).
+//
+// Phase 1: q reads (rows of `queries`, (q, d)) over n sources, source i's (T, d) values at
+// sources + i * source_stride. Writes m, l (q, T), o (q, T, d) and, when not null, the scores
+// (q, T, n).
+template <typename Scalar>
+void depth_phase_one(const Scalar* sources, long source_stride, int n, int T, int d,
+                     const Scalar* queries, int q, Scalar eps, Scalar* m, Scalar* l, Scalar* o,
+                     Scalar* scores, int t_begin, int t_end);
+// Phase 2: merges one more source (T, d) into one read's statistics m, l (T) and o (T, d);
+// stores its scores (T) when `scores` is not null.
+template <typename Scalar>
+void depth_merge_source(const Scalar* source, int T, int d, const Scalar* query, Scalar eps,
+                        Scalar* m, Scalar* l, Scalar* o, Scalar* scores, int t_begin, int t_end);
+// h = o / l per token (h may be o).
+template <typename Scalar>
+void depth_finish(const Scalar* o, const Scalar* l, int d, Scalar* h, int t_begin, int t_end);
 }  // namespace cpu
 
 namespace cuda {

@@ -1,0 +1,442 @@
+#include "cpu/fast_forward.hpp"
+
+#include <Eigen/Core>
+#include <Eigen/StdVector>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attnres/cancel.hpp"
+#include "attnres/error.hpp"
+#include "attnres/forward_steps.hpp"
+#include "attnres/layers.hpp"
+#include "attnres/kernels.hpp"
+#include "attnres/tensor.hpp"
+#include "cpu/thread_pool.hpp"
+
+namespace attnres::engine {
+
+namespace {
+
+template <typename Scalar>
+using Map = Eigen::Map<Matrix<Scalar>>;
+template <typename Scalar>
+using ConstMap = Eigen::Map<const Matrix<Scalar>>;
+template <typename Scalar>
+using StridedMap = Eigen::Map<Matrix<Scalar>, 0, Eigen::OuterStride<>>;
+template <typename Scalar>
+using ConstStridedMap = Eigen::Map<const Matrix<Scalar>, 0, Eigen::OuterStride<>>;
+
+constexpr int kTile = 64;  // attention query/key tile
+
+// Weights rearranged once for the GEMMs of the forward pass.
+template <typename Scalar>
+struct PreparedLayer {
+  Matrix<Scalar> qkv;      // (H*hd + 2*Hkv*hd, d): q_proj, k_proj, v_proj stacked
+  Matrix<Scalar> gate_up;  // (2F, d): gate_proj then up_proj
+};
+
+// 64-byte aligned buffers: Eigen's vectorised reductions peel a scalar prologue up to the first
+// aligned element, so the summation order (and the last bit) depends on a buffer's alignment;
+// a fixed alignment keeps reruns bit-identical.
+template <typename Scalar>
+using Buffer = std::vector<Scalar, Eigen::aligned_allocator<Scalar>>;
+
+// Buffers of one forward pass, sized for T tokens (grown, never shrunk).
+template <typename Scalar>
+struct Workspace {
+  int T = -1;
+  Buffer<Scalar> arena;         // (slots, T, d)
+  Buffer<Scalar> h, xn, v;      // (T, d)
+  Buffer<Scalar> qkv;           // (T, qkv columns)
+  Buffer<Scalar> context;       // (T, H*hd)
+  Buffer<Scalar> gate_up;       // (T, 2F)
+  Buffer<Scalar> activated;     // (T, F)
+  Buffer<Scalar> m, l, o;       // two-phase statistics: (q, T), (q, T), (q, T, d)
+  Buffer<Scalar> history_scores, extra_scores;  // (q, T, n) and (n, T)
+  Buffer<Scalar> rope_cos, rope_sin;            // (T, hd/2)
+};
+
+// Per-worker scratch of the attention tiles.
+template <typename Scalar>
+struct AttentionScratch {
+  Matrix<Scalar> scores;       // (kTile, kTile)
+  Matrix<Scalar> accumulator;  // (kTile, hd)
+  Vector<Scalar> row_max, row_sum;
+};
+
+template <typename Scalar>
+void resize(Buffer<Scalar>& buffer, std::size_t size) {
+  if (buffer.size() < size) buffer.resize(size);
+}
+
+}  // namespace
+
+template <typename Scalar>
+struct FastForward<Scalar>::State {
+  const ModelWeights<Scalar>& model;
+  ThreadPool pool;
+  std::vector<PreparedLayer<Scalar>> layers;
+  Matrix<Scalar> queries;  // (L+1, d): effective query w * g of every read
+  Workspace<Scalar> work;
+  std::vector<AttentionScratch<Scalar>> scratch;  // one per worker
+  int d, H, Hkv, hd, F, L, vocab, q_columns, kv_columns;
+
+  State(const ModelWeights<Scalar>& weights, int threads)
+      : model(weights), pool(threads) {
+    const ModelConfig& c = model.config;
+    d = c.hidden_size;
+    H = c.num_attention_heads;
+    Hkv = c.num_key_value_heads;
+    hd = c.head_dim();
+    F = c.intermediate_size;
+    L = c.sublayers();
+    vocab = c.vocab_size;
+    q_columns = H * hd;
+    kv_columns = Hkv * hd;
+    for (const auto& layer : model.layers) {
+      PreparedLayer<Scalar> p;
+      p.qkv.resize(q_columns + 2 * kv_columns, d);
+      p.qkv << layer.q_proj, layer.k_proj, layer.v_proj;
+      p.gate_up.resize(2 * F, d);
+      p.gate_up << layer.gate_proj, layer.up_proj;
+      layers.push_back(std::move(p));
+    }
+    queries.resize(L + 1, d);
+    for (int r = 0; r <= L; ++r) {
+      const auto& read = model.depth_read(r);
+      queries.row(r) = read.query.cwiseProduct(read.key_norm_gain).transpose();
+    }
+    scratch.resize(static_cast<std::size_t>(pool.size()));
+    for (auto& s : scratch) {
+      s.scores.resize(kTile, kTile);
+      s.accumulator.resize(kTile, hd);
+      s.row_max.resize(kTile);
+      s.row_sum.resize(kTile);
+    }
+  }
+
+  // out (T, n) = in (T, k) * W^T, W (n, k); rows split over the workers (columns when T is
+  // smaller than the pool).
+  void gemm(Scalar* out, const Scalar* in, const Matrix<Scalar>& W, int T) {
+    const auto n = W.rows(), k = W.cols();
+    if (T >= 8 * pool.size()) {
+      pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t begin, std::size_t end, int) {
+        const auto rows = static_cast<Eigen::Index>(end - begin);
+        Map<Scalar>(out + begin * static_cast<std::size_t>(n), rows, n).noalias() =
+            ConstMap<Scalar>(in + begin * static_cast<std::size_t>(k), rows, k) * W.transpose();
+      });
+    } else {
+      pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end, int) {
+        const auto columns = static_cast<Eigen::Index>(end - begin);
+        StridedMap<Scalar>(out + begin, T, columns, Eigen::OuterStride<>(n)).noalias() =
+            ConstMap<Scalar>(in, T, k) * W.middleRows(static_cast<Eigen::Index>(begin), columns).transpose();
+      });
+    }
+  }
+
+  // xn = RMSNorm(h) with gain g, per token.
+  void rms_norm(Scalar* xn, const Scalar* h, const Vector<Scalar>& gain, int T) {
+    const auto eps = static_cast<Scalar>(model.config.rms_norm_eps);
+    pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t begin, std::size_t end, int) {
+      for (std::size_t t = begin; t < end; ++t) {
+        const Scalar* row = h + t * static_cast<std::size_t>(d);
+        const Scalar inv = inverse_rms_of_row(row, d, eps);
+        Eigen::Map<Vector<Scalar>>(xn + t * static_cast<std::size_t>(d), d) =
+            (Eigen::Map<const Vector<Scalar>>(row, d) * inv).cwiseProduct(gain);
+      }
+    });
+  }
+
+  void prepare(int T, const DepthLayout& layout, const std::vector<int>& group_of) {
+    Workspace<Scalar>& w = work;
+    const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d);
+    const std::size_t slots = layout.mode == ResidualMode::full    ? static_cast<std::size_t>(L) + 1
+                              : layout.mode == ResidualMode::block ? static_cast<std::size_t>(layout.blocks) + 1
+                                                                   : 0;
+    std::size_t max_group = 1, max_sources = 1;
+    for (std::size_t r = 0; r < layout.reads.size(); ++r) {
+      max_sources = std::max(max_sources, layout.reads[r].size());
+      const auto count = static_cast<std::size_t>(std::count(group_of.begin(), group_of.end(), group_of[r]));
+      max_group = std::max(max_group, count);
+    }
+    resize(w.arena, slots * Tz * dz);
+    resize(w.h, Tz * dz);
+    resize(w.xn, Tz * dz);
+    resize(w.v, Tz * dz);
+    resize(w.qkv, Tz * static_cast<std::size_t>(q_columns + 2 * kv_columns));
+    resize(w.context, Tz * static_cast<std::size_t>(q_columns));
+    resize(w.gate_up, Tz * 2 * static_cast<std::size_t>(F));
+    resize(w.activated, Tz * static_cast<std::size_t>(F));
+    resize(w.m, max_group * Tz);
+    resize(w.l, max_group * Tz);
+    resize(w.o, max_group * Tz * dz);
+    resize(w.history_scores, max_group * Tz * max_sources);
+    resize(w.extra_scores, max_sources * Tz);
+    if (w.T != T) {
+      const int half = hd / 2;
+      w.rope_cos.assign(Tz * static_cast<std::size_t>(half), Scalar(0));
+      w.rope_sin.assign(Tz * static_cast<std::size_t>(half), Scalar(0));
+      const auto rope = make_rope_table<Scalar>(T, hd, model.config.rope_theta);  // the reference's table
+      std::copy(rope.cos.data(), rope.cos.data() + rope.cos.size(), w.rope_cos.begin());
+      std::copy(rope.sin.data(), rope.sin.data() + rope.sin.size(), w.rope_sin.begin());
+      w.T = T;
+    }
+  }
+
+  // RoPE (rotate_half) on the q and k columns of the qkv buffer, in place.
+  void rope(int T) {
+    const int half = hd / 2, columns = q_columns + 2 * kv_columns;
+    pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t begin, std::size_t end, int) {
+      for (std::size_t t = begin; t < end; ++t) {
+        const Scalar* cos = work.rope_cos.data() + t * static_cast<std::size_t>(half);
+        const Scalar* sin = work.rope_sin.data() + t * static_cast<std::size_t>(half);
+        Scalar* row = work.qkv.data() + t * static_cast<std::size_t>(columns);
+        for (int head = 0; head < H + Hkv; ++head) {  // query heads, then key heads
+          Scalar* x = row + head * hd;
+          for (int i = 0; i < half; ++i) {
+            const Scalar x1 = x[i], x2 = x[i + half];
+            x[i] = x1 * cos[i] - x2 * sin[i];
+            x[i + half] = x2 * cos[i] + x1 * sin[i];
+          }
+        }
+      }
+    });
+  }
+
+  // Causal attention of every head, 64-token tiles with an online softmax; key tiles above the
+  // diagonal are skipped. context (T, H*hd).
+  void attention(int T) {
+    const int columns = q_columns + 2 * kv_columns;
+    const int tiles = (T + kTile - 1) / kTile;
+    const int group = H / Hkv;
+    const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(hd));
+    const Scalar* qkv = work.qkv.data();
+    pool.parallel_for(static_cast<std::size_t>(H) * static_cast<std::size_t>(tiles),
+                      [&](std::size_t begin, std::size_t end, int worker) {
+      AttentionScratch<Scalar>& s = scratch[static_cast<std::size_t>(worker)];
+      for (std::size_t item = begin; item < end; ++item) {
+        const int head = static_cast<int>(item / static_cast<std::size_t>(tiles));
+        const int tile = static_cast<int>(item % static_cast<std::size_t>(tiles));
+        const int kv_head = head / group;
+        const int q0 = tile * kTile, rows = std::min(kTile, T - q0);
+        const ConstStridedMap<Scalar> Q(qkv + static_cast<long>(q0) * columns + head * hd, rows, hd,
+                                        Eigen::OuterStride<>(columns));
+        auto acc = s.accumulator.topRows(rows);
+        acc.setZero();
+        s.row_max.head(rows).setConstant(-std::numeric_limits<Scalar>::infinity());
+        s.row_sum.head(rows).setZero();
+        for (int key_tile = 0; key_tile <= tile; ++key_tile) {
+          const int k0 = key_tile * kTile, keys = std::min(kTile, T - k0);
+          const ConstStridedMap<Scalar> K(qkv + static_cast<long>(k0) * columns + q_columns + kv_head * hd, keys,
+                                          hd, Eigen::OuterStride<>(columns));
+          const ConstStridedMap<Scalar> V(qkv + static_cast<long>(k0) * columns + q_columns + kv_columns + kv_head * hd,
+                                          keys, hd, Eigen::OuterStride<>(columns));
+          auto S = s.scores.topLeftCorner(rows, keys);
+          S.noalias() = (Q * K.transpose()) * scale;
+          for (int i = 0; i < rows; ++i) {
+            // On the diagonal tile, key k0 + j is visible to query q0 + i only when j <= i.
+            const int visible = key_tile == tile ? std::min(keys, i + 1) : keys;
+            auto row = S.row(i);
+            const Scalar old_max = s.row_max(i);
+            const Scalar new_max = std::max(old_max, row.head(visible).maxCoeff());
+            row.head(visible).array() = (row.head(visible).array() - new_max).exp();
+            if (visible < keys) row.tail(keys - visible).setZero();
+            const Scalar correction = std::exp(old_max - new_max);  // 0 on the first tile
+            s.row_sum(i) = s.row_sum(i) * correction + row.head(visible).sum();
+            if (correction != Scalar(1)) acc.row(i) *= correction;
+            s.row_max(i) = new_max;
+          }
+          acc.noalias() += S * V;
+        }
+        StridedMap<Scalar> out(work.context.data() + static_cast<long>(q0) * q_columns + head * hd, rows, hd,
+                               Eigen::OuterStride<>(q_columns));
+        out = acc.array().colwise() / s.row_sum.head(rows).array();
+      }
+    });
+  }
+
+  // v (T, d) = the sublayer's output f(h), PreNorm included.
+  void sublayer(int r, const Scalar* h, Scalar* v, int T) {
+    const auto& layer = model.layers[static_cast<std::size_t>(r / 2)];
+    const auto& prepared = layers[static_cast<std::size_t>(r / 2)];
+    if (r % 2 == 0) {
+      rms_norm(work.xn.data(), h, layer.input_layernorm, T);
+      gemm(work.qkv.data(), work.xn.data(), prepared.qkv, T);
+      rope(T);
+      attention(T);
+      gemm(v, work.context.data(), layer.o_proj, T);
+    } else {
+      rms_norm(work.xn.data(), h, layer.post_attention_layernorm, T);
+      gemm(work.gate_up.data(), work.xn.data(), prepared.gate_up, T);
+      pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t begin, std::size_t end, int) {
+        for (std::size_t t = begin; t < end; ++t) {
+          const Scalar* gu = work.gate_up.data() + t * 2 * static_cast<std::size_t>(F);
+          const Eigen::Map<const Vector<Scalar>> gate(gu, F), up(gu + F, F);
+          Eigen::Map<Vector<Scalar>>(work.activated.data() + t * static_cast<std::size_t>(F), F) =
+              (gate.array() / (Scalar(1) + (-gate.array()).exp()) * up.array()).matrix();  // silu(g) * u
+        }
+      });
+      gemm(v, work.activated.data(), layer.down_proj, T);
+    }
+  }
+};
+
+template <typename Scalar>
+FastForward<Scalar>::FastForward(const ModelWeights<Scalar>& model, int threads)
+    : state_(std::make_unique<State>(model, threads)) {}
+
+template <typename Scalar>
+FastForward<Scalar>::~FastForward() = default;
+
+template <typename Scalar>
+int FastForward<Scalar>::threads() const {
+  return state_->pool.size();
+}
+
+template <typename Scalar>
+ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& tokens, const ForwardOptions& options) {
+  State& s = *state_;
+  const ModelConfig& config = s.model.config;
+  check_tokens(config, tokens);
+  const DepthLayout layout = resolve_layout(config, options);
+  const int L = s.L, d = s.d, T = static_cast<int>(tokens.size());
+  const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d), plane = Tz * dz;
+  const std::vector<int> group_of = layout.mode == ResidualMode::standard ? std::vector<int>{}
+                                                                            : schedule_groups(layout, options);
+  s.prepare(T, layout, group_of);
+  Workspace<Scalar>& w = s.work;
+  const auto key_eps = static_cast<Scalar>(config.attn_res.key_norm_eps);
+
+  ForwardResult<Scalar> result;
+  ForwardTrace& trace = result.trace;
+  trace = start_trace(layout, T, options);
+  trace.sublayer_input_rms.reserve(static_cast<std::size_t>(L));
+  trace.sublayer_output_rms.reserve(static_cast<std::size_t>(L));
+
+  // The embedding v_0: the standard residual's h, or slot 0 of the arena.
+  Scalar* embedding = layout.mode == ResidualMode::standard ? w.h.data() : w.arena.data();
+  for (int t = 0; t < T; ++t) {
+    const auto row = s.model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
+    std::copy(row.data(), row.data() + d, embedding + static_cast<std::size_t>(t) * dz);
+  }
+  require_finite(embedding, T, d, d, "the token embedding v_0");
+
+  auto run_sublayer = [&](int r, const Scalar* h, Scalar* v) {
+    report_progress(options.progress, static_cast<std::size_t>(r), static_cast<std::size_t>(L), "forward pass");
+    require_finite(h, T, d, d, "the input h of " + read_target_name(r, L));
+    trace.sublayer_input_rms.push_back(rms_of(h, T, d, d));
+    s.sublayer(r, h, v, T);
+    require_finite(v, T, d, d, "the output v of " + read_target_name(r, L));
+    trace.sublayer_output_rms.push_back(rms_of(v, T, d, d));
+  };
+
+  Scalar* hidden = w.h.data();  // the final read's output
+  if (layout.mode == ResidualMode::standard) {
+    for (int r = 0; r < L; ++r) {
+      run_sublayer(r, w.h.data(), w.v.data());
+      Eigen::Map<Vector<Scalar>>(w.h.data(), T * d) += Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
+    }
+  } else {
+    // Arena slot of a source (see fast_forward.hpp): the sources of every read are slots 0 .. n-1.
+    auto slot = [&](const DepthSource& source) {
+      switch (source.kind) {
+        case DepthSource::Kind::embedding: return 0;
+        case DepthSource::Kind::sublayer_output: return source.first_member;
+        default: return source.block;  // block, partial_block, zero_placeholder
+      }
+    };
+    int group_first = -1, group_shared = 0;
+    if (layout.mode == ResidualMode::block) std::fill(w.arena.data() + plane, w.arena.data() + 2 * plane, Scalar(0));
+    for (int r = 0; r <= L; ++r) {
+      const auto& sources = layout.reads[static_cast<std::size_t>(r)];
+      const int n = static_cast<int>(sources.size());
+      // Which statistics this read uses: its group's phase 1 (two-phase) or its own (one-shot).
+      int j = 0, shared = n;
+      if (!options.two_phase) {
+        s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+          cpu::depth_phase_one(w.arena.data(), static_cast<long>(plane), n, T, d, s.queries.row(r).data(), 1, key_eps,
+                               w.m.data(), w.l.data(), w.o.data(), w.history_scores.data(), static_cast<int>(b),
+                               static_cast<int>(e));
+        });
+      } else {
+        const int g = group_of[static_cast<std::size_t>(r)];
+        if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
+          int last = r;
+          while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
+          group_first = r;
+          group_shared = static_cast<int>(shared_history(layout, r, last));
+          const int q = last - r + 1;
+          s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+            cpu::depth_phase_one(w.arena.data(), static_cast<long>(plane), group_shared, T, d, s.queries.row(r).data(),
+                                 q, key_eps, w.m.data(), w.l.data(), w.o.data(), w.history_scores.data(),
+                                 static_cast<int>(b), static_cast<int>(e));
+          });
+        }
+        j = r - group_first;
+        shared = group_shared;
+      }
+      Scalar* m = w.m.data() + static_cast<std::size_t>(j) * Tz;
+      Scalar* l = w.l.data() + static_cast<std::size_t>(j) * Tz;
+      Scalar* o = w.o.data() + static_cast<std::size_t>(j) * plane;
+      const Scalar* history_scores = w.history_scores.data() + static_cast<std::size_t>(j) * Tz * static_cast<std::size_t>(shared);
+      Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
+      s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+        for (int i = shared; i < n; ++i) {  // phase 2: sources produced inside the group
+          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(slot(sources[static_cast<std::size_t>(i)])) * plane,
+                                  T, d, s.queries.row(r).data(), key_eps, m, l, o,
+                                  w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz, static_cast<int>(b),
+                                  static_cast<int>(e));
+        }
+        cpu::depth_finish(o, l, d, read_output, static_cast<int>(b), static_cast<int>(e));
+      });
+      // The trace: alpha = exp(z - m) / l of every source.
+      ReadTrace read{r, read_target_name(r, L), sources, Eigen::MatrixXd(T, n), {}};
+      for (int t = 0; t < T; ++t) {
+        for (int i = 0; i < n; ++i) {
+          const Scalar z = i < shared ? history_scores[static_cast<std::size_t>(t) * static_cast<std::size_t>(shared) + static_cast<std::size_t>(i)]
+                                      : w.extra_scores[static_cast<std::size_t>(i - shared) * Tz + static_cast<std::size_t>(t)];
+          read.alpha(t, i) = static_cast<double>(std::exp(z - m[t]) / l[t]);
+        }
+      }
+      read.alpha_mean = read.alpha.colwise().mean().transpose();
+      trace.reads.push_back(std::move(read));
+      if (r == L) break;
+
+      // The sublayer, and where its output goes.
+      const int sublayer = r + 1;  // 1-based
+      if (layout.mode == ResidualMode::full) {
+        run_sublayer(r, read_output, w.arena.data() + static_cast<std::size_t>(sublayer) * plane);
+      } else {
+        Scalar* partial = w.arena.data() + static_cast<std::size_t>(layout.block_of_sublayer(sublayer)) * plane;
+        run_sublayer(r, read_output, w.v.data());
+        Eigen::Map<Vector<Scalar>>(partial, T * d) += Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
+      }
+      // A block that starts at the next sublayer begins from zero (also the zero placeholder's
+      // value at its first read).
+      if (layout.mode == ResidualMode::block && sublayer < L && sublayer % layout.block_size == 0) {
+        Scalar* next = w.arena.data() + static_cast<std::size_t>(layout.block_of_sublayer(sublayer + 1)) * plane;
+        std::fill(next, next + plane, Scalar(0));
+      }
+    }
+    if (layout.mode == ResidualMode::block) {
+      for (int b = 0; b <= layout.blocks; ++b) {
+        trace.block_summary_rms.push_back(rms_of(w.arena.data() + static_cast<std::size_t>(b) * plane, T, d, d));
+      }
+    }
+  }
+
+  require_finite(hidden, T, d, d, "the final read's output");
+  result.hidden_final = ConstMap<Scalar>(hidden, T, d);
+  s.rms_norm(w.xn.data(), hidden, s.model.norm, T);
+  result.logits.resize(T, s.vocab);
+  s.gemm(result.logits.data(), w.xn.data(), s.model.lm_head, T);
+  require_finite(result.logits.data(), T, s.vocab, s.vocab, "the logits");
+  if (options.record_mixing) record_mixing(trace, options);
+  return result;
+}
+
+template class FastForward<float>;
+template class FastForward<double>;
+
+}  // namespace attnres::engine

@@ -1,0 +1,80 @@
+#include "cpu/thread_pool.hpp"
+
+#include <algorithm>
+
+namespace attnres::engine {
+
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
+  for (int k = 1; k < threads_; ++k) workers_.emplace_back([this, k] { worker_loop(k); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& worker : workers_) worker.join();
+}
+
+std::pair<std::size_t, std::size_t> ThreadPool::chunk(std::size_t count, int parts, int k) {
+  const auto p = static_cast<std::size_t>(parts), i = static_cast<std::size_t>(k);
+  return {count * i / p, count * (i + 1) / p};
+}
+
+void ThreadPool::parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t, int)>& work) {
+  if (count == 0) return;
+  const int parts = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), count));
+  if (parts == 1) {
+    work(0, count, 0);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    work_ = &work;
+    count_ = count;
+    parts_ = parts;
+    pending_ = parts - 1;
+    error_ = nullptr;
+    ++generation_;
+  }
+  wake_.notify_all();
+  std::exception_ptr mine;
+  try {
+    const auto [begin, end] = chunk(count, parts, 0);
+    work(begin, end, 0);
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [this] { return pending_ == 0; });
+  work_ = nullptr;
+  if (mine) std::rethrow_exception(mine);
+  if (error_) std::rethrow_exception(error_);
+}
+
+void ThreadPool::worker_loop(int index) {
+  std::size_t seen = 0;
+  for (;;) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    if (index >= parts_) continue;  // fewer chunks than workers this time
+    const auto* work = work_;
+    const std::size_t count = count_;
+    const int parts = parts_;
+    lock.unlock();
+    try {
+      const auto [begin, end] = chunk(count, parts, index);
+      (*work)(begin, end, index);
+    } catch (...) {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    lock.lock();
+    if (--pending_ == 0) done_.notify_all();
+  }
+}
+
+}  // namespace attnres::engine

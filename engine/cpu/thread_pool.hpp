@@ -1,0 +1,48 @@
+// A fixed pool of worker threads for the fast CPU engine. Work is split into as many contiguous
+// chunks as there are threads, always the same way for the same (count, threads), so results are
+// deterministic for a given thread count.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace attnres::engine {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // threads >= 1; the caller's thread is one of them
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return threads_; }
+
+  // Calls work(begin, end, worker) on [0, count) split into min(threads, count) contiguous chunks,
+  // chunk k on worker k (worker 0 = the calling thread), and waits for all of them. The first
+  // exception thrown by a chunk is rethrown here.
+  void parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t, int)>& work);
+
+  // The chunk [begin, end) of worker k when [0, count) is split over `parts` workers.
+  static std::pair<std::size_t, std::size_t> chunk(std::size_t count, int parts, int k);
+
+ private:
+  void worker_loop(int index);
+
+  int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(std::size_t, std::size_t, int)>* work_ = nullptr;
+  std::size_t count_ = 0;
+  int parts_ = 0;
+  std::size_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace attnres::engine

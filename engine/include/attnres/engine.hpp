@@ -1,0 +1,77 @@
+// The forward engines behind one interface (docs/engines.md):
+//   reference  core/src/forward.cpp: readable, one Eigen expression per formula; the oracle
+//   fast       engine/cpu/: fused weights, a preallocated history arena, two-phase depth reads
+//              through the kernels/ interface, causal attention that skips the masked half,
+//              threads (deterministic for a given count); f32 and f64
+//   cuda       engine/cuda/: the whole forward on a GPU (cuBLAS GEMMs, the fused depth-read
+//              kernel, an attention kernel); f32
+// Every engine returns the same ForwardResult: logits, the final hidden state and the same trace
+// (alpha of every read, RMS by depth, block norms, and, when asked, the mixing matrix and ranks).
+//
+//   ForwardEngine<float> engine(model, {.engine = EngineKind::fast, .threads = 2});
+//   ForwardResult<float> result = engine.forward(tokens, options);  // reusable across calls
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnres/forward.hpp"
+#include "attnres/model.hpp"
+
+namespace attnres {
+
+enum class EngineKind { fast, reference };
+enum class Device { cpu, cuda };
+
+std::string to_string(EngineKind engine);
+std::string to_string(Device device);
+// Throw attnres::Error naming `where` for unknown names.
+EngineKind parse_engine(const std::string& text, const std::string& where);
+Device parse_device(const std::string& text, const std::string& where);
+
+struct EngineOptions {
+  EngineKind engine = EngineKind::fast;
+  Device device = Device::cpu;
+  int threads = 0;  // CPU threads (fast engine); 0 = every core
+};
+
+// The cores of this machine (at least 1).
+int default_thread_count();
+
+// False, with the reason, when the CUDA engine cannot run here (not built, no device).
+bool cuda_engine_available(std::string* why_not);
+
+// A model prepared for repeated forward passes on one engine and device: fused weights, a thread
+// pool and workspaces (fast), or weights on the device (cuda). Not thread-safe: one forward at a
+// time per engine object.
+template <typename Scalar>
+class ForwardEngine {
+ public:
+  // Throws attnres::Error when the engine/device cannot run this model (the CUDA engine is f32
+  // only; a missing device is a clear message, never a crash).
+  ForwardEngine(const ModelWeights<Scalar>& model, const EngineOptions& options = {});
+  ~ForwardEngine();
+  ForwardEngine(const ForwardEngine&) = delete;
+  ForwardEngine& operator=(const ForwardEngine&) = delete;
+
+  // The same contract as attnres::forward (forward.hpp).
+  ForwardResult<Scalar> forward(const std::vector<int>& tokens, const ForwardOptions& options = {});
+
+  const EngineOptions& options() const { return options_; }
+  int threads() const;  // threads actually used (1 for reference and cuda)
+
+  struct Impl;
+
+ private:
+  const ModelWeights<Scalar>& model_;
+  EngineOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Prepare and run once.
+template <typename Scalar>
+ForwardResult<Scalar> engine_forward(const ModelWeights<Scalar>& model, const std::vector<int>& tokens,
+                                     const ForwardOptions& options, const EngineOptions& engine);
+
+}  // namespace attnres

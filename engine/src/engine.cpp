@@ -1,0 +1,89 @@
+#include "attnres/engine.hpp"
+
+#include <thread>
+
+#include "attnres/error.hpp"
+#include "cpu/fast_forward.hpp"
+#include "cuda/cuda_forward.hpp"
+
+namespace attnres {
+
+std::string to_string(EngineKind engine) { return engine == EngineKind::fast ? "fast" : "reference"; }
+std::string to_string(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
+
+EngineKind parse_engine(const std::string& text, const std::string& where) {
+  if (text == "fast") return EngineKind::fast;
+  if (text == "reference") return EngineKind::reference;
+  throw Error(where + ": unknown engine '" + text + "' (expected fast or reference)");
+}
+
+Device parse_device(const std::string& text, const std::string& where) {
+  if (text == "cpu") return Device::cpu;
+  if (text == "cuda") return Device::cuda;
+  throw Error(where + ": unknown device '" + text + "' (expected cpu or cuda)");
+}
+
+int default_thread_count() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 1 : static_cast<int>(cores);
+}
+
+bool cuda_engine_available(std::string* why_not) { return cuda_engine::available(why_not); }
+
+template <typename Scalar>
+struct ForwardEngine<Scalar>::Impl {
+  std::unique_ptr<engine::FastForward<Scalar>> fast;
+  std::unique_ptr<cuda_engine::CudaForward> cuda;
+};
+
+template <typename Scalar>
+ForwardEngine<Scalar>::ForwardEngine(const ModelWeights<Scalar>& model, const EngineOptions& options)
+    : model_(model), options_(options), impl_(std::make_unique<Impl>()) {
+  if (options_.threads < 0) throw Error("threads must be >= 1 (0: every core), got " + std::to_string(options_.threads));
+  if (options_.threads == 0) options_.threads = default_thread_count();
+  if (options_.device == Device::cuda) {
+    if (options_.engine == EngineKind::reference) {
+      throw Error("--device cuda runs the fast engine only; the reference engine runs on the CPU");
+    }
+    if constexpr (std::is_same_v<Scalar, float>) {
+      impl_->cuda = std::make_unique<cuda_engine::CudaForward>(model);
+    } else {
+      throw Error("--device cuda computes in f32; use --precision f32");
+    }
+    return;
+  }
+  if (options_.engine == EngineKind::fast) impl_->fast = std::make_unique<engine::FastForward<Scalar>>(model, options_.threads);
+}
+
+template <typename Scalar>
+ForwardEngine<Scalar>::~ForwardEngine() = default;
+
+template <typename Scalar>
+int ForwardEngine<Scalar>::threads() const {
+  return impl_->fast ? impl_->fast->threads() : 1;
+}
+
+template <typename Scalar>
+ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tokens, const ForwardOptions& options) {
+  if (impl_->fast) return impl_->fast->forward(tokens, options);
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (impl_->cuda) return impl_->cuda->forward(tokens, options);
+  }
+  return attnres::forward(model_, tokens, options);
+}
+
+template <typename Scalar>
+ForwardResult<Scalar> engine_forward(const ModelWeights<Scalar>& model, const std::vector<int>& tokens,
+                                     const ForwardOptions& options, const EngineOptions& engine) {
+  ForwardEngine<Scalar> prepared(model, engine);
+  return prepared.forward(tokens, options);
+}
+
+template class ForwardEngine<float>;
+template class ForwardEngine<double>;
+template ForwardResult<float> engine_forward(const ModelWeights<float>&, const std::vector<int>&, const ForwardOptions&,
+                                             const EngineOptions&);
+template ForwardResult<double> engine_forward(const ModelWeights<double>&, const std::vector<int>&,
+                                              const ForwardOptions&, const EngineOptions&);
+
+}  // namespace attnres

@@ -1,0 +1,103 @@
+#include "attnres/measure.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+#include "attnres/kernels.hpp"
+#include "cpu/thread_pool.hpp"
+
+namespace attnres {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+std::vector<int> benchmark_tokens(int count, int vocab, int seed) {
+  std::vector<int> tokens;
+  tokens.reserve(static_cast<std::size_t>(count));
+  for (int t = 0; t < count; ++t) {
+    const std::uint64_t x = 1103515245ull * static_cast<std::uint64_t>(seed + t) + 12345ull;
+    tokens.push_back(static_cast<int>(x % 2147483648ull % static_cast<std::uint64_t>(vocab)));
+  }
+  return tokens;
+}
+
+template <typename Scalar>
+ForwardTiming time_forward(ForwardEngine<Scalar>& engine, const std::vector<int>& tokens, const ForwardOptions& options,
+                           int repeat, const Progress& progress) {
+  ForwardTiming timing;
+  report_progress(progress, 0, static_cast<std::size_t>(repeat) + 1, "benchmark");
+  engine.forward(tokens, options);  // warm-up: workspaces, caches, page faults
+  for (int k = 0; k < repeat; ++k) {
+    report_progress(progress, static_cast<std::size_t>(k) + 1, static_cast<std::size_t>(repeat) + 1, "benchmark");
+    const auto start = Clock::now();
+    engine.forward(tokens, options);
+    timing.seconds.push_back(since(start));
+  }
+  std::vector<double> sorted = timing.seconds;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  timing.seconds_per_forward = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  timing.tokens_per_s = static_cast<double>(tokens.size()) / timing.seconds_per_forward;
+  return timing;
+}
+
+template ForwardTiming time_forward(ForwardEngine<float>&, const std::vector<int>&, const ForwardOptions&, int,
+                                    const Progress&);
+template ForwardTiming time_forward(ForwardEngine<double>&, const std::vector<int>&, const ForwardOptions&, int,
+                                    const Progress&);
+
+Bandwidth measure_depth_read(int sources, int T, int d, int threads, int repeat) {
+  const auto plane = static_cast<std::size_t>(T) * static_cast<std::size_t>(d);
+  std::vector<float> arena(static_cast<std::size_t>(sources) * plane), h(plane), o(plane), m(static_cast<std::size_t>(T)),
+      l(static_cast<std::size_t>(T)), scores(static_cast<std::size_t>(T) * static_cast<std::size_t>(sources));
+  std::vector<float> query(static_cast<std::size_t>(d));
+  for (std::size_t i = 0; i < arena.size(); ++i) arena[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+  for (int c = 0; c < d; ++c) query[static_cast<std::size_t>(c)] = 0.01f * static_cast<float>(c % 7);
+  engine::ThreadPool pool(threads);
+  Bandwidth result;
+  result.bytes = static_cast<double>((static_cast<std::size_t>(sources) + 1) * plane * sizeof(float));
+  result.seconds = 1e30;
+  for (int k = 0; k < repeat + 1; ++k) {
+    const auto start = Clock::now();
+    pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t b, std::size_t e, int) {
+      cpu::depth_phase_one(arena.data(), static_cast<long>(plane), sources, T, d, query.data(), 1, 1e-6f, m.data(),
+                           l.data(), o.data(), scores.data(), static_cast<int>(b), static_cast<int>(e));
+      cpu::depth_finish(o.data(), l.data(), d, h.data(), static_cast<int>(b), static_cast<int>(e));
+    });
+    if (k > 0) result.seconds = std::min(result.seconds, since(start));  // the first is a warm-up
+  }
+  return result;
+}
+
+Bandwidth measure_stream_triad(int threads, std::size_t elements, int repeat) {
+  std::vector<float> a(elements, 0.0f), b(elements, 1.0f), c(elements, 2.0f);
+  engine::ThreadPool pool(threads);
+  Bandwidth result;
+  result.bytes = 3.0 * static_cast<double>(elements) * sizeof(float);
+  result.seconds = 1e30;
+  const float scalar = 3.0f;
+  for (int k = 0; k < repeat; ++k) {
+    const auto start = Clock::now();
+    pool.parallel_for(elements, [&](std::size_t begin, std::size_t end, int) {
+      for (std::size_t i = begin; i < end; ++i) a[i] = b[i] + scalar * c[i];
+    });
+    result.seconds = std::min(result.seconds, since(start));
+  }
+  return result;
+}
+
+std::size_t peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace attnres
