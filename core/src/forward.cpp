@@ -49,14 +49,24 @@ void require_finite(const Scalar* x, long rows, long cols, long row_stride, cons
 
 template <typename Scalar>
 double rms_of(const Scalar* x, long rows, long cols, long row_stride) {
-  double sum = 0.0;
+  if (rows * cols <= 0) return 0.0;
+  double sum = 0.0;  // accumulated in double, one vectorised row at a time
   for (long r = 0; r < rows; ++r) {
-    const Scalar* row = x + r * row_stride;
-    for (long c = 0; c < cols; ++c) sum += static_cast<double>(row[c]) * static_cast<double>(row[c]);
+    sum += Eigen::Map<const Vector<Scalar>>(x + r * row_stride, cols).template cast<double>().squaredNorm();
   }
-  return rows * cols > 0 ? std::sqrt(sum / static_cast<double>(rows * cols)) : 0.0;
+  return std::sqrt(sum / static_cast<double>(rows * cols));
 }
 
+template <typename Scalar>
+bool all_finite(const Scalar* x, long rows, long cols, long row_stride) {
+  for (long r = 0; r < rows; ++r) {
+    if (!Eigen::Map<const Vector<Scalar>>(x + r * row_stride, cols).allFinite()) return false;
+  }
+  return true;
+}
+
+template bool all_finite(const float*, long, long, long);
+template bool all_finite(const double*, long, long, long);
 template void require_finite(const float*, long, long, long, const std::string&);
 template void require_finite(const double*, long, long, long, const std::string&);
 template double rms_of(const float*, long, long, long);

@@ -42,7 +42,8 @@ struct PreparedLayer {
 template <typename Scalar>
 using Buffer = std::vector<Scalar, Eigen::aligned_allocator<Scalar>>;
 
-// Buffers of one forward pass, sized for T tokens (grown, never shrunk).
+// Buffers of one forward pass, sized for T tokens (grown, never shrunk). The arena's slots are
+// arena_slot_stride elements apart.
 template <typename Scalar>
 struct Workspace {
   int T = -1;
@@ -64,6 +65,15 @@ struct AttentionScratch {
   Matrix<Scalar> accumulator;  // (kTile, hd)
   Vector<Scalar> row_max, row_sum;
 };
+
+// Elements from one arena slot to the next: T * d rounded up to 64 bytes, plus 256 bytes, so that
+// the rows of one token in different slots (which a depth read visits together) do not all fall
+// into the same L1 cache sets, as they would with slots a power-of-two number of bytes apart.
+template <typename Scalar>
+std::size_t arena_slot_stride(std::size_t T, std::size_t d) {
+  const std::size_t line = 64 / sizeof(Scalar);
+  return (T * d + line - 1) / line * line + 256 / sizeof(Scalar);
+}
 
 template <typename Scalar>
 void resize(Buffer<Scalar>& buffer, std::size_t size) {
@@ -160,7 +170,7 @@ struct FastForward<Scalar>::State {
       const auto count = static_cast<std::size_t>(std::count(group_of.begin(), group_of.end(), group_of[r]));
       max_group = std::max(max_group, count);
     }
-    resize(w.arena, slots * Tz * dz);
+    resize(w.arena, slots * arena_slot_stride<Scalar>(Tz, dz));
     resize(w.h, Tz * dz);
     resize(w.xn, Tz * dz);
     resize(w.v, Tz * dz);
@@ -233,7 +243,8 @@ struct FastForward<Scalar>::State {
           const ConstStridedMap<Scalar> V(qkv + static_cast<long>(k0) * columns + q_columns + kv_columns + kv_head * hd,
                                           keys, hd, Eigen::OuterStride<>(columns));
           auto S = s.scores.topLeftCorner(rows, keys);
-          S.noalias() = (Q * K.transpose()) * scale;
+          S.noalias() = Q * K.transpose();
+          S *= scale;
           for (int i = 0; i < rows; ++i) {
             // On the diagonal tile, key k0 + j is visible to query q0 + i only when j <= i.
             const int visible = key_tile == tile ? std::min(keys, i + 1) : keys;
@@ -302,6 +313,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
   const DepthLayout layout = resolve_layout(config, options);
   const int L = s.L, d = s.d, T = static_cast<int>(tokens.size());
   const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d), plane = Tz * dz;
+  const std::size_t slot_stride = arena_slot_stride<Scalar>(Tz, dz);
   const std::vector<int> group_of = layout.mode == ResidualMode::standard ? std::vector<int>{}
                                                                             : schedule_groups(layout, options);
   s.prepare(T, layout, group_of);
@@ -324,10 +336,11 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
 
   auto run_sublayer = [&](int r, const Scalar* h, Scalar* v) {
     report_progress(options.progress, static_cast<std::size_t>(r), static_cast<std::size_t>(L), "forward pass");
-    require_finite(h, T, d, d, "the input h of " + read_target_name(r, L));
+    // The message (a string) is built only when there is something to report.
+    if (!all_finite(h, T, d, d)) require_finite(h, T, d, d, "the input h of " + read_target_name(r, L));
     trace.sublayer_input_rms.push_back(rms_of(h, T, d, d));
     s.sublayer(r, h, v, T);
-    require_finite(v, T, d, d, "the output v of " + read_target_name(r, L));
+    if (!all_finite(v, T, d, d)) require_finite(v, T, d, d, "the output v of " + read_target_name(r, L));
     trace.sublayer_output_rms.push_back(rms_of(v, T, d, d));
   };
 
@@ -346,8 +359,15 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
         default: return source.block;  // block, partial_block, zero_placeholder
       }
     };
+    // Every read's trace entry and alpha matrix, allocated here rather than in the layer loop.
+    trace.reads.reserve(static_cast<std::size_t>(L) + 1);
+    for (int r = 0; r <= L; ++r) {
+      const auto& sources = layout.reads[static_cast<std::size_t>(r)];
+      const auto n = static_cast<Eigen::Index>(sources.size());
+      trace.reads.push_back({r, read_target_name(r, L), sources, Eigen::MatrixXd(T, n), Eigen::VectorXd(n)});
+    }
     int group_first = -1, group_shared = 0;
-    if (layout.mode == ResidualMode::block) std::fill(w.arena.data() + plane, w.arena.data() + 2 * plane, Scalar(0));
+    if (layout.mode == ResidualMode::block) std::fill(w.arena.data() + slot_stride, w.arena.data() + slot_stride + plane, Scalar(0));
     for (int r = 0; r <= L; ++r) {
       const auto& sources = layout.reads[static_cast<std::size_t>(r)];
       const int n = static_cast<int>(sources.size());
@@ -355,7 +375,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       int j = 0, shared = n;
       if (!options.two_phase) {
         s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-          cpu::depth_phase_one(w.arena.data(), static_cast<long>(plane), n, T, d, s.queries.row(r).data(), 1, key_eps,
+          cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), n, T, d, s.queries.row(r).data(), 1, key_eps,
                                w.m.data(), w.l.data(), w.o.data(), w.history_scores.data(), static_cast<int>(b),
                                static_cast<int>(e));
         });
@@ -368,7 +388,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
           group_shared = static_cast<int>(shared_history(layout, r, last));
           const int q = last - r + 1;
           s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-            cpu::depth_phase_one(w.arena.data(), static_cast<long>(plane), group_shared, T, d, s.queries.row(r).data(),
+            cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), group_shared, T, d, s.queries.row(r).data(),
                                  q, key_eps, w.m.data(), w.l.data(), w.o.data(), w.history_scores.data(),
                                  static_cast<int>(b), static_cast<int>(e));
           });
@@ -383,7 +403,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
       s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
         for (int i = shared; i < n; ++i) {  // phase 2: sources produced inside the group
-          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(slot(sources[static_cast<std::size_t>(i)])) * plane,
+          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(slot(sources[static_cast<std::size_t>(i)])) * slot_stride,
                                   T, d, s.queries.row(r).data(), key_eps, m, l, o,
                                   w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz, static_cast<int>(b),
                                   static_cast<int>(e));
@@ -391,7 +411,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
         cpu::depth_finish(o, l, d, read_output, static_cast<int>(b), static_cast<int>(e));
       });
       // The trace: alpha = exp(z - m) / l of every source.
-      ReadTrace read{r, read_target_name(r, L), sources, Eigen::MatrixXd(T, n), {}};
+      ReadTrace& read = trace.reads[static_cast<std::size_t>(r)];  // allocated before the loop
       for (int t = 0; t < T; ++t) {
         for (int i = 0; i < n; ++i) {
           const Scalar z = i < shared ? history_scores[static_cast<std::size_t>(t) * static_cast<std::size_t>(shared) + static_cast<std::size_t>(i)]
@@ -399,29 +419,28 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
           read.alpha(t, i) = static_cast<double>(std::exp(z - m[t]) / l[t]);
         }
       }
-      read.alpha_mean = read.alpha.colwise().mean().transpose();
-      trace.reads.push_back(std::move(read));
+      read.alpha_mean.noalias() = read.alpha.colwise().mean().transpose();
       if (r == L) break;
 
       // The sublayer, and where its output goes.
       const int sublayer = r + 1;  // 1-based
       if (layout.mode == ResidualMode::full) {
-        run_sublayer(r, read_output, w.arena.data() + static_cast<std::size_t>(sublayer) * plane);
+        run_sublayer(r, read_output, w.arena.data() + static_cast<std::size_t>(sublayer) * slot_stride);
       } else {
-        Scalar* partial = w.arena.data() + static_cast<std::size_t>(layout.block_of_sublayer(sublayer)) * plane;
+        Scalar* partial = w.arena.data() + static_cast<std::size_t>(layout.block_of_sublayer(sublayer)) * slot_stride;
         run_sublayer(r, read_output, w.v.data());
         Eigen::Map<Vector<Scalar>>(partial, T * d) += Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
       }
       // A block that starts at the next sublayer begins from zero (also the zero placeholder's
       // value at its first read).
       if (layout.mode == ResidualMode::block && sublayer < L && sublayer % layout.block_size == 0) {
-        Scalar* next = w.arena.data() + static_cast<std::size_t>(layout.block_of_sublayer(sublayer + 1)) * plane;
+        Scalar* next = w.arena.data() + static_cast<std::size_t>(layout.block_of_sublayer(sublayer + 1)) * slot_stride;
         std::fill(next, next + plane, Scalar(0));
       }
     }
     if (layout.mode == ResidualMode::block) {
       for (int b = 0; b <= layout.blocks; ++b) {
-        trace.block_summary_rms.push_back(rms_of(w.arena.data() + static_cast<std::size_t>(b) * plane, T, d, d));
+        trace.block_summary_rms.push_back(rms_of(w.arena.data() + static_cast<std::size_t>(b) * slot_stride, T, d, d));
       }
     }
   }

@@ -22,16 +22,17 @@ std::pair<std::size_t, std::size_t> ThreadPool::chunk(std::size_t count, int par
   return {count * i / p, count * (i + 1) / p};
 }
 
-void ThreadPool::parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t, int)>& work) {
+void ThreadPool::run(std::size_t count, const void* callable, Invoke invoke) {
   if (count == 0) return;
   const int parts = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), count));
   if (parts == 1) {
-    work(0, count, 0);
+    invoke(callable, 0, count, 0);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    work_ = &work;
+    callable_ = callable;
+    invoke_ = invoke;
     count_ = count;
     parts_ = parts;
     pending_ = parts - 1;
@@ -42,13 +43,13 @@ void ThreadPool::parallel_for(std::size_t count, const std::function<void(std::s
   std::exception_ptr mine;
   try {
     const auto [begin, end] = chunk(count, parts, 0);
-    work(begin, end, 0);
+    invoke(callable, begin, end, 0);
   } catch (...) {
     mine = std::current_exception();
   }
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [this] { return pending_ == 0; });
-  work_ = nullptr;
+  callable_ = nullptr;
   if (mine) std::rethrow_exception(mine);
   if (error_) std::rethrow_exception(error_);
 }
@@ -61,13 +62,14 @@ void ThreadPool::worker_loop(int index) {
     if (stop_) return;
     seen = generation_;
     if (index >= parts_) continue;  // fewer chunks than workers this time
-    const auto* work = work_;
+    const void* callable = callable_;
+    const Invoke invoke = invoke_;
     const std::size_t count = count_;
     const int parts = parts_;
     lock.unlock();
     try {
       const auto [begin, end] = chunk(count, parts, index);
-      (*work)(begin, end, index);
+      invoke(callable, begin, end, index);
     } catch (...) {
       std::lock_guard<std::mutex> guard(mutex_);
       if (!error_) error_ = std::current_exception();

@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace attnres::engine {
@@ -23,20 +24,29 @@ class ThreadPool {
 
   // Calls work(begin, end, worker) on [0, count) split into min(threads, count) contiguous chunks,
   // chunk k on worker k (worker 0 = the calling thread), and waits for all of them. The first
-  // exception thrown by a chunk is rethrown here.
-  void parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t, int)>& work);
+  // exception thrown by a chunk is rethrown here. `work` is passed by reference, never copied
+  // into a std::function: no allocation per call.
+  template <typename Work>
+  void parallel_for(std::size_t count, Work&& work) {
+    run(count, &work, [](const void* callable, std::size_t begin, std::size_t end, int worker) {
+      (*static_cast<std::remove_reference_t<Work>*>(const_cast<void*>(callable)))(begin, end, worker);
+    });
+  }
 
   // The chunk [begin, end) of worker k when [0, count) is split over `parts` workers.
   static std::pair<std::size_t, std::size_t> chunk(std::size_t count, int parts, int k);
 
  private:
+  using Invoke = void (*)(const void*, std::size_t, std::size_t, int);
+  void run(std::size_t count, const void* callable, Invoke invoke);
   void worker_loop(int index);
 
   int threads_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  const std::function<void(std::size_t, std::size_t, int)>* work_ = nullptr;
+  const void* callable_ = nullptr;
+  Invoke invoke_ = nullptr;
   std::size_t count_ = 0;
   int parts_ = 0;
   std::size_t generation_ = 0;

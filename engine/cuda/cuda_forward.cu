@@ -26,6 +26,12 @@
 // Checks: after each sublayer the host waits for the stream and reads back two sums of squares
 // (h and v); a non-finite sum means a non-finite entry, and only then is that tensor copied back
 // and passed to attnres::require_finite, so the message (what, token, channel) is the reference's.
+//
+// Build: the host code of this file must be compiled with the same -march as the C++ files.
+// Eigen's allocation scheme depends on the vector width (16 bytes: malloc; 32 or 64 bytes: its own
+// aligned malloc with the offset stored before the block), and ForwardResult's matrices are
+// allocated here and freed by the caller (and make_rope_table's the other way round).
+
 // Eigen is used on the host only here: no __host__ __device__ annotations.
 #define EIGEN_NO_CUDA 1
 

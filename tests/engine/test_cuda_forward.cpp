@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,12 +34,13 @@ struct Shape {
   int d = 64, layers = 3, heads = 4, kv_heads = 4, ffn = 96, vocab = 101;
 };
 
-// Weights N(0, 0.1^2) give logits of order 1; pseudo-queries N(0, (0.8 / sqrt(d))^2) give depth scores
-// of standard deviation ~0.8: weights far from uniform (the smallest ~1e-3) while f32 rounding moves
-// them by ~1e-6 (f32 against f64 in the reference), well inside the 1e-5 tolerance. Sharper
-// queries (query_std 1) make even the reference's f32 and f64 passes differ by ~1e-4.
+// Weights and pseudo-queries N(0, (0.8 / sqrt(d))^2): logits of order 1 and depth scores of
+// standard deviation ~0.8 at every width, so that the weights are far from uniform (the smallest
+// ~1e-3) while f32 rounding moves them by ~1e-6 (the reference's f32 against its f64), well inside
+// the tolerances. Sharper models (weights 0.1 at d = 3072, or queries N(0, 1)) make even the
+// reference's f32 and f64 passes differ by ~1e-4.
 ModelWeights<float> make_model(const Shape& shape, std::uint64_t seed = 11) {
-  const double query_std = 0.8 / std::sqrt(static_cast<double>(shape.d));
+  const double scale = 0.8 / std::sqrt(static_cast<double>(shape.d));
   ModelConfig config;
   config.hidden_size = shape.d;
   config.num_hidden_layers = shape.layers;
@@ -44,7 +48,7 @@ ModelWeights<float> make_model(const Shape& shape, std::uint64_t seed = 11) {
   config.num_key_value_heads = shape.kv_heads;
   config.intermediate_size = shape.ffn;
   config.vocab_size = shape.vocab;
-  return random_model(config, {.seed = seed, .weight_std = 0.1, .query_std = query_std}).cast<float>();
+  return random_model(config, {.seed = seed, .weight_std = scale, .query_std = scale}).cast<float>();
 }
 
 std::vector<int> make_tokens(int T, int vocab, int seed = 0) {

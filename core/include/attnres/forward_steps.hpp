@@ -42,6 +42,10 @@ void record_mixing(ForwardTrace& trace, const ForwardOptions& options);
 template <typename Scalar>
 void require_finite(const Scalar* x, long rows, long cols, long row_stride, const std::string& what);
 
+// True when every entry of the (rows, cols) block is finite (vectorised; no allocation).
+template <typename Scalar>
+bool all_finite(const Scalar* x, long rows, long cols, long row_stride);
+
 // RMS over all entries of a (rows, cols) block, accumulated in double.
 template <typename Scalar>
 double rms_of(const Scalar* x, long rows, long cols, long row_stride);
