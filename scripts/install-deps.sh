@@ -12,22 +12,5 @@ packages=(
   clang-14 libclang-rt-14-dev
 )
 
-missing=()
-for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
-
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-if [ "$(id -u)" != 0 ]; then
-  echo "install-deps: run as root to install: ${missing[*]}" >&2
-  exit 1
-fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+source "$(dirname "${BASH_SOURCE[0]}")/install-packages.sh"
+install_packages install-deps "${packages[@]}"

@@ -14,25 +14,8 @@ packages=(
   libopenblas0-pthread
 )
 
-missing=()
-for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
-
-if ((${#missing[@]} == 0)); then
-  echo "install-peer-deps: all ${#packages[@]} packages present"
-else
-  if [ "$(id -u)" != 0 ]; then
-    echo "install-peer-deps: run as root to install: ${missing[*]}" >&2
-    exit 1
-  fi
-  echo "install-peer-deps: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/install-packages.sh"
+install_packages install-peer-deps "${packages[@]}"
 
 # The peer runs under Debian's python (python3 on PATH may be another one, e.g. pyenv's).
 if ! /usr/bin/python3 -c "import torch, numpy" 2>/dev/null; then

@@ -11,6 +11,8 @@
 #include <random>
 #include <string>
 
+#include "attnres/model_config.hpp"
+
 namespace attnres::test {
 
 // A fresh directory under the system temp dir, removed when the object goes away.
@@ -34,6 +36,18 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// A model shape for tests: layers, width d, heads, key/value heads, SwiGLU width, vocabulary.
+inline ModelConfig model_config(int layers, int d, int heads, int kv_heads, int ffn, int vocab) {
+  ModelConfig config;
+  config.num_hidden_layers = layers;
+  config.hidden_size = d;
+  config.num_attention_heads = heads;
+  config.num_key_value_heads = kv_heads;
+  config.intermediate_size = ffn;
+  config.vocab_size = vocab;
+  return config;
+}
 
 // Max |a - b| / max(1, max |b|): absolute for small values, relative for large ones.
 template <typename A, typename B>

@@ -380,18 +380,7 @@ TEST(Interrupts, SigtermDuringASweepsWritePhaseKeepsTheOtherSweep) {
 }
 
 TEST(Interrupts, AForwardPassStopsWhenAskedTo) {
-  const ModelWeights<double> model = random_model(
-      [] {
-        ModelConfig config;
-        config.num_hidden_layers = 3;
-        config.hidden_size = 8;
-        config.num_attention_heads = 2;
-        config.num_key_value_heads = 2;
-        config.intermediate_size = 8;
-        config.vocab_size = 16;
-        return config;
-      }(),
-      {});
+  const ModelWeights<double> model = random_model(test::model_config(3, 8, 2, 2, 8, 16), {});
   ForwardOptions options;
   std::vector<std::size_t> calls;
   options.progress = [&](std::size_t done, std::size_t total) {

@@ -41,13 +41,7 @@ struct Shape {
 // reference's f32 and f64 passes differ by ~1e-4.
 ModelWeights<float> make_model(const Shape& shape, std::uint64_t seed = 11) {
   const double scale = 0.8 / std::sqrt(static_cast<double>(shape.d));
-  ModelConfig config;
-  config.hidden_size = shape.d;
-  config.num_hidden_layers = shape.layers;
-  config.num_attention_heads = shape.heads;
-  config.num_key_value_heads = shape.kv_heads;
-  config.intermediate_size = shape.ffn;
-  config.vocab_size = shape.vocab;
+  const ModelConfig config = test::model_config(shape.layers, shape.d, shape.heads, shape.kv_heads, shape.ffn, shape.vocab);
   return random_model(config, {.seed = seed, .weight_std = scale, .query_std = scale}).cast<float>();
 }
 

@@ -5,6 +5,7 @@
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/forward.hpp"
+#include "attnres/measure.hpp"
 #include "attnres/model.hpp"
 #include "test_support.hpp"
 
@@ -16,22 +17,10 @@ struct Shape {
   int layers, d, heads, kv_heads, ffn, vocab;
 };
 
-ModelConfig config_of(const Shape& s) {
-  ModelConfig c;
-  c.num_hidden_layers = s.layers;
-  c.hidden_size = s.d;
-  c.num_attention_heads = s.heads;
-  c.num_key_value_heads = s.kv_heads;
-  c.intermediate_size = s.ffn;
-  c.vocab_size = s.vocab;
-  return c;
-}
+ModelConfig config_of(const Shape& s) { return test::model_config(s.layers, s.d, s.heads, s.kv_heads, s.ffn, s.vocab); }
 
-std::vector<int> tokens_of(int T, int vocab, int seed = 0) {
-  std::vector<int> tokens;
-  for (int t = 0; t < T; ++t) tokens.push_back(static_cast<int>((1103515245u * static_cast<unsigned>(seed + t) + 12345u) % 2147483648u % static_cast<unsigned>(vocab)));
-  return tokens;
-}
+// The benchmark's deterministic token ids (one formula, shared with the PyTorch peer).
+std::vector<int> tokens_of(int T, int vocab, int seed = 0) { return benchmark_tokens(T, vocab, seed); }
 
 struct Case {
   std::string name;
