@@ -71,23 +71,11 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
 
   const ModelWeights<double> model = load_model(model_dir);
-  const int L = model.config.sublayers();
   ForwardOptions forward_options;
   forward_options.record_mixing = false;  // never on the timed path
   forward_options.two_phase = two_phase_text == "on";
   if (values.count("mode")) forward_options.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
-  const ResidualMode mode = forward_options.mode.value_or(model.config.attn_res.mode);
-  if (values.count("block-size")) {
-    if (mode != ResidualMode::block) throw UsageError("--block-size applies to --mode block");
-    if (block_size < 1 || block_size > L) {
-      throw UsageError("--block-size " + std::to_string(block_size) + " is out of range: expected 1 <= S <= L = " +
-                       std::to_string(L) + " sublayers");
-    }
-    forward_options.block_size = block_size;
-  }
-  if (mode == ResidualMode::block && forward_options.block_size.value_or(model.config.attn_res.block_size) == 0) {
-    throw UsageError("--mode block needs --block-size S (1 <= S <= L = " + std::to_string(L) + ")");
-  }
+  const ResidualMode mode = apply_block_size_flag(values, mode_text, block_size, model.config, forward_options).mode;
   const std::vector<int> tokens = benchmark_tokens(seq, model.config.vocab_size);
 
   int threads_used = 1;
@@ -128,7 +116,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   table.add_row({"engine", to_string(engine.engine) + " on " + to_string(engine.device) + ", " + precision + ", " +
                                std::to_string(threads_used) + (threads_used == 1 ? " thread" : " threads")});
   table.add_row({"model", model_dir + ": d = " + std::to_string(model.config.hidden_size) + ", L = " +
-                              std::to_string(L) + " sublayers, " + to_string(mode)});
+                              std::to_string(model.config.sublayers()) + " sublayers, " + to_string(mode)});
   table.add_row({"tokens per forward (T)", std::to_string(seq)});
   table.add_row({"seconds per forward (median of " + std::to_string(repeat) + ")", format_number(timing.seconds_per_forward)});
   table.add_row({"tokens_per_s", format_number(timing.tokens_per_s)});

@@ -103,6 +103,28 @@ EngineOptions parse_engine_flags(const std::string& engine, const std::string& d
   return options;
 }
 
+ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text, int block_size,
+                                const ModelConfig& config, ForwardOptions& options) {
+  const int L = config.sublayers();
+  const ResidualMode mode = options.mode.value_or(config.attn_res.mode);
+  ModeFlags flags{mode, values.count("mode") ? "--mode " + mode_text : "the model's mode " + to_string(mode)};
+  if (values.count("block-size")) {
+    if (mode != ResidualMode::block) {
+      throw UsageError("--block-size applies to Block AttnRes, but " + flags.source + " is not block (add --mode block)");
+    }
+    if (block_size < 1 || block_size > L) {
+      throw UsageError("--block-size " + std::to_string(block_size) + " is out of range: expected 1 <= S <= L = " +
+                       std::to_string(L) + " sublayers");
+    }
+    options.block_size = block_size;
+  }
+  if (mode == ResidualMode::block && options.block_size.value_or(config.attn_res.block_size) == 0) {
+    throw UsageError("--mode block needs --block-size S (1 <= S <= L = " + std::to_string(L) +
+                     "); the model's config.json has none");
+  }
+  return flags;
+}
+
 po::variables_map parse_options(const std::vector<std::string>& args,
                                 const po::options_description& options,
                                 const po::positional_options_description* positional) {

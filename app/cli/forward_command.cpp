@@ -218,21 +218,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
 
   const ModelWeights<double> model = load_model(model_dir);
   const int L = model.config.sublayers();
-  const ResidualMode mode = forward_options.mode.value_or(model.config.attn_res.mode);
-  const std::string mode_source =
-      values.count("mode") ? "--mode " + mode_text : "the model's mode " + to_string(mode);
-  if (values.count("block-size")) {
-    if (mode != ResidualMode::block) {
-      throw UsageError("--block-size applies to Block AttnRes, but " + mode_source +
-                       " is not block (add --mode block)");
-    }
-    if (block_size < 1 || block_size > L) {
-      throw UsageError("--block-size " + std::to_string(block_size) +
-                       " is out of range: expected 1 <= S <= L = " + std::to_string(L) +
-                       " sublayers");
-    }
-    forward_options.block_size = block_size;
-  }
+  const auto [mode, mode_source] = apply_block_size_flag(values, mode_text, block_size, model.config, forward_options);
   if (forward_options.zero_placeholder && mode != ResidualMode::block) {
     throw UsageError("--zero-placeholder applies to Block AttnRes, but " + mode_source +
                      " is not block");
@@ -251,11 +237,6 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       throw UsageError("--schedule-block " + std::to_string(schedule_block) +
                        " is larger than L = " + std::to_string(L) + " sublayers");
     }
-  }
-  if (mode == ResidualMode::block && forward_options.block_size.value_or(
-                                         model.config.attn_res.block_size) == 0) {
-    throw UsageError("--mode block needs --block-size S (1 <= S <= L = " + std::to_string(L) +
-                     "); the model's config.json has none");
   }
   if (precision == "f32") {
     run_forward<float>(model, tokens, forward_options, engine, model_dir, precision, dump_path,

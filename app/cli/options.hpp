@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "attnres/forward.hpp"
+
 namespace attnres::cli {
 
 namespace po = boost::program_options;
@@ -33,5 +35,16 @@ inline bool wants_help(const po::variables_map& values, const std::string& usage
 inline bool given(const po::variables_map& values, const char* flag) {
   return values.count(flag) && !values[flag].defaulted();
 }
+
+// The residual mode a forward pass of `config` runs (options.mode, set from --mode, else the
+// model's), and how to name it in messages ("--mode full" / "the model's mode standard").
+struct ModeFlags {
+  ResidualMode mode;
+  std::string source;
+};
+// Applies --block-size (`block_size`, when given) to `options` after --mode: a UsageError when it
+// is given outside Block AttnRes, outside 1..L, or when Block AttnRes has no block size at all.
+ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text, int block_size,
+                                const ModelConfig& config, ForwardOptions& options);
 
 }  // namespace attnres::cli
