@@ -125,6 +125,114 @@ Matrix<double> attention_probabilities(const ModelWeights<double>& model, int la
   return scores;
 }
 
+template <typename Scalar>
+Matrix<Scalar> rms_norm_backward(const Matrix<Scalar>& x, const Vector<Scalar>& gain, Scalar eps,
+                                 const Matrix<Scalar>& dy, Vector<Scalar>* gain_grad) {
+  // y = g * x * r with r = (mean(x^2) + eps)^(-1/2); dr/dx = -r^3 x / d.
+  const Vector<Scalar> inv_rms = row_inverse_rms(x, eps);                               // (T)
+  const Matrix<Scalar> normalised = (x.array().colwise() * inv_rms.array()).matrix();   // (T, d)
+  if (gain_grad) *gain_grad += (dy.array() * normalised.array()).colwise().sum().transpose().matrix();
+  const Matrix<Scalar> dn = (dy.array().rowwise() * gain.transpose().array()).matrix();  // d loss / d (x r)
+  const Vector<Scalar> dot = (dn.array() * normalised.array()).rowwise().sum().matrix() /
+                             static_cast<Scalar>(x.cols());                              // (T)
+  return ((dn.array() - normalised.array().colwise() * dot.array()).colwise() * inv_rms.array()).matrix();
+}
+
+template <typename Scalar>
+void apply_rope_inverse(Matrix<Scalar>& x, int heads, const RopeTable<Scalar>& rope) {
+  const RopeTable<Scalar> inverse{rope.cos, -rope.sin};
+  apply_rope(x, heads, inverse);
+}
+
+template <typename Scalar>
+Matrix<Scalar> attention_backward(const LayerWeights<Scalar>& layer, const ModelConfig& config,
+                                  const Matrix<Scalar>& x, const RopeTable<Scalar>& rope,
+                                  const Matrix<Scalar>& dout, LayerWeights<Scalar>& grad) {
+  const int heads = config.num_attention_heads;
+  const int kv_heads = config.num_key_value_heads;
+  const int head_dim = config.head_dim();
+  const int group = heads / kv_heads;
+  const Eigen::Index T = x.rows();
+  // Recompute the forward internals.
+  Matrix<Scalar> q = x * layer.q_proj.transpose();
+  Matrix<Scalar> k = x * layer.k_proj.transpose();
+  const Matrix<Scalar> v = x * layer.v_proj.transpose();
+  apply_rope(q, heads, rope);
+  apply_rope(k, kv_heads, rope);
+  const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(head_dim));
+  Matrix<Scalar> context(T, heads * head_dim);
+  Matrix<Scalar> dq = Matrix<Scalar>::Zero(T, heads * head_dim);
+  Matrix<Scalar> dk = Matrix<Scalar>::Zero(T, kv_heads * head_dim);
+  Matrix<Scalar> dv = Matrix<Scalar>::Zero(T, kv_heads * head_dim);
+  // out = context W_o^T.
+  const Matrix<Scalar> dcontext = dout * layer.o_proj;  // (T, H hd)
+  for (int head = 0; head < heads; ++head) {
+    const int kv_head = head / group;
+    const auto q_h = q.middleCols(head * head_dim, head_dim);
+    const auto k_h = k.middleCols(kv_head * head_dim, head_dim);
+    const auto v_h = v.middleCols(kv_head * head_dim, head_dim);
+    Matrix<Scalar> p = q_h * k_h.transpose() * scale;  // (T, T) probabilities after the softmax
+    for (Eigen::Index t = 0; t < T; ++t) {
+      auto row = p.row(t);
+      row.tail(T - t - 1).setConstant(-std::numeric_limits<Scalar>::infinity());
+      row.array() = (row.array() - row.maxCoeff()).exp();
+      row /= row.sum();
+    }
+    context.middleCols(head * head_dim, head_dim) = p * v_h;
+    const auto dcontext_h = dcontext.middleCols(head * head_dim, head_dim);
+    dv.middleCols(kv_head * head_dim, head_dim) += p.transpose() * dcontext_h;
+    const Matrix<Scalar> dp = dcontext_h * v_h.transpose();  // (T, T)
+    // Softmax: ds = p * (dp - sum_j p_j dp_j); masked entries have p = 0.
+    const Vector<Scalar> row_dot = (p.array() * dp.array()).rowwise().sum().matrix();
+    const Matrix<Scalar> ds = (p.array() * (dp.array().colwise() - row_dot.array())).matrix() * scale;
+    dq.middleCols(head * head_dim, head_dim) = ds * k_h;
+    dk.middleCols(kv_head * head_dim, head_dim) += ds.transpose() * q_h;
+  }
+  grad.o_proj += dout.transpose() * context;
+  apply_rope_inverse(dq, heads, rope);
+  apply_rope_inverse(dk, kv_heads, rope);
+  grad.q_proj += dq.transpose() * x;
+  grad.k_proj += dk.transpose() * x;
+  grad.v_proj += dv.transpose() * x;
+  return dq * layer.q_proj + dk * layer.k_proj + dv * layer.v_proj;
+}
+
+template <typename Scalar>
+Matrix<Scalar> mlp_backward(const LayerWeights<Scalar>& layer, const Matrix<Scalar>& x,
+                            const Matrix<Scalar>& dout, LayerWeights<Scalar>& grad) {
+  const Matrix<Scalar> gate = x * layer.gate_proj.transpose();  // (T, F)
+  const Matrix<Scalar> up = x * layer.up_proj.transpose();      // (T, F)
+  const auto sigmoid = (Scalar(1) / (Scalar(1) + (-gate.array()).exp())).eval();
+  const auto silu = (gate.array() * sigmoid).eval();
+  grad.down_proj += dout.transpose() * (silu * up.array()).matrix();
+  const Matrix<Scalar> dactivated = dout * layer.down_proj;  // (T, F)
+  const Matrix<Scalar> dup = (dactivated.array() * silu).matrix();
+  // silu'(a) = s (1 + a (1 - s)).
+  const Matrix<Scalar> dgate =
+      (dactivated.array() * up.array() * sigmoid * (Scalar(1) + gate.array() * (Scalar(1) - sigmoid))).matrix();
+  grad.gate_proj += dgate.transpose() * x;
+  grad.up_proj += dup.transpose() * x;
+  return dgate * layer.gate_proj + dup * layer.up_proj;
+}
+
+template <typename Scalar>
+Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>& model, int sublayer, const Matrix<Scalar>& h,
+                                 const RopeTable<Scalar>& rope, const Matrix<Scalar>& dv,
+                                 ModelWeights<Scalar>& grad) {
+  const auto index = static_cast<std::size_t>(sublayer / 2);
+  const auto& layer = model.layers[index];
+  auto& layer_grad = grad.layers[index];
+  const Scalar eps = static_cast<Scalar>(model.config.rms_norm_eps);
+  if (sublayer % 2 == 0) {
+    const Matrix<Scalar> x = rms_norm(h, layer.input_layernorm, eps);
+    const Matrix<Scalar> dx = attention_backward(layer, model.config, x, rope, dv, layer_grad);
+    return rms_norm_backward(h, layer.input_layernorm, eps, dx, &layer_grad.input_layernorm);
+  }
+  const Matrix<Scalar> x = rms_norm(h, layer.post_attention_layernorm, eps);
+  const Matrix<Scalar> dx = mlp_backward(layer, x, dv, layer_grad);
+  return rms_norm_backward(h, layer.post_attention_layernorm, eps, dx, &layer_grad.post_attention_layernorm);
+}
+
 #define ATTNRES_INSTANTIATE_LAYERS(Scalar)                                                      \
   template Matrix<Scalar> rms_norm(const Matrix<Scalar>&, const Vector<Scalar>&, Scalar);      \
   template RopeTable<Scalar> make_rope_table<Scalar>(int, int, double);                        \
@@ -133,7 +241,18 @@ Matrix<double> attention_probabilities(const ModelWeights<double>& model, int la
                                             const Matrix<Scalar>&, const RopeTable<Scalar>&);  \
   template Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>&, const Matrix<Scalar>&);     \
   template Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>&, int,                   \
-                                           const Matrix<Scalar>&, const RopeTable<Scalar>&);
+                                           const Matrix<Scalar>&, const RopeTable<Scalar>&);  \
+  template Matrix<Scalar> rms_norm_backward(const Matrix<Scalar>&, const Vector<Scalar>&, Scalar, \
+                                            const Matrix<Scalar>&, Vector<Scalar>*);            \
+  template void apply_rope_inverse(Matrix<Scalar>&, int, const RopeTable<Scalar>&);             \
+  template Matrix<Scalar> attention_backward(const LayerWeights<Scalar>&, const ModelConfig&,  \
+                                             const Matrix<Scalar>&, const RopeTable<Scalar>&,  \
+                                             const Matrix<Scalar>&, LayerWeights<Scalar>&);    \
+  template Matrix<Scalar> mlp_backward(const LayerWeights<Scalar>&, const Matrix<Scalar>&,     \
+                                       const Matrix<Scalar>&, LayerWeights<Scalar>&);          \
+  template Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>&, int, const Matrix<Scalar>&, \
+                                            const RopeTable<Scalar>&, const Matrix<Scalar>&,   \
+                                            ModelWeights<Scalar>&);
 ATTNRES_INSTANTIATE_LAYERS(float)
 ATTNRES_INSTANTIATE_LAYERS(double)
 

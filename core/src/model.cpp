@@ -18,55 +18,14 @@ namespace fs = std::filesystem;
 
 void for_each_tensor(ModelWeights<double>& model,
                      const std::function<void(const TensorVisit&)>& visit) {
-  auto matrix = [&](const std::string& name, Matrix<double>& m, bool attn_res = false) {
-    visit({name, {m.rows(), m.cols()}, m.data(), attn_res});
-  };
-  auto vector = [&](const std::string& name, Vector<double>& v, bool attn_res = false) {
-    visit({name, {v.size()}, v.data(), attn_res});
-  };
-  auto read = [&](const std::string& prefix, DepthReadWeights<double>& r) {
-    vector(prefix + ".query", r.query, true);
-    vector(prefix + ".key_norm.weight", r.key_norm_gain, true);
-  };
-  matrix("model.embed_tokens.weight", model.embed_tokens);
-  for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    auto& layer = model.layers[i];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    vector(p + "input_layernorm.weight", layer.input_layernorm);
-    matrix(p + "self_attn.q_proj.weight", layer.q_proj);
-    matrix(p + "self_attn.k_proj.weight", layer.k_proj);
-    matrix(p + "self_attn.v_proj.weight", layer.v_proj);
-    matrix(p + "self_attn.o_proj.weight", layer.o_proj);
-    vector(p + "post_attention_layernorm.weight", layer.post_attention_layernorm);
-    matrix(p + "mlp.gate_proj.weight", layer.gate_proj);
-    matrix(p + "mlp.up_proj.weight", layer.up_proj);
-    matrix(p + "mlp.down_proj.weight", layer.down_proj);
-    read(p + "attn_res", layer.attn_res);
-    read(p + "mlp_res", layer.mlp_res);
-  }
-  vector("model.norm.weight", model.norm);
-  matrix("lm_head.weight", model.lm_head);
-  read("model.final_res", model.final_res);
+  visit_tensors(model, visit);
 }
-
-namespace {
-
-std::int64_t product(const std::vector<std::int64_t>& shape) {
-  std::int64_t count = 1;
-  for (auto extent : shape) count *= extent;
-  return count;
-}
-
-}  // namespace
-
-std::int64_t TensorVisit::element_count() const { return product(shape); }
-std::int64_t TensorView::element_count() const { return product(shape); }
 
 void for_each_tensor(const ModelWeights<double>& model,
                      const std::function<void(const TensorView&)>& visit) {
   // The mutable walk only hands out pointers; this visitor cannot write through them.
-  for_each_tensor(const_cast<ModelWeights<double>&>(model), [&](const TensorVisit& tensor) {
-    visit({tensor.name, tensor.shape, tensor.data, tensor.attn_res});
+  visit_tensors(const_cast<ModelWeights<double>&>(model), [&](const TensorVisit& tensor) {
+    visit(TensorView{tensor.name, tensor.shape, tensor.data, tensor.attn_res});
   });
 }
 

@@ -139,4 +139,44 @@ std::vector<SoftmaxStats<Scalar>> phase_one_stats(
   return stats;
 }
 
+// Backward of one read h = sum_i alpha_i v_i, alpha = softmax_i(z_i), z_i = (w * g) . (v_i r_i)
+// with r_i = 1 / sqrt(mean(v_i^2) + eps) (docs/training.md). Given dh (T, d) and the read's
+// weights alpha (T, n), sets dsources[i] = d loss / d v_i (T, d) — the value path alpha_i dh plus
+// the score path through the key norm — and adds d loss / d w and d loss / d g into *grad.
+template <typename Scalar>
+void depth_attention_backward(const std::vector<const Matrix<Scalar>*>& sources,
+                              const Matrix<Scalar>& alpha,             // (T, n)
+                              const DepthReadWeights<Scalar>& read, Scalar key_norm_eps,
+                              const Matrix<Scalar>& dh,                // (T, d)
+                              std::vector<Matrix<Scalar>>* dsources,   // n x (T, d) out
+                              DepthReadWeights<Scalar>* grad) {
+  const Eigen::Index n = static_cast<Eigen::Index>(sources.size());
+  const Eigen::Index T = dh.rows();
+  const Eigen::Index d = dh.cols();
+  const Vector<Scalar> query = read.query.cwiseProduct(read.key_norm_gain);  // q = w * g
+  Matrix<Scalar> dalpha(T, n);                                               // dh . v_i
+  for (Eigen::Index i = 0; i < n; ++i) {
+    dalpha.col(i) = (dh.array() * sources[static_cast<std::size_t>(i)]->array()).rowwise().sum().matrix();
+  }
+  const Vector<Scalar> mean_dalpha = (alpha.array() * dalpha.array()).rowwise().sum().matrix();  // (T)
+  const Matrix<Scalar> dz = (alpha.array() * (dalpha.colwise() - mean_dalpha).array()).matrix();  // (T, n)
+  Vector<Scalar> dquery = Vector<Scalar>::Zero(d);
+  dsources->resize(static_cast<std::size_t>(n));
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const Matrix<Scalar>& value = *sources[static_cast<std::size_t>(i)];
+    const Vector<Scalar> inv_rms = key_inverse_rms(value, key_norm_eps);   // (T)
+    const Vector<Scalar> dz_r = dz.col(i).cwiseProduct(inv_rms);          // dz_i r_i
+    dquery += value.transpose() * dz_r;
+    const Vector<Scalar> projected = value * query;                       // u_i = v_i . q
+    // d z_i / d v_i = r_i q - (u_i r_i^3 / d) v_i.
+    const Vector<Scalar> value_scale =
+        (-dz_r.array() * projected.array() * inv_rms.array().square() / static_cast<Scalar>(d)).matrix();
+    Matrix<Scalar>& dv = (*dsources)[static_cast<std::size_t>(i)];
+    dv = (dh.array().colwise() * alpha.col(i).array()).matrix() + dz_r * query.transpose();
+    dv.array() += value.array().colwise() * value_scale.array();
+  }
+  grad->query += dquery.cwiseProduct(read.key_norm_gain);
+  grad->key_norm_gain += dquery.cwiseProduct(read.query);
+}
+
 }  // namespace attnres

@@ -57,4 +57,34 @@ Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>& model, int sublayer,
                                 const Matrix<Scalar>& h,  // (T, d)
                                 const RopeTable<Scalar>& rope);
 
+// ---- Backward (docs/training.md). Each returns d loss / d input and adds the weight gradients
+// into `grad` (same shapes as the weights). The attention and MLP backward recompute their
+// internals from the input x.
+
+// RMSNorm: dx from dy; adds sum_t dy * x * inv_rms to *gain_grad.
+template <typename Scalar>
+Matrix<Scalar> rms_norm_backward(const Matrix<Scalar>& x, const Vector<Scalar>& gain, Scalar eps,
+                                 const Matrix<Scalar>& dy, Vector<Scalar>* gain_grad);
+
+// RoPE is a rotation per pair, so its gradient is the inverse rotation (angle -> -angle).
+template <typename Scalar>
+void apply_rope_inverse(Matrix<Scalar>& x, int heads, const RopeTable<Scalar>& rope);
+
+template <typename Scalar>
+Matrix<Scalar> attention_backward(const LayerWeights<Scalar>& layer, const ModelConfig& config,
+                                  const Matrix<Scalar>& x,     // (T, d), RMS-normalised input
+                                  const RopeTable<Scalar>& rope,
+                                  const Matrix<Scalar>& dout,  // (T, d)
+                                  LayerWeights<Scalar>& grad);
+
+template <typename Scalar>
+Matrix<Scalar> mlp_backward(const LayerWeights<Scalar>& layer, const Matrix<Scalar>& x,
+                            const Matrix<Scalar>& dout, LayerWeights<Scalar>& grad);
+
+// The whole sublayer, PreNorm included: d loss / d h from d loss / d v.
+template <typename Scalar>
+Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>& model, int sublayer,
+                                 const Matrix<Scalar>& h, const RopeTable<Scalar>& rope,
+                                 const Matrix<Scalar>& dv, ModelWeights<Scalar>& grad);
+
 }  // namespace attnres

@@ -66,24 +66,29 @@ template <typename Scalar>
 ModelWeights<Scalar> allocate_model(const ModelConfig& config);
 
 // Visits every tensor with its Hugging Face name and shape: the single table of names used by
-// load_model, save_model and the tests. `data` is row-major with product(shape) elements.
-struct TensorVisit {
+// load_model, save_model, gradients, the optimizer and the tests. `data` is row-major with
+// product(shape) elements. Works at any precision (gradients and optimizer moments are
+// ModelWeights too).
+template <typename Scalar>
+struct TensorRef {
   std::string name;
   std::vector<std::int64_t> shape;
-  double* data;
+  Scalar* data;
   bool attn_res;  // one of the AttnRes tensors (optional in a file)
-  std::int64_t element_count() const;
+  std::int64_t element_count() const {
+    std::int64_t count = 1;
+    for (auto extent : shape) count *= extent;
+    return count;
+  }
 };
+template <typename Scalar, typename Visit>
+void visit_tensors(ModelWeights<Scalar>& model, Visit&& visit);  // visit(const TensorRef<Scalar>&)
+
+using TensorVisit = TensorRef<double>;
 void for_each_tensor(ModelWeights<double>& model, const std::function<void(const TensorVisit&)>& visit);
 
 // Read-only view of the same table.
-struct TensorView {
-  std::string name;
-  std::vector<std::int64_t> shape;
-  const double* data;
-  bool attn_res;
-  std::int64_t element_count() const;
-};
+using TensorView = TensorRef<const double>;
 void for_each_tensor(const ModelWeights<double>& model,
                      const std::function<void(const TensorView&)>& visit);
 

@@ -1,6 +1,7 @@
 // Template definitions for model.hpp (included from there).
 #pragma once
 
+#include <string>
 #include <utility>
 
 namespace attnres {
@@ -50,6 +51,39 @@ ModelWeights<Scalar> allocate_model(const ModelConfig& config) {
   model.lm_head = Matrix<Scalar>::Zero(vocab, d);
   model.final_res = read_weights();
   return model;
+}
+
+template <typename Scalar, typename Visit>
+void visit_tensors(ModelWeights<Scalar>& model, Visit&& visit) {
+  auto matrix = [&](const std::string& name, Matrix<Scalar>& m, bool attn_res = false) {
+    visit(TensorRef<Scalar>{name, {m.rows(), m.cols()}, m.data(), attn_res});
+  };
+  auto vector = [&](const std::string& name, Vector<Scalar>& v, bool attn_res = false) {
+    visit(TensorRef<Scalar>{name, {v.size()}, v.data(), attn_res});
+  };
+  auto read = [&](const std::string& prefix, DepthReadWeights<Scalar>& r) {
+    vector(prefix + ".query", r.query, true);
+    vector(prefix + ".key_norm.weight", r.key_norm_gain, true);
+  };
+  matrix("model.embed_tokens.weight", model.embed_tokens);
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    auto& layer = model.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    vector(p + "input_layernorm.weight", layer.input_layernorm);
+    matrix(p + "self_attn.q_proj.weight", layer.q_proj);
+    matrix(p + "self_attn.k_proj.weight", layer.k_proj);
+    matrix(p + "self_attn.v_proj.weight", layer.v_proj);
+    matrix(p + "self_attn.o_proj.weight", layer.o_proj);
+    vector(p + "post_attention_layernorm.weight", layer.post_attention_layernorm);
+    matrix(p + "mlp.gate_proj.weight", layer.gate_proj);
+    matrix(p + "mlp.up_proj.weight", layer.up_proj);
+    matrix(p + "mlp.down_proj.weight", layer.down_proj);
+    read(p + "attn_res", layer.attn_res);
+    read(p + "mlp_res", layer.mlp_res);
+  }
+  vector("model.norm.weight", model.norm);
+  matrix("lm_head.weight", model.lm_head);
+  read("model.final_res", model.final_res);
 }
 
 template <typename Scalar>
