@@ -1,0 +1,352 @@
+#include "attnres/trainer.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/forward_steps.hpp"
+#include "attnres/safetensors.hpp"
+
+namespace attnres {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+LearningRateSchedule TrainOptions::schedule() const {
+  LearningRateSchedule schedule;
+  schedule.peak = lr;
+  schedule.minimum = lr * min_lr_ratio;
+  schedule.warmup = warmup >= 0 ? warmup : std::min<std::int64_t>(100, steps / 10);
+  schedule.total = steps;
+  return schedule;
+}
+
+std::int64_t TrainOptions::evaluation_interval() const {
+  return eval_every > 0 ? eval_every : std::max<std::int64_t>(1, steps / 10);
+}
+
+void TrainOptions::validate() const {
+  auto fail = [](const std::string& what) { throw Error("train: " + what); };
+  if (steps < 1) fail("--steps must be at least 1, got " + std::to_string(steps));
+  if (sequence_length < 2) fail("--seq must be at least 2 tokens (position p predicts token p + 1), got " + std::to_string(sequence_length));
+  if (batch < 1) fail("--batch must be at least 1, got " + std::to_string(batch));
+  if (!(lr > 0.0) || !std::isfinite(lr)) fail("--lr must be a positive number, got " + format_number(lr));
+  if (!(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0)) fail("--min-lr-ratio must be in [0, 1], got " + format_number(min_lr_ratio));
+  if (warmup > steps) fail("--warmup " + std::to_string(warmup) + " is longer than --steps " + std::to_string(steps));
+  if (!(adamw.weight_decay >= 0.0)) fail("--weight-decay must be >= 0");
+  if (!std::isfinite(clip)) fail("--clip must be a number");
+  if (eval_every < 0) fail("--eval-every must be >= 0 (0 = steps / 10)");
+  if (eval_sequences < 1) fail("--eval-sequences must be at least 1");
+  if (!(validation_fraction > 0.0 && validation_fraction < 1.0)) fail("--val-fraction must be between 0 and 1");
+}
+
+Trainer::~Trainer() = default;
+
+Trainer::Trainer(const ModelWeights<double>& initial, TextData data, const TrainOptions& options)
+    : options_(options), data_(std::move(data)) {
+  options_.validate();
+  ModelWeights<double> start = initial;
+  const DepthLayout layout = resolve_layout(start.config, options_.forward);  // checks mode / block size
+  start.config.attn_res.mode = layout.mode;
+  start.config.attn_res.block_size = layout.mode == ResidualMode::block ? layout.block_size : 0;
+  start.has_attn_res_tensors = layout.mode != ResidualMode::standard;
+  options_.forward.mode = layout.mode;
+  if (layout.mode == ResidualMode::block) options_.forward.block_size = layout.block_size;
+  model_ = start.cast<float>();
+  adam_ = adam_state_for(model_);
+  prepare();
+  TrainLogRow first;
+  first.val_loss = evaluate();
+  first.lr = 0.0;
+  log_.push_back(first);
+}
+
+void Trainer::prepare() {
+  if (model_.config.vocab_size < kByteVocabulary) {
+    throw Error("train: the model's vocabulary has " + std::to_string(model_.config.vocab_size) +
+                " ids; byte-level text needs at least 256 (--vocab 256)");
+  }
+  if (static_cast<std::size_t>(options_.sequence_length) + 1 > data_.train.size() ||
+      static_cast<std::size_t>(options_.sequence_length) + 1 > data_.validation.size()) {
+    throw Error("train: " + data_.source.string() + " is too short for --seq " + std::to_string(options_.sequence_length));
+  }
+  engine_ = std::make_unique<GradientEngine<float>>(model_.config, options_.engine);
+}
+
+int Trainer::threads() const { return engine_->threads(); }
+
+const TrainLogRow& Trainer::step(const Progress& progress) {
+  if (finished()) throw Error("train: the run already finished its " + std::to_string(options_.steps) + " steps");
+  const std::int64_t next = step_ + 1;
+  const auto batch = training_batch(data_, options_.batch, options_.sequence_length, options_.seed, next);
+  ForwardOptions forward = options_.forward;
+  forward.record_mixing = false;
+  forward.progress = progress;
+  engine_->compute(model_, batch, forward, gradients_);  // may throw Cancelled: nothing changed yet
+  TrainLogRow row;
+  row.step = next;
+  row.tokens = next * options_.batch * options_.sequence_length;
+  row.train_loss = gradients_.loss;
+  row.grad_norm = gradient_norm(gradients_.grad);
+  row.lr = learning_rate(options_.schedule(), next);
+  row.output_rms = gradients_.sublayer_output_rms;
+  row.output_grad_rms = gradients_.sublayer_output_grad_rms;
+  if (!std::isfinite(row.train_loss) || !std::isfinite(row.grad_norm)) {
+    throw Error("train: the loss or the gradient became non-finite at step " + std::to_string(next) +
+                " (loss " + format_number(row.train_loss) + "); try a smaller --lr");
+  }
+  adamw_update(model_, gradients_.grad, adam_, next, row.lr, clip_scale(row.grad_norm, options_.clip), options_.adamw);
+  step_ = next;
+  if (next % options_.evaluation_interval() == 0 || next == options_.steps) row.val_loss = evaluate();
+  log_.push_back(std::move(row));
+  return log_.back();
+}
+
+double Trainer::evaluate(const Progress& progress) const {
+  const auto windows = validation_windows(data_, options_.sequence_length, options_.eval_sequences);
+  ForwardEngine<float> engine(model_, options_.engine);
+  ForwardOptions forward = options_.forward;
+  forward.record_mixing = false;
+  forward.progress = progress;
+  double sum = 0.0;
+  std::int64_t predicted = 0;
+  for (const auto& tokens : windows) {
+    sum += next_token_cross_entropy_sum(engine.forward(tokens, forward).logits, tokens);
+    predicted += static_cast<std::int64_t>(tokens.size()) - 1;
+  }
+  return sum / static_cast<double>(predicted);
+}
+
+ModelWeights<double> Trainer::model() const { return model_.cast<double>(); }
+
+ForwardResult<float> Trainer::forward(const std::vector<int>& tokens) const {
+  ForwardOptions forward = options_.forward;
+  return engine_forward(model_, tokens, forward, options_.engine);
+}
+
+// ---- Checkpoints.
+
+namespace {
+
+json options_json(const TrainOptions& o) {
+  json j;
+  j["steps"] = o.steps;
+  j["sequence_length"] = o.sequence_length;
+  j["batch"] = o.batch;
+  j["lr"] = o.lr;
+  j["min_lr_ratio"] = o.min_lr_ratio;
+  j["warmup"] = o.warmup;
+  j["beta1"] = o.adamw.beta1;
+  j["beta2"] = o.adamw.beta2;
+  j["eps"] = o.adamw.eps;
+  j["weight_decay"] = o.adamw.weight_decay;
+  j["clip"] = o.clip;
+  j["seed"] = o.seed;
+  j["eval_every"] = o.eval_every;
+  j["eval_sequences"] = o.eval_sequences;
+  j["validation_fraction"] = o.validation_fraction;
+  j["engine"] = to_string(o.engine.engine);
+  j["threads"] = o.engine.threads;
+  j["zero_placeholder"] = o.forward.zero_placeholder;
+  return j;
+}
+
+TrainOptions options_from_json(const json& j) {
+  TrainOptions o;
+  o.steps = j.at("steps").get<std::int64_t>();
+  o.sequence_length = j.at("sequence_length").get<int>();
+  o.batch = j.at("batch").get<int>();
+  o.lr = j.at("lr").get<double>();
+  o.min_lr_ratio = j.at("min_lr_ratio").get<double>();
+  o.warmup = j.at("warmup").get<std::int64_t>();
+  o.adamw.beta1 = j.at("beta1").get<double>();
+  o.adamw.beta2 = j.at("beta2").get<double>();
+  o.adamw.eps = j.at("eps").get<double>();
+  o.adamw.weight_decay = j.at("weight_decay").get<double>();
+  o.clip = j.at("clip").get<double>();
+  o.seed = j.at("seed").get<std::uint64_t>();
+  o.eval_every = j.at("eval_every").get<std::int64_t>();
+  o.eval_sequences = j.at("eval_sequences").get<int>();
+  o.validation_fraction = j.at("validation_fraction").get<double>();
+  o.engine.engine = parse_engine(j.at("engine").get<std::string>(), "train_state.json engine");
+  o.engine.threads = j.at("threads").get<int>();
+  o.forward.zero_placeholder = j.at("zero_placeholder").get<bool>();
+  return o;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot read (is this a checkpoint directory written by attnres train?)");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string number_text(double value) {
+  if (std::isnan(value)) return "";
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+}  // namespace
+
+void Trainer::write_checkpoint(const fs::path& directory) const {
+  const ModelWeights<double> weights = model();
+  save_model(weights, directory);
+  std::vector<TensorToWrite> moments;
+  auto add = [&](const std::string& prefix, const ModelWeights<float>& tensors) {
+    visit_tensors(const_cast<ModelWeights<float>&>(tensors), [&](const TensorRef<float>& t) {
+      if (t.attn_res && !model_.has_attn_res_tensors) return;
+      moments.push_back({prefix + t.name, t.shape, std::vector<float>(t.data, t.data + t.element_count()), {}, false});
+    });
+  };
+  add("exp_avg.", adam_.first);
+  add("exp_avg_sq.", adam_.second);
+  write_safetensors(directory / kOptimizerFile, moments, {{"format", "attnres-adamw"}});
+  json state;
+  state["format"] = "attnres-train-state";
+  state["version"] = 1;
+  state["step"] = step_;
+  state["tokens"] = tokens_seen();
+  state["options"] = options_json(options_);
+  state["data"] = {{"path", data_.source.string()},
+                   {"train_bytes", data_.train.size()},
+                   {"validation_bytes", data_.validation.size()},
+                   {"fnv1a64", std::to_string(data_.fingerprint)}};
+  write_file_atomically(directory / kTrainStateFile, state.dump(2) + "\n");
+  write_file_atomically(directory / kTrainLogFile, train_log_csv(log_, sublayers()));
+}
+
+std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData data, std::int64_t steps,
+                                         const EngineOptions* engine) {
+  const fs::path state_path = directory / kTrainStateFile;
+  json state;
+  TrainOptions options;
+  std::int64_t step = 0;
+  try {
+    state = json::parse(read_text(state_path));
+    if (state.at("format").get<std::string>() != "attnres-train-state") throw Error("not a training state");
+    options = options_from_json(state.at("options"));
+    step = state.at("step").get<std::int64_t>();
+  } catch (const json::exception& error) {
+    throw Error(state_path.string() + ": not a valid training state (" + std::string(error.what()) + ")");
+  }
+  const std::string fingerprint = state["data"].value("fnv1a64", "");
+  if (fingerprint != std::to_string(data.fingerprint)) {
+    throw Error("train --resume: " + data.source.string() + " is not the data this run started with (" +
+                state["data"].value("path", std::string("?")) + "); its fingerprint differs");
+  }
+  if (steps > 0) options.steps = steps;
+  if (engine) options.engine = *engine;
+  if (step > options.steps) {
+    throw Error("train --resume: the checkpoint is at step " + std::to_string(step) + ", past --steps " +
+                std::to_string(options.steps));
+  }
+  std::unique_ptr<Trainer> trainer(new Trainer());
+  trainer->options_ = options;
+  trainer->options_.validate();
+  trainer->data_ = std::move(data);
+  const ModelWeights<double> weights = load_model(directory);
+  const DepthLayout layout = resolve_layout(weights.config, {});
+  trainer->options_.forward.mode = layout.mode;
+  if (layout.mode == ResidualMode::block) trainer->options_.forward.block_size = layout.block_size;
+  trainer->model_ = weights.cast<float>();
+  trainer->adam_ = adam_state_for(trainer->model_);
+  const SafetensorsFile moments = SafetensorsFile::read(directory / kOptimizerFile);
+  auto load = [&](const std::string& prefix, ModelWeights<float>& tensors) {
+    visit_tensors(tensors, [&](const TensorRef<float>& t) {
+      if (t.attn_res && !trainer->model_.has_attn_res_tensors) return;
+      const TensorInfo* info = moments.find(prefix + t.name);
+      if (!info || info->shape != t.shape) {
+        throw Error((directory / kOptimizerFile).string() + ": tensor " + prefix + t.name +
+                    (info ? " has the wrong shape" : " is missing") + " (the optimizer state does not match the model)");
+      }
+      const std::vector<double> values = moments.values(*info);
+      for (std::size_t i = 0; i < values.size(); ++i) t.data[i] = static_cast<float>(values[i]);
+    });
+  };
+  load("exp_avg.", trainer->adam_.first);
+  load("exp_avg_sq.", trainer->adam_.second);
+  trainer->step_ = step;
+  trainer->log_ = parse_train_log_csv(read_text(directory / kTrainLogFile), trainer->sublayers(),
+                                      (directory / kTrainLogFile).string());
+  while (!trainer->log_.empty() && trainer->log_.back().step > step) trainer->log_.pop_back();
+  trainer->prepare();
+  return trainer;
+}
+
+std::string train_log_csv(const std::vector<TrainLogRow>& rows, int sublayers) {
+  std::string text = "step,tokens,train_loss,val_loss,lr,grad_norm";
+  for (int l = 1; l <= sublayers; ++l) text += ",output_rms_" + std::to_string(l);
+  for (int l = 1; l <= sublayers; ++l) text += ",output_grad_rms_" + std::to_string(l);
+  text += "\n";
+  for (const auto& row : rows) {
+    text += std::to_string(row.step) + "," + std::to_string(row.tokens) + "," + number_text(row.train_loss) + "," +
+            number_text(row.val_loss) + "," + number_text(row.lr) + "," + number_text(row.grad_norm);
+    auto cell = [&](const std::vector<double>& values, int l) {
+      text += ',';
+      if (static_cast<std::size_t>(l) < values.size()) text += number_text(values[static_cast<std::size_t>(l)]);
+    };
+    for (int l = 0; l < sublayers; ++l) cell(row.output_rms, l);
+    for (int l = 0; l < sublayers; ++l) cell(row.output_grad_rms, l);
+    text += "\n";
+  }
+  return text;
+}
+
+std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublayers, const std::string& source) {
+  std::vector<TrainLogRow> rows;
+  std::istringstream in(text);
+  std::string line;
+  int line_number = 0;
+  const std::size_t columns = 6 + 2 * static_cast<std::size_t>(sublayers);
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line_number == 1) continue;  // header
+    if (line.empty()) continue;
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream fields(line);
+    while (std::getline(fields, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.emplace_back();
+    if (cells.size() != columns) {
+      throw Error(source + ":" + std::to_string(line_number) + ": expected " + std::to_string(columns) +
+                  " comma-separated columns, found " + std::to_string(cells.size()));
+    }
+    auto number = [&](std::size_t i) {
+      if (cells[i].empty()) return std::numeric_limits<double>::quiet_NaN();
+      try {
+        std::size_t used = 0;
+        const double value = std::stod(cells[i], &used);
+        if (used != cells[i].size()) throw std::invalid_argument("trailing text");
+        return value;
+      } catch (const std::exception&) {
+        throw Error(source + ":" + std::to_string(line_number) + ": column " + std::to_string(i + 1) + " ('" +
+                    printable_text(cells[i]) + "') is not a number");
+      }
+    };
+    TrainLogRow row;
+    row.step = static_cast<std::int64_t>(number(0));
+    row.tokens = static_cast<std::int64_t>(number(1));
+    row.train_loss = number(2);
+    row.val_loss = number(3);
+    row.lr = number(4);
+    row.grad_norm = number(5);
+    if (row.step > 0) {
+      for (int l = 0; l < sublayers; ++l) row.output_rms.push_back(number(6 + static_cast<std::size_t>(l)));
+      for (int l = 0; l < sublayers; ++l) {
+        row.output_grad_rms.push_back(number(6 + static_cast<std::size_t>(sublayers + l)));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace attnres

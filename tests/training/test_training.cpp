@@ -1,0 +1,224 @@
+// Training pieces (docs/training.md): the data file rules, batches, the schedule, one AdamW step
+// by hand, determinism, resume = uninterrupted, and a short run that lowers the validation loss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "attnres/error.hpp"
+#include "attnres/trainer.hpp"
+#include "test_support.hpp"
+
+namespace attnres {
+namespace {
+
+// Text with structure a tiny model can learn quickly (repeated words, a few sentence shapes).
+std::string sample_text(std::size_t bytes) {
+  const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat. ", "dogs ", "run ", "fast ", "and ", "far. "};
+  std::string text;
+  std::uint64_t state = 7;
+  while (text.size() < bytes) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    text += words[(state >> 33) % 11];
+    if ((state >> 20) % 7 == 0) text += "\n";
+  }
+  return text;
+}
+
+ModelWeights<double> tiny_byte_model(std::uint64_t seed) {
+  return random_model(test::model_config(1, 16, 2, 2, 24, 256), {.seed = seed, .weight_std = 0.1});
+}
+
+TrainOptions tiny_options(ResidualMode mode) {
+  TrainOptions options;
+  options.steps = 6;
+  options.sequence_length = 16;
+  options.batch = 3;
+  options.lr = 1e-2;
+  options.seed = 11;
+  options.eval_every = 3;
+  options.eval_sequences = 4;
+  options.forward.mode = mode;
+  if (mode == ResidualMode::block) options.forward.block_size = 1;
+  options.engine.threads = 2;
+  return options;
+}
+
+TEST(TextData, SplitsBytesIntoTrainingAndValidation) {
+  const TextData data = text_data_from_bytes("abcdefghijklmnopqrst", "mem", 0.25, 3);
+  ASSERT_EQ(data.train.size(), 15u);
+  ASSERT_EQ(data.validation.size(), 5u);
+  EXPECT_EQ(data.train.front(), 'a');
+  EXPECT_EQ(data.validation.front(), 'p');
+  EXPECT_NE(data.fingerprint, text_data_from_bytes("abcdefghijklmnopqrsu", "mem", 0.25, 3).fingerprint);
+}
+
+TEST(TextData, BadFilesAreClearErrors) {
+  auto message = [](const std::string& bytes, int seq) {
+    try {
+      text_data_from_bytes(bytes, "data.txt", 0.05, seq);
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("", 4).find("data.txt: the data file is empty"), std::string::npos);
+  EXPECT_NE(message(std::string("abc\0def", 7), 2).find("binary"), std::string::npos);
+  EXPECT_NE(message(std::string(100, '\x01'), 2).find("binary"), std::string::npos);
+  EXPECT_NE(message(sample_text(100), 64).find("each part needs at least 65"), std::string::npos);
+  test::TempDir dir;
+  EXPECT_THROW(load_text_data(dir / "missing.txt", 0.05, 4), Error);
+}
+
+TEST(Batches, AreAPureFunctionOfSeedAndStep) {
+  const TextData data = text_data_from_bytes(sample_text(4000), "mem", 0.1, 32);
+  const auto a = training_batch(data, 4, 32, 5, 17);
+  EXPECT_EQ(a, training_batch(data, 4, 32, 5, 17));
+  EXPECT_NE(a, training_batch(data, 4, 32, 5, 18));
+  EXPECT_NE(a, training_batch(data, 4, 32, 6, 17));
+  for (const auto& sequence : a) EXPECT_EQ(sequence.size(), 32u);
+  const auto windows = validation_windows(data, 32, 100);
+  EXPECT_EQ(windows.size(), data.validation.size() / 32);
+}
+
+TEST(Schedule, WarmsUpLinearlyThenDecaysByCosine) {
+  const LearningRateSchedule schedule{1.0, 0.1, 10, 110};
+  EXPECT_DOUBLE_EQ(learning_rate(schedule, 1), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(schedule, 10), 1.0);
+  EXPECT_NEAR(learning_rate(schedule, 60), 0.55, 1e-12);  // halfway: (peak + min) / 2
+  EXPECT_NEAR(learning_rate(schedule, 110), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(clip_scale(0.5, 1.0), 1.0);
+  EXPECT_NEAR(clip_scale(4.0, 1.0), 0.25, 1e-6);
+  EXPECT_DOUBLE_EQ(clip_scale(4.0, 0.0), 1.0);
+}
+
+// One AdamW step worked by hand (PyTorch's formula): at step 1 the bias corrections make the
+// update lr * g / (|g| + eps') = lr * sign(g) (up to eps), after the decoupled decay p(1 - lr wd)
+// on matrices only.
+TEST(AdamW, OneStepByHand) {
+  const ModelConfig config = test::model_config(1, 2, 1, 1, 2, 3);
+  ModelWeights<double> model = allocate_model<double>(config);
+  model.lm_head << 1.0, -2.0, 0.5, 0.0, 3.0, 1.0;
+  ModelWeights<double> grad = zero_like(model);
+  grad.lm_head << 0.2, -0.4, 0.0, 1.0, 0.0, 0.0;
+  grad.norm << 0.5, -0.5;
+  AdamState<double> state = adam_state_for(model);
+  const AdamWOptions options{0.9, 0.95, 1e-8, 0.1};
+  const double lr = 0.01;
+  adamw_update(model, grad, state, 1, lr, 0.5, options);
+  // g = 0.5 * grad; m = 0.1 g; v = 0.05 g^2; m_hat = g, sqrt(v_hat) = |g|.
+  auto expected = [&](double p, double g, bool matrix) {
+    const double decayed = matrix ? p * (1 - lr * 0.1) : p;
+    const double m = 0.1 * g, v = 0.05 * g * g;
+    return decayed - lr / 0.1 * m / (std::sqrt(v) / std::sqrt(0.05) + 1e-8);
+  };
+  EXPECT_NEAR(model.lm_head(0, 0), expected(1.0, 0.1, true), 1e-15);
+  EXPECT_NEAR(model.lm_head(0, 1), expected(-2.0, -0.2, true), 1e-15);
+  EXPECT_NEAR(model.lm_head(1, 0), expected(0.5, 0.0, true), 1e-15);  // decay only
+  EXPECT_NEAR(model.norm(0), expected(1.0, 0.25, false), 1e-15);      // no decay on gains
+  EXPECT_NEAR(model.norm(0), 1.0 - 0.01, 1e-6);
+  EXPECT_NEAR(state.first.lm_head(1, 1), 0.1 * 0.5, 1e-15);
+  EXPECT_NEAR(state.second.lm_head(1, 1), 0.05 * 0.25, 1e-15);
+  EXPECT_NEAR(gradient_norm(grad), std::sqrt(0.04 + 0.16 + 1.0 + 0.5), 1e-12);
+}
+
+void expect_same_bits(const ModelWeights<float>& a, const ModelWeights<float>& b) {
+  std::vector<TensorRef<float>> left, right;
+  visit_tensors(const_cast<ModelWeights<float>&>(a), [&](const TensorRef<float>& t) { left.push_back(t); });
+  visit_tensors(const_cast<ModelWeights<float>&>(b), [&](const TensorRef<float>& t) { right.push_back(t); });
+  ASSERT_EQ(left.size(), right.size());
+  for (std::size_t i = 0; i < left.size(); ++i) {
+    EXPECT_EQ(std::memcmp(left[i].data, right[i].data, sizeof(float) * static_cast<std::size_t>(left[i].element_count())), 0)
+        << left[i].name;
+  }
+}
+
+TEST(Trainer, SameSeedGivesSameBitsAndResumeEqualsUninterrupted) {
+  const TextData data = text_data_from_bytes(sample_text(6000), "sample.txt", 0.1, 16);
+  for (ResidualMode mode : {ResidualMode::standard, ResidualMode::block}) {
+    const TrainOptions options = tiny_options(mode);
+    Trainer straight(tiny_byte_model(1), data, options);
+    while (!straight.finished()) straight.step();
+    Trainer again(tiny_byte_model(1), data, options);
+    while (!again.finished()) again.step();
+    expect_same_bits(straight.model_f32(), again.model_f32());
+
+    Trainer first_half(tiny_byte_model(1), data, options);
+    for (int i = 0; i < 3; ++i) first_half.step();
+    test::TempDir dir;
+    first_half.write_checkpoint(dir.path());
+    auto resumed = Trainer::resume(dir.path(), data);
+    EXPECT_EQ(resumed->current_step(), 3);
+    while (!resumed->finished()) resumed->step();
+    expect_same_bits(straight.model_f32(), resumed->model_f32());
+    ASSERT_EQ(resumed->log().size(), straight.log().size());
+    EXPECT_EQ(train_log_csv(resumed->log(), 2), train_log_csv(straight.log(), 2));
+  }
+}
+
+TEST(Trainer, ThirtyStepsLowerTheValidationLoss) {
+  const TextData data = text_data_from_bytes(sample_text(20000), "sample.txt", 0.1, 32);
+  TrainOptions options = tiny_options(ResidualMode::full);
+  options.steps = 30;
+  options.sequence_length = 32;
+  options.batch = 4;
+  options.eval_every = 30;
+  Trainer trainer(tiny_byte_model(3), data, options);
+  const double initial = trainer.log().front().val_loss;
+  EXPECT_NEAR(initial, std::log(256.0), 0.3);  // near-uniform predictions at the start
+  while (!trainer.finished()) trainer.step();
+  const double final_loss = trainer.log().back().val_loss;
+  EXPECT_LT(final_loss, initial - 1.0) << "initial " << initial << ", final " << final_loss;
+  for (const auto& row : trainer.log()) {
+    if (row.step > 0) {
+      EXPECT_EQ(row.output_rms.size(), 2u);
+      EXPECT_GT(row.grad_norm, 0.0);
+    }
+  }
+}
+
+TEST(Trainer, RejectsBadOptionsAndSmallVocabularies) {
+  const TextData data = text_data_from_bytes(sample_text(3000), "sample.txt", 0.1, 16);
+  TrainOptions options = tiny_options(ResidualMode::standard);
+  options.steps = 0;
+  EXPECT_THROW(Trainer(tiny_byte_model(1), data, options), Error);
+  options = tiny_options(ResidualMode::standard);
+  try {
+    Trainer(random_model(test::model_config(1, 16, 2, 2, 24, 100), {}), data, options);
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("needs at least 256"), std::string::npos) << error.what();
+  }
+}
+
+TEST(Trainer, ResumeRefusesOtherDataAndCorruptCheckpoints) {
+  const TextData data = text_data_from_bytes(sample_text(3000), "sample.txt", 0.1, 16);
+  Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
+  trainer.step();
+  test::TempDir dir;
+  trainer.write_checkpoint(dir.path());
+  const TextData other = text_data_from_bytes(sample_text(3001), "other.txt", 0.1, 16);
+  EXPECT_THROW(Trainer::resume(dir.path(), other), Error);
+  {
+    std::ofstream(dir / "train_state.json") << "{ not json";
+  }
+  try {
+    Trainer::resume(dir.path(), data);
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("train_state.json"), std::string::npos) << error.what();
+  }
+}
+
+TEST(Trainer, CancelledStepChangesNothing) {
+  const TextData data = text_data_from_bytes(sample_text(3000), "sample.txt", 0.1, 16);
+  Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
+  const ModelWeights<float> before = trainer.model_f32();
+  EXPECT_THROW(trainer.step([](std::size_t, std::size_t) { return false; }), Cancelled);
+  EXPECT_EQ(trainer.current_step(), 0);
+  expect_same_bits(before, trainer.model_f32());
+}
+
+}  // namespace
+}  // namespace attnres
