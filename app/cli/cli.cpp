@@ -3,6 +3,7 @@
 #include <boost/program_options/errors.hpp>
 #include <charconv>
 #include <filesystem>
+#include <map>
 #include <new>
 #include <ostream>
 
@@ -27,6 +28,8 @@ void print_help(std::ostream& out) {
          "               (config.json + model.safetensors)\n"
          "  forward      run a forward pass (standard / full / block residual) and print\n"
          "               per-sublayer norms and the depth-attention weights\n"
+         "  train        train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
+         "               train_log.csv, resumable (docs/training.md)\n"
          "  bench        time whole forward passes (tokens/s) and the depth read's bandwidth\n"
          "  cost         memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
          "               residual scheme for one setting (table, JSON or CSV)\n"
@@ -101,6 +104,68 @@ EngineOptions parse_engine_flags(const std::string& engine, const std::string& d
     if (precision == "f64") throw UsageError("--device cuda computes in f32; drop --precision f64");
   }
   return options;
+}
+
+namespace {
+
+// config.json keys -> the flags that set them, so validation errors name what the user typed.
+std::string flag_for_key(const std::string& key) {
+  static const std::map<std::string, std::string> flags = {
+      {"hidden_size", "--d-model"},          {"num_hidden_layers", "--layers"},
+      {"num_attention_heads", "--heads"},    {"num_key_value_heads", "--kv-heads"},
+      {"intermediate_size", "--ffn"},        {"vocab_size", "--vocab"},
+      {"rms_norm_eps", "--rms-norm-eps"},    {"rope_theta", "--rope-theta"},
+      {"attn_res.block_size", "--block-size"}, {"attn_res.key_norm_eps", "--key-norm-eps"}};
+  auto it = flags.find(key);
+  return it == flags.end() ? key : it->second;
+}
+
+}  // namespace
+
+void add_model_shape_options(po::options_description& options, ModelShapeFlags& flags, bool required,
+                             int default_vocab) {
+  ModelConfig& config = flags.config;
+  auto need = [&](po::typed_value<int>* value) { return required ? value->required() : value; };
+  auto* vocab = po::value(&config.vocab_size);
+  if (default_vocab > 0) {
+    vocab->default_value(default_vocab);
+  } else if (required) {
+    vocab->required();
+  }
+  options.add_options()
+      ("layers", need(po::value(&config.num_hidden_layers)), "transformer layers (L = 2 x layers sublayers)")
+      ("d-model", need(po::value(&config.hidden_size)), "hidden width d")
+      ("heads", need(po::value(&config.num_attention_heads)), "attention heads H (divides d)")
+      ("kv-heads", po::value(&config.num_key_value_heads), "key/value heads (divides H; default H)")
+      ("ffn", need(po::value(&config.intermediate_size)), "SwiGLU width F")
+      ("vocab", vocab, "vocabulary size")
+      ("query-std", po::value(&flags.random.query_std)->default_value(0.0),
+       "std of the pseudo-queries (0: zero queries, every read is a mean)")
+      ("weight-std", po::value(&flags.random.weight_std)->default_value(0.02),
+       "std of projection and embedding weights")
+      ("rms-norm-eps", po::value(&config.rms_norm_eps)->default_value(1e-6), "RMSNorm eps")
+      ("rope-theta", po::value(&config.rope_theta)->default_value(10000.0), "RoPE base")
+      ("key-norm-eps", po::value(&config.attn_res.key_norm_eps)->default_value(1e-6),
+       "eps of the depth-attention key norm");
+}
+
+bool model_shape_given(const po::variables_map& values) {
+  for (const char* flag : {"layers", "d-model", "heads", "kv-heads", "ffn", "query-std", "weight-std",
+                           "rms-norm-eps", "rope-theta", "key-norm-eps"}) {
+    if (given(values, flag)) return true;
+  }
+  return given(values, "vocab");
+}
+
+void finish_model_shape(const po::variables_map& values, ModelShapeFlags& flags) {
+  if (!values.count("kv-heads")) flags.config.num_key_value_heads = flags.config.num_attention_heads;
+  if (!(flags.random.query_std >= 0.0)) throw UsageError("--query-std must be >= 0");
+  if (!(flags.random.weight_std >= 0.0)) throw UsageError("--weight-std must be >= 0");
+  try {
+    flags.config.validate("invalid model shape", flag_for_key);
+  } catch (const Error& error) {
+    throw UsageError(error.what());
+  }
 }
 
 ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text, int block_size,
@@ -190,8 +255,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (command == "pipeline") return pipeline_command(rest, out, err);
     if (command == "metrics") return metrics_command(rest, out, err);
     if (command == "bench") return bench_command(rest, out, err);
+    if (command == "train") return train_command(rest, out, err);
     const std::vector<std::string> commands = {"init-model", "forward", "cost", "scaling", "sweep",
-                                               "pipeline", "metrics", "report", "bench"};
+                                               "pipeline", "metrics", "report", "bench", "train"};
     const std::string hint = did_you_mean(command, commands);
     err << "attnres: unknown command '" << printable_text(command) << "'"
         << (hint.empty() ? "" : " (did you mean '" + hint + "'?)")

@@ -6,7 +6,10 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/engine.hpp"
+#include "attnres/format.hpp"
 #include "attnres/forward.hpp"
+#include "attnres/gradient_engine.hpp"
+#include "attnres/training.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/trace_io.hpp"
 #include "cli.hpp"
@@ -119,7 +122,7 @@ template <typename Scalar>
 void run_forward(const ModelWeights<double>& model, const std::vector<int>& tokens,
                  ForwardOptions options, const EngineOptions& engine, const std::string& model_dir,
                  const std::string& precision, const std::string& dump_path,
-                 const std::string& trace_path, std::ostream& out) {
+                 const std::string& trace_path, bool with_gradients, std::ostream& out) {
   const ModelWeights<Scalar> weights = model.cast<Scalar>();
   ForwardResult<Scalar> result;
   {
@@ -130,8 +133,26 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
   }
   throw_if_interrupted("forward pass");
   print_summary(out, model_dir, model.config, result, precision);
+  std::vector<TensorToWrite> dump = forward_dump_tensors(result);
+  if (with_gradients) {
+    // Loss and gradients of this one sequence (docs/training.md), on the same engine.
+    Gradients<Scalar> gradients;
+    {
+      ProgressBar progress("gradients");
+      ForwardOptions gradient_options = options;
+      gradient_options.progress = progress.callback();
+      GradientEngine<Scalar>(weights.config, engine).compute(weights, {tokens}, gradient_options, gradients);
+    }
+    throw_if_interrupted("backward pass");
+    out << "\nloss " << format_fixed(gradients.loss, 6) << " nats/token over " << gradients.predicted
+        << " predicted positions; gradient norm " << format_fixed(gradient_norm(gradients.grad), 6) << "\n"
+        << "output-gradient RMS by sublayer (Fig. 5c):";
+    for (double rms : gradients.sublayer_output_grad_rms) out << " " << format_number(rms);
+    out << "\n";
+    for (auto& tensor : gradient_dump_tensors(gradients)) dump.push_back(std::move(tensor));
+  }
   if (!dump_path.empty()) {
-    write_safetensors(dump_path, forward_dump_tensors(result),
+    write_safetensors(dump_path, dump,
                       {{"producer", "attnres forward"}, {"mode", to_string(result.trace.mode)},
                        {"precision", precision}, {"engine", to_string(engine.engine)}});
     out << "wrote " << dump_path << "\n";
@@ -171,13 +192,16 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       ("device", po::value(&device_text)->default_value("cpu"), "cpu | cuda (the fast engine on a GPU, f32)")
       ("dump", po::value(&dump_path), "write logits, hidden_final, alpha.<r>, RMS to this "
                                       ".safetensors file (F32 at f32, F64 at f64)")
-      ("trace", po::value(&trace_path), "write the trace (with source labels) to this JSON file");
+      ("trace", po::value(&trace_path), "write the trace (with source labels) to this JSON file")
+      ("grad", "also compute the loss (mean next-token cross-entropy) and the gradient of every "
+       "parameter; --dump then adds loss, grad.<tensor name> and sublayer_output_grad_rms "
+       "(docs/training.md)");
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] "
                  "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision f32|f64] "
                  "[--engine fast|reference] [--threads N] [--device cpu|cuda] [--dump F.safetensors] "
-                 "[--trace F.json]",
+                 "[--trace F.json] [--grad]",
                  options, out)) {
     return kExitOk;
   }
@@ -201,6 +225,13 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   }
   const std::vector<int> tokens = parse_token_ids(tokens_text, "--tokens");
   const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
+  const bool with_gradients = values.count("grad") > 0;
+  if (with_gradients && engine.device != Device::cpu) {
+    throw UsageError("--grad runs on the CPU only (the CUDA engine is forward-only); drop --device cuda");
+  }
+  if (with_gradients && tokens.size() < 2) {
+    throw UsageError("--grad needs at least 2 tokens in --tokens (position p predicts token p + 1)");
+  }
   if (!dump_path.empty()) require_parent_directory(dump_path, "--dump");
   if (!trace_path.empty()) require_parent_directory(trace_path, "--trace");
 
@@ -240,10 +271,10 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   }
   if (precision == "f32") {
     run_forward<float>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
-                       trace_path, out);
+                       trace_path, with_gradients, out);
   } else {
     run_forward<double>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
-                        trace_path, out);
+                        trace_path, with_gradients, out);
   }
   return kExitOk;
 }

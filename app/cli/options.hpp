@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attnres/forward.hpp"
+#include "attnres/model.hpp"
 
 namespace attnres::cli {
 
@@ -46,5 +47,20 @@ struct ModeFlags {
 // is given outside Block AttnRes, outside 1..L, or when Block AttnRes has no block size at all.
 ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text, int block_size,
                                 const ModelConfig& config, ForwardOptions& options);
+
+// The model-shape flags shared by `init-model` and `train`: --layers, --d-model, --heads,
+// --kv-heads, --ffn, --vocab, --query-std, --weight-std, --rms-norm-eps, --rope-theta,
+// --key-norm-eps. `required` makes the first five (and --vocab unless it has a default) required.
+struct ModelShapeFlags {
+  ModelConfig config;
+  RandomModelOptions random;
+};
+void add_model_shape_options(po::options_description& options, ModelShapeFlags& flags, bool required,
+                             int default_vocab = 0);
+// True when any of the shape flags was given.
+bool model_shape_given(const po::variables_map& values);
+// Defaults --kv-heads to --heads, checks the standard deviations and validates the shape (the
+// mode and block size must already be in flags.config); errors are UsageErrors naming the flags.
+void finish_model_shape(const po::variables_map& values, ModelShapeFlags& flags);
 
 }  // namespace attnres::cli

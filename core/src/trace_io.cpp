@@ -94,4 +94,22 @@ std::vector<TensorToWrite> forward_dump_tensors(const ForwardTrace& trace,
   return tensors;
 }
 
+template <typename Scalar>
+std::vector<TensorToWrite> gradient_dump_tensors(const Gradients<Scalar>& gradients) {
+  const bool f64 = sizeof(Scalar) == sizeof(double);
+  std::vector<TensorToWrite> tensors;
+  tensors.push_back(vector_tensor("loss", {gradients.loss}, f64));
+  visit_tensors(const_cast<ModelWeights<Scalar>&>(gradients.grad), [&](const TensorRef<Scalar>& tensor) {
+    if (tensor.attn_res && !gradients.grad.has_attn_res_tensors) return;
+    TensorToWrite out{"grad." + tensor.name, tensor.shape, {}, {}, f64};
+    for (std::int64_t i = 0; i < tensor.element_count(); ++i) append(out, static_cast<double>(tensor.data[i]));
+    tensors.push_back(std::move(out));
+  });
+  tensors.push_back(vector_tensor("sublayer_output_grad_rms", gradients.sublayer_output_grad_rms, f64));
+  return tensors;
+}
+
+template std::vector<TensorToWrite> gradient_dump_tensors(const Gradients<float>&);
+template std::vector<TensorToWrite> gradient_dump_tensors(const Gradients<double>&);
+
 }  // namespace attnres

@@ -1,0 +1,239 @@
+// attnres train: train a tiny model on byte-level text (docs/training.md), writing a checkpoint
+// (model, optimizer, state, train_log.csv) at every evaluation, at the end and on Ctrl-C.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/output_dir.hpp"
+#include "attnres/trainer.hpp"
+#include "cli.hpp"
+#include "options.hpp"
+#include "progress.hpp"
+#include "text_table.hpp"
+
+namespace attnres::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::string loss_text(double loss) { return std::isnan(loss) ? "-" : format_fixed(loss, 4); }
+
+}  // namespace
+
+int train_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  ModelShapeFlags shape;
+  TrainOptions options;
+  std::string model_dir, data_path, out_dir, resume_dir, mode_text, engine_text, format;
+  int block_size = 0;
+  po::options_description description("attnres train options");
+  description.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&model_dir), "start from this model directory (else give the shape flags below)")
+      ("data", po::value(&data_path)->required(), "a text file: its bytes are the tokens (vocabulary 256)")
+      ("steps", po::value(&options.steps), "optimisation steps of the run (required unless --resume)")
+      ("seq", po::value(&options.sequence_length), "tokens T per sequence (required unless --resume)")
+      ("batch", po::value(&options.batch), "sequences B per step (required unless --resume)")
+      ("mode", po::value(&mode_text), "residual mode: standard | full | block (default: the model's, or standard)")
+      ("block-size", po::value(&block_size), "Block AttnRes block size S in sublayers (1..L)")
+      ("lr", po::value(&options.lr)->default_value(3e-3), "peak learning rate (after warm-up)")
+      ("min-lr-ratio", po::value(&options.min_lr_ratio)->default_value(0.1), "the cosine decays to lr x this")
+      ("warmup", po::value(&options.warmup)->default_value(-1), "linear warm-up steps (-1: min(100, steps/10))")
+      ("weight-decay", po::value(&options.adamw.weight_decay)->default_value(0.1), "AdamW weight decay (matrices only)")
+      ("clip", po::value(&options.clip)->default_value(1.0), "clip the global gradient norm to this (0: off)")
+      ("seed", po::value(&options.seed)->default_value(0), "seed of the batches and of a shape-flag model's weights")
+      ("eval-every", po::value(&options.eval_every)->default_value(0),
+       "validate and write a checkpoint every K steps (0: steps/10)")
+      ("eval-sequences", po::value(&options.eval_sequences)->default_value(16), "validation windows of T tokens")
+      ("val-fraction", po::value(&options.validation_fraction)->default_value(0.05),
+       "the last part of the file kept for validation")
+      ("threads", po::value(&options.engine.threads)->default_value(0), "CPU threads (0: every core); results are "
+       "deterministic for a given thread count")
+      ("engine", po::value(&engine_text)->default_value("fast"), "fast | reference (the readable oracle, slow)")
+      ("out", po::value(&out_dir)->required(), "checkpoint directory: new, empty, or written by attnres")
+      ("resume", po::value(&resume_dir), "continue the run saved in this checkpoint directory (may equal --out)")
+      ("force", "replace the contents of an --out directory that holds other files")
+      ("format", po::value(&format)->default_value("table"), "table | json (json: only the final JSON object)");
+  add_model_shape_options(description, shape, /*required=*/false, kByteVocabulary);
+  auto values = parse_options(args, description);
+  if (wants_help(values,
+                 "usage: attnres train (--model DIR | --layers N --d-model D --heads H --ffn F [--vocab 256]) "
+                 "--data FILE --steps N --seq T --batch B [--mode M] [--block-size S] [--lr X] [--seed S] "
+                 "[--eval-every K] [--threads N] --out DIR [--resume DIR] [--format table|json]\n"
+                 "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).",
+                 description, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  if (format != "table" && format != "json") throw UsageError("--format must be table or json, got '" + format + "'");
+  options.engine.engine = parse_flag_value([&] { return parse_engine(engine_text, "--engine"); });
+  if (options.engine.threads < 0) throw UsageError("--threads must be >= 0 (0: every core)");
+  const bool resuming = values.count("resume") > 0;
+  const bool from_shape = model_shape_given(values);
+  if (resuming) {
+    for (const char* flag : {"model", "mode", "block-size", "seq", "batch", "lr", "min-lr-ratio", "warmup",
+                             "weight-decay", "clip", "seed", "eval-every", "eval-sequences", "val-fraction"}) {
+      if (given(values, flag)) {
+        throw UsageError(std::string("--") + flag + " cannot change a resumed run (its checkpoint keeps the run's "
+                         "settings); only --steps, --threads and --engine may be given with --resume");
+      }
+    }
+    if (from_shape) throw UsageError("the model shape flags cannot be given with --resume (the checkpoint has the model)");
+  } else {
+    if (values.count("model") && from_shape) {
+      throw UsageError("give either --model DIR or the shape flags (--layers ...), not both");
+    }
+    if (!values.count("model") && !from_shape) {
+      throw UsageError("give the model to train: --model DIR, or the shape flags --layers N --d-model D --heads H --ffn F");
+    }
+    for (const char* flag : {"steps", "seq", "batch"}) {
+      if (!values.count(flag)) throw UsageError(std::string("--") + flag + " is required (unless --resume)");
+    }
+  }
+  if (values.count("steps") && options.steps < 1) {
+    throw UsageError("--steps must be at least 1, got " + std::to_string(options.steps));
+  }
+
+  // The model and the run's mode.
+  ModelWeights<double> initial;
+  if (!resuming) {
+    if (values.count("mode")) options.forward.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+    if (from_shape) {
+      for (const char* flag : {"layers", "d-model", "heads", "ffn"}) {
+        if (!values.count(flag)) throw UsageError(std::string("--") + flag + " is required with the shape flags");
+      }
+      finish_model_shape(values, shape);
+    }
+    if (!options.forward.mode) options.forward.mode = from_shape ? ResidualMode::standard : std::optional<ResidualMode>{};
+    try {
+      options.validate();
+    } catch (const Error& error) {
+      throw UsageError(error.what());
+    }
+    initial = from_shape ? ModelWeights<double>{} : load_model(model_dir);
+    const ModelConfig& config = from_shape ? shape.config : initial.config;
+    apply_block_size_flag(values, mode_text, block_size, config, options.forward);
+    if (from_shape) {
+      shape.random.seed = options.seed;
+      initial = random_model(shape.config, shape.random);
+    }
+  }
+
+  // The output directory is checked before any work.
+  OutputDirectoryOptions output;
+  output.owner = "train";
+  output.force = values.count("force") > 0;
+  output.inputs.push_back(data_path);
+  if (!model_dir.empty()) output.inputs.push_back(model_dir);
+  const fs::path target = clean_output_path(out_dir, "--out");
+  if (resuming && fs::weakly_canonical(clean_output_path(resume_dir, "--resume")) != fs::weakly_canonical(target)) {
+    output.inputs.push_back(resume_dir);
+  }
+  check_output_directory(target, output);
+
+  std::unique_ptr<Trainer> trainer;
+  {
+    const int seq_for_data = resuming ? 2 : options.sequence_length;  // the checkpoint knows its T
+    TextData data = load_text_data(data_path, options.validation_fraction, seq_for_data);
+    if (resuming) {
+      const EngineOptions* engine = (given(values, "threads") || given(values, "engine")) ? &options.engine : nullptr;
+      trainer = Trainer::resume(clean_output_path(resume_dir, "--resume"), std::move(data),
+                                values.count("steps") ? options.steps : 0, engine);
+    } else {
+      trainer = std::make_unique<Trainer>(initial, std::move(data), options);
+    }
+  }
+  const TrainOptions& run = trainer->options();
+  const bool table = format == "table";
+  auto checkpoint = [&] {
+    write_output_directory(target, output, [&](const fs::path& staging) { trainer->write_checkpoint(staging); });
+  };
+  if (table) {
+    out << "training " << to_string(*run.forward.mode)
+        << (run.forward.mode == ResidualMode::block ? " (S = " + std::to_string(*run.forward.block_size) + ")" : "")
+        << ": " << parameter_count(trainer->model()) << " parameters, " << run.steps << " steps of " << run.batch
+        << " x " << run.sequence_length << " tokens, " << trainer->threads() << " thread(s), data "
+        << trainer->data().source.string() << " (" << trainer->data().train.size() << " + "
+        << trainer->data().validation.size() << " bytes)\n";
+    if (trainer->current_step() > 0) out << "resumed at step " << trainer->current_step() << "\n";
+    out << "step " << trainer->log().back().step << ": validation loss " << loss_text(trainer->log().back().val_loss)
+        << " nats/token\n";
+  }
+
+  double train_seconds = 0.0;
+  std::int64_t trained_tokens = 0;
+  bool interrupted = false;
+  {
+    ProgressBar progress("train");
+    while (!trainer->finished()) {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        const std::int64_t step_tokens = static_cast<std::int64_t>(run.batch) * run.sequence_length;
+        if (!progress.update(static_cast<std::size_t>(trainer->current_step()), static_cast<std::size_t>(run.steps))) {
+          throw Cancelled("training cancelled");
+        }
+        const TrainLogRow& row = trainer->step(progress.callback());
+        train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        trained_tokens += step_tokens;
+        if (!std::isnan(row.val_loss)) {
+          checkpoint();
+          if (table) {
+            out << "step " << row.step << "/" << run.steps << ": train " << loss_text(row.train_loss) << ", validation "
+                << loss_text(row.val_loss) << " nats/token, lr " << format_number(row.lr) << ", |grad| "
+                << format_fixed(row.grad_norm, 3) << ", "
+                << format_number(std::round(static_cast<double>(trained_tokens) / std::max(train_seconds, 1e-9)))
+                << " tokens/s\n";
+          }
+        }
+      } catch (const Cancelled&) {
+        interrupted = true;
+        break;
+      }
+    }
+  }
+  if (interrupted) {
+    checkpoint();  // the last completed step; the abandoned one left no trace
+    out << "interrupted at step " << trainer->current_step() << "; checkpoint written to " << target.string()
+        << " (continue with --resume " << target.string() << ")\n";
+    return kExitInterrupted;
+  }
+
+  double initial_val = std::nan("");
+  for (const auto& row : trainer->log()) {
+    if (!std::isnan(row.val_loss)) {
+      initial_val = row.val_loss;
+      break;
+    }
+  }
+  nlohmann::json summary;
+  summary["initial_val_loss"] = initial_val;
+  summary["final_val_loss"] = trainer->log().back().val_loss;
+  summary["final_train_loss"] = trainer->log().back().train_loss;
+  summary["steps"] = trainer->current_step();
+  summary["tokens"] = trainer->tokens_seen();
+  summary["tokens_per_s"] = train_seconds > 0.0 ? static_cast<double>(trained_tokens) / train_seconds : 0.0;
+  summary["threads"] = trainer->threads();
+  summary["mode"] = to_string(*run.forward.mode);
+  if (run.forward.mode == ResidualMode::block) summary["block_size"] = *run.forward.block_size;
+  summary["parameters"] = parameter_count(trainer->model());
+  summary["peak_rss_bytes"] = peak_rss_bytes();
+  summary["out"] = target.string();
+  if (table) out << "wrote " << target.string() << " (config.json, model.safetensors, optimizer.safetensors, "
+                 << kTrainStateFile << ", " << kTrainLogFile << ")\n";
+  out << summary.dump(2) << "\n";
+  return kExitOk;
+}
+
+}  // namespace attnres::cli
