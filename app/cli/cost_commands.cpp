@@ -120,24 +120,10 @@ void close_output(std::ofstream& stream, const fs::path& path) {
   stream.close();
 }
 
-// Test hook: with ATTNRES_TEST_HOLD_WRITE=FILE, the write phase creates FILE and waits (up to 60 s)
-// for Ctrl-C / SIGTERM, so a test can interrupt a command in that phase deterministically.
-void hold_write_phase_for_tests() {
-  static bool held = false;
-  const char* marker = std::getenv("ATTNRES_TEST_HOLD_WRITE");
-  if (held || !marker || !*marker) return;
-  held = true;
-  std::ofstream(marker) << "write phase\n";
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!interrupt_requested() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
 // The progress callback of a write phase: the bar's (so Ctrl-C stops it), plus the test hook.
 Progress write_phase_progress(ProgressBar& bar) {
   return [&bar](std::size_t done, std::size_t total) {
-    hold_write_phase_for_tests();
+    hold_for_tests("ATTNRES_TEST_HOLD_WRITE");  // tests interrupt the write phase here
     return bar.update(done, total);
   };
 }

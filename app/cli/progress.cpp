@@ -6,6 +6,9 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
 
 namespace attnres::cli {
 
@@ -74,6 +77,18 @@ bool ProgressBar::update(std::size_t done, std::size_t total) {
                "##############################", kWidth - filled, "", done, total);
   std::fflush(stderr);
   return true;
+}
+
+void hold_for_tests(const char* variable) {
+  static bool held = false;
+  const char* marker = std::getenv(variable);
+  if (held || !marker || !*marker) return;
+  held = true;
+  std::ofstream(marker) << variable << "\n";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!interrupt_requested() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace attnres::cli

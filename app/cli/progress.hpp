@@ -32,6 +32,12 @@ bool interrupt_requested();
 // Throws attnres::Cancelled when an interrupt arrived (`what` names the work).
 void throw_if_interrupted(const std::string& what);
 
+// Test hook: when the environment variable `variable` names a FILE, the first call creates FILE
+// and waits (up to 60 s) for Ctrl-C / SIGTERM, so that a test can interrupt a command at a known
+// point (ATTNRES_TEST_HOLD_WRITE: a write phase; ATTNRES_TEST_HOLD_TRAIN: after train's first
+// checkpoint). Does nothing when the variable is unset.
+void hold_for_tests(const char* variable);
+
 class ProgressBar {
  public:
   explicit ProgressBar(std::string label);

@@ -189,6 +189,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
         trained_tokens += step_tokens;
         if (!std::isnan(row.val_loss)) {
           checkpoint();
+          hold_for_tests("ATTNRES_TEST_HOLD_TRAIN");  // tests press Ctrl-C here
           if (table) {
             out << "step " << row.step << "/" << run.steps << ": train " << loss_text(row.train_loss) << ", validation "
                 << loss_text(row.val_loss) << " nats/token, lr " << format_number(row.lr) << ", |grad| "
