@@ -214,13 +214,7 @@ ModelWeights<double> load_model(const fs::path& directory) {
   return model;
 }
 
-void save_model(const ModelWeights<double>& model, const fs::path& directory) {
-  model.config.validate("save model");
-  std::error_code error;
-  fs::create_directories(directory, error);
-  if (error) {
-    throw Error("cannot create model directory '" + directory.string() + "': " + error.message());
-  }
+std::string model_safetensors_bytes(const ModelWeights<double>& model) {
   std::vector<TensorToWrite> tensors;
   for_each_tensor(model, [&](const TensorView& tensor) {
     if (tensor.attn_res && !model.has_attn_res_tensors) return;
@@ -230,7 +224,17 @@ void save_model(const ModelWeights<double>& model, const fs::path& directory) {
     }
     tensors.push_back(std::move(out));
   });
-  write_safetensors(directory / "model.safetensors", tensors, {{"format", "pt"}});
+  return serialize_safetensors(tensors, {{"format", "pt"}});
+}
+
+void save_model(const ModelWeights<double>& model, const fs::path& directory) {
+  model.config.validate("save model");
+  std::error_code error;
+  fs::create_directories(directory, error);
+  if (error) {
+    throw Error("cannot create model directory '" + directory.string() + "': " + error.message());
+  }
+  write_file_atomically(directory / "model.safetensors", model_safetensors_bytes(model));
   write_file_atomically(directory / "config.json", model_config_to_json(model.config));
 }
 

@@ -551,7 +551,7 @@ OutputDirectoryResult write_report(const Report& report, const fs::path& directo
                                    OutputDirectoryOptions options) {
   options.owner = "report";
   const Progress progress = options.progress;
-  const std::size_t total = report.tables.size() + report.charts.size() + 2;
+  const std::size_t total = report.tables.size() + report.charts.size() + report.files.size() + 2;
   std::size_t done = 0;
   auto step = [&] { report_progress(progress, ++done, total, "writing the report"); };
   return write_output_directory(directory, options, [&](const fs::path& staging) {
@@ -563,6 +563,11 @@ OutputDirectoryResult write_report(const Report& report, const fs::path& directo
     }
     for (const auto& chart : report.charts) {
       render_chart(chart, staging / "charts" / (chart.id + ".png"), staging / "charts" / (chart.id + ".svg"));
+      step();
+    }
+    for (const auto& [relative, bytes] : report.files) {
+      fs::create_directories((staging / relative).parent_path());
+      write_file_atomically(staging / relative, bytes);
       step();
     }
     write_file_atomically(staging / "report.json", report.json.dump(2) + "\n");

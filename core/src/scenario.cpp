@@ -14,7 +14,7 @@ namespace attnres {
 
 const std::vector<std::string>& scenario_sections() {
   static const std::vector<std::string> sections = {"io",    "history", "prefill", "pipeline", "boundaries",
-                                                    "flops", "scaling", "time",    "pipeline_sim"};
+                                                    "flops", "scaling", "time",    "pipeline_sim", "training"};
   return sections;
 }
 
@@ -151,7 +151,7 @@ class ScenarioReader {
     Scenario s;
     s.source = source_;
     check_keys(root, "", {"title", "description", "sections", "model", "sequence", "parallel",
-                          "scaling", "sweep", "hardware", "moe", "pipeline"});
+                          "scaling", "sweep", "hardware", "moe", "pipeline", "train"});
     if (const toml::node* n = root.get("title")) s.title = string(*n, "title");
     if (const toml::node* n = root.get("description")) s.description = string(*n, "description");
 
@@ -171,8 +171,13 @@ class ScenarioReader {
       s.sections = {"io", "history", "prefill", "pipeline", "boundaries", "flops"};
     }
     read_scaling(root, s);
+    read_training(root, s);
+    if (s.training && !root.get("sections")) s.sections.push_back("training");
+    if (!s.training && std::find(s.sections.begin(), s.sections.end(), "training") != s.sections.end()) {
+      fail(root.get("sections")->source(), "section 'training' needs a [train] table");
+    }
     const bool only_scaling = std::all_of(s.sections.begin(), s.sections.end(),
-                                          [](const std::string& x) { return x == "scaling"; });
+                                          [](const std::string& x) { return x == "scaling" || x == "training"; });
     const toml::table* model = table(root, "model");
     if (!model) {
       if (only_scaling && !root.get("sweep")) return s;
@@ -295,6 +300,83 @@ class ScenarioReader {
       const auto separator = message.find(": ");
       fail(hw->source(), "[hardware]: " + (separator == std::string::npos ? message : message.substr(separator + 2)));
     }
+  }
+
+  void read_training(const toml::table& root, Scenario& s) const {
+    const toml::table* train = table(root, "train");
+    if (!train) return;
+    check_keys(*train, "train.", {"data", "layers", "d_model", "heads", "kv_heads", "ffn", "schemes", "blocks", "steps",
+                                  "seq", "batch", "lr", "seeds", "eval_every", "threads", "save_models"});
+    ScenarioTraining t;
+    const toml::node* data = train->get("data");
+    if (!data) fail(train->source(), "[train] needs 'data': a text file to train on (relative to this scenario file)");
+    t.data = string(*data, "train.data");
+    t.data_path = std::filesystem::path(source_).parent_path() / t.data;
+    auto bounded = [&](const char* key, int& out, std::int64_t lowest, std::int64_t highest) {
+      if (const toml::node* n = train->get(key)) {
+        const std::int64_t value = integer(*n, std::string("train.") + key);
+        if (value < lowest || value > highest) {
+          fail(n->source(), std::string("train.") + key + " must be between " + std::to_string(lowest) + " and " +
+                                std::to_string(highest) + ", got " + std::to_string(value));
+        }
+        out = static_cast<int>(value);
+      }
+    };
+    bounded("layers", t.layers, 1, 64);
+    bounded("d_model", t.d_model, 2, 4096);
+    bounded("heads", t.heads, 1, 256);
+    bounded("kv_heads", t.kv_heads, 0, 256);
+    bounded("ffn", t.ffn, 0, 65536);
+    bounded("steps", t.steps, 1, 10'000'000);
+    bounded("seq", t.seq, 2, 65536);
+    bounded("batch", t.batch, 1, 4096);
+    bounded("eval_every", t.eval_every, 0, 10'000'000);
+    bounded("threads", t.threads, 0, 1024);
+    if (const toml::node* n = train->get("lr")) {
+      t.lr = number(*n, "train.lr");
+      if (!(t.lr > 0.0 && t.lr < 10.0)) fail(n->source(), "train.lr must be a positive number below 10");
+    }
+    if (const toml::node* n = train->get("save_models")) t.save_models = boolean(*n, "train.save_models");
+    if (const toml::node* n = train->get("schemes")) {
+      if (!n->is_array()) fail(n->source(), "train.schemes must be an array of \"standard\" and/or \"full\"");
+      t.schemes.clear();
+      for (const auto& item : *n->as_array()) {
+        const std::string scheme = string(item, "train.schemes entry");
+        if (scheme != "standard" && scheme != "full") {
+          fail(item.source(), "unknown scheme '" + scheme + "' in train.schemes (expected \"standard\" or \"full\"; "
+                              "Block AttnRes runs are listed by their block counts in train.blocks)");
+        }
+        t.schemes.push_back(scheme);
+      }
+    }
+    const int L = t.sublayers();
+    if (const toml::node* n = train->get("blocks")) {
+      if (!n->is_array()) fail(n->source(), "train.blocks must be an array of block counts N");
+      for (const auto& item : *n->as_array()) {
+        const std::int64_t blocks = integer(item, "train.blocks entry");
+        if (blocks < 1 || blocks > L || L % blocks != 0) {
+          fail(item.source(), "train.blocks entry " + std::to_string(blocks) + " must divide L = " + std::to_string(L) +
+                                  " sublayers (2 x train.layers)");
+        }
+        t.blocks.push_back(static_cast<int>(blocks));
+      }
+    }
+    if (t.schemes.empty() && t.blocks.empty()) fail(train->source(), "[train] has no schemes and no blocks to train");
+    if (const toml::node* n = train->get("seeds")) {
+      if (!n->is_array() || n->as_array()->empty()) fail(n->source(), "train.seeds must be a non-empty array of integers");
+      t.seeds.clear();
+      for (const auto& item : *n->as_array()) {
+        const std::int64_t seed = integer(item, "train.seeds entry");
+        if (seed < 0) fail(item.source(), "train.seeds entries must be >= 0");
+        t.seeds.push_back(static_cast<std::uint64_t>(seed));
+      }
+    }
+    if (t.d_model % t.heads != 0 || (t.d_model / t.heads) % 2 != 0) {
+      fail(train->source(), "[train]: heads (" + std::to_string(t.heads) + ") must divide d_model (" +
+                                std::to_string(t.d_model) + ") into an even head size (RoPE)");
+    }
+    if (t.kv_heads > 0 && t.heads % t.kv_heads != 0) fail(train->source(), "[train]: kv_heads must divide heads");
+    s.training = t;
   }
 
   void read_moe(const toml::table& root, Scenario& s) const {
@@ -572,6 +654,23 @@ std::string scenario_to_toml(const Scenario& s) {
         << "\ngpus_per_node = " << hw.gpus_per_node << "\nefficiency = { compute = "
         << toml_number(hw.compute_efficiency) << ", memory = " << toml_number(hw.memory_efficiency)
         << ", link = " << toml_number(hw.link_efficiency) << " }\n";
+  }
+  if (s.training) {
+    const ScenarioTraining& t = *s.training;
+    auto list = [](const auto& values) {
+      std::ostringstream text;
+      text << "[";
+      for (std::size_t i = 0; i < values.size(); ++i) text << (i ? ", " : "") << values[i];
+      return text.str() + "]";
+    };
+    std::vector<std::string> schemes;
+    for (const auto& scheme : t.schemes) schemes.push_back(quoted(scheme));
+    out << "\n[train]\ndata = " << quoted(t.data) << "\nlayers = " << t.layers << "\nd_model = " << t.d_model
+        << "\nheads = " << t.heads << "\nkv_heads = " << t.kv_heads << "\nffn = " << t.ffn << "\nschemes = "
+        << list(schemes) << "\nblocks = " << list(t.blocks) << "\nsteps = " << t.steps << "\nseq = " << t.seq
+        << "\nbatch = " << t.batch << "\nlr = " << toml_number(t.lr) << "\nseeds = " << list(t.seeds)
+        << "\neval_every = " << t.eval_every << "\nthreads = " << t.threads
+        << "\nsave_models = " << (t.save_models ? "true" : "false") << "\n";
   }
   if (s.moe.experts > 0) {
     out << "\n[moe]\nexperts = " << s.moe.experts << "\nactive = " << s.moe.active << "\nshared = "

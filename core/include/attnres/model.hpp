@@ -113,6 +113,8 @@ std::uint64_t available_memory_bytes();
 // finiteness. Errors name the file and the tensor. A model whose declared shapes need more memory
 // than is available is refused before anything is allocated.
 ModelWeights<double> load_model(const std::filesystem::path& directory);
+// The bytes of model.safetensors for `model` (F32; AttnRes tensors only when it has them).
+std::string model_safetensors_bytes(const ModelWeights<double>& model);
 // Writes DIR/config.json and DIR/model.safetensors (F32), each atomically; creates DIR.
 void save_model(const ModelWeights<double>& model, const std::filesystem::path& directory);
 

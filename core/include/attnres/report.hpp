@@ -34,6 +34,8 @@ struct Report {
   std::vector<std::string> conclusions;  // claims checked by sweeps, in words
   nlohmann::json json;
   nlohmann::json provenance;  // tool, version, scenario file and text, inputs (also json["provenance"])
+  // Further files (relative path, bytes), e.g. trained models under models/ (docs/training.md).
+  std::vector<std::pair<std::string, std::string>> files;
 };
 
 // The tables of the cost sections, in this order where asked for: io, history, prefill,

@@ -21,6 +21,10 @@
 //                y, y_values (a grid), metrics (required, one unit), log_x, log_y,
 //                overlay = "paper_fig6", threshold = 0.04 with claim = "overhead < 4%",
 //                max_points = 2000000
+//   [train]      data (required; a text file, relative to the scenario file), layers, d_model,
+//                heads, kv_heads, ffn, schemes = ["standard", "full"], blocks = [2, 4] (Block
+//                AttnRes with N blocks), steps, seq, batch, lr, seeds = [1, 2, 3], eval_every,
+//                threads = 0, save_models = false — trains each scheme x seed (docs/training.md)
 //
 // Every error names file:line:column and what was expected; unknown keys get a "did you mean".
 #pragma once
@@ -42,6 +46,23 @@ struct ScenarioScaling {
   double loss_from = 1.60, loss_to = 1.90;
 };
 
+// The [train] table: tiny models trained on the same data, steps and seeds for each scheme, so a
+// report can put measured losses beside the computed costs (docs/training.md).
+struct ScenarioTraining {
+  std::string data;                       // as written in the file
+  std::filesystem::path data_path;        // resolved against the scenario file's directory
+  int layers = 2, d_model = 64, heads = 4, kv_heads = 0, ffn = 0;  // kv_heads 0 = heads, ffn 0 = round(8d/3)
+  std::vector<std::string> schemes = {"standard", "full"};         // "standard" | "full"
+  std::vector<int> blocks;                // Block AttnRes with N blocks each (N divides L = 2 x layers)
+  int steps = 200, seq = 64, batch = 8;
+  double lr = 3e-3;
+  std::vector<std::uint64_t> seeds = {1, 2, 3};
+  int eval_every = 0;                     // 0 = steps / 10
+  int threads = 0;
+  bool save_models = false;               // write models/<scheme>[_seed<k>]/ into the report
+  int sublayers() const { return 2 * layers; }
+};
+
 struct Scenario {
   std::string source;  // file name, for messages
   std::string text;    // the file's text as read (reports keep a copy; empty when built in code)
@@ -55,6 +76,7 @@ struct Scenario {
   std::optional<Hardware> hardware;          // enables the "time" section and time metrics
   MoeShape moe;
   std::optional<PipelineSettings> pipeline;  // enables "pipeline_sim" and pipeline metrics
+  std::optional<ScenarioTraining> training;  // enables the "training" section
 
   ScenarioInputs scenario_inputs() const { return {inputs, hardware, moe, pipeline}; }
 };

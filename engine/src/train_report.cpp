@@ -1,0 +1,366 @@
+#include "attnres/train_report.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "attnres/cost.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+
+namespace attnres {
+
+using nlohmann::json;
+
+namespace {
+
+struct SchemeSpec {
+  std::string name;       // "standard", "full", "block N=2"
+  std::string directory;  // "standard", "full", "block_N2"
+  ResidualMode mode;
+  int blocks;
+  int block_size;
+};
+
+std::vector<SchemeSpec> schemes_of(const ScenarioTraining& t) {
+  const int L = t.sublayers();
+  std::vector<SchemeSpec> out;
+  for (const auto& scheme : t.schemes) {
+    if (scheme == "standard") out.push_back({"standard", "standard", ResidualMode::standard, 0, 0});
+    if (scheme == "full") out.push_back({"full", "full", ResidualMode::full, L, 1});
+  }
+  for (int blocks : t.blocks) {
+    out.push_back({"block N=" + std::to_string(blocks), "block_N" + std::to_string(blocks), ResidualMode::block, blocks,
+                   L / blocks});
+  }
+  return out;
+}
+
+ModelConfig model_config_of(const ScenarioTraining& t) {
+  ModelConfig config;
+  config.num_hidden_layers = t.layers;
+  config.hidden_size = t.d_model;
+  config.num_attention_heads = t.heads;
+  config.num_key_value_heads = t.kv_heads > 0 ? t.kv_heads : t.heads;
+  config.intermediate_size = t.ffn > 0 ? t.ffn : static_cast<int>(std::lround(8.0 * t.d_model / 3.0));
+  config.vocab_size = kByteVocabulary;
+  return config;
+}
+
+std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+double final_val(const TrainingRun& run) {
+  for (auto it = run.log.rbegin(); it != run.log.rend(); ++it) {
+    if (!std::isnan(it->val_loss)) return it->val_loss;
+  }
+  return std::nan("");
+}
+
+}  // namespace
+
+std::pair<double, double> mean_read_entropy(const ForwardTrace& trace) {
+  double entropy = 0.0, uniform = 0.0;
+  int reads = 0;
+  for (const auto& read : trace.reads) {
+    const Eigen::Index n = read.alpha_mean.size();
+    if (n < 2) continue;
+    double h = 0.0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double p = read.alpha_mean(i);
+      if (p > 0.0) h -= p * std::log(p);
+    }
+    entropy += h;
+    uniform += std::log(static_cast<double>(n));
+    ++reads;
+  }
+  if (reads == 0) return {std::nan(""), std::nan("")};
+  return {entropy / reads, uniform / reads};
+}
+
+std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training, const Progress& progress,
+                                               int steps_override) {
+  const std::vector<SchemeSpec> schemes = schemes_of(training);
+  const ModelConfig config = model_config_of(training);
+  config.validate("[train]");
+  TrainOptions options;
+  options.steps = steps_override > 0 ? steps_override : training.steps;
+  options.sequence_length = training.seq;
+  options.batch = training.batch;
+  options.lr = training.lr;
+  options.eval_every = training.eval_every;
+  options.engine.threads = training.threads;
+  const TextData data = load_text_data(training.data_path, options.validation_fraction, training.seq);
+  const std::size_t total = schemes.size() * training.seeds.size() * static_cast<std::size_t>(options.steps);
+  std::size_t done = 0;
+  std::vector<TrainingRun> runs;
+  for (const auto& scheme : schemes) {
+    for (std::uint64_t seed : training.seeds) {
+      TrainingRun run;
+      run.scheme = scheme.name;
+      run.directory = scheme.directory + (training.seeds.size() > 1 ? "_seed" + std::to_string(seed) : "");
+      run.mode = scheme.mode;
+      run.blocks = scheme.blocks;
+      run.block_size = scheme.block_size;
+      run.seed = seed;
+      TrainOptions o = options;
+      o.seed = seed;
+      o.forward.mode = scheme.mode;
+      if (scheme.mode == ResidualMode::block) o.forward.block_size = scheme.block_size;
+      // The same initial weights for every scheme of a seed (the AttnRes tensors start at zero
+      // queries and unit gains, so the schemes differ only in how sublayers are mixed).
+      Trainer trainer(random_model(config, {.seed = seed}), data, o);
+      const Progress step_progress = [&](std::size_t, std::size_t) {
+        return !progress || progress(done, total);
+      };
+      const auto start = std::chrono::steady_clock::now();
+      double train_seconds = 0.0;
+      while (!trainer.finished()) {
+        report_progress(progress, done, total, "training");
+        const auto step_start = std::chrono::steady_clock::now();
+        trainer.step(step_progress);
+        train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+        ++done;
+      }
+      run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      run.tokens_per_s = train_seconds > 0 ? static_cast<double>(trainer.tokens_seen()) / train_seconds : 0.0;
+      run.log = trainer.log();
+      const auto windows = validation_windows(data, training.seq, 1);
+      run.trace = trainer.forward(windows.front()).trace;
+      if (training.save_models) {
+        const ModelWeights<double> model = trainer.model();
+        run.model_config_json = model_config_to_json(model.config);
+        run.model_safetensors = model_safetensors_bytes(model);
+      }
+      runs.push_back(std::move(run));
+    }
+  }
+  report_progress(progress, total, total, "training");
+  return runs;
+}
+
+void add_training_section(const ScenarioTraining& training, const std::vector<TrainingRun>& runs, Report& report) {
+  if (runs.empty()) return;
+  const ModelConfig config = model_config_of(training);
+  const int L = config.sublayers();
+  const std::int64_t d = config.hidden_size;
+  const std::int64_t steps = runs.front().log.back().step;
+  const std::string setup = std::to_string(config.num_hidden_layers) + " layers (L = " + std::to_string(L) +
+                            " sublayers), d = " + std::to_string(d) + ", " + std::to_string(steps) + " steps of " +
+                            std::to_string(training.batch) + " x " + std::to_string(training.seq) +
+                            " byte tokens from " + training.data + ", seeds";
+  std::string seeds;
+  for (auto seed : training.seeds) seeds += " " + std::to_string(seed);
+
+  // Group runs by scheme, in the order they ran.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const TrainingRun*>> by_scheme;
+  for (const auto& run : runs) {
+    if (!by_scheme.count(run.scheme)) order.push_back(run.scheme);
+    by_scheme[run.scheme].push_back(&run);
+  }
+
+  // ---- Quality against N, beside the tiny model's costs.
+  ReportTable quality{"train_quality",
+                      "Measured quality (this tool's training) against the number of blocks N",
+                      {"scheme", "N", "S", "val loss mean (nats/token)", "min", "max", "seeds",
+                       "vs standard, paired by seed", "residual I/O per sublayer (x d, two-phase)",
+                       "stored history (vectors/token)",
+                       "alpha entropy / uniform"},
+                      {},
+                      "Measured here: " + setup + seeds + " (docs/training.md). These are tiny models trained for "
+                      "seconds, not the paper's 1.6B-parameter runs; compare the trend, not the values, with the "
+                      "paper's Fig. 6 marks above. \"vs standard\": the mean over seeds of (this scheme's loss - the standard "
+                      "residual's loss with the same seed), which removes most of the seed-to-seed spread. Entropy: mean over reads of the entropy of the mean depth-attention "
+                      "row, divided by log(#sources) (1 = uniform mean).",
+                      "train_loss_vs_blocks"};
+  ChartSpec vs_blocks;
+  vs_blocks.id = "train_loss_vs_blocks";
+  vs_blocks.title = "Measured validation loss against N (tiny model, mean and seed range)";
+  vs_blocks.x_label = "blocks N";
+  vs_blocks.y_label = "validation loss (nats/token)";
+  vs_blocks.log_x = true;
+  vs_blocks.caption = "Block AttnRes at each N (mean, min and max over seeds); Full AttnRes is N = L and the standard "
+                      "residual is drawn flat for reference. Measured by this tool: " + setup + seeds + ".";
+  ChartSeries mean_series{"Block/Full AttnRes, mean over seeds", {}, ChartSeries::Style::line_and_points};
+  ChartSeries low{"min over seeds", {}, ChartSeries::Style::scatter};
+  ChartSeries high{"max over seeds", {}, ChartSeries::Style::scatter};
+  double standard_mean = std::nan("");
+  std::map<std::uint64_t, double> standard_by_seed;
+  if (by_scheme.count("standard")) {
+    for (const TrainingRun* run : by_scheme["standard"]) standard_by_seed[run->seed] = final_val(*run);
+  }
+  json quality_json = json::array();
+  std::vector<std::pair<int, std::array<double, 3>>> curve;
+  for (const auto& scheme : order) {
+    const auto& group = by_scheme[scheme];
+    double sum = 0.0, lowest = INFINITY, highest = -INFINITY, entropy = 0.0, uniform = 0.0;
+    for (const TrainingRun* run : group) {
+      const double v = final_val(*run);
+      sum += v;
+      lowest = std::min(lowest, v);
+      highest = std::max(highest, v);
+      const auto [h, u] = mean_read_entropy(run->trace);
+      entropy += h;
+      uniform += u;
+    }
+    const double mean = sum / static_cast<double>(group.size());
+    const TrainingRun& first = *group.front();
+    double paired = 0.0;
+    int pairs = 0;
+    for (const TrainingRun* run : group) {
+      auto it = standard_by_seed.find(run->seed);
+      if (it == standard_by_seed.end()) continue;
+      paired += final_val(*run) - it->second;
+      ++pairs;
+    }
+    const double paired_mean = pairs ? paired / pairs : std::nan("");
+    std::string io = "-", history = "-", ratio = "-";
+    if (first.mode == ResidualMode::standard) {
+      io = format_number(io_standard(1).total());
+      history = "1";
+      standard_mean = mean;
+    } else {
+      const std::int64_t blocks = first.blocks, size = first.mode == ResidualMode::full ? 1 : first.block_size;
+      io = format_number(first.mode == ResidualMode::full ? io_full_two_phase(best_full_schedule_block(L, 1).blocks,
+                                                                              best_full_schedule_block(L, 1).block_size, 1).total()
+                                                          : io_block_two_phase(blocks, size, 1).total());
+      history = std::to_string(first.mode == ResidualMode::full ? history_vectors_full(L) : history_vectors_block(blocks));
+      ratio = fixed(entropy / uniform, 3);
+      curve.push_back({first.blocks, {mean, lowest, highest}});
+    }
+    quality.rows.push_back({scheme, first.blocks ? std::to_string(first.blocks) : "-",
+                            first.mode == ResidualMode::standard ? "-" : std::to_string(first.mode == ResidualMode::full ? 1 : first.block_size),
+                            fixed(mean, 4), fixed(lowest, 4), fixed(highest, 4), std::to_string(group.size()),
+                            (paired_mean > 0 ? "+" : "") + fixed(paired_mean, 4), io, history,
+                            ratio});
+    quality_json.push_back({{"scheme", scheme},
+                            {"mode", to_string(first.mode)},
+                            {"blocks", first.blocks},
+                            {"block_size", first.block_size},
+                            {"val_loss_mean", mean},
+                            {"val_loss_min", lowest},
+                            {"val_loss_max", highest},
+                            {"val_loss_minus_standard_paired", std::isnan(paired_mean) ? json() : json(paired_mean)},
+                            {"alpha_entropy", first.mode == ResidualMode::standard ? json() : json(entropy / static_cast<double>(group.size()))},
+                            {"alpha_uniform_entropy", first.mode == ResidualMode::standard ? json() : json(uniform / static_cast<double>(group.size()))}});
+  }
+  std::sort(curve.begin(), curve.end());
+  for (const auto& [n, values] : curve) {
+    mean_series.points.push_back({n, values[0]});
+    low.points.push_back({n, values[1]});
+    high.points.push_back({n, values[2]});
+  }
+  vs_blocks.series = {mean_series, low, high};
+  if (!std::isnan(standard_mean) && !curve.empty()) {
+    vs_blocks.series.push_back({"standard residual (mean)", {{curve.front().first, standard_mean}, {curve.back().first, standard_mean}},
+                                ChartSeries::Style::line});
+  }
+  if (curve.empty()) {  // only the standard residual: plot it at N = 1 so the chart is not empty
+    vs_blocks.series = {{"standard residual (mean)", {{1, standard_mean}}, ChartSeries::Style::scatter}};
+  }
+
+  // ---- Every run, with the loss curves.
+  ReportTable run_table{"train_runs", "Training runs (loss curves)",
+                        {"scheme", "seed", "initial val loss", "final val loss", "final train loss", "steps", "tokens/s",
+                         "seconds"},
+                        {},
+                        "Validation loss of the fixed validation windows at every evaluation; tokens/s counts training "
+                        "steps only (evaluation excluded).",
+                        "train_loss_curves"};
+  ChartSpec curves;
+  curves.id = "train_loss_curves";
+  curves.title = "Validation loss during training (mean over seeds)";
+  curves.x_label = "step";
+  curves.y_label = "validation loss (nats/token)";
+  curves.caption = "Each scheme's validation loss at the evaluation steps, averaged over its seeds.";
+  json runs_json = json::array();
+  for (const auto& run : runs) {
+    run_table.rows.push_back({run.scheme, std::to_string(run.seed), fixed(run.log.front().val_loss, 4),
+                              fixed(final_val(run), 4), fixed(run.log.back().train_loss, 4), std::to_string(run.log.back().step),
+                              format_number(std::round(run.tokens_per_s)), fixed(run.seconds, 1)});
+    json curve_json = json::array();
+    for (const auto& row : run.log) {
+      if (!std::isnan(row.val_loss)) curve_json.push_back({{"step", row.step}, {"val_loss", row.val_loss}});
+    }
+    runs_json.push_back({{"scheme", run.scheme}, {"seed", run.seed}, {"final_val_loss", final_val(run)},
+                         {"tokens_per_s", run.tokens_per_s}, {"val_curve", curve_json}});
+  }
+  for (const auto& scheme : order) {
+    const auto& group = by_scheme[scheme];
+    std::map<std::int64_t, std::pair<double, int>> at_step;
+    for (const TrainingRun* run : group) {
+      for (const auto& row : run->log) {
+        if (std::isnan(row.val_loss)) continue;
+        at_step[row.step].first += row.val_loss;
+        at_step[row.step].second += 1;
+      }
+    }
+    ChartSeries series{scheme, {}, ChartSeries::Style::line_and_points};
+    for (const auto& [step, sum] : at_step) series.points.push_back({static_cast<double>(step), sum.first / sum.second});
+    curves.series.push_back(std::move(series));
+  }
+
+  // ---- Magnitudes and gradients by depth at the end of training (Fig. 5b/5c).
+  auto depth_table = [&](const std::string& id, const std::string& title, bool gradient) {
+    ReportTable table{id, title, {"sublayer"}, {}, "", id};
+    ChartSpec chart;
+    chart.id = id;
+    chart.title = title;
+    chart.x_label = "sublayer l";
+    chart.y_label = gradient ? "RMS of d loss / d v_l" : "RMS of v_l";
+    chart.log_y = gradient;
+    chart.caption = std::string(gradient ? "Fig. 5c at tiny scale: gradient reaching each sublayer's output"
+                                         : "Fig. 5b at tiny scale: output magnitude of each sublayer") +
+                    ", from the last training step's batch, averaged over seeds.";
+    std::vector<std::vector<double>> columns;
+    for (const auto& scheme : order) {
+      table.header.push_back(scheme);
+      std::vector<double> mean(static_cast<std::size_t>(L), 0.0);
+      for (const TrainingRun* run : by_scheme[scheme]) {
+        const auto& values = gradient ? run->log.back().output_grad_rms : run->log.back().output_rms;
+        for (int l = 0; l < L && l < static_cast<int>(values.size()); ++l) {
+          mean[static_cast<std::size_t>(l)] += values[static_cast<std::size_t>(l)] / static_cast<double>(by_scheme[scheme].size());
+        }
+      }
+      ChartSeries series{scheme, {}, ChartSeries::Style::line_and_points};
+      for (int l = 0; l < L; ++l) series.points.push_back({l + 1, mean[static_cast<std::size_t>(l)]});
+      chart.series.push_back(std::move(series));
+      columns.push_back(std::move(mean));
+    }
+    for (int l = 0; l < L; ++l) {
+      std::vector<std::string> row{std::to_string(l + 1)};
+      for (const auto& column : columns) row.push_back(format_number(column[static_cast<std::size_t>(l)]));
+      table.rows.push_back(std::move(row));
+    }
+    report.tables.push_back(std::move(table));
+    report.charts.push_back(std::move(chart));
+  };
+
+  report.tables.push_back(std::move(quality));
+  report.charts.push_back(std::move(vs_blocks));
+  report.tables.push_back(std::move(run_table));
+  report.charts.push_back(std::move(curves));
+  depth_table("train_output_rms", "Output magnitude by depth after training (Fig. 5b, tiny scale)", false);
+  depth_table("train_output_grad_rms", "Output-gradient magnitude by depth after training (Fig. 5c, tiny scale)", true);
+
+  report.json["training"] = {{"setup", setup + seeds},
+                             {"data", training.data},
+                             {"steps", steps},
+                             {"quality", quality_json},
+                             {"runs", runs_json}};
+  if (training.save_models) {
+    for (const auto& run : runs) {
+      report.files.push_back({"models/" + run.directory + "/config.json", run.model_config_json});
+      report.files.push_back({"models/" + run.directory + "/model.safetensors", run.model_safetensors});
+      report.files.push_back({"models/" + run.directory + "/train_log.csv", train_log_csv(run.log, L)});
+    }
+  }
+}
+
+}  // namespace attnres
