@@ -229,3 +229,42 @@ TEST(ScenarioWriter, RoundTripsEverySetting) {
 
 }  // namespace
 }  // namespace attnres
+
+namespace attnres {
+namespace {
+
+const std::string kTrain = "[train]\ndata = \"corpus.txt\"\nlayers = 2\nd_model = 32\nheads = 2\n";
+
+TEST(ScenarioTraining, ReadsTheTrainTableAndResolvesTheDataPath) {
+  const auto s = parse_scenario(kModel + kTrain + "blocks = [1, 2, 4]\nseeds = [4, 5]\nsteps = 12\nlr = 0.01\n",
+                                "scenarios/s.toml");
+  ASSERT_TRUE(s.training);
+  EXPECT_EQ(s.training->data_path, std::filesystem::path("scenarios/corpus.txt"));
+  EXPECT_EQ(s.training->blocks, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(s.training->seeds, (std::vector<std::uint64_t>{4, 5}));
+  EXPECT_EQ(s.training->schemes, (std::vector<std::string>{"standard", "full"}));
+  EXPECT_EQ(s.training->steps, 12);
+  EXPECT_NE(std::find(s.sections.begin(), s.sections.end(), "training"), s.sections.end());
+  // A training-only scenario needs no [model].
+  const auto only = parse_scenario("sections = [\"training\"]\n" + kTrain, "t.toml");
+  EXPECT_FALSE(only.has_model);
+  // Round trip.
+  const auto again = parse_scenario(scenario_to_toml(s), "scenarios/w.toml");
+  ASSERT_TRUE(again.training);
+  EXPECT_EQ(again.training->blocks, s.training->blocks);
+  EXPECT_EQ(again.training->seeds, s.training->seeds);
+  EXPECT_EQ(again.training->lr, 0.01);
+}
+
+TEST(ScenarioTraining, BadSettingsAreLocated) {
+  expect_error(kModel + "[train]\nlayers = 2\n", "5:1", "[train] needs 'data'");
+  expect_error(kModel + kTrain + "blocks = [3]\n", "10:11", "must divide L = 4");
+  expect_error(kModel + kTrain + "schemes = [\"blok\"]\n", "10:12", "unknown scheme 'blok'");
+  expect_error(kModel + kTrain + "stpes = 3\n", "10:1", "did you mean 'train.steps'?");
+  expect_error(kModel + kTrain + "steps = 0\n", "10:9", "train.steps must be between 1 and");
+  expect_error(kModel + "[train]\ndata = \"c.txt\"\nd_model = 30\nheads = 4\n", "5:1", "even head size");
+  expect_error("sections = [\"training\"]\n" + kModel, "1:12", "section 'training' needs a [train] table");
+}
+
+}  // namespace
+}  // namespace attnres

@@ -1,0 +1,219 @@
+// The fast CPU backward pass (engine/cpu/fast_backward.cpp) against the reference
+// attnres::loss_and_gradients (docs/training.md, docs/engines.md): every tensor of the gradient,
+// the loss and both Fig. 5 RMS curves, in every residual mode, at f64 and f32, with 1, 2 and 3
+// threads; bit-identical reruns; workspace reuse across batches; errors and cancellation.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "attnres/backward.hpp"
+#include "attnres/cancel.hpp"
+#include "attnres/error.hpp"
+#include "attnres/gradient_engine.hpp"
+#include "test_support.hpp"
+
+namespace attnres {
+namespace {
+
+// A grouped-query model (4 heads, 2 kv heads) whose gains and queries are off their initial
+// values, so that every gradient path is exercised (as in test_backward.cpp).
+ModelWeights<double> fast_test_model(std::uint64_t seed) {
+  ModelConfig config = test::model_config(2, 16, 4, 2, 24, 13);
+  ModelWeights<double> model = random_model(config, {.seed = seed, .weight_std = 0.3, .query_std = 0.7});
+  std::mt19937_64 engine(seed + 17);
+  std::uniform_real_distribution<double> gain(0.6, 1.4);
+  visit_tensors(model, [&](const TensorRef<double>& tensor) {
+    if (tensor.shape.size() == 1 && tensor.name.find("query") == std::string::npos) {
+      for (std::int64_t i = 0; i < tensor.element_count(); ++i) tensor.data[i] = gain(engine);
+    }
+  });
+  return model;
+}
+
+// Sequences of different lengths: T = 2, a few short ones, and T = 70 (two 64-row attention tiles).
+std::vector<std::vector<int>> test_batch(int vocab) {
+  std::vector<std::vector<int>> batch;
+  std::mt19937 engine(3);
+  std::uniform_int_distribution<int> token(0, vocab - 1);
+  for (int length : {9, 2, 70, 5, 33}) {
+    std::vector<int> tokens(static_cast<std::size_t>(length));
+    for (int& id : tokens) id = token(engine);
+    batch.push_back(std::move(tokens));
+  }
+  return batch;
+}
+
+struct ModeCase {
+  std::string name;
+  ResidualMode mode;
+  int block_size;
+  bool zero_placeholder;
+};
+
+std::vector<ModeCase> all_modes() {
+  return {{"standard", ResidualMode::standard, 0, false}, {"full", ResidualMode::full, 0, false},
+          {"block_S1", ResidualMode::block, 1, false},     {"block_S2", ResidualMode::block, 2, false},
+          {"block_S3", ResidualMode::block, 3, false},     {"block_S2_placeholder", ResidualMode::block, 2, true}};
+}
+
+ForwardOptions options_for(const ModeCase& mode) {
+  ForwardOptions options;
+  options.mode = mode.mode;
+  if (mode.block_size) options.block_size = mode.block_size;
+  options.zero_placeholder = mode.zero_placeholder;
+  options.record_mixing = false;
+  return options;
+}
+
+// Worst error / max(1, max |reference|) over the tensors, loss and RMS curves; fails the test
+// naming the first quantity above `tolerance`.
+template <typename Scalar>
+double compare(const Gradients<Scalar>& fast, const Gradients<Scalar>& reference, double tolerance,
+               const std::string& what) {
+  double worst = 0.0;
+  auto check = [&](const std::string& name, double error) {
+    EXPECT_LE(error, tolerance) << what << ": " << name;
+    worst = std::max(worst, error);
+  };
+  std::map<std::string, std::pair<const Scalar*, std::int64_t>> expected;
+  auto& reference_grad = const_cast<ModelWeights<Scalar>&>(reference.grad);
+  auto& fast_grad = const_cast<ModelWeights<Scalar>&>(fast.grad);
+  visit_tensors(reference_grad, [&](const TensorRef<Scalar>& t) { expected[t.name] = {t.data, t.element_count()}; });
+  std::size_t seen = 0;
+  visit_tensors(fast_grad, [&](const TensorRef<Scalar>& t) {
+    ++seen;
+    const auto& [data, count] = expected.at(t.name);
+    ASSERT_EQ(count, t.element_count()) << t.name;
+    using Map = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>;
+    check(t.name, test::max_scaled_difference(Map(t.data, count), Map(data, count)));
+  });
+  EXPECT_EQ(seen, expected.size());
+  EXPECT_EQ(fast.predicted, reference.predicted);
+  check("loss", std::abs(fast.loss - reference.loss) / std::max(1.0, std::abs(reference.loss)));
+  EXPECT_EQ(fast.sublayer_output_rms.size(), reference.sublayer_output_rms.size());
+  EXPECT_EQ(fast.sublayer_output_grad_rms.size(), reference.sublayer_output_grad_rms.size());
+  for (std::size_t r = 0; r < reference.sublayer_output_rms.size() && r < fast.sublayer_output_rms.size(); ++r) {
+    const double a = reference.sublayer_output_rms[r], b = reference.sublayer_output_grad_rms[r];
+    // Relative: the gradient RMS of a batch is small (d loss / d v scales with 1 / predicted).
+    auto relative = [](double actual, double expected_value) {
+      return std::abs(actual - expected_value) / std::max(std::abs(expected_value), 1e-300);
+    };
+    check("output rms " + std::to_string(r), relative(fast.sublayer_output_rms[r], a));
+    check("grad rms " + std::to_string(r), relative(fast.sublayer_output_grad_rms[r], b));
+  }
+  return worst;
+}
+
+class FastBackwardModes : public ::testing::TestWithParam<ModeCase> {};
+
+TEST_P(FastBackwardModes, MatchesTheReferenceAtF64WithOneTwoAndThreeThreads) {
+  const ModelWeights<double> model = fast_test_model(7);
+  const auto batch = test_batch(model.config.vocab_size);
+  const ForwardOptions options = options_for(GetParam());
+  const Gradients<double> reference = loss_and_gradients(model, batch, options);
+  for (int threads : {1, 2, 3}) {
+    GradientEngine<double> engine(model.config, {.engine = EngineKind::fast, .threads = threads});
+    Gradients<double> fast;
+    engine.compute(model, batch, options, fast);
+    const double worst = compare(fast, reference, 1e-10, GetParam().name + " x" + std::to_string(threads));
+    std::cout << "[ " << GetParam().name << " x" << threads << " ] worst f64 difference " << worst << "\n";
+  }
+}
+
+TEST_P(FastBackwardModes, MatchesTheReferenceAtF32) {
+  const ModelWeights<float> model = fast_test_model(11).cast<float>();
+  const auto batch = test_batch(model.config.vocab_size);
+  const ForwardOptions options = options_for(GetParam());
+  const Gradients<float> reference = loss_and_gradients(model, batch, options);
+  GradientEngine<float> engine(model.config, {.engine = EngineKind::fast, .threads = 2});
+  Gradients<float> fast;
+  engine.compute(model, batch, options, fast);
+  const double worst = compare(fast, reference, 1e-4, GetParam().name + " f32");
+  std::cout << "[ " << GetParam().name << " ] worst f32 difference " << worst << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMode, FastBackwardModes, ::testing::ValuesIn(all_modes()),
+                         [](const auto& info) { return info.param.name; });
+
+// Every tensor's bytes.
+template <typename Scalar>
+std::vector<std::vector<unsigned char>> bytes_of(Gradients<Scalar>& g) {
+  std::vector<std::vector<unsigned char>> bytes;
+  visit_tensors(g.grad, [&](const TensorRef<Scalar>& t) {
+    const auto* begin = reinterpret_cast<const unsigned char*>(t.data);
+    bytes.emplace_back(begin, begin + t.element_count() * static_cast<std::int64_t>(sizeof(Scalar)));
+  });
+  return bytes;
+}
+
+TEST(FastBackward, RerunsAreBitIdenticalAndWorkspacesAreReusedCorrectly) {
+  const ModelWeights<float> model = fast_test_model(5).cast<float>();
+  const auto batch = test_batch(model.config.vocab_size);
+  ForwardOptions options = options_for({"block_S3", ResidualMode::block, 3, false});
+  for (int threads : {1, 2}) {
+    GradientEngine<float> engine(model.config, {.engine = EngineKind::fast, .threads = threads});
+    Gradients<float> first, second;
+    engine.compute(model, batch, options, first);
+    engine.compute(model, batch, options, second);
+    EXPECT_EQ(std::memcmp(&first.loss, &second.loss, sizeof(double)), 0);
+    EXPECT_TRUE(bytes_of(first) == bytes_of(second)) << "two calls, " << threads << " thread(s)";
+
+    // A different batch (other lengths, other mode) in between, then the first again: the same
+    // bytes as a fresh engine.
+    const std::vector<std::vector<int>> other = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                  12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                  10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7,
+                                                  8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+                                                 {3, 4}};
+    Gradients<float> scratch;
+    engine.compute(model, other, options_for({"full", ResidualMode::full, 0, false}), scratch);
+    Gradients<float> reused = scratch;  // buffers of the right shapes: reused in place
+    engine.compute(model, batch, options, reused);
+    GradientEngine<float> fresh_engine(model.config, {.engine = EngineKind::fast, .threads = threads});
+    Gradients<float> fresh;
+    fresh_engine.compute(model, batch, options, fresh);
+    EXPECT_EQ(reused.loss, fresh.loss);
+    EXPECT_TRUE(bytes_of(reused) == bytes_of(fresh)) << "after another batch, " << threads << " thread(s)";
+    EXPECT_EQ(reused.sublayer_output_grad_rms, fresh.sublayer_output_grad_rms);
+  }
+}
+
+TEST(FastBackward, BadBatchesAreErrorsAndCancellationStops) {
+  const ModelWeights<double> model = fast_test_model(1);
+  GradientEngine<double> engine(model.config, {.engine = EngineKind::fast, .threads = 2});
+  Gradients<double> g;
+  EXPECT_THROW(engine.compute(model, {}, {}, g), Error);
+  try {
+    engine.compute(model, {{1, 2}, {3}}, {}, g);
+    FAIL() << "a 1-token sequence must be refused";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("sequence 1 has 1 token(s)"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(engine.compute(model, {{1, 13}}, {}, g), Error);
+  EXPECT_THROW(engine.compute(model, {{1, -1, 2}}, {}, g), Error);
+
+  ForwardOptions options = options_for({"full", ResidualMode::full, 0, false});
+  std::size_t calls = 0;
+  options.progress = [&](std::size_t, std::size_t) { return ++calls < 5; };
+  EXPECT_THROW(engine.compute(model, {{1, 2, 3}, {4, 5, 6}, {7, 8}}, options, g), Cancelled);
+  EXPECT_GE(calls, 5u);
+
+  // Progress covers every sequence and sublayer: (2L + 2) steps per sequence.
+  std::size_t last_total = 0, count = 0;
+  options.progress = [&](std::size_t, std::size_t total) {
+    last_total = total;
+    ++count;
+    return true;
+  };
+  engine.compute(model, {{1, 2, 3}, {4, 5, 6}, {7, 8}}, options, g);
+  EXPECT_EQ(count, 3u * (2 * 4 + 2));
+  EXPECT_EQ(last_total, count);
+  // The engine is still usable after a cancelled call.
+  const Gradients<double> reference = loss_and_gradients(model, {{1, 2, 3}, {4, 5, 6}, {7, 8}}, options);
+  EXPECT_LE(compare(g, reference, 1e-10, "after cancel"), 1e-10);
+}
+
+}  // namespace
+}  // namespace attnres
