@@ -1,5 +1,5 @@
 // attnres-lab: the desktop GUI. Also renders one view to a PNG and exits:
-//   attnres-lab --view cost|depth-attention|magnitudes|pipeline|duality|scaling
+//   attnres-lab --view cost|depth-attention|magnitudes|pipeline|duality|scaling|training
 //               [--scenario FILE.toml] [--model DIR] --screenshot OUT.png
 #include <QApplication>
 #include <QCommandLineParser>
@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription("AttnRes Lab: explore, explain and present Attention Residuals");
   parser.addHelpOption();
-  const QCommandLineOption view(QStringLiteral("view"), "Open this view: cost, depth-attention, magnitudes, pipeline, duality, scaling.", "name");
+  const QCommandLineOption view(QStringLiteral("view"), "Open this view: cost, depth-attention, magnitudes, pipeline, duality, scaling, training.", "name");
   const QCommandLineOption scenario(QStringLiteral("scenario"), "Open this scenario file.", "file");
   const QCommandLineOption model(QStringLiteral("model"), "Open this model directory.", "dir");
   const QCommandLineOption screenshot(QStringLiteral("screenshot"), "Render the view at 1400x900 into this PNG and exit.", "png");
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   const std::string name = parser.isSet(view) ? parser.value(view).toStdString() : "cost";
   if (!window.view(name)) {
     std::cerr << "attnres-lab: unknown view '" << name
-              << "' (expected cost, depth-attention, magnitudes, pipeline, duality or scaling)\n";
+              << "' (expected cost, depth-attention, magnitudes, pipeline, duality, scaling or training)\n";
     return 2;
   }
   window.recompute_all();

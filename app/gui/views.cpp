@@ -30,6 +30,7 @@
 #include "attnres/paper_reference.hpp"
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
+#include "training_view.hpp"
 
 namespace attnres::gui {
 
@@ -949,7 +950,8 @@ class ScalingView : public View {
 
 std::vector<View*> make_views(const ViewHost& host, QWidget* parent) {
   std::vector<View*> views = {new CostView(host),      new DepthAttentionView(host), new MagnitudesView(host),
-                              new PipelineView(host),  new DualityView(host),        new ScalingView(host)};
+                              new PipelineView(host),  new DualityView(host),        new ScalingView(host),
+                              new TrainingView(host)};
   for (View* view : views) view->setParent(parent);
   return views;
 }

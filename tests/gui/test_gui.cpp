@@ -2,15 +2,19 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QLineEdit>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QThread>
 #include <QThreadPool>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 
 #include "attnres/atomic_file.hpp"
@@ -21,6 +25,7 @@
 #include "attnres/report.hpp"
 #include "main_window.hpp"
 #include "test_support.hpp"
+#include "training_view.hpp"
 
 namespace attnres::gui {
 namespace {
@@ -36,7 +41,8 @@ TEST(Gui, EveryViewBuildsAndDraws) {
   window.recompute_all();
   std::vector<std::string> names;
   for (View* view : window.views()) names.push_back(view->name());
-  EXPECT_EQ(names, (std::vector<std::string>{"cost", "depth-attention", "magnitudes", "pipeline", "duality", "scaling"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cost", "depth-attention", "magnitudes", "pipeline", "duality", "scaling",
+                                             "training"}));
   for (View* view : window.views()) {
     window.show_view(view->name());
     EXPECT_EQ(window.current_view(), view);
@@ -443,6 +449,225 @@ TEST(Gui, ScreenshotOfEveryViewIsNotBlank) {
   const std::string bad = std::string(ATTNRES_GUI_BINARY) + " --view nowhere --screenshot x.png > /dev/null 2>&1";
   const int status = std::system(("QT_QPA_PLATFORM=offscreen " + bad).c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2);
+}
+
+
+// ------------------------------------------------------------------ the Training view
+
+TrainingView* training_view(const MainWindow& window) { return dynamic_cast<TrainingView*>(window.view("training")); }
+
+template <typename Widget>
+Widget* child(QWidget* parent, const char* name) {
+  auto* widget = parent->findChild<Widget*>(name);
+  EXPECT_NE(widget, nullptr) << name;
+  return widget;
+}
+
+// A run that takes well under a second per step: 1 layer (L = 2), d 16, the built-in text.
+void configure_tiny_run(TrainingView* view, int steps) {
+  child<QSpinBox>(view, "train_layers")->setValue(1);
+  child<QSpinBox>(view, "train_d_model")->setValue(16);
+  child<QSpinBox>(view, "train_heads")->setValue(2);
+  child<QSpinBox>(view, "train_ffn")->setValue(32);
+  child<QSpinBox>(view, "train_seq")->setValue(16);
+  child<QSpinBox>(view, "train_batch")->setValue(2);
+  child<QSpinBox>(view, "train_steps")->setValue(steps);
+  child<QDoubleSpinBox>(view, "train_lr")->setValue(1e-2);
+  child<QCheckBox>(view, "train_standard")->setChecked(true);
+  child<QCheckBox>(view, "train_full")->setChecked(true);
+  child<QCheckBox>(view, "train_block")->setChecked(false);
+  child<QPushButton>(view, "train_builtin")->click();
+}
+
+const ChartSeries* series_named(const ChartSpec& chart, const std::string& name) {
+  for (const auto& series : chart.series) {
+    if (series.name == name) return &series;
+  }
+  return nullptr;
+}
+
+bool run_ended(const MainWindow& window, const TrainingView* view) {
+  return view->state() != TrainingView::State::running && window.runs_in_flight() == 0;
+}
+
+TEST(Gui, TrainingViewTrainsTwoSchemesSideBySideAndSavesThem) {
+  test::TempDir dir;
+  MainWindow window(false);
+  TrainingView* view = training_view(window);
+  ASSERT_NE(view, nullptr);
+  configure_tiny_run(view, 6);
+  child<QPushButton>(view, "train_start")->click();
+  EXPECT_EQ(view->state(), TrainingView::State::running);
+  EXPECT_FALSE(child<QPushButton>(view, "train_start")->isEnabled());
+  ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }, 120000));
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  ASSERT_EQ(view->state(), TrainingView::State::finished);
+  EXPECT_EQ(view->steps_done(), 12);  // 6 steps of each scheme
+  const auto charts = view->charts();
+  ASSERT_EQ(charts.size(), 3u);
+  const ChartSpec& loss = charts[0];
+  EXPECT_EQ(loss.y_label, "loss (nats/token)");
+  for (const std::string scheme : {"standard", "Full AttnRes"}) {
+    const ChartSeries* train = series_named(loss, scheme);
+    const ChartSeries* val = series_named(loss, scheme + " validation");
+    ASSERT_NE(train, nullptr) << scheme;
+    ASSERT_NE(val, nullptr) << scheme;
+    EXPECT_EQ(train->points.size(), 6u) << scheme;
+    ASSERT_GE(val->points.size(), 2u) << scheme;
+    EXPECT_EQ(val->points.front().first, 0.0);
+    EXPECT_NEAR(val->points.front().second, std::log(256.0), 0.1) << scheme;  // knows nothing yet
+    EXPECT_EQ(val->points.back().first, 6.0);
+    EXPECT_LT(val->points.back().second, val->points.front().second) << scheme;
+    // Magnitude and gradient by depth: one point per sublayer (L = 2).
+    EXPECT_EQ(series_named(charts[1], scheme)->points.size(), 2u);
+    EXPECT_EQ(series_named(charts[2], scheme)->points.size(), 2u);
+  }
+  // The alpha map of Full AttnRes: reads sublayer 1, sublayer 2, final; each row sums to one.
+  const auto maps = view->heatmaps();
+  ASSERT_EQ(maps.size(), 1u);
+  ASSERT_EQ(maps[0]->values().size(), 3u);
+  for (const auto& row : maps[0]->values()) {
+    double sum = 0;
+    for (double v : row) sum += std::isnan(v) ? 0 : v;
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  // Save models: one checkpoint directory per scheme.
+  ASSERT_TRUE(child<QPushButton>(view, "train_save")->isEnabled());
+  view->save_models(dir / "models");
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  for (const char* scheme : {"standard", "full"}) {
+    for (const char* file : {"config.json", "model.safetensors", "optimizer.safetensors", "train_state.json", "train_log.csv"}) {
+      EXPECT_TRUE(fs::exists(dir / "models" / scheme / file)) << scheme << "/" << file;
+    }
+  }
+  EXPECT_EQ(load_model(dir / "models" / "full").config.attn_res.mode, ResidualMode::full);
+  // A directory holding someone else's file is refused, and nothing is written beside it.
+  fs::create_directories(dir / "busy" / "full");
+  write_file_atomically(dir / "busy" / "full" / "notes.txt", "mine");
+  view->save_models(dir / "busy");
+  EXPECT_NE(window.error_text().find("holds files attnres did not write"), std::string::npos) << window.error_text();
+  EXPECT_FALSE(fs::exists(dir / "busy" / "standard"));
+  EXPECT_EQ(read_file(dir / "busy" / "full" / "notes.txt"), "mine");
+}
+
+TEST(Gui, TrainingViewStopEndsTheWorkerPromptly) {
+  MainWindow window(false);
+  TrainingView* view = training_view(window);
+  ASSERT_NE(view, nullptr);
+  configure_tiny_run(view, 100000);
+  child<QPushButton>(view, "train_start")->click();
+  ASSERT_TRUE(wait_until([&] { return view->steps_done() >= 4; }, 120000));
+  // Live updates reach the charts while the run goes on.
+  ASSERT_TRUE(wait_until([&] {
+    const ChartSeries* train = series_named(view->charts()[0], "Full AttnRes");
+    return train && train->points.size() >= 2;
+  }, 120000));
+  EXPECT_EQ(view->state(), TrainingView::State::running);
+  QElapsedTimer timer;
+  timer.start();
+  child<QPushButton>(view, "train_stop")->click();
+  ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }));
+  EXPECT_LT(timer.elapsed(), 5000);  // the step in flight is abandoned, not 100000 steps later
+  EXPECT_EQ(view->state(), TrainingView::State::stopped);
+  const std::int64_t steps = view->steps_done();
+  EXPECT_LT(steps, 100000 * 2);
+  settle();
+  EXPECT_EQ(view->steps_done(), steps);  // the worker has ended: the counter no longer moves
+  EXPECT_EQ(window.error_text(), "");    // stopping is not an error
+  EXPECT_TRUE(child<QPushButton>(view, "train_start")->isEnabled());
+  EXPECT_FALSE(child<QPushButton>(view, "train_stop")->isEnabled());
+  EXPECT_TRUE(child<QPushButton>(view, "train_save")->isEnabled());
+  // The curves hold the steps taken before Stop.
+  const ChartSeries* train = series_named(view->charts()[0], "standard");
+  ASSERT_NE(train, nullptr);
+  EXPECT_GE(train->points.size(), 2u);
+}
+
+TEST(Gui, TrainingViewShowsBadInputsInTheBannerAndKeepsWorking) {
+  test::TempDir dir;
+  MainWindow window(false);
+  TrainingView* view = training_view(window);
+  ASSERT_NE(view, nullptr);
+  configure_tiny_run(view, 2);
+  child<QLineEdit>(view, "train_data")->setText(QString::fromStdString((dir / "missing.txt").string()));
+  child<QPushButton>(view, "train_start")->click();
+  ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }));
+  settle();
+  EXPECT_EQ(view->state(), TrainingView::State::failed);
+  EXPECT_NE(window.error_text().find((dir / "missing.txt").string() + ": cannot read the data file"), std::string::npos)
+      << window.error_text();
+  EXPECT_TRUE(child<QPushButton>(view, "train_start")->isEnabled());
+  // A file too short for the sequence length: the core's message.
+  write_file_atomically(dir / "short.txt", "tiny text");
+  child<QLineEdit>(view, "train_data")->setText(QString::fromStdString((dir / "short.txt").string()));
+  child<QPushButton>(view, "train_start")->click();
+  ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }));
+  settle();
+  EXPECT_NE(window.error_text().find("each part needs at least 17"), std::string::npos) << window.error_text();
+  // No data, a bad shape and no scheme are refused before any work starts.
+  child<QLineEdit>(view, "train_data")->setText("");
+  child<QPushButton>(view, "train_start")->click();
+  EXPECT_NE(window.error_text().find("choose a text file"), std::string::npos) << window.error_text();
+  child<QLineEdit>(view, "train_data")->setText(QString::fromStdString((dir / "short.txt").string()));
+  child<QSpinBox>(view, "train_heads")->setValue(3);
+  child<QPushButton>(view, "train_start")->click();
+  EXPECT_NE(window.error_text().find("heads (3) must divide d_model (16)"), std::string::npos) << window.error_text();
+  EXPECT_EQ(window.runs_in_flight(), 0u);
+  child<QSpinBox>(view, "train_heads")->setValue(2);
+  child<QCheckBox>(view, "train_standard")->setChecked(false);
+  child<QCheckBox>(view, "train_full")->setChecked(false);
+  child<QPushButton>(view, "train_start")->click();
+  EXPECT_NE(window.error_text().find("check at least one scheme"), std::string::npos) << window.error_text();
+  // The window keeps working: the built-in text trains and the banner clears.
+  child<QCheckBox>(view, "train_full")->setChecked(true);
+  child<QPushButton>(view, "train_builtin")->click();
+  child<QPushButton>(view, "train_start")->click();
+  ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }, 120000));
+  settle();
+  EXPECT_EQ(view->state(), TrainingView::State::finished);
+  EXPECT_EQ(window.error_text(), "");
+}
+
+// The default settings (three schemes, 2 layers) train to the end and draw every panel. Set
+// ATTNRES_TRAINING_SCREENSHOT=PATH.png to keep the picture (scripts/training-screenshot.sh).
+TEST(Gui, TrainingViewDefaultRunDrawsEveryPanel) {
+  MainWindow window(false);
+  TrainingView* view = training_view(window);
+  ASSERT_NE(view, nullptr);
+  const char* shot = std::getenv("ATTNRES_TRAINING_SCREENSHOT");
+  if (!shot) child<QSpinBox>(view, "train_steps")->setValue(40);  // the whole 200 only for the picture
+  child<QPushButton>(view, "train_builtin")->click();
+  window.show_view("training");
+  window.resize(1400, 900);
+  window.show();
+  child<QPushButton>(view, "train_start")->click();
+  ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }, 300000));
+  settle();
+  ASSERT_EQ(view->state(), TrainingView::State::finished) << window.error_text();
+  const auto charts = view->charts();
+  EXPECT_EQ(charts[0].series.size(), 6u);  // three schemes, training and validation
+  for (const auto& chart : charts) {
+    for (const auto& series : chart.series) EXPECT_FALSE(series.points.empty()) << chart.id << " " << series.name;
+  }
+  EXPECT_EQ(view->heatmaps()[0]->values().size(), 5u);  // L + 1 reads
+  auto* scheme = child<QComboBox>(view, "train_alpha_scheme");
+  ASSERT_EQ(scheme->count(), 2);  // Full and Block AttnRes
+  const std::string full_title = view->heatmaps()[0]->title();
+  scheme->setCurrentIndex(1);
+  EXPECT_NE(view->heatmaps()[0]->title(), full_title);
+  EXPECT_NE(view->heatmaps()[0]->title().find("Block AttnRes (S = 2)"), std::string::npos);
+  scheme->setCurrentIndex(0);
+  settle();
+  const QImage image = window.grab().toImage();
+  std::set<QRgb> colours;
+  for (int y = 0; y < image.height(); y += 9) {
+    for (int x = 0; x < image.width(); x += 9) colours.insert(image.pixel(x, y));
+  }
+  EXPECT_GT(colours.size(), 20u);
+  if (shot) EXPECT_TRUE(image.save(QString::fromLocal8Bit(shot), "PNG")) << shot;
 }
 
 }  // namespace

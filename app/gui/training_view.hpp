@@ -1,0 +1,92 @@
+// The Training view of attnres-lab (docs/training.md): trains the standard residual, Full
+// AttnRes and Block AttnRes side by side on the same text, from the same initial weights, one
+// AdamW step each in turn, and shows the loss curves, the depth-attention weights of one AttnRes
+// scheme, and the output and output-gradient RMS by depth as the run goes.
+//
+// The run works off the GUI thread (ViewHost::run): the worker owns the Trainers, publishes new
+// log rows and alpha maps into a shared, mutex-guarded record and posts at most ~10 updates per
+// second to the GUI thread, which draws them. Stop (or the status bar's Cancel) ends the work at
+// the next check inside the step in flight; the steps taken so far stay and can be saved.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnres/trainer.hpp"
+#include "views.hpp"
+
+QT_BEGIN_NAMESPACE
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+QT_END_NAMESPACE
+
+namespace attnres::gui {
+
+class ChartPanel;
+
+// A few KB of simple English sentences, the same bytes on every run (the "Use built-in sample
+// text" data: nothing is written to disk).
+std::string builtin_sample_text();
+
+class TrainingView : public View {
+ public:
+  enum class State { idle, running, finished, stopped, failed };
+
+  explicit TrainingView(const ViewHost& host);
+  ~TrainingView() override;
+
+  void recompute() override {}  // training starts with Start, never by itself
+  std::vector<ChartSpec> charts() const override;
+  std::vector<HeatmapWidget*> heatmaps() override;
+
+  // The buttons' actions (errors go to the banner).
+  void start();
+  void stop();
+  void use_builtin_sample();
+  void save_models(const std::filesystem::path& directory);
+
+  // The latest run as the GUI thread has seen it, and the steps its worker has taken so far
+  // (every scheme together; read from the worker's counter).
+  State state() const { return state_; }
+  std::int64_t steps_done() const;
+
+ private:
+  struct Settings;
+  struct Run;
+  struct Scheme;
+  Settings settings() const;
+  void apply_update(const std::shared_ptr<Run>& run);
+  void redraw();
+  void redraw_alpha();
+  void update_status();
+  void set_running(bool running);
+
+  QLineEdit* data_path_;
+  QLabel* data_info_;
+  QDoubleSpinBox *validation_fraction_, *lr_;
+  QSpinBox *layers_, *d_model_, *heads_, *ffn_, *seq_, *batch_, *steps_, *seed_, *threads_, *block_size_;
+  QCheckBox *standard_, *full_, *block_;
+  QPushButton *start_, *stop_, *save_;
+  QLabel* status_;
+  QComboBox* alpha_scheme_;
+  ChartPanel *loss_, *rms_, *grad_rms_;
+  HeatmapWidget* alpha_;
+  bool builtin_ = false;
+
+  State state_ = State::idle;
+  std::shared_ptr<Run> run_;
+  int next_run_ = 0;
+  // What the GUI thread has taken from the run so far.
+  std::vector<std::vector<TrainLogRow>> rows_;
+  std::string saved_;  // the last "saved ..." note for the status line
+};
+
+}  // namespace attnres::gui
