@@ -30,6 +30,8 @@ void print_help(std::ostream& out) {
          "               per-sublayer norms and the depth-attention weights\n"
          "  train        train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
          "               train_log.csv, resumable (docs/training.md)\n"
+         "  mask         history masking on a trained model: remove depth sources from every\n"
+         "               read, compare the loss change with random masks of equal mass\n"
          "  bench        time whole forward passes (tokens/s) and the depth read's bandwidth\n"
          "  cost         memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
          "               residual scheme for one setting (table, JSON or CSV)\n"
@@ -256,12 +258,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (command == "metrics") return metrics_command(rest, out, err);
     if (command == "bench") return bench_command(rest, out, err);
     if (command == "train") return train_command(rest, out, err);
+    if (command == "mask") return mask_command(rest, out, err);
     const std::vector<std::string> commands = {"init-model", "forward", "cost", "scaling", "sweep",
-                                               "pipeline", "metrics", "report", "bench", "train"};
+                                               "pipeline", "metrics", "report", "bench", "train", "mask"};
     const std::string hint = did_you_mean(command, commands);
     err << "attnres: unknown command '" << printable_text(command) << "'"
         << (hint.empty() ? "" : " (did you mean '" + hint + "'?)")
-        << "; expected init-model, forward, bench, cost, scaling, sweep, pipeline, metrics or report "
+        << "; expected init-model, forward, train, mask, bench, cost, scaling, sweep, pipeline, metrics or report "
            "(see attnres --help)\n";
     return kExitUsage;
   } catch (const UsageError& error) {

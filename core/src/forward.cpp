@@ -229,6 +229,27 @@ ReadResult<Scalar> one_shot_read(const ModelWeights<Scalar>& model, const DepthS
   return out;
 }
 
+// A read with some sources removed: the remaining weights renormalised, h recomputed from them.
+template <typename Scalar>
+ReadResult<Scalar> masked_read(const ModelWeights<Scalar>& model, const DepthState<Scalar>& state,
+                               const std::vector<DepthSource>& sources, int read, Scalar key_eps,
+                               const std::vector<double>& keep) {
+  ReadResult<Scalar> out = one_shot_read(model, state, sources, read, key_eps);
+  if (keep.size() != sources.size()) {
+    throw Error("forward: the depth mask of read " + std::to_string(read) + " lists " + std::to_string(keep.size()) +
+                " sources; the read has " + std::to_string(sources.size()));
+  }
+  if (std::all_of(keep.begin(), keep.end(), [](double k) { return k <= 0.0; })) return out;
+  for (std::size_t i = 0; i < keep.size(); ++i) out.alpha.col(static_cast<Eigen::Index>(i)) *= static_cast<Scalar>(keep[i]);
+  const Vector<Scalar> kept = out.alpha.rowwise().sum();  // (T)
+  out.alpha.array().colwise() /= kept.array();
+  out.h.setZero();
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    out.h.array() += state.value(sources[i]).array().colwise() * out.alpha.col(static_cast<Eigen::Index>(i)).array();
+  }
+  return out;
+}
+
 // Phase 1 of the two-phase schedule: the reads first..last of a group read their shared,
 // completed history once, with their queries stacked.
 template <typename Scalar>
@@ -345,7 +366,13 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
     for (int r = 0; r <= L; ++r) {
       const auto& sources = layout.reads[static_cast<std::size_t>(r)];
       ReadResult<Scalar> read;
-      if (!options.two_phase) {
+      if (options.mask) {
+        if (options.mask->keep.size() != static_cast<std::size_t>(L + 1)) {
+          throw Error("forward: the depth mask lists " + std::to_string(options.mask->keep.size()) + " reads; the model has " +
+                      std::to_string(L + 1));
+        }
+        read = masked_read(model, state, sources, r, key_eps, options.mask->keep[static_cast<std::size_t>(r)]);
+      } else if (!options.two_phase) {
         read = one_shot_read(model, state, sources, r, key_eps);
       } else {
         const int g = group_of[static_cast<std::size_t>(r)];

@@ -65,6 +65,7 @@ int ForwardEngine<Scalar>::threads() const {
 
 template <typename Scalar>
 ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tokens, const ForwardOptions& options) {
+  if (options.mask) return attnres::forward(model_, tokens, options);  // masked reads: the reference only
   if (impl_->fast) return impl_->fast->forward(tokens, options);
   if constexpr (std::is_same_v<Scalar, float>) {
     if (impl_->cuda) return impl_->cuda->forward(tokens, options);

@@ -22,6 +22,14 @@
 
 namespace attnres {
 
+// Sources removed from depth reads (the history-masking experiment, docs/training.md): the
+// weight of source i of read r is multiplied by keep[r][i] (0 removes it, 1 keeps it, between
+// removes part of it), then the weights are renormalised to sum to 1. A read whose every factor
+// is 0 keeps its weights (nothing to renormalise over).
+struct DepthMask {
+  std::vector<std::vector<double>> keep;  // per read r = 0 .. L, per source of that read
+};
+
 struct ForwardOptions {
   std::optional<ResidualMode> mode;  // default: the model's config
   std::optional<int> block_size;     // S in sublayers, default: the model's config
@@ -30,6 +38,9 @@ struct ForwardOptions {
   int full_schedule_block = 0;       // Full two-phase schedule block; 0 = round(sqrt(L))
   bool record_mixing = true;         // build M per token and its semiseparable ranks
   double rank_tolerance = 1e-6;      // numerical rank: singular values > tol * sigma_max
+  // Full/Block only: reads use one-shot weights with these sources removed (the fast engines
+  // hand a masked pass to the reference). Null: no mask.
+  const DepthMask* mask = nullptr;
   // Called before each sublayer with (sublayers done, L); returning false stops the pass with
   // attnres::Cancelled (the CLI's Ctrl-C, the GUI's Cancel).
   Progress progress;
