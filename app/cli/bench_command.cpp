@@ -1,12 +1,16 @@
 // attnres bench forward: whole forward passes timed after a warm-up, and the depth read's
 // bandwidth next to the machine's stream bandwidth (docs/engines.md).
+#include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/gradient_engine.hpp"
 #include "attnres/measure.hpp"
+#include "attnres/training.hpp"
 #include "attnres/model.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -27,12 +31,105 @@ ForwardTiming time_model(const ModelWeights<double>& model, const std::vector<in
   return time_forward(engine, tokens, options, repeat, progress.callback());
 }
 
+// attnres bench train: whole training steps (forward + backward + clipping + AdamW, f32) on a
+// fixed batch, the same work the PyTorch peer (bench/peers/train_peer.py) times.
+int bench_train(const std::vector<std::string>& args, std::ostream& out) {
+  std::string model_dir, mode_text, engine_text, format;
+  int seq = 0, batch = 0, steps = 0, warmup = 0, threads = 0, block_size = 0;
+  po::options_description options("attnres bench train options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&model_dir)->required(), "model directory (config.json + model.safetensors)")
+      ("seq", po::value(&seq)->required(), "tokens T per sequence")
+      ("batch", po::value(&batch)->default_value(8), "sequences B per step")
+      ("steps", po::value(&steps)->default_value(5), "timed steps after the warm-up (the median is reported)")
+      ("warmup", po::value(&warmup)->default_value(2), "untimed steps first")
+      ("threads", po::value(&threads)->default_value(0), "CPU threads (0: every core)")
+      ("mode", po::value(&mode_text), "standard | full | block (default: the model's)")
+      ("block-size", po::value(&block_size), "block size S with --mode block")
+      ("engine", po::value(&engine_text)->default_value("fast"), "fast | reference")
+      ("format", po::value(&format)->default_value("table"), "table | json");
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres bench train --model DIR --seq T [--batch B] [--steps N] [--warmup W] [--threads N] "
+                 "[--mode M] [--block-size S] [--engine fast|reference] [--format table|json]\n"
+                 "Times training steps (forward + backward + clip + AdamW, f32; docs/training.md).",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  if (format != "table" && format != "json") throw UsageError("--format must be table or json, got '" + format + "'");
+  if (seq < 2) throw UsageError("--seq must be >= 2, got " + std::to_string(seq));
+  if (batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(batch));
+  if (steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(steps));
+  if (warmup < 0) throw UsageError("--warmup must be >= 0, got " + std::to_string(warmup));
+  const EngineOptions engine = parse_engine_flags(engine_text, "cpu", threads, "f32");
+  const ModelWeights<double> loaded = load_model(model_dir);
+  ForwardOptions forward_options;
+  forward_options.record_mixing = false;
+  if (values.count("mode")) forward_options.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+  const ResidualMode mode = apply_block_size_flag(values, mode_text, block_size, loaded.config, forward_options).mode;
+  ModelWeights<float> model = loaded.cast<float>();
+  model.has_attn_res_tensors = mode != ResidualMode::standard;
+  std::vector<std::vector<int>> tokens;
+  for (int b = 0; b < batch; ++b) tokens.push_back(benchmark_tokens(seq, loaded.config.vocab_size, b));
+
+  GradientEngine<float> gradients_engine(model.config, engine);
+  Gradients<float> gradients;
+  AdamState<float> adam = adam_state_for(model);
+  std::vector<double> seconds;
+  {
+    ProgressBar progress("bench");
+    forward_options.progress = progress.callback();
+    for (int step = 1; step <= warmup + steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      gradients_engine.compute(model, tokens, forward_options, gradients);
+      const double norm = gradient_norm(gradients.grad);
+      adamw_update(model, gradients.grad, adam, step, 1e-4, clip_scale(norm, 1.0), AdamWOptions{});
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (step > warmup) seconds.push_back(elapsed);
+    }
+  }
+  throw_if_interrupted("benchmark");
+  std::vector<double> sorted = seconds;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  const double tokens_per_s = static_cast<double>(batch) * seq / median;
+  const std::size_t peak = peak_resident_bytes();
+  nlohmann::json json = {{"tokens_per_s", tokens_per_s},
+                         {"seconds_per_step", median},
+                         {"threads", gradients_engine.threads()},
+                         {"engine", to_string(engine.engine)},
+                         {"mode", to_string(mode)},
+                         {"batch", batch},
+                         {"seq", seq},
+                         {"steps", steps},
+                         {"seconds", seconds},
+                         {"peak_resident_bytes", peak}};
+  if (mode == ResidualMode::block) json["block_size"] = *forward_options.block_size;
+  if (format == "json") {
+    out << json.dump(2) << "\n";
+    return kExitOk;
+  }
+  TextTable table({"measure", "value"});
+  table.add_row({"engine", to_string(engine.engine) + ", f32, " + std::to_string(gradients_engine.threads()) + " thread(s)"});
+  table.add_row({"model", model_dir + ": d = " + std::to_string(model.config.hidden_size) + ", L = " +
+                              std::to_string(model.config.sublayers()) + " sublayers, " + to_string(mode)});
+  table.add_row({"batch", std::to_string(batch) + " x " + std::to_string(seq) + " tokens"});
+  table.add_row({"seconds per step (median of " + std::to_string(steps) + ")", format_number(median)});
+  table.add_row({"tokens_per_s", format_number(tokens_per_s)});
+  table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
+  table.print(out);
+  return kExitOk;
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  if (!args.empty() && args[0] == "train") return bench_train(std::vector<std::string>(args.begin() + 1, args.end()), out);
   if (args.empty() || (args[0] != "forward" && args[0] != "--help" && args[0] != "-h")) {
-    throw UsageError(args.empty() ? "expected a benchmark: attnres bench forward ..."
-                                  : "unknown benchmark '" + args[0] + "' (expected: forward)");
+    throw UsageError(args.empty() ? "expected a benchmark: attnres bench forward|train ..."
+                                  : "unknown benchmark '" + args[0] + "' (expected: forward or train)");
   }
   const std::vector<std::string> rest(args.begin() + (args[0] == "forward" ? 1 : 0), args.end());
   std::string model_dir, mode_text, engine_text, device_text, precision, format, two_phase_text, bandwidth_text;

@@ -1,7 +1,5 @@
 // attnres train: train a tiny model on byte-level text (docs/training.md), writing a checkpoint
 // (model, optimizer, state, train_log.csv) at every evaluation, at the end and on Ctrl-C.
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -10,6 +8,7 @@
 
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/measure.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/trainer.hpp"
 #include "cli.hpp"
@@ -22,12 +21,6 @@ namespace attnres::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::int64_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
 
 std::string loss_text(double loss) { return std::isnan(loss) ? "-" : format_fixed(loss, 4); }
 
@@ -229,7 +222,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   summary["mode"] = to_string(*run.forward.mode);
   if (run.forward.mode == ResidualMode::block) summary["block_size"] = *run.forward.block_size;
   summary["parameters"] = parameter_count(trainer->model());
-  summary["peak_rss_bytes"] = peak_rss_bytes();
+  summary["peak_rss_bytes"] = peak_resident_bytes();
   summary["out"] = target.string();
   if (table) out << "wrote " << target.string() << " (config.json, model.safetensors, optimizer.safetensors, "
                  << kTrainStateFile << ", " << kTrainLogFile << ")\n";
