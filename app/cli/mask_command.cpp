@@ -4,7 +4,6 @@
 
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
-#include "attnres/forward_steps.hpp"
 #include "attnres/history_mask.hpp"
 #include "attnres/training.hpp"
 #include "cli.hpp"
@@ -60,9 +59,12 @@ int mask_command(const std::vector<std::string>& args, std::ostream& out, std::o
   std::vector<MaskSelection> selections;
   for (const auto& drop : drops) selections.push_back(parse_flag_value([&] { return parse_mask_selection(drop, "--drop"); }));
   const ModelWeights<double> model = load_model(model_dir);
+  if (model.config.vocab_size < kByteVocabulary) {
+    throw Error(model_dir + ": the model's vocabulary has " + std::to_string(model.config.vocab_size) +
+                " ids; the data file's bytes need at least 256 (a model trained by attnres train)");
+  }
   const TextData data = load_text_data(data_path, fraction, seq);
   const auto tokens = validation_windows(data, seq, windows);
-  for (const auto& window : tokens) check_tokens(model.config, window);
   std::vector<MaskExperiment> results;
   {
     ProgressBar progress("masking");

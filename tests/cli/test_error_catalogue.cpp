@@ -106,6 +106,7 @@ void make_fixtures(const fs::path& root) {
   write_safetensors(root / "m-missing/model.safetensors", kept);
   write_file_atomically(root / "m-badjson/config.json", "{ \"hidden_size\": 16,\n");
   write_file_atomically(root / "m-hostile/config.json", "{\"hidden_size\xff\x1b[31m\": 16}\n");
+  write_file_atomically(root / "binary.bin", std::string("\x7f" "ELF\0\x01 not text", 15));
 }
 
 TEST(ErrorCatalogue, EveryEntryPrintsItsDocumentedMessage) {

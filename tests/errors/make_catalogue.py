@@ -25,6 +25,9 @@ FILES = {
     "clash.toml": "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[[sweep]]\nname = \"io\"\nx = \"blocks\"\nvalues = [1, 2]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
     "ok.toml": "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n",
     "mine/notes.txt": "my notes\n",
+    "text.txt": "the cat sat on the mat. " * 20 + "\n",
+    "empty.txt": "",
+    "train.toml": "sections = [\"training\"]\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [3]\n",
 }
 
 # A config.json whose key holds an invalid UTF-8 byte and a terminal escape sequence.
@@ -64,7 +67,20 @@ CASES = [
     ("forward", "Bad --two-phase value", "attnres forward --model m --tokens 1 --two-phase maybe", "m"),
     ("forward", "Bad --precision value", "attnres forward --model m --tokens 1 --precision f16", "m"),
     ("forward", "Output directory missing", "attnres forward --model m --tokens 1 --dump nowhere/out.safetensors", "m"),
+    ("forward", "--grad with a single token", "attnres forward --model m --tokens 1 --grad", "m"),
+    ("train", "Empty data file", "attnres train --layers 1 --d-model 16 --heads 2 --ffn 24 --data empty.txt --steps 2 --seq 8 --batch 1 --out t", "empty.txt"),
+    ("train", "Binary data file", "attnres train --layers 1 --d-model 16 --heads 2 --ffn 24 --data binary.bin --steps 2 --seq 8 --batch 1 --out t", "binary.bin"),
+    ("train", "Data file too short for the sequence length", "attnres train --layers 1 --d-model 16 --heads 2 --ffn 24 --data text.txt --steps 2 --seq 400 --batch 1 --out t", "text.txt"),
+    ("train", "Vocabulary smaller than 256 (byte tokens)", "attnres train --model m --data text.txt --steps 2 --seq 8 --batch 1 --out t", "m"),
+    ("train", "Zero steps", "attnres train --layers 1 --d-model 16 --heads 2 --ffn 24 --data text.txt --steps 0 --seq 8 --batch 1 --out t", "text.txt"),
+    ("train", "No model given", "attnres train --data text.txt --steps 2 --seq 8 --batch 1 --out t", "text.txt"),
+    ("train", "Changing a setting of a resumed run", "attnres train --data text.txt --resume t --out t --lr 0.1", "text.txt"),
+    ("train", "Resuming from a directory that is not a checkpoint", "attnres train --data text.txt --resume mine --out t", "mine/notes.txt"),
+    ("train", "Output directory holding other files", "attnres train --layers 1 --d-model 16 --heads 2 --ffn 24 --data text.txt --steps 2 --seq 8 --batch 1 --out mine", "mine/notes.txt"),
+    ("mask", "Unknown mask", "attnres mask --model m --data text.txt --drop everything", "m"),
+    ("mask", "A model whose vocabulary is smaller than 256 (byte tokens)", "attnres mask --model m --data text.txt --drop embedding --seq 8", "m"),
     ("bench", "Unknown benchmark", "attnres bench backward --model m --seq 8", "m"),
+    ("bench", "Training benchmark with one token per sequence", "attnres bench train --model m --seq 1", "m"),
     ("bench", "Zero tokens per pass", "attnres bench forward --model m --seq 0", "m"),
     ("Model files", "Model directory missing", "attnres forward --model absent --tokens 1", ""),
     ("Model files", "Truncated safetensors file", "attnres forward --model m-truncated --tokens 1", "m-truncated"),
@@ -110,6 +126,8 @@ CASES = [
     ("Scenario files", "Sweep named like one of the report's own tables", "attnres report clash.toml --out r", "clash.toml"),
     ("Scenario files", "Report into a directory holding other files", "attnres report ok.toml --out mine", "mine/notes.txt"),
     ("Scenario files", "Scenario file missing", "attnres report none.toml --out r", ""),
+    ("Scenario files", "[train] block count that does not divide L", "attnres report train.toml --out r", "train.toml"),
+    ("Scenario files", "--train-steps without a [train] table", "attnres report ok.toml --out r --train-steps 3", "ok.toml"),
 ]
 
 
@@ -145,6 +163,8 @@ def make_fixtures(root):
     for name, text in FILES.items():
         os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
         open(os.path.join(root, name), "w").write(text)
+    # binary.bin: an ELF-like header with a NUL byte (not shown in the page).
+    open(os.path.join(root, "binary.bin"), "wb").write(b"\x7fELF\x00\x01 not text")
 
 
 def main():
@@ -169,8 +189,9 @@ Fixtures the examples use (the test makes them the same way): `m` is
 `m-truncated` is `m` with `model.safetensors` cut to half its length; `m-nan` has a NaN as the
 first element of the first tensor in the data section; `m-missing` lacks `lm_head.weight`;
 `m-badjson` has a `config.json` that is not JSON; `m-hostile` has the `config.json`
-`{"hidden_size\\xff\\x1b[31m": 16}` (an invalid UTF-8 byte and a terminal escape in a key). Files shown in a `file:` block are written as
-given.
+`{"hidden_size\\xff\\x1b[31m": 16}` (an invalid UTF-8 byte and a terminal escape in a key);
+`binary.bin` holds the bytes `7f 45 4c 46 00 01` then ` not text`. Files shown in a `file:` block
+are written as given.
 """)
     section = None
     shown = set()
