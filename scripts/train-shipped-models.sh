@@ -14,4 +14,5 @@ for model in standard full block_N4 block_N2; do
 done
 cp "$out/report.md" resources/models/training-report.md
 cp "$out/report.json" resources/models/training-report.json
+rm -rf resources/models/charts && cp -r "$out/charts" resources/models/charts
 echo "resources/models/: $(du -sh resources/models | cut -f1)"

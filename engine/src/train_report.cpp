@@ -174,8 +174,8 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
                        "alpha entropy / uniform"},
                       {},
                       "Measured here: " + setup + seeds + " (docs/training.md). These are tiny models trained for "
-                      "seconds, not the paper's 1.6B-parameter runs; compare the trend, not the values, with the "
-                      "paper's Fig. 6 marks above. \"vs standard\": the mean over seeds of (this scheme's loss - the standard "
+                      "seconds, not the paper's 1.6B-parameter runs: compare the trend, not the values, with the "
+                      "paper's Fig. 6. \"vs standard\": the mean over seeds of (this scheme's loss - the standard "
                       "residual's loss with the same seed), which removes most of the seed-to-seed spread. Entropy: mean over reads of the entropy of the mean depth-attention "
                       "row, divided by log(#sources) (1 = uniform mean).",
                       "train_loss_vs_blocks"};
