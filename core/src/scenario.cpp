@@ -9,6 +9,7 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/history_mask.hpp"
 
 namespace attnres {
 
@@ -306,7 +307,7 @@ class ScenarioReader {
     const toml::table* train = table(root, "train");
     if (!train) return;
     check_keys(*train, "train.", {"data", "layers", "d_model", "heads", "kv_heads", "ffn", "schemes", "blocks", "steps",
-                                  "seq", "batch", "lr", "seeds", "eval_every", "threads", "save_models"});
+                                  "seq", "batch", "lr", "seeds", "eval_every", "threads", "save_models", "masks"});
     ScenarioTraining t;
     const toml::node* data = train->get("data");
     if (!data) fail(train->source(), "[train] needs 'data': a text file to train on (relative to this scenario file)");
@@ -362,6 +363,18 @@ class ScenarioReader {
       }
     }
     if (t.schemes.empty() && t.blocks.empty()) fail(train->source(), "[train] has no schemes and no blocks to train");
+    if (const toml::node* n = train->get("masks")) {
+      if (!n->is_array()) fail(n->source(), "train.masks must be an array of masks such as \"embedding\", \"distant:2\"");
+      for (const auto& item : *n->as_array()) {
+        const std::string mask = string(item, "train.masks entry");
+        try {
+          parse_mask_selection(mask, "train.masks");
+        } catch (const Error& error) {
+          fail(item.source(), error.what());
+        }
+        t.masks.push_back(mask);
+      }
+    }
     if (const toml::node* n = train->get("seeds")) {
       if (!n->is_array() || n->as_array()->empty()) fail(n->source(), "train.seeds must be a non-empty array of integers");
       t.seeds.clear();
@@ -671,6 +684,9 @@ std::string scenario_to_toml(const Scenario& s) {
         << "\nbatch = " << t.batch << "\nlr = " << toml_number(t.lr) << "\nseeds = " << list(t.seeds)
         << "\neval_every = " << t.eval_every << "\nthreads = " << t.threads
         << "\nsave_models = " << (t.save_models ? "true" : "false") << "\n";
+    std::vector<std::string> masks;
+    for (const auto& mask : t.masks) masks.push_back(quoted(mask));
+    if (!masks.empty()) out << "masks = " << list(masks) << "\n";
   }
   if (s.moe.experts > 0) {
     out << "\n[moe]\nexperts = " << s.moe.experts << "\nactive = " << s.moe.active << "\nshared = "

@@ -237,6 +237,12 @@ const std::map<std::string, Check>& scenario_checks() {
          for (const auto& run : training["runs"]) {
            EXPECT_LT(run["final_val_loss"].get<double>(), run["val_curve"][0]["val_loss"].get<double>());
          }
+         // History masking on every AttnRes scheme: 3 masks, except distant:2 on N = 1 (reads too short).
+         EXPECT_EQ(training["history_masks"].size(), 11u);
+         for (const auto& mask : training["history_masks"]) {
+           EXPECT_GT(mask["mass_removed"].get<double>(), 0.0);
+           EXPECT_EQ(mask["random_deltas"].size(), 2u);  // --train-steps: 2 random masks (8 in a full run)
+         }
        }},
       {"paper-overhead-claims", [](const json& r) {
          EXPECT_EQ(r["inputs"]["sublayers"], 54);
@@ -266,6 +272,11 @@ const std::map<std::string, Check>& scenario_checks() {
            EXPECT_LT(point["time.prefill_overhead_block_two_phase"].get<double>(),
                      point["time.prefill_overhead_block_one_shot"].get<double>());
          }
+       }},
+      {"shipped-models", [](const json& r) {
+         EXPECT_EQ(r["training"]["quality"].size(), 4u);  // standard, full, N = 4, N = 2
+         EXPECT_EQ(r["training"]["runs"].size(), 4u);
+         EXPECT_EQ(r["training"]["history_masks"].size(), 9u);
        }},
       {"scaling-law", [](const json& r) {
          EXPECT_NEAR(r["scaling"]["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);

@@ -261,6 +261,7 @@ TEST(ScenarioTraining, BadSettingsAreLocated) {
   expect_error(kModel + kTrain + "blocks = [3]\n", "10:11", "must divide L = 4");
   expect_error(kModel + kTrain + "schemes = [\"blok\"]\n", "10:12", "unknown scheme 'blok'");
   expect_error(kModel + kTrain + "stpes = 3\n", "10:1", "did you mean 'train.steps'?");
+  expect_error(kModel + kTrain + "masks = [\"distant:0\"]\n", "10:10", "unknown mask 'distant:0'");
   expect_error(kModel + kTrain + "steps = 0\n", "10:9", "train.steps must be between 1 and");
   expect_error(kModel + "[train]\ndata = \"c.txt\"\nd_model = 30\nheads = 4\n", "5:1", "even head size");
   expect_error("sections = [\"training\"]\n" + kModel, "1:12", "section 'training' needs a [train] table");

@@ -24,7 +24,8 @@
 //   [train]      data (required; a text file, relative to the scenario file), layers, d_model,
 //                heads, kv_heads, ffn, schemes = ["standard", "full"], blocks = [2, 4] (Block
 //                AttnRes with N blocks), steps, seq, batch, lr, seeds = [1, 2, 3], eval_every,
-//                threads = 0, save_models = false — trains each scheme x seed (docs/training.md)
+//                threads = 0, save_models = false, masks = ["embedding", "distant:2"] — trains
+//                each scheme x seed and masks the trained models' depth history (docs/training.md)
 //
 // Every error names file:line:column and what was expected; unknown keys get a "did you mean".
 #pragma once
@@ -60,6 +61,8 @@ struct ScenarioTraining {
   int eval_every = 0;                     // 0 = steps / 10
   int threads = 0;
   bool save_models = false;               // write models/<scheme>[_seed<k>]/ into the report
+  std::vector<std::string> masks;         // history-masking experiments on the trained AttnRes models
+                                          // ("embedding", "distant:K", "recent:K"; docs/training.md)
   int sublayers() const { return 2 * layers; }
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "attnres/history_mask.hpp"
 #include "attnres/report.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/trainer.hpp"
@@ -30,9 +31,11 @@ struct TrainingRun {
   ForwardTrace trace;        // a forward pass of the trained model on the first validation window
   std::string model_config_json;  // saved models only
   std::string model_safetensors;
+  std::vector<MaskExperiment> masks;  // the [train] masks on this model (first seed, AttnRes only)
 };
 
-// Trains every scheme x seed. `steps_override` > 0 replaces the table's steps (quick checks).
+// Trains every scheme x seed. `steps_override` > 0 replaces the table's steps (a quick look; the
+// masking experiments then use 2 validation windows and 2 random masks instead of 8 and 8).
 // progress(done steps, total steps); false stops with attnres::Cancelled.
 std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training, const Progress& progress = {},
                                                int steps_override = 0);
