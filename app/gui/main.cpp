@@ -1,6 +1,8 @@
 // attnres-lab: the desktop GUI. Also renders one view to a PNG and exits:
 //   attnres-lab --view cost|depth-attention|magnitudes|pipeline|duality|scaling|training
 //               [--scenario FILE.toml] [--model DIR] --screenshot OUT.png
+// The Depth attention, Magnitudes and Duality views open on the shipped trained Full AttnRes model
+// (resources/models/; ATTNRES_MODELS_DIR points elsewhere, empty for none) when it is there.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -12,7 +14,10 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("attnres-lab");
   QCommandLineParser parser;
-  parser.setApplicationDescription("AttnRes Lab: explore, explain and present Attention Residuals");
+  parser.setApplicationDescription(
+      "AttnRes Lab: explore, explain and present Attention Residuals.\n"
+      "The model views open on the shipped trained models (environment: ATTNRES_MODELS_DIR=DIR to use\n"
+      "another models directory, empty for none; else <bin>/../share/attnres/models or the source tree's).");
   parser.addHelpOption();
   const QCommandLineOption view(QStringLiteral("view"), "Open this view: cost, depth-attention, magnitudes, pipeline, duality, scaling, training.", "name");
   const QCommandLineOption scenario(QStringLiteral("scenario"), "Open this scenario file.", "file");

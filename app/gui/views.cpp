@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -18,8 +19,12 @@
 #include <QVBoxLayout>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <iterator>
+#include <optional>
+#include <sstream>
 
+#include "attnres/atomic_file.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
@@ -27,12 +32,102 @@
 #include "attnres/forward.hpp"
 #include "attnres/layers.hpp"
 #include "attnres/model.hpp"
+#include "attnres/model_config.hpp"
 #include "attnres/paper_reference.hpp"
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
 #include "training_view.hpp"
 
 namespace attnres::gui {
+
+namespace fs = std::filesystem;
+
+fs::path shipped_models_directory() {
+  // Set but empty: no shipped models (every model view starts on the random model).
+  if (qEnvironmentVariableIsSet("ATTNRES_MODELS_DIR")) return fs::path(qgetenv("ATTNRES_MODELS_DIR").toStdString());
+  if (QCoreApplication::instance() != nullptr) {
+    const fs::path installed =
+        fs::path(QCoreApplication::applicationDirPath().toStdString()) / ".." / "share" / "attnres" / "models";
+    std::error_code error;
+    if (fs::is_directory(installed, error)) return installed.lexically_normal();
+  }
+#ifdef ATTNRES_SOURCE_MODELS_DIR
+  return fs::path(ATTNRES_SOURCE_MODELS_DIR);
+#else
+  return {};
+#endif
+}
+
+std::vector<ShippedModel> available_shipped_models() {
+  static const std::pair<const char*, const char*> shipped[] = {
+      {"full", "trained: Full AttnRes"},
+      {"block_N4", "trained: Block AttnRes N = 4 (S = 2)"},
+      {"block_N2", "trained: Block AttnRes N = 2 (S = 4)"},
+      {"standard", "trained: standard residual"}};
+  std::vector<ShippedModel> models;
+  const fs::path root = shipped_models_directory();
+  if (root.empty()) return models;
+  for (const auto& [name, label] : shipped) {
+    const fs::path dir = root / name;
+    std::error_code e1, e2;
+    if (fs::is_regular_file(dir / "config.json", e1) && fs::is_regular_file(dir / "model.safetensors", e2)) {
+      models.push_back({name, label, dir});
+    }
+  }
+  return models;
+}
+
+std::string training_log_summary(const fs::path& train_log_csv, const std::string& data) {
+  std::string text;
+  try {
+    text = read_file(train_log_csv);
+  } catch (const std::exception&) {
+    return {};
+  }
+  auto split = [](const std::string& line) {
+    std::vector<std::string> fields;
+    std::string field;
+    std::istringstream in(line);
+    while (std::getline(in, field, ',')) fields.push_back(field);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    return fields;
+  };
+  std::istringstream lines(text);
+  std::string line;
+  if (!std::getline(lines, line)) return {};
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  const auto header = split(line);
+  const auto column = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const std::size_t step_at = column("step"), val_at = column("val_loss");
+  if (step_at >= header.size() || val_at >= header.size()) return {};
+  std::optional<double> first_val, last_val;
+  long long steps = -1;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto fields = split(line);
+    if (fields.size() <= std::max(step_at, val_at)) continue;
+    try {
+      steps = std::max(steps, std::stoll(fields[step_at]));
+      if (!fields[val_at].empty()) {
+        const double val = std::stod(fields[val_at]);
+        if (!first_val) first_val = val;
+        last_val = val;
+      }
+    } catch (const std::exception&) {
+      continue;  // a malformed row says nothing
+    }
+  }
+  if (!last_val || steps < 0) return {};
+  char loss[96];
+  if (first_val && *first_val != *last_val) {
+    std::snprintf(loss, sizeof loss, "validation loss %.2f \u2192 %.2f nats/token", *first_val, *last_val);
+  } else {
+    std::snprintf(loss, sizeof loss, "validation loss %.2f nats/token", *last_val);
+  }
+  return "trained " + std::to_string(steps) + " steps" + (data.empty() ? "" : " on " + data) + ", " + loss;
+}
 
 namespace {
 
@@ -111,14 +206,49 @@ Progress check_only(const Progress& progress) {
 
 // ------------------------------------------------------------------ the model the views share
 
+// The text the views feed a trained model (its bytes are the token ids: the models are byte-level).
+constexpr const char* kTrainedText = "Attention residuals read the depth history.";
+constexpr const char* kRandomTokens = "1 7 42 7 99 3";
+
+std::string byte_token_ids(const std::string& text) {
+  std::string ids;
+  for (unsigned char c : text) ids += (ids.empty() ? "" : " ") + std::to_string(static_cast<int>(c));
+  return ids;
+}
+
+std::string scheme_name(const ModelConfig& config) {
+  switch (config.attn_res.mode) {
+    case ResidualMode::full: return "Full AttnRes";
+    case ResidualMode::block: return "Block AttnRes (S = " + std::to_string(config.attn_res.block_size) + ")";
+    case ResidualMode::standard: break;
+  }
+  return "standard residual";
+}
+
 struct ModelForm {
+  enum class Kind { trained, random, loaded };
+  QComboBox* choice;  // trained models, the random model, a loaded directory
+  QLabel* about;      // one line on the chosen model
   QSpinBox *layers, *d_model, *heads, *kv_heads, *ffn, *vocab, *seed, *block_size;
   QDoubleSpinBox* query_std;
   QLineEdit* tokens;
-  QLabel* source;
-  std::string directory;  // "" = random model
+  std::string directory;              // "" = random model
+  Kind kind = Kind::random;
+  std::optional<ModelConfig> config;  // the chosen directory's config.json
+  bool tokens_edited = false;         // the user typed tokens: keep them across model choices
+  std::function<void()> changed;      // the view's answer to a new choice (recompute)
 
   explicit ModelForm(QFormLayout* form) {
+    choice = new QComboBox;
+    choice->setObjectName("model_choice");
+    choice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    choice->setMinimumContentsLength(16);
+    for (const auto& model : available_shipped_models()) add_entry(model.label, Kind::trained, model.directory.string());
+    add_entry("random model (the spin boxes below)", Kind::random, "");
+    about = new QLabel;
+    about->setObjectName("model_about");
+    about->setWordWrap(true);
+    about->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layers = spin(1, 64, 4);
     d_model = spin(8, 1024, 64);
     heads = spin(1, 64, 4);
@@ -128,10 +258,9 @@ struct ModelForm {
     seed = spin(0, 1'000'000, 1);
     block_size = spin(1, 128, 2);
     query_std = dspin(0, 10, 0.5, 3, 0.1);
-    tokens = new QLineEdit("1 7 42 7 99 3");
-    source = new QLabel("random model");
-    source->setWordWrap(true);
-    form->addRow("model", source);
+    tokens = new QLineEdit(kRandomTokens);
+    form->addRow("model", choice);
+    form->addRow(about);
     form->addRow("layers", layers);
     form->addRow("d_model", d_model);
     form->addRow("heads", heads);
@@ -145,22 +274,48 @@ struct ModelForm {
     query_std->setObjectName("query_std");
     block_size->setObjectName("block_size");
     tokens->setObjectName("tokens");
+    layers->setObjectName("layers");
+    d_model->setObjectName("d_model");
+    seed->setObjectName("seed");
+    random_ = spin_values();
+    QObject::connect(tokens, &QLineEdit::textEdited, tokens, [this] { tokens_edited = true; });
+    QObject::connect(choice, &QComboBox::currentIndexChanged, choice, [this] {
+      apply_choice();
+      if (changed) changed();
+    });
+    // Default: the trained Full AttnRes model when it ships, else the random model.
+    const int full = choice->findText("trained: Full AttnRes");
+    const QSignalBlocker blocker(choice);
+    choice->setCurrentIndex(full >= 0 ? full : random_index());
+    apply_choice();
   }
+  // The inputs whose changes recompute the view (the model choice recomputes on its own).
   std::vector<QWidget*> inputs() const {
     return {layers, d_model, heads, kv_heads, ffn, vocab, seed, block_size, query_std, tokens};
   }
+  int random_index() const { return choice->findData(static_cast<int>(Kind::random), Qt::UserRole + 1); }
+  // File > Open model directory: one "loaded: DIR" entry, replaced by the next directory opened.
   void use_directory(const std::string& dir) {
-    directory = dir;
-    source->setText(dir.empty() ? "random model" : QString::fromStdString("loaded: " + dir));
-    for (QWidget* w : {static_cast<QWidget*>(layers), static_cast<QWidget*>(d_model), static_cast<QWidget*>(heads),
-                       static_cast<QWidget*>(kv_heads), static_cast<QWidget*>(ffn), static_cast<QWidget*>(vocab),
-                       static_cast<QWidget*>(seed), static_cast<QWidget*>(query_std)}) {
-      w->setEnabled(dir.empty());
+    const QSignalBlocker blocker(choice);
+    if (dir.empty()) {
+      choice->setCurrentIndex(random_index());
+    } else {
+      int loaded = choice->findData(static_cast<int>(Kind::loaded), Qt::UserRole + 1);
+      if (loaded < 0) {
+        add_entry("", Kind::loaded, dir);
+        loaded = choice->count() - 1;
+      }
+      choice->setItemText(loaded, QString::fromStdString("loaded: " + dir));
+      choice->setItemData(loaded, QString::fromStdString(dir), Qt::UserRole);
+      choice->setCurrentIndex(loaded);
     }
+    apply_choice();
   }
+
   // Everything the worker thread needs, copied out of the widgets on the GUI thread.
   struct Snapshot {
     std::string directory;
+    std::string origin;  // "" (random), "trained" or "loaded"
     ModelConfig config;
     RandomModelOptions random;
     int block_size;
@@ -197,6 +352,7 @@ struct ModelForm {
   Snapshot snapshot() const {
     Snapshot s;
     s.directory = directory;
+    s.origin = kind == Kind::trained ? "trained" : kind == Kind::loaded ? "loaded" : "";
     s.config.num_hidden_layers = layers->value();
     s.config.hidden_size = d_model->value();
     s.config.num_attention_heads = heads->value();
@@ -209,7 +365,112 @@ struct ModelForm {
     s.tokens = tokens->text().toStdString();
     return s;
   }
+
+ private:
+  struct SpinValues {
+    std::vector<int> ints;
+    double query_std;
+  };
+  std::vector<QSpinBox*> int_spins() const { return {layers, d_model, heads, kv_heads, ffn, vocab, seed, block_size}; }
+  SpinValues spin_values() const {
+    SpinValues values{{}, query_std->value()};
+    for (QSpinBox* box : int_spins()) values.ints.push_back(box->value());
+    return values;
+  }
+  void add_entry(const std::string& label, Kind entry_kind, const std::string& dir) {
+    choice->addItem(QString::fromStdString(label), QString::fromStdString(dir));
+    choice->setItemData(choice->count() - 1, static_cast<int>(entry_kind), Qt::UserRole + 1);
+  }
+
+  // Applies the combo's entry: directory, shape spin boxes (the model's, disabled; or the random
+  // model's own settings back), default tokens and the line about the model. No recompute.
+  void apply_choice() {
+    const int index = choice->currentIndex();
+    const auto next = static_cast<Kind>(choice->itemData(index, Qt::UserRole + 1).toInt());
+    if (kind == Kind::random && next != Kind::random) random_ = spin_values();  // back when random returns
+    kind = next;
+    directory = kind == Kind::random ? std::string() : choice->itemData(index, Qt::UserRole).toString().toStdString();
+    choice->setToolTip(choice->currentText());  // a long "loaded: DIR" does not fit the box
+    config.reset();
+    std::vector<QSignalBlocker> blockers;
+    blockers.reserve(16);
+    for (QSpinBox* box : int_spins()) blockers.emplace_back(box);
+    blockers.emplace_back(query_std);
+    blockers.emplace_back(tokens);
+    if (kind == Kind::random) {
+      const auto ints = int_spins();
+      for (std::size_t i = 0; i < ints.size(); ++i) ints[i]->setValue(random_.ints[i]);
+      query_std->setValue(random_.query_std);
+      if (!tokens_edited) {
+        tokens->setText(kRandomTokens);
+        tokens->setToolTip({});
+      }
+      about->setText("random weights from the seed below: nothing learned (the default is a trained model when "
+                     "resources/models/ holds them)");
+      set_shape_enabled(true);
+      block_size->setEnabled(true);
+      return;
+    }
+    const std::filesystem::path dir(directory);
+    std::string line;
+    try {
+      config = parse_model_config(read_file(dir / "config.json"), (dir / "config.json").string());
+    } catch (const std::exception& error) {
+      line = error.what();  // the forward pass will report it in the banner too
+    }
+    if (config) {
+      layers->setValue(config->num_hidden_layers);
+      d_model->setValue(config->hidden_size);
+      heads->setValue(config->num_attention_heads);
+      kv_heads->setValue(config->num_key_value_heads);
+      ffn->setValue(config->intermediate_size);
+      vocab->setValue(config->vocab_size);
+      if (config->attn_res.mode == ResidualMode::block) block_size->setValue(config->attn_res.block_size);
+      line = scheme_name(*config) + ", " + std::to_string(config->num_hidden_layers) + " layers (L = " +
+             std::to_string(config->sublayers()) + "), d = " + std::to_string(config->hidden_size);
+    }
+    if (kind == Kind::trained) {
+      const std::string log = training_log_summary(dir / "train_log.csv", "lab-corpus.txt");
+      line += (log.empty() ? "; shipped trained model" : "; " + log) + " (docs/training.md)";
+    } else {
+      const std::string log = training_log_summary(dir / "train_log.csv");
+      line = "loaded " + directory + ": " + line + (log.empty() ? "" : "; " + log);
+    }
+    about->setText(QString::fromStdString(line));
+    // Trained models are byte-level: feed them text. A loaded model only when its vocabulary is bytes.
+    const bool bytes = kind == Kind::trained || (config && config->vocab_size == 256);
+    if (!tokens_edited) {
+      tokens->setText(bytes ? QString::fromStdString(byte_token_ids(kTrainedText)) : kRandomTokens);
+      tokens->setCursorPosition(0);
+      tokens->setToolTip(bytes ? QString("the bytes of \"%1\"").arg(kTrainedText) : QString());
+    }
+    set_shape_enabled(false);
+    // S is the model's own for a Block model; otherwise it sets the Block reads run on these weights.
+    block_size->setEnabled(!(config && config->attn_res.mode == ResidualMode::block));
+  }
+  void set_shape_enabled(bool enabled) {
+    for (QWidget* w : {static_cast<QWidget*>(layers), static_cast<QWidget*>(d_model), static_cast<QWidget*>(heads),
+                       static_cast<QWidget*>(kv_heads), static_cast<QWidget*>(ffn), static_cast<QWidget*>(vocab),
+                       static_cast<QWidget*>(seed), static_cast<QWidget*>(query_std)}) {
+      w->setEnabled(enabled);
+    }
+  }
+  SpinValues random_;  // the random model's settings while another model is chosen
 };
+
+// How a view names a residual scheme it runs on the chosen model: the model's own scheme is
+// "Full AttnRes (trained)"; another scheme on a trained or loaded model's weights says so.
+std::string run_label(const std::string& scheme, ResidualMode mode, const ForwardTrace& trace,
+                      const ModelForm::Snapshot& snapshot, const ModelConfig& model) {
+  if (snapshot.origin.empty()) return scheme;
+  const bool own = model.attn_res.mode == mode &&
+                   (mode != ResidualMode::block || model.attn_res.block_size == trace.block_size);
+  if (own) return scheme + " (" + snapshot.origin + ")";
+  const std::string model_name = model.attn_res.mode == ResidualMode::full    ? "Full"
+                                 : model.attn_res.mode == ResidualMode::block ? "Block"
+                                                                              : "standard";
+  return scheme + " on the " + model_name + " model";
+}
 
 std::vector<std::string> read_labels(const ForwardTrace& trace) {
   std::vector<std::string> rows;
@@ -484,9 +745,16 @@ class CostView : public View {
 class ModelView : public View {
  public:
   ModelView(std::string name, QString title, const ViewHost& host) : View(std::move(name), std::move(title), host) {}
+  ~ModelView() override {
+    // The form goes before the widgets it watches: no signal of theirs may reach it afterwards.
+    if (form_) {
+      form_->choice->disconnect(form_->choice);
+      form_->tokens->disconnect(form_->tokens);
+    }
+  }
   void set_model_directory(const std::string& dir) override {
     form_->use_directory(dir);
-    recompute();
+    model_chosen();
   }
 
  protected:
@@ -494,8 +762,11 @@ class ModelView : public View {
     auto* inputs = new QWidget;
     form = new QFormLayout(inputs);
     form_ = std::make_unique<ModelForm>(form);
+    form_->changed = [this] { model_chosen(); };
     return inputs;
   }
+  // A new entry of the model choice (or File > Open model directory) was applied to the form.
+  virtual void model_chosen() { recompute(); }
   std::unique_ptr<ModelForm> form_;
 };
 
@@ -521,8 +792,14 @@ class DepthAttentionView : public ModelView {
                   "b<sub>n</sub>, the running partial sum). Grey: not a source of that read.</p>"
                   "<p><b>Formula</b> (SPEC §2.2): α = softmax<sub>i</sub>(w<sub>l</sub>·KeyNorm(v<sub>i</sub>)); "
                   "h<sub>l</sub> = Σ α v<sub>i</sub>. With zero queries every read is a plain mean.</p>"
-                  "<p><b>Try:</b> query std 0 (uniform rows), then 2 (sharp, input-dependent rows); pick a "
-                  "single token; set S = 1 and compare the two maps (they become equal).</p>");
+                  "<p><b>Model.</b> The view opens on the shipped <i>trained</i> Full AttnRes model (4 layers, "
+                  "d = 128, trained on the lab corpus; docs/training.md), so its map shows learned weights, "
+                  "on the bytes of a sentence. The other map runs Block reads on the same weights: not how "
+                  "that model was trained. Choose a trained Block model to see its own map, or the random "
+                  "model to set the shape and seed yourself.</p>"
+                  "<p><b>Try:</b> pick a single token (byte); with the random model, query std 0 (uniform "
+                  "rows), then 2 (sharp, input-dependent rows); set S = 1 and compare the two maps (they "
+                  "become equal).</p>");
     std::vector<QWidget*> watched = form_->inputs();
     on_change(this, watched, [this] { recompute(); });
     QObject::connect(token_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
@@ -543,15 +820,29 @@ class DepthAttentionView : public ModelView {
       // The fast engine (every core); the reference engine is the oracle of the tests.
       auto full_trace = engine_forward(model, tokens, full, EngineOptions{}).trace;
       auto block_trace = engine_forward(model, tokens, block, EngineOptions{}).trace;
-      return [this, full_trace = std::move(full_trace), block_trace = std::move(block_trace), tokens]() mutable {
+      std::string full_name = run_label("Full AttnRes", ResidualMode::full, full_trace, snapshot, model.config);
+      std::string block_name = run_label("Block AttnRes, S = " + std::to_string(block_trace.block_size),
+                                         ResidualMode::block, block_trace, snapshot, model.config);
+      const bool bytes = !snapshot.origin.empty();  // trained and loaded models read text bytes
+      return [this, full_trace = std::move(full_trace), block_trace = std::move(block_trace), tokens,
+              full_name = std::move(full_name), block_name = std::move(block_name), bytes]() mutable {
         full_trace_ = std::move(full_trace);
         block_trace_ = std::move(block_trace);
+        full_name_ = std::move(full_name);
+        block_name_ = std::move(block_name);
         const QSignalBlocker blocker(token_);
         const int keep = token_->currentIndex();
         token_->clear();
         token_->addItem("mean over tokens");
         for (std::size_t t = 0; t < tokens.size(); ++t) {
-          token_->addItem(QString("token %1 (id %2)").arg(t).arg(tokens[t]));
+          const int id = tokens[t];
+          if (bytes && id > 32 && id < 127) {
+            token_->addItem(QString("token %1 ('%2', id %3)").arg(t).arg(QChar(id)).arg(id));
+          } else if (bytes && id == 32) {
+            token_->addItem(QString("token %1 (space, id %2)").arg(t).arg(id));
+          } else {
+            token_->addItem(QString("token %1 (id %2)").arg(t).arg(id));
+          }
         }
         token_->setCurrentIndex(keep < token_->count() ? std::max(0, keep) : 0);
         redraw();
@@ -562,9 +853,8 @@ class DepthAttentionView : public ModelView {
   void redraw() {
     const int token = token_->currentIndex() - 1;
     const std::string which = token < 0 ? "mean over tokens" : "token " + std::to_string(token);
-    fill_alpha_heatmap(full_, "Full AttnRes: alpha (" + which + ")", full_trace_, token);
-    fill_alpha_heatmap(block_, "Block AttnRes, S = " + std::to_string(block_trace_.block_size) + ": alpha (" + which + ")",
-                       block_trace_, token);
+    fill_alpha_heatmap(full_, full_name_ + ": alpha (" + which + ")", full_trace_, token);
+    fill_alpha_heatmap(block_, block_name_ + ": alpha (" + which + ")", block_trace_, token);
   }
   std::vector<HeatmapWidget*> heatmaps() override { return {full_, block_}; }
   HeatmapWidget* full_map() const { return full_; }
@@ -574,6 +864,7 @@ class DepthAttentionView : public ModelView {
   QComboBox* token_;
   HeatmapWidget *full_, *block_;
   ForwardTrace full_trace_, block_trace_;
+  std::string full_name_ = "Full AttnRes", block_name_ = "Block AttnRes";
 };
 
 class MagnitudesView : public ModelView {
@@ -593,7 +884,11 @@ class MagnitudesView : public ModelView {
                   "the same weights (the paper's Fig. 5b question).</p><p><b>Why.</b> The standard residual "
                   "sums every output with weight one, so h<sub>l</sub> grows with depth and each new output "
                   "matters less; AttnRes forms a convex combination, so the input stays on the scale of a "
-                  "single output.</p><p><b>Try:</b> more layers; query std 0 (means) against 1.</p>");
+                  "single output.</p><p><b>Model.</b> By default the shipped trained Full AttnRes model "
+                  "(docs/training.md); the curve marked <i>trained</i> is the scheme it was trained with, the "
+                  "others run the same weights through the other residuals. Choose the trained standard model "
+                  "to see its own growth, or the random model for the spin boxes.</p><p><b>Try:</b> the "
+                  "random model with more layers; query std 0 (means) against 1.</p>");
     on_change(this, form_->inputs(), [this] { recompute(); });
   }
 
@@ -619,8 +914,9 @@ class MagnitudesView : public ModelView {
         options.block_size = std::min(snapshot.block_size, model.config.sublayers());
         options.record_mixing = false;
         const auto trace = engine_forward(model, tokens, options, EngineOptions{}).trace;
-        const std::string name = mode == ResidualMode::block ? "Block AttnRes (S = " + std::to_string(*options.block_size) + ")"
-                                 : mode == ResidualMode::full ? "Full AttnRes" : "standard";
+        const std::string scheme = mode == ResidualMode::block ? "Block AttnRes (S = " + std::to_string(*options.block_size) + ")"
+                                   : mode == ResidualMode::full ? "Full AttnRes" : "standard";
+        const std::string name = snapshot.origin.empty() ? scheme : run_label(scheme, mode, trace, snapshot, model.config);
         ChartSeries in{name, {}, ChartSeries::Style::line_and_points, false}, out = in;
         for (std::size_t l = 0; l < trace.sublayer_input_rms.size(); ++l) {
           in.points.emplace_back(static_cast<double>(l + 1), trace.sublayer_input_rms[l]);
@@ -674,10 +970,25 @@ class DualityView : public ModelView {
                   "between: ranks bounded by the number of blocks.</p><p><b>Sequence.</b> Right: the causal "
                   "softmax attention of one head over the tokens (dense, high rank), and the running sum "
                   "(rank 1), the sequence-side counterparts.</p><p><b>Chart.</b> The semiseparable rank at "
-                  "each cut (SVD, singular values above 1e-6 of the largest).</p>");
+                  "each cut (SVD, singular values above 1e-6 of the largest).</p><p><b>Model.</b> By default "
+                  "the shipped trained Full AttnRes model (docs/training.md); choosing a trained or loaded "
+                  "model sets the depth scheme to the one it was trained with, and the random model brings "
+                  "back the spin boxes.</p>");
     std::vector<QWidget*> watched = form_->inputs();
     watched.insert(watched.end(), {scheme_, layer_, head_});
     on_change(this, watched, [this] { recompute(); });
+    follow_model_scheme();
+  }
+
+  // A trained or loaded model is shown with the scheme it was trained with (the user may switch).
+  void follow_model_scheme() {
+    if (!form_->config) return;
+    const QSignalBlocker blocker(scheme_);
+    scheme_->setCurrentText(QString::fromStdString(to_string(form_->config->attn_res.mode)));
+  }
+  void model_chosen() override {
+    follow_model_scheme();
+    recompute();
   }
 
   void recompute() override {

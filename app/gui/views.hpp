@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QWidget>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -53,6 +54,27 @@ class View : public QWidget {
   QString title_;
   ViewHost host_;
 };
+
+// The trained models shipped with the project (resources/models/, scripts/train-shipped-models.sh),
+// which the Depth attention, Magnitudes and Duality views open on. Their directory is
+// $ATTNRES_MODELS_DIR when set; else <directory of the executable>/../share/attnres/models when it
+// exists (an installed build); else the source tree's resources/models.
+std::filesystem::path shipped_models_directory();
+
+struct ShippedModel {
+  std::string name;                 // directory name: "full", "block_N4", "block_N2", "standard"
+  std::string label;                // "trained: Full AttnRes", ...
+  std::filesystem::path directory;  // holds config.json + model.safetensors (+ train_log.csv)
+};
+// The shipped models whose config.json and model.safetensors exist, in the order of the model
+// choice (Full, Block N = 4, Block N = 2, standard).
+std::vector<ShippedModel> available_shipped_models();
+
+// One line about a trained model from its train_log.csv (header step,tokens,train_loss,val_loss,...;
+// the first and the last row with a validation loss): "trained 600 steps on DATA, validation loss
+// 5.55 -> 1.52 nats/token" (" on DATA" only when `data` is given). Empty when the file is missing
+// or has no validation loss.
+std::string training_log_summary(const std::filesystem::path& train_log_csv, const std::string& data = {});
 
 // Creates every view, in menu order.
 std::vector<View*> make_views(const ViewHost& host, QWidget* parent);

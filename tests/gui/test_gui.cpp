@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/cancel.hpp"
@@ -35,6 +36,30 @@ namespace fs = std::filesystem;
 void settle() {
   for (int i = 0; i < 5; ++i) QApplication::processEvents();
 }
+
+// Points ATTNRES_MODELS_DIR at `dir` (empty: no shipped models) for the life of the object, then
+// restores what was there. The model views read it when the window is built.
+class ModelsDirectory {
+ public:
+  explicit ModelsDirectory(const fs::path& dir)
+      : had_(qEnvironmentVariableIsSet("ATTNRES_MODELS_DIR")), old_(qgetenv("ATTNRES_MODELS_DIR")) {
+    qputenv("ATTNRES_MODELS_DIR", QByteArray::fromStdString(dir.string()));
+  }
+  ~ModelsDirectory() {
+    if (had_) {
+      qputenv("ATTNRES_MODELS_DIR", old_);
+    } else {
+      qunsetenv("ATTNRES_MODELS_DIR");
+    }
+  }
+  ModelsDirectory(const ModelsDirectory&) = delete;
+  ModelsDirectory& operator=(const ModelsDirectory&) = delete;
+
+ private:
+  bool had_;
+  QByteArray old_;
+};
+
 
 TEST(Gui, EveryViewBuildsAndDraws) {
   MainWindow window(true);
@@ -132,7 +157,12 @@ TEST(Gui, GuiAndCliDrawTheSameChartFromTheSameScenario) {
 
 TEST(Gui, ExportsChartsHeatmapsAndData) {
   test::TempDir dir;
-  MainWindow window(true);
+  std::unique_ptr<MainWindow> owner;
+  {
+    const ModelsDirectory no_models{fs::path()};  // the random model, whatever resources/models holds
+    owner = std::make_unique<MainWindow>(true);
+  }
+  MainWindow& window = *owner;
   window.recompute_all();
   window.show_view("depth-attention");
   const auto titles = window.export_titles();
@@ -153,13 +183,7 @@ TEST(Gui, ExportsChartsHeatmapsAndData) {
 
 TEST(Gui, DepthAttentionFollowsTheTokenChoiceAndALoadedModel) {
   test::TempDir dir;
-  ModelConfig config;
-  config.hidden_size = 16;
-  config.num_hidden_layers = 2;
-  config.num_attention_heads = 2;
-  config.num_key_value_heads = 2;
-  config.intermediate_size = 24;
-  config.vocab_size = 300;
+  ModelConfig config = test::model_config(2, 16, 2, 2, 24, 300);
   save_model(random_model(config, {.seed = 5, .query_std = 1.0}), dir / "m");
   MainWindow window(true);
   ASSERT_TRUE(window.open_model(dir / "m"));
@@ -176,6 +200,188 @@ TEST(Gui, DepthAttentionFollowsTheTokenChoiceAndALoadedModel) {
   const auto mean = maps[0]->values();
   token->setCurrentIndex(3);
   EXPECT_NE(maps[0]->values(), mean);
+}
+
+// ------------------------------------------------------------------ the shipped trained models
+
+// Small stand-ins for resources/models/ (2 layers, L = 4, d = 16, bytes), with a training log.
+void write_shipped_models(const fs::path& root) {
+  ModelConfig config = test::model_config(2, 16, 2, 2, 24, 256);
+  const std::pair<const char*, AttnResConfig> models[] = {{"full", {ResidualMode::full, 0, 1e-6}},
+                                                          {"block_N4", {ResidualMode::block, 2, 1e-6}},
+                                                          {"block_N2", {ResidualMode::block, 4, 1e-6}},
+                                                          {"standard", {ResidualMode::standard, 0, 1e-6}}};
+  std::uint64_t seed = 11;
+  for (const auto& [name, attn_res] : models) {
+    config.attn_res = attn_res;
+    save_model(random_model(config, {.seed = seed++, .query_std = 1.0}), root / name);
+    write_file_atomically(root / name / "train_log.csv",
+                          "step,tokens,train_loss,val_loss,lr,grad_norm,output_rms_1\n"
+                          "0,0,,5.5452,0,0,1\n"
+                          "30,3840,3.1,,0.001,0.9,1\n"
+                          "60,7680,2.4,2.5172,0.0001,0.8,1\n");
+  }
+}
+
+std::string byte_ids(const std::string& text) {
+  std::string ids;
+  for (unsigned char c : text) ids += (ids.empty() ? "" : " ") + std::to_string(int(c));
+  return ids;
+}
+
+void choose(View* view, const QString& entry) {
+  auto* combo = view->findChild<QComboBox*>("model_choice");
+  ASSERT_NE(combo, nullptr) << view->name();
+  const int index = combo->findText(entry);
+  ASSERT_GE(index, 0) << entry.toStdString();
+  combo->setCurrentIndex(index);
+}
+
+TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
+  test::TempDir dir;
+  write_shipped_models(dir / "models");
+  std::unique_ptr<MainWindow> window;
+  {
+    const ModelsDirectory models(dir / "models");
+    EXPECT_EQ(shipped_models_directory(), dir / "models");
+    ASSERT_EQ(available_shipped_models().size(), 4u);
+    window = std::make_unique<MainWindow>(true);
+  }
+  window->recompute_all();
+  EXPECT_EQ(window->error_text(), "");
+  View* depth = window->view("depth-attention");
+  auto* combo = depth->findChild<QComboBox*>("model_choice");
+  ASSERT_NE(combo, nullptr);
+  ASSERT_EQ(combo->count(), 5);
+  EXPECT_EQ(combo->itemText(0), "trained: Full AttnRes");
+  EXPECT_EQ(combo->itemText(1), "trained: Block AttnRes N = 4 (S = 2)");
+  EXPECT_EQ(combo->itemText(2), "trained: Block AttnRes N = 2 (S = 4)");
+  EXPECT_EQ(combo->itemText(3), "trained: standard residual");
+  EXPECT_EQ(combo->itemText(4), "random model (the spin boxes below)");
+  EXPECT_EQ(combo->currentText(), "trained: Full AttnRes");
+  const std::string about = depth->findChild<QLabel*>("model_about")->text().toStdString();
+  EXPECT_NE(about.find("trained 60 steps on lab-corpus.txt, validation loss 5.55"), std::string::npos) << about;
+  EXPECT_NE(about.find("2.52 nats/token"), std::string::npos) << about;
+  // The trained model's shape, not editable; its tokens are the bytes of a sentence.
+  auto* layers = depth->findChild<QSpinBox*>("layers");
+  EXPECT_EQ(layers->value(), 2);
+  EXPECT_FALSE(layers->isEnabled());
+  EXPECT_EQ(depth->findChild<QSpinBox*>("d_model")->value(), 16);
+  auto* tokens = depth->findChild<QLineEdit*>("tokens");
+  EXPECT_EQ(tokens->text().toStdString(), byte_ids("Attention residuals read the depth history."));
+  auto* token = depth->findChild<QComboBox*>("token");
+  ASSERT_EQ(token->count(), 1 + 43);
+  EXPECT_EQ(token->itemText(1), "token 0 ('A', id 65)");
+  const auto maps = depth->heatmaps();
+  EXPECT_EQ(maps[0]->values().size(), 5u);  // L + 1 reads of the 2-layer model
+  EXPECT_EQ(maps[0]->title(), "Full AttnRes (trained): alpha (mean over tokens)");
+  EXPECT_EQ(maps[1]->title(), "Block AttnRes, S = 2 on the Full model: alpha (mean over tokens)");
+  EXPECT_TRUE(depth->findChild<QSpinBox*>("block_size")->isEnabled());  // S of the Block reads on these weights
+
+  // A trained Block model: S is the model's own.
+  choose(depth, "trained: Block AttnRes N = 2 (S = 4)");
+  auto* block_size = depth->findChild<QSpinBox*>("block_size");
+  EXPECT_EQ(block_size->value(), 4);
+  EXPECT_FALSE(block_size->isEnabled());
+  EXPECT_EQ(maps[1]->title(), "Block AttnRes, S = 4 (trained): alpha (mean over tokens)");
+  EXPECT_EQ(maps[0]->title(), "Full AttnRes on the Block model: alpha (mean over tokens)");
+  EXPECT_EQ(window->error_text(), "");
+
+  // The random model: its own settings come back.
+  choose(depth, "random model (the spin boxes below)");
+  EXPECT_EQ(layers->value(), 4);
+  EXPECT_TRUE(layers->isEnabled());
+  EXPECT_TRUE(block_size->isEnabled());
+  EXPECT_EQ(block_size->value(), 2);
+  EXPECT_EQ(tokens->text(), "1 7 42 7 99 3");
+  EXPECT_EQ(maps[0]->values().size(), 9u);  // 4 layers: L + 1 = 9
+  EXPECT_EQ(maps[0]->title(), "Full AttnRes: alpha (mean over tokens)");
+  EXPECT_EQ(token->count(), 7);
+  EXPECT_EQ(token->itemText(1), "token 0 (id 1)");
+  layers->setValue(3);  // the random model's spin boxes still drive it
+  settle();
+  EXPECT_EQ(maps[0]->values().size(), 7u);
+
+  // Tokens the user typed survive a change of model; the random settings are kept for later.
+  choose(depth, "trained: Full AttnRes");
+  EXPECT_EQ(layers->value(), 2);
+  tokens->setText("84 104 101");
+  emit tokens->textEdited(tokens->text());
+  emit tokens->editingFinished();
+  settle();
+  EXPECT_EQ(token->count(), 4);
+  choose(depth, "random model (the spin boxes below)");
+  EXPECT_EQ(layers->value(), 3);
+  EXPECT_EQ(tokens->text(), "84 104 101");
+  EXPECT_EQ(window->error_text(), "");
+
+  // Magnitudes marks the scheme the model was trained with; Duality follows it.
+  View* magnitudes = window->view("magnitudes");
+  std::vector<std::string> names;
+  const auto charts = magnitudes->charts();
+  ASSERT_FALSE(charts.empty());
+  for (const auto& series : charts.front().series) names.push_back(series.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"standard on the Full model", "Full AttnRes (trained)",
+                                             "Block AttnRes (S = 2) on the Full model"}));
+  View* duality = window->view("duality");
+  EXPECT_EQ(duality->findChild<QComboBox*>("model_choice")->currentText(), "trained: Full AttnRes");
+  choose(duality, "trained: standard residual");
+  bool found = false;
+  for (auto* box : duality->findChildren<QComboBox*>()) {
+    if (box->currentText() == "standard") found = true;
+  }
+  EXPECT_TRUE(found);  // the depth scheme combo
+  EXPECT_NE(duality->heatmaps()[0]->title().find("standard"), std::string::npos) << duality->heatmaps()[0]->title();
+  EXPECT_EQ(window->error_text(), "");
+
+  // File > Open model directory adds a "loaded" entry to every model view.
+  ASSERT_TRUE(window->open_model(dir / "models" / "block_N4"));
+  EXPECT_EQ(combo->count(), 6);
+  EXPECT_EQ(combo->currentText().toStdString(), "loaded: " + (dir / "models" / "block_N4").string());
+  EXPECT_EQ(block_size->value(), 2);
+  EXPECT_FALSE(block_size->isEnabled());
+  EXPECT_EQ(maps[1]->title(), "Block AttnRes, S = 2 (loaded): alpha (mean over tokens)");
+  EXPECT_EQ(window->error_text(), "");
+}
+
+TEST(Gui, ModelViewsStartOnTheRandomModelWithoutShippedModels) {
+  test::TempDir dir;
+  fs::create_directories(dir / "empty");
+  // A directory with only half a model: not available.
+  fs::create_directories(dir / "half" / "full");
+  write_file_atomically(dir / "half" / "full" / "config.json", "{}");
+  for (const fs::path& models : {dir / "empty", dir / "half", dir / "missing", fs::path()}) {
+    std::unique_ptr<MainWindow> window;
+    {
+      const ModelsDirectory override_dir(models);
+      EXPECT_TRUE(available_shipped_models().empty()) << models;
+      window = std::make_unique<MainWindow>(true);
+    }
+    window->recompute_all();
+    EXPECT_EQ(window->error_text(), "") << models;
+    for (const char* name : {"depth-attention", "magnitudes", "duality"}) {
+      auto* combo = window->view(name)->findChild<QComboBox*>("model_choice");
+      ASSERT_NE(combo, nullptr);
+      EXPECT_EQ(combo->count(), 1) << name;
+      EXPECT_EQ(combo->currentText(), "random model (the spin boxes below)") << name;
+    }
+    View* depth = window->view("depth-attention");
+    EXPECT_EQ(depth->heatmaps()[0]->values().size(), 9u);
+    EXPECT_EQ(depth->findChild<QLineEdit*>("tokens")->text(), "1 7 42 7 99 3");
+    EXPECT_TRUE(depth->findChild<QSpinBox*>("layers")->isEnabled());
+  }
+}
+
+TEST(Gui, TrainingLogSummaryReadsTheLastValidationLoss) {
+  test::TempDir dir;
+  EXPECT_EQ(training_log_summary(dir / "none.csv"), "");
+  write_file_atomically(dir / "no_val.csv", "step,tokens,train_loss,val_loss,lr\n1,10,3.0,,0.1\n");
+  EXPECT_EQ(training_log_summary(dir / "no_val.csv"), "");
+  write_file_atomically(dir / "one.csv", "step,tokens,train_loss,val_loss,lr\r\n0,0,,5.5,0\r\n600,9,1.4,1.523,0\r\n");
+  EXPECT_EQ(training_log_summary(dir / "one.csv", "lab-corpus.txt"),
+            "trained 600 steps on lab-corpus.txt, validation loss 5.50 \u2192 1.52 nats/token");
+  write_file_atomically(dir / "last.csv", "step,val_loss\n10,2\n");
+  EXPECT_EQ(training_log_summary(dir / "last.csv"), "trained 10 steps, validation loss 2.00 nats/token");
 }
 
 TEST(Gui, CancelledBackgroundWorkIsDiscarded) {
