@@ -768,7 +768,8 @@ TEST(Gui, TrainingViewStopEndsTheWorkerPromptly) {
   ASSERT_TRUE(wait_until([&] { return view->steps_done() >= 4; }, 120000));
   // Live updates reach the charts while the run goes on.
   ASSERT_TRUE(wait_until([&] {
-    const ChartSeries* train = series_named(view->charts()[0], "Full AttnRes");
+    const std::vector<ChartSpec> charts = view->charts();  // by value: keep it while reading
+    const ChartSeries* train = series_named(charts[0], "Full AttnRes");
     return train && train->points.size() >= 2;
   }, 120000));
   EXPECT_EQ(view->state(), TrainingView::State::running);
@@ -787,7 +788,8 @@ TEST(Gui, TrainingViewStopEndsTheWorkerPromptly) {
   EXPECT_FALSE(child<QPushButton>(view, "train_stop")->isEnabled());
   EXPECT_TRUE(child<QPushButton>(view, "train_save")->isEnabled());
   // The curves hold the steps taken before Stop.
-  const ChartSeries* train = series_named(view->charts()[0], "standard");
+  const std::vector<ChartSpec> charts = view->charts();
+  const ChartSeries* train = series_named(charts[0], "standard");
   ASSERT_NE(train, nullptr);
   EXPECT_GE(train->points.size(), 2u);
 }
