@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "attnres/model.hpp"
 #include "attnres/model_config.hpp"
 
 namespace attnres::test {
@@ -47,6 +48,21 @@ inline ModelConfig model_config(int layers, int d, int heads, int kv_heads, int 
   config.intermediate_size = ffn;
   config.vocab_size = vocab;
   return config;
+}
+
+// A random model whose norm and key-norm gains are drawn from [0.6, 1.4] instead of ones (queries
+// and projections as `options` says), so that every gradient path is exercised.
+inline ModelWeights<double> model_with_random_gains(const ModelConfig& config, const RandomModelOptions& options,
+                                                   std::uint64_t gain_seed) {
+  ModelWeights<double> model = random_model(config, options);
+  std::mt19937_64 engine(gain_seed);
+  std::uniform_real_distribution<double> gain(0.6, 1.4);
+  visit_tensors(model, [&](const TensorRef<double>& tensor) {
+    if (tensor.shape.size() == 1 && tensor.name.find("query") == std::string::npos) {
+      for (std::int64_t i = 0; i < tensor.element_count(); ++i) tensor.data[i] = gain(engine);
+    }
+  });
+  return model;
 }
 
 // Max |a - b| / max(1, max |b|): absolute for small values, relative for large ones.

@@ -35,24 +35,13 @@
 #include "attnres/forward_steps.hpp"
 #include "attnres/layers.hpp"
 #include "attnres/tensor.hpp"
+#include "cpu/eigen_maps.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace attnres::engine {
 
 namespace {
 
-template <typename Scalar>
-using Map = Eigen::Map<Matrix<Scalar>>;
-template <typename Scalar>
-using ConstMap = Eigen::Map<const Matrix<Scalar>>;
-template <typename Scalar>
-using StridedMap = Eigen::Map<Matrix<Scalar>, 0, Eigen::OuterStride<>>;
-template <typename Scalar>
-using ConstStridedMap = Eigen::Map<const Matrix<Scalar>, 0, Eigen::OuterStride<>>;
-template <typename Scalar>
-using VectorMap = Eigen::Map<Vector<Scalar>>;
-template <typename Scalar>
-using ConstVectorMap = Eigen::Map<const Vector<Scalar>>;
 
 // 64-byte aligned storage (see fast_forward.cpp: a fixed alignment keeps Eigen's vectorised
 // reductions, and so the last bit, the same from call to call).

@@ -12,20 +12,13 @@
 #include "attnres/layers.hpp"
 #include "attnres/kernels.hpp"
 #include "attnres/tensor.hpp"
+#include "cpu/eigen_maps.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace attnres::engine {
 
 namespace {
 
-template <typename Scalar>
-using Map = Eigen::Map<Matrix<Scalar>>;
-template <typename Scalar>
-using ConstMap = Eigen::Map<const Matrix<Scalar>>;
-template <typename Scalar>
-using StridedMap = Eigen::Map<Matrix<Scalar>, 0, Eigen::OuterStride<>>;
-template <typename Scalar>
-using ConstStridedMap = Eigen::Map<const Matrix<Scalar>, 0, Eigen::OuterStride<>>;
 
 constexpr int kTile = 64;  // attention query/key tile
 

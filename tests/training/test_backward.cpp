@@ -17,16 +17,8 @@ namespace {
 // A small random model whose gains and queries are not at their initial values, so that every
 // gradient path is exercised.
 ModelWeights<double> gradient_test_model(std::uint64_t seed) {
-  ModelConfig config = test::model_config(2, 8, 2, 1, 12, 11);
-  ModelWeights<double> model = random_model(config, {.seed = seed, .weight_std = 0.4, .query_std = 0.7});
-  std::mt19937_64 engine(seed + 99);
-  std::uniform_real_distribution<double> gain(0.6, 1.4);
-  visit_tensors(model, [&](const TensorRef<double>& tensor) {
-    if (tensor.shape.size() == 1 && tensor.name.find("query") == std::string::npos) {
-      for (std::int64_t i = 0; i < tensor.element_count(); ++i) tensor.data[i] = gain(engine);
-    }
-  });
-  return model;
+  return test::model_with_random_gains(test::model_config(2, 8, 2, 1, 12, 11),
+                                       {.seed = seed, .weight_std = 0.4, .query_std = 0.7}, seed + 99);
 }
 
 struct ModeCase {

@@ -20,16 +20,8 @@ namespace {
 // A grouped-query model (4 heads, 2 kv heads) whose gains and queries are off their initial
 // values, so that every gradient path is exercised (as in test_backward.cpp).
 ModelWeights<double> fast_test_model(std::uint64_t seed) {
-  ModelConfig config = test::model_config(2, 16, 4, 2, 24, 13);
-  ModelWeights<double> model = random_model(config, {.seed = seed, .weight_std = 0.3, .query_std = 0.7});
-  std::mt19937_64 engine(seed + 17);
-  std::uniform_real_distribution<double> gain(0.6, 1.4);
-  visit_tensors(model, [&](const TensorRef<double>& tensor) {
-    if (tensor.shape.size() == 1 && tensor.name.find("query") == std::string::npos) {
-      for (std::int64_t i = 0; i < tensor.element_count(); ++i) tensor.data[i] = gain(engine);
-    }
-  });
-  return model;
+  return test::model_with_random_gains(test::model_config(2, 16, 4, 2, 24, 13),
+                                       {.seed = seed, .weight_std = 0.3, .query_std = 0.7}, seed + 17);
 }
 
 // Sequences of different lengths: T = 2, a few short ones, and T = 70 (two 64-row attention tiles).
