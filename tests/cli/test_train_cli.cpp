@@ -17,6 +17,7 @@
 #include "attnres/safetensors.hpp"
 #include "cli_support.hpp"
 #include "test_support.hpp"
+#include "training/training_support.hpp"
 
 namespace attnres {
 namespace {
@@ -31,16 +32,6 @@ std::string read_file(const fs::path& path) {
   return buffer.str();
 }
 
-std::string text_of(std::size_t bytes) {
-  const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat. ", "dogs ", "run ", "fast ", "and ", "far. "};
-  std::string text;
-  std::uint64_t state = 3;
-  while (text.size() < bytes) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    text += words[(state >> 33) % 11];
-  }
-  return text;
-}
 
 std::vector<std::string> train_args(const fs::path& data, const fs::path& out, const std::string& steps = "6") {
   return {"train", "--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "24", "--mode", "block",
@@ -50,7 +41,7 @@ std::vector<std::string> train_args(const fs::path& data, const fs::path& out, c
 
 TEST(TrainCli, WritesACheckpointAndEndsWithJson) {
   test::TempDir dir;
-  write_file_atomically(dir / "data.txt", text_of(4000));
+  write_file_atomically(dir / "data.txt", test::sample_text(4000));
   const auto run = run_cli(train_args(dir / "data.txt", dir / "run"));
   ASSERT_EQ(run.status, 0) << run.err;
   for (const char* file : {"config.json", "model.safetensors", "optimizer.safetensors", "train_state.json", "train_log.csv"}) {
@@ -80,9 +71,9 @@ TEST(TrainCli, WritesACheckpointAndEndsWithJson) {
 
 TEST(TrainCli, BadInputsAreClearErrorsWithoutOutput) {
   test::TempDir dir;
-  write_file_atomically(dir / "data.txt", text_of(4000));
+  write_file_atomically(dir / "data.txt", test::sample_text(4000));
   write_file_atomically(dir / "empty.txt", "");
-  write_file_atomically(dir / "binary.bin", std::string("\x7f" "ELF\0\0\0", 7) + text_of(100));
+  write_file_atomically(dir / "binary.bin", std::string("\x7f" "ELF\0\0\0", 7) + test::sample_text(100));
   struct Case {
     std::vector<std::string> args;
     int status;
@@ -136,7 +127,7 @@ TEST(TrainCli, BadInputsAreClearErrorsWithoutOutput) {
 
 TEST(TrainCli, CorruptCheckpointIsAClearError) {
   test::TempDir dir;
-  write_file_atomically(dir / "data.txt", text_of(4000));
+  write_file_atomically(dir / "data.txt", test::sample_text(4000));
   ASSERT_EQ(run_cli(train_args(dir / "data.txt", dir / "run")).status, 0);
   const std::string bytes = read_file(dir / "run/optimizer.safetensors");
   write_file_atomically(dir / "run/optimizer.safetensors", bytes.substr(0, bytes.size() / 2));
@@ -180,7 +171,7 @@ int train_and_interrupt(const std::vector<std::string>& args, const fs::path& ho
 
 TEST(TrainCli, CtrlCSavesACheckpointAndResumeEqualsAnUninterruptedRun) {
   test::TempDir dir;
-  write_file_atomically(dir / "data.txt", text_of(4000));
+  write_file_atomically(dir / "data.txt", test::sample_text(4000));
   ASSERT_EQ(run_cli(train_args(dir / "data.txt", dir / "straight", "9")).status, 0);
   EXPECT_EQ(train_and_interrupt(train_args(dir / "data.txt", dir / "cut", "9"), dir / "hold"), 130);
   const auto state = nlohmann::json::parse(read_file(dir / "cut/train_state.json"));

@@ -10,6 +10,7 @@
 #include "attnres/error.hpp"
 #include "attnres/layers.hpp"
 #include "test_support.hpp"
+#include "training/training_support.hpp"
 
 namespace attnres {
 namespace {
@@ -21,27 +22,8 @@ ModelWeights<double> gradient_test_model(std::uint64_t seed) {
                                        {.seed = seed, .weight_std = 0.4, .query_std = 0.7}, seed + 99);
 }
 
-struct ModeCase {
-  std::string name;
-  ResidualMode mode;
-  int block_size;
-  bool zero_placeholder;
-};
-
-std::vector<ModeCase> all_modes() {
-  return {{"standard", ResidualMode::standard, 0, false}, {"full", ResidualMode::full, 0, false},
-          {"block_S1", ResidualMode::block, 1, false},     {"block_S2", ResidualMode::block, 2, false},
-          {"block_S3", ResidualMode::block, 3, false},     {"block_S2_placeholder", ResidualMode::block, 2, true},
-          {"block_S4", ResidualMode::block, 4, false}};
-}
-
-ForwardOptions options_for(const ModeCase& mode) {
-  ForwardOptions options;
-  options.mode = mode.mode;
-  if (mode.block_size) options.block_size = mode.block_size;
-  options.zero_placeholder = mode.zero_placeholder;
-  return options;
-}
+using test::ModeCase;
+using test::options_for;
 
 class FiniteDifferences : public ::testing::TestWithParam<ModeCase> {};
 
@@ -87,7 +69,7 @@ TEST_P(FiniteDifferences, EveryElementOfEveryTensorMatchesCentralDifferences) {
   std::cout << "[ " << GetParam().name << " ] worst relative gradient error " << worst << " (" << worst_tensor << ")\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryMode, FiniteDifferences, ::testing::ValuesIn(all_modes()),
+INSTANTIATE_TEST_SUITE_P(EveryMode, FiniteDifferences, ::testing::ValuesIn(test::gradient_modes()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Backward, StandardResidualLeavesDepthTensorsWithZeroGradient) {

@@ -13,6 +13,7 @@
 #include "attnres/error.hpp"
 #include "attnres/gradient_engine.hpp"
 #include "test_support.hpp"
+#include "training/training_support.hpp"
 
 namespace attnres {
 namespace {
@@ -37,27 +38,8 @@ std::vector<std::vector<int>> test_batch(int vocab) {
   return batch;
 }
 
-struct ModeCase {
-  std::string name;
-  ResidualMode mode;
-  int block_size;
-  bool zero_placeholder;
-};
-
-std::vector<ModeCase> all_modes() {
-  return {{"standard", ResidualMode::standard, 0, false}, {"full", ResidualMode::full, 0, false},
-          {"block_S1", ResidualMode::block, 1, false},     {"block_S2", ResidualMode::block, 2, false},
-          {"block_S3", ResidualMode::block, 3, false},     {"block_S2_placeholder", ResidualMode::block, 2, true}};
-}
-
-ForwardOptions options_for(const ModeCase& mode) {
-  ForwardOptions options;
-  options.mode = mode.mode;
-  if (mode.block_size) options.block_size = mode.block_size;
-  options.zero_placeholder = mode.zero_placeholder;
-  options.record_mixing = false;
-  return options;
-}
+using test::ModeCase;
+using test::options_for;
 
 // Worst error / max(1, max |reference|) over the tensors, loss and RMS curves; fails the test
 // naming the first quantity above `tolerance`.
@@ -126,7 +108,7 @@ TEST_P(FastBackwardModes, MatchesTheReferenceAtF32) {
   std::cout << "[ " << GetParam().name << " ] worst f32 difference " << worst << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryMode, FastBackwardModes, ::testing::ValuesIn(all_modes()),
+INSTANTIATE_TEST_SUITE_P(EveryMode, FastBackwardModes, ::testing::ValuesIn(test::gradient_modes()),
                          [](const auto& info) { return info.param.name; });
 
 // Every tensor's bytes.

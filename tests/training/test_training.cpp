@@ -9,22 +9,11 @@
 #include "attnres/error.hpp"
 #include "attnres/trainer.hpp"
 #include "test_support.hpp"
+#include "training/training_support.hpp"
 
 namespace attnres {
 namespace {
 
-// Text with structure a tiny model can learn quickly (repeated words, a few sentence shapes).
-std::string sample_text(std::size_t bytes) {
-  const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat. ", "dogs ", "run ", "fast ", "and ", "far. "};
-  std::string text;
-  std::uint64_t state = 7;
-  while (text.size() < bytes) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    text += words[(state >> 33) % 11];
-    if ((state >> 20) % 7 == 0) text += "\n";
-  }
-  return text;
-}
 
 ModelWeights<double> tiny_byte_model(std::uint64_t seed) {
   return random_model(test::model_config(1, 16, 2, 2, 24, 256), {.seed = seed, .weight_std = 0.1});
@@ -66,13 +55,13 @@ TEST(TextData, BadFilesAreClearErrors) {
   EXPECT_NE(message("", 4).find("data.txt: the data file is empty"), std::string::npos);
   EXPECT_NE(message(std::string("abc\0def", 7), 2).find("binary"), std::string::npos);
   EXPECT_NE(message(std::string(100, '\x01'), 2).find("binary"), std::string::npos);
-  EXPECT_NE(message(sample_text(100), 64).find("each part needs at least 65"), std::string::npos);
+  EXPECT_NE(message(test::sample_text(100), 64).find("each part needs at least 65"), std::string::npos);
   test::TempDir dir;
   EXPECT_THROW(load_text_data(dir / "missing.txt", 0.05, 4), Error);
 }
 
 TEST(Batches, AreAPureFunctionOfSeedAndStep) {
-  const TextData data = text_data_from_bytes(sample_text(4000), "mem", 0.1, 32);
+  const TextData data = text_data_from_bytes(test::sample_text(4000), "mem", 0.1, 32);
   const auto a = training_batch(data, 4, 32, 5, 17);
   EXPECT_EQ(a, training_batch(data, 4, 32, 5, 17));
   EXPECT_NE(a, training_batch(data, 4, 32, 5, 18));
@@ -135,7 +124,7 @@ void expect_same_bits(const ModelWeights<float>& a, const ModelWeights<float>& b
 }
 
 TEST(Trainer, SameSeedGivesSameBitsAndResumeEqualsUninterrupted) {
-  const TextData data = text_data_from_bytes(sample_text(6000), "sample.txt", 0.1, 16);
+  const TextData data = text_data_from_bytes(test::sample_text(6000), "sample.txt", 0.1, 16);
   for (ResidualMode mode : {ResidualMode::standard, ResidualMode::block}) {
     const TrainOptions options = tiny_options(mode);
     Trainer straight(tiny_byte_model(1), data, options);
@@ -158,7 +147,7 @@ TEST(Trainer, SameSeedGivesSameBitsAndResumeEqualsUninterrupted) {
 }
 
 TEST(Trainer, ThirtyStepsLowerTheValidationLoss) {
-  const TextData data = text_data_from_bytes(sample_text(20000), "sample.txt", 0.1, 32);
+  const TextData data = text_data_from_bytes(test::sample_text(20000), "sample.txt", 0.1, 32);
   TrainOptions options = tiny_options(ResidualMode::full);
   options.steps = 30;
   options.sequence_length = 32;
@@ -179,7 +168,7 @@ TEST(Trainer, ThirtyStepsLowerTheValidationLoss) {
 }
 
 TEST(Trainer, RejectsBadOptionsAndSmallVocabularies) {
-  const TextData data = text_data_from_bytes(sample_text(3000), "sample.txt", 0.1, 16);
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
   TrainOptions options = tiny_options(ResidualMode::standard);
   options.steps = 0;
   EXPECT_THROW(Trainer(tiny_byte_model(1), data, options), Error);
@@ -193,12 +182,12 @@ TEST(Trainer, RejectsBadOptionsAndSmallVocabularies) {
 }
 
 TEST(Trainer, ResumeRefusesOtherDataAndCorruptCheckpoints) {
-  const TextData data = text_data_from_bytes(sample_text(3000), "sample.txt", 0.1, 16);
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
   Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
   trainer.step();
   test::TempDir dir;
   trainer.write_checkpoint(dir.path());
-  const TextData other = text_data_from_bytes(sample_text(3001), "other.txt", 0.1, 16);
+  const TextData other = text_data_from_bytes(test::sample_text(3001), "other.txt", 0.1, 16);
   EXPECT_THROW(Trainer::resume(dir.path(), other), Error);
   {
     std::ofstream(dir / "train_state.json") << "{ not json";
@@ -212,7 +201,7 @@ TEST(Trainer, ResumeRefusesOtherDataAndCorruptCheckpoints) {
 }
 
 TEST(Trainer, CancelledStepChangesNothing) {
-  const TextData data = text_data_from_bytes(sample_text(3000), "sample.txt", 0.1, 16);
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
   Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
   const ModelWeights<float> before = trainer.model_f32();
   EXPECT_THROW(trainer.step([](std::size_t, std::size_t) { return false; }), Cancelled);
