@@ -568,7 +568,7 @@ class CostView : public View {
                   "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
                   "long-context prefill memory and pipeline traffic. The dashed line marks your <i>N</i>; the "
                   "orange dots are the paper's Fig. 6 losses (32-sublayer model, right axis).</p>"
-                  "<p><b>Formulas</b> (SPEC §3): standard 3d; Block two-phase (N/S + 5)d; Full two-phase "
+                  "<p><b>Formulas</b> (docs/math.md §3): standard 3d; Block two-phase (N/S + 5)d; Full two-phase "
                   "(S + N)d; prefill b·N·T·d; naive pipeline C(C-1)/2·N<sub>p</sub>·d, cached "
                   "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Try:</b> move N from 1 to L and watch Block "
                   "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off.</p>");
@@ -790,7 +790,7 @@ class DepthAttentionView : public ModelView {
                   "the input of each sublayer, then the final read) over its sources (columns), for Full "
                   "AttnRes (every earlier output v<sub>i</sub>) and Block AttnRes (embedding, completed blocks "
                   "b<sub>n</sub>, the running partial sum). Grey: not a source of that read.</p>"
-                  "<p><b>Formula</b> (SPEC §2.2): α = softmax<sub>i</sub>(w<sub>l</sub>·KeyNorm(v<sub>i</sub>)); "
+                  "<p><b>Formula</b> (docs/math.md §2.2): α = softmax<sub>i</sub>(w<sub>l</sub>·KeyNorm(v<sub>i</sub>)); "
                   "h<sub>l</sub> = Σ α v<sub>i</sub>. With zero queries every read is a plain mean.</p>"
                   "<p><b>Model.</b> The view opens on the shipped <i>trained</i> Full AttnRes model (4 layers, "
                   "d = 128, trained on the lab corpus; docs/training.md), so its map shows learned weights, "

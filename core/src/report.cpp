@@ -74,7 +74,7 @@ ReportTable history_table(const CostReport& r) {
 }
 
 ReportTable prefill_table(const CostReport& r) {
-  ReportTable t{"prefill", "Long-context prefill memory of the block history (SPEC §3.2)",
+  ReportTable t{"prefill", "Long-context prefill memory of the block history (docs/math.md §3.2)",
                 {"quantity", "bytes", "GB", "GiB"}, {}, "", ""};
   auto row = [&](const std::string& name, std::int64_t bytes) {
     t.rows.push_back({name, num(bytes), gb(static_cast<double>(bytes)), gib(static_cast<double>(bytes))});
@@ -95,7 +95,7 @@ ReportTable pipeline_table(const CostReport& r) {
   const double unit = r.pipeline_paper.blocks_per_chunk * d;
   const double bytes = static_cast<double>(r.inputs.tokens) * static_cast<double>(r.inputs.batch) *
                        bytes_per_element(r.inputs.dtype);
-  ReportTable t{"pipeline", "Pipeline communication of block representations (SPEC §3.3)",
+  ReportTable t{"pipeline", "Pipeline communication of block representations (docs/math.md §3.3)",
                 {"accounting", "elements/token", "x N_p·d", "bytes per micro-batch (B·T)", "GB per micro-batch"},
                 {}, "", ""};
   auto row = [&](const std::string& name, double elements) {
