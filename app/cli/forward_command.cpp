@@ -49,9 +49,21 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
       if (trace.zero_placeholder) out << ", zero placeholder ON";
       break;
     }
+    case ResidualMode::denseformer: out << "DenseFormer (learned weights over v_0 .. v_{l-1})"; break;
+    case ResidualMode::rescaled: out << "rescaled residual (the running mean of v_0 .. v_{l-1})"; break;
+    case ResidualMode::mhc:
+      out << (trace.scheme.dynamic ? "mHC" : "static mHC") << ", m = " << trace.scheme.streams << " streams, "
+          << trace.scheme.sinkhorn_iterations << " Sinkhorn iterations";
+      break;
   }
-  if (trace.mode != ResidualMode::standard) {
+  if (const std::string settings = trace.scheme.settings_label(); !settings.empty() && trace.scheme.attention_mode()) {
+    out << " [" << settings << "]";
+  }
+  if (trace.scheme.reads_sources()) {
     out << "; " << (trace.two_phase ? "two-phase" : "one-shot") << " reads";
+    if (!trace.two_phase && !trace.scheme.two_phase_limit().empty()) {
+      out << " (" << trace.scheme.two_phase_limit() << ")";
+    }
   }
   out << "; " << precision << "\n";
   out << "tokens    T = " << trace.tokens << "\n\n";

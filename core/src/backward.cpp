@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "attnres/depth_attention.hpp"
+#include "attnres/depth_read.hpp"
 #include "attnres/error.hpp"
+#include "attnres/mhc.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/layers.hpp"
 
@@ -89,14 +91,16 @@ struct Tape {
   std::vector<Matrix<Scalar>> outputs;  // v_0 (embedding) .. v_L, each (T, d)
   std::vector<Matrix<Scalar>> inputs;   // h of sublayers 0 .. L-1 (reads 0 .. L-1)
   Matrix<Scalar> final_hidden;          // output of read L
-  std::vector<Matrix<Scalar>> alpha;    // per read (T, sources); empty for the standard residual
+  std::vector<DepthReadCache<Scalar>> reads;           // per read (read-based schemes)
+  std::vector<std::vector<Matrix<Scalar>>> streams;    // mHC: the streams before each sublayer
+  std::vector<MhcStep<Scalar>> steps;                  // mHC: each sublayer's coefficients
 };
 
 template <typename Scalar>
-void sequence_gradients(const ModelWeights<Scalar>& model, const DepthLayout& layout, const std::vector<int>& tokens,
-                        double loss_scale, const Progress& progress, std::size_t progress_base,
-                        std::size_t progress_total, Gradients<Scalar>& out, std::vector<double>& output_squares,
-                        std::vector<double>& grad_squares) {
+void sequence_gradients(const ModelWeights<Scalar>& model, const AttnResConfig& scheme, const DepthLayout& layout,
+                        const std::vector<int>& tokens, double loss_scale, const Progress& progress,
+                        std::size_t progress_base, std::size_t progress_total, Gradients<Scalar>& out,
+                        std::vector<double>& output_squares, std::vector<double>& grad_squares) {
   const ModelConfig& config = model.config;
   const int L = layout.sublayers;
   const auto T = static_cast<Eigen::Index>(tokens.size());
@@ -104,6 +108,7 @@ void sequence_gradients(const ModelWeights<Scalar>& model, const DepthLayout& la
   const auto key_eps = static_cast<Scalar>(config.attn_res.key_norm_eps);
   const RopeTable<Scalar> rope = make_rope_table<Scalar>(static_cast<int>(T), config.head_dim(), config.rope_theta);
   const bool standard = layout.mode == ResidualMode::standard;
+  const bool mhc = layout.mode == ResidualMode::mhc;
   auto sources_of = [&](const Tape<Scalar>& tape, int read) {
     std::vector<Matrix<Scalar>> values;
     for (const auto& source : layout.reads[static_cast<std::size_t>(read)]) values.push_back(source_value(tape.outputs, source));
@@ -120,23 +125,35 @@ void sequence_gradients(const ModelWeights<Scalar>& model, const DepthLayout& la
   Matrix<Scalar> embedding(T, config.hidden_size);
   for (Eigen::Index t = 0; t < T; ++t) embedding.row(t) = model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
   tape.outputs.push_back(std::move(embedding));
+  std::vector<Matrix<Scalar>> streams;  // mHC state
+  if (mhc) streams.assign(static_cast<std::size_t>(scheme.streams), tape.outputs.front());
   for (int r = 0; r <= L; ++r) {
     report_progress(progress, progress_base + static_cast<std::size_t>(r), progress_total, "backward pass");
     Matrix<Scalar> h;
     if (standard) {
       h = tape.outputs.front();  // h_{r+1} = v_0 + sum_{i <= r} v_i
       for (int i = 1; i <= r; ++i) h += tape.outputs[static_cast<std::size_t>(i)];
+    } else if (mhc) {
+      if (r == L) {  // the final read: the mean of the streams
+        h = Matrix<Scalar>::Zero(T, config.hidden_size);
+        for (const auto& stream : streams) h += stream;
+        h /= static_cast<Scalar>(scheme.streams);
+      } else {
+        tape.steps.push_back(mhc_coefficients(scheme, model.depth_read(r), streams, eps));
+        tape.streams.push_back(streams);
+        h = mhc_sublayer_input(tape.steps.back(), streams);
+      }
     } else {
       const auto values = sources_of(tape, r);
-      Matrix<Scalar> alpha;
-      depth_attention_one_shot(pointers(values), model.depth_read(r), key_eps, &h, &alpha);
-      tape.alpha.push_back(std::move(alpha));
+      tape.reads.emplace_back();
+      h = depth_read(scheme, model.depth_read(r), pointers(values), key_eps, &tape.reads.back());
     }
     if (r == L) {
       tape.final_hidden = std::move(h);
       break;
     }
     tape.outputs.push_back(sublayer_forward(model, r, h, rope));
+    if (mhc) mhc_write(tape.steps.back(), tape.outputs.back(), streams);
     tape.inputs.push_back(std::move(h));
   }
   for (int r = 0; r < L; ++r) output_squares[static_cast<std::size_t>(r)] += tape.outputs[static_cast<std::size_t>(r + 1)].squaredNorm();
@@ -150,6 +167,25 @@ void sequence_gradients(const ModelWeights<Scalar>& model, const DepthLayout& la
   out.grad.lm_head += dlogits.transpose() * normalised;
   Matrix<Scalar> dh = rms_norm_backward(tape.final_hidden, model.norm, eps, Matrix<Scalar>(dlogits * model.lm_head),
                                         &out.grad.norm);
+
+  if (mhc) {
+    // ---- mHC: d loss / d streams flows back through each write and read (docs/schemes.md).
+    std::vector<Matrix<Scalar>> dstreams(static_cast<std::size_t>(scheme.streams),
+                                         dh / static_cast<Scalar>(scheme.streams));
+    for (int r = L - 1; r >= 0; --r) {
+      report_progress(progress, progress_base + static_cast<std::size_t>(2 * L + 1 - r), progress_total, "backward pass");
+      const auto& step = tape.steps[static_cast<std::size_t>(r)];
+      const Matrix<Scalar> dv = mhc_output_gradient(step, dstreams);
+      grad_squares[static_cast<std::size_t>(r)] += dv.squaredNorm();
+      const Matrix<Scalar> du = sublayer_backward(model, r, tape.inputs[static_cast<std::size_t>(r)], rope, dv, out.grad);
+      mhc_step_backward(scheme, model.depth_read(r), tape.streams[static_cast<std::size_t>(r)], step,
+                        tape.outputs[static_cast<std::size_t>(r + 1)], du, dstreams, &out.grad.depth_read(r));
+    }
+    Matrix<Scalar> dembedding = Matrix<Scalar>::Zero(T, config.hidden_size);
+    for (const auto& d : dstreams) dembedding += d;  // X_0 = m copies of v_0
+    for (Eigen::Index t = 0; t < T; ++t) out.grad.embed_tokens.row(tokens[static_cast<std::size_t>(t)]) += dembedding.row(t);
+    return;
+  }
 
   // ---- Backward sweep over reads L .. 0. d loss / d v_{r+1} is complete once every later read
   // has passed its gradient back, which is exactly when read r's sublayer is reached.
@@ -167,8 +203,8 @@ void sequence_gradients(const ModelWeights<Scalar>& model, const DepthLayout& la
     }
     const auto values = sources_of(tape, r);
     std::vector<Matrix<Scalar>> dsources;
-    depth_attention_backward(pointers(values), tape.alpha[static_cast<std::size_t>(r)], model.depth_read(r), key_eps, dh,
-                             &dsources, &out.grad.depth_read(r));
+    depth_read_backward(scheme, model.depth_read(r), pointers(values), key_eps, tape.reads[static_cast<std::size_t>(r)],
+                        dh, &dsources, &out.grad.depth_read(r));
     const auto& sources = layout.reads[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < sources.size(); ++i) {
       for (int member = sources[i].first_member; member <= sources[i].last_member; ++member) {
@@ -186,7 +222,8 @@ Gradients<Scalar> loss_and_gradients(const ModelWeights<Scalar>& model, const st
                                      const ForwardOptions& options) {
   Gradients<Scalar> out;
   out.predicted = check_training_batch(model.config, batch, "gradients");
-  const DepthLayout layout = resolve_layout(model.config, options);
+  const AttnResConfig scheme = resolve_scheme(model.config, options);
+  const DepthLayout layout = make_depth_layout(scheme, model.config.sublayers(), options.zero_placeholder);
   const int L = layout.sublayers;
   out.grad = zero_like(model);
   std::vector<double> output_squares(static_cast<std::size_t>(L), 0.0);
@@ -194,7 +231,7 @@ Gradients<Scalar> loss_and_gradients(const ModelWeights<Scalar>& model, const st
   double elements = 0.0;
   const std::size_t steps_per_sequence = static_cast<std::size_t>(2 * L + 2);
   for (std::size_t s = 0; s < batch.size(); ++s) {
-    sequence_gradients(model, layout, batch[s], 1.0 / static_cast<double>(out.predicted), options.progress,
+    sequence_gradients(model, scheme, layout, batch[s], 1.0 / static_cast<double>(out.predicted), options.progress,
                        s * steps_per_sequence, batch.size() * steps_per_sequence, out, output_squares, grad_squares);
     elements += static_cast<double>(batch[s].size()) * model.config.hidden_size;
   }

@@ -23,8 +23,22 @@ int DepthLayout::block_of_sublayer(int sublayer) const {
   return sublayer;
 }
 
+DepthLayout make_depth_layout(const AttnResConfig& scheme, int sublayers, bool zero_placeholder) {
+  switch (scheme.mode) {
+    case ResidualMode::standard: return make_depth_layout(ResidualMode::standard, sublayers, 0);
+    case ResidualMode::block:
+      return make_depth_layout(ResidualMode::block, sublayers, scheme.block_size, zero_placeholder);
+    default: break;
+  }
+  // Full AttnRes and the schemes that weight every earlier output (DenseFormer, rescaled, mHC's
+  // effective weights) share the Full layout; only Full takes a window (docs/schemes.md).
+  DepthLayout layout = make_depth_layout(ResidualMode::full, sublayers, 1, false, scheme.window);
+  layout.mode = scheme.mode;
+  return layout;
+}
+
 DepthLayout make_depth_layout(ResidualMode mode, int sublayers, int block_size,
-                              bool zero_placeholder) {
+                              bool zero_placeholder, int window) {
   if (sublayers < 1) {
     throw Error("the number of sublayers L must be >= 1, got " + std::to_string(sublayers));
   }
@@ -38,12 +52,15 @@ DepthLayout make_depth_layout(ResidualMode mode, int sublayers, int block_size,
   if (mode == ResidualMode::standard) return layout;
 
   if (mode == ResidualMode::full) {
-    // SPEC §2.2: read r sees v_0 .. v_r (read L: all L+1 outputs).
+    // docs/math.md §2.2: read r sees v_0 .. v_r (read L: all L+1 outputs); with a window W
+    // (docs/schemes.md) the embedding and the last W outputs v_{r-W+1} .. v_r.
+    if (window < 0) throw Error("window W must be >= 0 (0 = off), got " + std::to_string(window));
     layout.block_size = 1;
     layout.blocks = L;
+    layout.window = window;
     for (int r = 0; r <= L; ++r) {
       std::vector<DepthSource> sources{embedding};
-      for (int i = 1; i <= r; ++i) {
+      for (int i = window > 0 ? std::max(1, r - window + 1) : 1; i <= r; ++i) {
         sources.push_back({DepthSource::Kind::sublayer_output, i, i, i});
       }
       layout.reads.push_back(std::move(sources));

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "attnres/depth_attention.hpp"
+#include "attnres/depth_read.hpp"
 #include "attnres/error.hpp"
+#include "attnres/mhc.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/layers.hpp"
 
@@ -82,23 +84,71 @@ void check_tokens(const ModelConfig& config, const std::vector<int>& tokens) {
   }
 }
 
-DepthLayout resolve_layout(const ModelConfig& config, const ForwardOptions& options) {
-  const int L = config.sublayers();
-  const ResidualMode mode = options.mode.value_or(config.attn_res.mode);
-  const int block_size = options.block_size.value_or(config.attn_res.block_size);
-  if (mode == ResidualMode::block && block_size == 0) {
-    throw Error("forward: block mode needs a block size S (1 <= S <= L = " + std::to_string(L) + " sublayers)");
-  }
-  return make_depth_layout(mode, L, block_size, options.zero_placeholder);
+namespace {
+
+bool plain_mode(ResidualMode mode) {
+  return mode == ResidualMode::standard || mode == ResidualMode::full || mode == ResidualMode::block;
 }
 
-ForwardTrace start_trace(const DepthLayout& layout, int tokens, const ForwardOptions& options) {
+}  // namespace
+
+AttnResConfig resolve_scheme(const ModelConfig& config, const ForwardOptions& options) {
+  const int L = config.sublayers();
+  AttnResConfig scheme = config.attn_res;
+  const ResidualMode mode = options.mode.value_or(scheme.mode);
+  if (mode != scheme.mode) {
+    // The model's own tensors must serve the other mode: only standard / Full / Block with
+    // attention mixing share them (docs/schemes.md "Comparing schemes").
+    const bool shares_tensors = plain_mode(mode) && plain_mode(scheme.mode) && scheme.mixing == DepthMixing::attention;
+    if (!shares_tensors) {
+      throw Error("forward: a " + scheme.describe() + " model cannot be read as mode " + to_string(mode) +
+                  " with its own tensors; convert it to that scheme first (attnres forward --mode converts; "
+                  "docs/schemes.md)");
+    }
+    if (mode == ResidualMode::standard) {
+      scheme = AttnResConfig{};
+      scheme.key_norm_eps = config.attn_res.key_norm_eps;
+    }
+    if (mode != ResidualMode::full) scheme.window = 0;
+    scheme.mode = mode;
+  }
+  if (options.block_size) {
+    if (scheme.mixing == DepthMixing::scalars && *options.block_size != scheme.block_size) {
+      throw Error("forward: the mixing logits of a mixing = scalars model are tied to its block size " +
+                  std::to_string(scheme.block_size) + "; convert the model to change it (docs/schemes.md)");
+    }
+    scheme.block_size = *options.block_size;
+  }
+  if (scheme.mode == ResidualMode::block && scheme.block_size == 0) {
+    throw Error("forward: block mode needs a block size S (1 <= S <= L = " + std::to_string(L) + " sublayers)");
+  }
+  if (options.zero_placeholder && scheme.mode == ResidualMode::block &&
+      (scheme.mixing != DepthMixing::attention || scheme.query_source != QuerySource::fixed)) {
+    throw Error("forward: the zero placeholder applies to Block AttnRes with mixing = attention and a static query only");
+  }
+  if (scheme.mode == ResidualMode::block && (scheme.block_size < 1 || scheme.block_size > L)) {
+    throw Error("block size S must be between 1 and L = " + std::to_string(L) + " sublayers, got " +
+                std::to_string(scheme.block_size));
+  }
+  ModelConfig checked = config;
+  checked.attn_res = scheme;
+  checked.validate("forward");
+  return scheme;
+}
+
+DepthLayout resolve_layout(const ModelConfig& config, const ForwardOptions& options) {
+  return make_depth_layout(resolve_scheme(config, options), config.sublayers(), options.zero_placeholder);
+}
+
+ForwardTrace start_trace(const AttnResConfig& scheme, const DepthLayout& layout, int tokens,
+                         const ForwardOptions& options) {
   ForwardTrace trace;
   trace.mode = layout.mode;
+  trace.scheme = scheme;
   trace.sublayers = layout.sublayers;
   trace.block_size = layout.block_size;
   trace.tokens = tokens;
-  trace.two_phase = options.two_phase && layout.mode != ResidualMode::standard;
+  trace.two_phase = options.two_phase && scheme.two_phase_implemented() && !options.mask;
   trace.zero_placeholder = options.zero_placeholder && layout.mode == ResidualMode::block;
   trace.rank_tolerance = options.rank_tolerance;
   return trace;
@@ -212,29 +262,46 @@ struct ReadResult {
   Matrix<Scalar> alpha;
 };
 
+// The two-phase path's score pieces: w * g and 1 / rms(v) with the key norm, w and 1 without.
 template <typename Scalar>
 Vector<Scalar> effective_query(const ModelWeights<Scalar>& model, int read) {
   const auto& weights = model.depth_read(read);
+  if (!model.config.attn_res.key_norm) return weights.query;
   return weights.query.cwiseProduct(weights.key_norm_gain);  // (d) w * g
 }
 
-// One-shot read: every source scored and weighted in one softmax (docs/math.md).
 template <typename Scalar>
-ReadResult<Scalar> one_shot_read(const ModelWeights<Scalar>& model, const DepthState<Scalar>& state,
-                                 const std::vector<DepthSource>& sources, int read, Scalar key_eps) {
+Vector<Scalar> source_inverse_rms(const AttnResConfig& scheme, const Matrix<Scalar>& value, Scalar key_eps) {
+  if (!scheme.key_norm) return Vector<Scalar>::Ones(value.rows());
+  return key_inverse_rms(value, key_eps);
+}
+
+// One-shot read of any read-based scheme (docs/schemes.md): every source scored and weighted at
+// once. alpha keeps every head: (T, H * sources).
+template <typename Scalar>
+ReadResult<Scalar> one_shot_read(const ModelWeights<Scalar>& model, const AttnResConfig& scheme,
+                                 const DepthState<Scalar>& state, const std::vector<DepthSource>& sources, int read,
+                                 Scalar key_eps) {
   std::vector<const Matrix<Scalar>*> values;
   for (const auto& source : sources) values.push_back(&state.value(source));
   ReadResult<Scalar> out;
-  depth_attention_one_shot(values, model.depth_read(read), key_eps, &out.h, &out.alpha);
+  DepthReadCache<Scalar> cache;
+  out.h = depth_read(scheme, model.depth_read(read), values, key_eps, &cache);
+  out.alpha = std::move(cache.alpha);
   return out;
 }
 
 // A read with some sources removed: the remaining weights renormalised, h recomputed from them.
 template <typename Scalar>
-ReadResult<Scalar> masked_read(const ModelWeights<Scalar>& model, const DepthState<Scalar>& state,
-                               const std::vector<DepthSource>& sources, int read, Scalar key_eps,
-                               const std::vector<double>& keep) {
-  ReadResult<Scalar> out = one_shot_read(model, state, sources, read, key_eps);
+ReadResult<Scalar> masked_read(const ModelWeights<Scalar>& model, const AttnResConfig& scheme,
+                               const DepthState<Scalar>& state, const std::vector<DepthSource>& sources, int read,
+                               Scalar key_eps, const std::vector<double>& keep) {
+  if (depth_read_heads(scheme) != 1 || !(scheme.gate == DepthGate::softmax || scheme.gate == DepthGate::sigmoid_normalized) ||
+      scheme.mode == ResidualMode::denseformer) {
+    throw Error("history masks need single-head weights that sum to 1 (softmax or sigmoid_normalized gate, "
+                "one head); " + scheme.describe() + " has others (docs/training.md)");
+  }
+  ReadResult<Scalar> out = one_shot_read(model, scheme, state, sources, read, key_eps);
   if (keep.size() != sources.size()) {
     throw Error("forward: the depth mask of read " + std::to_string(read) + " lists " + std::to_string(keep.size()) +
                 " sources; the read has " + std::to_string(sources.size()));
@@ -263,7 +330,7 @@ ScheduleGroup<Scalar> phase_one(const ModelWeights<Scalar>& model, const DepthLa
   std::vector<Vector<Scalar>> history_inv_rms;
   for (std::size_t i = 0; i < group.history_size; ++i) {
     history.push_back(&state.value(sources[i]));
-    history_inv_rms.push_back(key_inverse_rms(*history.back(), key_eps));
+    history_inv_rms.push_back(source_inverse_rms(model.config.attn_res, *history.back(), key_eps));
   }
   Matrix<Scalar> queries(last - first + 1, model.config.hidden_size);  // (reads in group, d)
   for (int q = first; q <= last; ++q) queries.row(q - first) = effective_query(model, q).transpose();
@@ -287,7 +354,7 @@ ReadResult<Scalar> phase_two_read(const ModelWeights<Scalar>& model, const Depth
   const Vector<Scalar> query = effective_query(model, read);
   for (std::size_t i = group.history_size; i < sources.size(); ++i) {
     const Matrix<Scalar>& value = state.value(sources[i]);
-    const Vector<Scalar> z = depth_scores(value, key_inverse_rms(value, key_eps), query);
+    const Vector<Scalar> z = depth_scores(value, source_inverse_rms(model.config.attn_res, value, key_eps), query);
     scores.col(static_cast<Eigen::Index>(i)) = z;
     stats = merge_stats(stats, single_source_stats(value, z));
   }
@@ -312,9 +379,22 @@ void add_output(const DepthLayout& layout, DepthState<Scalar>& state, int r, Mat
   state.outputs.push_back(std::move(v));
 }
 
+// alpha: (T, heads * sources); the trace keeps the mean over heads in `alpha` and every head in
+// `alpha_heads` (multi-head reads only).
 template <typename Scalar>
-void record_read(ForwardTrace& trace, int r, const std::vector<DepthSource>& sources, const Matrix<Scalar>& alpha) {
-  ReadTrace read{r, read_target_name(r, trace.sublayers), sources, alpha.template cast<double>(), {}};
+void record_read(ForwardTrace& trace, int r, const std::vector<DepthSource>& sources, const Matrix<Scalar>& alpha,
+                 int heads = 1) {
+  ReadTrace read;
+  read.read = r;
+  read.target = read_target_name(r, trace.sublayers);
+  read.sources = sources;
+  read.heads = heads;
+  if (heads > 1) {
+    read.alpha_heads = alpha.template cast<double>();
+    read.alpha = head_mean(alpha, heads).template cast<double>();
+  } else {
+    read.alpha = alpha.template cast<double>();
+  }
   read.alpha_mean = read.alpha.colwise().mean().transpose();
   trace.reads.push_back(std::move(read));
 }
@@ -326,7 +406,8 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
                               const ForwardOptions& options) {
   const ModelConfig& config = model.config;
   check_tokens(config, tokens);
-  const DepthLayout layout = resolve_layout(config, options);
+  const AttnResConfig scheme = resolve_scheme(config, options);
+  const DepthLayout layout = make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
   const int L = layout.sublayers;
   const auto T = static_cast<Eigen::Index>(tokens.size());
   const RopeTable<Scalar> rope = make_rope_table<Scalar>(static_cast<int>(T), config.head_dim(), config.rope_theta);
@@ -334,7 +415,7 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
 
   ForwardResult<Scalar> result;
   ForwardTrace& trace = result.trace;
-  trace = start_trace(layout, static_cast<int>(T), options);
+  trace = start_trace(scheme, layout, static_cast<int>(T), options);
 
   DepthState<Scalar> state;
   Matrix<Scalar> embedding(T, config.hidden_size);  // v_0 = h_1
@@ -360,6 +441,25 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
     Matrix<Scalar> h = embedding;  // (T, d)
     for (int s = 0; s < L; ++s) h += run_sublayer(s, h);
     result.hidden_final = std::move(h);
+  } else if (layout.mode == ResidualMode::mhc) {
+    // m streams, read by H_pre, mixed by H_res, written by H_post (docs/schemes.md "mHC"). The
+    // trace lists each sublayer input's effective weights over v_0 .. v_r.
+    if (options.mask) throw Error("history masks apply to reads over stored sources; mHC has none");
+    std::vector<Matrix<Scalar>> streams(static_cast<std::size_t>(scheme.streams), embedding);
+    MhcCoefficientsOfOutputs<Scalar> coefficients;
+    coefficients.coefficients.push_back(Matrix<Scalar>::Ones(T, scheme.streams));
+    const auto eps = static_cast<Scalar>(config.rms_norm_eps);
+    for (int r = 0; r < L; ++r) {
+      const MhcStep<Scalar> step = mhc_coefficients(scheme, model.depth_read(r), streams, eps);
+      record_read(trace, r, layout.reads[static_cast<std::size_t>(r)], coefficients.read_weights(step));
+      const Matrix<Scalar> v = run_sublayer(r, mhc_sublayer_input(step, streams));
+      mhc_write(step, v, streams);
+      coefficients.advance(step);
+    }
+    record_read(trace, L, layout.reads[static_cast<std::size_t>(L)], coefficients.final_weights());
+    result.hidden_final = Matrix<Scalar>::Zero(T, config.hidden_size);
+    for (const auto& stream : streams) result.hidden_final += stream;
+    result.hidden_final /= static_cast<Scalar>(scheme.streams);
   } else {
     const std::vector<int> group_of = schedule_groups(layout, options);
     ScheduleGroup<Scalar> group;
@@ -371,9 +471,9 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
           throw Error("forward: the depth mask lists " + std::to_string(options.mask->keep.size()) + " reads; the model has " +
                       std::to_string(L + 1));
         }
-        read = masked_read(model, state, sources, r, key_eps, options.mask->keep[static_cast<std::size_t>(r)]);
-      } else if (!options.two_phase) {
-        read = one_shot_read(model, state, sources, r, key_eps);
+        read = masked_read(model, scheme, state, sources, r, key_eps, options.mask->keep[static_cast<std::size_t>(r)]);
+      } else if (!trace.two_phase) {
+        read = one_shot_read(model, scheme, state, sources, r, key_eps);
       } else {
         const int g = group_of[static_cast<std::size_t>(r)];
         if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
@@ -383,7 +483,7 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
         }
         read = phase_two_read(model, state, group, sources, r, key_eps);
       }
-      record_read(trace, r, sources, read.alpha);
+      record_read(trace, r, sources, read.alpha, trace.two_phase ? 1 : depth_read_heads(scheme));
       if (r == L) {
         result.hidden_final = std::move(read.h);
         break;

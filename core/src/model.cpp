@@ -77,6 +77,15 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
+// Parameters drawn from N(0, query_std^2) by random_model (docs/schemes.md "Tensors of a read").
+bool is_depth_mixing_parameter(const std::string& name) {
+  for (const char* suffix : {".query", ".query_proj.weight", ".mix_logits", ".dwa.weight", ".mhc.pre_proj.weight",
+                             ".mhc.post_proj.weight", ".mhc.res_proj.weight"}) {
+    if (ends_with(name, suffix)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOptions& options) {
@@ -89,14 +98,15 @@ ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOp
   for_each_tensor(model, [&](const TensorVisit& tensor) {
     const std::int64_t count = tensor.element_count();
     double std_dev = 0.0;
-    if (ends_with(tensor.name, ".query")) {
-      std_dev = options.query_std;
-    } else if (tensor.shape.size() == 2) {
+    if (is_depth_mixing_parameter(tensor.name)) {
+      std_dev = options.query_std;  // every depth-mixing parameter (docs/schemes.md)
+    } else if (tensor.shape.size() == 2 && !ends_with(tensor.name, ".mhc.res_bias")) {
       std_dev = options.weight_std;
     }
-    if (std_dev == 0.0) return;  // zeros, or the ones that allocate_model gave norm gains
+    if (std_dev == 0.0) return;  // zeros, or the start values allocate_model gave (gains, biases, dwa)
     for (std::int64_t i = 0; i < count; ++i) {
-      tensor.data[i] = static_cast<double>(static_cast<float>(std_dev * normal.next()));
+      // Added to the start value: DenseFormer weights are 1 + N(0, sigma^2), the rest 0 + N(0, sigma^2).
+      tensor.data[i] = static_cast<double>(static_cast<float>(tensor.data[i] + std_dev * normal.next()));
     }
   });
   model.has_attn_res_tensors = true;
@@ -137,6 +147,16 @@ std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::strin
   add(d, 3 * ffn, layers);                            // gate, up, down
   add(d, 8, layers);                                  // norms, queries, key-norm gains
   add(d, 3);                                          // final norm, final read
+  // Scheme tensors (docs/schemes.md): query projections, mixing logits / DenseFormer weights, mHC.
+  const AttnResConfig& scheme = config.attn_res;
+  const std::uint64_t reads = 2 * layers + 1;
+  if (scheme.uses_query() && scheme.query_source == QuerySource::input) add(d * d, reads);
+  add(reads, reads);                                  // at most L + 1 logits or weights per read
+  if (scheme.mode == ResidualMode::mhc) {
+    const auto m = static_cast<std::uint64_t>(scheme.streams);
+    add(m * m + 2 * m, 2 * layers);
+    if (scheme.dynamic) add(m * d, (2 * m + m * m) * 2 * layers);
+  }
   std::uint64_t bytes = 0;
   if (__builtin_mul_overflow(total, std::uint64_t{sizeof(double)}, &bytes)) {
     throw Error(where + ": the model described is too large (its size overflows 64 bits)");
@@ -206,12 +226,31 @@ ModelWeights<double> load_model(const fs::path& directory) {
                 " missing); a model has all of them or none");
   }
   model.has_attn_res_tensors = present_attn_res > 0;
-  if (!model.has_attn_res_tensors && config.attn_res.mode != ResidualMode::standard) {
+  if (!model.has_attn_res_tensors && !missing_attn_res.empty() && config.attn_res.mode != ResidualMode::standard) {
     throw Error(source + ": config.json asks for attn_res mode '" +
                 to_string(config.attn_res.mode) + "' but the file has no AttnRes tensors (e.g. '" +
                 missing_attn_res.front() + "')");
   }
   return model;
+}
+
+ModelWeights<double> convert_scheme(const ModelWeights<double>& model, const AttnResConfig& scheme) {
+  ModelConfig config = model.config;
+  config.attn_res = scheme;
+  config.validate("scheme");
+  ModelWeights<double> out = allocate_model<double>(config);
+  // Copy every tensor the two models share by name and shape; the rest keep their start values.
+  std::map<std::string, TensorView> source;
+  for_each_tensor(model, [&](const TensorView& tensor) {
+    if (!tensor.attn_res || model.has_attn_res_tensors) source.emplace(tensor.name, tensor);
+  });
+  for_each_tensor(out, [&](const TensorVisit& tensor) {
+    const auto it = source.find(tensor.name);
+    if (it == source.end() || it->second.shape != tensor.shape) return;
+    std::copy(it->second.data, it->second.data + tensor.element_count(), tensor.data);
+  });
+  out.has_attn_res_tensors = scheme.mode != ResidualMode::standard || model.has_attn_res_tensors;
+  return out;
 }
 
 std::string model_safetensors_bytes(const ModelWeights<double>& model) {

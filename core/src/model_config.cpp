@@ -1,6 +1,8 @@
 #include "attnres/model_config.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "attnres/error.hpp"
@@ -14,15 +16,125 @@ std::string to_string(ResidualMode mode) {
     case ResidualMode::standard: return "standard";
     case ResidualMode::full: return "full";
     case ResidualMode::block: return "block";
+    case ResidualMode::denseformer: return "denseformer";
+    case ResidualMode::rescaled: return "rescaled";
+    case ResidualMode::mhc: return "mhc";
   }
   return "?";
 }
 
 ResidualMode parse_residual_mode(const std::string& text, const std::string& what) {
-  if (text == "standard") return ResidualMode::standard;
-  if (text == "full") return ResidualMode::full;
-  if (text == "block") return ResidualMode::block;
-  throw Error(what + ": unknown residual mode '" + text + "' (expected standard, full or block)");
+  for (auto mode : {ResidualMode::standard, ResidualMode::full, ResidualMode::block, ResidualMode::denseformer,
+                    ResidualMode::rescaled, ResidualMode::mhc}) {
+    if (text == to_string(mode)) return mode;
+  }
+  throw Error(what + ": unknown residual mode '" + text +
+              "' (expected standard, full, block, denseformer, rescaled or mhc)");
+}
+
+std::string to_string(DepthGate gate) {
+  switch (gate) {
+    case DepthGate::softmax: return "softmax";
+    case DepthGate::sigmoid: return "sigmoid";
+    case DepthGate::sigmoid_normalized: return "sigmoid_normalized";
+  }
+  return "?";
+}
+
+DepthGate parse_depth_gate(const std::string& text, const std::string& what) {
+  for (auto gate : {DepthGate::softmax, DepthGate::sigmoid, DepthGate::sigmoid_normalized}) {
+    if (text == to_string(gate)) return gate;
+  }
+  throw Error(what + ": unknown gate '" + text + "' (expected softmax, sigmoid or sigmoid_normalized)");
+}
+
+std::string to_string(QuerySource source) { return source == QuerySource::fixed ? "static" : "input"; }
+
+QuerySource parse_query_source(const std::string& text, const std::string& what) {
+  if (text == "static") return QuerySource::fixed;
+  if (text == "input") return QuerySource::input;
+  throw Error(what + ": unknown query source '" + text + "' (expected static or input)");
+}
+
+std::string to_string(DepthMixing mixing) { return mixing == DepthMixing::attention ? "attention" : "scalars"; }
+
+DepthMixing parse_depth_mixing(const std::string& text, const std::string& what) {
+  if (text == "attention") return DepthMixing::attention;
+  if (text == "scalars") return DepthMixing::scalars;
+  throw Error(what + ": unknown mixing '" + text + "' (expected attention or scalars)");
+}
+
+bool AttnResConfig::operator==(const AttnResConfig& o) const {
+  return mode == o.mode && block_size == o.block_size && key_norm_eps == o.key_norm_eps && gate == o.gate &&
+         key_norm == o.key_norm && window == o.window && heads == o.heads && query_source == o.query_source &&
+         mixing == o.mixing && streams == o.streams && dynamic == o.dynamic &&
+         sinkhorn_iterations == o.sinkhorn_iterations;
+}
+
+bool AttnResConfig::paper_defaults() const {
+  if (mode == ResidualMode::standard) return true;
+  return attention_mode() && gate == DepthGate::softmax && key_norm && window == 0 && heads == 1 &&
+         query_source == QuerySource::fixed && mixing == DepthMixing::attention;
+}
+
+bool AttnResConfig::two_phase_implemented() const {
+  return attention_mode() && gate == DepthGate::softmax && heads == 1 && query_source == QuerySource::fixed &&
+         mixing == DepthMixing::attention;
+}
+
+std::string AttnResConfig::two_phase_limit() const {
+  switch (mode) {
+    case ResidualMode::standard: return "the standard residual keeps a running sum (no reads)";
+    case ResidualMode::mhc: return "mHC updates its stream state in place (no reads over a stored history)";
+    default: break;
+  }
+  if (attention_mode() && mixing == DepthMixing::attention && query_source == QuerySource::input) {
+    return "an input-dependent query needs each read's latest source, which phase 1 does not have";
+  }
+  return "";
+}
+
+std::string AttnResConfig::settings_label() const {
+  std::string out;
+  auto add = [&out](const std::string& item) {
+    if (!out.empty()) out += ' ';
+    out += item;
+  };
+  if (attention_mode()) {
+    if (mixing != DepthMixing::attention) add("mixing=" + to_string(mixing));
+    if (gate != DepthGate::softmax) add("gate=" + to_string(gate));
+    if (!key_norm) add("key_norm=off");
+    if (window > 0) add("window=" + std::to_string(window));
+    if (heads != 1) add("heads=" + std::to_string(heads));
+    if (query_source != QuerySource::fixed) add("query=" + to_string(query_source));
+  }
+  if (mode == ResidualMode::mhc) {
+    add("m=" + std::to_string(streams));
+    if (!dynamic) add("static");
+    if (sinkhorn_iterations != 20) add("sinkhorn=" + std::to_string(sinkhorn_iterations));
+  }
+  return out;
+}
+
+std::string AttnResConfig::describe() const {
+  std::string out;
+  switch (mode) {
+    case ResidualMode::standard: return "standard residual";
+    case ResidualMode::full: out = "Full AttnRes"; break;
+    case ResidualMode::block: out = "Block AttnRes (S = " + std::to_string(block_size) + ")"; break;
+    case ResidualMode::denseformer: return "DenseFormer";
+    case ResidualMode::rescaled: return "rescaled residual (running mean)";
+    case ResidualMode::mhc:
+      return std::string(dynamic ? "mHC" : "static mHC") + " (m = " + std::to_string(streams) + ")";
+  }
+  if (mixing == DepthMixing::scalars) out += ", input-independent scalars";
+  if (gate == DepthGate::sigmoid) out += ", sigmoid gate";
+  if (gate == DepthGate::sigmoid_normalized) out += ", normalised sigmoid gate";
+  if (!key_norm) out += ", no key norm";
+  if (window > 0) out += ", window " + std::to_string(window);
+  if (heads != 1) out += ", " + std::to_string(heads) + " heads";
+  if (query_source == QuerySource::input) out += ", input-dependent query";
+  return out;
 }
 
 void ModelConfig::validate(const std::string& where,
@@ -69,6 +181,45 @@ void ModelConfig::validate(const std::string& where,
     throw Error(where + ": " + name("attn_res.block_size") + " must be between 1 and L = " +
                 std::to_string(sublayers()) + " sublayers for block mode, got " +
                 std::to_string(attn_res.block_size));
+  }
+  // Scheme keys (docs/schemes.md): each applies to some modes only.
+  const AttnResConfig defaults;
+  const std::string mode_text = "mode " + to_string(attn_res.mode);
+  auto only_for = [&](bool applies, bool is_default, const char* key, const std::string& modes) {
+    if (!applies && !is_default) {
+      throw Error(where + ": " + name(key) + " applies to " + modes + " only, not to " + mode_text);
+    }
+  };
+  const bool attention = attn_res.attention_mode();
+  only_for(attention, attn_res.gate == defaults.gate, "attn_res.gate", "Full and Block AttnRes");
+  only_for(attention, attn_res.mixing == defaults.mixing, "attn_res.mixing", "Full and Block AttnRes");
+  only_for(attn_res.mode == ResidualMode::full, attn_res.window == defaults.window, "attn_res.window",
+           "Full AttnRes (mode full)");
+  const bool query = attn_res.uses_query();
+  const std::string query_modes = "Full and Block AttnRes with mixing = attention";
+  only_for(query, attn_res.key_norm == defaults.key_norm, "attn_res.key_norm", query_modes);
+  only_for(query, attn_res.heads == defaults.heads, "attn_res.heads", query_modes);
+  only_for(query, attn_res.query_source == defaults.query_source, "attn_res.query_source", query_modes);
+  const bool mhc = attn_res.mode == ResidualMode::mhc;
+  only_for(mhc, attn_res.streams == defaults.streams, "attn_res.streams", "mHC (mode mhc)");
+  only_for(mhc, attn_res.dynamic == defaults.dynamic, "attn_res.dynamic", "mHC (mode mhc)");
+  only_for(mhc, attn_res.sinkhorn_iterations == defaults.sinkhorn_iterations, "attn_res.sinkhorn_iterations",
+           "mHC (mode mhc)");
+  if (attn_res.window < 0) {
+    throw Error(where + ": " + name("attn_res.window") + " must be >= 0 (0 = no window), got " +
+                std::to_string(attn_res.window));
+  }
+  if (attn_res.heads < 1 || hidden_size % attn_res.heads != 0) {
+    throw Error(where + ": " + name("attn_res.heads") + " (" + std::to_string(attn_res.heads) +
+                ") must be a positive divisor of " + name("hidden_size") + " (" + std::to_string(hidden_size) + ")");
+  }
+  if (attn_res.streams < 1) {
+    throw Error(where + ": " + name("attn_res.streams") + " must be at least 1 (mHC needs a stream), got " +
+                std::to_string(attn_res.streams));
+  }
+  if (attn_res.sinkhorn_iterations < 1) {
+    throw Error(where + ": " + name("attn_res.sinkhorn_iterations") + " must be at least 1, got " +
+                std::to_string(attn_res.sinkhorn_iterations));
   }
 }
 
@@ -136,18 +287,40 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (auto attn = root.find("attn_res"); attn != root.end() && !attn->is_null()) {
     const std::string where = source + ": attn_res";
     if (!attn->is_object()) throw Error(where + " must be an object");
+    static const char* const kKeys[] = {"mode", "block_size", "key_norm_eps", "gate", "key_norm", "window", "heads",
+                                        "query_source", "mixing", "streams", "dynamic", "sinkhorn_iterations"};
     for (const auto& [key, value] : attn->items()) {
-      if (key != "mode" && key != "block_size" && key != "key_norm_eps") {
+      if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
         throw Error(where + ": unknown key '" + key +
-                    "' (expected mode, block_size, key_norm_eps)");
+                    "' (expected mode, block_size, key_norm_eps, gate, key_norm, window, heads, query_source, "
+                    "mixing, streams, dynamic, sinkhorn_iterations; docs/schemes.md)");
       }
     }
-    if (auto mode = attn->find("mode"); mode != attn->end()) {
-      if (!mode->is_string()) throw Error(where + ".mode must be a string");
-      config.attn_res.mode = parse_residual_mode(mode->get<std::string>(), where + ".mode");
-    }
-    config.attn_res.block_size = read_int(*attn, "block_size", where, 0);
-    config.attn_res.key_norm_eps = read_double(*attn, "key_norm_eps", where, 1e-6);
+    auto text = [&](const char* key) -> std::optional<std::string> {
+      auto it = attn->find(key);
+      if (it == attn->end()) return std::nullopt;
+      if (!it->is_string()) throw Error(where + "." + key + " must be a string, got " + it->dump());
+      return it->get<std::string>();
+    };
+    auto flag = [&](const char* key, bool fallback) {
+      auto it = attn->find(key);
+      if (it == attn->end()) return fallback;
+      if (!it->is_boolean()) throw Error(where + "." + key + " must be true or false, got " + it->dump());
+      return it->get<bool>();
+    };
+    AttnResConfig& a = config.attn_res;
+    if (auto mode = text("mode")) a.mode = parse_residual_mode(*mode, where + ".mode");
+    a.block_size = read_int(*attn, "block_size", where, 0);
+    a.key_norm_eps = read_double(*attn, "key_norm_eps", where, 1e-6);
+    if (auto gate = text("gate")) a.gate = parse_depth_gate(*gate, where + ".gate");
+    a.key_norm = flag("key_norm", a.key_norm);
+    a.window = read_int(*attn, "window", where, a.window);
+    a.heads = read_int(*attn, "heads", where, a.heads);
+    if (auto query = text("query_source")) a.query_source = parse_query_source(*query, where + ".query_source");
+    if (auto mixing = text("mixing")) a.mixing = parse_depth_mixing(*mixing, where + ".mixing");
+    a.streams = read_int(*attn, "streams", where, a.streams);
+    a.dynamic = flag("dynamic", a.dynamic);
+    a.sinkhorn_iterations = read_int(*attn, "sinkhorn_iterations", where, a.sinkhorn_iterations);
   }
   config.validate(source);
   return config;
@@ -169,9 +342,23 @@ std::string model_config_to_json(const ModelConfig& config) {
   root["tie_word_embeddings"] = false;
   root["torch_dtype"] = "float32";
   json attn;
-  attn["mode"] = to_string(config.attn_res.mode);
-  if (config.attn_res.block_size > 0) attn["block_size"] = config.attn_res.block_size;
-  attn["key_norm_eps"] = config.attn_res.key_norm_eps;
+  const AttnResConfig& a = config.attn_res;
+  const AttnResConfig defaults;
+  attn["mode"] = to_string(a.mode);
+  if (a.block_size > 0) attn["block_size"] = a.block_size;
+  attn["key_norm_eps"] = a.key_norm_eps;
+  // Scheme keys only where they differ from the default, so plain models keep their old files.
+  if (a.gate != defaults.gate) attn["gate"] = to_string(a.gate);
+  if (a.key_norm != defaults.key_norm) attn["key_norm"] = a.key_norm;
+  if (a.window != defaults.window) attn["window"] = a.window;
+  if (a.heads != defaults.heads) attn["heads"] = a.heads;
+  if (a.query_source != defaults.query_source) attn["query_source"] = to_string(a.query_source);
+  if (a.mixing != defaults.mixing) attn["mixing"] = to_string(a.mixing);
+  if (a.mode == ResidualMode::mhc) {
+    attn["streams"] = a.streams;
+    attn["dynamic"] = a.dynamic;
+    attn["sinkhorn_iterations"] = a.sinkhorn_iterations;
+  }
   root["attn_res"] = attn;
   return root.dump(2) + "\n";
 }

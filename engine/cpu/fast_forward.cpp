@@ -303,7 +303,12 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
   State& s = *state_;
   const ModelConfig& config = s.model.config;
   check_tokens(config, tokens);
-  const DepthLayout layout = resolve_layout(config, options);
+  const AttnResConfig scheme = resolve_scheme(config, options);
+  if (!scheme.paper_defaults()) {
+    throw Error("the fast engines run the paper's Full / Block AttnRes only; " + scheme.describe() +
+                " runs on the reference engine (docs/schemes.md)");
+  }
+  const DepthLayout layout = make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
   const int L = s.L, d = s.d, T = static_cast<int>(tokens.size());
   const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d), plane = Tz * dz;
   const std::size_t slot_stride = arena_slot_stride<Scalar>(Tz, dz);
@@ -315,7 +320,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
 
   ForwardResult<Scalar> result;
   ForwardTrace& trace = result.trace;
-  trace = start_trace(layout, T, options);
+  trace = start_trace(scheme, layout, T, options);
   trace.sublayer_input_rms.reserve(static_cast<std::size_t>(L));
   trace.sublayer_output_rms.reserve(static_cast<std::size_t>(L));
 
@@ -357,7 +362,13 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
     for (int r = 0; r <= L; ++r) {
       const auto& sources = layout.reads[static_cast<std::size_t>(r)];
       const auto n = static_cast<Eigen::Index>(sources.size());
-      trace.reads.push_back({r, read_target_name(r, L), sources, Eigen::MatrixXd(T, n), Eigen::VectorXd(n)});
+      ReadTrace read;
+      read.read = r;
+      read.target = read_target_name(r, L);
+      read.sources = sources;
+      read.alpha = Eigen::MatrixXd(T, n);
+      read.alpha_mean = Eigen::VectorXd(n);
+      trace.reads.push_back(std::move(read));
     }
     int group_first = -1, group_shared = 0;
     if (layout.mode == ResidualMode::block) std::fill(w.arena.data() + slot_stride, w.arena.data() + slot_stride + plane, Scalar(0));

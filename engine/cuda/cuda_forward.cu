@@ -726,7 +726,12 @@ void CudaForward::Impl::prepare(int T, std::size_t alpha_count, std::size_t slot
 
 ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, const ForwardOptions& options) {
   check_tokens(config, token_ids);
-  const DepthLayout layout = resolve_layout(config, options);
+  const AttnResConfig scheme = resolve_scheme(config, options);
+  if (!scheme.paper_defaults()) {
+    throw Error("the fast engines run the paper's Full / Block AttnRes only; " + scheme.describe() +
+                " runs on the reference engine (docs/schemes.md)");
+  }
+  const DepthLayout layout = make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
   if (token_ids.size() > static_cast<std::size_t>(INT_MAX)) throw Error("forward: too many tokens");
   const int T = static_cast<int>(token_ids.size());
   const float key_eps = static_cast<float>(config.attn_res.key_norm_eps);
@@ -735,7 +740,7 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, c
 
   ForwardResult<float> result;
   ForwardTrace& trace = result.trace;
-  trace = start_trace(layout, T, options);
+  trace = start_trace(scheme, layout, T, options);
   const bool standard = layout.mode == ResidualMode::standard;
   const bool block = layout.mode == ResidualMode::block;
 

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "attnres/error.hpp"
+#include "attnres/forward_steps.hpp"
 #include "cpu/fast_forward.hpp"
 #include "cuda/cuda_forward.hpp"
 
@@ -66,6 +67,11 @@ int ForwardEngine<Scalar>::threads() const {
 template <typename Scalar>
 ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tokens, const ForwardOptions& options) {
   if (options.mask) return attnres::forward(model_, tokens, options);  // masked reads: the reference only
+  // Schemes beyond the paper's defaults run on the reference code (docs/schemes.md); the CUDA
+  // engine refuses them with a message.
+  if (impl_->fast && !resolve_scheme(model_.config, options).paper_defaults()) {
+    return attnres::forward(model_, tokens, options);
+  }
   if (impl_->fast) return impl_->fast->forward(tokens, options);
   if constexpr (std::is_same_v<Scalar, float>) {
     if (impl_->cuda) return impl_->cuda->forward(tokens, options);

@@ -40,6 +40,7 @@ struct DepthLayout {
   int sublayers = 0;   // L
   int block_size = 0;  // S (block mode)
   int blocks = 0;      // N = ceil(L / S) in block mode, L in full mode
+  int window = 0;      // Full with a window: the embedding plus the last W outputs (0 = all)
   bool zero_placeholder = false;
   std::vector<std::vector<DepthSource>> reads;  // reads[r] = sources of read r, r = 0 .. L
 
@@ -47,8 +48,12 @@ struct DepthLayout {
 };
 
 // The layout for `mode` with L sublayers and block size S (ignored unless mode is block; must
-// be 1 <= S <= L there). Standard residual has no reads. Throws attnres::Error on bad sizes.
+// be 1 <= S <= L there) and, in full mode, a window W (0 = every output). Standard residual has
+// no reads. Throws attnres::Error on bad sizes.
 DepthLayout make_depth_layout(ResidualMode mode, int sublayers, int block_size,
-                              bool zero_placeholder = false);
+                              bool zero_placeholder = false, int window = 0);
+// The layout of a scheme (docs/schemes.md): Block and Full as above (with its window);
+// DenseFormer, the rescaled residual and mHC list every earlier output v_0 .. v_r, like Full.
+DepthLayout make_depth_layout(const AttnResConfig& scheme, int sublayers, bool zero_placeholder = false);
 
 }  // namespace attnres

@@ -1,5 +1,6 @@
-// The reference forward pass with the standard residual, Full AttnRes or Block AttnRes
-// (SPEC §2.1–2.4), and the trace it records (SPEC §2.7–2.8).
+// The reference forward pass of every residual scheme — the standard residual, Full and Block
+// AttnRes (docs/math.md §2.1–2.4) and the zoo of docs/schemes.md — and the trace it records
+// (docs/math.md §2.7–2.8).
 //
 //   ModelWeights<double> model = random_model(config, {.seed = 1, .query_std = 0.5});
 //   ForwardOptions options;
@@ -33,7 +34,7 @@ struct DepthMask {
 struct ForwardOptions {
   std::optional<ResidualMode> mode;  // default: the model's config
   std::optional<int> block_size;     // S in sublayers, default: the model's config
-  bool two_phase = true;             // the (o, m, l) schedule; off = one-shot reads
+  bool two_phase = true;             // the (o, m, l) schedule where the scheme allows it; off = one-shot
   bool zero_placeholder = false;     // Block: a zero source at each block's first sublayer
   int full_schedule_block = 0;       // Full two-phase schedule block; 0 = round(sqrt(L))
   bool record_mixing = true;         // build M per token and its semiseparable ranks
@@ -51,12 +52,15 @@ struct ReadTrace {
   int read = 0;                      // r = 0 .. L (L = final read)
   std::string target;                // "sublayer 3 (attn, layer 1)" or "final"
   std::vector<DepthSource> sources;
-  Eigen::MatrixXd alpha;             // (T, sources)
+  Eigen::MatrixXd alpha;             // (T, sources); multi-head reads: the mean over heads
   Eigen::VectorXd alpha_mean;        // (sources), mean over tokens
+  int heads = 1;                     // depth-attention heads (docs/schemes.md)
+  Eigen::MatrixXd alpha_heads;       // (T, heads * sources), column c * sources + i; heads > 1 only
 };
 
 struct ForwardTrace {
   ResidualMode mode = ResidualMode::standard;
+  AttnResConfig scheme;              // every setting of the scheme that ran (docs/schemes.md)
   int sublayers = 0;                 // L
   int block_size = 0;                // S (block mode), 1 (full), 0 (standard)
   int tokens = 0;                    // T

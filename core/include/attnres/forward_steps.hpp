@@ -16,13 +16,19 @@ namespace attnres {
 // Throws attnres::Error when `tokens` is empty or an id is outside [0, vocab).
 void check_tokens(const ModelConfig& config, const std::vector<int>& tokens);
 
-// The residual layout a forward pass with `options` runs on `config` (mode and block size from
-// the options, else the config). Throws attnres::Error for block mode without a block size or a
-// block size outside 1..L.
+// The scheme a forward pass with `options` runs on `config`: the config's, with the options'
+// mode and block size. Switching modes on the model's own tensors is allowed among standard /
+// Full / Block with attention mixing; anything else needs convert_scheme (model.hpp). Throws
+// attnres::Error for block mode without a block size, a block size outside 1..L, or settings
+// that do not fit the mode.
+AttnResConfig resolve_scheme(const ModelConfig& config, const ForwardOptions& options);
+
+// The residual layout of resolve_scheme(config, options).
 DepthLayout resolve_layout(const ModelConfig& config, const ForwardOptions& options);
 
-// A trace with the header fields (mode, L, S, T, schedule flags) filled and nothing recorded.
-ForwardTrace start_trace(const DepthLayout& layout, int tokens, const ForwardOptions& options);
+// A trace with the header fields (scheme, L, S, T, schedule flags) filled and nothing recorded.
+ForwardTrace start_trace(const AttnResConfig& scheme, const DepthLayout& layout, int tokens,
+                         const ForwardOptions& options);
 
 // Reads are scheduled in groups that share one phase-1 pass (docs/math.md, two-phase schedule):
 // the reads of one block (Block AttnRes) or of one schedule block of round(sqrt(L)) sublayers

@@ -18,11 +18,22 @@
 
 namespace attnres {
 
-// One depth-attention read: its pseudo-query and its key norm's gain (SPEC §2.2).
+// The depth-mixing parameters of one read (docs/math.md §2.2, docs/schemes.md). Which of them a
+// model has depends on its scheme (AttnResConfig); the others stay empty or at their neutral
+// value and are neither saved nor trained.
 template <typename Scalar>
 struct DepthReadWeights {
   Vector<Scalar> query;          // (d) pseudo-query w_l; zero makes the read a plain mean
-  Vector<Scalar> key_norm_gain;  // (d) g of KeyNorm, ones by default
+  Vector<Scalar> key_norm_gain;  // (d) g of KeyNorm, ones by default (unused when key_norm = false)
+  Matrix<Scalar> query_proj;     // (d, d) W_l of an input-dependent query; empty otherwise
+  Vector<Scalar> mix;            // (sources) mix_logits (mixing = scalars) or dwa weights (DenseFormer)
+  // mHC coefficients of the sublayer this read feeds (m streams); empty otherwise.
+  Vector<Scalar> pre_bias;       // (m)
+  Vector<Scalar> post_bias;      // (m)
+  Matrix<Scalar> res_bias;       // (m, m)
+  Matrix<Scalar> pre_proj;       // (m, m d), dynamic only
+  Matrix<Scalar> post_proj;      // (m, m d), dynamic only
+  Matrix<Scalar> res_proj;       // (m m, m d), dynamic only; row i m + j gives H_res(i, j)
 };
 
 template <typename Scalar>
@@ -61,7 +72,8 @@ struct ModelWeights {
   ModelWeights<Other> cast() const;
 };
 
-// Allocates every tensor with the config's shapes: zeros, norm gains and key-norm gains ones.
+// Allocates every tensor with the config's shapes: zeros, norm gains and key-norm gains ones,
+// DenseFormer weights ones, mHC biases at their documented start (docs/schemes.md).
 template <typename Scalar>
 ModelWeights<Scalar> allocate_model(const ModelConfig& config);
 
@@ -98,11 +110,21 @@ std::int64_t parameter_count(const ModelWeights<double>& model);
 struct RandomModelOptions {
   std::uint64_t seed = 0;
   double weight_std = 0.02;  // projections and embeddings ~ N(0, weight_std^2)
-  double query_std = 0.0;    // pseudo-queries: zero (mean read) or ~ N(0, query_std^2)
+  // Every depth-mixing parameter (pseudo-queries, query projections, mixing logits, mHC
+  // projections) ~ N(0, query_std^2), DenseFormer weights 1 + N(0, query_std^2); 0 gives each
+  // scheme's documented starting point (docs/schemes.md).
+  double query_std = 0.0;
 };
 // A reproducible random model (the same seed gives the same weights on every platform). Values
 // are rounded to float so that saving as F32 and loading back is exact.
 ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOptions& options);
+
+// The model with another residual scheme, for comparing schemes on the same weights
+// (docs/schemes.md "Comparing schemes"): every shared tensor is copied — embeddings, attention,
+// MLP, norms, and each depth tensor the new scheme has with the same name and shape — and every
+// tensor the new scheme adds starts at its query_std = 0 value. Throws attnres::Error when
+// `scheme` is invalid for the model's shape (the message names the attn_res key).
+ModelWeights<double> convert_scheme(const ModelWeights<double>& model, const AttnResConfig& scheme);
 
 // Memory the weights of `config` need as float64, with checked arithmetic (throws attnres::Error
 // naming `where` when the size does not fit 64 bits), and the memory available now.

@@ -1,7 +1,10 @@
 // The shape of a tiny Llama-style model and its residual scheme (SPEC §2.6).
 //
 // `config.json` uses the Hugging Face Llama keys (hidden_size, num_hidden_layers, ...) plus an
-// `attn_res` object: {"mode": "standard"|"full"|"block", "block_size": S, "key_norm_eps": eps}.
+// `attn_res` object: {"mode": "standard"|"full"|"block"|"denseformer"|"rescaled"|"mhc",
+// "block_size": S, "key_norm_eps": eps, and the scheme keys of docs/schemes.md: "gate",
+// "key_norm", "window", "heads", "query_source", "mixing", "streams", "dynamic",
+// "sinkhorn_iterations"}.
 // Example:
 //   ModelConfig config = parse_model_config(read_file("m/config.json"), "m/config.json");
 //   config.sublayers();   // L = 2 * num_hidden_layers
@@ -13,17 +16,70 @@
 
 namespace attnres {
 
-// The residual mechanism that forms each sublayer's input (SPEC §2.1–2.3).
-enum class ResidualMode { standard, full, block };
+// The residual mechanism that forms each sublayer's input (docs/math.md §2.1–2.3 and
+// docs/schemes.md): the standard residual, Full / Block AttnRes, DenseFormer, the rescaled
+// residual (running mean) and mHC.
+enum class ResidualMode { standard, full, block, denseformer, rescaled, mhc };
 
 std::string to_string(ResidualMode mode);
-// Parses "standard" | "full" | "block"; throws attnres::Error naming `what` otherwise.
+// Parses a mode name; throws attnres::Error naming `what` otherwise.
 ResidualMode parse_residual_mode(const std::string& text, const std::string& what);
 
+// How scores become depth weights (docs/schemes.md "Gate").
+enum class DepthGate { softmax, sigmoid, sigmoid_normalized };
+std::string to_string(DepthGate gate);
+DepthGate parse_depth_gate(const std::string& text, const std::string& what);
+
+// Where the pseudo-query comes from: a learned vector, or that vector plus a projection of the
+// read's most recent source (docs/schemes.md "Scores").
+enum class QuerySource { fixed, input };
+std::string to_string(QuerySource source);  // "static" | "input"
+QuerySource parse_query_source(const std::string& text, const std::string& what);
+
+// Scores from a query against key-normed sources, or learned logits per (read, source).
+enum class DepthMixing { attention, scalars };
+std::string to_string(DepthMixing mixing);
+DepthMixing parse_depth_mixing(const std::string& text, const std::string& what);
+
+// Every setting of the residual scheme (docs/schemes.md). The defaults give plain Full / Block
+// AttnRes as in the paper.
 struct AttnResConfig {
   ResidualMode mode = ResidualMode::standard;
   int block_size = 0;           // S in sublayers; 0 = not set (only meaningful for block mode)
-  double key_norm_eps = 1e-6;   // eps of KeyNorm (SPEC §2.2)
+  double key_norm_eps = 1e-6;   // eps of KeyNorm (docs/math.md §2.2)
+  // Full / Block reads.
+  DepthGate gate = DepthGate::softmax;
+  bool key_norm = true;         // false: score the raw sources
+  int window = 0;               // Full only: the embedding plus the last W outputs; 0 = all
+  int heads = 1;                // depth-attention heads (channel groups of d / heads)
+  QuerySource query_source = QuerySource::fixed;
+  DepthMixing mixing = DepthMixing::attention;
+  // mHC.
+  int streams = 4;              // m
+  bool dynamic = true;          // input-dependent coefficients (false: static biases only)
+  int sinkhorn_iterations = 20;
+
+  // Full or Block AttnRes (the modes that take the read keys above).
+  bool attention_mode() const { return mode == ResidualMode::full || mode == ResidualMode::block; }
+  // Modes whose sublayer inputs are weighted sums over a list of sources (Full, Block,
+  // DenseFormer, rescaled): everything but the standard residual and mHC.
+  bool reads_sources() const {
+    return attention_mode() || mode == ResidualMode::denseformer || mode == ResidualMode::rescaled;
+  }
+  // Reads score sources with a query (mixing = attention in Full / Block).
+  bool uses_query() const { return attention_mode() && mixing == DepthMixing::attention; }
+  // Plain Full / Block / standard with the paper's defaults: what the fast engines implement.
+  bool paper_defaults() const;
+  // The reference engine can batch the reads of a group (softmax, static query, one head).
+  bool two_phase_implemented() const;
+  // Why the two-phase schedule does not apply, or "" when it applies (docs/schemes.md).
+  std::string two_phase_limit() const;
+  // Short human name, e.g. "Block AttnRes (S = 4), sigmoid gate, no key norm".
+  std::string describe() const;
+  // The non-default settings as "key=value" items for labels: "gate=sigmoid key_norm=off".
+  std::string settings_label() const;
+  bool operator==(const AttnResConfig& other) const;
+  bool operator!=(const AttnResConfig& other) const { return !(*this == other); }
 };
 
 struct ModelConfig {
@@ -42,8 +98,8 @@ struct ModelConfig {
 
   // Throws attnres::Error (prefixed by `where`) unless every size is positive and consistent:
   // heads divide d, kv-heads divide heads, head_dim is even (RoPE), 1 <= block_size <= L in block
-  // mode, eps > 0. Messages name the config.json keys, or what `key_name` maps them to (the CLI
-  // passes its flag names).
+  // mode, eps > 0, and every scheme key applies to the mode (docs/schemes.md). Messages name the
+  // config.json keys, or what `key_name` maps them to (the CLI passes its flag names).
   void validate(const std::string& where,
                 const std::function<std::string(const std::string&)>& key_name = {}) const;
 };

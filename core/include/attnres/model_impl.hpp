@@ -1,8 +1,12 @@
 // Template definitions for model.hpp (included from there).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
+
+#include "attnres/depth_layout.hpp"
 
 namespace attnres {
 
@@ -26,8 +30,35 @@ ModelWeights<Scalar> allocate_model(const ModelConfig& config) {
   const Eigen::Index kv_width = config.num_key_value_heads * hd;
   const Eigen::Index ffn = config.intermediate_size;
   const Eigen::Index vocab = config.vocab_size;
-  auto read_weights = [&] {
-    return DepthReadWeights<Scalar>{Vector<Scalar>::Zero(d), Vector<Scalar>::Ones(d)};
+  const AttnResConfig& scheme = config.attn_res;
+  const DepthLayout layout = make_depth_layout(scheme, config.sublayers());
+  // Read r's tensors at their documented start (docs/schemes.md).
+  auto read_weights = [&](int read) {
+    DepthReadWeights<Scalar> r;
+    r.query = Vector<Scalar>::Zero(d);
+    r.key_norm_gain = Vector<Scalar>::Ones(d);
+    if (scheme.uses_query() && scheme.query_source == QuerySource::input) r.query_proj = Matrix<Scalar>::Zero(d, d);
+    const auto sources = layout.reads.empty() ? Eigen::Index{0}
+                                              : static_cast<Eigen::Index>(layout.reads[static_cast<std::size_t>(read)].size());
+    if (scheme.attention_mode() && scheme.mixing == DepthMixing::scalars) r.mix = Vector<Scalar>::Zero(sources);
+    if (scheme.mode == ResidualMode::denseformer) r.mix = Vector<Scalar>::Ones(sources);
+    if (scheme.mode == ResidualMode::mhc && read < config.sublayers()) {
+      const Eigen::Index m = scheme.streams;
+      // H_pre = sigmoid(b_pre) reads mostly stream read mod m, with weights summing to 1.
+      const auto streams = static_cast<double>(m);
+      r.pre_bias = Vector<Scalar>::Constant(m, static_cast<Scalar>(std::log(1.0 / (2.0 * streams - 1.0))));
+      const double main_weight = (streams + 1.0) / (2.0 * streams);
+      const double main_logit = m == 1 ? 37.0 : std::log(main_weight / (1.0 - main_weight));
+      r.pre_bias(read % m) = static_cast<Scalar>(main_logit);
+      r.post_bias = Vector<Scalar>::Zero(m);                              // H_post = 2 sigmoid(0) = 1
+      r.res_bias = Matrix<Scalar>::Identity(m, m) * static_cast<Scalar>(4);  // H_res close to I
+      if (scheme.dynamic) {
+        r.pre_proj = Matrix<Scalar>::Zero(m, m * d);
+        r.post_proj = Matrix<Scalar>::Zero(m, m * d);
+        r.res_proj = Matrix<Scalar>::Zero(m * m, m * d);
+      }
+    }
+    return r;
   };
   ModelWeights<Scalar> model;
   model.config = config;
@@ -43,13 +74,13 @@ ModelWeights<Scalar> allocate_model(const ModelConfig& config) {
     layer.gate_proj = Matrix<Scalar>::Zero(ffn, d);
     layer.up_proj = Matrix<Scalar>::Zero(ffn, d);
     layer.down_proj = Matrix<Scalar>::Zero(d, ffn);
-    layer.attn_res = read_weights();
-    layer.mlp_res = read_weights();
+    layer.attn_res = read_weights(2 * i);
+    layer.mlp_res = read_weights(2 * i + 1);
     model.layers.push_back(std::move(layer));
   }
   model.norm = Vector<Scalar>::Ones(d);
   model.lm_head = Matrix<Scalar>::Zero(vocab, d);
-  model.final_res = read_weights();
+  model.final_res = read_weights(config.sublayers());
   return model;
 }
 
@@ -61,9 +92,27 @@ void visit_tensors(ModelWeights<Scalar>& model, Visit&& visit) {
   auto vector = [&](const std::string& name, Vector<Scalar>& v, bool attn_res = false) {
     visit(TensorRef<Scalar>{name, {v.size()}, v.data(), attn_res});
   };
+  // Which depth tensors exist follows the scheme (docs/schemes.md "Tensors of a read"). A
+  // standard-residual model may carry the attention tensors (optional in its file).
+  const AttnResConfig& scheme = model.config.attn_res;
   auto read = [&](const std::string& prefix, DepthReadWeights<Scalar>& r) {
-    vector(prefix + ".query", r.query, true);
-    vector(prefix + ".key_norm.weight", r.key_norm_gain, true);
+    if (scheme.mode == ResidualMode::standard || scheme.uses_query()) {
+      vector(prefix + ".query", r.query, true);
+      if (scheme.key_norm) vector(prefix + ".key_norm.weight", r.key_norm_gain, true);
+      if (r.query_proj.size() > 0) matrix(prefix + ".query_proj.weight", r.query_proj, true);
+    }
+    if (scheme.attention_mode() && scheme.mixing == DepthMixing::scalars) vector(prefix + ".mix_logits", r.mix, true);
+    if (scheme.mode == ResidualMode::denseformer) vector(prefix + ".dwa.weight", r.mix, true);
+    if (r.pre_bias.size() > 0) {
+      vector(prefix + ".mhc.pre_bias", r.pre_bias, true);
+      vector(prefix + ".mhc.post_bias", r.post_bias, true);
+      matrix(prefix + ".mhc.res_bias", r.res_bias, true);
+      if (r.pre_proj.size() > 0) {
+        matrix(prefix + ".mhc.pre_proj.weight", r.pre_proj, true);
+        matrix(prefix + ".mhc.post_proj.weight", r.post_proj, true);
+        matrix(prefix + ".mhc.res_proj.weight", r.res_proj, true);
+      }
+    }
   };
   matrix("model.embed_tokens.weight", model.embed_tokens);
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
@@ -90,8 +139,11 @@ template <typename Scalar>
 template <typename Other>
 ModelWeights<Other> ModelWeights<Scalar>::cast() const {
   auto read_cast = [](const DepthReadWeights<Scalar>& read) {
-    return DepthReadWeights<Other>{read.query.template cast<Other>(),
-                                   read.key_norm_gain.template cast<Other>()};
+    return DepthReadWeights<Other>{read.query.template cast<Other>(),    read.key_norm_gain.template cast<Other>(),
+                                   read.query_proj.template cast<Other>(), read.mix.template cast<Other>(),
+                                   read.pre_bias.template cast<Other>(),  read.post_bias.template cast<Other>(),
+                                   read.res_bias.template cast<Other>(),  read.pre_proj.template cast<Other>(),
+                                   read.post_proj.template cast<Other>(), read.res_proj.template cast<Other>()};
   };
   ModelWeights<Other> out;
   out.config = config;

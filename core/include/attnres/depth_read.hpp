@@ -1,0 +1,58 @@
+// One read of any read-based residual scheme (docs/schemes.md "Read-based schemes: one
+// formula"), forward and backward, in the readable one-shot form: Full and Block AttnRes with
+// any gate, key norm on or off, H heads, a static or input-dependent query, attention or scalar
+// mixing; DenseFormer's learned weights; the rescaled residual's running mean.
+//
+//   h_r = sum_i alpha_{r,c(j),i} x_i        (channel j in head c(j))
+//   alpha = gate(s),  s_{c,i} = q . g . x_i / rms_c(x_i)  (attention)   or  s_i = b_i  (scalars)
+//
+// Every function works on all T tokens at once and never mixes positions.
+//
+//   DepthReadCache<double> cache;
+//   Matrix<double> h = depth_read(scheme, model.depth_read(r), sources, eps, &cache);
+//   cache.alpha;   // (T, H * n), column c * n + i: weight of source i in head c
+#pragma once
+
+#include <vector>
+
+#include "attnres/model.hpp"
+#include "attnres/tensor.hpp"
+
+namespace attnres {
+
+// What a read keeps for its backward pass.
+template <typename Scalar>
+struct DepthReadCache {
+  int heads = 1;
+  Matrix<Scalar> alpha;         // (T, H n) weights after the gate
+  Matrix<Scalar> scores;        // (T, H n) scores before the gate (attention / scalars)
+  Matrix<Scalar> query;         // (T, d) per-token query w + W n (input-dependent query only)
+  Matrix<Scalar> query_input;   // (T, d) n = u / rms(u) of the latest source (input query only)
+  Vector<Scalar> query_inv_rms; // (T) 1 / rms(u)
+  std::vector<Matrix<Scalar>> key_inv_rms;  // per source (T, H): 1 / rms over each head's channels
+};
+
+// Heads a read of `scheme` has (attention mixing: attn_res.heads; otherwise 1).
+int depth_read_heads(const AttnResConfig& scheme);
+
+// The read: returns h (T, d) and fills `cache` (alpha always; the rest as the backward needs).
+// sources: n pointers to (T, d) values, the most recent last. eps: attn_res.key_norm_eps.
+template <typename Scalar>
+Matrix<Scalar> depth_read(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
+                          const std::vector<const Matrix<Scalar>*>& sources, Scalar eps,
+                          DepthReadCache<Scalar>* cache);
+
+// Backward of depth_read: sets dsources[i] = d loss / d x_i (the value path plus the score path
+// through the key norm, and through the query for an input-dependent query) and adds the
+// gradients of the read's parameters into *grad (same shapes as `weights`).
+template <typename Scalar>
+void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
+                         const std::vector<const Matrix<Scalar>*>& sources, Scalar eps,
+                         const DepthReadCache<Scalar>& cache, const Matrix<Scalar>& dh,
+                         std::vector<Matrix<Scalar>>* dsources, DepthReadWeights<Scalar>* grad);
+
+// Channel-averaged weights (T, n): the mean over heads of alpha (T, H n).
+template <typename Scalar>
+Matrix<Scalar> head_mean(const Matrix<Scalar>& alpha, int heads);
+
+}  // namespace attnres
