@@ -530,6 +530,9 @@ class CostView : public View {
     hardware_ = hardware_combo();
     sweep_ = new QComboBox;
     sweep_->addItem("(open a scenario to see its sweeps)");
+    // Two scheme pickers (docs/scheme-costs.md): every named scheme of the cost engine.
+    scheme_a_ = scheme_picker("block");
+    scheme_b_ = scheme_picker("full");
     form->addRow("sublayers L", sublayers_);
     form->addRow("blocks N", blocks_);
     form->addRow("width d", d_model_);
@@ -543,11 +546,15 @@ class CostView : public View {
     form->addRow("prefill chunk", chunk_);
     form->addRow("hardware", hardware_);
     form->addRow("scenario sweep", sweep_);
+    form->addRow("scheme A", scheme_a_);
+    form->addRow("scheme B", scheme_b_);
     blocks_->setObjectName("blocks");
     sublayers_->setObjectName("sublayers");
     pp_->setObjectName("pp");
     vpp_->setObjectName("vpp");
     sweep_->setObjectName("scenario_sweep");
+    scheme_a_->setObjectName("scheme_a");
+    scheme_b_->setObjectName("scheme_b");
     auto* content = new QWidget;
     auto* grid = new QGridLayout(content);
     for (int i = 0; i < 4; ++i) {
@@ -561,8 +568,19 @@ class CostView : public View {
     table_->setColumnCount(3);
     table_->setHorizontalHeaderLabels({"quantity", "value", "unit"});
     table_->horizontalHeader()->setStretchLastSection(true);
-    table_->setMaximumHeight(150);
-    grid->addWidget(table_, 2, 0, 1, 2);
+    table_->setMaximumHeight(190);
+    grid->addWidget(table_, 2, 0);
+    compare_ = new QTableWidget;
+    compare_->setObjectName("scheme_comparison");
+    compare_->setColumnCount(3);
+    compare_->setHorizontalHeaderLabels({"quantity", "scheme A", "scheme B"});
+    compare_->verticalHeader()->setVisible(false);
+    compare_->setWordWrap(false);
+    compare_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    compare_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+    compare_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+    compare_->setMaximumHeight(190);
+    grid->addWidget(compare_, 2, 1);
     three_columns(this, inputs, content,
                   "<h3>Cost explorer</h3><p><b>What you see.</b> Four costs of the residual mechanism against the "
                   "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
@@ -570,9 +588,16 @@ class CostView : public View {
                   "orange dots are the paper's Fig. 6 losses (32-sublayer model, right axis).</p>"
                   "<p><b>Formulas</b> (docs/math.md §3): standard 3d; Block two-phase (N/S + 5)d; Full two-phase "
                   "(S + N)d; prefill b·N·T·d; naive pipeline C(C-1)/2·N<sub>p</sub>·d, cached "
-                  "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Try:</b> move N from 1 to L and watch Block "
-                  "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off.</p>");
-    on_change(this, {sublayers_, blocks_, d_model_, tokens_, batch_, dtype_, pp_, vpp_, streams_, shards_, chunk_, hardware_},
+                  "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Two schemes side by side.</b> Pick scheme A "
+                  "and B (the paper's Table 4 zoo: gates, key norm, window, heads, input query, scalars, "
+                  "DenseFormer, rescaled, mHC): the table under the charts gives each one's I/O per sublayer "
+                  "with its formula, stored history, parameters, mixing FLOPs and whether the two-phase "
+                  "schedule applies; both are drawn in the I/O chart (docs/scheme-costs.md).</p>"
+                  "<p><b>Try:</b> move N from 1 to L and watch Block "
+                  "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off; "
+                  "compare full with full_input_query to see what breaks the two-phase schedule.</p>");
+    on_change(this, {sublayers_, blocks_, d_model_, tokens_, batch_, dtype_, pp_, vpp_, streams_, shards_, chunk_, hardware_,
+                     scheme_a_, scheme_b_},
               [this] { recompute(); });
     QObject::connect(sweep_, &QComboBox::currentIndexChanged, this, [this] { show_scenario_sweep(); });
   }
@@ -608,7 +633,9 @@ class CostView : public View {
       return;
     }
     // The four sweeps and the table off the GUI thread (a large L makes many settings).
-    host_.run("cost sweeps", [this, in, hw](const Progress& progress) -> std::function<void()> {
+    const std::string scheme_a = scheme_a_->currentData().toString().toStdString();
+    const std::string scheme_b = scheme_b_->currentData().toString().toStdString();
+    host_.run("cost sweeps", [this, in, hw, scheme_a, scheme_b](const Progress& progress) -> std::function<void()> {
       // Every N that some equal block size produces.
       std::vector<std::int64_t> ns;
       for (std::int64_t s = in.sublayers; s >= 1; --s) {
@@ -628,10 +655,15 @@ class CostView : public View {
         spec.overlay = overlay ? "paper_fig6" : "";
         return sweep_chart(run_sweep(in, spec, step(progress, index++, 4)), in);
       };
+      // The I/O chart: the paper's rows, plus schemes A and B when they are others.
+      std::vector<std::string> io_metrics = {"io_multiples_of_d.standard", "io_multiples_of_d.block_two_phase",
+                                             "io_multiples_of_d.full_two_phase", "io_multiples_of_d.mhc"};
+      for (const auto& name : {scheme_a, scheme_b}) {
+        const std::string metric = scheme_io_metric(name);
+        if (std::find(io_metrics.begin(), io_metrics.end(), metric) == io_metrics.end()) io_metrics.push_back(metric);
+      }
       std::vector<ChartSpec> specs = {
-          sweep("cost_io", "Residual I/O per sublayer against N",
-                {"io_multiples_of_d.standard", "io_multiples_of_d.block_two_phase", "io_multiples_of_d.full_two_phase",
-                 "io_multiples_of_d.mhc"}, true, true),
+          sweep("cost_io", "Residual I/O per sublayer against N", io_metrics, true, true),
           sweep("cost_history", "Stored depth history against N",
                 {"history_vectors_per_token.block", "history_vectors_per_token.full"}, true, false),
           sweep("cost_prefill", "Prefill block history against N",
@@ -650,7 +682,10 @@ class CostView : public View {
         if (metric.key.find("reads_") != std::string::npos || metric.key.find("writes_") != std::string::npos) continue;
         rows.push_back({metric.key, format_number(metric.value(evaluation)), metric.unit});
       }
-      return [this, specs = std::move(specs), rows = std::move(rows)]() mutable {
+      // Schemes A and B side by side.
+      const SchemeCost a = scheme_cost(named_scheme(scheme_a, in), in), b = scheme_cost(named_scheme(scheme_b, in), in);
+      const std::vector<std::array<std::string, 3>> compared = scheme_rows(a, b, in);
+      return [this, specs = std::move(specs), rows = std::move(rows), compared]() mutable {
         charts_ = std::move(specs);
         for (std::size_t i = 0; i < panels_.size(); ++i) panels_[i]->set_spec(charts_[i]);
         table_->setRowCount(0);
@@ -662,6 +697,16 @@ class CostView : public View {
           }
         }
         table_->resizeColumnsToContents();
+        compare_->setRowCount(0);
+        for (const auto& row : compared) {
+          const int r = compare_->rowCount();
+          compare_->insertRow(r);
+          for (int c = 0; c < 3; ++c) {
+            auto* item = new QTableWidgetItem(QString::fromStdString(row[static_cast<std::size_t>(c)]));
+            item->setToolTip(item->text());  // long formulas and reasons are elided in the cell
+            compare_->setItem(r, c, item);
+          }
+        }
       };
     });
   }
@@ -726,15 +771,61 @@ class CostView : public View {
   }
 
   QSpinBox* blocks_spin() const { return blocks_; }
+
+  // A picker of the cost engine's named schemes; the item data is the name.
+  static QComboBox* scheme_picker(const std::string& current) {
+    auto* combo = new QComboBox;
+    for (const auto& name : scheme_names()) {
+      combo->addItem(QString::fromStdString(name), QString::fromStdString(name));
+      combo->setItemData(combo->count() - 1, QString::fromStdString(scheme_summary(name)), Qt::ToolTipRole);
+    }
+    combo->setCurrentText(QString::fromStdString(current));
+    return combo;
+  }
+
+  // The io_multiples_of_d metric that draws a named scheme.
+  static std::string scheme_io_metric(const std::string& name) {
+    if (name == "full") return "io_multiples_of_d.full_two_phase";
+    if (name == "block") return "io_multiples_of_d.block_two_phase";
+    return "io_multiples_of_d." + name;
+  }
+
+  // (quantity, A, B) rows of the comparison table.
+  static std::vector<std::array<std::string, 3>> scheme_rows(const SchemeCost& a, const SchemeCost& b,
+                                                             const CostInputs& in) {
+    const double d = static_cast<double>(in.d_model);
+    std::vector<std::array<std::string, 3>> rows;
+    auto add = [&rows, &a, &b](const std::string& quantity, const std::function<std::string(const SchemeCost&)>& get) {
+      rows.push_back({quantity, get(a), get(b)});
+    };
+    add("scheme", [](const SchemeCost& c) { return c.spec; });
+    add("description", [](const SchemeCost& c) { return c.description; });
+    add("I/O per sublayer (x d)", [d](const SchemeCost& c) { return format_number(c.io.total() / d); });
+    add("I/O formula", [](const SchemeCost& c) { return c.io_formula; });
+    add("I/O reads / writes (x d)", [d](const SchemeCost& c) {
+      return format_number(c.io.reads / d) + " / " + format_number(c.io.writes / d);
+    });
+    add("I/O schedule", [](const SchemeCost& c) { return c.io_schedule; });
+    add("history (vectors/token)", [](const SchemeCost& c) { return std::to_string(c.history_vectors) + " = " + c.history_formula; });
+    add("history (bytes/token)", [](const SchemeCost& c) { return format_number(c.history_bytes); });
+    add("params (whole model)", [](const SchemeCost& c) { return format_number(c.params); });
+    add("params formula", [](const SchemeCost& c) { return c.params_formula; });
+    add("mixing FLOP/token", [](const SchemeCost& c) { return format_number(c.mixing_flops); });
+    add("mixing FLOP/token/sublayer", [](const SchemeCost& c) { return format_number(c.mixing_flops_per_sublayer); });
+    add("mixing FLOPs formula", [](const SchemeCost& c) { return c.flops_formula; });
+    add("two-phase", [](const SchemeCost& c) { return std::string(c.two_phase ? "yes" : "no"); });
+    add("two-phase reason", [](const SchemeCost& c) { return c.two_phase_reason; });
+    return rows;
+  }
   const std::optional<Scenario>& scenario() const { return scenario_; }
   std::string hardware() const { return hardware_->currentText().toStdString(); }
 
  private:
   QSpinBox *sublayers_, *blocks_, *d_model_, *tokens_, *batch_, *pp_, *vpp_, *streams_, *shards_, *chunk_;
-  QComboBox *dtype_, *hardware_, *sweep_;
+  QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_;
   std::vector<ChartPanel*> panels_;
   ChartPanel* scenario_panel_;
-  QTableWidget* table_;
+  QTableWidget *table_, *compare_;
   std::vector<ChartSpec> charts_;
   std::optional<Scenario> scenario_;
   bool showing_scenario_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <utility>
 
 namespace attnres {
 
@@ -12,10 +13,63 @@ namespace {
 
 double d_of(const CostReport& r) { return static_cast<double>(r.inputs.d_model); }
 
+// The I/O rows of the other schemes (kSchemeIoKeys): one metric per row in elements and in units
+// of d. Descriptions carry the row's formula and schedule, taken from scheme_cost itself.
+template <std::size_t I>
+double scheme_io_total(const Evaluation& e) {
+  return e.cost->scheme_io[I].total();
+}
+template <std::size_t I>
+double scheme_io_multiple(const Evaluation& e) {
+  return e.cost->scheme_io[I].total() / d_of(*e.cost);
+}
+
+std::string scheme_io_description(const SchemeIoKey& key) {
+  CostInputs in;
+  in.sublayers = 128;  // a size where every row takes its usual schedule (W = 8 < L)
+  in.blocks = 8;
+  in.d_model = 1024;
+  const CostInputs resolved = resolve_cost_inputs(in);
+  const SchemeCost cost = scheme_cost(named_scheme(key.scheme, resolved), resolved);
+  std::string text = cost_metric_label(std::string("io_elements_per_sublayer.") + key.key);
+  if (!key.one_shot) {
+    text += ", ";
+    text += cost.io_schedule.substr(0, cost.io_schedule.find_first_of(",:"));
+  }
+  text += ": ";
+  text += key.one_shot ? cost.io_one_shot_formula : cost.io_formula;
+  return text;
+}
+
+template <std::size_t... I>
+std::vector<CostMetric> scheme_io_metrics(bool multiples, std::index_sequence<I...>) {
+  return {(multiples ? CostMetric{std::string("io_multiples_of_d.") + kSchemeIoKeys[I].key, "x d",
+                                  "I/O per sublayer in units of d", &scheme_io_multiple<I>}
+                     : CostMetric{std::string("io_elements_per_sublayer.") + kSchemeIoKeys[I].key,
+                                  "elements/token/sublayer", scheme_io_description(kSchemeIoKeys[I]),
+                                  &scheme_io_total<I>})...};
+}
+
+// `paper` with the scheme rows inserted after the last io_elements_per_sublayer and
+// io_multiples_of_d entries.
+std::vector<CostMetric> with_scheme_io_metrics(const std::vector<CostMetric>& paper) {
+  std::vector<CostMetric> out = paper;
+  for (const bool multiples : {false, true}) {
+    const std::string group = multiples ? "io_multiples_of_d." : "io_elements_per_sublayer.";
+    auto last = out.begin();
+    for (auto it = out.begin(); it != out.end(); ++it) {
+      if (it->key.rfind(group, 0) == 0) last = it + 1;
+    }
+    const auto rows = scheme_io_metrics(multiples, std::make_index_sequence<kSchemeIoKeyCount>{});
+    out.insert(last, rows.begin(), rows.end());
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<CostMetric>& cost_metrics() {
-  static const std::vector<CostMetric> metrics = {
+  static const std::vector<CostMetric> paper_metrics = {
       // SPEC §3.1 / paper Table 1
       {"io_elements_per_sublayer.standard", "elements/token/sublayer", "standard residual: 2d reads + d writes",
        [](const Evaluation& e) { const CostReport& r = *e.cost; return r.io.standard.total(); }},
@@ -164,6 +218,8 @@ const std::vector<CostMetric>& cost_metrics() {
       {"pipeline.transferred_bytes", "bytes", "all stage-boundary transfers of one iteration, both directions",
        [](const Evaluation& e) { return e.pipeline->attnres.transferred_bytes; }, CostMetric::Needs::pipeline},
   };
+  // The other schemes' rows go after the last paper row of their group.
+  static const std::vector<CostMetric> metrics = with_scheme_io_metrics(paper_metrics);
   return metrics;
 }
 
@@ -173,6 +229,15 @@ std::string cost_metric_label(const std::string& key) {
       {"full_two_phase", "Full AttnRes (two-phase)"}, {"full_naive", "Full AttnRes (naive)"},
       {"block_one_shot", "Block AttnRes (one-shot)"},
       {"mhc", "mHC"},                    {"full", "Full AttnRes"},
+      {"denseformer", "DenseFormer"},    {"denseformer_one_shot", "DenseFormer (one-shot)"},
+      {"rescaled", "rescaled residual"}, {"mhc_static", "mHC (static)"},
+      {"full_sigmoid", "Full, sigmoid"}, {"full_sigmoid_normalized", "Full, normalised sigmoid"},
+      {"full_no_key_norm", "Full, no key norm"}, {"full_window", "Full, window 8"},
+      {"full_multihead", "Full, multi-head"}, {"full_input_query", "Full, input query"},
+      {"full_scalars", "Full, scalars"}, {"block_sigmoid", "Block, sigmoid"},
+      {"block_sigmoid_normalized", "Block, normalised sigmoid"}, {"block_no_key_norm", "Block, no key norm"},
+      {"block_multihead", "Block, multi-head"}, {"block_input_query", "Block, input query"},
+      {"block_scalars", "Block, scalars"},
       {"block", "Block AttnRes"},        {"total", "total"},
       {"per_device", "per device"},      {"per_device_chunked", "per device, chunked prefill"},
       {"naive", "naive"},                {"cached", "cached"},
@@ -329,7 +394,39 @@ json cost_report_to_json(const CostReport& report) {
                           {"cached_elements", b.cached_vectors * report.inputs.d_model}});
   }
   root["pipeline_comm_elements_per_token"]["boundaries"] = boundaries;
+  // Every named scheme in full (docs/scheme-costs.md).
+  json schemes = json::object();
+  for (const auto& name : scheme_names()) {
+    schemes[name] = scheme_cost_to_json(scheme_cost(named_scheme(name, report.inputs), report.inputs),
+                                        report.inputs.d_model);
+  }
+  root["schemes"] = schemes;
   return root;
+}
+
+json scheme_cost_to_json(const SchemeCost& c, std::int64_t d_model) {
+  const double d = static_cast<double>(d_model);
+  auto io = [d](const ResidualIo& row, const std::string& formula) {
+    return json{{"reads", row.reads},
+                {"writes", row.writes},
+                {"total", row.total()},
+                {"multiples_of_d", row.total() / d},
+                {"formula", formula}};
+  };
+  json out = {{"spec", c.spec},
+              {"description", c.description},
+              {"io_elements_per_sublayer", io(c.io, c.io_formula)},
+              {"io_one_shot_elements_per_sublayer", io(c.io_one_shot, c.io_one_shot_formula)},
+              {"history", {{"vectors_per_token", c.history_vectors},
+                           {"bytes_per_token", c.history_bytes},
+                           {"formula", c.history_formula}}},
+              {"params", {{"count", c.params}, {"formula", c.params_formula}}},
+              {"mixing_flops", {{"per_token", c.mixing_flops},
+                                {"per_token_per_sublayer", c.mixing_flops_per_sublayer},
+                                {"formula", c.flops_formula}}},
+              {"two_phase", {{"applies", c.two_phase}, {"reason", c.two_phase_reason}}}};
+  out["io_elements_per_sublayer"]["schedule"] = c.io_schedule;
+  return out;
 }
 
 }  // namespace attnres

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QImage>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -93,6 +94,107 @@ TEST(CostCli, ImpossibleSettingsNameTheFlag) {
   expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--format", "xml"}, "--format must be one of");
   expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--colour"}, "--colour");
   expect_usage({"--sublayers=-8", "--blocks", "2", "--d-model", "4"}, "--sublayers: sublayers L must be >= 1");
+}
+
+TEST(CostCli, JsonHasEverySchemeBesideThePaperRows) {
+  const json j = run_json({"cost", "--sublayers", "128", "--blocks", "8", "--d-model", "1000", "--streams", "4",
+                           "--format", "json"});
+  const auto& io = j["io_elements_per_sublayer"];
+  // Today's keys, unchanged.
+  EXPECT_EQ(io["standard"], 3000.0);
+  EXPECT_EQ(io["block_two_phase"], 5500.0);
+  EXPECT_EQ(io["full_two_phase"], 24000.0);
+  EXPECT_EQ(io["full_naive"], 128000.0);
+  EXPECT_EQ(io["mhc"], 34048.0);
+  // Static-query variants keep the two-phase rows (docs/scheme-costs.md).
+  for (const char* key : {"denseformer", "full_sigmoid", "full_sigmoid_normalized", "full_no_key_norm",
+                          "full_multihead", "full_scalars"}) {
+    EXPECT_EQ(io[key], 24000.0) << key;
+  }
+  for (const char* key : {"block_sigmoid", "block_sigmoid_normalized", "block_no_key_norm", "block_multihead",
+                          "block_scalars"}) {
+    EXPECT_EQ(io[key], 5500.0) << key;
+  }
+  EXPECT_EQ(io["rescaled"], 3000.0);    // the running mean: the standard row
+  EXPECT_EQ(io["mhc_static"], 34048.0);  // the mHC row
+  EXPECT_EQ(io["denseformer_one_shot"], 64500.0);  // ((L - 1)/2 + 1)d, values only
+  EXPECT_EQ(io["full_window"], 16437.5);           // (W(2L - W - 1)/L + 1)d = (8·247/128 + 1)d
+  EXPECT_EQ(io["full_input_query"], 129000.0);     // naive L·d plus reading u
+  // Block one-shot: 705 (read, source) pairs = 16·28 + 8·16 + 129 over 129 reads, keys and values.
+  const double block_one_shot = (2.0 * 705 / 129 + 1) * 1000;
+  EXPECT_NEAR(io["block_one_shot"].get<double>(), block_one_shot, 1e-9);
+  EXPECT_NEAR(io["block_input_query"].get<double>(), block_one_shot + 1000, 1e-9);
+  EXPECT_EQ(j["io_multiples_of_d"]["full_window"], 16.4375);
+  // Every named scheme in full.
+  const auto& schemes = j["schemes"];
+  EXPECT_EQ(schemes.size(), 20u);
+  EXPECT_EQ(schemes["mhc"]["params"]["count"], 128.0 * 24 * 4001);  // L(2m + m^2)(1 + md)
+  EXPECT_EQ(schemes["full"]["io_elements_per_sublayer"]["formula"], "(S + N)d");
+  EXPECT_EQ(schemes["full"]["history"]["vectors_per_token"], 129);
+  EXPECT_EQ(schemes["full_input_query"]["two_phase"]["applies"], false);
+  EXPECT_EQ(schemes["block"]["two_phase"]["applies"], true);
+  const CliRun csv = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10", "--format", "csv"});
+  EXPECT_NE(csv.out.find("io_elements_per_sublayer.rescaled,30,elements/token/sublayer"), std::string::npos);
+}
+
+TEST(CostCli, SchemeAgainstAnotherInEveryFormat) {
+  const std::vector<std::string> base = {"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "16",
+                                         "--streams", "2"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const json j = run_json(with({"--scheme", "block", "--gate", "sigmoid", "--compare", "full", "--format", "json"}));
+  ASSERT_EQ(j["schemes"].size(), 2u);
+  EXPECT_EQ(j["schemes"][0]["name"], "block:block_size=4,gate=sigmoid");
+  EXPECT_EQ(j["schemes"][0]["io_elements_per_sublayer"]["total"], 88.0);  // (N/S + 5)d = 5.5·16
+  EXPECT_EQ(j["schemes"][1]["name"], "full");
+  EXPECT_EQ(j["schemes"][1]["io_elements_per_sublayer"]["total"], 96.0);  // (S + N)d = 6·16
+  EXPECT_EQ(j["schemes"][1]["mixing_flops"]["per_token"], 4608.0);        // 45·6d + 9·2d
+  EXPECT_DOUBLE_EQ(j["comparisons"][0]["io_ratio"].get<double>(), 96.0 / 88.0);
+  EXPECT_EQ(j["inputs"]["sublayers"], 8);
+  const CliRun table = run_cli(with({"--scheme", "mhc:dynamic=false", "--compare", "denseformer"}));
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("I/O (x d)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("denseformer vs mhc:dynamic=false: I/O x"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("two-phase: does not apply: mHC"), std::string::npos) << table.out;
+  const CliRun markdown = run_cli(with({"--scheme", "all", "--format", "markdown"}));
+  ASSERT_EQ(markdown.status, 0) << markdown.err;
+  EXPECT_EQ(markdown.out.rfind("### Residual schemes at L = 8", 0), 0u) << markdown.out;
+  // L·d + d = 9d; W = 8 >= L makes full_window plain Full AttnRes here, (S + N)d = 6d.
+  EXPECT_NE(markdown.out.find("| full_input_query | 9 | Ld + d |"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("| full_window | 6 | (S + N)d |"), std::string::npos) << markdown.out;
+  const CliRun csv = run_cli(with({"--scheme", "all", "--format", "csv"}));
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("scheme,spec,io_reads,", 0), 0u);
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 21);  // header + 20 named schemes
+  // The plain report lists every scheme too.
+  const CliRun plain = run_cli(base);
+  EXPECT_NE(plain.out.find("Residual schemes at L = 8"), std::string::npos);
+  EXPECT_NE(plain.out.find("block_input_query"), std::string::npos);
+}
+
+TEST(CostCli, BadSchemesNameTheFlag) {
+  auto expect_usage = [](std::vector<std::string> more, const std::string& needle) {
+    std::vector<std::string> args = {"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "16"};
+    args.insert(args.end(), more.begin(), more.end());
+    const CliRun run = run_cli(args);
+    EXPECT_EQ(run.status, cli::kExitUsage) << run.out;
+    EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
+  };
+  expect_usage({"--scheme", "blok"}, "--scheme: unknown scheme 'blok' (did you mean 'block'?); expected one of:");
+  expect_usage({"--scheme", "full", "--compare", "mhcc"}, "--compare: unknown scheme 'mhcc'");
+  expect_usage({"--scheme", "block", "--window", "4"}, "--window: window applies to Full AttnRes (mode full) only");
+  expect_usage({"--scheme", "block:window=4"}, "--scheme: window applies to Full AttnRes");
+  expect_usage({"--scheme", "full:gate=sigmoid", "--gate", "softmax"}, "--gate and 'gate=' in --scheme");
+  expect_usage({"--scheme", "full", "--key-norm", "maybe"}, "--key-norm must be on or off, got 'maybe'");
+  expect_usage({"--scheme", "full", "--gate", "relu"}, "--gate: unknown gate 'relu'");
+  expect_usage({"--scheme", "full", "--depth-heads", "3"}, "--depth-heads: heads (3) must be a positive divisor of d = 16");
+  expect_usage({"--gate", "sigmoid"}, "--gate refines --scheme");
+  expect_usage({"--compare", "full"}, "--compare needs --scheme");
+  expect_usage({"--scheme", "all", "--compare", "full"}, "--compare compares with one --scheme");
+  expect_usage({"--scheme", "block:block_size=9"}, "--scheme: block_size must be between 1 and L = 8");
 }
 
 TEST(ScalingCli, MultipliersAtTheTargetLoss) {

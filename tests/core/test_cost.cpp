@@ -5,6 +5,7 @@
 
 #include "attnres/cost.hpp"
 #include "attnres/depth_layout.hpp"
+#include "attnres/time_model.hpp"
 
 namespace attnres {
 namespace {
@@ -254,6 +255,225 @@ TEST(CostReportAll, EvaluatesThePaperSetting) {
   // Blocks align with chunks here: exact block totals + one embedding per first-stage boundary.
   EXPECT_EQ(report.boundary_naive_elements, (28 + 7) * 7168);
   EXPECT_EQ(report.boundary_cached_elements, (22 + 3) * 7168);
+}
+
+// ---------------------------------------------------------------- every residual scheme
+// (docs/scheme-costs.md). Small sizes with the arithmetic written out: L = 8 sublayers, N = 2
+// blocks of S = 4, d = 16, m = 2 streams, 20 Sinkhorn iterations, bf16 (b = 2).
+
+CostInputs small_inputs() {
+  CostInputs in;
+  in.sublayers = 8;
+  in.blocks = 2;
+  in.d_model = 16;
+  in.streams = 2;
+  return resolve_cost_inputs(in);
+}
+
+SchemeCost cost_of(const std::string& spec, const CostInputs& in) { return scheme_cost(parse_scheme_spec(spec, in), in); }
+
+TEST(SchemeCost, PaperTable1RowsAtL128N8S16M4) {
+  CostInputs in = paper_inputs();
+  in.d_model = 1000;
+  in = resolve_cost_inputs(in);
+  const double d = 1000;
+  EXPECT_DOUBLE_EQ(cost_of("standard", in).io.total(), 3.0 * d);
+  EXPECT_DOUBLE_EQ(cost_of("block", in).io.total(), 5.5 * d);
+  EXPECT_DOUBLE_EQ(cost_of("full", in).io.total(), 24.0 * d);
+  EXPECT_DOUBLE_EQ(cost_of("mhc", in).io.total(), 34.0 * d + 48.0);
+  EXPECT_DOUBLE_EQ(cost_of("full", in).io_one_shot.total(), 128.0 * d);  // the naive row, L·d
+  EXPECT_EQ(cost_of("block", in).io_formula, "(N/S + 5)d");
+  EXPECT_EQ(cost_of("full", in).io_formula, "(S + N)d");
+  EXPECT_EQ(cost_of("mhc", in).io_formula, "(8m + 2)d + 2m^2 + 4m");
+  EXPECT_EQ(cost_of("standard", in).io_formula, "3d");
+  // The paper's defaults reuse the depth-attention FLOPs of docs/math.md §3.
+  EXPECT_DOUBLE_EQ(cost_of("full", in).mixing_flops, depth_attention_flops(ResidualMode::full, 128, 1, 1000));
+  EXPECT_DOUBLE_EQ(cost_of("block", in).mixing_flops, depth_attention_flops(ResidualMode::block, 128, 16, 1000));
+}
+
+TEST(SchemeCost, IoRowsByHandAtL8N2S4D16M2) {
+  const CostInputs in = small_inputs();
+  // standard and rescaled: read h and v, write h = 2d + d = 48.
+  EXPECT_DOUBLE_EQ(cost_of("standard", in).io.total(), 48);
+  EXPECT_DOUBLE_EQ(cost_of("rescaled", in).io.total(), 48);
+  // Full two-phase (S + N - 2)d + 2d = 4·16 + 32 = 96 = 6d; every static-query variant the same.
+  for (const char* name : {"full", "full_sigmoid", "full_sigmoid_normalized", "full_no_key_norm", "full_multihead",
+                           "full_scalars", "denseformer"}) {
+    EXPECT_DOUBLE_EQ(cost_of(name, in).io.total(), 96) << name;
+    EXPECT_TRUE(cost_of(name, in).two_phase) << name;
+  }
+  // Block two-phase (N/S + 3)d + 2d = (0.5 + 5)·16 = 88.
+  for (const char* name : {"block", "block_sigmoid", "block_sigmoid_normalized", "block_no_key_norm",
+                           "block_multihead", "block_scalars"}) {
+    EXPECT_DOUBLE_EQ(cost_of(name, in).io.total(), 88) << name;
+  }
+  // Full naive: mean over l of 2(l-1)d + d = (L-1)d + d = 7·16 + 16 = 128.
+  EXPECT_DOUBLE_EQ(cost_of("full", in).io_one_shot.total(), 128);
+  // Input-dependent query: one-shot plus reading u: 128 + 16 = 144.
+  const SchemeCost input = cost_of("full_input_query", in);
+  EXPECT_DOUBLE_EQ(input.io.reads, 112 + 16);
+  EXPECT_DOUBLE_EQ(input.io.writes, 16);
+  EXPECT_FALSE(input.two_phase);
+  EXPECT_NE(input.two_phase_reason.find("input-dependent query"), std::string::npos);
+  // DenseFormer one-shot, values only: mean of (l-1)d reads = 3.5·16 = 56, + 16 written = 72.
+  EXPECT_DOUBLE_EQ(cost_of("denseformer", in).io_one_shot.total(), 72);
+  // Window W = 2: reads 2·min(l-1, 2)·16 summed over l = 1..8: 32·(0+1+2+2+2+2+2+2) = 416, mean 52;
+  // + 16 written = 68 = 4.25d (closed form W(2L - W - 1)/L = 2·13/8 = 3.25).
+  const SchemeCost window = cost_of("full:window=2", in);
+  EXPECT_DOUBLE_EQ(window.io.reads, 52);
+  EXPECT_DOUBLE_EQ(window.io.total(), 68);
+  EXPECT_EQ(window.history_vectors, 3);  // v_0 and the last 2 outputs
+  // Block one-shot: 21 (read, source) pairs over 9 reads (1+2+2+2 | 2+3+3+3 | 3), keys and values:
+  // 2·21/9·16 + 16; with the input query + 16.
+  EXPECT_DOUBLE_EQ(cost_of("block", in).io_one_shot.total(), 2.0 * 21 / 9 * 16 + 16);
+  EXPECT_DOUBLE_EQ(cost_of("block_input_query", in).io.total(), 2.0 * 21 / 9 * 16 + 32);
+  // mHC: (8m + 2)d + 2m² + 4m = 18·16 + 8 + 8 = 304; reads (6m + 2)d + m² + 2m = 224 + 8.
+  EXPECT_DOUBLE_EQ(cost_of("mhc", in).io.total(), 304);
+  EXPECT_DOUBLE_EQ(cost_of("mhc", in).io.reads, 232);
+  EXPECT_DOUBLE_EQ(cost_of("mhc_static", in).io.total(), 304);
+}
+
+TEST(SchemeCost, HistoryParamsAndFlopsByHand) {
+  const CostInputs in = small_inputs();
+  // Full: 9 vectors (v_0..v_8), 9·16·2 = 288 bytes; query + gain per read: 9·2·16 = 288 params;
+  // 45 (read, source) pairs ((L+1)(L+2)/2) at 6d plus 9 reads at 2d: 45·96 + 9·32 = 4608 FLOPs.
+  const SchemeCost full = cost_of("full", in);
+  EXPECT_EQ(full.history_vectors, 9);
+  EXPECT_DOUBLE_EQ(full.history_bytes, 288);
+  EXPECT_DOUBLE_EQ(full.params, 288);
+  EXPECT_DOUBLE_EQ(full.mixing_flops, 4608);
+  EXPECT_DOUBLE_EQ(full.mixing_flops_per_sublayer, 4608.0 / 8);
+  // Block S = 4: 3 vectors (emb, b1, b2); 21 pairs: 21·96 + 9·32 = 2304; same parameters.
+  const SchemeCost block = cost_of("block", in);
+  EXPECT_EQ(block.history_vectors, 3);
+  EXPECT_DOUBLE_EQ(block.params, 288);
+  EXPECT_DOUBLE_EQ(block.mixing_flops, 2304);
+  // No key norm: 4d per pair, d per read (the division): 45·64 + 9·16 = 3024; query only: 144.
+  EXPECT_DOUBLE_EQ(cost_of("full_no_key_norm", in).mixing_flops, 3024);
+  EXPECT_DOUBLE_EQ(cost_of("full_no_key_norm", in).params, 144);
+  // Sigmoid: no division, w ⊙ g stays: 45·96 + 9·16 = 4464. Normalised sigmoid divides: 4608.
+  EXPECT_DOUBLE_EQ(cost_of("full_sigmoid", in).mixing_flops, 4464);
+  EXPECT_DOUBLE_EQ(cost_of("full_sigmoid_normalized", in).mixing_flops, 4608);
+  // Heads only split the same d-wide work: as Full.
+  EXPECT_DOUBLE_EQ(cost_of("full_multihead", in).mixing_flops, 4608);
+  EXPECT_EQ(cost_of("full_multihead", in).scheme.heads, 16);
+  // Input query: + (2d² + 4d) per read = 9·(512 + 64) = 5184 → 9792; params + 9·d² = 2304 → 2592.
+  EXPECT_DOUBLE_EQ(cost_of("full_input_query", in).mixing_flops, 9792);
+  EXPECT_DOUBLE_EQ(cost_of("full_input_query", in).params, 2592);
+  // Scalars: one logit per pair (45), 2d per pair + d per read: 1440 + 144 = 1584.
+  EXPECT_DOUBLE_EQ(cost_of("full_scalars", in).params, 45);
+  EXPECT_DOUBLE_EQ(cost_of("full_scalars", in).mixing_flops, 1584);
+  EXPECT_DOUBLE_EQ(cost_of("block_scalars", in).params, 21);
+  EXPECT_DOUBLE_EQ(cost_of("block_scalars", in).mixing_flops, 21 * 32 + 9 * 16);
+  // DenseFormer: (L+1)(L+2)/2 = 45 weights, 2d per pair, no division: 1440.
+  EXPECT_DOUBLE_EQ(cost_of("denseformer", in).params, 45);
+  EXPECT_DOUBLE_EQ(cost_of("denseformer", in).mixing_flops, 1440);
+  EXPECT_EQ(cost_of("denseformer", in).history_vectors, 9);
+  // Window W = 2: pairs 1 + 2 + 3·7 = 24 (closed form 9 + 3 + 6·2); 24·96 + 9·32 = 2592.
+  EXPECT_EQ(depth_read_source_pairs_window(8, 2), 24);
+  EXPECT_DOUBLE_EQ(cost_of("full:window=2", in).mixing_flops, 2592);
+  // Standard: one add per sublayer, 8·16 = 128; rescaled: three, 384; neither has parameters.
+  EXPECT_DOUBLE_EQ(cost_of("standard", in).mixing_flops, 128);
+  EXPECT_DOUBLE_EQ(cost_of("rescaled", in).mixing_flops, 384);
+  EXPECT_DOUBLE_EQ(cost_of("rescaled", in).params, 0);
+  EXPECT_EQ(cost_of("rescaled", in).history_vectors, 1);
+  // mHC, m = 2, d = 16, 20 iterations. Per sublayer: RMS 2md = 64, projections 2md(2m + m²) = 512,
+  // Sinkhorn 4·20·m² = 320, pre-mix 2md = 64, update 2m²d + 2md = 192: 1152; × 8 + final mean md
+  // = 32 → 9248. Parameters: 8·(2m + m²) = 64 biases + 64·md = 2048 projections = 2112.
+  const SchemeCost mhc = cost_of("mhc", in);
+  EXPECT_EQ(mhc.history_vectors, 2);
+  EXPECT_DOUBLE_EQ(mhc.params, 2112);
+  EXPECT_DOUBLE_EQ(mhc.mixing_flops, 9248);
+  EXPECT_FALSE(mhc.two_phase);
+  // Static mHC: pre-mix and update only, (64 + 192)·8 + 32 = 2080; biases only, 64.
+  EXPECT_DOUBLE_EQ(cost_of("mhc_static", in).mixing_flops, 2080);
+  EXPECT_DOUBLE_EQ(cost_of("mhc_static", in).params, 64);
+  EXPECT_DOUBLE_EQ(cost_of("mhc:sinkhorn_iterations=3", in).mixing_flops, 9248 - 8 * 4 * 17 * 4);
+}
+
+TEST(SchemeCost, OneSourceOfTruthWithTheOtherRows) {
+  for (std::int64_t L : {2, 8, 37, 128}) {
+    for (std::int64_t W : std::initializer_list<std::int64_t>{1, 2, 7, L - 2, L - 1, L, L + 5}) {
+      if (W < 1) continue;
+      // The window row is the naive row with l - 1 capped at W: brute force.
+      double reads = 0;
+      for (std::int64_t l = 1; l <= L; ++l) reads += 2.0 * static_cast<double>(std::min(l - 1, W));
+      EXPECT_DOUBLE_EQ(io_full_window_mean(L, W, 1).reads, reads / static_cast<double>(L)) << L << " " << W;
+      std::int64_t pairs = 0;
+      for (std::int64_t r = 0; r <= L; ++r) pairs += 1 + std::min(r, W);
+      EXPECT_EQ(depth_read_source_pairs_window(L, W), pairs) << L << " " << W;
+    }
+    EXPECT_DOUBLE_EQ(io_full_window_mean(L, L - 1, 3).total(), io_full_naive_mean(L, 3).total());
+  }
+  // Block one-shot is the time model's row.
+  CostInputs in = paper_inputs();
+  in = resolve_cost_inputs(in);
+  EXPECT_DOUBLE_EQ(io_block_one_shot(128, 16, 7168).total(), residual_io_elements(in, ResidualScheme::block_one_shot));
+  // evaluate_costs carries every extra row, equal to scheme_cost's.
+  const CostReport report = evaluate_costs(in);
+  for (std::size_t i = 0; i < kSchemeIoKeyCount; ++i) {
+    const SchemeCost cost = scheme_cost(named_scheme(kSchemeIoKeys[i].scheme, in), in);
+    const ResidualIo& expected = kSchemeIoKeys[i].one_shot ? cost.io_one_shot : cost.io;
+    EXPECT_DOUBLE_EQ(report.scheme_io[i].total(), expected.total()) << kSchemeIoKeys[i].key;
+  }
+  EXPECT_DOUBLE_EQ(scheme_io(named_scheme("full", in), in).total(), report.io.full_two_phase.total());
+  EXPECT_DOUBLE_EQ(scheme_io(named_scheme("full", in), in, true).total(), report.io.full_naive.total());
+  // A window of at least L is Full AttnRes.
+  EXPECT_DOUBLE_EQ(cost_of("full:window=128", in).io.total(), report.io.full_two_phase.total());
+  // Rescaled equals the standard row; DenseFormer's two-phase row is Full's.
+  EXPECT_DOUBLE_EQ(report.scheme_io[2].total(), report.io.standard.total());
+  EXPECT_DOUBLE_EQ(report.scheme_io[0].total(), report.io.full_two_phase.total());
+}
+
+TEST(SchemeCost, EveryNamedSchemeIsValidAtOddSizes) {
+  CostInputs in;
+  in.sublayers = 7;
+  in.block_size = 3;
+  in.d_model = 15;
+  in.streams = 1;
+  in = resolve_cost_inputs(in);
+  for (const auto& name : scheme_names()) {
+    const SchemeCost cost = scheme_cost(named_scheme(name, in), in);
+    EXPECT_GT(cost.io.total(), 0) << name;
+    EXPECT_FALSE(cost.io_formula.empty()) << name;
+    EXPECT_FALSE(cost.two_phase_reason.empty()) << name;
+    EXPECT_EQ(cost.two_phase, cost.scheme.two_phase_limit().empty()) << name;
+    // The canonical spec parses back to the same scheme.
+    EXPECT_EQ(parse_scheme_spec(cost.spec, in), cost.scheme) << name << " " << cost.spec;
+  }
+  EXPECT_EQ(named_scheme("full_multihead", in).heads, 15);  // the largest divisor of 15 up to 16
+  EXPECT_EQ(named_scheme("block", in).block_size, 3);
+  EXPECT_EQ(scheme_cost(named_scheme("block", in), in).description, "Block AttnRes (S = 3)");
+}
+
+TEST(SchemeCost, SpecsAndProblemsNameTheKey) {
+  const CostInputs in = small_inputs();
+  const AttnResConfig c = parse_scheme_spec("block:block_size=4,gate=sigmoid,key_norm=off", in);
+  EXPECT_EQ(c.mode, ResidualMode::block);
+  EXPECT_EQ(c.gate, DepthGate::sigmoid);
+  EXPECT_FALSE(c.key_norm);
+  EXPECT_EQ(scheme_spec(c), "block:block_size=4,gate=sigmoid,key_norm=false");
+  auto expect_error = [&](const std::string& spec, const std::string& field, const std::string& needle) {
+    try {
+      scheme_cost(parse_scheme_spec(spec, in), in);
+      ADD_FAILURE() << spec << " accepted";
+    } catch (const CostInputError& error) {
+      EXPECT_EQ(error.field, field) << error.what();
+      EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
+    }
+  };
+  expect_error("blok", "scheme", "unknown scheme 'blok' (did you mean 'block'?)");
+  expect_error("block:gat=sigmoid", "scheme", "unknown key 'gat'");
+  expect_error("block:gate", "scheme", "not key=value");
+  expect_error("block:gate=relu", "gate", "unknown gate 'relu'");
+  expect_error("block:window=4", "window", "window applies to Full AttnRes (mode full) only, not to mode block");
+  expect_error("full:heads=3", "heads", "positive divisor of d = 16");
+  expect_error("full:block_size=2", "block_size", "applies to Block AttnRes");
+  expect_error("block:block_size=9", "block_size", "between 1 and L = 8");
+  expect_error("mhc:streams=0", "streams", "at least 1");
+  expect_error("full:mixing=scalars,key_norm=false", "key_norm", "mixing = attention");
+  expect_error("full:window=x", "window", "must be an integer");
+  expect_error("full:gate=sigmoid,gate=softmax", "gate", "twice");
 }
 
 }  // namespace

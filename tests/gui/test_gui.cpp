@@ -11,8 +11,10 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QThread>
 #include <QThreadPool>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -91,6 +93,40 @@ TEST(Gui, ChangingBlocksMovesTheCostChartsMarker) {
   settle();
   EXPECT_NE(window.error_text().find("blocks N = 200 exceeds L = 128"), std::string::npos) << window.error_text();
   EXPECT_EQ(cost->charts().front().marker_x, 16.0);
+}
+
+TEST(Gui, CostViewComparesTwoSchemesSideBySide) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->recompute();
+  auto* a = cost->findChild<QComboBox*>("scheme_a");
+  auto* b = cost->findChild<QComboBox*>("scheme_b");
+  auto* table = cost->findChild<QTableWidget*>("scheme_comparison");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(table, nullptr);
+  auto cell = [table](const std::string& quantity, int column) {
+    for (int r = 0; r < table->rowCount(); ++r) {
+      if (table->item(r, 0)->text().toStdString() == quantity) return table->item(r, column)->text().toStdString();
+    }
+    return std::string("(no row '" + quantity + "')");
+  };
+  // Defaults at L = 128, N = 8: Block (N/S + 5)d = 5.5d against Full (S + N)d = 24d.
+  EXPECT_EQ(cell("I/O per sublayer (x d)", 1), "5.5");
+  EXPECT_EQ(cell("I/O per sublayer (x d)", 2), "24");
+  EXPECT_EQ(cell("I/O formula", 2), "(S + N)d");
+  b->setCurrentText("full_input_query");
+  settle();
+  EXPECT_EQ(cell("I/O per sublayer (x d)", 2), "129");  // L·d + d: one-shot plus reading u
+  EXPECT_EQ(cell("two-phase", 1), "yes");
+  EXPECT_EQ(cell("two-phase", 2), "no");
+  // Both schemes are drawn in the I/O chart beside the paper's rows.
+  const std::vector<ChartSpec> charts = cost->charts();  // a copy that outlives the loop
+  ASSERT_FALSE(charts.empty());
+  std::vector<std::string> names;
+  for (const auto& series : charts.front().series) names.push_back(series.name);
+  EXPECT_NE(std::find(names.begin(), names.end(), "Full, input query"), names.end());
+  EXPECT_EQ(window.error_text(), "");
 }
 
 TEST(Gui, HeatmapCellCentreHasTheColormapColourOfItsValue) {

@@ -9,6 +9,10 @@
 //   CostInputs in;  in.sublayers = 128;  in.blocks = 8;  in.d_model = 7168;
 //   CostReport report = evaluate_costs(resolve_cost_inputs(in));
 //   report.io.block_two_phase.total();   // 5.5 * 7168 elements per token per sublayer
+//
+// Any residual scheme (docs/scheme-costs.md): scheme_cost(parse_scheme_spec("block:gate=sigmoid",
+// inputs), inputs) gives its I/O with the formula, stored history, parameters, mixing FLOPs and
+// whether the two-phase schedule applies.
 #pragma once
 
 #include <array>
@@ -44,6 +48,15 @@ ResidualIo io_full_two_phase(std::int64_t blocks, std::int64_t block_size,
 ResidualIo io_full_naive_at(std::int64_t sublayer, std::int64_t d);  // 2(l-1)d + d at sublayer l
 ResidualIo io_full_naive_mean(std::int64_t sublayers, std::int64_t d);  // mean over l = 1..L
 ResidualIo io_mhc(std::int64_t streams, std::int64_t d);       // (8m+2)d + 2m^2 + 4m
+
+// One-shot Block AttnRes: keys and values of every source of every read, mean over the L + 1 reads,
+// plus the output write: (2·n̄ + 1)d with n̄ = depth_read_source_pairs(block) / (L + 1). The
+// time model's block_one_shot row (docs/math.md §3.4).
+ResidualIo io_block_one_shot(std::int64_t sublayers, std::int64_t block_size, std::int64_t d);
+// One-shot Full AttnRes with a sliding window of W outputs (docs/scheme-costs.md): the naive row's
+// 2(l-1)d with l - 1 capped at W, mean over l = 1..L: (W(2L - W - 1)/L)d reads + d; W >= L - 1
+// gives io_full_naive_mean.
+ResidualIo io_full_window_mean(std::int64_t sublayers, std::int64_t window, std::int64_t d);
 
 // Schedule block S (integer) minimising Full two-phase I/O (S + ceil(L/S))d; ties go to the
 // smaller S. The continuous optimum is S = N = sqrt(L), 2 sqrt(L) d.
@@ -125,6 +138,11 @@ double depth_attention_flops(ResidualMode mode, std::int64_t sublayers, std::int
 double model_flops_per_token(std::int64_t sublayers, std::int64_t d, std::int64_t ffn,
                              std::int64_t tokens);
 
+// (read, source) pairs of Full AttnRes with a sliding window of W outputs: read r (0..L) sees the
+// embedding and min(r, W) outputs, so (L + 1) + W(W + 1)/2 + (L - W)W for W <= L (W = 0 or
+// W >= L: the unwindowed (L + 1)(L + 2)/2).
+std::int64_t depth_read_source_pairs_window(std::int64_t sublayers, std::int64_t window);
+
 // ------------------------------------------------------------------ scaling law (SPEC §3.5)
 // loss = A · C^(-a), C in PFLOP/s-days (paper Fig. 4).
 struct ScalingFit {
@@ -182,11 +200,107 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& inputs);
 // consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
 CostInputs resolve_cost_inputs(CostInputs inputs);
 
+// ------------------------------------------------------------------ every residual scheme
+// The costs of any scheme described by an AttnResConfig (docs/scheme-costs.md, the contract for
+// every choice below; docs/schemes.md for the schemes themselves). Sizes: L, d, b and the
+// schedule block of Full two-phase (N, S) from CostInputs; Block's S from scheme.block_size (or
+// CostInputs::block_size when it is 0); mHC's m from scheme.streams.
+struct SchemeCost {
+  AttnResConfig scheme;       // as costed (block_size filled in for Block)
+  std::string spec;           // canonical spec string, e.g. "block:block_size=16,gate=sigmoid"
+  std::string description;    // scheme.describe()
+  // Residual memory I/O per token per sublayer, elements (paper Table 1 style), under `io_schedule`.
+  ResidualIo io;
+  std::string io_formula;     // "(N/S + 5)d"
+  std::string io_schedule;    // "two-phase", "one-shot", "running sum", ...
+  // The one-shot schedule of the same scheme (every read reads its sources); equals `io` for the
+  // schemes without reads over a history (standard, rescaled, mHC).
+  ResidualIo io_one_shot;
+  std::string io_one_shot_formula;
+  // Stored depth history per token: d-wide vectors kept for later reads, and their bytes.
+  std::int64_t history_vectors = 0;
+  double history_bytes = 0;   // history_vectors · d · b
+  std::string history_formula;
+  // Parameters the scheme adds to the whole model (every read, or every mHC sublayer).
+  double params = 0;
+  std::string params_formula;
+  // FLOPs of the mixing per token: the whole forward (L sublayers and the final read) and that
+  // divided by L. Only terms that scale with d are counted, plus mHC's Sinkhorn (docs/math.md §3).
+  double mixing_flops = 0;
+  double mixing_flops_per_sublayer = 0;
+  std::string flops_formula;
+  // Whether the two-phase schedule (docs/math.md §2.4) applies, and why (AttnResConfig::two_phase_limit()).
+  bool two_phase = false;
+  std::string two_phase_reason;
+};
+
+// What is wrong with `scheme` for these sizes (a key that does not apply to its mode, a heads that
+// does not divide d, a block size outside 1..L, ...): `field` is the attn_res key.
+std::optional<CostInputProblem> scheme_problem(const AttnResConfig& scheme, const CostInputs& resolved);
+// Every cost of `scheme`; throws CostInputError (field = the attn_res key) on a scheme_problem.
+SchemeCost scheme_cost(const AttnResConfig& scheme, const CostInputs& resolved);
+// The I/O rows only (no text): what evaluate_costs and sweeps use. `one_shot` picks io_one_shot.
+ResidualIo scheme_io(const AttnResConfig& scheme, const CostInputs& resolved, bool one_shot = false);
+
+// The named schemes: the modes and the paper's Table 4 ablations, in table order —
+//   standard full block denseformer rescaled mhc mhc_static
+//   full_sigmoid full_sigmoid_normalized full_no_key_norm full_window full_multihead
+//   full_input_query full_scalars block_sigmoid block_sigmoid_normalized block_no_key_norm
+//   block_multihead block_input_query block_scalars
+// (full_window: W = 8, the paper's "1 + 8"; *_multihead: H = 16 when 16 divides d, else the largest
+// divisor of d below 16).
+const std::vector<std::string>& scheme_names();
+// One line per name: what the ablation changes.
+std::string scheme_summary(const std::string& name);
+// The scheme a name stands for at these sizes (Block: S = resolved.block_size; mHC: m =
+// resolved.streams). Throws CostInputError(field "scheme") for an unknown name.
+AttnResConfig named_scheme(const std::string& name, const CostInputs& resolved);
+// "NAME[:key=value[,key=value...]]": a named scheme refined by attn_res keys (block_size, gate,
+// key_norm, window, heads, query_source, mixing, streams, dynamic, sinkhorn_iterations; booleans
+// true/false or on/off), e.g. "block:block_size=4,gate=sigmoid". Throws CostInputError(field
+// "scheme" or the key) naming what was expected. The result still needs scheme_problem.
+AttnResConfig parse_scheme_spec(const std::string& spec, const CostInputs& resolved);
+// The canonical spec of a scheme: the mode and every non-default key.
+std::string scheme_spec(const AttnResConfig& scheme);
+
+// The I/O rows a CostReport carries beside its five paper rows: (metric name, named scheme,
+// one-shot schedule). Every named scheme except standard, full, block and mhc, whose rows are
+// standard, full_two_phase / full_naive, block_two_phase and mhc; plus the one-shot rows of
+// DenseFormer and Block AttnRes.
+struct SchemeIoKey {
+  const char* key;
+  const char* scheme;
+  bool one_shot;
+};
+inline constexpr SchemeIoKey kSchemeIoKeys[] = {
+    {"denseformer", "denseformer", false},
+    {"denseformer_one_shot", "denseformer", true},
+    {"rescaled", "rescaled", false},
+    {"mhc_static", "mhc_static", false},
+    {"block_one_shot", "block", true},
+    {"full_sigmoid", "full_sigmoid", false},
+    {"full_sigmoid_normalized", "full_sigmoid_normalized", false},
+    {"full_no_key_norm", "full_no_key_norm", false},
+    {"full_window", "full_window", false},
+    {"full_multihead", "full_multihead", false},
+    {"full_input_query", "full_input_query", false},
+    {"full_scalars", "full_scalars", false},
+    {"block_sigmoid", "block_sigmoid", false},
+    {"block_sigmoid_normalized", "block_sigmoid_normalized", false},
+    {"block_no_key_norm", "block_no_key_norm", false},
+    {"block_multihead", "block_multihead", false},
+    {"block_input_query", "block_input_query", false},
+    {"block_scalars", "block_scalars", false},
+};
+inline constexpr std::size_t kSchemeIoKeyCount = sizeof(kSchemeIoKeys) / sizeof(kSchemeIoKeys[0]);
+
 struct CostReport {
   CostInputs inputs;  // resolved
   struct {
     ResidualIo standard, block_two_phase, full_two_phase, full_naive, mhc;
   } io;                            // elements per token per sublayer
+  // One row per entry of kSchemeIoKeys, in that order: elements per token per sublayer.
+  std::array<ResidualIo, kSchemeIoKeyCount> scheme_io{};
   ScheduleChoice full_best_schedule;
   std::int64_t history_full_vectors = 0, history_block_vectors = 0;
   PrefillMemory prefill;

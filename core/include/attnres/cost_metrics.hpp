@@ -45,10 +45,16 @@ std::string closest_cost_metric(const std::string& key);
 // Every metric the evaluation can give, at its JSON path.
 nlohmann::json evaluation_to_json(const Evaluation& evaluation);
 
-// Every cost metric at its JSON path, plus "inputs" (the resolved inputs), "conventions" (units) and
-// "pipeline_comm_elements_per_token.boundaries" (the exact per-boundary list).
+// Every cost metric at its JSON path, plus "inputs" (the resolved inputs), "conventions" (units),
+// "pipeline_comm_elements_per_token.boundaries" (the exact per-boundary list) and "schemes" (every
+// named scheme, as scheme_cost_to_json).
 nlohmann::json cost_report_to_json(const CostReport& report);
 nlohmann::json cost_inputs_to_json(const CostInputs& inputs);
+// One scheme's costs (docs/scheme-costs.md): spec, description, io_elements_per_sublayer {reads,
+// writes, total, multiples_of_d, formula, schedule}, io_one_shot_elements_per_sublayer, history,
+// params, mixing_flops, two_phase {applies, reason}. `cost_report_to_json` lists every named
+// scheme this way under "schemes".
+nlohmann::json scheme_cost_to_json(const SchemeCost& cost, std::int64_t d_model);
 
 // Edit distance, for "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);
