@@ -117,7 +117,12 @@ std::string flag_for_key(const std::string& key) {
       {"num_attention_heads", "--heads"},    {"num_key_value_heads", "--kv-heads"},
       {"intermediate_size", "--ffn"},        {"vocab_size", "--vocab"},
       {"rms_norm_eps", "--rms-norm-eps"},    {"rope_theta", "--rope-theta"},
-      {"attn_res.block_size", "--block-size"}, {"attn_res.key_norm_eps", "--key-norm-eps"}};
+      {"attn_res.block_size", "--block-size"}, {"attn_res.key_norm_eps", "--key-norm-eps"},
+      {"attn_res.gate", "--gate"},           {"attn_res.key_norm", "--no-key-norm"},
+      {"attn_res.window", "--window"},       {"attn_res.heads", "--depth-heads"},
+      {"attn_res.query_source", "--query-source"}, {"attn_res.mixing", "--mixing"},
+      {"attn_res.streams", "--streams"},     {"attn_res.dynamic", "--static-mhc"},
+      {"attn_res.sinkhorn_iterations", "--sinkhorn-iterations"}};
   auto it = flags.find(key);
   return it == flags.end() ? key : it->second;
 }
@@ -149,6 +154,51 @@ void add_model_shape_options(po::options_description& options, ModelShapeFlags& 
       ("rope-theta", po::value(&config.rope_theta)->default_value(10000.0), "RoPE base")
       ("key-norm-eps", po::value(&config.attn_res.key_norm_eps)->default_value(1e-6),
        "eps of the depth-attention key norm");
+}
+
+void add_scheme_options(po::options_description& options, ModelSchemeFlags& flags) {
+  options.add_options()
+      ("gate", po::value(&flags.gate), "depth gate: softmax | sigmoid | sigmoid_normalized (Full/Block; docs/schemes.md)")
+      ("no-key-norm", "score the raw sources (no key norm; Full/Block)")
+      ("window", po::value(&flags.window), "Full only: the embedding plus the last W outputs (0 = all)")
+      ("depth-heads", po::value(&flags.depth_heads), "depth-attention heads H (divides d; Full/Block)")
+      ("query-source", po::value(&flags.query_source), "static | input (w + W RMSNorm(latest source); Full/Block)")
+      ("mixing", po::value(&flags.mixing), "attention | scalars (learned logits per source; Full/Block)")
+      ("streams", po::value(&flags.streams), "mHC streams m (--mode mhc; default 4)")
+      ("static-mhc", "mHC with static biases only (no input-dependent coefficients)")
+      ("sinkhorn-iterations", po::value(&flags.sinkhorn_iterations), "mHC Sinkhorn-Knopp iterations (default 20)");
+}
+
+bool scheme_flags_given(const po::variables_map& values) {
+  for (const char* flag : {"gate", "no-key-norm", "window", "depth-heads", "query-source", "mixing", "streams",
+                           "static-mhc", "sinkhorn-iterations"}) {
+    if (values.count(flag)) return true;
+  }
+  return false;
+}
+
+void apply_scheme_flags(const po::variables_map& values, const ModelSchemeFlags& flags, AttnResConfig& scheme) {
+  if (values.count("gate")) scheme.gate = parse_flag_value([&] { return parse_depth_gate(flags.gate, "--gate"); });
+  if (values.count("no-key-norm")) scheme.key_norm = false;
+  if (values.count("window")) scheme.window = flags.window;
+  if (values.count("depth-heads")) scheme.heads = flags.depth_heads;
+  if (values.count("query-source")) {
+    scheme.query_source = parse_flag_value([&] { return parse_query_source(flags.query_source, "--query-source"); });
+  }
+  if (values.count("mixing")) scheme.mixing = parse_flag_value([&] { return parse_depth_mixing(flags.mixing, "--mixing"); });
+  if (values.count("streams")) scheme.streams = flags.streams;
+  if (values.count("static-mhc")) scheme.dynamic = false;
+  if (values.count("sinkhorn-iterations")) scheme.sinkhorn_iterations = flags.sinkhorn_iterations;
+}
+
+void validate_scheme(const ModelConfig& config, const AttnResConfig& scheme) {
+  ModelConfig checked = config;
+  checked.attn_res = scheme;
+  try {
+    checked.validate("invalid scheme", flag_for_key);
+  } catch (const Error& error) {
+    throw UsageError(error.what());
+  }
 }
 
 bool model_shape_given(const po::variables_map& values) {

@@ -189,7 +189,8 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       ("model", po::value(&model_dir)->required(), "model directory (config.json + model.safetensors)")
       ("tokens", po::value(&tokens_text)->required(),
        "token ids, separated by spaces or commas, e.g. \"1 2 3\" or 1,2,3")
-      ("mode", po::value(&mode_text), "override the residual mode: standard | full | block")
+      ("mode", po::value(&mode_text), "override the residual mode: standard | full | block | denseformer | "
+       "rescaled | mhc (a mode with other tensors, or any scheme flag, converts the model: docs/schemes.md)")
       ("block-size", po::value(&block_size), "override the block size S (sublayers, 1..L)")
       ("two-phase", po::value(&two_phase_text)->default_value("on"),
        "on: two-phase (o, m, l) schedule; off: one-shot reads")
@@ -208,9 +209,11 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       ("grad", "also compute the loss (mean next-token cross-entropy) and the gradient of every "
        "parameter; --dump then adds loss, grad.<tensor name> and sublayer_output_grad_rms "
        "(docs/training.md)");
+  ModelSchemeFlags scheme_flags;
+  add_scheme_options(options, scheme_flags);
   auto values = parse_options(args, options);
   if (wants_help(values,
-                 "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] "
+                 "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] [scheme flags] "
                  "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision f32|f64] "
                  "[--engine fast|reference] [--threads N] [--device cpu|cuda] [--dump F.safetensors] "
                  "[--trace F.json] [--grad]",
@@ -259,9 +262,26 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
     }
   }
 
-  const ModelWeights<double> model = load_model(model_dir);
+  ModelWeights<double> model = load_model(model_dir);
   const int L = model.config.sublayers();
   const auto [mode, mode_source] = apply_block_size_flag(values, mode_text, block_size, model.config, forward_options);
+  const auto plain = [](ResidualMode m) {
+    return m == ResidualMode::standard || m == ResidualMode::full || m == ResidualMode::block;
+  };
+  if (scheme_flags_given(values) || (mode != model.config.attn_res.mode && !(plain(mode) && plain(model.config.attn_res.mode)))) {
+    // Read the same weights with another scheme: convert (docs/schemes.md "Comparing schemes").
+    AttnResConfig target = mode == model.config.attn_res.mode ? model.config.attn_res : AttnResConfig{};
+    target.mode = mode;
+    target.key_norm_eps = model.config.attn_res.key_norm_eps;
+    target.block_size = mode == ResidualMode::block
+                            ? forward_options.block_size.value_or(model.config.attn_res.block_size)
+                            : 0;
+    apply_scheme_flags(values, scheme_flags, target);
+    validate_scheme(model.config, target);
+    model = convert_scheme(model, target);
+    forward_options.mode.reset();
+    forward_options.block_size.reset();
+  }
   if (forward_options.zero_placeholder && mode != ResidualMode::block) {
     throw UsageError("--zero-placeholder applies to Block AttnRes, but " + mode_source +
                      " is not block");

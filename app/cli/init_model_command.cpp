@@ -22,7 +22,8 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   options.add_options()
       ("help,h", "show this help")
       ("mode", po::value(&mode_text)->default_value("standard"),
-       "residual mode stored in config.json: standard | full | block")
+       "residual mode stored in config.json: standard | full | block | denseformer | rescaled | mhc "
+       "(docs/schemes.md)")
       ("block-size", po::value(&config.attn_res.block_size),
        "Block AttnRes block size S in sublayers (1..L; required with --mode block)")
       ("seed", po::value(&random.seed)->default_value(0), "random seed")
@@ -30,11 +31,17 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
        "output directory: new, empty, or written by attnres (see --force)")
       ("force", "replace the contents of an --out directory that holds other files");
   add_model_shape_options(options, shape, /*required=*/true);
+  ModelSchemeFlags scheme_flags;
+  add_scheme_options(options, scheme_flags);
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres init-model --layers N --d-model D --heads H [--kv-heads K] "
                  "--ffn F --vocab V [--mode M] [--block-size S] [--seed K] [--query-std s] "
-                 "[--weight-std s] [--rms-norm-eps e] [--rope-theta t] [--key-norm-eps e] --out DIR [--force]",
+                 "[--weight-std s] [--rms-norm-eps e] [--rope-theta t] [--key-norm-eps e] [--gate G] [--no-key-norm] "
+                 "[--window W] [--depth-heads H] [--query-source static|input] [--mixing attention|scalars] "
+                 "[--streams m] [--static-mhc] [--sinkhorn-iterations K] --out DIR [--force]\n"
+                 "--query-std draws every depth-mixing parameter (queries, projections, logits, mHC weights) from "
+                 "N(0, s^2); 0 is each scheme's documented start (docs/schemes.md).",
                  options, out)) {
     return kExitOk;
   }
@@ -52,6 +59,7 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
                      " is out of range: expected 1 <= S <= L = " +
                      std::to_string(config.sublayers()) + " sublayers");
   }
+  apply_scheme_flags(values, scheme_flags, config.attn_res);
   finish_model_shape(values, shape);
 
   OutputDirectoryOptions output;
@@ -72,8 +80,7 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
       << " transformer layers = " << config.sublayers() << " sublayers, " << config.num_attention_heads
       << " heads (" << config.num_key_value_heads << " kv), ffn " << config.intermediate_size
       << ", vocab " << config.vocab_size << "\n"
-      << "  residual mode " << to_string(config.attn_res.mode);
-  if (config.attn_res.block_size) out << ", block size S = " << config.attn_res.block_size;
+      << "  residual scheme " << config.attn_res.describe();
   out << "; " << parameters << " parameters (F32, " << parameters * 4 << " bytes)"
       << "; seed " << random.seed << ", query std " << random.query_std << "\n";
   for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";

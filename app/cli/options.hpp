@@ -63,4 +63,20 @@ bool model_shape_given(const po::variables_map& values);
 // mode and block size must already be in flags.config); errors are UsageErrors naming the flags.
 void finish_model_shape(const po::variables_map& values, ModelShapeFlags& flags);
 
+// The scheme flags of docs/schemes.md, shared by init-model, forward and train: --gate,
+// --no-key-norm, --window, --depth-heads, --query-source, --mixing, --streams, --static-mhc,
+// --sinkhorn-iterations.
+struct ModelSchemeFlags {
+  std::string gate, query_source, mixing;
+  int window = 0, depth_heads = 1, streams = 4, sinkhorn_iterations = 20;
+};
+void add_scheme_options(po::options_description& options, ModelSchemeFlags& flags);
+// True when any scheme flag was given.
+bool scheme_flags_given(const po::variables_map& values);
+// Applies the given scheme flags to `scheme` (mode and block size already set). Validation
+// happens with the model shape (finish_model_shape / validate_scheme).
+void apply_scheme_flags(const po::variables_map& values, const ModelSchemeFlags& flags, AttnResConfig& scheme);
+// Validates `scheme` on the shape of `config`; errors are UsageErrors naming the flags.
+void validate_scheme(const ModelConfig& config, const AttnResConfig& scheme);
+
 }  // namespace attnres::cli

@@ -39,7 +39,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       ("steps", po::value(&options.steps), "optimisation steps of the run (required unless --resume)")
       ("seq", po::value(&options.sequence_length), "tokens T per sequence (required unless --resume)")
       ("batch", po::value(&options.batch), "sequences B per step (required unless --resume)")
-      ("mode", po::value(&mode_text), "residual mode: standard | full | block (default: the model's, or standard)")
+      ("mode", po::value(&mode_text), "residual mode: standard | full | block | denseformer | rescaled | mhc "
+       "(default: the model's, or standard; docs/schemes.md)")
       ("block-size", po::value(&block_size), "Block AttnRes block size S in sublayers (1..L)")
       ("lr", po::value(&options.lr)->default_value(3e-3), "peak learning rate (after warm-up)")
       ("min-lr-ratio", po::value(&options.min_lr_ratio)->default_value(0.1), "the cosine decays to lr x this")
@@ -60,6 +61,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       ("force", "replace the contents of an --out directory that holds other files")
       ("format", po::value(&format)->default_value("table"), "table | json (json: only the final JSON object)");
   add_model_shape_options(description, shape, /*required=*/false, kByteVocabulary);
+  ModelSchemeFlags scheme_flags;
+  add_scheme_options(description, scheme_flags);
   auto values = parse_options(args, description);
   if (wants_help(values,
                  "usage: attnres train (--model DIR | --layers N --d-model D --heads H --ffn F [--vocab 256]) "
@@ -118,6 +121,20 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
     initial = from_shape ? ModelWeights<double>{} : load_model(model_dir);
     const ModelConfig& config = from_shape ? shape.config : initial.config;
     apply_block_size_flag(values, mode_text, block_size, config, options.forward);
+    const ResidualMode mode = options.forward.mode.value_or(config.attn_res.mode);
+    const bool plain = mode == ResidualMode::standard || mode == ResidualMode::full || mode == ResidualMode::block;
+    if (scheme_flags_given(values) || !plain) {
+      if (!from_shape) {
+        throw UsageError("scheme flags and --mode " + to_string(mode) + " build a new model: use the shape flags "
+                         "(--layers, --d-model, ...) instead of --model, or train a model made by attnres init-model "
+                         "with that scheme (docs/schemes.md)");
+      }
+      // The model file carries the scheme (docs/schemes.md).
+      shape.config.attn_res.mode = mode;
+      shape.config.attn_res.block_size = mode == ResidualMode::block ? options.forward.block_size.value_or(0) : 0;
+      apply_scheme_flags(values, scheme_flags, shape.config.attn_res);
+      validate_scheme(shape.config, shape.config.attn_res);
+    }
     if (from_shape) {
       shape.random.seed = options.seed;
       initial = random_model(shape.config, shape.random);

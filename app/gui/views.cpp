@@ -216,14 +216,7 @@ std::string byte_token_ids(const std::string& text) {
   return ids;
 }
 
-std::string scheme_name(const ModelConfig& config) {
-  switch (config.attn_res.mode) {
-    case ResidualMode::full: return "Full AttnRes";
-    case ResidualMode::block: return "Block AttnRes (S = " + std::to_string(config.attn_res.block_size) + ")";
-    case ResidualMode::standard: break;
-  }
-  return "standard residual";
-}
+std::string scheme_name(const ModelConfig& config) { return config.attn_res.describe(); }
 
 struct ModelForm {
   enum class Kind { trained, random, loaded };

@@ -103,7 +103,10 @@ ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOp
     } else if (tensor.shape.size() == 2 && !ends_with(tensor.name, ".mhc.res_bias")) {
       std_dev = options.weight_std;
     }
-    if (std_dev == 0.0) return;  // zeros, or the start values allocate_model gave (gains, biases, dwa)
+    if (std_dev == 0.0) {  // zeros, or the start values allocate_model gave (gains, biases, dwa)
+      for (std::int64_t i = 0; i < count; ++i) tensor.data[i] = static_cast<double>(static_cast<float>(tensor.data[i]));
+      return;
+    }
     for (std::int64_t i = 0; i < count; ++i) {
       // Added to the start value: DenseFormer weights are 1 + N(0, sigma^2), the rest 0 + N(0, sigma^2).
       tensor.data[i] = static_cast<double>(static_cast<float>(tensor.data[i] + std_dev * normal.next()));

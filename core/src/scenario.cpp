@@ -1,4 +1,5 @@
 #include "attnres/scenario.hpp"
+#include "attnres/cost.hpp"
 
 #include <cmath>
 #include <map>
@@ -12,6 +13,34 @@
 #include "attnres/history_mask.hpp"
 
 namespace attnres {
+
+ModelConfig ScenarioTraining::model_config() const {
+  ModelConfig config;
+  config.num_hidden_layers = layers;
+  config.hidden_size = d_model;
+  config.num_attention_heads = heads;
+  config.num_key_value_heads = kv_heads > 0 ? kv_heads : heads;
+  config.intermediate_size = ffn > 0 ? ffn : static_cast<int>(std::lround(8.0 * d_model / 3.0));
+  config.vocab_size = 256;  // bytes (docs/training.md)
+  return config;
+}
+
+AttnResConfig ScenarioTraining::scheme_of(const std::string& spec) const {
+  CostInputs sizes;
+  sizes.sublayers = sublayers();
+  sizes.d_model = d_model;
+  sizes.block_size = std::min(4, sublayers());
+  AttnResConfig scheme;
+  try {
+    scheme = parse_scheme_spec(spec, sizes);
+  } catch (const Error& error) {
+    throw Error("train.schemes entry '" + spec + "': " + error.what());
+  }
+  ModelConfig config = model_config();
+  config.attn_res = scheme;
+  config.validate("train.schemes entry '" + spec + "'");
+  return scheme;
+}
 
 const std::vector<std::string>& scenario_sections() {
   static const std::vector<std::string> sections = {"io",    "history", "prefill", "pipeline", "boundaries",
@@ -338,17 +367,11 @@ class ScenarioReader {
       if (!(t.lr > 0.0 && t.lr < 10.0)) fail(n->source(), "train.lr must be a positive number below 10");
     }
     if (const toml::node* n = train->get("save_models")) t.save_models = boolean(*n, "train.save_models");
-    if (const toml::node* n = train->get("schemes")) {
-      if (!n->is_array()) fail(n->source(), "train.schemes must be an array of \"standard\" and/or \"full\"");
+    const toml::node* schemes_node = train->get("schemes");
+    if (schemes_node) {
+      if (!schemes_node->is_array()) fail(schemes_node->source(), "train.schemes must be an array of scheme names such as \"standard\", \"full\", \"block:block_size=4\"");
       t.schemes.clear();
-      for (const auto& item : *n->as_array()) {
-        const std::string scheme = string(item, "train.schemes entry");
-        if (scheme != "standard" && scheme != "full") {
-          fail(item.source(), "unknown scheme '" + scheme + "' in train.schemes (expected \"standard\" or \"full\"; "
-                              "Block AttnRes runs are listed by their block counts in train.blocks)");
-        }
-        t.schemes.push_back(scheme);
-      }
+      for (const auto& item : *schemes_node->as_array()) t.schemes.push_back(string(item, "train.schemes entry"));
     }
     const int L = t.sublayers();
     if (const toml::node* n = train->get("blocks")) {
@@ -363,6 +386,16 @@ class ScenarioReader {
       }
     }
     if (t.schemes.empty() && t.blocks.empty()) fail(train->source(), "[train] has no schemes and no blocks to train");
+    if (schemes_node) {
+      std::size_t index = 0;
+      for (const auto& item : *schemes_node->as_array()) {
+        try {
+          t.scheme_of(t.schemes[index++]);
+        } catch (const Error& error) {
+          fail(item.source(), error.what());
+        }
+      }
+    }
     if (const toml::node* n = train->get("masks")) {
       if (!n->is_array()) fail(n->source(), "train.masks must be an array of masks such as \"embedding\", \"distant:2\"");
       for (const auto& item : *n->as_array()) {

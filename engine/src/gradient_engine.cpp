@@ -76,14 +76,13 @@ void GradientEngine<Scalar>::reference_in_parallel(const ModelWeights<Scalar>& m
     if (error) std::rethrow_exception(error);
   }
   report_progress(options.progress, 1, 1, "backward pass");
-  out = std::move(slices.front());
   const double total_elements = [&] {
     double sum = 0.0;
     for (double e : elements) sum += e;
     return sum;
   }();
   auto weight = [&](std::size_t k) { return static_cast<double>(slices[k].predicted) / static_cast<double>(predicted); };
-  const std::size_t L = out.sublayer_output_rms.size();
+  const std::size_t L = slices.front().sublayer_output_rms.size();
   std::vector<double> output_squares(L, 0.0), grad_squares(L, 0.0);
   for (std::size_t k = 0; k < slices.size(); ++k) {
     for (std::size_t l = 0; l < L; ++l) {
@@ -93,6 +92,7 @@ void GradientEngine<Scalar>::reference_in_parallel(const ModelWeights<Scalar>& m
     }
   }
   const double first = weight(0);
+  out = std::move(slices.front());
   out.loss *= first;
   visit_tensors(out.grad, [&](const TensorRef<Scalar>& tensor) {
     for (std::int64_t i = 0; i < tensor.element_count(); ++i) tensor.data[i] *= static_cast<Scalar>(first);

@@ -8,6 +8,7 @@
 #include "attnres/cost.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/paper_reference.hpp"
 
 namespace attnres {
 
@@ -16,36 +17,65 @@ using nlohmann::json;
 namespace {
 
 struct SchemeSpec {
-  std::string name;       // "standard", "full", "block N=2"
-  std::string directory;  // "standard", "full", "block_N2"
-  ResidualMode mode;
-  int blocks;
-  int block_size;
+  std::string name;       // as listed: "standard", "full", "full_sigmoid", "block N=2", ...
+  std::string directory;  // "standard", "full", "block_N2", "full_sigmoid", "block_block_size_4", ...
+  AttnResConfig config;   // the scheme (docs/schemes.md)
+  int blocks;             // N (Block), L (Full), 0 otherwise
+  int block_size;         // S (Block), 1 (Full), 0 otherwise
 };
 
 std::vector<SchemeSpec> schemes_of(const ScenarioTraining& t) {
   const int L = t.sublayers();
   std::vector<SchemeSpec> out;
-  for (const auto& scheme : t.schemes) {
-    if (scheme == "standard") out.push_back({"standard", "standard", ResidualMode::standard, 0, 0});
-    if (scheme == "full") out.push_back({"full", "full", ResidualMode::full, L, 1});
-  }
+  auto add = [&](const std::string& name, AttnResConfig config) {
+    std::string directory = name;
+    for (char& c : directory) {
+      if (c == ':' || c == ',' || c == '=' || c == ' ') c = '_';
+    }
+    const int S = config.mode == ResidualMode::block ? config.block_size : config.mode == ResidualMode::full ? 1 : 0;
+    out.push_back({name, directory, config, S > 0 ? (L + S - 1) / S : 0, S});
+  };
+  for (const auto& spec : t.schemes) add(spec, t.scheme_of(spec));
   for (int blocks : t.blocks) {
-    out.push_back({"block N=" + std::to_string(blocks), "block_N" + std::to_string(blocks), ResidualMode::block, blocks,
-                   L / blocks});
+    AttnResConfig block;
+    block.mode = ResidualMode::block;
+    block.block_size = L / blocks;
+    add("block N=" + std::to_string(blocks), block);
+    out.back().directory = "block_N" + std::to_string(blocks);
   }
   return out;
 }
 
-ModelConfig model_config_of(const ScenarioTraining& t) {
-  ModelConfig config;
-  config.num_hidden_layers = t.layers;
-  config.hidden_size = t.d_model;
-  config.num_attention_heads = t.heads;
-  config.num_key_value_heads = t.kv_heads > 0 ? t.kv_heads : t.heads;
-  config.intermediate_size = t.ffn > 0 ? t.ffn : static_cast<int>(std::lround(8.0 * t.d_model / 3.0));
-  config.vocab_size = kByteVocabulary;
-  return config;
+ModelConfig model_config_of(const ScenarioTraining& t) { return t.model_config(); }
+
+// Spearman rank correlation of two equally long lists (average ranks for ties).
+double rank_correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ranks = [](const std::vector<double>& values) {
+    std::vector<double> rank(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      double below = 0, equal = 0;
+      for (double other : values) {
+        below += other < values[i] ? 1 : 0;
+        equal += other == values[i] ? 1 : 0;
+      }
+      rank[i] = below + (equal + 1) / 2;
+    }
+    return rank;
+  };
+  const auto ra = ranks(a), rb = ranks(b);
+  const double n = static_cast<double>(a.size());
+  double ma = 0, mb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ma += ra[i] / n;
+    mb += rb[i] / n;
+  }
+  double cov = 0, va = 0, vb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    cov += (ra[i] - ma) * (rb[i] - mb);
+    va += (ra[i] - ma) * (ra[i] - ma);
+    vb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : std::nan("");
 }
 
 std::string fixed(double value, int decimals) {
@@ -110,17 +140,19 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
       TrainingRun run;
       run.scheme = scheme.name;
       run.directory = scheme.directory + (training.seeds.size() > 1 ? "_seed" + std::to_string(seed) : "");
-      run.mode = scheme.mode;
+      run.mode = scheme.config.mode;
+      run.config = scheme.config;
       run.blocks = scheme.blocks;
       run.block_size = scheme.block_size;
       run.seed = seed;
       TrainOptions o = options;
       o.seed = seed;
-      o.forward.mode = scheme.mode;
-      if (scheme.mode == ResidualMode::block) o.forward.block_size = scheme.block_size;
-      // The same initial weights for every scheme of a seed (the AttnRes tensors start at zero
-      // queries and unit gains, so the schemes differ only in how sublayers are mixed).
-      Trainer trainer(random_model(config, {.seed = seed}), data, o);
+      // The same initial weights for every scheme of a seed: the shared tensors are drawn in the
+      // same order, and every depth-mixing tensor starts at its documented value (zero queries,
+      // unit gains, ...; docs/schemes.md), so the schemes differ only in how sublayers are mixed.
+      ModelConfig scheme_config = config;
+      scheme_config.attn_res = scheme.config;
+      Trainer trainer(random_model(scheme_config, {.seed = seed}), data, o);
       const Progress step_progress = [&](std::size_t, std::size_t) {
         return !progress || progress(done, total);
       };
@@ -138,12 +170,14 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
       run.log = trainer.log();
       const auto windows = validation_windows(data, training.seq, 1);
       run.trace = trainer.forward(windows.front()).trace;
-      if (!training.masks.empty() && scheme.mode != ResidualMode::standard && seed == training.seeds.front()) {
+      const bool maskable = scheme.config.attention_mode() && scheme.config.heads == 1 &&
+                            scheme.config.gate != DepthGate::sigmoid;  // weights that sum to 1 (docs/training.md)
+      if (!training.masks.empty() && maskable && seed == training.seeds.front()) {
         const ModelWeights<double> model = trainer.model();
         // A quick look (steps_override) also shrinks the masking experiment: 2 windows, 2 random masks.
         const bool quick = steps_override > 0;
         const auto mask_windows = validation_windows(data, training.seq, quick ? 2 : 8);
-        const DepthLayout layout = make_depth_layout(scheme.mode, config.sublayers(), scheme.block_size);
+        const DepthLayout layout = make_depth_layout(scheme.config, config.sublayers());
         for (const auto& mask : training.masks) {
           const DepthMask removed = make_depth_mask(layout, parse_mask_selection(mask, "train.masks"));
           const bool removes_any = std::any_of(removed.keep.begin(), removed.keep.end(), [](const auto& keep) {
@@ -191,9 +225,9 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
   ReportTable quality{"train_quality",
                       "Measured quality (this tool's training) against the number of blocks N",
                       {"scheme", "N", "S", "val loss mean (nats/token)", "min", "max", "seeds",
-                       "vs standard, paired by seed", "residual I/O per sublayer (x d, two-phase)",
+                       "vs standard, paired by seed", "residual I/O per sublayer (x d)",
                        "stored history (vectors/token)",
-                       "alpha entropy / uniform"},
+                       "alpha entropy / uniform", "paper Table 4 loss"},
                       {},
                       "Measured here: " + setup + seeds + " (docs/training.md). These are tiny models trained for "
                       "seconds, not the paper's 1.6B-parameter runs: compare the trend, not the values, with the "
@@ -219,6 +253,8 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
   }
   json quality_json = json::array();
   std::vector<std::pair<int, std::array<double, 3>>> curve;
+  std::vector<double> table4_measured, table4_paper;
+  json table4_json;  // the rank correlation with the paper's Table 4, when >= 3 rows have a paper value
   for (const auto& scheme : order) {
     const auto& group = by_scheme[scheme];
     double sum = 0.0, lowest = INFINITY, highest = -INFINITY, entropy = 0.0, uniform = 0.0;
@@ -242,26 +278,42 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
       ++pairs;
     }
     const double paired_mean = pairs ? paired / pairs : std::nan("");
-    std::string io = "-", history = "-", ratio = "-";
-    if (first.mode == ResidualMode::standard) {
-      io = format_number(io_standard(1).total());
-      history = "1";
-      standard_mean = mean;
-    } else {
-      const std::int64_t blocks = first.blocks, size = first.mode == ResidualMode::full ? 1 : first.block_size;
-      io = format_number(first.mode == ResidualMode::full ? io_full_two_phase(best_full_schedule_block(L, 1).blocks,
-                                                                              best_full_schedule_block(L, 1).block_size, 1).total()
-                                                          : io_block_two_phase(blocks, size, 1).total());
-      history = std::to_string(first.mode == ResidualMode::full ? history_vectors_full(L) : history_vectors_block(blocks));
-      ratio = fixed(entropy / uniform, 3);
+    // Costs of the tiny model from the cost engine's one description of each scheme.
+    CostInputs sizes;
+    sizes.sublayers = L;
+    sizes.d_model = d;
+    // Block: its own S; every other scheme: Full's best two-phase schedule block (docs/math.md §3.1).
+    sizes.block_size = first.config.mode == ResidualMode::block ? first.config.block_size
+                                                                : best_full_schedule_block(L, d).block_size;
+    if (first.config.mode == ResidualMode::mhc) sizes.streams = first.config.streams;
+    const SchemeCost cost = scheme_cost(first.config, resolve_cost_inputs(sizes));
+    const std::string io = format_number(cost.io.total() / static_cast<double>(d)) + " (" + cost.io_schedule + ")";
+    const std::string history = std::to_string(cost.history_vectors);
+    std::string ratio = "-";
+    if (first.mode == ResidualMode::standard) standard_mean = mean;
+    // Entropy against uniform only means something for weights that sum to 1.
+    const bool normalised = first.mode == ResidualMode::rescaled ||
+                            (first.config.attention_mode() && first.config.gate != DepthGate::sigmoid);
+    if (normalised) ratio = fixed(entropy / uniform, 3);
+    if (first.config.paper_defaults() && first.mode != ResidualMode::standard) {
       curve.push_back({first.blocks, {mean, lowest, highest}});
     }
+    double paper_loss = std::nan("");
+    for (const auto& row : paper::kTable4) {
+      if (scheme == row.scheme) paper_loss = row.loss;
+    }
+    if (!std::isnan(paper_loss)) {
+      table4_measured.push_back(mean);
+      table4_paper.push_back(paper_loss);
+    }
     quality.rows.push_back({scheme, first.blocks ? std::to_string(first.blocks) : "-",
-                            first.mode == ResidualMode::standard ? "-" : std::to_string(first.mode == ResidualMode::full ? 1 : first.block_size),
+                            first.block_size ? std::to_string(first.block_size) : "-",
                             fixed(mean, 4), fixed(lowest, 4), fixed(highest, 4), std::to_string(group.size()),
                             (paired_mean > 0 ? "+" : "") + fixed(paired_mean, 4), io, history,
-                            ratio});
+                            ratio, fixed(paper_loss, 3)});
     quality_json.push_back({{"scheme", scheme},
+                            {"spec", cost.spec},
+                            {"description", first.config.describe()},
                             {"mode", to_string(first.mode)},
                             {"blocks", first.blocks},
                             {"block_size", first.block_size},
@@ -269,8 +321,17 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
                             {"val_loss_min", lowest},
                             {"val_loss_max", highest},
                             {"val_loss_minus_standard_paired", std::isnan(paired_mean) ? json() : json(paired_mean)},
+                            {"paper_table4_loss", std::isnan(paper_loss) ? json() : json(paper_loss)},
                             {"alpha_entropy", first.mode == ResidualMode::standard ? json() : json(entropy / static_cast<double>(group.size()))},
                             {"alpha_uniform_entropy", first.mode == ResidualMode::standard ? json() : json(uniform / static_cast<double>(group.size()))}});
+  }
+  if (table4_measured.size() >= 3) {
+    const double rho = rank_correlation(table4_measured, table4_paper);
+    quality.note += " Paper column: Table 4 of the paper (its 32-sublayer ablation model; Block rows S = 4, window "
+                    "W = 8, multi-head H = 16). Spearman rank correlation between the measured means and the paper's "
+                    "losses over the " + std::to_string(table4_measured.size()) + " rows that have one: " +
+                    fixed(rho, 3) + (rho > 0.5 ? "." : " — the tiny scale does not reproduce the paper's order.");
+    table4_json = {{"rank_correlation", std::isnan(rho) ? json() : json(rho)}, {"rows", table4_measured.size()}};
   }
   std::sort(curve.begin(), curve.end());
   for (const auto& [n, values] : curve) {
@@ -402,6 +463,7 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
                              {"quality", quality_json},
                              {"runs", runs_json},
                              {"history_masks", masks_json}};
+  if (!table4_json.is_null()) report.json["training"]["table4"] = table4_json;
   if (training.save_models) {
     for (const auto& run : runs) {
       report.files.push_back({"models/" + run.directory + "/config.json", run.model_config_json});

@@ -51,12 +51,12 @@ Trainer::Trainer(const ModelWeights<double>& initial, TextData data, const Train
     : options_(options), data_(std::move(data)) {
   options_.validate();
   ModelWeights<double> start = initial;
-  const DepthLayout layout = resolve_layout(start.config, options_.forward);  // checks mode / block size
-  start.config.attn_res.mode = layout.mode;
-  start.config.attn_res.block_size = layout.mode == ResidualMode::block ? layout.block_size : 0;
-  start.has_attn_res_tensors = layout.mode != ResidualMode::standard;
-  options_.forward.mode = layout.mode;
-  if (layout.mode == ResidualMode::block) options_.forward.block_size = layout.block_size;
+  const AttnResConfig scheme = resolve_scheme(start.config, options_.forward);  // checks mode / block size
+  start.config.attn_res = scheme;
+  if (scheme.mode != ResidualMode::block) start.config.attn_res.block_size = 0;
+  start.has_attn_res_tensors = scheme.mode != ResidualMode::standard;
+  options_.forward.mode = scheme.mode;
+  if (scheme.mode == ResidualMode::block) options_.forward.block_size = scheme.block_size;
   model_ = start.cast<float>();
   adam_ = adam_state_for(model_);
   prepare();
@@ -253,9 +253,9 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
   trainer->options_.validate();
   trainer->data_ = std::move(data);
   const ModelWeights<double> weights = load_model(directory);
-  const DepthLayout layout = resolve_layout(weights.config, {});
-  trainer->options_.forward.mode = layout.mode;
-  if (layout.mode == ResidualMode::block) trainer->options_.forward.block_size = layout.block_size;
+  const AttnResConfig scheme = resolve_scheme(weights.config, {});
+  trainer->options_.forward.mode = scheme.mode;
+  if (scheme.mode == ResidualMode::block) trainer->options_.forward.block_size = scheme.block_size;
   trainer->model_ = weights.cast<float>();
   trainer->adam_ = adam_state_for(trainer->model_);
   const SafetensorsFile moments = SafetensorsFile::read(directory / kOptimizerFile);

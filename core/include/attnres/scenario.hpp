@@ -53,7 +53,9 @@ struct ScenarioTraining {
   std::string data;                       // as written in the file
   std::filesystem::path data_path;        // resolved against the scenario file's directory
   int layers = 2, d_model = 64, heads = 4, kv_heads = 0, ffn = 0;  // kv_heads 0 = heads, ffn 0 = round(8d/3)
-  std::vector<std::string> schemes = {"standard", "full"};         // "standard" | "full"
+  // Scheme specs (docs/schemes.md, docs/scenarios.md): a named scheme ("standard", "full",
+  // "denseformer", "full_sigmoid", ...) optionally refined as "NAME:key=value,...".
+  std::vector<std::string> schemes = {"standard", "full"};
   std::vector<int> blocks;                // Block AttnRes with N blocks each (N divides L = 2 x layers)
   int steps = 200, seq = 64, batch = 8;
   double lr = 3e-3;
@@ -64,6 +66,11 @@ struct ScenarioTraining {
   std::vector<std::string> masks;         // history-masking experiments on the trained AttnRes models
                                           // ("embedding", "distant:K", "recent:K"; docs/training.md)
   int sublayers() const { return 2 * layers; }
+  // The model shape of every run (byte vocabulary; ffn 0 = round(8d/3)).
+  ModelConfig model_config() const;
+  // The scheme of one train.schemes entry at this shape: named Block schemes use S = 4 (the
+  // paper's Table 4) unless block_size= is given. Throws attnres::Error naming the entry.
+  AttnResConfig scheme_of(const std::string& spec) const;
 };
 
 struct Scenario {

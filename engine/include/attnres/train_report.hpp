@@ -22,6 +22,7 @@ struct TrainingRun {
   std::string scheme;        // "standard", "full", "block N=2"
   std::string directory;     // models/<this>/ when saved: "standard", "full", "block_N2" (+ "_seed<k>")
   ResidualMode mode = ResidualMode::standard;
+  AttnResConfig config;      // every setting of the scheme (docs/schemes.md)
   int blocks = 0;            // N (block), L (full), 0 (standard)
   int block_size = 0;        // S (block)
   std::uint64_t seed = 0;

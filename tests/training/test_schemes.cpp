@@ -1,0 +1,282 @@
+// The residual-scheme zoo (docs/schemes.md): gradients of every new parameter against central
+// finite differences at f64, the invariants the docs state (zero starts, limits, Sinkhorn), the
+// semiseparable-rank taxonomy from computed mixing matrices, and clear errors for bad settings.
+// Forward values are checked against the NumPy reference in tests/golden.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "attnres/backward.hpp"
+#include "attnres/error.hpp"
+#include "attnres/mhc.hpp"
+#include "attnres/gradient_engine.hpp"
+#include "test_support.hpp"
+
+namespace attnres {
+namespace {
+
+struct SchemeCase {
+  std::string name;
+  AttnResConfig scheme;
+};
+
+AttnResConfig make(ResidualMode mode, int block_size = 0) {
+  AttnResConfig s;
+  s.mode = mode;
+  s.block_size = block_size;
+  return s;
+}
+
+std::vector<SchemeCase> scheme_cases() {
+  std::vector<SchemeCase> cases;
+  auto add = [&](const std::string& name, AttnResConfig s) { cases.push_back({name, s}); };
+  AttnResConfig s = make(ResidualMode::full);
+  s.gate = DepthGate::sigmoid;
+  add("full_sigmoid", s);
+  s.gate = DepthGate::sigmoid_normalized;
+  add("full_sigmoid_normalized", s);
+  s = make(ResidualMode::full);
+  s.key_norm = false;
+  add("full_no_key_norm", s);
+  s = make(ResidualMode::full);
+  s.window = 2;
+  add("full_window2", s);
+  s = make(ResidualMode::full);
+  s.heads = 2;
+  add("full_heads2", s);
+  s = make(ResidualMode::block, 2);
+  s.heads = 4;
+  add("block_heads4", s);
+  s = make(ResidualMode::full);
+  s.query_source = QuerySource::input;
+  add("full_input_query", s);
+  s = make(ResidualMode::block, 3);
+  s.query_source = QuerySource::input;
+  s.gate = DepthGate::sigmoid_normalized;
+  add("block_input_query", s);
+  s = make(ResidualMode::full);
+  s.mixing = DepthMixing::scalars;
+  add("full_scalars", s);
+  s = make(ResidualMode::block, 3);
+  s.mixing = DepthMixing::scalars;
+  s.gate = DepthGate::sigmoid;
+  add("block_scalars_sigmoid", s);
+  add("denseformer", make(ResidualMode::denseformer));
+  add("rescaled", make(ResidualMode::rescaled));
+  s = make(ResidualMode::mhc);
+  s.streams = 2;
+  s.sinkhorn_iterations = 5;
+  add("mhc_dynamic_m2", s);
+  s = make(ResidualMode::mhc);
+  s.streams = 3;
+  s.dynamic = false;
+  add("mhc_static_m3", s);
+  return cases;
+}
+
+ModelConfig small_config(const AttnResConfig& scheme) {
+  ModelConfig config = test::model_config(2, 8, 2, 1, 12, 11);  // L = 4 sublayers, d = 8
+  config.attn_res = scheme;
+  return config;
+}
+
+class SchemeGradients : public ::testing::TestWithParam<SchemeCase> {};
+
+TEST_P(SchemeGradients, EveryElementOfEveryTensorMatchesCentralDifferences) {
+  ModelWeights<double> model = test::model_with_random_gains(
+      small_config(GetParam().scheme), {.seed = 3, .weight_std = 0.4, .query_std = 0.5}, 17);
+  const std::vector<std::vector<int>> batch = {{1, 7, 3, 3, 10}, {4, 0, 9}};
+  const Gradients<double> analytic = loss_and_gradients(model, batch);
+  EXPECT_NEAR(analytic.loss, batch_loss(model, batch), 1e-12);
+  std::map<std::string, const double*> analytic_by_name;
+  visit_tensors(const_cast<ModelWeights<double>&>(analytic.grad),
+                [&](const TensorRef<double>& t) { analytic_by_name[t.name] = t.data; });
+  const double step = 1e-5;
+  int depth_tensors = 0;
+  visit_tensors(model, [&](const TensorRef<double>& tensor) {
+    if (tensor.attn_res) ++depth_tensors;
+    const double* gradient = analytic_by_name.at(tensor.name);
+    double largest = 0.0, error = 0.0;
+    for (std::int64_t i = 0; i < tensor.element_count(); ++i) {
+      const double saved = tensor.data[i];
+      tensor.data[i] = saved + step;
+      const double up = batch_loss(model, batch);
+      tensor.data[i] = saved - step;
+      const double down = batch_loss(model, batch);
+      tensor.data[i] = saved;
+      const double numeric = (up - down) / (2 * step);
+      largest = std::max(largest, std::abs(numeric));
+      error = std::max(error, std::abs(numeric - gradient[i]));
+    }
+    EXPECT_LE(error / std::max(largest, 1e-4), 1e-6)
+        << GetParam().name << ": " << tensor.name << " largest " << largest << " error " << error;
+  });
+  if (GetParam().scheme.mode != ResidualMode::rescaled) EXPECT_GT(depth_tensors, 0) << "no depth-mixing tensors checked";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryScheme, SchemeGradients, ::testing::ValuesIn(scheme_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// Forward at f64 of `model` converted to `scheme` (shared weights kept).
+ForwardResult<double> run(const ModelWeights<double>& model, const AttnResConfig& scheme,
+                          const ForwardOptions& options = {}) {
+  return forward(convert_scheme(model, scheme), {3, 1, 4, 1, 5, 9, 2}, options);
+}
+
+ModelWeights<double> base_model(double query_std = 0.0) {
+  return random_model(small_config(make(ResidualMode::full)), {.seed = 11, .weight_std = 0.3, .query_std = query_std});
+}
+
+TEST(SchemeInvariants, ZeroStartsGiveTheMeanForSoftmaxNormalisedSigmoidAndScalars) {
+  const ModelWeights<double> model = base_model();
+  const auto mean = run(model, make(ResidualMode::rescaled));
+  for (const auto& r : mean.trace.reads) {
+    EXPECT_TRUE(r.alpha.isApproxToConstant(1.0 / static_cast<double>(r.sources.size()), 1e-15)) << r.read;
+  }
+  AttnResConfig normalised = make(ResidualMode::full);
+  normalised.gate = DepthGate::sigmoid_normalized;
+  AttnResConfig scalars = make(ResidualMode::full);
+  scalars.mixing = DepthMixing::scalars;
+  for (const auto& scheme : {make(ResidualMode::full), normalised, scalars}) {
+    test::expect_tensor_near(scheme.describe(), run(model, scheme).hidden_final, mean.hidden_final, 1e-12);
+  }
+  AttnResConfig sigmoid = make(ResidualMode::full);
+  sigmoid.gate = DepthGate::sigmoid;
+  EXPECT_TRUE(run(model, sigmoid).trace.reads[3].alpha.isApproxToConstant(0.5, 1e-15));
+}
+
+TEST(SchemeInvariants, OneHeadWindowAtLeastLAndZeroProjectionAreTheirLimits) {
+  const ModelWeights<double> model = base_model(0.8);  // random queries
+  const auto full = run(model, make(ResidualMode::full));
+  AttnResConfig window = make(ResidualMode::full);
+  window.window = model.config.sublayers();
+  test::expect_tensor_near("window = L", run(model, window).logits, full.logits, 1e-12);
+  AttnResConfig input = make(ResidualMode::full);
+  input.query_source = QuerySource::input;  // zero W: the static query
+  test::expect_tensor_near("input query, W = 0", run(model, input).logits, full.logits, 1e-12);
+  ForwardOptions one_shot;
+  one_shot.two_phase = false;
+  AttnResConfig one_head = make(ResidualMode::full);
+  one_head.heads = 1;
+  test::expect_tensor_near("heads = 1 one-shot", run(model, one_head, one_shot).logits, full.logits, 1e-12);
+  // A window smaller than L really drops sources.
+  window.window = 2;
+  EXPECT_EQ(run(model, window).trace.reads.back().sources.size(), 3u);
+}
+
+TEST(SchemeInvariants, DenseFormerAndMhcStartAsTheStandardResidual) {
+  const ModelWeights<double> model = base_model();
+  const auto standard = run(model, make(ResidualMode::standard));
+  test::expect_tensor_near("denseformer", run(model, make(ResidualMode::denseformer)).hidden_final,
+                           standard.hidden_final, 1e-12);
+  for (int m : {1, 2, 4}) {
+    for (bool dynamic : {true, false}) {
+      AttnResConfig mhc = make(ResidualMode::mhc);
+      mhc.streams = m;
+      mhc.dynamic = dynamic;
+      const auto result = run(model, mhc);
+      test::expect_tensor_near("mhc m = " + std::to_string(m), result.hidden_final, standard.hidden_final, 1e-12);
+      // Its mixing matrix is the standard residual's all-ones lower triangle, rank 1 at every cut.
+      for (int rank : result.trace.semiseparable_rank) EXPECT_EQ(rank, 1);
+    }
+  }
+}
+
+TEST(SchemeInvariants, SinkhornIsDoublyStochasticAndItsGradientMatchesDifferences) {
+  for (int m : {2, 4, 6}) {
+    Eigen::MatrixXd start = 4.0 * Eigen::MatrixXd::Identity(m, m);
+    const Matrix<double> h = sinkhorn(Matrix<double>(start), 20);
+    EXPECT_LT((h.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-9);
+    EXPECT_LT((h.colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  }
+  Matrix<double> logits(3, 3);
+  logits << 0.3, -1.2, 0.5, 0.9, 0.1, -0.4, -0.7, 1.1, 0.2;
+  Matrix<double> weight(3, 3);
+  weight << 1, -2, 0.5, 0.3, 0.7, -1, 2, 0.1, -0.6;
+  const Matrix<double> analytic = sinkhorn_backward(logits, 7, weight);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      Matrix<double> up = logits, down = logits;
+      up(i, j) += 1e-6;
+      down(i, j) -= 1e-6;
+      const double numeric = ((sinkhorn(up, 7).array() * weight.array()).sum() -
+                              (sinkhorn(down, 7).array() * weight.array()).sum()) / 2e-6;
+      EXPECT_NEAR(analytic(i, j), numeric, 1e-8);
+    }
+  }
+}
+
+TEST(SchemeInvariants, SemiseparableRanksFollowTheTaxonomy) {
+  // Trained-like weights: random queries and mHC coefficients.
+  ModelConfig config = test::model_config(4, 16, 2, 1, 24, 11);  // L = 8
+  config.attn_res = make(ResidualMode::mhc);
+  config.attn_res.streams = 2;
+  const ModelWeights<double> mhc_model = random_model(config, {.seed = 4, .weight_std = 0.3, .query_std = 0.5});
+  const auto mhc = forward(mhc_model, {1, 2, 3, 4, 5});
+  int largest = 0;
+  for (int rank : mhc.trace.semiseparable_rank_max) largest = std::max(largest, rank);
+  EXPECT_LE(largest, 2) << "mHC with m = 2 streams has rank <= 2 at every cut";
+  EXPECT_EQ(largest, 2) << "and reaches it with random coefficients";
+  config.attn_res = make(ResidualMode::full);
+  const auto full = forward(random_model(config, {.seed = 4, .weight_std = 0.3, .query_std = 0.5}), {1, 2, 3, 4, 5});
+  EXPECT_EQ(full.trace.semiseparable_rank_max[4], 4) << "Full AttnRes is dense: min(k, L + 1 - k) at k = 5";
+}
+
+TEST(SchemeInvariants, BadSettingsAreRejectedWithTheKeyNamed) {
+  auto message = [](AttnResConfig scheme) {
+    try {
+      small_config(scheme).validate("config.json");
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  AttnResConfig s = make(ResidualMode::block, 2);
+  s.window = 4;
+  EXPECT_EQ(message(s), "config.json: attn_res.window applies to Full AttnRes (mode full) only, not to mode block");
+  s = make(ResidualMode::full);
+  s.heads = 3;
+  EXPECT_EQ(message(s), "config.json: attn_res.heads (3) must be a positive divisor of hidden_size (8)");
+  s = make(ResidualMode::mhc);
+  s.streams = 0;
+  EXPECT_EQ(message(s), "config.json: attn_res.streams must be at least 1 (mHC needs a stream), got 0");
+  s = make(ResidualMode::denseformer);
+  s.gate = DepthGate::sigmoid;
+  EXPECT_EQ(message(s), "config.json: attn_res.gate applies to Full and Block AttnRes only, not to mode denseformer");
+}
+
+TEST(SchemeFiles, EverySchemeSavesAndLoadsExactly) {
+  for (const auto& c : scheme_cases()) {
+    const ModelWeights<double> model =
+        random_model(small_config(c.scheme), {.seed = 2, .weight_std = 0.3, .query_std = 0.4});
+    const test::TempDir temp;
+    const auto dir = temp / c.name;
+    save_model(model, dir);
+    const ModelWeights<double> loaded = load_model(dir);
+    EXPECT_EQ(loaded.config.attn_res, c.scheme) << c.name;
+    test::expect_tensor_near(c.name, forward(loaded, {1, 2, 3}).logits, forward(model, {1, 2, 3}).logits, 0.0);
+  }
+}
+
+TEST(SchemeEngines, TheGradientEngineSplitsOtherSchemesOverThreadsWithTheSameResult) {
+  AttnResConfig scheme = make(ResidualMode::full);
+  scheme.gate = DepthGate::sigmoid;
+  const ModelWeights<float> model =
+      random_model(small_config(scheme), {.seed = 5, .weight_std = 0.3, .query_std = 0.5}).cast<float>();
+  const std::vector<std::vector<int>> batch = {{1, 2, 3, 4}, {5, 6, 7}, {8, 9, 10, 1, 2}};
+  const Gradients<float> reference = loss_and_gradients(model, batch);
+  GradientEngine<float> engine(model.config, {.engine = EngineKind::fast, .threads = 2});
+  Gradients<float> split;
+  engine.compute(model, batch, {}, split);
+  EXPECT_NEAR(split.loss, reference.loss, 1e-5);
+  test::expect_tensor_near("lm_head grad", split.grad.lm_head, reference.grad.lm_head, 1e-5);
+  test::expect_tensor_near("final query grad", split.grad.final_res.query, reference.grad.final_res.query, 1e-5);
+  for (std::size_t l = 0; l < reference.sublayer_output_grad_rms.size(); ++l) {
+    EXPECT_NEAR(split.sublayer_output_grad_rms[l], reference.sublayer_output_grad_rms[l], 1e-5);
+    EXPECT_NEAR(split.sublayer_output_rms[l], reference.sublayer_output_rms[l], 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace attnres
