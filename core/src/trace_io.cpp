@@ -48,6 +48,7 @@ json trace_to_json(const ForwardTrace& trace, const Eigen::MatrixXd& logits,
   root["block_size"] = trace.block_size;
   root["tokens"] = trace.tokens;
   root["two_phase"] = trace.two_phase;
+  root["scheme"] = trace.scheme.describe();
   root["zero_placeholder"] = trace.zero_placeholder;
   json reads = json::array();
   for (const auto& read : trace.reads) {
@@ -64,6 +65,10 @@ json trace_to_json(const ForwardTrace& trace, const Eigen::MatrixXd& logits,
                      {"sources", sources},
                      {"alpha", matrix_to_json(read.alpha)},
                      {"alpha_mean", mean}});
+    if (read.heads > 1) {  // alpha above is the mean over heads; every head here, column c * sources + i
+      reads.back()["heads"] = read.heads;
+      reads.back()["alpha_heads"] = matrix_to_json(read.alpha_heads);
+    }
   }
   root["reads"] = reads;
   root["sublayer_input_rms"] = trace.sublayer_input_rms;
@@ -87,7 +92,13 @@ std::vector<TensorToWrite> forward_dump_tensors(const ForwardTrace& trace,
   tensors.push_back(matrix_tensor("logits", logits, f64));
   tensors.push_back(matrix_tensor("hidden_final", hidden_final, f64));
   for (const auto& read : trace.reads) {
-    tensors.push_back(matrix_tensor("alpha." + std::to_string(read.read), read.alpha, f64));
+    if (read.heads > 1) {  // every head: (T, H, sources) (docs/schemes.md)
+      TensorToWrite heads = matrix_tensor("alpha." + std::to_string(read.read), read.alpha_heads, f64);
+      heads.shape = {read.alpha_heads.rows(), read.heads, read.alpha_heads.cols() / read.heads};
+      tensors.push_back(std::move(heads));
+    } else {
+      tensors.push_back(matrix_tensor("alpha." + std::to_string(read.read), read.alpha, f64));
+    }
   }
   tensors.push_back(vector_tensor("sublayer_input_rms", trace.sublayer_input_rms, f64));
   tensors.push_back(vector_tensor("sublayer_output_rms", trace.sublayer_output_rms, f64));
