@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 
+#include "attnres/cost.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/model.hpp"
@@ -99,9 +100,9 @@ QDoubleSpinBox* dspin(double low, double high, double value, int decimals, doubl
   return box;
 }
 
-// One colour per scheme (standard, Full, Block), the same in every chart.
+// One colour per scheme (standard, Full, Block, another scheme), the same in every chart.
 QColor scheme_colour(std::size_t index) {
-  static const QColor colours[] = {QColor(90, 90, 90), QColor(221, 132, 82), QColor(76, 114, 176)};
+  static const QColor colours[] = {QColor(90, 90, 90), QColor(221, 132, 82), QColor(76, 114, 176), QColor(85, 168, 104)};
   return colours[std::min<std::size_t>(index, std::size(colours) - 1)];
 }
 
@@ -171,6 +172,7 @@ struct TrainingView::Scheme {
   ResidualMode mode = ResidualMode::standard;
   int block_size = 0;
   std::size_t colour = 0;
+  std::optional<AttnResConfig> scheme;  // any other scheme: the model is converted to it (docs/schemes.md)
 };
 
 // Everything the worker needs, copied out of the widgets on the GUI thread.
@@ -285,6 +287,21 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   scheme_layout->addRow(standard_);
   scheme_layout->addRow(full_);
   scheme_layout->addRow(block_, block_size_);
+  // Any other scheme of the zoo (docs/schemes.md): a named scheme, or a spec such as
+  // "full:gate=sigmoid,heads=4". Named Block schemes use the block size above.
+  other_ = new QCheckBox("another scheme");
+  other_->setObjectName("train_other");
+  other_scheme_ = new QComboBox;
+  other_scheme_->setObjectName("train_other_scheme");
+  other_scheme_->setEditable(true);
+  for (const auto& name : scheme_names()) {
+    if (name == "standard" || name == "full" || name == "block") continue;
+    other_scheme_->addItem(QString::fromStdString(name));
+    other_scheme_->setItemData(other_scheme_->count() - 1, QString::fromStdString(scheme_summary(name)), Qt::ToolTipRole);
+  }
+  other_scheme_->setCurrentText("mhc");
+  other_scheme_->setToolTip("a named scheme or NAME:key=value,... (docs/schemes.md), e.g. full:gate=sigmoid,heads=4");
+  scheme_layout->addRow(other_, other_scheme_);
   column->addWidget(scheme_box);
 
   start_ = new QPushButton("Start");
@@ -430,15 +447,37 @@ TrainingView::Settings TrainingView::settings() const {
   s.options.validation_fraction = s.validation_fraction;
   s.options.engine.threads = threads_->value();
   s.options.validate();
-  if (standard_->isChecked()) s.schemes.push_back({"standard", "standard", ResidualMode::standard, 0, 0});
-  if (full_->isChecked()) s.schemes.push_back({"full", "Full AttnRes", ResidualMode::full, 0, 1});
+  if (standard_->isChecked()) s.schemes.push_back({"standard", "standard", ResidualMode::standard, 0, 0, std::nullopt});
+  if (full_->isChecked()) s.schemes.push_back({"full", "Full AttnRes", ResidualMode::full, 0, 1, std::nullopt});
   if (block_->isChecked()) {
     const int size = block_size_->value();
     s.schemes.push_back({"block_S" + std::to_string(size), "Block AttnRes (S = " + std::to_string(size) + ")",
-                         ResidualMode::block, size, 2});
+                         ResidualMode::block, size, 2, std::nullopt});
+  }
+  if (other_->isChecked()) {
+    const std::string spec = other_scheme_->currentText().trimmed().toStdString();
+    CostInputs sizes;
+    sizes.sublayers = s.config.sublayers();
+    sizes.d_model = s.config.hidden_size;
+    sizes.block_size = block_size_->value();
+    AttnResConfig scheme;
+    try {
+      scheme = parse_scheme_spec(spec, sizes);
+    } catch (const Error& error) {
+      throw Error(std::string("training: another scheme '") + spec + "': " + error.what());
+    }
+    ModelConfig checked = s.config;
+    checked.attn_res = scheme;
+    checked.validate("training: another scheme '" + spec + "'");
+    std::string key = spec;
+    for (char& c : key) {
+      if (c == ':' || c == ',' || c == '=' || c == ' ') c = '_';
+    }
+    Scheme other{key, scheme.describe(), scheme.mode, scheme.block_size, 3, scheme};
+    s.schemes.push_back(other);
   }
   if (s.schemes.empty()) {
-    throw Error("training: check at least one scheme (standard, Full AttnRes or Block AttnRes)");
+    throw Error("training: check at least one scheme (standard, Full AttnRes, Block AttnRes or another scheme)");
   }
   return s;
 }
@@ -448,7 +487,7 @@ void TrainingView::set_running(bool running) {
   stop_->setEnabled(running);
   for (QWidget* w : std::initializer_list<QWidget*>{data_path_, validation_fraction_, layers_, d_model_, heads_, ffn_,
                                                    seq_, batch_, steps_, lr_, seed_, threads_, standard_, full_, block_,
-                                                   block_size_}) {
+                                                   block_size_, other_, other_scheme_}) {
     w->setEnabled(!running);
   }
   save_->setEnabled(!running && steps_done() > 0);
@@ -522,9 +561,13 @@ void TrainingView::start() {
       for (std::size_t i = 0; i < setup.schemes.size(); ++i) {
         report_progress(check, 0, 0, "training");
         TrainOptions options = setup.options;
-        options.forward.mode = setup.schemes[i].mode;
-        if (setup.schemes[i].mode == ResidualMode::block) options.forward.block_size = setup.schemes[i].block_size;
-        trainers.push_back(std::make_unique<Trainer>(initial, text, options));
+        if (setup.schemes[i].scheme) {
+          trainers.push_back(std::make_unique<Trainer>(convert_scheme(initial, *setup.schemes[i].scheme), text, options));
+        } else {
+          options.forward.mode = setup.schemes[i].mode;
+          if (setup.schemes[i].mode == ResidualMode::block) options.forward.block_size = setup.schemes[i].block_size;
+          trainers.push_back(std::make_unique<Trainer>(initial, text, options));
+        }
         std::optional<AlphaMap> alpha;
         if (setup.schemes[i].mode != ResidualMode::standard) alpha = alpha_map(*trainers.back(), window);
         publish(i, trainers.back()->log().back(), std::move(alpha));
