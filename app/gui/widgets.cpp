@@ -37,9 +37,19 @@ void HeatmapWidget::set_data(std::string title, std::vector<std::vector<double>>
   update();
 }
 
+int HeatmapWidget::title_height() const {
+  const QRect bounds = fontMetrics().boundingRect(QRect(0, 0, std::max(40, width() - 8), 1000),
+                                                  Qt::AlignHCenter | Qt::TextWordWrap, QString::fromStdString(title_));
+  return std::clamp(bounds.height(), fontMetrics().height(), 3 * fontMetrics().lineSpacing());
+}
+
 QRectF HeatmapWidget::plot_rect() const {
-  // Room for the title, row labels on the left, column labels below, the colour bar right.
-  return QRectF(QPointF(110, 28), QPointF(width() - 70, height() - 56));
+  // Room for the title, row labels on the left (as wide as the longest, at most 110 px), column
+  // labels below, the colour bar right.
+  int labels = 0;
+  for (const auto& row : rows_) labels = std::max(labels, fontMetrics().horizontalAdvance(QString::fromStdString(row)));
+  const double left = std::clamp(labels + 12, 40, 110);
+  return QRectF(QPointF(left, 10 + title_height()), QPointF(width() - 70, height() - 56));
 }
 
 QPointF HeatmapWidget::cell_center(int row, int col) const {
@@ -60,7 +70,8 @@ std::pair<int, int> HeatmapWidget::cell_at(QPointF point) const {
 void HeatmapWidget::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   painter.fillRect(rect(), Qt::white);
-  painter.drawText(QRectF(0, 4, width(), 20), Qt::AlignHCenter, QString::fromStdString(title_));
+  painter.drawText(QRectF(4, 4, width() - 8, title_height() + 2), Qt::AlignHCenter | Qt::TextWordWrap,
+                   QString::fromStdString(title_));
   if (rows_.empty() || columns_.empty()) {
     painter.drawText(rect(), Qt::AlignCenter, "no data yet");
     return;
@@ -79,12 +90,15 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
   QFont font = painter.font();
   font.setPointSizeF(std::clamp(area.height() / n_rows * 0.6, 5.0, 9.0));
   painter.setFont(font);
-  for (int r = 0; r < n_rows; ++r) {
+  // Many small cells (a long sequence): label every few rows and columns so labels do not overlap.
+  const int row_every = std::max(1, static_cast<int>(std::ceil(11.0 / (area.height() / n_rows))));
+  const int col_every = std::max(1, static_cast<int>(std::ceil(12.0 / (area.width() / n_cols))));
+  for (int r = 0; r < n_rows; r += row_every) {
     const QPointF centre = cell_center(r, 0);
-    painter.drawText(QRectF(2, centre.y() - 8, 104, 16), Qt::AlignRight | Qt::AlignVCenter,
+    painter.drawText(QRectF(2, centre.y() - 8, area.left() - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
                      QString::fromStdString(rows_[static_cast<std::size_t>(r)]));
   }
-  for (int c = 0; c < n_cols; ++c) {
+  for (int c = 0; c < n_cols; c += col_every) {
     const QPointF centre = cell_center(0, c);
     painter.save();
     painter.translate(centre.x(), area.bottom() + 4);

@@ -36,6 +36,8 @@ class HeatmapWidget : public QWidget {
 
  private:
   QRectF plot_rect() const;
+  // Height of the title, wrapped to the widget's width (long scheme names take two lines).
+  int title_height() const;
   std::string title_;
   std::vector<std::vector<double>> values_;
   std::vector<std::string> rows_, columns_;

@@ -19,10 +19,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <set>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/cancel.hpp"
 #include "attnres/colormap.hpp"
+#include "attnres/cost.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 #include "attnres/report.hpp"
@@ -201,8 +203,13 @@ TEST(Gui, ExportsChartsHeatmapsAndData) {
   MainWindow& window = *owner;
   window.recompute_all();
   window.show_view("depth-attention");
+  ASSERT_EQ(window.export_titles().size(), 1u);  // one scheme: one heatmap
+  auto* compare = window.view("depth-attention")->findChild<QComboBox*>("compare");
+  ASSERT_NE(compare, nullptr);
+  compare->setCurrentIndex(compare->findData("block"));
+  settle();
   const auto titles = window.export_titles();
-  ASSERT_EQ(titles.size(), 2u);  // the two heatmaps
+  ASSERT_EQ(titles.size(), 2u);  // the two heatmaps of compare mode
   EXPECT_TRUE(window.export_chart(0, dir / "full.png"));
   EXPECT_TRUE(window.export_chart(1, dir / "block.svg"));
   EXPECT_TRUE(window.export_data(0, dir / "full.csv"));
@@ -226,7 +233,25 @@ TEST(Gui, DepthAttentionFollowsTheTokenChoiceAndALoadedModel) {
   View* depth = window.view("depth-attention");
   auto* token = depth->findChild<QComboBox*>("token");
   ASSERT_EQ(token->count(), 7);  // mean + six tokens
+  // The model's own scheme is the standard residual: every read weighs each earlier output by 1.
+  auto* scheme = depth->findChild<QComboBox*>("scheme");
+  ASSERT_NE(scheme, nullptr);
+  EXPECT_EQ(scheme->currentText(), "model's own: standard residual");
   const auto maps = depth->heatmaps();
+  ASSERT_EQ(maps[0]->values().size(), 5u);
+  for (std::size_t r = 0; r < 5; ++r) {
+    for (std::size_t c = 0; c < 5; ++c) {
+      const double v = maps[0]->values()[r][c];
+      if (c <= r) {
+        EXPECT_EQ(v, 1.0) << r << "," << c;
+      } else {
+        EXPECT_TRUE(std::isnan(v)) << r << "," << c;
+      }
+    }
+  }
+  // Full AttnRes on its weights (the file's random queries): softmax rows.
+  scheme->setCurrentIndex(scheme->findData("full"));
+  settle();
   EXPECT_EQ(maps[0]->values().size(), 5u);  // L + 1 = 5 reads for 2 layers
   for (const auto& row : maps[0]->values()) {
     double sum = 0;
@@ -308,10 +333,21 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   auto* token = depth->findChild<QComboBox*>("token");
   ASSERT_EQ(token->count(), 1 + 43);
   EXPECT_EQ(token->itemText(1), "token 0 ('A', id 65)");
+  // The scheme pickers: the model's own scheme first; compare with Block AttnRes on the same weights.
+  auto* scheme = depth->findChild<QComboBox*>("scheme");
+  auto* compare = depth->findChild<QComboBox*>("compare");
+  ASSERT_NE(scheme, nullptr);
+  ASSERT_NE(compare, nullptr);
+  EXPECT_EQ(scheme->currentText(), "model's own: Full AttnRes");
+  EXPECT_EQ(compare->currentText(), "none");
+  EXPECT_EQ(depth->heatmaps().size(), 1u);
+  compare->setCurrentIndex(compare->findData("block"));
+  settle();
   const auto maps = depth->heatmaps();
+  ASSERT_EQ(maps.size(), 2u);
   EXPECT_EQ(maps[0]->values().size(), 5u);  // L + 1 reads of the 2-layer model
-  EXPECT_EQ(maps[0]->title(), "Full AttnRes (trained): alpha (mean over tokens)");
-  EXPECT_EQ(maps[1]->title(), "Block AttnRes, S = 2 on the Full model: alpha (mean over tokens)");
+  EXPECT_EQ(maps[0]->title(), "trained Full AttnRes: alpha (mean over tokens)");
+  EXPECT_EQ(maps[1]->title(), "Block AttnRes (S = 2) on the trained Full AttnRes model: alpha (mean over tokens)");
   EXPECT_TRUE(depth->findChild<QSpinBox*>("block_size")->isEnabled());  // S of the Block reads on these weights
 
   // A trained Block model: S is the model's own.
@@ -319,8 +355,14 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   auto* block_size = depth->findChild<QSpinBox*>("block_size");
   EXPECT_EQ(block_size->value(), 4);
   EXPECT_FALSE(block_size->isEnabled());
-  EXPECT_EQ(maps[1]->title(), "Block AttnRes, S = 4 (trained): alpha (mean over tokens)");
-  EXPECT_EQ(maps[0]->title(), "Full AttnRes on the Block model: alpha (mean over tokens)");
+  EXPECT_EQ(scheme->currentText(), "model's own: Block AttnRes (S = 4)");
+  EXPECT_EQ(maps[0]->title(), "trained Block AttnRes (S = 4): alpha (mean over tokens)");
+  EXPECT_EQ(maps[1]->title(), "trained Block AttnRes (S = 4): alpha (mean over tokens)");  // block at the model's S
+  scheme->setCurrentIndex(scheme->findData("full"));
+  settle();
+  EXPECT_EQ(maps[0]->title(), "Full AttnRes on the trained Block AttnRes (S = 4) model: alpha (mean over tokens)");
+  scheme->setCurrentIndex(0);
+  settle();
   EXPECT_EQ(window->error_text(), "");
 
   // The random model: its own settings come back.
@@ -331,7 +373,9 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   EXPECT_EQ(block_size->value(), 2);
   EXPECT_EQ(tokens->text(), "1 7 42 7 99 3");
   EXPECT_EQ(maps[0]->values().size(), 9u);  // 4 layers: L + 1 = 9
+  EXPECT_EQ(scheme->currentText(), "model's own: Full AttnRes");  // the random model's queries
   EXPECT_EQ(maps[0]->title(), "Full AttnRes: alpha (mean over tokens)");
+  EXPECT_EQ(maps[1]->title(), "Block AttnRes (S = 2): alpha (mean over tokens)");
   EXPECT_EQ(token->count(), 7);
   EXPECT_EQ(token->itemText(1), "token 0 (id 1)");
   layers->setValue(3);  // the random model's spin boxes still drive it
@@ -357,16 +401,12 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   const auto charts = magnitudes->charts();
   ASSERT_FALSE(charts.empty());
   for (const auto& series : charts.front().series) names.push_back(series.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"standard on the Full model", "Full AttnRes (trained)",
-                                             "Block AttnRes (S = 2) on the Full model"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"trained Full AttnRes", "standard residual (reference)"}));
+  EXPECT_EQ(charts.front().title, "RMS of each sublayer's input h_l on the weights of the trained Full AttnRes model");
   View* duality = window->view("duality");
   EXPECT_EQ(duality->findChild<QComboBox*>("model_choice")->currentText(), "trained: Full AttnRes");
   choose(duality, "trained: standard residual");
-  bool found = false;
-  for (auto* box : duality->findChildren<QComboBox*>()) {
-    if (box->currentText() == "standard") found = true;
-  }
-  EXPECT_TRUE(found);  // the depth scheme combo
+  EXPECT_EQ(duality->findChild<QComboBox*>("scheme")->currentText(), "model's own: standard residual");
   EXPECT_NE(duality->heatmaps()[0]->title().find("standard"), std::string::npos) << duality->heatmaps()[0]->title();
   EXPECT_EQ(window->error_text(), "");
 
@@ -376,7 +416,8 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   EXPECT_EQ(combo->currentText().toStdString(), "loaded: " + (dir / "models" / "block_N4").string());
   EXPECT_EQ(block_size->value(), 2);
   EXPECT_FALSE(block_size->isEnabled());
-  EXPECT_EQ(maps[1]->title(), "Block AttnRes, S = 2 (loaded): alpha (mean over tokens)");
+  EXPECT_EQ(maps[0]->title(), "loaded Block AttnRes (S = 2): alpha (mean over tokens)");
+  EXPECT_EQ(scheme->currentText(), "model's own: Block AttnRes (S = 2)");
   EXPECT_EQ(window->error_text(), "");
 }
 
@@ -693,6 +734,316 @@ TEST(Gui, ScreenshotOfEveryViewIsNotBlank) {
   EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 
+
+// ------------------------------------------------------------------ scheme pickers of the model views
+
+// A window on the random model (4 layers, L = 8, d = 64, Full AttnRes with queries of std 0.5).
+std::unique_ptr<MainWindow> random_model_window(bool synchronous = true) {
+  std::unique_ptr<MainWindow> window;
+  {
+    const ModelsDirectory no_models{fs::path()};
+    window = std::make_unique<MainWindow>(synchronous);
+  }
+  window->recompute_all();
+  return window;
+}
+
+// Chooses a named scheme (or "@own" / "@none") from a picker's list.
+void pick_scheme(View* view, const char* picker, const char* name) {
+  auto* combo = view->findChild<QComboBox*>(picker);
+  ASSERT_NE(combo, nullptr) << view->name() << " " << picker;
+  const int index = combo->findData(QString(name));
+  ASSERT_GE(index, 0) << name;
+  combo->setCurrentIndex(index);
+  emit combo->activated(index);  // as a click in the list: counts even when the index was already that one
+  settle();
+}
+
+// Types a scheme spec into a picker and presses Enter.
+void type_scheme(View* view, const char* picker, const QString& spec) {
+  auto* combo = view->findChild<QComboBox*>(picker);
+  ASSERT_NE(combo, nullptr) << view->name() << " " << picker;
+  combo->setEditText(spec);
+  emit combo->lineEdit()->editingFinished();
+  settle();
+}
+
+// Every cell on or below the diagonal is `value` (within `tolerance`), every cell above it empty.
+void expect_lower_triangle(const std::vector<std::vector<double>>& values, double value, double tolerance) {
+  for (std::size_t r = 0; r < values.size(); ++r) {
+    for (std::size_t c = 0; c < values[r].size(); ++c) {
+      if (c <= r) {
+        EXPECT_NEAR(values[r][c], value, tolerance) << r << "," << c;
+      } else {
+        EXPECT_TRUE(std::isnan(values[r][c])) << r << "," << c;
+      }
+    }
+  }
+}
+
+TEST(Gui, PickingASchemeReadsTheModelWithIt) {
+  auto window = random_model_window();
+  View* depth = window->view("depth-attention");
+  auto* scheme = depth->findChild<QComboBox*>("scheme");
+  ASSERT_NE(scheme, nullptr);
+  // The model's own scheme first, then the cost explorer's named schemes.
+  EXPECT_EQ(scheme->itemText(0), "model's own: Full AttnRes");
+  EXPECT_EQ(scheme->itemText(1), "standard");
+  EXPECT_EQ(scheme->count(), 1 + static_cast<int>(scheme_names().size()));
+  HeatmapWidget* map = depth->heatmaps()[0];
+  ASSERT_EQ(map->values().size(), 9u);
+  const double full_final_emb = map->values()[8][0];
+  EXPECT_GT(std::abs(full_final_emb - 1.0 / 9.0), 1e-3);  // random queries: not a plain mean
+
+  // DenseFormer on these weights starts at weights of exactly 1.
+  pick_scheme(depth, "scheme", "denseformer");
+  EXPECT_EQ(map->title(), "DenseFormer: alpha (mean over tokens)");
+  ASSERT_EQ(map->values().size(), 9u);
+  expect_lower_triangle(map->values(), 1.0, 0.0);
+  // The rescaled residual: the running mean.
+  pick_scheme(depth, "scheme", "rescaled");
+  EXPECT_NEAR(map->values()[8][0], 1.0 / 9.0, 1e-12);
+  EXPECT_NEAR(map->values()[3][2], 1.0 / 4.0, 1e-12);
+
+  // Multi-head reads: the mean over heads, a note, and a head selector.
+  auto* head = depth->findChild<QComboBox*>("head");
+  auto* note = depth->findChild<QLabel*>("heads_note");
+  EXPECT_FALSE(head->isEnabled());
+  EXPECT_TRUE(note->isHidden());
+  pick_scheme(depth, "scheme", "full_multihead");
+  EXPECT_TRUE(head->isEnabled());
+  ASSERT_EQ(head->count(), 17);  // mean + 16 heads of 4 channels (d = 64)
+  EXPECT_FALSE(note->isHidden());
+  EXPECT_EQ(map->title(), "Full AttnRes, 16 heads: alpha (mean over tokens, mean over 16 heads)");
+  const std::vector<double> mean_row = map->values()[8];
+  std::vector<double> sum(mean_row.size(), 0.0);
+  for (int h = 0; h < 16; ++h) {
+    head->setCurrentIndex(h + 1);
+    for (std::size_t c = 0; c < sum.size(); ++c) sum[c] += map->values()[8][c] / 16.0;
+  }
+  EXPECT_EQ(map->title(), "Full AttnRes, 16 heads: alpha (mean over tokens, head 15 of 16)");
+  EXPECT_GT(std::abs(map->values()[8][0] - mean_row[0]), 1e-6);  // one head differs from the mean
+  for (std::size_t c = 0; c < sum.size(); ++c) EXPECT_NEAR(sum[c], mean_row[c], 1e-12) << c;
+
+  // mHC with one stream at its start is the standard residual: M is all ones.
+  View* duality = window->view("duality");
+  type_scheme(duality, "scheme", "mhc:streams=1");
+  EXPECT_EQ(window->error_text(), "");
+  HeatmapWidget* mixing = duality->heatmaps()[0];
+  EXPECT_EQ(mixing->title(), "depth mixing M: mHC (m = 1) (token mean)");
+  ASSERT_EQ(mixing->values().size(), 9u);
+  expect_lower_triangle(mixing->values(), 1.0, 1e-12);
+  // ... like the standard residual itself.
+  pick_scheme(duality, "scheme", "standard");
+  expect_lower_triangle(mixing->values(), 1.0, 0.0);
+  EXPECT_EQ(window->error_text(), "");
+}
+
+TEST(Gui, CompareModeDrawsTwoSchemesSideBySide) {
+  auto window = random_model_window();
+  // Depth attention: two heatmaps.
+  View* depth = window->view("depth-attention");
+  ASSERT_EQ(depth->heatmaps().size(), 1u);
+  pick_scheme(depth, "compare", "block");
+  auto maps = depth->heatmaps();
+  ASSERT_EQ(maps.size(), 2u);
+  EXPECT_FALSE(maps[1]->isHidden());
+  EXPECT_EQ(maps[0]->title(), "Full AttnRes: alpha (mean over tokens)");
+  EXPECT_EQ(maps[1]->title(), "Block AttnRes (S = 2): alpha (mean over tokens)");
+  EXPECT_EQ(maps[1]->values().size(), 9u);
+  EXPECT_EQ(maps[1]->values()[0].size(), 1u + 4u + 1u);  // the embedding, blocks b1..b4 and the partial sum
+  // The model's own scheme can be the second one too.
+  pick_scheme(depth, "scheme", "denseformer");
+  pick_scheme(depth, "compare", "@own");
+  maps = depth->heatmaps();
+  EXPECT_EQ(maps[0]->title(), "DenseFormer: alpha (mean over tokens)");
+  EXPECT_EQ(maps[1]->title(), "Full AttnRes: alpha (mean over tokens)");
+  pick_scheme(depth, "compare", "@none");
+  EXPECT_EQ(depth->heatmaps().size(), 1u);
+  EXPECT_TRUE(maps[1]->isHidden());
+
+  // Magnitudes: two curve sets in each chart, with the standard residual for reference.
+  View* magnitudes = window->view("magnitudes");
+  auto names = [magnitudes] {
+    std::vector<std::string> out;
+    const auto charts = magnitudes->charts();
+    for (const auto& series : charts.at(0).series) out.push_back(series.name);
+    return out;
+  };
+  EXPECT_EQ(names(), (std::vector<std::string>{"Full AttnRes", "standard residual (reference)"}));
+  pick_scheme(magnitudes, "compare", "mhc");
+  EXPECT_EQ(names(), (std::vector<std::string>{"Full AttnRes", "mHC (m = 4)", "standard residual (reference)"}));
+  pick_scheme(magnitudes, "compare", "standard");
+  EXPECT_EQ(names(), (std::vector<std::string>{"Full AttnRes", "standard residual"}));
+  const auto charts = magnitudes->charts();
+  ASSERT_EQ(charts.size(), 2u);
+  for (const auto& chart : charts) {
+    ASSERT_EQ(chart.series.size(), 2u);
+    EXPECT_EQ(chart.series[0].points.size(), 8u);
+    EXPECT_NE(chart.series[0].points, chart.series[1].points);
+  }
+
+  // Duality: two mixing matrices and both in the rank chart.
+  View* duality = window->view("duality");
+  ASSERT_EQ(duality->heatmaps().size(), 3u);  // M, sequence attention, running sum
+  pick_scheme(duality, "compare", "standard");
+  const auto duality_maps = duality->heatmaps();
+  ASSERT_EQ(duality_maps.size(), 4u);
+  EXPECT_EQ(duality_maps[0]->title(), "depth mixing M: Full AttnRes (token mean)");
+  EXPECT_EQ(duality_maps[1]->title(), "depth mixing M: standard residual (token mean)");
+  EXPECT_FALSE(duality_maps[1]->isHidden());
+  expect_lower_triangle(duality_maps[1]->values(), 1.0, 0.0);
+  const auto duality_charts = duality->charts();  // a copy that outlives the loops
+  ASSERT_EQ(duality_charts.size(), 2u);
+  std::vector<std::string> series;
+  for (const auto& s : duality_charts[0].series) series.push_back(s.name);
+  EXPECT_EQ(series, (std::vector<std::string>{"Full AttnRes", "bound: full", "standard residual", "bound: standard"}));
+  for (const auto& point : duality_charts[0].series[2].points) EXPECT_EQ(point.second, 1.0);
+  series.clear();
+  for (const auto& s : duality_charts[1].series) series.push_back(s.name);
+  EXPECT_EQ(series, (std::vector<std::string>{"softmax attention", "running sum"}));
+  EXPECT_EQ(window->error_text(), "");
+}
+
+TEST(Gui, DualityTaxonomyComesFromComputedMixingMatrices) {
+  auto window = random_model_window();
+  View* duality = window->view("duality");
+  auto* table = duality->findChild<QTableWidget*>("scheme_taxonomy");
+  ASSERT_NE(table, nullptr);
+  auto row_of = [table](const std::string& scheme) {
+    for (int r = 0; r < table->rowCount(); ++r) {
+      if (table->item(r, 0)->text().toStdString() == scheme) return r;
+    }
+    ADD_FAILURE() << "no row '" << scheme << "'";
+    return 0;
+  };
+  auto cell = [table](int row, int column) { return table->item(row, column)->text().toStdString(); };
+  auto rank = [&](const std::string& scheme, int column) { return std::stoi(cell(row_of(scheme), column)); };
+  const int mean = 2, per_token = 3, bound = 4, holds = 5;
+  ASSERT_EQ(table->rowCount(), 1 + 7);  // the picked scheme, then the reference rows
+  EXPECT_EQ(cell(0, 0), "scheme ▸ Full AttnRes");
+  // The standard residual is one running sum: rank 1 at every cut.
+  EXPECT_EQ(rank("standard residual", mean), 1);
+  EXPECT_EQ(rank("standard residual", per_token), 1);
+  EXPECT_EQ(rank("rescaled residual (running mean)", per_token), 1);
+  // mHC: at most m, reached with random coefficients.
+  EXPECT_LE(rank("mHC (m = 2)", per_token), 2);
+  EXPECT_GE(rank("mHC (m = 2)", per_token), 2);
+  EXPECT_LE(rank("mHC (m = 4)", per_token), 4);
+  EXPECT_GT(rank("mHC (m = 4)", per_token), 2);
+  EXPECT_EQ(cell(row_of("mHC (m = 2)"), bound), "≤ 2: m streams, per token");
+  // Full AttnRes with random queries: dense, up to min(k, L + 1 - k) = 4 at L = 8.
+  EXPECT_GT(rank("Full AttnRes", mean), 1);
+  EXPECT_GT(rank("Full AttnRes", per_token), 1);
+  EXPECT_LE(rank("Full AttnRes", per_token), 4);
+  EXPECT_EQ(cell(row_of("Full AttnRes"), bound), "≤ 4: min(k, L+1−k)");
+  EXPECT_GT(rank("DenseFormer", per_token), 1);  // drawn weights: no longer the standard residual
+  EXPECT_EQ(cell(row_of("DenseFormer"), 1), "drawn weights 1 + N(0, σ²)");
+  EXPECT_EQ(cell(row_of("mHC (m = 4)"), 1), "drawn projections N(0, σ²)");
+  EXPECT_EQ(cell(row_of("Full AttnRes"), 1), "model's queries");
+  EXPECT_EQ(cell(row_of("standard residual"), 1), "none");
+  // Block at S = 4: the embedding and at most two blocks across a cut.
+  EXPECT_LE(rank("Block AttnRes (S = 4)", per_token), 3);
+  EXPECT_EQ(cell(row_of("Block AttnRes (S = 4)"), bound).rfind("≤ 3", 0), 0u);
+  for (int r = 0; r < table->rowCount(); ++r) EXPECT_EQ(cell(r, holds), "✓") << cell(r, 0);
+  const std::string caption = duality->findChild<QLabel*>("taxonomy_caption")->text().toStdString();
+  EXPECT_NE(caption.find("L = 8, T = 6 tokens"), std::string::npos) << caption;
+  // The picked and compared schemes have rows too; a window over depth obeys its own bound.
+  type_scheme(duality, "scheme", "full:window=2");
+  pick_scheme(duality, "compare", "mhc");
+  ASSERT_EQ(table->rowCount(), 2 + 7);
+  EXPECT_EQ(cell(0, 0), "scheme ▸ Full AttnRes, window 2");
+  EXPECT_EQ(cell(1, 0), "compare ▸ mHC (m = 4)");
+  EXPECT_LE(std::stoi(cell(0, per_token)), 2);
+  EXPECT_EQ(cell(1, per_token), "1");  // mHC at its start: the standard residual
+  for (int r = 0; r < table->rowCount(); ++r) EXPECT_EQ(cell(r, holds), "✓") << cell(r, 0);
+  EXPECT_EQ(window->error_text(), "");
+}
+
+TEST(Gui, BadSchemeShowsTheBannerAndTheViewsKeepWorking) {
+  auto window = random_model_window();
+  View* depth = window->view("depth-attention");
+  HeatmapWidget* map = depth->heatmaps()[0];
+  type_scheme(depth, "scheme", "full:heads=3");
+  EXPECT_NE(window->error_text().find("scheme 'full:heads=3': attn_res.heads (3) must be a positive divisor of "
+                                      "hidden_size (64)"),
+            std::string::npos)
+      << window->error_text();
+  EXPECT_EQ(map->title(), "Full AttnRes: alpha (mean over tokens)");  // the last map stays
+  type_scheme(depth, "scheme", "fulll");
+  EXPECT_NE(window->error_text().find("scheme 'fulll': unknown scheme 'fulll'"), std::string::npos)
+      << window->error_text();
+  // A good choice clears the banner and draws.
+  pick_scheme(depth, "scheme", "block");
+  EXPECT_EQ(window->error_text(), "");
+  EXPECT_EQ(map->title(), "Block AttnRes (S = 2): alpha (mean over tokens)");
+  type_scheme(depth, "compare", "block:block_size=99");
+  EXPECT_NE(window->error_text().find("compare with 'block:block_size=99': attn_res.block_size must be between 1 "
+                                      "and L = 8"),
+            std::string::npos)
+      << window->error_text();
+  EXPECT_EQ(depth->heatmaps().size(), 1u);
+  pick_scheme(depth, "compare", "@none");
+  EXPECT_EQ(window->error_text(), "");
+
+  View* duality = window->view("duality");
+  auto* table = duality->findChild<QTableWidget*>("scheme_taxonomy");
+  type_scheme(duality, "compare", "block:heads=5");
+  EXPECT_NE(window->error_text().find("compare with 'block:heads=5'"), std::string::npos) << window->error_text();
+  EXPECT_EQ(table->rowCount(), 1 + 7);  // the last table stays
+  pick_scheme(duality, "compare", "full_sigmoid");
+  EXPECT_EQ(window->error_text(), "");
+  EXPECT_EQ(table->rowCount(), 2 + 7);
+
+  View* magnitudes = window->view("magnitudes");
+  type_scheme(magnitudes, "scheme", "mhc:streams=0");
+  EXPECT_NE(window->error_text().find("streams"), std::string::npos) << window->error_text();
+  pick_scheme(magnitudes, "scheme", "@own");
+  EXPECT_EQ(window->error_text(), "");
+
+  // In the background too: the error of a worker reaches the banner, and the window goes on.
+  auto background = random_model_window(false);
+  ASSERT_TRUE(wait_until([&] { return background->runs_in_flight() == 0; }));
+  settle();
+  View* later = background->view("depth-attention");
+  type_scheme(later, "scheme", "full:heads=3");
+  ASSERT_TRUE(wait_until([&] { return background->runs_in_flight() == 0; }));
+  settle();
+  EXPECT_NE(background->error_text().find("heads (3)"), std::string::npos) << background->error_text();
+  pick_scheme(later, "scheme", "full_multihead");
+  ASSERT_TRUE(wait_until([&] { return background->runs_in_flight() == 0; }));
+  settle();
+  EXPECT_EQ(background->error_text(), "");
+  EXPECT_NE(later->heatmaps()[0]->title().find("16 heads"), std::string::npos);
+}
+
+// Compare mode of the three model views, drawn at the screenshot size (on the shipped trained
+// models when resources/models holds them). Set ATTNRES_SCHEMES_SCREENSHOTS=DIR to keep the
+// pictures (docs/images/schemes-*.png).
+TEST(Gui, CompareModeOfEveryModelViewDraws) {
+  test::TempDir dir;
+  const char* keep = std::getenv("ATTNRES_SCHEMES_SCREENSHOTS");
+  MainWindow window(true);
+  window.recompute_all();
+  window.resize(1400, 900);
+  window.show();
+  const std::pair<const char*, const char*> shots[] = {
+      {"depth-attention", "block"}, {"magnitudes", "full_sigmoid"}, {"duality", "block"}};
+  for (const auto& [name, compare] : shots) {
+    window.show_view(name);
+    pick_scheme(window.view(name), "compare", compare);
+    QApplication::processEvents();
+    EXPECT_EQ(window.error_text(), "") << name;
+    const QImage image = window.grab().toImage();
+    std::set<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 9) {
+      for (int x = 0; x < image.width(); x += 9) colours.insert(image.pixel(x, y));
+    }
+    EXPECT_GT(colours.size(), 20u) << name << " looks blank";
+    const fs::path png = (keep ? fs::path(keep) : dir.path()) / ("schemes-" + std::string(name) + ".png");
+    EXPECT_TRUE(image.save(QString::fromStdString(png.string()), "PNG")) << png;
+  }
+}
 
 // ------------------------------------------------------------------ the Training view
 
