@@ -30,6 +30,7 @@
 
 #include "attnres/cost.hpp"
 #include "attnres/error.hpp"
+#include "attnres/scenario.hpp"
 #include "attnres/format.hpp"
 #include "attnres/model.hpp"
 #include "attnres/output_dir.hpp"
@@ -469,11 +470,7 @@ TrainingView::Settings TrainingView::settings() const {
     ModelConfig checked = s.config;
     checked.attn_res = scheme;
     checked.validate("training: another scheme '" + spec + "'");
-    std::string key = spec;
-    for (char& c : key) {
-      if (c == ':' || c == ',' || c == '=' || c == ' ') c = '_';
-    }
-    Scheme other{key, scheme.describe(), scheme.mode, scheme.block_size, 3, scheme};
+    Scheme other{scheme_file_name(spec), scheme.describe(), scheme.mode, scheme.block_size, 3, scheme};
     s.schemes.push_back(other);
   }
   if (s.schemes.empty()) {

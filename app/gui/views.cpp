@@ -1271,22 +1271,6 @@ class MagnitudesView : public ModelView {
 
 // ------------------------------------------------------------------ the rank taxonomy (Duality)
 
-// The depth-mixing tensors (docs/schemes.md "Tensors of a read") by suffix, and what to call them.
-const char* depth_parameter_kind(const std::string& name) {
-  static const std::pair<const char*, const char*> kinds[] = {
-      {".query", "queries"},
-      {".query_proj.weight", "query projections"},
-      {".mix_logits", "mixing logits"},
-      {".dwa.weight", "weights"},
-      {".mhc.pre_proj.weight", "projections"},
-      {".mhc.post_proj.weight", "projections"},
-      {".mhc.res_proj.weight", "projections"}};
-  for (const auto& [suffix, kind] : kinds) {
-    if (name.ends_with(suffix)) return kind;
-  }
-  return nullptr;
-}
-
 // The RMS of the model's pseudo-queries, or 0.5 when it has none (or all zero): the spread at which
 // the taxonomy draws the depth parameters a scheme adds.
 double depth_parameter_sigma(const ModelWeights<double>& model) {
@@ -1321,7 +1305,7 @@ ModelWeights<double> with_drawn_parameters(const ModelWeights<double>& model, co
   for_each_tensor(drawn, [&](const TensorView& tensor) { drawn_data.emplace(tensor.name, tensor.data); });
   std::vector<std::pair<std::string, bool>> kinds;  // (kind, drawn), in tensor order
   for_each_tensor(out, [&](const TensorVisit& tensor) {
-    const char* kind = depth_parameter_kind(tensor.name);
+    const char* kind = depth_mixing_parameter_kind(tensor.name);
     if (kind == nullptr) return;
     const auto it = own.find(tensor.name);
     const bool from_model = it != own.end() && it->second == tensor.shape;

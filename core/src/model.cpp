@@ -77,16 +77,19 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
-// Parameters drawn from N(0, query_std^2) by random_model (docs/schemes.md "Tensors of a read").
-bool is_depth_mixing_parameter(const std::string& name) {
-  for (const char* suffix : {".query", ".query_proj.weight", ".mix_logits", ".dwa.weight", ".mhc.pre_proj.weight",
-                             ".mhc.post_proj.weight", ".mhc.res_proj.weight"}) {
-    if (ends_with(name, suffix)) return true;
-  }
-  return false;
-}
-
 }  // namespace
+
+const char* depth_mixing_parameter_kind(const std::string& name) {
+  static const std::pair<const char*, const char*> kinds[] = {
+      {".query", "queries"},          {".query_proj.weight", "query projections"},
+      {".mix_logits", "mixing logits"}, {".dwa.weight", "weights"},
+      {".mhc.pre_proj.weight", "projections"}, {".mhc.post_proj.weight", "projections"},
+      {".mhc.res_proj.weight", "projections"}};
+  for (const auto& [suffix, kind] : kinds) {
+    if (ends_with(name, suffix)) return kind;
+  }
+  return nullptr;
+}
 
 ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOptions& options) {
   config.validate("random model");
@@ -98,7 +101,7 @@ ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOp
   for_each_tensor(model, [&](const TensorVisit& tensor) {
     const std::int64_t count = tensor.element_count();
     double std_dev = 0.0;
-    if (is_depth_mixing_parameter(tensor.name)) {
+    if (depth_mixing_parameter_kind(tensor.name) != nullptr) {
       std_dev = options.query_std;  // every depth-mixing parameter (docs/schemes.md)
     } else if (tensor.shape.size() == 2 && !ends_with(tensor.name, ".mhc.res_bias")) {
       std_dev = options.weight_std;

@@ -25,6 +25,14 @@ ModelConfig ScenarioTraining::model_config() const {
   return config;
 }
 
+std::string scheme_file_name(const std::string& spec) {
+  std::string name = spec;
+  for (char& c : name) {
+    if (c == ':' || c == ',' || c == '=' || c == ' ') c = '_';
+  }
+  return name;
+}
+
 AttnResConfig ScenarioTraining::scheme_of(const std::string& spec) const {
   CostInputs sizes;
   sizes.sublayers = sublayers();

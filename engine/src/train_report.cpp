@@ -29,10 +29,7 @@ std::vector<SchemeSpec> schemes_of(const ScenarioTraining& t) {
   const int L = t.sublayers();
   std::vector<SchemeSpec> out;
   auto add = [&](const std::string& name, AttnResConfig config) {
-    std::string directory = name;
-    for (char& c : directory) {
-      if (c == ':' || c == ',' || c == '=' || c == ' ') c = '_';
-    }
+    const std::string directory = scheme_file_name(name);
     const int S = config.mode == ResidualMode::block ? config.block_size : config.mode == ResidualMode::full ? 1 : 0;
     out.push_back({name, directory, config, S > 0 ? (L + S - 1) / S : 0, S});
   };

@@ -1181,6 +1181,32 @@ TEST(Gui, TrainingViewStopEndsTheWorkerPromptly) {
   EXPECT_GE(train->points.size(), 2u);
 }
 
+TEST(Gui, TrainingViewTrainsAnyOtherSchemeOfTheZoo) {
+  MainWindow window(false);
+  TrainingView* view = training_view(window);
+  ASSERT_NE(view, nullptr);
+  configure_tiny_run(view, 4);
+  child<QCheckBox>(view, "train_full")->setChecked(false);
+  child<QCheckBox>(view, "train_other")->setChecked(true);
+  auto* other = child<QComboBox>(view, "train_other_scheme");
+  // A spec that does not fit the model is refused before any work, in the banner.
+  other->setCurrentText("full:heads=3");
+  child<QPushButton>(view, "train_start")->click();
+  EXPECT_NE(window.error_text().find("attn_res.heads (3) must be a positive divisor of hidden_size (16)"), std::string::npos)
+      << window.error_text();
+  EXPECT_NE(view->state(), TrainingView::State::running);
+  // mHC with two streams trains beside the standard residual and learns.
+  other->setCurrentText("mhc:streams=2");
+  child<QPushButton>(view, "train_start")->click();
+  ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }, 120000));
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  ASSERT_EQ(view->state(), TrainingView::State::finished);
+  const ChartSeries* val = series_named(view->charts()[0], "mHC (m = 2) validation");
+  ASSERT_NE(val, nullptr);
+  EXPECT_LT(val->points.back().second, val->points.front().second);
+}
+
 TEST(Gui, TrainingViewShowsBadInputsInTheBannerAndKeepsWorking) {
   test::TempDir dir;
   MainWindow window(false);

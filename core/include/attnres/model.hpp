@@ -115,6 +115,11 @@ struct RandomModelOptions {
   // scheme's documented starting point (docs/schemes.md).
   double query_std = 0.0;
 };
+// The depth-mixing parameters (docs/schemes.md "Tensors of a read") that random_model draws from
+// N(0, query_std^2): what kind of parameter `tensor_name` is ("queries", "query projections",
+// "mixing logits", "weights", "projections"), or null for any other tensor.
+const char* depth_mixing_parameter_kind(const std::string& tensor_name);
+
 // A reproducible random model (the same seed gives the same weights on every platform). Values
 // are rounded to float so that saving as F32 and loading back is exact.
 ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOptions& options);

@@ -73,6 +73,10 @@ struct ScenarioTraining {
   AttnResConfig scheme_of(const std::string& spec) const;
 };
 
+// A scheme spec as a file or directory name: ':', ',', '=' and spaces become '_'
+// ("block:block_size=4" -> "block_block_size_4").
+std::string scheme_file_name(const std::string& spec);
+
 struct Scenario {
   std::string source;  // file name, for messages
   std::string text;    // the file's text as read (reports keep a copy; empty when built in code)
