@@ -102,6 +102,50 @@ Matrix<Scalar> group_inverse_rms(const Matrix<Scalar>& x, int heads, Scalar eps)
   return out;
 }
 
+// Scores of sources first .. first + k - 1 of a read with n sources: (T, H k), head-major. For
+// DenseFormer the "score" is the weight a_i itself, for the rescaled residual 0 (e = 1). Fills
+// the cache's query and key-norm parts (attention).
+template <typename Scalar>
+Matrix<Scalar> subset_scores(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
+                             const std::vector<const Matrix<Scalar>*>& sources, Eigen::Index first, Eigen::Index n,
+                             Scalar eps, DepthReadCache<Scalar>& c) {
+  const Eigen::Index k = static_cast<Eigen::Index>(sources.size());
+  const Eigen::Index T = sources.front()->rows();
+  const Eigen::Index d = sources.front()->cols();
+  const int heads = depth_read_heads(scheme);
+  const Eigen::Index width = d / heads;
+  c.heads = heads;
+  c.key_inv_rms.clear();
+  if (scheme.mode == ResidualMode::rescaled) return Matrix<Scalar>::Zero(T, k);
+  if (scheme.mode == ResidualMode::denseformer || scheme.mixing == DepthMixing::scalars) {
+    if (weights.mix.size() != n) throw Error("depth read: mixing weights do not match the read's sources");
+    return weights.mix.segment(first, k).transpose().replicate(T, 1);
+  }
+  // Query: w, or w + W (u / rms(u)) with u the most recent source.
+  Matrix<Scalar> query;  // (T, d) effective query q (times g with the key norm)
+  if (scheme.query_source == QuerySource::input) {
+    const Matrix<Scalar>& latest = *sources.back();
+    c.query_inv_rms = row_inverse_rms(latest, eps);
+    c.query_input = (latest.array().colwise() * c.query_inv_rms.array()).matrix();
+    c.query = (c.query_input * weights.query_proj.transpose()).rowwise() + weights.query.transpose();
+    query = c.query;
+  } else {
+    query = weights.query.transpose().replicate(T, 1);
+  }
+  if (scheme.key_norm) query = (query.array().rowwise() * weights.key_norm_gain.transpose().array()).matrix();
+  Matrix<Scalar> scores(T, heads * k);
+  for (Eigen::Index i = 0; i < k; ++i) {
+    const Matrix<Scalar>& x = *sources[static_cast<std::size_t>(i)];
+    c.key_inv_rms.push_back(scheme.key_norm ? group_inverse_rms(x, heads, eps) : Matrix<Scalar>::Ones(T, heads));
+    for (int head = 0; head < heads; ++head) {
+      const Vector<Scalar> projected =
+          (x.middleCols(head * width, width).array() * query.middleCols(head * width, width).array()).rowwise().sum();
+      scores.col(head * k + i) = projected.cwiseProduct(c.key_inv_rms.back().col(head));
+    }
+  }
+  return scores;
+}
+
 }  // namespace
 
 template <typename Scalar>
@@ -112,44 +156,15 @@ Matrix<Scalar> depth_read(const AttnResConfig& scheme, const DepthReadWeights<Sc
   const Eigen::Index n = static_cast<Eigen::Index>(sources.size());
   const Eigen::Index T = sources.front()->rows();
   const Eigen::Index d = sources.front()->cols();
-  const int heads = depth_read_heads(scheme);
-  const Eigen::Index width = d / heads;
   DepthReadCache<Scalar>& c = *cache;
-  c.heads = heads;
-  c.key_inv_rms.clear();
-
+  c.scores = subset_scores(scheme, weights, sources, 0, n, eps, c);
+  const int heads = c.heads;
+  const Eigen::Index width = d / heads;
   if (scheme.mode == ResidualMode::rescaled) {
     c.alpha = Matrix<Scalar>::Constant(T, n, Scalar(1) / static_cast<Scalar>(n));  // the running mean
   } else if (scheme.mode == ResidualMode::denseformer) {
-    if (weights.mix.size() != n) throw Error("depth read: DenseFormer weights do not match the read's sources");
-    c.alpha = weights.mix.transpose().replicate(T, 1);  // unnormalised learned weights
-  } else if (scheme.mixing == DepthMixing::scalars) {
-    if (weights.mix.size() != n) throw Error("depth read: mixing logits do not match the read's sources");
-    c.scores = weights.mix.transpose().replicate(T, 1);
-    c.alpha = apply_gate(scheme.gate, c.scores, 1);
+    c.alpha = c.scores;  // unnormalised learned weights
   } else {
-    // Query: w, or w + W (u / rms(u)) with u the most recent source.
-    Matrix<Scalar> query;  // (T, d) effective query q (times g with the key norm)
-    if (scheme.query_source == QuerySource::input) {
-      const Matrix<Scalar>& latest = *sources.back();
-      c.query_inv_rms = row_inverse_rms(latest, eps);
-      c.query_input = (latest.array().colwise() * c.query_inv_rms.array()).matrix();
-      c.query = (c.query_input * weights.query_proj.transpose()).rowwise() + weights.query.transpose();
-      query = c.query;
-    } else {
-      query = weights.query.transpose().replicate(T, 1);
-    }
-    if (scheme.key_norm) query = (query.array().rowwise() * weights.key_norm_gain.transpose().array()).matrix();
-    c.scores.resize(T, heads * n);
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const Matrix<Scalar>& x = *sources[static_cast<std::size_t>(i)];
-      c.key_inv_rms.push_back(scheme.key_norm ? group_inverse_rms(x, heads, eps) : Matrix<Scalar>::Ones(T, heads));
-      for (int head = 0; head < heads; ++head) {
-        const Vector<Scalar> projected =
-            (x.middleCols(head * width, width).array() * query.middleCols(head * width, width).array()).rowwise().sum();
-        c.scores.col(head * n + i) = projected.cwiseProduct(c.key_inv_rms.back().col(head));
-      }
-    }
     c.alpha = apply_gate(scheme.gate, c.scores, heads);
   }
 
@@ -160,6 +175,108 @@ Matrix<Scalar> depth_read(const AttnResConfig& scheme, const DepthReadWeights<Sc
           sources[static_cast<std::size_t>(i)]->middleCols(head * width, width).array().colwise() *
           c.alpha.col(head * n + i).array();
     }
+  }
+  return h;
+}
+
+namespace {
+
+bool uses_max(const AttnResConfig& scheme) {
+  return scheme.attention_mode() && scheme.gate == DepthGate::softmax;
+}
+
+bool normalised(const AttnResConfig& scheme) {
+  if (scheme.mode == ResidualMode::rescaled) return true;
+  return scheme.attention_mode() && scheme.gate != DepthGate::sigmoid;
+}
+
+// e_i of one source for every token, given the running max m (softmax) — see DepthReadStats.
+template <typename Scalar, typename Scores, typename Max>
+Vector<Scalar> unnormalised_weights(const AttnResConfig& scheme, const Scores& scores, const Max& max) {
+  if (scheme.mode == ResidualMode::rescaled) return Vector<Scalar>::Ones(scores.size());
+  if (scheme.mode == ResidualMode::denseformer) return scores;
+  if (scheme.gate == DepthGate::softmax) return (scores - max).array().exp().matrix();
+  return scores.unaryExpr([](Scalar s) { return sigmoid(s); });
+}
+
+}  // namespace
+
+template <typename Scalar>
+DepthReadStats<Scalar> depth_read_stats(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
+                                        const std::vector<const Matrix<Scalar>*>& sources, Eigen::Index first,
+                                        Eigen::Index n, Scalar eps) {
+  if (scheme.uses_query() && scheme.query_source == QuerySource::input) {
+    throw Error("depth read: an input-dependent query has no two-phase statistics (docs/schemes.md)");
+  }
+  const Eigen::Index k = static_cast<Eigen::Index>(sources.size());
+  const Eigen::Index T = sources.front()->rows();
+  const Eigen::Index d = sources.front()->cols();
+  DepthReadCache<Scalar> cache;
+  DepthReadStats<Scalar> stats;
+  stats.scores = subset_scores(scheme, weights, sources, first, n, eps, cache);
+  const int heads = cache.heads;
+  const Eigen::Index width = d / heads;
+  stats.o = Matrix<Scalar>::Zero(T, d);
+  stats.l = Matrix<Scalar>::Zero(T, heads);
+  stats.m = Matrix<Scalar>::Zero(T, heads);
+  for (int head = 0; head < heads; ++head) {
+    if (uses_max(scheme)) stats.m.col(head) = stats.scores.middleCols(head * k, k).rowwise().maxCoeff();
+    for (Eigen::Index i = 0; i < k; ++i) {
+      const Vector<Scalar> weight = unnormalised_weights<Scalar>(scheme, stats.scores.col(head * k + i), stats.m.col(head));
+      stats.l.col(head) += weight;
+      stats.o.middleCols(head * width, width).array() +=
+          sources[static_cast<std::size_t>(i)]->middleCols(head * width, width).array().colwise() * weight.array();
+    }
+  }
+  return stats;
+}
+
+template <typename Scalar>
+DepthReadStats<Scalar> merge_read_stats(const AttnResConfig& scheme, const DepthReadStats<Scalar>& a,
+                                        const DepthReadStats<Scalar>& b) {
+  const int heads = static_cast<int>(a.l.cols());
+  const Eigen::Index width = a.o.cols() / heads;
+  DepthReadStats<Scalar> out;
+  out.scores.resize(a.scores.rows(), a.scores.cols() + b.scores.cols());
+  const Eigen::Index ka = a.scores.cols() / heads, kb = b.scores.cols() / heads;
+  for (int head = 0; head < heads; ++head) {  // keep head-major order: a's then b's sources per head
+    out.scores.middleCols(head * (ka + kb), ka) = a.scores.middleCols(head * ka, ka);
+    out.scores.middleCols(head * (ka + kb) + ka, kb) = b.scores.middleCols(head * kb, kb);
+  }
+  if (!uses_max(scheme)) {
+    out.o = a.o + b.o;
+    out.l = a.l + b.l;
+    out.m = a.m;
+    return out;
+  }
+  out.m = a.m.cwiseMax(b.m);
+  const Matrix<Scalar> scale_a = (a.m - out.m).array().exp().matrix();  // (T, H)
+  const Matrix<Scalar> scale_b = (b.m - out.m).array().exp().matrix();
+  out.l = (a.l.array() * scale_a.array() + b.l.array() * scale_b.array()).matrix();
+  out.o.resize(a.o.rows(), a.o.cols());
+  for (int head = 0; head < heads; ++head) {
+    out.o.middleCols(head * width, width) =
+        (a.o.middleCols(head * width, width).array().colwise() * scale_a.col(head).array() +
+         b.o.middleCols(head * width, width).array().colwise() * scale_b.col(head).array())
+            .matrix();
+  }
+  return out;
+}
+
+template <typename Scalar>
+Matrix<Scalar> finish_read_stats(const AttnResConfig& scheme, const DepthReadStats<Scalar>& stats,
+                                 Matrix<Scalar>* alpha) {
+  const int heads = static_cast<int>(stats.l.cols());
+  const Eigen::Index width = stats.o.cols() / heads;
+  const Eigen::Index n = stats.scores.cols() / heads;
+  Matrix<Scalar> h = stats.o;
+  alpha->resize(stats.scores.rows(), stats.scores.cols());
+  for (int head = 0; head < heads; ++head) {
+    for (Eigen::Index i = 0; i < n; ++i) {
+      alpha->col(head * n + i) = unnormalised_weights<Scalar>(scheme, stats.scores.col(head * n + i), stats.m.col(head));
+      if (normalised(scheme)) alpha->col(head * n + i) = alpha->col(head * n + i).cwiseQuotient(stats.l.col(head));
+    }
+    if (normalised(scheme)) h.middleCols(head * width, width).array().colwise() /= stats.l.col(head).array();
   }
   return h;
 }
@@ -244,6 +361,12 @@ void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Sca
   template Matrix<Scalar> head_mean(const Matrix<Scalar>&, int);                                               \
   template Matrix<Scalar> depth_read(const AttnResConfig&, const DepthReadWeights<Scalar>&,                    \
                                      const std::vector<const Matrix<Scalar>*>&, Scalar, DepthReadCache<Scalar>*); \
+  template DepthReadStats<Scalar> depth_read_stats(const AttnResConfig&, const DepthReadWeights<Scalar>&,      \
+                                                   const std::vector<const Matrix<Scalar>*>&, Eigen::Index,     \
+                                                   Eigen::Index, Scalar);                                       \
+  template DepthReadStats<Scalar> merge_read_stats(const AttnResConfig&, const DepthReadStats<Scalar>&,        \
+                                                   const DepthReadStats<Scalar>&);                              \
+  template Matrix<Scalar> finish_read_stats(const AttnResConfig&, const DepthReadStats<Scalar>&, Matrix<Scalar>*); \
   template void depth_read_backward(const AttnResConfig&, const DepthReadWeights<Scalar>&,                     \
                                     const std::vector<const Matrix<Scalar>*>&, Scalar, const DepthReadCache<Scalar>&, \
                                     const Matrix<Scalar>&, std::vector<Matrix<Scalar>>*, DepthReadWeights<Scalar>*);

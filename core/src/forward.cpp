@@ -148,7 +148,7 @@ ForwardTrace start_trace(const AttnResConfig& scheme, const DepthLayout& layout,
   trace.sublayers = layout.sublayers;
   trace.block_size = layout.block_size;
   trace.tokens = tokens;
-  trace.two_phase = options.two_phase && scheme.two_phase_implemented() && !options.mask;
+  trace.two_phase = options.two_phase && scheme.two_phase_limit().empty() && !options.mask;
   trace.zero_placeholder = options.zero_placeholder && layout.mode == ResidualMode::block;
   trace.rank_tolerance = options.rank_tolerance;
   return trace;
@@ -364,6 +364,49 @@ ReadResult<Scalar> phase_two_read(const ModelWeights<Scalar>& model, const Depth
   return out;
 }
 
+// Phase 1 of the merged-statistics schedule: each read of the group reads the group's shared
+// history (its longest common prefix of sources).
+template <typename Scalar>
+struct GenericGroup {
+  int first_read = 0;
+  std::size_t history_size = 0;
+  std::vector<DepthReadStats<Scalar>> stats;  // per read of the group
+};
+
+template <typename Scalar>
+GenericGroup<Scalar> generic_phase_one(const ModelWeights<Scalar>& model, const AttnResConfig& scheme,
+                                       const DepthLayout& layout, const DepthState<Scalar>& state, int first, int last,
+                                       Scalar key_eps) {
+  GenericGroup<Scalar> group;
+  group.first_read = first;
+  group.history_size = shared_history(layout, first, last);
+  const auto& sources = layout.reads[static_cast<std::size_t>(first)];
+  std::vector<const Matrix<Scalar>*> history;
+  for (std::size_t i = 0; i < group.history_size; ++i) history.push_back(&state.value(sources[i]));
+  for (int r = first; r <= last; ++r) {
+    const auto n = static_cast<Eigen::Index>(layout.reads[static_cast<std::size_t>(r)].size());
+    group.stats.push_back(depth_read_stats(scheme, model.depth_read(r), history, 0, n, key_eps));
+  }
+  return group;
+}
+
+// Phase 2: merge each source produced inside the group, then finish once.
+template <typename Scalar>
+ReadResult<Scalar> generic_phase_two(const ModelWeights<Scalar>& model, const AttnResConfig& scheme,
+                                     const DepthState<Scalar>& state, const GenericGroup<Scalar>& group,
+                                     const std::vector<DepthSource>& sources, int read, Scalar key_eps) {
+  DepthReadStats<Scalar> stats = group.stats[static_cast<std::size_t>(read - group.first_read)];
+  const auto n = static_cast<Eigen::Index>(sources.size());
+  for (std::size_t i = group.history_size; i < sources.size(); ++i) {
+    const DepthReadStats<Scalar> local =
+        depth_read_stats(scheme, model.depth_read(read), {&state.value(sources[i])}, static_cast<Eigen::Index>(i), n, key_eps);
+    stats = merge_read_stats(scheme, stats, local);
+  }
+  ReadResult<Scalar> out;
+  out.h = finish_read_stats(scheme, stats, &out.alpha);
+  return out;
+}
+
 // Block bookkeeping after sublayer r (0-based) produced v: the partial sum grows, and a full (or
 // the last, incomplete) block becomes a block summary.
 template <typename Scalar>
@@ -463,6 +506,7 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
   } else {
     const std::vector<int> group_of = schedule_groups(layout, options);
     ScheduleGroup<Scalar> group;
+    GenericGroup<Scalar> generic_group;
     for (int r = 0; r <= L; ++r) {
       const auto& sources = layout.reads[static_cast<std::size_t>(r)];
       ReadResult<Scalar> read;
@@ -474,6 +518,16 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
         read = masked_read(model, scheme, state, sources, r, key_eps, options.mask->keep[static_cast<std::size_t>(r)]);
       } else if (!trace.two_phase) {
         read = one_shot_read(model, scheme, state, sources, r, key_eps);
+      } else if (!scheme.stacked_two_phase()) {
+        // Two-phase by merged statistics (docs/schemes.md "Which schedules apply"): the group's
+        // shared history once per read, then each local source merged in, one division at the end.
+        const int g = group_of[static_cast<std::size_t>(r)];
+        if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
+          int last = r;
+          while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
+          generic_group = generic_phase_one(model, scheme, layout, state, r, last, key_eps);
+        }
+        read = generic_phase_two(model, scheme, state, generic_group, sources, r, key_eps);
       } else {
         const int g = group_of[static_cast<std::size_t>(r)];
         if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
@@ -483,7 +537,7 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
         }
         read = phase_two_read(model, state, group, sources, r, key_eps);
       }
-      record_read(trace, r, sources, read.alpha, trace.two_phase ? 1 : depth_read_heads(scheme));
+      record_read(trace, r, sources, read.alpha, depth_read_heads(scheme));
       if (r == L) {
         result.hidden_final = std::move(read.h);
         break;

@@ -77,7 +77,7 @@ bool AttnResConfig::paper_defaults() const {
          query_source == QuerySource::fixed && mixing == DepthMixing::attention;
 }
 
-bool AttnResConfig::two_phase_implemented() const {
+bool AttnResConfig::stacked_two_phase() const {
   return attention_mode() && gate == DepthGate::softmax && heads == 1 && query_source == QuerySource::fixed &&
          mixing == DepthMixing::attention;
 }

@@ -128,6 +128,26 @@ ModelWeights<double> base_model(double query_std = 0.0) {
   return random_model(small_config(make(ResidualMode::full)), {.seed = 11, .weight_std = 0.3, .query_std = query_std});
 }
 
+TEST(SchemeInvariants, TwoPhaseEqualsOneShotForEverySchemeThatAllowsIt) {
+  ModelConfig config = test::model_config(3, 8, 2, 1, 12, 11);  // L = 6: schedule groups of round(sqrt(6)) = 2
+  for (const auto& c : scheme_cases()) {
+    config.attn_res = c.scheme;
+    if (c.scheme.mode == ResidualMode::block) config.attn_res.block_size = 4;  // an incomplete last block
+    const ModelWeights<double> model =
+        test::model_with_random_gains(config, {.seed = 8, .weight_std = 0.4, .query_std = 0.6}, 21);
+    ForwardOptions one_shot;
+    one_shot.two_phase = false;
+    const auto reference = forward(model, {5, 1, 9, 2, 6}, one_shot);
+    const auto scheduled = forward(model, {5, 1, 9, 2, 6});
+    EXPECT_EQ(scheduled.trace.two_phase, c.scheme.two_phase_limit().empty()) << c.name;
+    test::expect_tensor_near(c.name + " logits", scheduled.logits, reference.logits, 1e-12);
+    for (std::size_t r = 0; r < reference.trace.reads.size(); ++r) {
+      test::expect_tensor_near(c.name + " alpha." + std::to_string(r), scheduled.trace.reads[r].alpha,
+                               reference.trace.reads[r].alpha, 1e-12);
+    }
+  }
+}
+
 TEST(SchemeInvariants, ZeroStartsGiveTheMeanForSoftmaxNormalisedSigmoidAndScalars) {
   const ModelWeights<double> model = base_model();
   const auto mean = run(model, make(ResidualMode::rescaled));

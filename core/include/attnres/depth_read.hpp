@@ -51,6 +51,34 @@ void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Sca
                          const DepthReadCache<Scalar>& cache, const Matrix<Scalar>& dh,
                          std::vector<Matrix<Scalar>>* dsources, DepthReadWeights<Scalar>* grad);
 
+// ---- The two-phase schedule for every scheme that allows it (docs/schemes.md "Which schedules
+// apply"): statistics over disjoint subsets of a read's sources merge exactly. With
+// e_i = exp(s_i - m) (softmax), sigmoid(s_i) (both sigmoid gates), a_i (DenseFormer) or 1
+// (rescaled): o = sum e_i x_i per head, l = sum e_i, m = the max score (softmax only); the read is
+// o / l, or o for the unnormalised gates (sigmoid, DenseFormer).
+template <typename Scalar>
+struct DepthReadStats {
+  Matrix<Scalar> o;       // (T, d)
+  Matrix<Scalar> l;       // (T, H)
+  Matrix<Scalar> m;       // (T, H), softmax only (else zeros)
+  Matrix<Scalar> scores;  // (T, H k): the subset's scores, head-major, kept to recover the weights
+};
+
+// Statistics of sources first .. first + k - 1 of a read with n sources (the subset in `sources`).
+// Not for an input-dependent query (its query needs the read's latest source).
+template <typename Scalar>
+DepthReadStats<Scalar> depth_read_stats(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
+                                        const std::vector<const Matrix<Scalar>*>& sources, Eigen::Index first,
+                                        Eigen::Index n, Scalar eps);
+// The statistics of the union of two disjoint subsets (a's sources first).
+template <typename Scalar>
+DepthReadStats<Scalar> merge_read_stats(const AttnResConfig& scheme, const DepthReadStats<Scalar>& a,
+                                        const DepthReadStats<Scalar>& b);
+// The read's output h (T, d) and its weights alpha (T, H n) from the statistics of all n sources.
+template <typename Scalar>
+Matrix<Scalar> finish_read_stats(const AttnResConfig& scheme, const DepthReadStats<Scalar>& stats,
+                                 Matrix<Scalar>* alpha);
+
 // Channel-averaged weights (T, n): the mean over heads of alpha (T, H n).
 template <typename Scalar>
 Matrix<Scalar> head_mean(const Matrix<Scalar>& alpha, int heads);

@@ -70,8 +70,10 @@ struct AttnResConfig {
   bool uses_query() const { return attention_mode() && mixing == DepthMixing::attention; }
   // Plain Full / Block / standard with the paper's defaults: what the fast engines implement.
   bool paper_defaults() const;
-  // The reference engine can batch the reads of a group (softmax, static query, one head).
-  bool two_phase_implemented() const;
+  // Phase 1 can stack a group's queries into one product over the shared history (softmax, a
+  // static query, attention mixing, one head: the paper's schedule, and the fast engines').
+  // Every other scheme whose two_phase_limit() is empty merges per-read statistics instead.
+  bool stacked_two_phase() const;
   // Why the two-phase schedule does not apply, or "" when it applies (docs/schemes.md).
   std::string two_phase_limit() const;
   // Short human name, e.g. "Block AttnRes (S = 4), sigmoid gate, no key norm".
