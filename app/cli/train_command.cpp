@@ -122,8 +122,12 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
     const ModelConfig& config = from_shape ? shape.config : initial.config;
     apply_block_size_flag(values, mode_text, block_size, config, options.forward);
     const ResidualMode mode = options.forward.mode.value_or(config.attn_res.mode);
-    const bool plain = mode == ResidualMode::standard || mode == ResidualMode::full || mode == ResidualMode::block;
-    if (scheme_flags_given(values) || !plain) {
+    auto plain = [](ResidualMode m) {
+      return m == ResidualMode::standard || m == ResidualMode::full || m == ResidualMode::block;
+    };
+    // Standard / Full / Block switch on the same tensors; any other change of scheme needs a new model.
+    const bool same_tensors = mode == config.attn_res.mode || (plain(mode) && plain(config.attn_res.mode));
+    if (scheme_flags_given(values) || !same_tensors) {
       if (!from_shape) {
         throw UsageError("scheme flags and --mode " + to_string(mode) + " build a new model: use the shape flags "
                          "(--layers, --d-model, ...) instead of --model, or train a model made by attnres init-model "

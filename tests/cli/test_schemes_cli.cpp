@@ -109,6 +109,13 @@ TEST(SchemesCli, TrainBuildsAModelWithTheSchemeAndLearns) {
   EXPECT_EQ(config["attn_res"]["heads"], 2);
   const auto json = nlohmann::json::parse(run.out.substr(run.out.rfind("\n{")));
   EXPECT_LT(json["final_val_loss"].get<double>(), json["initial_val_loss"].get<double>());
+  // A model made by init-model with a scheme trains with its own scheme.
+  ASSERT_EQ(run_cli({"init-model", "--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "24", "--vocab", "256",
+                     "--mode", "mhc", "--streams", "2", "--out", (dir / "mhc").string()}).status, 0);
+  const auto own = run_cli({"train", "--model", (dir / "mhc").string(), "--data", (dir / "data.txt").string(), "--steps",
+                            "2", "--seq", "16", "--batch", "2", "--threads", "1", "--out", (dir / "mhc_run").string()});
+  ASSERT_EQ(own.status, 0) << own.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "mhc_run/config.json"))["attn_res"]["mode"], "mhc");
   // A loaded model cannot change its scheme in train (it would silently drop or add tensors).
   const auto refused = run_cli({"train", "--model", (dir / "run").string(), "--mode", "mhc", "--data",
                                 (dir / "data.txt").string(), "--steps", "2", "--seq", "16", "--batch", "2", "--out",
