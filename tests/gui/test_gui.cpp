@@ -1202,7 +1202,8 @@ TEST(Gui, TrainingViewTrainsAnyOtherSchemeOfTheZoo) {
   settle();
   EXPECT_EQ(window.error_text(), "");
   ASSERT_EQ(view->state(), TrainingView::State::finished);
-  const ChartSeries* val = series_named(view->charts()[0], "mHC (m = 2) validation");
+  const auto charts = view->charts();  // keep the charts alive while `val` points into them
+  const ChartSeries* val = series_named(charts[0], "mHC (m = 2) validation");
   ASSERT_NE(val, nullptr);
   EXPECT_LT(val->points.back().second, val->points.front().second);
 }
