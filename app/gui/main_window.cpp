@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QProgressBar>
+#include <QPointer>
 #include <QPushButton>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -33,6 +34,8 @@ namespace fs = std::filesystem;
 struct MainWindow::Run {
   int number = 0;
   QString label;
+  QString key;  // view name + label: runs of one key replace each other
+  QPointer<View> view;
   CancelToken token;
   std::atomic<std::size_t> done{0}, total{0};
   std::atomic<bool> update_posted{false};  // a progress update is queued for the GUI thread
@@ -43,7 +46,13 @@ struct MainWindow::Run {
 // Runs are numbered; a finished run applies its result only if it is still the latest for its
 // label and its token was not cancelled, so the window never shows stale or cancelled work.
 struct MainWindow::Background {
-  std::map<QString, int> latest;                  // label -> newest run number
+  struct Waiting {
+    QPointer<View> view;
+    QString label;
+    BackgroundWork work;
+  };
+  std::map<QString, int> latest;                  // key -> newest run number (0: a waiting run is newer)
+  std::map<QString, Waiting> waiting;             // key -> the newest request, until its older run stops
   std::map<int, std::shared_ptr<Run>> in_flight;  // run number -> run, until its finish is seen
   int next = 0;
 };
@@ -53,13 +62,7 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   setWindowTitle("AttnRes Lab");
   auto* central = new QWidget;
   auto* layout = new QVBoxLayout(central);
-  banner_ = new QLabel;
-  banner_->setWordWrap(true);
-  banner_->setStyleSheet("QLabel { background: #fde2e1; color: #8a1c1c; padding: 6px; border: 1px solid #e0a3a0; }");
-  banner_->setVisible(false);
-  banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   tabs_ = new QTabWidget;
-  layout->addWidget(banner_);
   layout->addWidget(tabs_, 1);
   setCentralWidget(central);
 
@@ -74,9 +77,7 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   connect(cancel_, &QPushButton::clicked, this, [this] { cancel_background(); });
 
   ViewHost host;
-  host.show_error = [this](const std::string& message) { show_error(message); };
-  host.clear_error = [this] { clear_error(); };
-  host.run = [this](const QString& label, BackgroundWork work) { run(label, std::move(work)); };
+  host.run = [this](View* view, const QString& label, BackgroundWork work) { run(view, label, std::move(work)); };
   views_ = make_views(host, this);
   for (View* view : views_) tabs_->addTab(view, view->title());
 
@@ -149,17 +150,17 @@ void MainWindow::show_view(const std::string& name) {
 View* MainWindow::current_view() const { return static_cast<View*>(tabs_->currentWidget()); }
 
 void MainWindow::show_error(const std::string& message) {
-  // Plain text, escaped like the CLI's messages: bytes from hostile files never reach the screen raw.
-  banner_->setTextFormat(Qt::PlainText);
-  banner_->setText(QString::fromStdString("error: " + printable_text(message)));
-  banner_->setVisible(true);
+  if (View* v = current_view()) v->show_error(message);
   statusBar()->showMessage("error", 5000);
 }
 
-void MainWindow::clear_error() { banner_->setVisible(false); }
+void MainWindow::clear_error() {
+  if (View* v = current_view()) v->clear_error();
+}
 
 std::string MainWindow::error_text() const {
-  return banner_->isVisibleTo(this) ? banner_->text().toStdString() : std::string();
+  const View* v = current_view();
+  return v != nullptr ? v->error_text() : std::string();
 }
 
 bool MainWindow::guarded(const std::function<void()>& action) {
@@ -172,27 +173,61 @@ bool MainWindow::guarded(const std::function<void()>& action) {
   }
 }
 
-void MainWindow::run(const QString& label, BackgroundWork work) {
+void MainWindow::run(View* view, const QString& label, BackgroundWork work) {
   if (synchronous_) {
     const Progress go_on = [](std::size_t, std::size_t) { return true; };
     try {
       const std::function<void()> apply = work(go_on);
-      if (apply) guarded(apply);
+      if (apply) apply();
+      view->clear_error();
+      view->set_stale({});
     } catch (const Cancelled&) {
       statusBar()->showMessage(label + ": cancelled", 4000);
+      view->set_stale("cancelled: this shows the previous result");
     } catch (const std::exception& error) {
-      show_error(error.what());
+      view->show_error(error.what());
     }
     return;
   }
+  const QString key = QString::fromStdString(view->name()) + "/" + label;
+  view->set_pending(true);
+  // An older run of this key would only produce a stale result: stop it, and let this work wait
+  // until it has stopped (it holds a worker thread until its next progress check).
+  bool busy = false;
+  for (const auto& [number, other] : background_->in_flight) {
+    if (other->key == key) {
+      other->token.cancel();
+      busy = true;
+    }
+  }
+  if (busy) {
+    background_->latest[key] = 0;
+    background_->waiting[key] = {view, label, std::move(work)};  // replaces an older waiting one
+    show_progress();
+    return;
+  }
+  background_->waiting.erase(key);
+  start(view, label, std::move(work));
+}
+
+void MainWindow::start_waiting(const QString& key) {
+  const auto it = background_->waiting.find(key);
+  if (it == background_->waiting.end()) return;
+  for (const auto& [number, other] : background_->in_flight) {
+    if (other->key == key) return;  // still stopping
+  }
+  Background::Waiting next = std::move(it->second);
+  background_->waiting.erase(it);
+  if (next.view) start(next.view, next.label, std::move(next.work));
+}
+
+void MainWindow::start(View* view, const QString& label, BackgroundWork work) {
   auto job = std::make_shared<Run>();
   job->number = ++background_->next;
   job->label = label;
-  // An older run with the same label would only produce a stale result: stop it now.
-  for (const auto& [number, other] : background_->in_flight) {
-    if (other->label == label) other->token.cancel();
-  }
-  background_->latest[label] = job->number;
+  job->key = QString::fromStdString(view->name()) + "/" + label;
+  job->view = view;
+  background_->latest[job->key] = job->number;
   background_->in_flight[job->number] = job;
 
   // Worker side: keep the latest (done, total) and queue at most one update of the progress bar
@@ -240,15 +275,30 @@ void MainWindow::finish(const std::shared_ptr<Run>& job) {
   const Outcome outcome = job->future.result();
   job->watcher->deleteLater();
   job->watcher = nullptr;
-  show_progress();
-  const bool superseded = background_->latest[job->label] != job->number;
-  if (job->token.cancelled() || outcome.cancelled) {
-    if (!superseded) statusBar()->showMessage(job->label + ": cancelled", 4000);
+  const bool superseded = background_->latest[job->key] != job->number;
+  View* view = job->view;
+  if (superseded) {
+    start_waiting(job->key);
+    show_progress();
     return;
   }
-  if (superseded) return;
+  show_progress();
+  if (view == nullptr) return;
+  view->set_pending(false);
+  if (job->token.cancelled() || outcome.cancelled) {
+    statusBar()->showMessage(job->label + ": cancelled", 4000);
+    view->set_stale("cancelled: this shows the previous result");
+    return;
+  }
   if (!progress_->isVisibleTo(this)) statusBar()->clearMessage();
-  if (outcome.apply && guarded(outcome.apply)) clear_error();
+  if (!outcome.apply) return;
+  try {
+    outcome.apply();
+    view->clear_error();
+    view->set_stale({});
+  } catch (const std::exception& error) {
+    view->show_error(error.what());
+  }
 }
 
 // The newest run in flight that is not cancelled drives the progress bar: busy until its work
@@ -274,19 +324,31 @@ void MainWindow::show_progress() {
 }
 
 void MainWindow::cancel_background() {
+  for (const auto& [key, waiting] : background_->waiting) {
+    if (waiting.view) {
+      waiting.view->set_pending(false);
+      waiting.view->set_stale("cancelled: this shows the previous result");
+    }
+  }
+  background_->waiting.clear();
   for (const auto& [number, job] : background_->in_flight) job->token.cancel();
   statusBar()->showMessage("cancelled", 4000);
   show_progress();
 }
 
 void MainWindow::cancel_run(const QString& label) {
+  for (auto it = background_->waiting.begin(); it != background_->waiting.end();) {
+    it = it->second.label == label ? background_->waiting.erase(it) : std::next(it);
+  }
   for (const auto& [number, job] : background_->in_flight) {
     if (job->label == label) job->token.cancel();
   }
   show_progress();
 }
 
-std::size_t MainWindow::runs_in_flight() const { return background_->in_flight.size(); }
+std::size_t MainWindow::runs_in_flight() const {
+  return background_->in_flight.size() + background_->waiting.size();
+}
 
 void MainWindow::recompute_all() {
   for (View* v : views_) v->recompute();

@@ -43,6 +43,8 @@ class MainWindow : public QMainWindow {
   bool export_data(std::size_t index, const std::filesystem::path& path);
   std::vector<std::string> export_titles() const;
 
+  // Window-level errors (File actions) go to the current view's banner; error_text() is the
+  // current view's error ("" when none).
   void show_error(const std::string& message);
   void clear_error();
   std::string error_text() const;
@@ -50,12 +52,14 @@ class MainWindow : public QMainWindow {
   void recompute_all();
   // What views use for heavy work (ViewHost::run): off the GUI thread with its own cancel
   // token, a progress bar driven by the work's (done, total) reports and a cancel button.
-  // Starting a run cancels the one in flight with the same label (its result would be stale).
-  void run(const QString& label, BackgroundWork work);
+  // Starting a run cancels the one in flight with the same view and label (its result would be
+  // stale) and waits for it to stop: at most one run per view and label computes, and at most one
+  // more waits (the newest request; older waiting ones are dropped unstarted).
+  void run(View* view, const QString& label, BackgroundWork work);
   // The Cancel button: cancels every run in flight; their work stops at its next progress
   // check and their results are never applied. Runs started later are not affected.
   void cancel_background();
-  // Cancels only the runs in flight with this label.
+  // Cancels only the runs in flight (and waiting) with this label.
   void cancel_run(const QString& label);
   // Runs started and not yet finished (their completion is seen on the GUI thread).
   std::size_t runs_in_flight() const;
@@ -68,11 +72,12 @@ class MainWindow : public QMainWindow {
   };
   struct Run;
   bool guarded(const std::function<void()>& action);
+  void start(View* view, const QString& label, BackgroundWork work);
+  void start_waiting(const QString& key);
   void finish(const std::shared_ptr<Run>& run);
   void show_progress();
   bool synchronous_;
   QTabWidget* tabs_;
-  QLabel* banner_;
   QProgressBar* progress_;
   QPushButton* cancel_;
   std::vector<View*> views_;

@@ -1,4 +1,5 @@
 #include "training_view.hpp"
+#include "view_kit.hpp"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -362,8 +363,7 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   grid->setColumnStretch(0, 1);
   grid->setColumnStretch(1, 1);
 
-  auto* text = new QTextBrowser;
-  text->setHtml(
+  auto* panel = new ExplanationPanel(
       "<h3>Training</h3><p><b>What you see.</b> Tiny byte-level models trained side by side on the same text "
       "from the same initial weights, one AdamW step each in turn. Left: training loss (lines) and "
       "validation loss (markers) in nats per byte; a model that knows nothing scores ln 256 &asymp; 5.55. "
@@ -376,13 +376,12 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
       "model.safetensors, optimizer state, log) that <code>attnres train --resume</code> continues with the "
       "same data file (the built-in sample lives only in memory). "
       "See docs/training.md.</p>");
-  text->setMaximumWidth(260);
-  text->setMinimumWidth(200);
-
   auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(scroll);
   layout->addWidget(content, 1);
-  layout->addWidget(text);
+  layout->addWidget(panel);
+  set_content(content);
 
   QObject::connect(browse, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, "Training text", {}, "Text (*.txt *.md);;All files (*)");
@@ -498,10 +497,10 @@ void TrainingView::start() {
   try {
     s = settings();
   } catch (const Error& error) {
-    host_.show_error(error.what());
+    show_error(error.what());
     return;
   }
-  host_.clear_error();
+  clear_error();
   auto run = std::make_shared<Run>();
   run->id = ++next_run_;
   run->settings = s;
@@ -525,7 +524,7 @@ void TrainingView::start() {
   redraw();
   redraw_alpha();
 
-  host_.run("training", [this, run](const Progress& progress) -> std::function<void()> {
+  View::run("training", [this, run](const Progress& progress) -> std::function<void()> {
     const Settings& setup = run->settings;
     // Inside a step: only "go on?" (the step's own sublayer counts would make the bar jump).
     const Progress check = [stop = run->stop, progress](std::size_t, std::size_t) {
@@ -791,9 +790,9 @@ void TrainingView::save_models(const fs::path& directory) {
         targets.emplace_back(target, run_->trainers[i].get());
       }
     }
-    host_.clear_error();
+    clear_error();
     // The trainers stay alive with `run` while another run may start.
-    host_.run("saving models", [this, run = run_, targets, output, root](const Progress& progress) -> std::function<void()> {
+    run("saving models", [this, run = run_, targets, output, root](const Progress& progress) -> std::function<void()> {
       OutputDirectoryOptions options = output;
       options.progress = progress;
       for (const auto& [target, trainer] : targets) {
@@ -808,7 +807,7 @@ void TrainingView::save_models(const fs::path& directory) {
       };
     });
   } catch (const Error& error) {
-    host_.show_error(error.what());
+    show_error(error.what());
   }
 }
 

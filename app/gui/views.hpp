@@ -3,6 +3,7 @@
 // and an explanation panel (what you see, the formula, what to try).
 #pragma once
 
+#include <QPointer>
 #include <QWidget>
 #include <filesystem>
 #include <functional>
@@ -14,6 +15,12 @@
 #include "attnres/scenario.hpp"
 #include "widgets.hpp"
 
+QT_BEGIN_NAMESPACE
+class QLabel;
+class QResizeEvent;
+class QTimer;
+QT_END_NAMESPACE
+
 namespace attnres::gui {
 
 // Heavy work of a view: runs off the GUI thread with the run's progress callback and returns
@@ -23,36 +30,70 @@ namespace attnres::gui {
 // then throws attnres::Cancelled. A call with total == 0 only asks whether to go on.
 using BackgroundWork = std::function<std::function<void()>(const Progress& progress)>;
 
+class View;
+class LessonModel;
+
 // What the main window lends a view.
 struct ViewHost {
-  std::function<void(const std::string&)> show_error;
-  std::function<void()> clear_error;
   // Runs `work` off the GUI thread (inline when synchronous) with a progress bar and a cancel
-  // button. Every run has its own cancel token; a newer run with the same label cancels the
-  // older one. The closure the work returns is applied on the GUI thread unless the run was
-  // cancelled or superseded; an exception from the work is shown in the error banner, except
-  // attnres::Cancelled.
-  std::function<void(const QString& label, BackgroundWork work)> run;
+  // button. Every run has its own cancel token; a newer run of the same view and label replaces
+  // the older one (cancelled at once; at most one more waits). The closure the work returns is
+  // applied on the GUI thread unless the run was cancelled or superseded; an exception from the
+  // work is shown in the view's own error banner, except attnres::Cancelled.
+  std::function<void(View* view, const QString& label, BackgroundWork work)> run;
+  // The one lesson model the model views share (main window; nullptr: the views make their own).
+  LessonModel* lesson = nullptr;
 };
 
 class View : public QWidget {
  public:
-  View(std::string name, QString title, ViewHost host, QWidget* parent = nullptr)
-      : QWidget(parent), name_(std::move(name)), title_(std::move(title)), host_(std::move(host)) {}
+  View(std::string name, QString title, ViewHost host, QWidget* parent = nullptr);
+  ~View() override;
   const std::string& name() const { return name_; }
   const QString& title() const { return title_; }
-  // Recomputes from the current inputs (through host.run for heavy work).
+  // Recomputes from the current inputs (through run() for heavy work).
   virtual void recompute() = 0;
   // Charts and heatmaps the user can export.
   virtual std::vector<ChartSpec> charts() const { return {}; }
   virtual std::vector<HeatmapWidget*> heatmaps() { return {}; }
   virtual void apply_scenario(const Scenario&) {}
+  // This view's settings into a scenario (File > Save scenario writes every view's).
+  virtual void save_to(Scenario&) const {}
   virtual void set_model_directory(const std::string&) {}
 
+  // This view's errors: a banner over the content (it does not move the layout), a red frame on
+  // the inputs that caused them, and the charts under it marked stale until the next result.
+  void show_error(const std::string& message, const std::vector<QWidget*>& fields = {});
+  void clear_error();
+  std::string error_text() const;  // "" when there is no error
+  std::vector<QWidget*> error_fields() const;
+  // Marks every chart, heatmap and Gantt chart of the view as not showing the current inputs
+  // (the reason is written over them); an empty reason marks them current.
+  void set_stale(const QString& reason);
+  const QString& stale_reason() const { return stale_; }
+  // A run of this view is in flight (set by the main window). Its charts show "computing" when
+  // the run takes longer than a moment; a result, an error or a cancellation ends it.
+  void set_pending(bool pending);
+  bool pending() const { return pending_; }
+  // The middle column (charts and tables): where the banner and the stale marks go.
+  void set_content(QWidget* content) { content_ = content; }
+  QWidget* content() const { return content_; }
+
  protected:
+  void run(const QString& label, BackgroundWork work) { host_.run(this, label, std::move(work)); }
+  void resizeEvent(QResizeEvent* event) override;
   std::string name_;
   QString title_;
   ViewHost host_;
+
+ private:
+  void place_banner();
+  QWidget* content_ = nullptr;
+  QLabel* banner_ = nullptr;
+  std::vector<QPointer<QWidget>> error_fields_;
+  QString stale_;
+  bool pending_ = false;
+  QTimer* pending_timer_ = nullptr;
 };
 
 // The trained models shipped with the project (resources/models/, scripts/train-shipped-models.sh),

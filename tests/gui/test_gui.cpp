@@ -464,12 +464,12 @@ TEST(Gui, TrainingLogSummaryReadsTheLastValidationLoss) {
 TEST(Gui, CancelledBackgroundWorkIsDiscarded) {
   MainWindow window(false);
   bool applied = false;
-  window.run("test work", [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
+  window.run(window.current_view(), "test work", [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
   window.cancel_background();
   QThreadPool::globalInstance()->waitForDone();
   settle();
   EXPECT_FALSE(applied);
-  window.run("test work", [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
+  window.run(window.current_view(), "test work", [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
   QThreadPool::globalInstance()->waitForDone();
   settle();
   EXPECT_TRUE(applied);
@@ -523,14 +523,14 @@ TEST(Gui, CancelledRunIsNeverAppliedEvenAfterANewerRunStarts) {
   // Cancel and after run B (another label) started, so nothing but its own token can stop it.
   std::atomic<bool> release_a{false};
   bool applied_a = false, applied_b = false;
-  window.run("run a", [&](const Progress&) -> std::function<void()> {
+  window.run(window.current_view(), "run a", [&](const Progress&) -> std::function<void()> {
     QElapsedTimer timer;
     timer.start();
     while (!release_a.load() && timer.elapsed() < 30000) QThread::msleep(1);
     return [&] { applied_a = true; };
   });
   window.cancel_background();
-  window.run("run b", [&](const Progress&) -> std::function<void()> { return [&] { applied_b = true; }; });
+  window.run(window.current_view(), "run b", [&](const Progress&) -> std::function<void()> { return [&] { applied_b = true; }; });
   release_a = true;
   ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
   settle();
@@ -544,7 +544,7 @@ TEST(Gui, CancelEndsTheWorkerAndProgressDrivesTheBar) {
   auto* bar = window.findChild<QProgressBar*>();
   ASSERT_NE(bar, nullptr);
   LoopingWork loop;
-  window.run("looping", loop.work());
+  window.run(window.current_view(), "looping", loop.work());
   // The worker's (500, 1000) reaches the bar through the GUI thread's event loop.
   ASSERT_TRUE(wait_until([&] { return bar->maximum() == 1000 && bar->value() == 500; }))
       << bar->minimum() << ".." << bar->maximum() << " at " << bar->value();
@@ -575,7 +575,7 @@ TEST(Gui, CancelStopsARealForwardPassAtTheNextSublayer) {
   std::atomic<bool> at_second_sublayer{false}, cancel_clicked{false}, threw_cancelled{false};
   std::atomic<std::size_t> last_check{0};
   bool applied = false;
-  window.run("forward", [&](const Progress& progress) -> std::function<void()> {
+  window.run(window.current_view(), "forward", [&](const Progress& progress) -> std::function<void()> {
     ForwardOptions options;
     options.mode = ResidualMode::full;
     // Holds the pass at sublayer 1 until Cancel was pressed, then asks the run's callback.
@@ -611,8 +611,8 @@ TEST(Gui, CancelStopsARealForwardPassAtTheNextSublayer) {
 TEST(Gui, ConcurrentRunsAreCancelledIndependently) {
   MainWindow window(false);
   LoopingWork a, b;
-  window.run("run a", a.work());
-  window.run("run b", b.work());
+  window.run(window.current_view(), "run a", a.work());
+  window.run(window.current_view(), "run b", b.work());
   ASSERT_TRUE(wait_until([&] { return a.started.load(); }));
   window.cancel_run("run a");
   ASSERT_TRUE(wait_until([&] { return a.saw_cancel.load(); }));
@@ -630,7 +630,7 @@ TEST(Gui, ConcurrentRunsAreCancelledIndependently) {
   // Cancel (all runs) does not reach a run started after it.
   LoopingWork c;
   window.cancel_background();
-  window.run("run c", c.work());
+  window.run(window.current_view(), "run c", c.work());
   ASSERT_TRUE(wait_until([&] { return c.calls > 20; }));
   c.release = true;
   ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
@@ -642,9 +642,9 @@ TEST(Gui, ConcurrentRunsAreCancelledIndependently) {
 TEST(Gui, ANewerRunWithTheSameLabelStopsTheOlderOne) {
   MainWindow window(false);
   LoopingWork old_run, new_run;
-  window.run("same", old_run.work());
+  window.run(window.current_view(), "same", old_run.work());
   ASSERT_TRUE(wait_until([&] { return old_run.started.load(); }));
-  window.run("same", new_run.work());
+  window.run(window.current_view(), "same", new_run.work());
   ASSERT_TRUE(wait_until([&] { return old_run.saw_cancel.load(); }));
   new_run.release = true;
   ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
@@ -659,7 +659,7 @@ TEST(Gui, ClosingTheWindowCancelsAndWaitsForRunsInFlight) {
   LoopingWork loop;
   {
     MainWindow window(false);
-    window.run("looping", loop.work());
+    window.run(window.current_view(), "looping", loop.work());
     ASSERT_TRUE(wait_until([&] { return loop.started.load(); }));
   }
   // The destructor cancelled the run and waited: the work has already ended.
@@ -965,41 +965,42 @@ TEST(Gui, BadSchemeShowsTheBannerAndTheViewsKeepWorking) {
   View* depth = window->view("depth-attention");
   HeatmapWidget* map = depth->heatmaps()[0];
   type_scheme(depth, "scheme", "full:heads=3");
-  EXPECT_NE(window->error_text().find("scheme 'full:heads=3': attn_res.heads (3) must be a positive divisor of "
+  EXPECT_NE(depth->error_text().find("scheme 'full:heads=3': attn_res.heads (3) must be a positive divisor of "
                                       "hidden_size (64)"),
             std::string::npos)
-      << window->error_text();
+      << depth->error_text();
   EXPECT_EQ(map->title(), "Full AttnRes: alpha (mean over tokens)");  // the last map stays
   type_scheme(depth, "scheme", "fulll");
-  EXPECT_NE(window->error_text().find("scheme 'fulll': unknown scheme 'fulll'"), std::string::npos)
-      << window->error_text();
+  EXPECT_NE(depth->error_text().find("scheme 'fulll': unknown scheme 'fulll'"), std::string::npos)
+      << depth->error_text();
   // A good choice clears the banner and draws.
   pick_scheme(depth, "scheme", "block");
-  EXPECT_EQ(window->error_text(), "");
+  EXPECT_EQ(depth->error_text(), "");
   EXPECT_EQ(map->title(), "Block AttnRes (S = 2): alpha (mean over tokens)");
   type_scheme(depth, "compare", "block:block_size=99");
-  EXPECT_NE(window->error_text().find("compare with 'block:block_size=99': attn_res.block_size must be between 1 "
+  EXPECT_NE(depth->error_text().find("compare with 'block:block_size=99': attn_res.block_size must be between 1 "
                                       "and L = 8"),
             std::string::npos)
-      << window->error_text();
+      << depth->error_text();
   EXPECT_EQ(depth->heatmaps().size(), 1u);
   pick_scheme(depth, "compare", "@none");
-  EXPECT_EQ(window->error_text(), "");
+  EXPECT_EQ(depth->error_text(), "");
 
   View* duality = window->view("duality");
   auto* table = duality->findChild<QTableWidget*>("scheme_taxonomy");
   type_scheme(duality, "compare", "block:heads=5");
-  EXPECT_NE(window->error_text().find("compare with 'block:heads=5'"), std::string::npos) << window->error_text();
+  EXPECT_NE(duality->error_text().find("compare with 'block:heads=5'"), std::string::npos) << duality->error_text();
+  EXPECT_EQ(depth->error_text(), "");  // errors belong to their tab
   EXPECT_EQ(table->rowCount(), 1 + 7);  // the last table stays
   pick_scheme(duality, "compare", "full_sigmoid");
-  EXPECT_EQ(window->error_text(), "");
+  EXPECT_EQ(duality->error_text(), "");
   EXPECT_EQ(table->rowCount(), 2 + 7);
 
   View* magnitudes = window->view("magnitudes");
   type_scheme(magnitudes, "scheme", "mhc:streams=0");
-  EXPECT_NE(window->error_text().find("streams"), std::string::npos) << window->error_text();
+  EXPECT_NE(magnitudes->error_text().find("streams"), std::string::npos) << magnitudes->error_text();
   pick_scheme(magnitudes, "scheme", "@own");
-  EXPECT_EQ(window->error_text(), "");
+  EXPECT_EQ(magnitudes->error_text(), "");
 
   // In the background too: the error of a worker reaches the banner, and the window goes on.
   auto background = random_model_window(false);
@@ -1009,11 +1010,11 @@ TEST(Gui, BadSchemeShowsTheBannerAndTheViewsKeepWorking) {
   type_scheme(later, "scheme", "full:heads=3");
   ASSERT_TRUE(wait_until([&] { return background->runs_in_flight() == 0; }));
   settle();
-  EXPECT_NE(background->error_text().find("heads (3)"), std::string::npos) << background->error_text();
+  EXPECT_NE(later->error_text().find("heads (3)"), std::string::npos) << later->error_text();
   pick_scheme(later, "scheme", "full_multihead");
   ASSERT_TRUE(wait_until([&] { return background->runs_in_flight() == 0; }));
   settle();
-  EXPECT_EQ(background->error_text(), "");
+  EXPECT_EQ(later->error_text(), "");
   EXPECT_NE(later->heatmaps()[0]->title().find("16 heads"), std::string::npos);
 }
 
@@ -1047,7 +1048,11 @@ TEST(Gui, CompareModeOfEveryModelViewDraws) {
 
 // ------------------------------------------------------------------ the Training view
 
-TrainingView* training_view(const MainWindow& window) { return dynamic_cast<TrainingView*>(window.view("training")); }
+// The Training view, made the current tab (its errors are in its own banner: error_text() reads the current tab's).
+TrainingView* training_view(MainWindow& window) {
+  window.show_view("training");
+  return dynamic_cast<TrainingView*>(window.view("training"));
+}
 
 template <typename Widget>
 Widget* child(QWidget* parent, const char* name) {

@@ -1,0 +1,371 @@
+// The cost explorer: the costs of every residual scheme against the number of blocks N (docs/math.md §3,
+// docs/scheme-costs.md).
+#include "view_kit.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/cost.hpp"
+#include "attnres/cost_metrics.hpp"
+#include "attnres/engine.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/forward.hpp"
+#include "attnres/layers.hpp"
+#include "attnres/model.hpp"
+#include "attnres/model_config.hpp"
+#include "attnres/paper_reference.hpp"
+#include "attnres/report.hpp"
+#include "attnres/sweep.hpp"
+#include "training_view.hpp"
+
+namespace attnres::gui {
+
+namespace {
+
+class CostView : public View {
+ public:
+  explicit CostView(const ViewHost& host) : View("cost", "Cost explorer", host) {
+    auto* inputs = new QWidget;
+    auto* form = new QFormLayout(inputs);
+    sublayers_ = spin(1, 100000, 128);
+    blocks_ = spin(1, 100000, 8);
+    d_model_ = spin(1, 1'000'000, 7168);
+    tokens_ = spin(1, 1'000'000'000, 131072);
+    batch_ = spin(1, 1'000'000, 1);
+    dtype_ = new QComboBox;
+    dtype_->addItems({"bf16", "fp16", "fp32", "fp8"});
+    pp_ = spin(1, 4096, 4);
+    vpp_ = spin(1, 64, 2);
+    streams_ = spin(1, 64, 4);
+    shards_ = spin(1, 1'000'000, 8);
+    chunk_ = spin(0, 1'000'000'000, 16384);
+    hardware_ = hardware_combo();
+    sweep_ = new QComboBox;
+    sweep_->addItem("(open a scenario to see its sweeps)");
+    // Two scheme pickers (docs/scheme-costs.md): every named scheme of the cost engine.
+    scheme_a_ = named_scheme_picker("block");
+    scheme_b_ = named_scheme_picker("full");
+    form->addRow("sublayers L", sublayers_);
+    form->addRow("blocks N", blocks_);
+    form->addRow("width d", d_model_);
+    form->addRow("tokens T", tokens_);
+    form->addRow("batch B", batch_);
+    form->addRow("dtype", dtype_);
+    form->addRow("pipeline ranks P", pp_);
+    form->addRow("virtual stages V", vpp_);
+    form->addRow("mHC streams m", streams_);
+    form->addRow("sequence shards", shards_);
+    form->addRow("prefill chunk", chunk_);
+    form->addRow("hardware", hardware_);
+    form->addRow("scenario sweep", sweep_);
+    form->addRow("scheme A", scheme_a_);
+    form->addRow("scheme B", scheme_b_);
+    blocks_->setObjectName("blocks");
+    sublayers_->setObjectName("sublayers");
+    pp_->setObjectName("pp");
+    vpp_->setObjectName("vpp");
+    sweep_->setObjectName("scenario_sweep");
+    scheme_a_->setObjectName("scheme_a");
+    scheme_b_->setObjectName("scheme_b");
+    auto* content = new QWidget;
+    auto* grid = new QGridLayout(content);
+    for (int i = 0; i < 4; ++i) {
+      panels_.push_back(new ChartPanel);
+      grid->addWidget(panels_.back(), i / 2, i % 2);
+    }
+    scenario_panel_ = new ChartPanel;
+    scenario_panel_->setVisible(false);
+    grid->addWidget(scenario_panel_, 0, 0, 2, 2);
+    table_ = new QTableWidget;
+    table_->setColumnCount(3);
+    table_->setHorizontalHeaderLabels({"quantity", "value", "unit"});
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setMaximumHeight(190);
+    grid->addWidget(table_, 2, 0);
+    compare_ = new QTableWidget;
+    compare_->setObjectName("scheme_comparison");
+    compare_->setColumnCount(3);
+    compare_->setHorizontalHeaderLabels({"quantity", "scheme A", "scheme B"});
+    compare_->verticalHeader()->setVisible(false);
+    compare_->setWordWrap(false);
+    compare_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    compare_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+    compare_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+    compare_->setMaximumHeight(190);
+    grid->addWidget(compare_, 2, 1);
+    three_columns(this, inputs, content,
+                  "<h3>Cost explorer</h3><p><b>What you see.</b> Four costs of the residual mechanism against the "
+                  "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
+                  "long-context prefill memory and pipeline traffic. The dashed line marks your <i>N</i>; the "
+                  "orange dots are the paper's Fig. 6 losses (32-sublayer model, right axis).</p>"
+                  "<p><b>Formulas</b> (docs/math.md §3): standard 3d; Block two-phase (N/S + 5)d; Full two-phase "
+                  "(S + N)d; prefill b·N·T·d; naive pipeline C(C-1)/2·N<sub>p</sub>·d, cached "
+                  "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Two schemes side by side.</b> Pick scheme A "
+                  "and B (the paper's Table 4 zoo: gates, key norm, window, heads, input query, scalars, "
+                  "DenseFormer, rescaled, mHC): the table under the charts gives each one's I/O per sublayer "
+                  "with its formula, stored history, parameters, mixing FLOPs and whether the two-phase "
+                  "schedule applies; both are drawn in the I/O chart (docs/scheme-costs.md).</p>"
+                  "<p><b>Try:</b> move N from 1 to L and watch Block "
+                  "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off; "
+                  "compare full with full_input_query to see what breaks the two-phase schedule.</p>");
+    on_change(this, {sublayers_, blocks_, d_model_, tokens_, batch_, dtype_, pp_, vpp_, streams_, shards_, chunk_, hardware_,
+                     scheme_a_, scheme_b_},
+              [this] { recompute(); });
+    QObject::connect(sweep_, &QComboBox::currentIndexChanged, this, [this] { show_scenario_sweep(); });
+  }
+
+  CostInputs inputs() const {
+    CostInputs in;
+    in.sublayers = sublayers_->value();
+    in.blocks = blocks_->value();
+    in.d_model = d_model_->value();
+    in.tokens = tokens_->value();
+    in.batch = batch_->value();
+    in.dtype = parse_dtype(dtype_->currentText().toStdString(), "dtype");
+    in.pp = pp_->value();
+    in.vpp = vpp_->value();
+    in.streams = streams_->value();
+    in.seq_shards = shards_->value();
+    in.chunk = chunk_->value();
+    return in;
+  }
+
+  void recompute() override {
+    CostInputs in = inputs();
+    if (auto problem = try_resolve_cost_inputs(in)) {
+      show_error(problem->message);
+      return;
+    }
+    clear_error();
+    Hardware hw;
+    try {
+      hw = load_hardware(hardware_->currentText().toStdString());
+    } catch (const Error& error) {
+      show_error(error.what());
+      return;
+    }
+    // The four sweeps and the table off the GUI thread (a large L makes many settings).
+    const std::string scheme_a = scheme_a_->currentData().toString().toStdString();
+    const std::string scheme_b = scheme_b_->currentData().toString().toStdString();
+    run("cost sweeps", [this, in, hw, scheme_a, scheme_b](const Progress& progress) -> std::function<void()> {
+      // Every N that some equal block size produces.
+      std::vector<std::int64_t> ns;
+      for (std::int64_t s = in.sublayers; s >= 1; --s) {
+        const std::int64_t n = block_count(in.sublayers, s);
+        if (ns.empty() || ns.back() != n) ns.push_back(n);
+      }
+      std::size_t index = 0;
+      auto sweep = [&](const std::string& id, const std::string& title, std::vector<std::string> metrics, bool log_y,
+                       bool overlay) {
+        SweepSpec spec;
+        spec.name = id;
+        spec.title = title;
+        spec.x = {"blocks", ns};
+        spec.metrics = std::move(metrics);
+        spec.log_x = true;
+        spec.log_y = log_y;
+        spec.overlay = overlay ? "paper_fig6" : "";
+        return sweep_chart(run_sweep(in, spec, step(progress, index++, 4)), in);
+      };
+      // The I/O chart: the paper's rows, plus schemes A and B when they are others.
+      std::vector<std::string> io_metrics = {"io_multiples_of_d.standard", "io_multiples_of_d.block_two_phase",
+                                             "io_multiples_of_d.full_two_phase", "io_multiples_of_d.mhc"};
+      for (const auto& name : {scheme_a, scheme_b}) {
+        const std::string metric = scheme_io_metric(name);
+        if (std::find(io_metrics.begin(), io_metrics.end(), metric) == io_metrics.end()) io_metrics.push_back(metric);
+      }
+      std::vector<ChartSpec> specs = {
+          sweep("cost_io", "Residual I/O per sublayer against N", io_metrics, true, true),
+          sweep("cost_history", "Stored depth history against N",
+                {"history_vectors_per_token.block", "history_vectors_per_token.full"}, true, false),
+          sweep("cost_prefill", "Prefill block history against N",
+                {"prefill_history_gb.total", "prefill_history_gb.per_device", "prefill_history_gb.per_device_chunked"},
+                true, false),
+          sweep("cost_pipeline", "Pipeline traffic against N",
+                {"pipeline_exact_elements_per_token.naive", "pipeline_exact_elements_per_token.cached",
+                 "pipeline_exact_elements_per_token.cached_own"}, false, false)};
+      // The current numbers, with units.
+      const CostReport report = evaluate_costs(in);
+      const StackTime prefill = stack_time(in, {}, Phase::prefill, hw), decode = stack_time(in, {}, Phase::decode, hw);
+      const Evaluation evaluation{&report, &prefill, &decode, nullptr};
+      std::vector<std::array<std::string, 3>> rows;
+      for (const auto& metric : cost_metrics()) {
+        if (metric.needs == CostMetric::Needs::pipeline) continue;
+        if (metric.key.find("reads_") != std::string::npos || metric.key.find("writes_") != std::string::npos) continue;
+        rows.push_back({metric.key, format_number(metric.value(evaluation)), metric.unit});
+      }
+      // Schemes A and B side by side.
+      const SchemeCost a = scheme_cost(named_scheme(scheme_a, in), in), b = scheme_cost(named_scheme(scheme_b, in), in);
+      const std::vector<std::array<std::string, 3>> compared = scheme_rows(a, b, in);
+      return [this, specs = std::move(specs), rows = std::move(rows), compared]() mutable {
+        charts_ = std::move(specs);
+        for (std::size_t i = 0; i < panels_.size(); ++i) panels_[i]->set_spec(charts_[i]);
+        table_->setRowCount(0);
+        for (const auto& row : rows) {
+          const int r = table_->rowCount();
+          table_->insertRow(r);
+          for (int c = 0; c < 3; ++c) {
+            table_->setItem(r, c, new QTableWidgetItem(QString::fromStdString(row[static_cast<std::size_t>(c)])));
+          }
+        }
+        table_->resizeColumnsToContents();
+        compare_->setRowCount(0);
+        for (const auto& row : compared) {
+          const int r = compare_->rowCount();
+          compare_->insertRow(r);
+          for (int c = 0; c < 3; ++c) {
+            auto* item = new QTableWidgetItem(QString::fromStdString(row[static_cast<std::size_t>(c)]));
+            item->setToolTip(item->text());  // long formulas and reasons are elided in the cell
+            compare_->setItem(r, c, item);
+          }
+        }
+      };
+    });
+  }
+
+  std::vector<ChartSpec> charts() const override {
+    std::vector<ChartSpec> all = charts_;
+    if (showing_scenario_) all.insert(all.begin(), scenario_panel_->spec());
+    return all;
+  }
+
+  void apply_scenario(const Scenario& s) override {
+    scenario_ = s;
+    if (s.has_model) {
+      const QSignalBlocker blockers[] = {QSignalBlocker(sublayers_), QSignalBlocker(blocks_), QSignalBlocker(d_model_),
+                                         QSignalBlocker(tokens_), QSignalBlocker(batch_), QSignalBlocker(pp_),
+                                         QSignalBlocker(vpp_), QSignalBlocker(streams_), QSignalBlocker(shards_),
+                                         QSignalBlocker(chunk_), QSignalBlocker(dtype_)};
+      sublayers_->setValue(static_cast<int>(s.inputs.sublayers));
+      blocks_->setValue(static_cast<int>(s.inputs.blocks));
+      d_model_->setValue(static_cast<int>(s.inputs.d_model));
+      tokens_->setValue(static_cast<int>(s.inputs.tokens));
+      batch_->setValue(static_cast<int>(s.inputs.batch));
+      dtype_->setCurrentText(QString::fromStdString(to_string(s.inputs.dtype)));
+      pp_->setValue(static_cast<int>(s.inputs.pp));
+      vpp_->setValue(static_cast<int>(s.inputs.vpp));
+      streams_->setValue(static_cast<int>(s.inputs.streams));
+      shards_->setValue(static_cast<int>(s.inputs.seq_shards));
+      chunk_->setValue(static_cast<int>(s.inputs.chunk));
+    }
+    {
+      const QSignalBlocker blocker(sweep_);
+      sweep_->clear();
+      sweep_->addItem("(none: the four charts)");
+      for (const auto& sweep : s.sweeps) sweep_->addItem(QString::fromStdString(sweep.name));
+    }
+    recompute();
+    show_scenario_sweep();
+  }
+
+  // The scenario's own sweep, drawn by the same core builder as `attnres report`.
+  void show_scenario_sweep() {
+    const int index = sweep_->currentIndex() - 1;
+    const bool show = scenario_ && index >= 0 && index < static_cast<int>(scenario_->sweeps.size());
+    showing_scenario_ = show;
+    scenario_panel_->setVisible(show);
+    for (auto* panel : panels_) panel->setVisible(!show);
+    if (!show) return;
+    ScenarioInputs inputs;
+    try {
+      inputs = scenario_->scenario_inputs();
+    } catch (const Error& error) {
+      show_error(error.what());
+      return;
+    }
+    const SweepSpec spec = scenario_->sweeps[static_cast<std::size_t>(index)];
+    run("scenario sweep", [this, inputs, spec](const Progress& progress) mutable -> std::function<void()> {
+      // A sweep of pipeline metrics simulates a schedule per setting: let Cancel stop inside one.
+      if (inputs.pipeline) inputs.pipeline->progress = check_only(progress);
+      const ChartSpec chart = sweep_chart(run_sweep(inputs, spec, progress), inputs);
+      return [this, chart] { scenario_panel_->set_spec(chart); };
+    });
+  }
+
+  QSpinBox* blocks_spin() const { return blocks_; }
+
+
+  // The io_multiples_of_d metric that draws a named scheme.
+  static std::string scheme_io_metric(const std::string& name) {
+    if (name == "full") return "io_multiples_of_d.full_two_phase";
+    if (name == "block") return "io_multiples_of_d.block_two_phase";
+    return "io_multiples_of_d." + name;
+  }
+
+  // (quantity, A, B) rows of the comparison table.
+  static std::vector<std::array<std::string, 3>> scheme_rows(const SchemeCost& a, const SchemeCost& b,
+                                                             const CostInputs& in) {
+    const double d = static_cast<double>(in.d_model);
+    std::vector<std::array<std::string, 3>> rows;
+    auto add = [&rows, &a, &b](const std::string& quantity, const std::function<std::string(const SchemeCost&)>& get) {
+      rows.push_back({quantity, get(a), get(b)});
+    };
+    add("scheme", [](const SchemeCost& c) { return c.spec; });
+    add("description", [](const SchemeCost& c) { return c.description; });
+    add("I/O per sublayer (x d)", [d](const SchemeCost& c) { return format_number(c.io.total() / d); });
+    add("I/O formula", [](const SchemeCost& c) { return c.io_formula; });
+    add("I/O reads / writes (x d)", [d](const SchemeCost& c) {
+      return format_number(c.io.reads / d) + " / " + format_number(c.io.writes / d);
+    });
+    add("I/O schedule", [](const SchemeCost& c) { return c.io_schedule; });
+    add("history (vectors/token)", [](const SchemeCost& c) { return std::to_string(c.history_vectors) + " = " + c.history_formula; });
+    add("history (bytes/token)", [](const SchemeCost& c) { return format_number(c.history_bytes); });
+    add("params (whole model)", [](const SchemeCost& c) { return format_number(c.params); });
+    add("params formula", [](const SchemeCost& c) { return c.params_formula; });
+    add("mixing FLOP/token", [](const SchemeCost& c) { return format_number(c.mixing_flops); });
+    add("mixing FLOP/token/sublayer", [](const SchemeCost& c) { return format_number(c.mixing_flops_per_sublayer); });
+    add("mixing FLOPs formula", [](const SchemeCost& c) { return c.flops_formula; });
+    add("two-phase", [](const SchemeCost& c) { return std::string(c.two_phase ? "yes" : "no"); });
+    add("two-phase reason", [](const SchemeCost& c) { return c.two_phase_reason; });
+    return rows;
+  }
+  const std::optional<Scenario>& scenario() const { return scenario_; }
+  void save_to(Scenario& s) const override {
+    if (scenario_) s = *scenario_;
+    s.inputs = resolve_cost_inputs(inputs());
+    s.has_model = true;
+  }
+  std::string hardware() const { return hardware_->currentText().toStdString(); }
+
+ private:
+  QSpinBox *sublayers_, *blocks_, *d_model_, *tokens_, *batch_, *pp_, *vpp_, *streams_, *shards_, *chunk_;
+  QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_;
+  std::vector<ChartPanel*> panels_;
+  ChartPanel* scenario_panel_;
+  QTableWidget *table_, *compare_;
+  std::vector<ChartSpec> charts_;
+  std::optional<Scenario> scenario_;
+  bool showing_scenario_ = false;
+};
+
+
+}  // namespace
+
+View* make_cost_view(const ViewHost& host) { return new CostView(host); }
+
+}  // namespace attnres::gui

@@ -1,0 +1,1191 @@
+// The views on a model: depth attention, magnitudes by depth and the depth-sequence duality
+// (docs/math.md §2, docs/schemes.md).
+#include "view_kit.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/cost.hpp"
+#include "attnres/cost_metrics.hpp"
+#include "attnres/engine.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/forward.hpp"
+#include "attnres/layers.hpp"
+#include "attnres/model.hpp"
+#include "attnres/model_config.hpp"
+#include "attnres/paper_reference.hpp"
+#include "attnres/report.hpp"
+#include "attnres/sweep.hpp"
+#include "training_view.hpp"
+
+namespace attnres::gui {
+
+namespace {
+
+// ------------------------------------------------------------------ the model the views share
+
+// The text the views feed a trained model (its bytes are the token ids: the models are byte-level).
+constexpr const char* kTrainedText = "Attention residuals read the depth history.";
+constexpr const char* kRandomTokens = "1 7 42 7 99 3";
+
+std::string byte_token_ids(const std::string& text) {
+  std::string ids;
+  for (unsigned char c : text) ids += (ids.empty() ? "" : " ") + std::to_string(static_cast<int>(c));
+  return ids;
+}
+
+std::string scheme_name(const ModelConfig& config) { return config.attn_res.describe(); }
+
+struct ModelForm {
+  enum class Kind { trained, random, loaded };
+  QComboBox* choice;  // trained models, the random model, a loaded directory
+  QLabel* about;      // one line on the chosen model
+  QSpinBox *layers, *d_model, *heads, *kv_heads, *ffn, *vocab, *seed, *block_size;
+  QDoubleSpinBox* query_std;
+  QLineEdit* tokens;
+  std::string directory;              // "" = random model
+  Kind kind = Kind::random;
+  std::optional<ModelConfig> config;  // the chosen directory's config.json
+  bool tokens_edited = false;         // the user typed tokens: keep them across model choices
+  std::function<void()> changed;      // the view's answer to a new choice (recompute)
+
+  explicit ModelForm(QFormLayout* form) {
+    choice = new QComboBox;
+    choice->setObjectName("model_choice");
+    choice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    choice->setMinimumContentsLength(16);
+    for (const auto& model : available_shipped_models()) add_entry(model.label, Kind::trained, model.directory.string());
+    add_entry("random model (the spin boxes below)", Kind::random, "");
+    about = new QLabel;
+    about->setObjectName("model_about");
+    about->setWordWrap(true);
+    about->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layers = spin(1, 64, 4);
+    d_model = spin(8, 1024, 64);
+    heads = spin(1, 64, 4);
+    kv_heads = spin(1, 64, 2);
+    ffn = spin(1, 4096, 172);
+    vocab = spin(2, 65536, 256);
+    seed = spin(0, 1'000'000, 1);
+    block_size = spin(1, 128, 2);
+    query_std = dspin(0, 10, 0.5, 3, 0.1);
+    tokens = new QLineEdit(kRandomTokens);
+    form->addRow("model", choice);
+    form->addRow(about);
+    form->addRow("layers", layers);
+    form->addRow("d_model", d_model);
+    form->addRow("heads", heads);
+    form->addRow("kv heads", kv_heads);
+    form->addRow("ffn", ffn);
+    form->addRow("vocab", vocab);
+    form->addRow("seed", seed);
+    form->addRow("query std", query_std);
+    form->addRow("block size S", block_size);
+    form->addRow("tokens", tokens);
+    query_std->setObjectName("query_std");
+    block_size->setObjectName("block_size");
+    tokens->setObjectName("tokens");
+    layers->setObjectName("layers");
+    d_model->setObjectName("d_model");
+    seed->setObjectName("seed");
+    random_ = spin_values();
+    QObject::connect(tokens, &QLineEdit::textEdited, tokens, [this] { tokens_edited = true; });
+    QObject::connect(choice, &QComboBox::currentIndexChanged, choice, [this] {
+      apply_choice();
+      if (changed) changed();
+    });
+    // Default: the trained Full AttnRes model when it ships, else the random model.
+    const int full = choice->findText("trained: Full AttnRes");
+    const QSignalBlocker blocker(choice);
+    choice->setCurrentIndex(full >= 0 ? full : random_index());
+    apply_choice();
+  }
+  // The inputs whose changes recompute the view (the model choice recomputes on its own).
+  std::vector<QWidget*> inputs() const {
+    return {layers, d_model, heads, kv_heads, ffn, vocab, seed, block_size, query_std, tokens};
+  }
+  int random_index() const { return choice->findData(static_cast<int>(Kind::random), Qt::UserRole + 1); }
+  // The scheme the chosen model comes with: its config.json's, or Full AttnRes for the random model
+  // (whose random queries every attention scheme reads).
+  AttnResConfig own_scheme() const {
+    if (kind != Kind::random && config) return config->attn_res;
+    AttnResConfig full;
+    full.mode = ResidualMode::full;
+    return full;
+  }
+  // File > Open model directory: one "loaded: DIR" entry, replaced by the next directory opened.
+  void use_directory(const std::string& dir) {
+    const QSignalBlocker blocker(choice);
+    if (dir.empty()) {
+      choice->setCurrentIndex(random_index());
+    } else {
+      int loaded = choice->findData(static_cast<int>(Kind::loaded), Qt::UserRole + 1);
+      if (loaded < 0) {
+        add_entry("", Kind::loaded, dir);
+        loaded = choice->count() - 1;
+      }
+      choice->setItemText(loaded, QString::fromStdString("loaded: " + dir));
+      choice->setItemData(loaded, QString::fromStdString(dir), Qt::UserRole);
+      choice->setCurrentIndex(loaded);
+    }
+    apply_choice();
+  }
+
+  // Everything the worker thread needs, copied out of the widgets on the GUI thread.
+  struct Snapshot {
+    std::string directory;
+    std::string origin;  // "" (random), "trained" or "loaded"
+    ModelConfig config;
+    RandomModelOptions random;
+    int block_size;
+    std::string tokens;
+    ModelWeights<double> build() const {
+      return directory.empty() ? random_model(config, random) : load_model(directory);
+    }
+    std::vector<int> token_ids(const ModelConfig& model) const {
+      std::vector<int> ids;
+      std::string word;
+      for (char c : tokens + " ") {
+        if (c == ' ' || c == ',') {
+          if (!word.empty()) {
+            std::size_t used = 0;
+            int id = -1;
+            try {
+              id = std::stoi(word, &used);
+            } catch (const std::exception&) {
+            }
+            if (used != word.size() || id < 0 || id >= model.vocab_size) {
+              throw Error("tokens: '" + word + "' is not a token id in 0 .. " + std::to_string(model.vocab_size - 1));
+            }
+            ids.push_back(id);
+            word.clear();
+          }
+        } else {
+          word += c;
+        }
+      }
+      if (ids.empty()) throw Error("tokens: give at least one token id");
+      return ids;
+    }
+  };
+  Snapshot snapshot() const {
+    Snapshot s;
+    s.directory = directory;
+    s.origin = kind == Kind::trained ? "trained" : kind == Kind::loaded ? "loaded" : "";
+    s.config.num_hidden_layers = layers->value();
+    s.config.hidden_size = d_model->value();
+    s.config.num_attention_heads = heads->value();
+    s.config.num_key_value_heads = kv_heads->value();
+    s.config.intermediate_size = ffn->value();
+    s.config.vocab_size = vocab->value();
+    s.config.attn_res = own_scheme();  // the random model's (a chosen directory has its own)
+    s.random.seed = static_cast<std::uint64_t>(seed->value());
+    s.random.query_std = query_std->value();
+    s.block_size = block_size->value();
+    s.tokens = tokens->text().toStdString();
+    return s;
+  }
+
+ private:
+  struct SpinValues {
+    std::vector<int> ints;
+    double query_std;
+  };
+  std::vector<QSpinBox*> int_spins() const { return {layers, d_model, heads, kv_heads, ffn, vocab, seed, block_size}; }
+  SpinValues spin_values() const {
+    SpinValues values{{}, query_std->value()};
+    for (QSpinBox* box : int_spins()) values.ints.push_back(box->value());
+    return values;
+  }
+  void add_entry(const std::string& label, Kind entry_kind, const std::string& dir) {
+    choice->addItem(QString::fromStdString(label), QString::fromStdString(dir));
+    choice->setItemData(choice->count() - 1, static_cast<int>(entry_kind), Qt::UserRole + 1);
+  }
+
+  // Applies the combo's entry: directory, shape spin boxes (the model's, disabled; or the random
+  // model's own settings back), default tokens and the line about the model. No recompute.
+  void apply_choice() {
+    const int index = choice->currentIndex();
+    const auto next = static_cast<Kind>(choice->itemData(index, Qt::UserRole + 1).toInt());
+    if (kind == Kind::random && next != Kind::random) random_ = spin_values();  // back when random returns
+    kind = next;
+    directory = kind == Kind::random ? std::string() : choice->itemData(index, Qt::UserRole).toString().toStdString();
+    choice->setToolTip(choice->currentText());  // a long "loaded: DIR" does not fit the box
+    config.reset();
+    std::vector<QSignalBlocker> blockers;
+    blockers.reserve(16);
+    for (QSpinBox* box : int_spins()) blockers.emplace_back(box);
+    blockers.emplace_back(query_std);
+    blockers.emplace_back(tokens);
+    if (kind == Kind::random) {
+      const auto ints = int_spins();
+      for (std::size_t i = 0; i < ints.size(); ++i) ints[i]->setValue(random_.ints[i]);
+      query_std->setValue(random_.query_std);
+      if (!tokens_edited) {
+        tokens->setText(kRandomTokens);
+        tokens->setToolTip({});
+      }
+      about->setText("Full AttnRes with random weights and queries from the seed below: nothing learned (the "
+                     "default is a trained model when resources/models/ holds them)");
+      set_shape_enabled(true);
+      block_size->setEnabled(true);
+      return;
+    }
+    const std::filesystem::path dir(directory);
+    std::string line;
+    try {
+      config = parse_model_config(read_file(dir / "config.json"), (dir / "config.json").string());
+    } catch (const std::exception& error) {
+      line = error.what();  // the forward pass will report it in the banner too
+    }
+    if (config) {
+      layers->setValue(config->num_hidden_layers);
+      d_model->setValue(config->hidden_size);
+      heads->setValue(config->num_attention_heads);
+      kv_heads->setValue(config->num_key_value_heads);
+      ffn->setValue(config->intermediate_size);
+      vocab->setValue(config->vocab_size);
+      if (config->attn_res.mode == ResidualMode::block) block_size->setValue(config->attn_res.block_size);
+      line = scheme_name(*config) + ", " + std::to_string(config->num_hidden_layers) + " layers (L = " +
+             std::to_string(config->sublayers()) + "), d = " + std::to_string(config->hidden_size);
+    }
+    if (kind == Kind::trained) {
+      const std::string log = training_log_summary(dir / "train_log.csv", "lab-corpus.txt");
+      line += (log.empty() ? "; shipped trained model" : "; " + log) + " (docs/training.md)";
+    } else {
+      const std::string log = training_log_summary(dir / "train_log.csv");
+      line = "loaded " + directory + ": " + line + (log.empty() ? "" : "; " + log);
+    }
+    about->setText(QString::fromStdString(line));
+    // Trained models are byte-level: feed them text. A loaded model only when its vocabulary is bytes.
+    const bool bytes = kind == Kind::trained || (config && config->vocab_size == 256);
+    if (!tokens_edited) {
+      tokens->setText(bytes ? QString::fromStdString(byte_token_ids(kTrainedText)) : kRandomTokens);
+      tokens->setCursorPosition(0);
+      tokens->setToolTip(bytes ? QString("the bytes of \"%1\"").arg(kTrainedText) : QString());
+    }
+    set_shape_enabled(false);
+    // S is the model's own for a Block model; otherwise it sets the Block reads run on these weights.
+    block_size->setEnabled(!(config && config->attn_res.mode == ResidualMode::block));
+  }
+  void set_shape_enabled(bool enabled) {
+    for (QWidget* w : {static_cast<QWidget*>(layers), static_cast<QWidget*>(d_model), static_cast<QWidget*>(heads),
+                       static_cast<QWidget*>(kv_heads), static_cast<QWidget*>(ffn), static_cast<QWidget*>(vocab),
+                       static_cast<QWidget*>(seed), static_cast<QWidget*>(query_std)}) {
+      w->setEnabled(enabled);
+    }
+  }
+  SpinValues random_;  // the random model's settings while another model is chosen
+};
+
+// How a view names a residual scheme it runs on the chosen model (describe()): the model's own
+// scheme is "trained Full AttnRes"; another scheme on a trained or loaded model's weights says
+// whose weights they are; on the random model the scheme's name alone.
+std::string scheme_label(const AttnResConfig& scheme, const ModelConfig& model, const std::string& origin) {
+  std::string label = scheme.describe();
+  if (origin.empty()) return label;
+  if (scheme == model.attn_res) return origin + " " + label;
+  label += " on the ";
+  label += origin;
+  label += " ";
+  label += model.attn_res.describe();
+  label += " model";
+  return label;
+}
+
+// Read r of a model with L sublayers: "1 attn", "2 mlp", ..., "final".
+std::string read_label(int read, int sublayers) {
+  if (read == sublayers) return "final";
+  std::string label = std::to_string(read + 1);
+  label += read % 2 == 0 ? " attn" : " mlp";
+  return label;
+}
+
+// Rows = reads, columns = every source label seen; the weights of token `token` (-1: the mean over
+// tokens) and depth-attention head `head` (-1: the mean over heads; a read with fewer heads shows
+// its mean). The standard residual records no reads: every read weighs each earlier output by 1.
+// Colours run from min(0, smallest) to max(1, largest): unnormalised schemes (DenseFormer,
+// sigmoid gates, mHC) can leave [0, 1].
+void fill_alpha_heatmap(HeatmapWidget* map, const std::string& title, const ForwardTrace& trace, int token,
+                        int head = -1) {
+  std::vector<std::string> columns, rows;
+  std::vector<std::vector<double>> values;
+  if (trace.reads.empty()) {
+    const int L = trace.sublayers;
+    columns.emplace_back("emb");
+    for (int i = 1; i <= L; ++i) columns.push_back(std::string("v") + std::to_string(i));
+    for (int r = 0; r <= L; ++r) {
+      rows.push_back(read_label(r, L));
+      std::vector<double> row(columns.size(), NAN);
+      for (int i = 0; i <= r; ++i) row[static_cast<std::size_t>(i)] = 1.0;
+      values.push_back(std::move(row));
+    }
+    map->set_data(title, std::move(values), rows, columns, 0.0, 1.0);
+    return;
+  }
+  for (const auto& read : trace.reads) {
+    for (const auto& source : read.sources) {
+      if (std::find(columns.begin(), columns.end(), source.label()) == columns.end()) columns.push_back(source.label());
+    }
+  }
+  std::stable_partition(columns.begin(), columns.end(), [](const std::string& l) { return l != "partial" && l != "zero"; });
+  double low = 0.0, high = 1.0;
+  for (const auto& read : trace.reads) {
+    std::vector<double> row(columns.size(), NAN);
+    const auto sources = static_cast<Eigen::Index>(read.sources.size());
+    const bool one_head = head >= 0 && head < read.heads && read.alpha_heads.cols() == read.heads * sources;
+    for (Eigen::Index j = 0; j < sources; ++j) {
+      const auto column = std::find(columns.begin(), columns.end(), read.sources[static_cast<std::size_t>(j)].label()) -
+                          columns.begin();
+      double v = 0.0;
+      if (one_head) {
+        const Eigen::Index c = head * sources + j;
+        v = token < 0 ? read.alpha_heads.col(c).mean() : read.alpha_heads(token, c);
+      } else {
+        v = token < 0 ? read.alpha_mean(j) : read.alpha(token, j);
+      }
+      row[static_cast<std::size_t>(column)] = v;
+      low = std::min(low, v);
+      high = std::max(high, v);
+    }
+    values.push_back(std::move(row));
+    rows.push_back(read_label(read.read, trace.sublayers));
+  }
+  map->set_data(title, std::move(values), rows, columns, low, high);
+}
+
+// The most depth-attention heads of any read (1 for schemes without heads).
+int trace_heads(const ForwardTrace& trace) {
+  int heads = 1;
+  for (const auto& read : trace.reads) heads = std::max(heads, read.heads);
+  return heads;
+}
+
+std::vector<std::vector<double>> rows_of(const Eigen::MatrixXd& m) {
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(m.rows()));
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    for (Eigen::Index c = 0; c < m.cols(); ++c) out[static_cast<std::size_t>(r)].push_back(m(r, c));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ cost explorer
+
+// ------------------------------------------------------------------ views on a model
+
+// The scheme pickers of the model views (docs/schemes.md "Comparing schemes"): the cost
+// explorer's named schemes (named_scheme_picker, one list for the whole lab) after these two
+// entries; a typed spec such as "full:heads=4,gate=sigmoid" is read as parse_scheme_spec reads it.
+constexpr const char* kOwnScheme = "@own";   // the chosen model's own scheme
+constexpr const char* kNoScheme = "@none";   // "compare with": nothing
+
+QComboBox* model_scheme_picker(bool compare) {
+  QComboBox* combo = named_scheme_picker("");
+  combo->insertItem(0, "model's own", QString(kOwnScheme));
+  combo->setItemData(0, "the scheme the model was trained with (the random model: Full AttnRes)", Qt::ToolTipRole);
+  if (compare) {
+    combo->insertItem(0, "none", QString(kNoScheme));
+    combo->setItemData(0, "show one scheme only", Qt::ToolTipRole);
+  }
+  combo->setCurrentIndex(0);
+  combo->setEditable(true);
+  combo->setInsertPolicy(QComboBox::NoInsert);
+  combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  combo->setMinimumContentsLength(16);
+  // A long entry shows its start (the line edit would scroll to its end).
+  QObject::connect(combo, &QComboBox::currentIndexChanged, combo, [combo] { combo->lineEdit()->setCursorPosition(0); });
+  combo->setToolTip("A named scheme (the cost explorer's list), or type a spec such as full:heads=4,gate=sigmoid or "
+                    "mhc:streams=2 and press Enter (docs/schemes.md). The model's weights are converted: shared "
+                    "tensors kept, new ones at their start values.");
+  return combo;
+}
+
+// What a picker holds: the data of the entry its text names, else the typed text (a spec).
+std::string picked_scheme(const QComboBox* combo, const char* when_empty) {
+  const QString text = combo->currentText().trimmed();
+  if (text.isEmpty()) return when_empty;
+  const int index = combo->findText(text);
+  return index >= 0 ? combo->itemData(index).toString().toStdString() : text.toStdString();
+}
+
+// The sizes named schemes are made for on this model: its L and d, Block's S from the view's
+// spin box (a Block model's own S), mHC's m = 4.
+CostInputs model_scheme_sizes(const ModelConfig& model, int block_size) {
+  CostInputs in;
+  in.sublayers = model.sublayers();
+  in.d_model = model.hidden_size;
+  in.block_size = std::clamp(block_size, 1, std::max(1, model.sublayers()));
+  in.streams = 4;
+  if (auto problem = try_resolve_cost_inputs(in)) throw Error(problem->message);
+  return in;
+}
+
+// A picked scheme resolved against the model: its settings, its label and the weights read with it
+// (convert_scheme; the model itself for its own scheme). Errors name the picker and the text.
+struct SchemeOnModel {
+  AttnResConfig scheme;
+  std::string label;  // scheme_label: the scheme and whose weights
+  std::string name;   // for chart legends: describe(), "trained ..." for the model's own
+  ModelWeights<double> model;
+};
+
+SchemeOnModel scheme_on_model(const std::string& pick, const char* picker, const ModelWeights<double>& model,
+                              const ModelForm::Snapshot& snapshot) {
+  SchemeOnModel out;
+  if (pick == kOwnScheme) {
+    out.scheme = model.config.attn_res;
+  } else {
+    std::string where = picker;
+    where += " '";
+    where += pick;
+    where += "'";
+    try {
+      out.scheme = parse_scheme_spec(pick, model_scheme_sizes(model.config, snapshot.block_size));
+    } catch (const Error& error) {
+      throw Error(where + ": " + error.what());
+    }
+    ModelConfig config = model.config;
+    config.attn_res = out.scheme;
+    config.validate(where);  // e.g. heads that do not divide d, S > L
+  }
+  out.label = scheme_label(out.scheme, model.config, snapshot.origin);
+  out.name = out.scheme == model.config.attn_res ? scheme_label(out.scheme, model.config, snapshot.origin)
+                                                 : out.scheme.describe();
+  out.model = out.scheme == model.config.attn_res ? model : convert_scheme(model, out.scheme);
+  return out;
+}
+
+// One forward pass of a model view (the fast engine hands other schemes to the reference).
+ForwardTrace scheme_trace(const ModelWeights<double>& model, const std::vector<int>& tokens, Progress progress,
+                          bool mixing) {
+  ForwardOptions options;
+  options.progress = std::move(progress);
+  options.record_mixing = mixing;
+  return engine_forward(model, tokens, options, EngineOptions{}).trace;
+}
+
+// A scheme a view shows: its label and trace.
+struct ShownScheme {
+  std::string label;
+  ForwardTrace trace;
+};
+
+class ModelView : public View {
+ public:
+  ModelView(std::string name, QString title, const ViewHost& host) : View(std::move(name), std::move(title), host) {}
+  ~ModelView() override {
+    // The form goes before the widgets it watches: no signal of theirs may reach it afterwards.
+    if (form_) {
+      form_->choice->disconnect(form_->choice);
+      form_->tokens->disconnect(form_->tokens);
+    }
+  }
+  void set_model_directory(const std::string& dir) override {
+    form_->use_directory(dir);
+    model_chosen();
+  }
+
+ protected:
+  // The model form with the two scheme pickers under the line about the model.
+  QWidget* make_inputs(QFormLayout*& form) {
+    auto* inputs = new QWidget;
+    form = new QFormLayout(inputs);
+    form_ = std::make_unique<ModelForm>(form);
+    form_->changed = [this] { model_chosen(); };
+    scheme_ = model_scheme_picker(false);
+    scheme_->setObjectName("scheme");
+    compare_ = model_scheme_picker(true);
+    compare_->setObjectName("compare");
+    form->insertRow(2, "scheme", scheme_);
+    form->insertRow(3, "compare with", compare_);
+    show_own_scheme();
+    return inputs;
+  }
+  // The inputs whose changes recompute the view: the model's and the two pickers.
+  std::vector<QWidget*> model_inputs() const {
+    std::vector<QWidget*> inputs = form_->inputs();
+    inputs.push_back(scheme_);
+    inputs.push_back(compare_);
+    return inputs;
+  }
+  struct Picks {
+    std::string scheme, compare;  // specs, kOwnScheme or kNoScheme
+    bool comparing() const { return compare != kNoScheme; }
+  };
+  Picks picks() const { return {picked_scheme(scheme_, kOwnScheme), picked_scheme(compare_, kNoScheme)}; }
+  // The schemes of a run, resolved and converted before any forward pass (a bad spec fails fast).
+  static std::vector<SchemeOnModel> picked_models(const Picks& picks, const ModelWeights<double>& model,
+                                                  const ModelForm::Snapshot& snapshot) {
+    std::vector<SchemeOnModel> out;
+    out.push_back(scheme_on_model(picks.scheme, "scheme", model, snapshot));
+    if (picks.comparing()) out.push_back(scheme_on_model(picks.compare, "compare with", model, snapshot));
+    return out;
+  }
+  // The "model's own" entries name the chosen model's scheme.
+  void show_own_scheme() {
+    const QString own = QString::fromStdString(std::string("model's own: ") + form_->own_scheme().describe());
+    for (QComboBox* picker : {scheme_, compare_}) {
+      picker->setItemText(picker->findData(QString(kOwnScheme)), own);
+      picker->lineEdit()->setCursorPosition(0);
+    }
+  }
+  // A new entry of the model choice (or File > Open model directory) was applied to the form.
+  void model_chosen() {
+    show_own_scheme();
+    recompute();
+  }
+  std::unique_ptr<ModelForm> form_;
+  QComboBox *scheme_ = nullptr, *compare_ = nullptr;
+};
+
+class DepthAttentionView : public ModelView {
+ public:
+  explicit DepthAttentionView(const ViewHost& host) : ModelView("depth-attention", "Depth attention", host) {
+    QFormLayout* form = nullptr;
+    QWidget* inputs = make_inputs(form);
+    token_ = new QComboBox;
+    token_->setObjectName("token");
+    token_->addItem("mean over tokens");
+    head_ = new QComboBox;
+    head_->setObjectName("head");
+    head_->addItem("mean over heads");
+    head_->setEnabled(false);
+    form->addRow("token", token_);
+    form->addRow("head", head_);
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    auto* row = new QHBoxLayout;
+    first_ = new HeatmapWidget;
+    second_ = new HeatmapWidget;
+    second_->setVisible(false);
+    row->addWidget(first_);
+    row->addWidget(second_);
+    column->addLayout(row, 1);
+    note_ = new QLabel;
+    note_->setObjectName("heads_note");
+    note_->setWordWrap(true);
+    note_->setVisible(false);
+    column->addWidget(note_);
+    three_columns(this, inputs, content,
+                  "<h3>Depth attention</h3><p><b>What you see.</b> The weights α of every read (rows: the "
+                  "input of each sublayer, then the final read) over its sources (columns): every earlier "
+                  "output v<sub>i</sub> (Full AttnRes, DenseFormer, rescaled, mHC), or the embedding, completed "
+                  "blocks b<sub>n</sub> and the running partial sum (Block AttnRes). Grey: not a source of that "
+                  "read. mHC, DenseFormer and the rescaled residual show their effective weight of each "
+                  "v<sub>i</sub>; the standard residual weighs every one by 1.</p>"
+                  "<p><b>Formula</b> (docs/math.md §2.2, docs/schemes.md): α = softmax<sub>i</sub>(w<sub>l</sub>·"
+                  "KeyNorm(v<sub>i</sub>)); h<sub>l</sub> = Σ α v<sub>i</sub>. With zero queries every read is a "
+                  "plain mean.</p><p><b>Schemes.</b> <i>scheme</i> reads the chosen model's weights with any "
+                  "scheme of the lab (the model's own first); <i>compare with</i> draws a second map beside it. "
+                  "Other schemes keep every shared tensor and start what they add at its start value "
+                  "(docs/schemes.md). Type a spec such as <tt>full:heads=4</tt> for any setting.</p>"
+                  "<p><b>Model.</b> The view opens on the shipped <i>trained</i> Full AttnRes model (4 layers, "
+                  "d = 128, trained on the lab corpus; docs/training.md), on the bytes of a sentence; the random "
+                  "model (Full AttnRes with random queries) brings back the spin boxes.</p>"
+                  "<p><b>Try:</b> compare with block; pick a single token (byte); the random model with query "
+                  "std 0 (uniform rows), then 2 (sharp rows); DenseFormer (all ones at its start); "
+                  "full_multihead and a head.</p>");
+    on_change(this, model_inputs(), [this] { recompute(); });
+    QObject::connect(token_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+    QObject::connect(head_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+  }
+
+  void recompute() override {
+    const auto snapshot = form_->snapshot();
+    const Picks picks = this->picks();
+    run("depth attention: forward passes", [this, snapshot, picks](const Progress& progress) -> std::function<void()> {
+      const auto model = snapshot.build();
+      const auto tokens = snapshot.token_ids(model.config);
+      const std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
+      std::vector<ShownScheme> shown;
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        // This view shows alpha only: no mixing matrix.
+        shown.push_back({runs[i].label, scheme_trace(runs[i].model, tokens, step(progress, i, runs.size()), false)});
+      }
+      const bool bytes = !snapshot.origin.empty();  // trained and loaded models read text bytes
+      return [this, shown = std::move(shown), tokens, bytes]() mutable {
+        shown_ = std::move(shown);
+        second_->setVisible(shown_.size() > 1);
+        {
+          const QSignalBlocker blocker(token_);
+          const int keep = token_->currentIndex();
+          token_->clear();
+          token_->addItem("mean over tokens");
+          for (std::size_t t = 0; t < tokens.size(); ++t) {
+            const int id = tokens[t];
+            if (bytes && id > 32 && id < 127) {
+              token_->addItem(QString("token %1 ('%2', id %3)").arg(t).arg(QChar(id)).arg(id));
+            } else if (bytes && id == 32) {
+              token_->addItem(QString("token %1 (space, id %2)").arg(t).arg(id));
+            } else {
+              token_->addItem(QString("token %1 (id %2)").arg(t).arg(id));
+            }
+          }
+          token_->setCurrentIndex(keep < token_->count() ? std::max(0, keep) : 0);
+        }
+        int heads = 1;
+        for (const auto& s : shown_) heads = std::max(heads, trace_heads(s.trace));
+        {
+          const QSignalBlocker blocker(head_);
+          const int keep = head_->currentIndex();
+          head_->clear();
+          head_->addItem("mean over heads");
+          for (int h = 0; h < heads; ++h) head_->addItem(QString("head %1").arg(h));
+          head_->setCurrentIndex(keep < head_->count() ? std::max(0, keep) : 0);
+          head_->setEnabled(heads > 1);
+        }
+        note_->setVisible(heads > 1);
+        note_->setText(QString("Multi-head reads: each of the %1 heads (a group of d/%1 channels) has its own softmax "
+                               "over depth. The map shows the mean over heads (each source's weight averaged over "
+                               "the channels) unless you pick a head.")
+                           .arg(heads));
+        redraw();
+        clear_error();
+      };
+    });
+  }
+
+  void redraw() {
+    const int token = token_->currentIndex() - 1, head = head_->currentIndex() - 1;
+    std::string which = token < 0 ? std::string("mean over tokens") : std::string("token ") + std::to_string(token);
+    HeatmapWidget* maps[] = {first_, second_};
+    for (std::size_t i = 0; i < shown_.size() && i < std::size(maps); ++i) {
+      const int heads = trace_heads(shown_[i].trace);
+      std::string title = shown_[i].label;
+      title += ": alpha (";
+      title += which;
+      if (heads > 1 && head >= 0 && head < heads) {
+        title += std::string(", head ") + std::to_string(head) + " of " + std::to_string(heads);
+      } else if (heads > 1) {
+        title += std::string(", mean over ") + std::to_string(heads) + " heads";
+      }
+      title += ")";
+      fill_alpha_heatmap(maps[i], title, shown_[i].trace, token, head);
+    }
+  }
+  std::vector<HeatmapWidget*> heatmaps() override {
+    if (shown_.size() > 1) return {first_, second_};
+    return {first_};
+  }
+
+ private:
+  QComboBox *token_, *head_;
+  HeatmapWidget *first_, *second_;
+  QLabel* note_;
+  std::vector<ShownScheme> shown_;
+};
+
+class MagnitudesView : public ModelView {
+ public:
+  explicit MagnitudesView(const ViewHost& host) : ModelView("magnitudes", "Magnitudes by depth", host) {
+    QFormLayout* form = nullptr;
+    QWidget* inputs = make_inputs(form);
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    input_panel_ = new ChartPanel;
+    output_panel_ = new ChartPanel;
+    column->addWidget(input_panel_);
+    column->addWidget(output_panel_);
+    three_columns(this, inputs, content,
+                  "<h3>Magnitudes by depth</h3><p><b>What you see.</b> The RMS of each sublayer's input "
+                  "h<sub>l</sub> and output v<sub>l</sub> for the picked scheme and, with <i>compare with</i>, a "
+                  "second one on the same weights (the paper's Fig. 5b question). The thin line is the standard "
+                  "residual on the same weights, for reference, unless one of the two is standard.</p>"
+                  "<p><b>Why.</b> The standard residual sums every output with weight one, so h<sub>l</sub> grows "
+                  "with depth and each new output matters less; AttnRes forms a convex combination, so the input "
+                  "stays on the scale of a single output. DenseFormer, sigmoid gates and mHC need not.</p>"
+                  "<p><b>Model.</b> By default the shipped trained Full AttnRes model (docs/training.md); a curve "
+                  "marked <i>trained</i> is the scheme it was trained with, the others read the same weights "
+                  "(shared tensors kept, new ones at their start). The random model brings back the spin "
+                  "boxes.</p><p><b>Try:</b> compare with standard; the trained standard model with Full; mHC; "
+                  "the random model with more layers; query std 0 (means) against 1.</p>");
+    on_change(this, model_inputs(), [this] { recompute(); });
+  }
+
+  void recompute() override {
+    const auto snapshot = form_->snapshot();
+    const Picks picks = this->picks();
+    run("magnitudes: forward passes", [this, snapshot, picks](const Progress& progress) -> std::function<void()> {
+      const auto model = snapshot.build();
+      const auto tokens = snapshot.token_ids(model.config);
+      std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
+      const std::size_t picked = runs.size();
+      if (std::none_of(runs.begin(), runs.end(), [](const SchemeOnModel& r) { return r.scheme.mode == ResidualMode::standard; })) {
+        SchemeOnModel reference;
+        reference.name = reference.scheme.describe() + " (reference)";
+        reference.model = convert_scheme(model, reference.scheme);
+        runs.push_back(std::move(reference));
+      }
+      ChartSpec inputs, outputs;
+      inputs.id = "magnitudes_input";
+      inputs.title = "RMS of each sublayer's input h_l";
+      outputs.id = "magnitudes_output";
+      outputs.title = "RMS of each sublayer's output v_l";
+      if (!snapshot.origin.empty()) {  // legends name the schemes; the titles say whose weights
+        std::string weights = " on the weights of the ";
+        weights += snapshot.origin;
+        weights += " ";
+        weights += model.config.attn_res.describe();
+        weights += " model";
+        inputs.title += weights;
+        outputs.title += weights;
+      }
+      inputs.x_label = outputs.x_label = "sublayer l";
+      inputs.y_label = outputs.y_label = "RMS over tokens and channels";
+      inputs.log_y = outputs.log_y = true;
+      for (std::size_t m = 0; m < runs.size(); ++m) {
+        const ForwardTrace trace = scheme_trace(runs[m].model, tokens, step(progress, m, runs.size()), false);
+        const auto style = m < picked ? ChartSeries::Style::line_and_points : ChartSeries::Style::line;
+        ChartSeries in{runs[m].name, {}, style, false}, out = in;
+        for (std::size_t l = 0; l < trace.sublayer_input_rms.size(); ++l) {
+          in.points.emplace_back(static_cast<double>(l + 1), trace.sublayer_input_rms[l]);
+          out.points.emplace_back(static_cast<double>(l + 1), trace.sublayer_output_rms[l]);
+        }
+        inputs.series.push_back(in);
+        outputs.series.push_back(out);
+      }
+      return [this, inputs, outputs] {
+        input_panel_->set_spec(inputs);
+        output_panel_->set_spec(outputs);
+        clear_error();
+      };
+    });
+  }
+  std::vector<ChartSpec> charts() const override { return {input_panel_->spec(), output_panel_->spec()}; }
+
+ private:
+  ChartPanel *input_panel_, *output_panel_;
+};
+
+// ------------------------------------------------------------------ the rank taxonomy (Duality)
+
+// The RMS of the model's pseudo-queries, or 0.5 when it has none (or all zero): the spread at which
+// the taxonomy draws the depth parameters a scheme adds.
+double depth_parameter_sigma(const ModelWeights<double>& model) {
+  double sum = 0.0;
+  std::int64_t count = 0;
+  if (model.has_attn_res_tensors) {
+    for_each_tensor(model, [&](const TensorView& tensor) {
+      if (!tensor.attn_res || !tensor.name.ends_with(".query")) return;
+      for (std::int64_t i = 0; i < tensor.element_count(); ++i) sum += tensor.data[i] * tensor.data[i];
+      count += tensor.element_count();
+    });
+  }
+  const double rms = count > 0 ? std::sqrt(sum / static_cast<double>(count)) : 0.0;
+  return rms > 0.0 ? rms : 0.5;
+}
+
+// `model` read with `scheme`: its depth parameters kept where the model has them (same name and
+// shape) and drawn where it does not, N(0, sigma²) (DenseFormer weights 1 + N(0, sigma²)), so that a
+// scheme the model was not trained with is not at its start (where DenseFormer and mHC are the
+// standard residual). `parameters` says which are whose.
+ModelWeights<double> with_drawn_parameters(const ModelWeights<double>& model, const AttnResConfig& scheme, double sigma,
+                                           std::uint64_t seed, std::string& parameters) {
+  ModelWeights<double> out = convert_scheme(model, scheme);
+  parameters = "none";
+  if (scheme.mode == ResidualMode::standard || scheme.mode == ResidualMode::rescaled) return out;
+  std::map<std::string, std::vector<std::int64_t>> own;
+  for_each_tensor(model, [&](const TensorView& tensor) {
+    if (!tensor.attn_res || model.has_attn_res_tensors) own.emplace(tensor.name, tensor.shape);
+  });
+  const ModelWeights<double> drawn = random_model(out.config, {.seed = seed, .weight_std = 0.02, .query_std = sigma});
+  std::map<std::string, const double*> drawn_data;
+  for_each_tensor(drawn, [&](const TensorView& tensor) { drawn_data.emplace(tensor.name, tensor.data); });
+  std::vector<std::pair<std::string, bool>> kinds;  // (kind, drawn), in tensor order
+  for_each_tensor(out, [&](const TensorVisit& tensor) {
+    const char* kind = depth_mixing_parameter_kind(tensor.name);
+    if (kind == nullptr) return;
+    const auto it = own.find(tensor.name);
+    const bool from_model = it != own.end() && it->second == tensor.shape;
+    if (!from_model) {
+      const double* source = drawn_data.at(tensor.name);
+      std::copy(source, source + tensor.element_count(), tensor.data);
+    }
+    auto entry = std::find_if(kinds.begin(), kinds.end(), [kind](const auto& k) { return k.first == kind; });
+    if (entry == kinds.end()) {
+      kinds.emplace_back(kind, !from_model);
+    } else {
+      entry->second = entry->second || !from_model;
+    }
+  });
+  if (kinds.empty()) {
+    if (scheme.mode == ResidualMode::mhc) parameters = "biases at their start";
+    return out;
+  }
+  parameters.clear();
+  for (const auto& [kind, was_drawn] : kinds) {
+    if (!parameters.empty()) parameters += "; ";
+    parameters += was_drawn ? "drawn " : "model's ";
+    parameters += kind;
+    if (was_drawn) parameters += scheme.mode == ResidualMode::denseformer ? " 1 + N(0, σ²)" : " N(0, σ²)";
+  }
+  return out;
+}
+
+// The semiseparable rank each cut k = 1..L of a scheme's M can reach (docs/schemes.md "The mixing
+// matrix of every scheme"): the size of the state a recurrence over depth carries across the cut.
+// `mean_bounded` is false where only each token's M obeys it (input-dependent mHC coefficients:
+// the token mean of rank-m matrices can exceed m).
+struct RankBound {
+  std::vector<int> per_cut;
+  std::string rule;    // short, for the table
+  std::string detail;  // the formula at cut k, for its tooltip
+  bool mean_bounded = true;
+};
+
+RankBound rank_bound(const ForwardTrace& trace) {
+  const AttnResConfig& s = trace.scheme;
+  const int L = trace.sublayers;
+  RankBound bound;
+  switch (s.mode) {
+    case ResidualMode::standard:
+      bound.rule = "one running sum";
+      bound.detail = "1 at every cut: h is one running sum";
+      break;
+    case ResidualMode::rescaled:
+      bound.rule = "one running mean";
+      bound.detail = "1 at every cut: h is one running mean";
+      break;
+    case ResidualMode::mhc:
+      bound.rule = "m streams";
+      bound.detail = "min(k, L+1−k, m): every cut factors through the m streams";
+      if (s.dynamic) {
+        bound.rule += ", per token";
+        bound.detail += "; with input-dependent coefficients each token's M obeys it, their mean need not";
+      }
+      bound.mean_bounded = !s.dynamic;
+      break;
+    case ResidualMode::block:
+      bound.rule = "emb + blocks";
+      bound.detail = std::string("min(k, L+1−k, 1 + ⌈(k−1)/S⌉), S = ") + std::to_string(trace.block_size) +
+                     ": the outputs of one block share a column (N + 1 sources at most)";
+      break;
+    case ResidualMode::full:
+      bound.rule = s.window > 0 ? "min(k, L+1−k, W)" : "min(k, L+1−k)";
+      bound.detail = s.window > 0 ? "the shape of M[k:, :k], and later reads see v_0 and the last W outputs"
+                                  : "the shape of M[k:, :k]: dense";
+      break;
+    case ResidualMode::denseformer:
+      bound.rule = "min(k, L+1−k)";
+      bound.detail = "the shape of M[k:, :k]: dense";
+      break;
+  }
+  for (int k = 1; k <= L; ++k) {
+    int b = std::min(k, L + 1 - k);  // the shape of M[k:, :k]
+    switch (s.mode) {
+      case ResidualMode::standard:
+      case ResidualMode::rescaled: b = 1; break;
+      case ResidualMode::mhc: b = std::min(b, s.streams); break;
+      case ResidualMode::block: {
+        const int S = std::max(1, trace.block_size);
+        b = std::min(b, 1 + (k - 1 + S - 1) / S);  // columns of one block are equal
+        break;
+      }
+      case ResidualMode::full:
+        if (s.window > 0) b = std::min(b, s.window);  // later reads see v_0 and the last W outputs
+        break;
+      case ResidualMode::denseformer: break;
+    }
+    bound.per_cut.push_back(b);
+  }
+  return bound;
+}
+
+// One row of the taxonomy table: ranks computed from a forward pass's mixing matrices, beside the
+// bound the scheme must respect.
+struct TaxonomyRow {
+  std::string scheme, parameters, rule, detail;
+  int mean_rank = 0;   // max over cuts, token-mean M
+  int token_rank = 0;  // max over cuts and tokens
+  int bound = 0;       // max over cuts
+  bool mean_bounded = true;
+  bool holds = true;   // every cut within its bound
+};
+
+TaxonomyRow taxonomy_row(std::string scheme, std::string parameters, const ForwardTrace& trace) {
+  TaxonomyRow row{std::move(scheme), std::move(parameters), {}, {}, 0, 0, 0, true, true};
+  const RankBound bound = rank_bound(trace);
+  row.rule = bound.rule;
+  row.detail = bound.detail;
+  row.mean_bounded = bound.mean_bounded;
+  for (std::size_t k = 0; k < bound.per_cut.size(); ++k) {
+    const int mean = k < trace.semiseparable_rank.size() ? trace.semiseparable_rank[k] : 0;
+    const int token = k < trace.semiseparable_rank_max.size() ? trace.semiseparable_rank_max[k] : 0;
+    row.mean_rank = std::max(row.mean_rank, mean);
+    row.token_rank = std::max(row.token_rank, token);
+    row.bound = std::max(row.bound, bound.per_cut[k]);
+    if (token > bound.per_cut[k] || (bound.mean_bounded && mean > bound.per_cut[k])) row.holds = false;
+  }
+  return row;
+}
+
+// The reference rows: every kind of scheme at this model's size (Block at the model's S, else 4).
+std::vector<AttnResConfig> taxonomy_schemes(const ModelConfig& model) {
+  std::vector<AttnResConfig> schemes(7);
+  schemes[0].mode = ResidualMode::standard;
+  schemes[1].mode = ResidualMode::full;
+  schemes[2].mode = ResidualMode::block;
+  schemes[2].block_size = model.attn_res.mode == ResidualMode::block ? model.attn_res.block_size
+                                                                      : std::min(4, model.sublayers());
+  schemes[3].mode = ResidualMode::denseformer;
+  schemes[4].mode = ResidualMode::rescaled;
+  schemes[5].mode = ResidualMode::mhc;
+  schemes[5].streams = 2;
+  schemes[6].mode = ResidualMode::mhc;
+  schemes[6].streams = 4;
+  return schemes;
+}
+
+class DualityView : public ModelView {
+ public:
+  explicit DualityView(const ViewHost& host) : ModelView("duality", "Depth-sequence duality", host) {
+    QFormLayout* form = nullptr;
+    QWidget* inputs = make_inputs(form);
+    layer_ = spin(0, 63, 0);
+    head_ = spin(0, 63, 0);
+    form->addRow("sequence layer", layer_);
+    form->addRow("sequence head", head_);
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    auto* top = new QHBoxLayout;
+    depth_ = new HeatmapWidget;
+    depth_b_ = new HeatmapWidget;
+    depth_b_->setVisible(false);
+    top->addWidget(depth_);
+    top->addWidget(depth_b_);
+    auto* middle = new QHBoxLayout;
+    ranks_ = new ChartPanel;
+    sequence_tabs_ = new QTabWidget;
+    sequence_ = new HeatmapWidget;
+    running_ = new HeatmapWidget;
+    sequence_ranks_ = new ChartPanel;
+    sequence_tabs_->addTab(sequence_, "attention");
+    sequence_tabs_->addTab(running_, "running sum");
+    sequence_tabs_->addTab(sequence_ranks_, "ranks");
+    sequence_tabs_->setToolTip("the sequence side: one head's causal softmax attention over the tokens, the running "
+                               "sum, and their ranks");
+    middle->addWidget(ranks_, 3);
+    middle->addWidget(sequence_tabs_, 2);
+    caption_ = new QLabel;
+    caption_->setObjectName("taxonomy_caption");
+    caption_->setWordWrap(true);
+    taxonomy_ = new QTableWidget;
+    taxonomy_->setObjectName("scheme_taxonomy");
+    taxonomy_->setColumnCount(6);
+    taxonomy_->setHorizontalHeaderLabels({"scheme", "depth parameters", "rank, mean", "rank, token", "bound",
+                                          "holds"});
+    taxonomy_->horizontalHeaderItem(2)->setToolTip("the largest rank of M[k:, :k] over the cuts k, M the token mean");
+    taxonomy_->horizontalHeaderItem(3)->setToolTip("the largest rank of M_t[k:, :k] over the cuts k and the tokens t");
+    taxonomy_->horizontalHeaderItem(4)->setToolTip("the largest rank the scheme can reach, over the cuts");
+    taxonomy_->horizontalHeaderItem(5)->setToolTip("every cut within its bound");
+    taxonomy_->verticalHeader()->setVisible(false);
+    taxonomy_->verticalHeader()->setDefaultSectionSize(20);
+    taxonomy_->setWordWrap(false);
+    taxonomy_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    // Every column in view: the scheme column gives way (its text is in the tooltip).
+    taxonomy_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    taxonomy_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    taxonomy_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    taxonomy_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    column->addLayout(top, 5);
+    column->addLayout(middle, 4);
+    column->addWidget(caption_);
+    column->addWidget(taxonomy_);
+    three_columns(this, inputs, content,
+                  "<h3>Depth and sequence are twins</h3><p><b>Depth.</b> h<sub>l</sub> = Σ M<sub>l,i</sub> "
+                  "v<sub>i</sub> (top: M of the picked scheme and, with <i>compare with</i>, of a second one on "
+                  "the same weights). The rank of a cut M[k:, :k] is the size of the state a recurrence over "
+                  "depth must carry past sublayer k: a running sum is one state, like an RNN or linear "
+                  "attention over a sequence; m streams (mHC) are a larger state; a softmax over every earlier "
+                  "output (Full AttnRes) is softmax attention over depth; Block AttnRes keeps the embedding and "
+                  "the block summaries.</p><p><b>The table</b> computes it: one forward pass per scheme on "
+                  "these weights, the largest rank over cuts (of the token-mean M and of any token's M), beside "
+                  "the bound each scheme must respect at every cut; <i>holds</i> checks every cut. Parameters "
+                  "the model lacks are drawn at random there (at their start DenseFormer and mHC would be the "
+                  "standard residual).</p><p><b>Chart.</b> The rank at each cut (SVD, singular values above "
+                  "1e-6 of the largest) and its bound.</p><p><b>Sequence.</b> Right: the causal softmax "
+                  "attention of one head over the tokens (dense, high rank), the running sum (rank 1) and "
+                  "their ranks.</p><p><b>Try:</b> compare with mhc; type mhc:streams=1 (the standard "
+                  "residual's all-ones M at its start) or full:window=2.</p>");
+    std::vector<QWidget*> watched = model_inputs();
+    watched.insert(watched.end(), {layer_, head_});
+    on_change(this, watched, [this] { recompute(); });
+  }
+
+  void recompute() override {
+    const auto snapshot = form_->snapshot();
+    const Picks picks = this->picks();
+    const int layer = layer_->value(), head = head_->value();
+    run("duality: mixing matrices and ranks", [this, snapshot, picks, layer, head](const Progress& progress) -> std::function<void()> {
+      const auto model = snapshot.build();
+      const auto tokens = snapshot.token_ids(model.config);
+      const std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
+      const std::vector<AttnResConfig> references = taxonomy_schemes(model.config);
+      const std::size_t passes = runs.size() + references.size();
+      std::vector<ShownScheme> shown;
+      std::vector<TaxonomyRow> rows;
+      const char* roles[] = {"scheme ▸ ", "compare ▸ "};
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        shown.push_back({runs[i].label, scheme_trace(runs[i].model, tokens, step(progress, i, passes), true)});
+        rows.push_back(taxonomy_row(std::string(roles[i]) + runs[i].scheme.describe(), "as shown above", shown.back().trace));
+      }
+      const double sigma = depth_parameter_sigma(model);
+      for (std::size_t i = 0; i < references.size(); ++i) {
+        std::string parameters;
+        const auto drawn = with_drawn_parameters(model, references[i], sigma, snapshot.random.seed + 1000, parameters);
+        const ForwardTrace trace = scheme_trace(drawn, tokens, step(progress, runs.size() + i, passes), true);
+        rows.push_back(taxonomy_row(references[i].describe(), std::move(parameters), trace));
+      }
+      const auto attention = attention_probabilities(model, std::min(layer, model.config.num_hidden_layers - 1),
+                                                     std::min(head, model.config.num_attention_heads - 1), tokens);
+      const auto T = attention.rows();
+      Eigen::MatrixXd running = Eigen::MatrixXd::Zero(T, T);
+      running.triangularView<Eigen::Lower>().setOnes();
+      const Eigen::MatrixXd attention_d = attention;
+      const auto attention_ranks = semiseparable_ranks(attention_d, 1e-6);
+      char text[400];
+      std::snprintf(text, sizeof text,
+                    "Semiseparable rank of the depth mixing matrix M by forward passes on these weights (L = %d, "
+                    "T = %d tokens), the largest over the cuts k = 1..L. Depth parameters a scheme adds are drawn "
+                    "with σ = %.3g (the model's query RMS, else 0.5).",
+                    model.config.sublayers(), static_cast<int>(tokens.size()), sigma);
+      std::string caption = text;
+      if (std::any_of(rows.begin(), rows.end(), [](const TaxonomyRow& row) { return !row.mean_bounded; })) {
+        caption += " *: the token mean of input-dependent mHC matrices is not bounded by m; each token's M is.";
+      }
+      return [this, shown = std::move(shown), rows = std::move(rows), attention_d, running,
+              attention_ranks, caption = std::move(caption)]() mutable {
+        shown_ = std::move(shown);
+        HeatmapWidget* maps[] = {depth_, depth_b_};
+        ChartSpec chart;
+        chart.id = "duality_ranks";
+        chart.title = "Semiseparable rank of the depth mixing matrix at each cut";
+        chart.x_label = "cut k";
+        chart.y_label = "rank of M[k:, :k]";
+        for (std::size_t i = 0; i < shown_.size() && i < std::size(maps); ++i) {
+          const ForwardTrace& trace = shown_[i].trace;
+          const auto n = trace.mixing_mean.rows();
+          std::vector<std::string> reads, outputs;
+          for (Eigen::Index r = 0; r < n; ++r) {
+            reads.push_back(read_label(static_cast<int>(r), static_cast<int>(n) - 1));
+            outputs.push_back(r == 0 ? std::string("emb") : std::string("v") + std::to_string(r));
+          }
+          std::string title = "depth mixing M: ";
+          title += shown_[i].label;
+          title += " (token mean)";
+          const double low = std::min(0.0, trace.mixing_mean.minCoeff()), high = std::max(1.0, trace.mixing_mean.maxCoeff());
+          // Only the lower triangle (reads of earlier outputs) is M; above it: not a source.
+          std::vector<std::vector<double>> values = rows_of(trace.mixing_mean);
+          for (std::size_t r = 0; r < values.size(); ++r) {
+            for (std::size_t c = r + 1; c < values[r].size(); ++c) values[r][c] = NAN;
+          }
+          maps[i]->set_data(title, std::move(values), reads, outputs, low, high);
+          ChartSeries rank{trace.scheme.describe(), {}, ChartSeries::Style::line_and_points, false};
+          for (std::size_t k = 0; k < trace.semiseparable_rank.size(); ++k) rank.points.emplace_back(double(k + 1), trace.semiseparable_rank[k]);
+          ChartSeries bound{std::string("bound: ") + to_string(trace.scheme.mode), {}, ChartSeries::Style::line, false};
+          const RankBound bounds = rank_bound(trace);
+          for (std::size_t k = 0; k < bounds.per_cut.size(); ++k) bound.points.emplace_back(double(k + 1), bounds.per_cut[k]);
+          chart.series.push_back(rank);
+          chart.series.push_back(bound);
+        }
+        depth_b_->setVisible(shown_.size() > 1);
+        ranks_->set_spec(chart);
+        std::vector<std::string> positions;
+        for (Eigen::Index t = 0; t < attention_d.rows(); ++t) positions.push_back(std::string("t") + std::to_string(t));
+        sequence_->set_data("sequence: softmax attention of one head", rows_of(attention_d), positions, positions);
+        running_->set_data("sequence: running sum (RNN / linear attention)", rows_of(running), positions, positions);
+        ChartSpec sequence_chart;
+        sequence_chart.id = "duality_sequence_ranks";
+        sequence_chart.title = "Semiseparable rank over the tokens";
+        sequence_chart.x_label = "cut t";
+        sequence_chart.y_label = "rank of A[t:, :t]";
+        ChartSeries sequence{"softmax attention", {}, ChartSeries::Style::line_and_points, false};
+        for (std::size_t k = 0; k < attention_ranks.size(); ++k) sequence.points.emplace_back(double(k + 1), attention_ranks[k]);
+        ChartSeries sum{"running sum", {}, ChartSeries::Style::line, false};
+        for (std::size_t k = 0; k < attention_ranks.size(); ++k) sum.points.emplace_back(double(k + 1), 1.0);
+        sequence_chart.series = {sequence, sum};
+        sequence_ranks_->set_spec(sequence_chart);
+        caption_->setText(QString::fromStdString(caption));
+        fill_taxonomy(rows);
+        clear_error();
+      };
+    });
+  }
+
+  void fill_taxonomy(const std::vector<TaxonomyRow>& rows) {
+    taxonomy_->setRowCount(0);
+    for (const auto& row : rows) {
+      const int r = taxonomy_->rowCount();
+      taxonomy_->insertRow(r);
+      const std::string mean = std::to_string(row.mean_rank) + (row.mean_bounded ? "" : " *");
+      const std::string bound = std::string("≤ ") + std::to_string(row.bound) + ": " + row.rule;
+      const std::string cells[] = {row.scheme, row.parameters, mean, std::to_string(row.token_rank), bound,
+                                   row.holds ? "✓" : "✗"};
+      for (int c = 0; c < 6; ++c) {
+        auto* item = new QTableWidgetItem(QString::fromStdString(cells[c]));
+        item->setToolTip(item->text());
+        if (c == 2 || c == 3 || c == 5) item->setTextAlignment(Qt::AlignCenter);
+        if (c == 2 && !row.mean_bounded) {
+          item->setToolTip("the token mean of input-dependent mHC matrices is not bounded by m; each token's M is");
+        }
+        if (c == 4) item->setToolTip(QString::fromStdString(row.detail));
+        if (c == 5) item->setForeground(row.holds ? QColor(0, 120, 0) : QColor(180, 0, 0));
+        taxonomy_->setItem(r, c, item);
+      }
+    }
+    // Every row in view, no scrolling.
+    const int height = taxonomy_->horizontalHeader()->sizeHint().height() +
+                       taxonomy_->verticalHeader()->defaultSectionSize() * taxonomy_->rowCount() +
+                       2 * taxonomy_->frameWidth() + 2;
+    taxonomy_->setFixedHeight(height);
+  }
+
+  std::vector<ChartSpec> charts() const override { return {ranks_->spec(), sequence_ranks_->spec()}; }
+  std::vector<HeatmapWidget*> heatmaps() override {
+    if (shown_.size() > 1) return {depth_, depth_b_, sequence_, running_};
+    return {depth_, sequence_, running_};
+  }
+
+ private:
+  QSpinBox *layer_, *head_;
+  HeatmapWidget *depth_, *depth_b_, *sequence_, *running_;
+  QTabWidget* sequence_tabs_;
+  ChartPanel *ranks_, *sequence_ranks_;
+  QLabel* caption_;
+  QTableWidget* taxonomy_;
+  std::vector<ShownScheme> shown_;
+};
+
+
+}  // namespace
+
+View* make_depth_attention_view(const ViewHost& host) { return new DepthAttentionView(host); }
+View* make_magnitudes_view(const ViewHost& host) { return new MagnitudesView(host); }
+View* make_duality_view(const ViewHost& host) { return new DualityView(host); }
+
+}  // namespace attnres::gui

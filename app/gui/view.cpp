@@ -1,0 +1,186 @@
+// The View base: each tab's own error banner, the red frame on the inputs that caused an error,
+// and the stale marks over charts that do not show the current inputs.
+#include <QEvent>
+#include <QLabel>
+#include <QPainter>
+#include <QResizeEvent>
+#include <QStyle>
+#include <QTimer>
+#include <algorithm>
+
+#include "attnres/format.hpp"
+#include "views.hpp"
+#include "widgets.hpp"
+
+namespace attnres::gui {
+
+namespace {
+
+// A translucent veil with a one-line reason over a chart that does not show the current inputs.
+// It follows its chart's size and lets the mouse through (hover readouts keep working).
+class StaleOverlay : public QWidget {
+ public:
+  explicit StaleOverlay(QWidget* target) : QWidget(target), target_(target) {
+    setObjectName("stale_overlay");
+    setAttribute(Qt::WA_TransparentForMouseEvents);
+    target->installEventFilter(this);
+    setGeometry(target->rect());
+    raise();
+  }
+  void set_reason(const QString& reason) {
+    reason_ = reason;
+    setVisible(!reason.isEmpty());
+    if (!reason.isEmpty()) {
+      setGeometry(target_->rect());
+      raise();
+      update();
+    }
+  }
+  const QString& reason() const { return reason_; }
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (watched == target_ && event->type() == QEvent::Resize) setGeometry(target_->rect());
+    return false;
+  }
+  void paintEvent(QPaintEvent*) override {
+    QPainter painter(this);
+    painter.fillRect(rect(), QColor(255, 255, 255, 150));
+    QFont font = painter.font();
+    font.setItalic(true);
+    font.setBold(true);
+    painter.setFont(font);
+    const QRectF box = QRectF(rect()).adjusted(8, 8, -8, -8);
+    const QRectF text = painter.boundingRect(box, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, reason_);
+    painter.fillRect(text.adjusted(-6, -3, 6, 3), QColor(255, 244, 214, 235));
+    painter.setPen(QColor(120, 80, 0));
+    painter.drawText(box, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, reason_);
+  }
+
+ private:
+  QWidget* target_;
+  QString reason_;
+};
+
+// The charts of a view: every chart panel, heatmap and Gantt chart under its content.
+std::vector<QWidget*> chart_widgets(QWidget* root) {
+  // (dynamic_cast: these classes have no Q_OBJECT, so qobject_cast cannot tell them apart)
+  std::vector<QWidget*> out;
+  if (root == nullptr) return out;
+  for (auto* w : root->findChildren<QWidget*>()) {
+    if (dynamic_cast<ChartPanel*>(w) || dynamic_cast<HeatmapWidget*>(w) || dynamic_cast<GanttWidget*>(w)) out.push_back(w);
+  }
+  return out;
+}
+
+void set_overlay(QWidget* target, const QString& reason) {
+  StaleOverlay* overlay = nullptr;
+  for (auto* child : target->findChildren<QWidget*>(QString(), Qt::FindDirectChildrenOnly)) {
+    if (auto* mine = dynamic_cast<StaleOverlay*>(child)) overlay = mine;
+  }
+  if (overlay == nullptr) {
+    if (reason.isEmpty()) return;
+    overlay = new StaleOverlay(target);
+  }
+  overlay->set_reason(reason);
+}
+
+void mark_field(QWidget* field, bool error) {
+  field->setProperty("attnres_error", error);
+  // A red frame that works for spin boxes, combo boxes and line edits alike.
+  field->setStyleSheet(error ? QString("%1 { border: 2px solid #c0392b; border-radius: 2px; }")
+                                   .arg(QString::fromLatin1(field->metaObject()->className()))
+                             : QString());
+}
+
+}  // namespace
+
+View::View(std::string name, QString title, ViewHost host, QWidget* parent)
+    : QWidget(parent), name_(std::move(name)), title_(std::move(title)), host_(std::move(host)) {
+  banner_ = new QLabel(this);
+  banner_->setObjectName("view_error");
+  banner_->setWordWrap(true);
+  banner_->setTextFormat(Qt::PlainText);
+  banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  banner_->setStyleSheet("QLabel { background: #fde2e1; color: #8a1c1c; padding: 6px; border: 1px solid #e0a3a0; }");
+  banner_->setVisible(false);
+  pending_timer_ = new QTimer(this);
+  pending_timer_->setSingleShot(true);
+  pending_timer_->setInterval(250);  // fast results never flash a mark
+  connect(pending_timer_, &QTimer::timeout, this, [this] {
+    if (pending_ && banner_->isHidden()) set_stale("computing…");
+  });
+}
+
+View::~View() = default;
+
+void View::show_error(const std::string& message, const std::vector<QWidget*>& fields) {
+  // Plain text, escaped like the CLI's messages: bytes from hostile files never reach the screen raw.
+  banner_->setText(QString::fromStdString("error: " + printable_text(message)));
+  banner_->setVisible(true);
+  for (const auto& field : error_fields_) {
+    if (field) mark_field(field, false);
+  }
+  error_fields_.clear();
+  for (QWidget* field : fields) {
+    if (field == nullptr) continue;
+    mark_field(field, true);
+    error_fields_.emplace_back(field);
+  }
+  place_banner();
+  set_stale("not current: the inputs are invalid (see the error above)");
+}
+
+void View::clear_error() {
+  banner_->setVisible(false);
+  banner_->clear();
+  for (const auto& field : error_fields_) {
+    if (field) mark_field(field, false);
+  }
+  error_fields_.clear();
+}
+
+std::string View::error_text() const { return banner_->isHidden() ? std::string() : banner_->text().toStdString(); }
+
+std::vector<QWidget*> View::error_fields() const {
+  std::vector<QWidget*> out;
+  for (const auto& field : error_fields_) {
+    if (field) out.push_back(field);
+  }
+  return out;
+}
+
+void View::set_stale(const QString& reason) {
+  stale_ = reason;
+  for (QWidget* chart : chart_widgets(content_ ? content_ : this)) set_overlay(chart, reason);
+  if (!banner_->isHidden()) banner_->raise();
+}
+
+void View::set_pending(bool pending) {
+  pending_ = pending;
+  if (pending) {
+    pending_timer_->start();
+  } else {
+    pending_timer_->stop();
+  }
+}
+
+void View::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  place_banner();
+}
+
+// Over the top of the content column (or the whole view), on top of everything: showing it
+// moves no widget.
+void View::place_banner() {
+  if (banner_->isHidden()) return;
+  QRect area = rect().adjusted(6, 6, -6, 0);
+  if (content_ != nullptr && content_->isVisible()) {
+    area = QRect(content_->mapTo(this, QPoint(0, 0)), content_->size());
+  }
+  const int height = std::min(banner_->heightForWidth(area.width()), std::max(40, area.height() / 2));
+  banner_->setGeometry(area.left(), area.top(), area.width(), std::max(height, banner_->sizeHint().height()));
+  banner_->raise();
+}
+
+}  // namespace attnres::gui

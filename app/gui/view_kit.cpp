@@ -1,0 +1,235 @@
+// Small pieces every view uses: spin boxes, the three-column layout, change coalescing, pickers.
+#include "view_kit.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QToolButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSlider>
+#include <QVBoxLayout>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/cost.hpp"
+#include "attnres/cost_metrics.hpp"
+#include "attnres/engine.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/forward.hpp"
+#include "attnres/layers.hpp"
+#include "attnres/model.hpp"
+#include "attnres/model_config.hpp"
+#include "attnres/paper_reference.hpp"
+#include "attnres/report.hpp"
+#include "attnres/sweep.hpp"
+#include "training_view.hpp"
+
+namespace attnres::gui {
+
+QSpinBox* spin(int low, int high, int value) {
+  auto* box = new QSpinBox;
+  box->setRange(low, high);
+  box->setValue(value);
+  box->setKeyboardTracking(false);
+  return box;
+}
+
+QDoubleSpinBox* dspin(double low, double high, double value, int decimals, double step) {
+  auto* box = new QDoubleSpinBox;
+  box->setRange(low, high);
+  box->setDecimals(decimals);
+  box->setSingleStep(step);
+  box->setValue(value);
+  box->setKeyboardTracking(false);
+  return box;
+}
+
+QTextBrowser* explanation(const QString& html) {
+  auto* text = new QTextBrowser;
+  text->setObjectName("explanation_text");
+  text->setHtml(html);
+  text->setMinimumWidth(200);
+  text->setOpenExternalLinks(false);
+  return text;
+}
+
+ExplanationPanel::ExplanationPanel(const QString& html, QWidget* parent) : QWidget(parent) {
+  setObjectName("explanation_panel");
+  auto* column = new QVBoxLayout(this);
+  column->setContentsMargins(0, 0, 0, 0);
+  toggle_ = new QToolButton;
+  toggle_->setObjectName("explanation_toggle");
+  toggle_->setAutoRaise(true);
+  toggle_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  text_ = explanation(html);
+  column->addWidget(toggle_, 0, Qt::AlignRight);
+  column->addWidget(text_, 1);
+  connect(toggle_, &QToolButton::clicked, this, [this] { set_collapsed(!collapsed()); });
+  set_collapsed(false);
+}
+
+void ExplanationPanel::set_collapsed(bool collapsed) {
+  text_->setVisible(!collapsed);
+  toggle_->setText(collapsed ? "◂ ?" : "hide ▸");
+  toggle_->setToolTip(collapsed ? "Show the explanation (what you see, the formula, what to try); View > Explanations"
+                                : "Hide the explanation to give the charts the room (View > Explanations)");
+  setMaximumWidth(collapsed ? toggle_->sizeHint().width() + 4 : 330);
+  setMinimumWidth(collapsed ? 0 : 200);
+}
+
+bool ExplanationPanel::collapsed() const { return text_->isHidden(); }
+
+QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const QString& html) {
+  auto* layout = new QHBoxLayout(view);
+  layout->setContentsMargins(6, 6, 6, 6);
+  // The inputs scroll instead of being clipped (a projector's 1024 x 700) and never squeeze the charts.
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName("inputs_scroll");
+  scroll->setWidget(inputs);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  const int width = std::min(300, inputs->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
+  scroll->setMinimumWidth(std::min(width, 250));
+  scroll->setMaximumWidth(width);
+  scroll->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
+  layout->addWidget(scroll);
+  layout->addWidget(content, 1);
+  layout->addWidget(new ExplanationPanel(html));
+  content->setMinimumSize(0, 0);
+  view->set_content(content);
+  return layout;
+}
+
+QWidget* with_slider(QSpinBox* box, const char* name) {
+  auto* row = new QWidget;
+  auto* layout = new QHBoxLayout(row);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* slider = new QSlider(Qt::Horizontal);
+  slider->setObjectName(name);
+  slider->setRange(box->minimum(), box->maximum());
+  slider->setValue(box->value());
+  slider->setToolTip(box->toolTip());
+  slider->setMinimumWidth(60);
+  layout->addWidget(box);
+  layout->addWidget(slider, 1);
+  QObject::connect(slider, &QSlider::valueChanged, box, [box](int v) {
+    if (box->value() != v) box->setValue(v);
+  });
+  QObject::connect(box, &QSpinBox::valueChanged, slider, [slider](int v) {
+    const QSignalBlocker blocker(slider);
+    slider->setValue(v);
+  });
+  box->setProperty("attnres_slider", QVariant::fromValue(static_cast<QObject*>(slider)));
+  return row;
+}
+
+void set_spin_range(QSpinBox* box, int low, int high) {
+  box->setRange(low, high);
+  if (auto* slider = qobject_cast<QSlider*>(box->property("attnres_slider").value<QObject*>())) {
+    const QSignalBlocker blocker(slider);
+    slider->setRange(low, high);
+    slider->setValue(box->value());
+  }
+}
+
+QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name) {
+  auto* row = new QWidget;
+  auto* layout = new QHBoxLayout(row);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* slider = new QSlider(Qt::Horizontal);
+  slider->setObjectName(name);
+  const double unit = box->singleStep();
+  slider->setRange(static_cast<int>(std::lround(box->minimum() / unit)), static_cast<int>(std::lround(slider_max / unit)));
+  slider->setValue(static_cast<int>(std::lround(box->value() / unit)));
+  slider->setToolTip(box->toolTip());
+  slider->setMinimumWidth(60);
+  layout->addWidget(box);
+  layout->addWidget(slider, 1);
+  QObject::connect(slider, &QSlider::valueChanged, box, [box, unit](int v) {
+    const double value = v * unit;
+    if (std::abs(box->value() - value) > unit / 2) box->setValue(value);
+  });
+  QObject::connect(box, &QDoubleSpinBox::valueChanged, slider, [slider, unit](double v) {
+    const QSignalBlocker blocker(slider);
+    slider->setValue(static_cast<int>(std::lround(v / unit)));
+  });
+  return row;
+}
+
+// Coalesces many input changes into one recompute.
+void on_change(QWidget* owner, const std::vector<QWidget*>& inputs, const std::function<void()>& action) {
+  auto* timer = new QTimer(owner);
+  timer->setSingleShot(true);
+  timer->setInterval(0);  // coalesces the changes of one event-loop pass
+  QObject::connect(timer, &QTimer::timeout, owner, action);
+  for (QWidget* input : inputs) {
+    if (auto* s = qobject_cast<QSpinBox*>(input)) QObject::connect(s, &QSpinBox::valueChanged, timer, qOverload<>(&QTimer::start));
+    if (auto* d = qobject_cast<QDoubleSpinBox*>(input)) QObject::connect(d, &QDoubleSpinBox::valueChanged, timer, qOverload<>(&QTimer::start));
+    if (auto* c = qobject_cast<QComboBox*>(input)) {
+      QObject::connect(c, &QComboBox::currentIndexChanged, timer, qOverload<>(&QTimer::start));
+      if (c->isEditable()) {  // a typed entry counts when Enter is pressed; a chosen one even if unchanged
+        QObject::connect(c, &QComboBox::activated, timer, qOverload<>(&QTimer::start));
+        QObject::connect(c->lineEdit(), &QLineEdit::editingFinished, timer, qOverload<>(&QTimer::start));
+      }
+    }
+    if (auto* b = qobject_cast<QCheckBox*>(input)) QObject::connect(b, &QCheckBox::toggled, timer, qOverload<>(&QTimer::start));
+    if (auto* e = qobject_cast<QLineEdit*>(input)) QObject::connect(e, &QLineEdit::editingFinished, timer, qOverload<>(&QTimer::start));
+  }
+}
+
+QComboBox* named_scheme_picker(const std::string& current) {
+  auto* combo = new QComboBox;
+  for (const auto& name : scheme_names()) {
+    combo->addItem(QString::fromStdString(name), QString::fromStdString(name));
+    combo->setItemData(combo->count() - 1, QString::fromStdString(scheme_summary(name)), Qt::ToolTipRole);
+  }
+  combo->setCurrentText(QString::fromStdString(current));
+  return combo;
+}
+
+QComboBox* hardware_combo() {
+  auto* combo = new QComboBox;
+  for (const auto& name : hardware_preset_names()) combo->addItem(QString::fromStdString(name));
+  combo->setCurrentText("h100");
+  return combo;
+}
+
+// Step `index` of `count` equal steps of one run (e.g. the second of three forward passes) as
+// its part of the run's progress.
+Progress step(const Progress& progress, std::size_t index, std::size_t count) {
+  if (!progress) return {};
+  return [progress, index, count](std::size_t done, std::size_t total) {
+    return total == 0 ? progress(0, 0) : progress(index * total + done, count * total);
+  };
+}
+
+// Only asks whether the run goes on (for nested work whose own counts would confuse the bar).
+Progress check_only(const Progress& progress) {
+  if (!progress) return {};
+  return [progress](std::size_t, std::size_t) { return progress(0, 0); };
+}
+
+}  // namespace attnres::gui

@@ -1,0 +1,70 @@
+// What the views of attnres-lab build themselves from (internal to app/gui): input widgets with
+// their tooltips, the three-column layout (inputs, content, a collapsible explanation), change
+// coalescing, the shared pickers, progress helpers, and the factories of the views.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "views.hpp"
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QDoubleSpinBox;
+class QHBoxLayout;
+class QSpinBox;
+class QTextBrowser;
+class QToolButton;
+class QWidget;
+QT_END_NAMESPACE
+
+namespace attnres::gui {
+
+// Spin boxes that only report a value when editing is done (no recompute per keystroke).
+QSpinBox* spin(int low, int high, int value);
+QDoubleSpinBox* dspin(double low, double high, double value, int decimals, double step);
+// The explanation text (HTML).
+QTextBrowser* explanation(const QString& html);
+// The right-hand column: the explanation under a button that collapses it to a narrow strip
+// (View > Explanations collapses or opens every view's at once).
+class ExplanationPanel : public QWidget {
+ public:
+  explicit ExplanationPanel(const QString& html, QWidget* parent = nullptr);
+  void set_collapsed(bool collapsed);
+  bool collapsed() const;
+
+ private:
+  QToolButton* toggle_;
+  QTextBrowser* text_;
+};
+// Left: inputs (scrollable, so that a small window never clips them); middle: content; right:
+// the explanation, collapsible. Registers the content with the view (error banner, stale marks).
+QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const QString& html);
+// A slider beside a spin box, in step both ways (the spin box owns the value; its changes reach
+// the view as before). The double version moves in the spin box's single steps up to slider_max.
+QWidget* with_slider(QSpinBox* box, const char* name);
+QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name);
+// A spin box's range (e.g. S <= L when the model changes), its slider's with it.
+void set_spin_range(QSpinBox* box, int low, int high);
+// Coalesces the changes of `inputs` in one event-loop pass into one call of `action`.
+void on_change(QWidget* owner, const std::vector<QWidget*>& inputs, const std::function<void()>& action);
+// The hardware presets.
+QComboBox* hardware_combo();
+// A picker of the cost engine's named schemes (docs/scheme-costs.md); the item data is the name.
+QComboBox* named_scheme_picker(const std::string& current);
+// Step `index` of `count` equal steps of one run (e.g. the second of three forward passes).
+Progress step(const Progress& progress, std::size_t index, std::size_t count);
+// Only asks whether the run goes on (for nested work whose own counts would confuse the bar).
+Progress check_only(const Progress& progress);
+
+View* make_cost_view(const ViewHost& host);
+View* make_depth_attention_view(const ViewHost& host);
+View* make_magnitudes_view(const ViewHost& host);
+View* make_pipeline_view(const ViewHost& host);
+View* make_duality_view(const ViewHost& host);
+View* make_scaling_view(const ViewHost& host);
+
+}  // namespace attnres::gui
