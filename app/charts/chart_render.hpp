@@ -1,27 +1,105 @@
 // The one place that turns a ChartSpec (core, Qt-free) into Qt Charts: the CLI's report figures
 // and the GUI's views both go through build_chart, so the same scenario gives the same chart.
+//
+// What the renderer adds to Qt Charts (for files and the GUI alike):
+//  - its own legend under the plot: every entry's full name as plain text (Qt's legend reads
+//    names as rich text, so "claim: < 0.04" lost its tail, and it truncates long names), wrapped
+//    into as many rows as the width needs; the plot area shrinks to make room;
+//  - logarithmic axes with at least three labelled ticks whenever the range allows (Qt's
+//    QLogValueAxis labels only powers of the base, so a range inside one decade had one label);
+//  - a readout box at the current-setting marker (spec.marker_x): the marker's label and the
+//    value of each series there, interpolated in the axes' scales, placed where it covers the
+//    fewest data points, with a ring where the marker meets each curve.
 #pragma once
 
+#include <QPointF>
+#include <QRectF>
 #include <QSize>
+#include <QString>
+#include <QStringList>
 #include <filesystem>
+#include <vector>
 
 #include "attnres/chart_spec.hpp"
 
 QT_BEGIN_NAMESPACE
 class QChart;
 class QPainter;
-class QRectF;
+class QAbstractSeries;
 QT_END_NAMESPACE
 
 namespace attnres::charts {
 
-// A new chart (caller owns it): axes with the spec's labels, log axes where asked, series,
-// the current-setting marker, no animations.
-QChart* build_chart(const ChartSpec& spec);
+// How a chart is dressed. Files use Qt's default type at scale 1; the GUI's panels are compact
+// (smaller type, thin margins) and multiply every font by the presentation-mode scale.
+struct ChartStyle {
+  double font_scale = 1.0;
+  bool compact = false;
+};
 
-// Paints a Gantt chart (ChartSpec::Kind::gantt) into `area`: one lane per entry of spec.lanes,
-// boxes coloured by category, a time axis and a legend. Used for files and by GUI widgets.
+// A new chart (caller owns it): axes with the spec's labels, log axes where asked, series,
+// the current-setting marker with its readout, the legend under the plot, no animations.
+// Log axes are value axes over log10 of the data (the series hold log10 values on such an axis):
+// use chart_position / chart_value below to go between data and chart coordinates.
+QChart* build_chart(const ChartSpec& spec);
+QChart* build_chart(const ChartSpec& spec, const ChartStyle& style);
+
+// Applies a style's fonts to a chart made by build_chart (title, axes, legend, readout) and lays
+// its legend out again; series colours and axis ranges set since are kept.
+void restyle_chart(QChart* chart, const ChartStyle& style);
+
+// Where a data point (in the spec's units) of `series` lies in chart coordinates, and back.
+QPointF chart_position(const QChart* chart, QPointF value, const QAbstractSeries* series);
+QPointF chart_value(const QChart* chart, QPointF position, const QAbstractSeries* series);
+// Point `index` of a series of the chart in the spec's units (the series hold axis units).
+QPointF series_point(const QChart* chart, const QAbstractSeries* series, qsizetype index);
+// Whether a series is the chart's current-setting marker line (not data).
+bool is_marker_series(const QChart* chart, const QAbstractSeries* series);
+
+// What the renderer drew, computed by the code that paints it (for tests and the GUI):
+// the legend's entries (full text, in order) and their rectangles, in chart coordinates;
+QStringList legend_entries(const QChart* chart);
+std::vector<QRectF> legend_entry_rects(const QChart* chart);
+// the marker readout's lines (label first, then one value per series that has one) and its box
+// (empty when the chart has no marker or the box does not fit);
+QStringList marker_readout(const QChart* chart);
+QRectF marker_readout_rect(const QChart* chart);
+// the labels of an axis' ticks, low to high (Qt::Horizontal: x; Qt::Vertical: the left y axis).
+QStringList axis_tick_labels(const QChart* chart, Qt::Orientation orientation);
+
+// Gantt charts (ChartSpec::Kind::gantt). A view selects the visible time window (the whole
+// chart when end <= start), the type scale and an optional note line under the legend; the GUI
+// zooms through it. Boxes narrower than a few pixels are drawn without separators and snapped
+// to whole pixels, so a schedule with thousands of boxes keeps its colours instead of turning grey.
+struct GanttView {
+  double start = 0, end = 0;
+  double font_scale = 1.0;
+  QString note;
+  int highlight = -1;  // index into spec.boxes of a box to outline (hover)
+};
+
+// The geometry paint_gantt uses: the lanes' rectangle and the time <-> x mapping.
+struct GanttLayout {
+  QRectF plot;
+  double start = 0, end = 1;  // the visible time window
+  int lanes = 1;
+  double lane_height() const { return plot.height() / lanes; }
+  double x_of(double time) const { return plot.left() + plot.width() * (time - start) / (end - start); }
+  double time_at(double x) const { return start + (x - plot.left()) / plot.width() * (end - start); }
+  // The box's rectangle, unclipped and before the one-pixel minimum the painter applies.
+  QRectF box_rect(const ChartBox& box) const;
+  // The lane under a y coordinate (-1 outside the lanes).
+  int lane_at(double y) const;
+};
+
+// The last box's end (1 when there are none): the time axis of the whole chart is [0, extent].
+double gantt_extent(const ChartSpec& spec);
+GanttLayout gantt_layout(const ChartSpec& spec, const QRectF& area, const GanttView& view = GanttView());
+
+// Paints a Gantt chart into `area`: one lane per entry of spec.lanes, boxes coloured by category
+// (with their tag inside when it fits), a time axis and a legend. Used for files and by the GUI.
 void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area);
+void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area, const GanttView& view);
 
 // Renders the chart headlessly into a PNG and an SVG (each written atomically). Needs a
 // QApplication; ensure_application() makes one on the offscreen platform when none exists.

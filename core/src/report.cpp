@@ -275,11 +275,27 @@ ChartSpec pipeline_gantt_chart(const PipelineReport& p) {
   for (std::int64_t r = 0; r < s.model.pp; ++r) chart.lanes.push_back("rank " + num(r));
   chart.categories = {"forward", "backward", "send (forward)", "send (backward)"};
   for (const auto& op : p.attnres.ops) {
-    chart.boxes.push_back({op.start * 1e3, op.end * 1e3, op.rank, op.backward ? 1 : 0});
+    ChartBox box;
+    box.x0 = op.start * 1e3;
+    box.x1 = op.end * 1e3;
+    box.lane = op.rank;
+    box.category = op.backward ? 1 : 0;
+    box.label = std::string(op.backward ? "B" : "F") + " mb " + std::to_string(op.microbatch) + ", chunk " +
+                std::to_string(op.chunk);
+    box.tag = std::to_string(op.microbatch);
+    chart.boxes.push_back(std::move(box));
   }
   for (const auto& transfer : p.attnres.transfers) {
     if (transfer.end > transfer.start) {
-      chart.boxes.push_back({transfer.start * 1e3, transfer.end * 1e3, transfer.from_rank, transfer.backward ? 3 : 2});
+      ChartBox box;
+      box.x0 = transfer.start * 1e3;
+      box.x1 = transfer.end * 1e3;
+      box.lane = transfer.from_rank;
+      box.category = transfer.backward ? 3 : 2;
+      box.label = std::string(transfer.backward ? "send B" : "send F") + " mb " + std::to_string(transfer.microbatch) +
+                  ", chunk " + std::to_string(transfer.from_chunk) + " -> " + std::to_string(transfer.to_chunk) +
+                  " (rank " + std::to_string(transfer.to_rank) + ")";
+      chart.boxes.push_back(std::move(box));
     }
   }
   chart.caption = "Iteration " + num(p.iteration_time_s * 1e3) + " ms; standard residual " +

@@ -22,6 +22,8 @@ struct ChartBox {
   double x0, x1;
   int lane;
   int category;
+  std::string label;  // what the box is, for hover readouts ("F mb 3, chunk 1"); may be empty
+  std::string tag;    // short text drawn inside the box when it is wide enough ("3"); may be empty
 };
 
 struct ChartSpec {
