@@ -1,6 +1,8 @@
 // Widgets shared by the attnres-lab views: a heatmap (QImage through viridis, colour bar, axis
-// labels, hover values), a Gantt chart (the report's painter), and a chart panel that keeps the
-// core ChartSpec it shows so that exports match the CLI's figures exactly.
+// labels, hover values), a Gantt chart (the report's painter, with zoom, pan and hover readouts),
+// and a chart panel that keeps the core ChartSpec it shows so that exports match the CLI's
+// figures exactly (plus hover readouts). All three shrink to small sizes (a 1024x700 window with
+// several of them) by scaling their content, and follow the presentation-mode type scale.
 #pragma once
 
 #include <QLabel>
@@ -8,11 +10,18 @@
 #include <QtCharts/QChartView>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnres/chart_spec.hpp"
 
 namespace attnres::gui {
+
+// Presentation mode: one factor (default 1, clamped to [0.5, 4]) for the type of every chart
+// panel, heatmap and Gantt widget. Panels made afterwards use it; existing ones pick it up through
+// ChartPanel::refresh(), heatmaps and Gantt charts when they next paint (update()).
+void set_chart_font_scale(double scale);
+double chart_font_scale();
 
 class HeatmapWidget : public QWidget {
  public:
@@ -25,19 +34,29 @@ class HeatmapWidget : public QWidget {
   // Centre of cell (row, col) in widget coordinates, and the cell under a point (-1 if none).
   QPointF cell_center(int row, int col) const;
   std::pair<int, int> cell_at(QPointF point) const;
+  // The labels the paint draws, by index: every k-th row / column, k chosen so that none overlap
+  // at the current size and type scale. Computed by the code the paint uses.
+  std::vector<int> drawn_row_labels() const;
+  std::vector<int> drawn_column_labels() const;
+  // Where the paint puts a row label's text (widget coordinates), the cells and the colour bar.
+  QRectF row_label_rect(int row) const;
+  QRectF cells_rect() const;
+  QRectF colour_bar_rect() const;
+  // The hover text at a point ("row <- column: value"), empty outside the cells.
+  QString readout_at(QPointF point) const;
   std::string csv() const;
   // PNG or SVG by extension.
   void export_image(const std::filesystem::path& path);
   QSize sizeHint() const override { return {460, 380}; }
+  QSize minimumSizeHint() const override { return {200, 150}; }
 
  protected:
   void paintEvent(QPaintEvent*) override;
   void mouseMoveEvent(QMouseEvent* event) override;
 
  private:
-  QRectF plot_rect() const;
-  // Height of the title, wrapped to the widget's width (long scheme names take two lines).
-  int title_height() const;
+  struct Plan;
+  Plan plan() const;
   std::string title_;
   std::vector<std::vector<double>> values_;
   std::vector<std::string> rows_, columns_;
@@ -46,15 +65,50 @@ class HeatmapWidget : public QWidget {
 
 class GanttWidget : public QWidget {
  public:
-  explicit GanttWidget(QWidget* parent = nullptr) : QWidget(parent) { setMinimumHeight(220); }
+  explicit GanttWidget(QWidget* parent = nullptr);
+  // A new chart; the zoom is kept only when the new chart spans the same time.
   void set_spec(ChartSpec spec);
   const ChartSpec& spec() const { return spec_; }
 
+  // The visible time window (the whole chart until zoomed). Mouse wheel or +/- keys zoom around
+  // the cursor, dragging or Shift+wheel (horizontal wheel) and the arrow keys pan, a
+  // double-click or 0 shows the whole chart again.
+  std::pair<double, double> visible_range() const;
+  void zoom_at(double factor, double widget_x);  // factor > 1 zooms in, keeping widget_x's time in place
+  void pan_by_pixels(double dx);                 // dx > 0 shows later times
+  void reset_zoom();
+  // Where box `index` of spec().boxes is drawn (widget coordinates, before the painter's
+  // one-pixel minimum), and the box under a point (-1 if none).
+  QRectF box_rect(std::size_t index) const;
+  int box_at(QPointF pos) const;
+  // The hover text at a point: lane, category, the box's label, start and end; empty if no box.
+  QString readout_at(QPointF pos) const;
+  QString current_readout() const { return hover_text_; }
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override { return {220, 150}; }
+
  protected:
   void paintEvent(QPaintEvent*) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void leaveEvent(QEvent* event) override;
 
  private:
+  QString window_note() const;
+  void set_window(double start, double end);
+  void hover(QPointF pos);
   ChartSpec spec_;
+  double start_ = 0, end_ = 0;  // end <= start: the whole chart
+  int hover_box_ = -1;
+  QPointF hover_pos_;
+  QString hover_text_;
+  bool dragging_ = false;
+  bool pointer_inside_ = false;  // keys zoom around the pointer when it is over the widget
+  double drag_x_ = 0;
 };
 
 class ChartPanel : public QChartView {
@@ -62,9 +116,37 @@ class ChartPanel : public QChartView {
   explicit ChartPanel(QWidget* parent = nullptr);
   void set_spec(ChartSpec spec);
   const ChartSpec& spec() const { return spec_; }
+  // Applies the current type scale (presentation mode) to the chart shown, keeping the series'
+  // colours and the axes' ranges that a view may have set after set_spec.
+  void refresh();
+  // The hover readout at a point in the viewport's coordinates (what mouse events report; the
+  // panel has no frame, so they are the panel's too): the nearest data point's series, x and y,
+  // empty when none is within reach.
+  QString readout_at(QPointF pos) const;
+  QString current_readout() const { return hover_text_; }
+  // Where point `point` of spec().series[series] is drawn, in viewport coordinates.
+  QPointF point_position(std::size_t series, std::size_t point) const;
+  QSize minimumSizeHint() const override { return {200, 150}; }
+
+ protected:
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void leaveEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void drawForeground(QPainter* painter, const QRectF& rect) override;
 
  private:
+  struct Hit {
+    QString text;
+    QPointF scene_position;
+    QColor colour;
+  };
+  Hit hit_at(QPointF pos) const;
+  double effective_scale() const;
   ChartSpec spec_;
+  QString hover_text_;
+  QPointF hover_point_;
+  QColor hover_colour_;
+  double applied_scale_ = 0;
 };
 
 // Long-format CSV of a chart's data: series, x, y.
