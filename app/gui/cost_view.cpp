@@ -71,7 +71,7 @@ class CostView : public View {
     scheme_a_ = named_scheme_picker("block");
     scheme_b_ = named_scheme_picker("full");
     form->addRow("sublayers L", sublayers_);
-    form->addRow("blocks N", blocks_);
+    form->addRow("blocks N", with_slider(blocks_, "blocks_slider"));
     form->addRow("width d", d_model_);
     form->addRow("tokens T", tokens_);
     form->addRow("batch B", batch_);
@@ -85,6 +85,21 @@ class CostView : public View {
     form->addRow("scenario sweep", sweep_);
     form->addRow("scheme A", scheme_a_);
     form->addRow("scheme B", scheme_b_);
+    sublayers_->setToolTip("Sublayers L (attention and MLP each count; 2 x transformer layers)");
+    blocks_->setToolTip("AttnRes blocks N (1 .. L): N = L is Full AttnRes, the charts sweep every N and mark this one");
+    d_model_->setToolTip("Hidden width d");
+    tokens_->setToolTip("Sequence length T in tokens (prefill memory)");
+    batch_->setToolTip("Sequences B processed together");
+    dtype_->setToolTip("Element type of the stored history and of the traffic (bytes per element)");
+    pp_->setToolTip("Pipeline ranks P");
+    vpp_->setToolTip("Virtual stages V per rank (V > 1: interleaved; the cross-stage cache pays off)");
+    streams_->setToolTip("Residual streams m of mHC");
+    shards_->setToolTip("Sequence shards (context parallelism) the prefill history is split over");
+    chunk_->setToolTip("Prefill chunk length in tokens (0: the whole sequence at once)");
+    hardware_->setToolTip("GPU preset for the time and bandwidth figures");
+    sweep_->setToolTip("A sweep of the opened scenario, drawn instead of the four charts");
+    scheme_a_->setToolTip("Scheme A of the comparison table and the I/O chart (docs/scheme-costs.md)");
+    scheme_b_->setToolTip("Scheme B of the comparison table and the I/O chart (docs/scheme-costs.md)");
     blocks_->setObjectName("blocks");
     sublayers_->setObjectName("sublayers");
     pp_->setObjectName("pp");
@@ -158,7 +173,7 @@ class CostView : public View {
   void recompute() override {
     CostInputs in = inputs();
     if (auto problem = try_resolve_cost_inputs(in)) {
-      show_error(problem->message);
+      show_error(problem->message, {field(problem->field)});
       return;
     }
     clear_error();
@@ -353,6 +368,19 @@ class CostView : public View {
   std::string hardware() const { return hardware_->currentText().toStdString(); }
 
  private:
+  // The input behind a CostInputs field named by an error.
+  QWidget* field(const std::string& key) const {
+    if (key == "sublayers" || key == "layers") return sublayers_;
+    if (key == "blocks" || key == "block_size") return blocks_;
+    if (key == "d_model") return d_model_;
+    if (key == "tokens") return tokens_;
+    if (key == "batch") return batch_;
+    if (key == "pp" || key == "vpp") return key == "pp" ? pp_ : vpp_;
+    if (key == "streams") return streams_;
+    if (key == "seq_shards") return shards_;
+    if (key == "chunk") return chunk_;
+    return nullptr;
+  }
   QSpinBox *sublayers_, *blocks_, *d_model_, *tokens_, *batch_, *pp_, *vpp_, *streams_, *shards_, *chunk_;
   QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_;
   std::vector<ChartPanel*> panels_;

@@ -1,6 +1,7 @@
 // attnres-lab: the desktop GUI. Also renders one view to a PNG and exits:
 //   attnres-lab --view cost|depth-attention|magnitudes|pipeline|duality|scaling|training
-//               [--scenario FILE.toml] [--model DIR] --screenshot OUT.png
+//               [--scenario FILE.toml] [--model DIR] [--lesson-step N] [--presentation]
+//               [--size WxH] --screenshot OUT.png
 // The Depth attention, Magnitudes and Duality views open on the shipped trained Full AttnRes model
 // (resources/models/; ATTNRES_MODELS_DIR points elsewhere, empty for none) when it is there.
 #include <QApplication>
@@ -8,6 +9,7 @@
 #include <QTimer>
 #include <iostream>
 
+#include "lesson.hpp"
 #include "main_window.hpp"
 
 int main(int argc, char** argv) {
@@ -22,8 +24,11 @@ int main(int argc, char** argv) {
   const QCommandLineOption view(QStringLiteral("view"), "Open this view: cost, depth-attention, magnitudes, pipeline, duality, scaling, training.", "name");
   const QCommandLineOption scenario(QStringLiteral("scenario"), "Open this scenario file.", "file");
   const QCommandLineOption model(QStringLiteral("model"), "Open this model directory.", "dir");
-  const QCommandLineOption screenshot(QStringLiteral("screenshot"), "Render the view at 1400x900 into this PNG and exit.", "png");
-  parser.addOptions({view, scenario, model, screenshot});
+  const QCommandLineOption screenshot(QStringLiteral("screenshot"), "Render the window into this PNG and exit.", "png");
+  const QCommandLineOption size(QStringLiteral("size"), "Window size for --screenshot, WxH (default 1400x900).", "WxH");
+  const QCommandLineOption lesson_step(QStringLiteral("lesson-step"), "Go to step N (1 = the first) of the guided lesson.", "N");
+  const QCommandLineOption presentation(QStringLiteral("presentation"), "Start in presentation mode (larger fonts, no input columns).");
+  parser.addOptions({view, scenario, model, screenshot, size, lesson_step, presentation});
   parser.process(app);  // unknown options: message and exit status 1
 
   const bool shot = parser.isSet(screenshot);
@@ -38,8 +43,33 @@ int main(int argc, char** argv) {
   if (parser.isSet(scenario)) window.open_scenario(parser.value(scenario).toStdString());
   if (parser.isSet(model)) window.open_model(parser.value(model).toStdString());
   window.show_view(name);
+  if (parser.isSet(lesson_step)) {
+    bool ok = false;
+    const int step = parser.value(lesson_step).toInt(&ok);
+    if (!ok || step < 1 || step > static_cast<int>(attnres::gui::lesson_steps().size())) {
+      std::cerr << "attnres-lab: --lesson-step: expected 1 .. " << attnres::gui::lesson_steps().size() << ", got '"
+                << parser.value(lesson_step).toStdString() << "'\n";
+      return 2;
+    }
+    window.lesson_step(step - 1);
+  }
+  if (parser.isSet(presentation)) window.set_presentation(true);
+  int width = 1400, height = 900;
+  if (parser.isSet(size)) {
+    const QStringList parts = parser.value(size).split('x');
+    bool ok_w = false, ok_h = false;
+    if (parts.size() == 2) {
+      width = parts[0].toInt(&ok_w);
+      height = parts[1].toInt(&ok_h);
+    }
+    if (!ok_w || !ok_h || width < 1024 || height < 700 || width > 8000 || height > 8000) {
+      std::cerr << "attnres-lab: --size: expected WxH from 1024x700 to 8000x8000, got '" << parser.value(size).toStdString()
+                << "'\n";
+      return 2;
+    }
+  }
   if (shot) {
-    window.resize(1400, 900);
+    window.resize(width, height);
     window.show();
     QApplication::processEvents();
     const QString path = parser.value(screenshot);

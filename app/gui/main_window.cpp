@@ -2,11 +2,16 @@
 
 #include <QApplication>
 #include <QFileDialog>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QKeySequence>
+#include <QScrollArea>
 #include <QFutureWatcher>
 #include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
 #include <QProgressBar>
+#include <QResizeEvent>
 #include <QPointer>
 #include <QPushButton>
 #include <QStatusBar>
@@ -24,6 +29,9 @@
 #include "attnres/format.hpp"
 #include "attnres/model.hpp"
 #include "chart_render.hpp"
+#include "lesson.hpp"
+#include "lesson_model.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 
@@ -62,7 +70,33 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   setWindowTitle("AttnRes Lab");
   auto* central = new QWidget;
   auto* layout = new QVBoxLayout(central);
+  layout->setContentsMargins(4, 4, 4, 0);
   tabs_ = new QTabWidget;
+  // The lesson bar: the step, what it set and what to look for, with Previous / Next.
+  lesson_bar_ = new QFrame;
+  lesson_bar_->setObjectName("lesson_bar");
+  lesson_bar_->setStyleSheet("#lesson_bar { background: #eef4fb; border: 1px solid #b5cbe4; }");
+  auto* bar = new QHBoxLayout(lesson_bar_);
+  bar->setContentsMargins(8, 4, 8, 4);
+  lesson_text_ = new QLabel;
+  lesson_text_->setObjectName("lesson_text");
+  lesson_text_->setWordWrap(true);
+  lesson_text_->setTextFormat(Qt::RichText);
+  lesson_previous_ = new QPushButton("◀ Previous");
+  lesson_next_ = new QPushButton("Next ▶");
+  auto* lesson_close = new QPushButton("End lesson");
+  lesson_previous_->setToolTip("The previous step (Alt+Left)");
+  lesson_next_->setToolTip("The next step (Alt+Right)");
+  lesson_close->setToolTip("Hide the lesson bar; the inputs stay as they are");
+  bar->addWidget(lesson_text_, 1);
+  bar->addWidget(lesson_previous_);
+  bar->addWidget(lesson_next_);
+  bar->addWidget(lesson_close);
+  lesson_bar_->setVisible(false);
+  connect(lesson_previous_, &QPushButton::clicked, this, [this] { lesson_step(lesson_index_ - 1); });
+  connect(lesson_next_, &QPushButton::clicked, this, [this] { lesson_step(lesson_index_ + 1); });
+  connect(lesson_close, &QPushButton::clicked, this, [this] { end_lesson(); });
+  layout->addWidget(lesson_bar_);
   layout->addWidget(tabs_, 1);
   setCentralWidget(central);
 
@@ -78,19 +112,21 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
 
   ViewHost host;
   host.run = [this](View* view, const QString& label, BackgroundWork work) { run(view, label, std::move(work)); };
+  lesson_ = std::make_unique<LessonModel>();
+  host.lesson = lesson_.get();
   views_ = make_views(host, this);
   for (View* view : views_) tabs_->addTab(view, view->title());
 
   QMenu* file = menuBar()->addMenu("&File");
-  file->addAction("Open scenario...", this, [this] {
+  file->addAction("Open scenario...", QKeySequence::Open, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenario (*.toml)");
     if (!path.isEmpty()) open_scenario(path.toStdString());
   });
-  file->addAction("Save scenario...", this, [this] {
+  file->addAction("Save scenario...", QKeySequence::Save, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, "Save scenario", "scenario.toml", "Scenario (*.toml)");
     if (!path.isEmpty()) save_scenario(path.toStdString());
   });
-  file->addAction("Open model directory...", this, [this] {
+  file->addAction("Open model directory...", QKeySequence(Qt::CTRL | Qt::Key_M), this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, "Open model directory (config.json + model.safetensors)");
     if (!dir.isEmpty()) open_model(dir.toStdString());
   });
@@ -107,20 +143,59 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
     const QString item = QInputDialog::getItem(this, what, "Which one?", items, 0, false, &ok);
     return ok ? static_cast<int>(items.indexOf(item)) : -1;
   };
-  file->addAction("Export chart (PNG or SVG)...", this, [this, choose] {
+  file->addAction("Export chart (PNG or SVG)...", QKeySequence(Qt::CTRL | Qt::Key_E), this, [this, choose] {
     const int index = choose("Export chart");
     if (index < 0) return;
     const QString path = QFileDialog::getSaveFileName(this, "Export chart", "chart.png", "Images (*.png *.svg)");
     if (!path.isEmpty()) export_chart(static_cast<std::size_t>(index), path.toStdString());
   });
-  file->addAction("Export data (CSV)...", this, [this, choose] {
+  file->addAction("Export data (CSV)...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), this, [this, choose] {
     const int index = choose("Export data");
     if (index < 0) return;
     const QString path = QFileDialog::getSaveFileName(this, "Export data", "data.csv", "CSV (*.csv)");
     if (!path.isEmpty()) export_data(static_cast<std::size_t>(index), path.toStdString());
   });
   file->addSeparator();
-  file->addAction("Quit", this, [this] { close(); });
+  file->addAction("Quit", QKeySequence::Quit, this, [this] { close(); });
+
+  QMenu* view_menu = menuBar()->addMenu("&View");
+  for (std::size_t i = 0; i < views_.size(); ++i) {
+    View* v = views_[i];
+    view_menu->addAction(v->title(), QKeySequence(static_cast<int>(Qt::CTRL) | static_cast<int>(Qt::Key_1 + static_cast<int>(i))), this,
+                         [this, v] { tabs_->setCurrentWidget(v); });
+  }
+  view_menu->addSeparator();
+  QAction* presentation = view_menu->addAction("Presentation mode", QKeySequence(Qt::Key_F5), this,
+                                               [this](bool on) { set_presentation(on); });
+  presentation->setObjectName("presentation_action");
+  presentation->setCheckable(true);
+  QAction* explanations = view_menu->addAction("Explanations", QKeySequence(Qt::CTRL | Qt::Key_H), this,
+                                               [this](bool on) {
+                                                 explanations_chosen_ = true;
+                                                 set_explanations(on);
+                                               });
+  explanations->setObjectName("explanations_action");
+  explanations->setCheckable(true);
+  explanations->setChecked(true);
+
+  QMenu* lesson = menuBar()->addMenu("&Lesson");
+  lesson->addAction("Start the lesson", QKeySequence(Qt::CTRL | Qt::Key_L), this, [this] { start_lesson(); });
+  lesson->addAction("Next step", QKeySequence(Qt::ALT | Qt::Key_Right), this, [this] {
+    if (lesson_index_ >= 0) lesson_step(lesson_index_ + 1);
+  });
+  lesson->addAction("Previous step", QKeySequence(Qt::ALT | Qt::Key_Left), this, [this] {
+    if (lesson_index_ >= 0) lesson_step(lesson_index_ - 1);
+  });
+  lesson->addSeparator();
+  const auto& steps = lesson_steps();
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    lesson->addAction(QString("%1. %2").arg(i + 1).arg(QString::fromStdString(steps[i].title)), this,
+                      [this, i] { lesson_step(static_cast<int>(i)); });
+  }
+  lesson->addSeparator();
+  lesson->addAction("End the lesson", this, [this] { end_lesson(); });
+  normal_font_ = QApplication::font();
+  setMinimumSize(1024, 700);
   resize(1400, 900);
 }
 
@@ -134,6 +209,10 @@ MainWindow::~MainWindow() {
     job->watcher = nullptr;
   }
   background_->in_flight.clear();
+  // The views go before the lesson model whose panel one of them holds.
+  const std::vector<View*> views = std::move(views_);
+  views_.clear();
+  for (View* view : views) delete view;
 }
 
 View* MainWindow::view(const std::string& name) const {
@@ -374,7 +453,7 @@ bool MainWindow::open_model(const fs::path& directory) {
   return guarded([&] {
     load_model(directory);  // validate first: a bad model leaves the views as they were
     clear_error();
-    for (View* v : views_) v->set_model_directory(directory.string());
+    lesson_->use_directory(directory.string());
   });
 }
 
@@ -422,6 +501,61 @@ bool MainWindow::export_data(std::size_t index, const fs::path& path) {
       throw Error("export: nothing to export at index " + std::to_string(index));
     }
   });
+}
+
+void MainWindow::start_lesson() { lesson_step(0); }
+
+void MainWindow::lesson_step(int index) {
+  const auto& steps = lesson_steps();
+  if (index < 0 || index >= static_cast<int>(steps.size())) return;
+  lesson_index_ = index;
+  const LessonStep& step = steps[static_cast<std::size_t>(index)];
+  show_view(step.view);
+  step.apply(*this);
+  lesson_text_->setText(QString("<b>Step %1 of %2 &mdash; %3</b><br>%4<br><i>Look for:</i> %5")
+                            .arg(index + 1)
+                            .arg(steps.size())
+                            .arg(QString::fromStdString(step.title).toHtmlEscaped())
+                            .arg(QString::fromStdString(step.action).toHtmlEscaped())
+                            .arg(QString::fromStdString(step.look_for).toHtmlEscaped()));
+  lesson_previous_->setEnabled(index > 0);
+  lesson_next_->setEnabled(index + 1 < static_cast<int>(steps.size()));
+  lesson_bar_->setVisible(true);
+}
+
+void MainWindow::end_lesson() {
+  lesson_index_ = -1;
+  lesson_bar_->setVisible(false);
+}
+
+void MainWindow::set_presentation(bool on) {
+  presentation_ = on;
+  QFont font = normal_font_;
+  if (on) font.setPointSizeF(font.pointSizeF() * 1.4);
+  QApplication::setFont(font);
+  set_chart_font_scale(on ? 1.4 : 1.0);
+  for (View* v : views_) {
+    for (auto* scroll : v->findChildren<QScrollArea*>("inputs_scroll", Qt::FindDirectChildrenOnly)) scroll->setVisible(!on);
+    for (auto* panel : v->findChildren<QWidget*>("explanation_panel", Qt::FindDirectChildrenOnly)) panel->setVisible(!on);
+    for (auto* chart : v->findChildren<ChartPanel*>()) chart->refresh();
+    v->update();
+  }
+  if (auto* action = findChild<QAction*>("presentation_action")) action->setChecked(on);
+  statusBar()->showMessage(on ? "presentation mode: F5 to leave" : "", 3000);
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  if (!explanations_chosen_) set_explanations(width() >= 1200);
+}
+
+void MainWindow::set_explanations(bool shown) {
+  for (View* v : views_) {
+    for (auto* w : v->findChildren<QWidget*>("explanation_panel")) {
+      if (auto* panel = dynamic_cast<ExplanationPanel*>(w)) panel->set_collapsed(!shown);
+    }
+  }
+  if (auto* action = findChild<QAction*>("explanations_action")) action->setChecked(shown);
 }
 
 }  // namespace attnres::gui

@@ -4,6 +4,7 @@
 // for work that runs off the GUI thread.
 #pragma once
 
+#include <QFont>
 #include <QMainWindow>
 #include <cstddef>
 #include <filesystem>
@@ -23,6 +24,8 @@ QT_END_NAMESPACE
 
 namespace attnres::gui {
 
+class LessonModel;
+
 class MainWindow : public QMainWindow {
  public:
   // synchronous: run every computation inline (screenshots, tests).
@@ -33,6 +36,8 @@ class MainWindow : public QMainWindow {
   View* view(const std::string& name) const;
   void show_view(const std::string& name);
   View* current_view() const;
+  // The model the Depth attention, Magnitudes and Duality views share.
+  LessonModel& lesson() const { return *lesson_; }
 
   // File actions; each reports errors in the banner and returns false instead of throwing.
   bool open_scenario(const std::filesystem::path& path);
@@ -50,6 +55,26 @@ class MainWindow : public QMainWindow {
   std::string error_text() const;
   // Recomputes every view (inline when synchronous).
   void recompute_all();
+
+  // The guided lesson (Lesson menu, lesson.hpp): step `index` sets its inputs, shows its tab and
+  // says what to look for in the lesson bar above the tabs. -1: no lesson.
+  void start_lesson();
+  void lesson_step(int index);
+  void end_lesson();
+  int lesson_index() const { return lesson_index_; }
+  // Presentation mode (View menu, F5): larger fonts everywhere, the input and explanation columns
+  // hidden, for a projector. The lesson bar stays.
+  void set_presentation(bool on);
+  bool presentation() const { return presentation_; }
+  // Collapses or opens every view's explanation column (View > Explanations).
+  void set_explanations(bool shown);
+
+ protected:
+  // Below 1200 pixels of width the explanations start collapsed (the charts need the room) until
+  // the user opens or closes them.
+  void resizeEvent(QResizeEvent* event) override;
+
+ public:
   // What views use for heavy work (ViewHost::run): off the GUI thread with its own cancel
   // token, a progress bar driven by the work's (done, total) reports and a cancel button.
   // Starting a run cancels the one in flight with the same view and label (its result would be
@@ -77,6 +102,14 @@ class MainWindow : public QMainWindow {
   void finish(const std::shared_ptr<Run>& run);
   void show_progress();
   bool synchronous_;
+  std::unique_ptr<LessonModel> lesson_;
+  QWidget* lesson_bar_ = nullptr;
+  QLabel* lesson_text_ = nullptr;
+  QPushButton *lesson_previous_ = nullptr, *lesson_next_ = nullptr;
+  int lesson_index_ = -1;
+  bool presentation_ = false;
+  bool explanations_chosen_ = false;  // the user toggled View > Explanations
+  QFont normal_font_;
   QTabWidget* tabs_;
   QProgressBar* progress_;
   QPushButton* cancel_;

@@ -18,6 +18,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
+#include <QShowEvent>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <array>
@@ -41,267 +42,12 @@
 #include "attnres/paper_reference.hpp"
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
+#include "lesson_model.hpp"
 #include "training_view.hpp"
 
 namespace attnres::gui {
 
 namespace {
-
-// ------------------------------------------------------------------ the model the views share
-
-// The text the views feed a trained model (its bytes are the token ids: the models are byte-level).
-constexpr const char* kTrainedText = "Attention residuals read the depth history.";
-constexpr const char* kRandomTokens = "1 7 42 7 99 3";
-
-std::string byte_token_ids(const std::string& text) {
-  std::string ids;
-  for (unsigned char c : text) ids += (ids.empty() ? "" : " ") + std::to_string(static_cast<int>(c));
-  return ids;
-}
-
-std::string scheme_name(const ModelConfig& config) { return config.attn_res.describe(); }
-
-struct ModelForm {
-  enum class Kind { trained, random, loaded };
-  QComboBox* choice;  // trained models, the random model, a loaded directory
-  QLabel* about;      // one line on the chosen model
-  QSpinBox *layers, *d_model, *heads, *kv_heads, *ffn, *vocab, *seed, *block_size;
-  QDoubleSpinBox* query_std;
-  QLineEdit* tokens;
-  std::string directory;              // "" = random model
-  Kind kind = Kind::random;
-  std::optional<ModelConfig> config;  // the chosen directory's config.json
-  bool tokens_edited = false;         // the user typed tokens: keep them across model choices
-  std::function<void()> changed;      // the view's answer to a new choice (recompute)
-
-  explicit ModelForm(QFormLayout* form) {
-    choice = new QComboBox;
-    choice->setObjectName("model_choice");
-    choice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    choice->setMinimumContentsLength(16);
-    for (const auto& model : available_shipped_models()) add_entry(model.label, Kind::trained, model.directory.string());
-    add_entry("random model (the spin boxes below)", Kind::random, "");
-    about = new QLabel;
-    about->setObjectName("model_about");
-    about->setWordWrap(true);
-    about->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layers = spin(1, 64, 4);
-    d_model = spin(8, 1024, 64);
-    heads = spin(1, 64, 4);
-    kv_heads = spin(1, 64, 2);
-    ffn = spin(1, 4096, 172);
-    vocab = spin(2, 65536, 256);
-    seed = spin(0, 1'000'000, 1);
-    block_size = spin(1, 128, 2);
-    query_std = dspin(0, 10, 0.5, 3, 0.1);
-    tokens = new QLineEdit(kRandomTokens);
-    form->addRow("model", choice);
-    form->addRow(about);
-    form->addRow("layers", layers);
-    form->addRow("d_model", d_model);
-    form->addRow("heads", heads);
-    form->addRow("kv heads", kv_heads);
-    form->addRow("ffn", ffn);
-    form->addRow("vocab", vocab);
-    form->addRow("seed", seed);
-    form->addRow("query std", query_std);
-    form->addRow("block size S", block_size);
-    form->addRow("tokens", tokens);
-    query_std->setObjectName("query_std");
-    block_size->setObjectName("block_size");
-    tokens->setObjectName("tokens");
-    layers->setObjectName("layers");
-    d_model->setObjectName("d_model");
-    seed->setObjectName("seed");
-    random_ = spin_values();
-    QObject::connect(tokens, &QLineEdit::textEdited, tokens, [this] { tokens_edited = true; });
-    QObject::connect(choice, &QComboBox::currentIndexChanged, choice, [this] {
-      apply_choice();
-      if (changed) changed();
-    });
-    // Default: the trained Full AttnRes model when it ships, else the random model.
-    const int full = choice->findText("trained: Full AttnRes");
-    const QSignalBlocker blocker(choice);
-    choice->setCurrentIndex(full >= 0 ? full : random_index());
-    apply_choice();
-  }
-  // The inputs whose changes recompute the view (the model choice recomputes on its own).
-  std::vector<QWidget*> inputs() const {
-    return {layers, d_model, heads, kv_heads, ffn, vocab, seed, block_size, query_std, tokens};
-  }
-  int random_index() const { return choice->findData(static_cast<int>(Kind::random), Qt::UserRole + 1); }
-  // The scheme the chosen model comes with: its config.json's, or Full AttnRes for the random model
-  // (whose random queries every attention scheme reads).
-  AttnResConfig own_scheme() const {
-    if (kind != Kind::random && config) return config->attn_res;
-    AttnResConfig full;
-    full.mode = ResidualMode::full;
-    return full;
-  }
-  // File > Open model directory: one "loaded: DIR" entry, replaced by the next directory opened.
-  void use_directory(const std::string& dir) {
-    const QSignalBlocker blocker(choice);
-    if (dir.empty()) {
-      choice->setCurrentIndex(random_index());
-    } else {
-      int loaded = choice->findData(static_cast<int>(Kind::loaded), Qt::UserRole + 1);
-      if (loaded < 0) {
-        add_entry("", Kind::loaded, dir);
-        loaded = choice->count() - 1;
-      }
-      choice->setItemText(loaded, QString::fromStdString("loaded: " + dir));
-      choice->setItemData(loaded, QString::fromStdString(dir), Qt::UserRole);
-      choice->setCurrentIndex(loaded);
-    }
-    apply_choice();
-  }
-
-  // Everything the worker thread needs, copied out of the widgets on the GUI thread.
-  struct Snapshot {
-    std::string directory;
-    std::string origin;  // "" (random), "trained" or "loaded"
-    ModelConfig config;
-    RandomModelOptions random;
-    int block_size;
-    std::string tokens;
-    ModelWeights<double> build() const {
-      return directory.empty() ? random_model(config, random) : load_model(directory);
-    }
-    std::vector<int> token_ids(const ModelConfig& model) const {
-      std::vector<int> ids;
-      std::string word;
-      for (char c : tokens + " ") {
-        if (c == ' ' || c == ',') {
-          if (!word.empty()) {
-            std::size_t used = 0;
-            int id = -1;
-            try {
-              id = std::stoi(word, &used);
-            } catch (const std::exception&) {
-            }
-            if (used != word.size() || id < 0 || id >= model.vocab_size) {
-              throw Error("tokens: '" + word + "' is not a token id in 0 .. " + std::to_string(model.vocab_size - 1));
-            }
-            ids.push_back(id);
-            word.clear();
-          }
-        } else {
-          word += c;
-        }
-      }
-      if (ids.empty()) throw Error("tokens: give at least one token id");
-      return ids;
-    }
-  };
-  Snapshot snapshot() const {
-    Snapshot s;
-    s.directory = directory;
-    s.origin = kind == Kind::trained ? "trained" : kind == Kind::loaded ? "loaded" : "";
-    s.config.num_hidden_layers = layers->value();
-    s.config.hidden_size = d_model->value();
-    s.config.num_attention_heads = heads->value();
-    s.config.num_key_value_heads = kv_heads->value();
-    s.config.intermediate_size = ffn->value();
-    s.config.vocab_size = vocab->value();
-    s.config.attn_res = own_scheme();  // the random model's (a chosen directory has its own)
-    s.random.seed = static_cast<std::uint64_t>(seed->value());
-    s.random.query_std = query_std->value();
-    s.block_size = block_size->value();
-    s.tokens = tokens->text().toStdString();
-    return s;
-  }
-
- private:
-  struct SpinValues {
-    std::vector<int> ints;
-    double query_std;
-  };
-  std::vector<QSpinBox*> int_spins() const { return {layers, d_model, heads, kv_heads, ffn, vocab, seed, block_size}; }
-  SpinValues spin_values() const {
-    SpinValues values{{}, query_std->value()};
-    for (QSpinBox* box : int_spins()) values.ints.push_back(box->value());
-    return values;
-  }
-  void add_entry(const std::string& label, Kind entry_kind, const std::string& dir) {
-    choice->addItem(QString::fromStdString(label), QString::fromStdString(dir));
-    choice->setItemData(choice->count() - 1, static_cast<int>(entry_kind), Qt::UserRole + 1);
-  }
-
-  // Applies the combo's entry: directory, shape spin boxes (the model's, disabled; or the random
-  // model's own settings back), default tokens and the line about the model. No recompute.
-  void apply_choice() {
-    const int index = choice->currentIndex();
-    const auto next = static_cast<Kind>(choice->itemData(index, Qt::UserRole + 1).toInt());
-    if (kind == Kind::random && next != Kind::random) random_ = spin_values();  // back when random returns
-    kind = next;
-    directory = kind == Kind::random ? std::string() : choice->itemData(index, Qt::UserRole).toString().toStdString();
-    choice->setToolTip(choice->currentText());  // a long "loaded: DIR" does not fit the box
-    config.reset();
-    std::vector<QSignalBlocker> blockers;
-    blockers.reserve(16);
-    for (QSpinBox* box : int_spins()) blockers.emplace_back(box);
-    blockers.emplace_back(query_std);
-    blockers.emplace_back(tokens);
-    if (kind == Kind::random) {
-      const auto ints = int_spins();
-      for (std::size_t i = 0; i < ints.size(); ++i) ints[i]->setValue(random_.ints[i]);
-      query_std->setValue(random_.query_std);
-      if (!tokens_edited) {
-        tokens->setText(kRandomTokens);
-        tokens->setToolTip({});
-      }
-      about->setText("Full AttnRes with random weights and queries from the seed below: nothing learned (the "
-                     "default is a trained model when resources/models/ holds them)");
-      set_shape_enabled(true);
-      block_size->setEnabled(true);
-      return;
-    }
-    const std::filesystem::path dir(directory);
-    std::string line;
-    try {
-      config = parse_model_config(read_file(dir / "config.json"), (dir / "config.json").string());
-    } catch (const std::exception& error) {
-      line = error.what();  // the forward pass will report it in the banner too
-    }
-    if (config) {
-      layers->setValue(config->num_hidden_layers);
-      d_model->setValue(config->hidden_size);
-      heads->setValue(config->num_attention_heads);
-      kv_heads->setValue(config->num_key_value_heads);
-      ffn->setValue(config->intermediate_size);
-      vocab->setValue(config->vocab_size);
-      if (config->attn_res.mode == ResidualMode::block) block_size->setValue(config->attn_res.block_size);
-      line = scheme_name(*config) + ", " + std::to_string(config->num_hidden_layers) + " layers (L = " +
-             std::to_string(config->sublayers()) + "), d = " + std::to_string(config->hidden_size);
-    }
-    if (kind == Kind::trained) {
-      const std::string log = training_log_summary(dir / "train_log.csv", "lab-corpus.txt");
-      line += (log.empty() ? "; shipped trained model" : "; " + log) + " (docs/training.md)";
-    } else {
-      const std::string log = training_log_summary(dir / "train_log.csv");
-      line = "loaded " + directory + ": " + line + (log.empty() ? "" : "; " + log);
-    }
-    about->setText(QString::fromStdString(line));
-    // Trained models are byte-level: feed them text. A loaded model only when its vocabulary is bytes.
-    const bool bytes = kind == Kind::trained || (config && config->vocab_size == 256);
-    if (!tokens_edited) {
-      tokens->setText(bytes ? QString::fromStdString(byte_token_ids(kTrainedText)) : kRandomTokens);
-      tokens->setCursorPosition(0);
-      tokens->setToolTip(bytes ? QString("the bytes of \"%1\"").arg(kTrainedText) : QString());
-    }
-    set_shape_enabled(false);
-    // S is the model's own for a Block model; otherwise it sets the Block reads run on these weights.
-    block_size->setEnabled(!(config && config->attn_res.mode == ResidualMode::block));
-  }
-  void set_shape_enabled(bool enabled) {
-    for (QWidget* w : {static_cast<QWidget*>(layers), static_cast<QWidget*>(d_model), static_cast<QWidget*>(heads),
-                       static_cast<QWidget*>(kv_heads), static_cast<QWidget*>(ffn), static_cast<QWidget*>(vocab),
-                       static_cast<QWidget*>(seed), static_cast<QWidget*>(query_std)}) {
-      w->setEnabled(enabled);
-    }
-  }
-  SpinValues random_;  // the random model's settings while another model is chosen
-};
 
 // How a view names a residual scheme it runs on the chosen model (describe()): the model's own
 // scheme is "trained Full AttnRes"; another scheme on a trained or loaded model's weights says
@@ -455,7 +201,7 @@ struct SchemeOnModel {
 };
 
 SchemeOnModel scheme_on_model(const std::string& pick, const char* picker, const ModelWeights<double>& model,
-                              const ModelForm::Snapshot& snapshot) {
+                              const LessonModel::Snapshot& snapshot) {
   SchemeOnModel out;
   if (pick == kOwnScheme) {
     out.scheme = model.config.attn_res;
@@ -497,42 +243,47 @@ struct ShownScheme {
 
 class ModelView : public View {
  public:
-  ModelView(std::string name, QString title, const ViewHost& host) : View(std::move(name), std::move(title), host) {}
+  ModelView(std::string name, QString title, const ViewHost& host) : View(std::move(name), std::move(title), host) {
+    if (host.lesson == nullptr) own_lesson_ = std::make_unique<LessonModel>();
+    lesson_ = host.lesson != nullptr ? host.lesson : own_lesson_.get();
+  }
   ~ModelView() override {
-    // The form goes before the widgets it watches: no signal of theirs may reach it afterwards.
-    if (form_) {
-      form_->choice->disconnect(form_->choice);
-      form_->tokens->disconnect(form_->tokens);
-    }
+    // A panel this view holds goes with the view; the lesson model must not point at its slot.
+    if (own_lesson_ == nullptr && lesson_->slot() == slot_) lesson_->panel()->setParent(nullptr);
   }
-  void set_model_directory(const std::string& dir) override {
-    form_->use_directory(dir);
-    model_chosen();
-  }
+  LessonModel& lesson() const { return *lesson_; }
 
  protected:
-  // The model form with the two scheme pickers under the line about the model.
+  // The lesson model's panel (shared, moved here when this view is shown) above the view's own
+  // form: the two scheme pickers, then what the view adds.
   QWidget* make_inputs(QFormLayout*& form) {
     auto* inputs = new QWidget;
-    form = new QFormLayout(inputs);
-    form_ = std::make_unique<ModelForm>(form);
-    form_->changed = [this] { model_chosen(); };
+    auto* column = new QVBoxLayout(inputs);
+    column->setContentsMargins(0, 0, 0, 0);
+    slot_ = new QWidget;
+    slot_->setObjectName("lesson_slot");
+    auto* slot_layout = new QVBoxLayout(slot_);
+    slot_layout->setContentsMargins(0, 0, 0, 0);
+    slot_->setMinimumWidth(lesson_->panel()->minimumSizeHint().width());  // the panel may move here later
+    column->addWidget(slot_);
+    auto* own = new QWidget;
+    form = new QFormLayout(own);
+    form->setContentsMargins(6, 0, 6, 0);
+    column->addWidget(own);
+    column->addStretch(1);
     scheme_ = model_scheme_picker(false);
     scheme_->setObjectName("scheme");
     compare_ = model_scheme_picker(true);
     compare_->setObjectName("compare");
-    form->insertRow(2, "scheme", scheme_);
-    form->insertRow(3, "compare with", compare_);
+    form->addRow("scheme", scheme_);
+    form->addRow("compare with", compare_);
+    if (lesson_->slot() == nullptr) lesson_->show_in(slot_);
+    lesson_->subscribe([this] { lesson_changed(); });
     show_own_scheme();
     return inputs;
   }
-  // The inputs whose changes recompute the view: the model's and the two pickers.
-  std::vector<QWidget*> model_inputs() const {
-    std::vector<QWidget*> inputs = form_->inputs();
-    inputs.push_back(scheme_);
-    inputs.push_back(compare_);
-    return inputs;
-  }
+  // The inputs of this view whose changes recompute it (the lesson model's come by subscription).
+  std::vector<QWidget*> model_inputs() const { return {scheme_, compare_}; }
   struct Picks {
     std::string scheme, compare;  // specs, kOwnScheme or kNoScheme
     bool comparing() const { return compare != kNoScheme; }
@@ -540,7 +291,7 @@ class ModelView : public View {
   Picks picks() const { return {picked_scheme(scheme_, kOwnScheme), picked_scheme(compare_, kNoScheme)}; }
   // The schemes of a run, resolved and converted before any forward pass (a bad spec fails fast).
   static std::vector<SchemeOnModel> picked_models(const Picks& picks, const ModelWeights<double>& model,
-                                                  const ModelForm::Snapshot& snapshot) {
+                                                  const LessonModel::Snapshot& snapshot) {
     std::vector<SchemeOnModel> out;
     out.push_back(scheme_on_model(picks.scheme, "scheme", model, snapshot));
     if (picks.comparing()) out.push_back(scheme_on_model(picks.compare, "compare with", model, snapshot));
@@ -548,18 +299,42 @@ class ModelView : public View {
   }
   // The "model's own" entries name the chosen model's scheme.
   void show_own_scheme() {
-    const QString own = QString::fromStdString(std::string("model's own: ") + form_->own_scheme().describe());
+    const QString own = QString::fromStdString(std::string("model's own: ") + lesson_->own_scheme().describe());
     for (QComboBox* picker : {scheme_, compare_}) {
       picker->setItemText(picker->findData(QString(kOwnScheme)), own);
       picker->lineEdit()->setCursorPosition(0);
     }
   }
-  // A new entry of the model choice (or File > Open model directory) was applied to the form.
-  void model_chosen() {
+  // The lesson model changed: recompute now when this view is on screen (or the window is not,
+  // as in tests and screenshots); a hidden view of a shown window recomputes when it is shown.
+  void lesson_changed() {
     show_own_scheme();
+    if (!isVisible() && window()->isVisible()) {
+      dirty_ = true;
+      set_stale("not current: the lesson model changed (shown when this tab opens)");
+      return;
+    }
     recompute();
   }
-  std::unique_ptr<ModelForm> form_;
+  void showEvent(QShowEvent* event) override {
+    View::showEvent(event);
+    lesson_->show_in(slot_);
+    if (dirty_) {
+      dirty_ = false;
+      recompute();
+    }
+  }
+  // The field behind an error of this view's runs.
+  std::vector<QWidget*> fields_for_error(const std::string& message) const override {
+    if (message.rfind("tokens:", 0) == 0) return {lesson_->tokens};
+    if (message.rfind("scheme '", 0) == 0) return {scheme_};
+    if (message.rfind("compare with '", 0) == 0) return {compare_};
+    return {};
+  }
+  LessonModel* lesson_ = nullptr;
+  std::unique_ptr<LessonModel> own_lesson_;  // only without a main window's
+  QWidget* slot_ = nullptr;
+  bool dirty_ = false;
   QComboBox *scheme_ = nullptr, *compare_ = nullptr;
 };
 
@@ -570,9 +345,11 @@ class DepthAttentionView : public ModelView {
     QWidget* inputs = make_inputs(form);
     token_ = new QComboBox;
     token_->setObjectName("token");
+    token_->setToolTip("The weights of one token, or their mean over the tokens");
     token_->addItem("mean over tokens");
     head_ = new QComboBox;
     head_->setObjectName("head");
+    head_->setToolTip("One depth-attention head of a multi-head scheme, or the mean over heads");
     head_->addItem("mean over heads");
     head_->setEnabled(false);
     form->addRow("token", token_);
@@ -616,10 +393,11 @@ class DepthAttentionView : public ModelView {
   }
 
   void recompute() override {
-    const auto snapshot = form_->snapshot();
+    const auto snapshot = lesson_->snapshot();
     const Picks picks = this->picks();
     run("depth attention: forward passes", [this, snapshot, picks](const Progress& progress) -> std::function<void()> {
-      const auto model = snapshot.build();
+      const auto built = snapshot.build();
+      const ModelWeights<double>& model = *built;
       const auto tokens = snapshot.token_ids(model.config);
       const std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
       std::vector<ShownScheme> shown;
@@ -728,10 +506,11 @@ class MagnitudesView : public ModelView {
   }
 
   void recompute() override {
-    const auto snapshot = form_->snapshot();
+    const auto snapshot = lesson_->snapshot();
     const Picks picks = this->picks();
     run("magnitudes: forward passes", [this, snapshot, picks](const Progress& progress) -> std::function<void()> {
-      const auto model = snapshot.build();
+      const auto built = snapshot.build();
+      const ModelWeights<double>& model = *built;
       const auto tokens = snapshot.token_ids(model.config);
       std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
       const std::size_t picked = runs.size();
@@ -787,16 +566,7 @@ class MagnitudesView : public ModelView {
 // The RMS of the model's pseudo-queries, or 0.5 when it has none (or all zero): the spread at which
 // the taxonomy draws the depth parameters a scheme adds.
 double depth_parameter_sigma(const ModelWeights<double>& model) {
-  double sum = 0.0;
-  std::int64_t count = 0;
-  if (model.has_attn_res_tensors) {
-    for_each_tensor(model, [&](const TensorView& tensor) {
-      if (!tensor.attn_res || !tensor.name.ends_with(".query")) return;
-      for (std::int64_t i = 0; i < tensor.element_count(); ++i) sum += tensor.data[i] * tensor.data[i];
-      count += tensor.element_count();
-    });
-  }
-  const double rms = count > 0 ? std::sqrt(sum / static_cast<double>(count)) : 0.0;
+  const double rms = pseudo_query_rms(model);
   return rms > 0.0 ? rms : 0.5;
 }
 
@@ -968,6 +738,10 @@ class DualityView : public ModelView {
     QWidget* inputs = make_inputs(form);
     layer_ = spin(0, 63, 0);
     head_ = spin(0, 63, 0);
+    layer_->setObjectName("sequence_layer");
+    head_->setObjectName("sequence_head");
+    layer_->setToolTip("The transformer layer whose sequence attention is shown (0 .. layers - 1)");
+    head_->setToolTip("The attention head shown (0 .. heads - 1)");
     form->addRow("sequence layer", layer_);
     form->addRow("sequence head", head_);
     auto* content = new QWidget;
@@ -1009,7 +783,7 @@ class DualityView : public ModelView {
     taxonomy_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     // Every column in view: the scheme column gives way (its text is in the tooltip).
     taxonomy_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    taxonomy_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    taxonomy_->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     taxonomy_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     taxonomy_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
     column->addLayout(top, 5);
@@ -1038,11 +812,18 @@ class DualityView : public ModelView {
   }
 
   void recompute() override {
-    const auto snapshot = form_->snapshot();
+    const auto snapshot = lesson_->snapshot();
     const Picks picks = this->picks();
+    {
+      // The sequence layer and head within the model (no silent clamping of what is shown).
+      const QSignalBlocker b1(layer_), b2(head_);
+      layer_->setMaximum(std::max(0, snapshot.config.num_hidden_layers - 1));
+      head_->setMaximum(std::max(0, snapshot.config.num_attention_heads - 1));
+    }
     const int layer = layer_->value(), head = head_->value();
     run("duality: mixing matrices and ranks", [this, snapshot, picks, layer, head](const Progress& progress) -> std::function<void()> {
-      const auto model = snapshot.build();
+      const auto built = snapshot.build();
+      const ModelWeights<double>& model = *built;
       const auto tokens = snapshot.token_ids(model.config);
       const std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
       const std::vector<AttnResConfig> references = taxonomy_schemes(model.config);
@@ -1158,11 +939,11 @@ class DualityView : public ModelView {
         taxonomy_->setItem(r, c, item);
       }
     }
-    // Every row in view, no scrolling.
-    const int height = taxonomy_->horizontalHeader()->sizeHint().height() +
-                       taxonomy_->verticalHeader()->defaultSectionSize() * taxonomy_->rowCount() +
-                       2 * taxonomy_->frameWidth() + 2;
-    taxonomy_->setFixedHeight(height);
+    // Every row in view when there is room; a small window scrolls it rather than clipping it.
+    const int header = taxonomy_->horizontalHeader()->sizeHint().height() + 2 * taxonomy_->frameWidth() + 2;
+    const int row = taxonomy_->verticalHeader()->defaultSectionSize();
+    taxonomy_->setMaximumHeight(header + row * taxonomy_->rowCount());
+    taxonomy_->setMinimumHeight(header + row * std::min(4, taxonomy_->rowCount()));
   }
 
   std::vector<ChartSpec> charts() const override { return {ranks_->spec(), sequence_ranks_->spec()}; }

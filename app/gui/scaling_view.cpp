@@ -57,6 +57,9 @@ class ScalingView : public View {
     target_->setObjectName("target_loss");
     from_ = dspin(0.5, 3.0, 1.60, 3, 0.01);
     to_ = dspin(0.5, 3.0, 1.90, 3, 0.01);
+    target_->setToolTip("The loss at which the compute multipliers are read (nats/token, the paper's scale)");
+    from_->setToolTip("Lowest loss of the curves");
+    to_->setToolTip("Highest loss of the curves");
     form->addRow("target loss", target_);
     form->addRow("curve from", from_);
     form->addRow("curve to", to_);

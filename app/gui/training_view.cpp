@@ -13,6 +13,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTextBrowser>
 #include <QVBoxLayout>
@@ -229,7 +230,7 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   auto* column = new QVBoxLayout(inputs);
   column->setContentsMargins(4, 4, 4, 4);
 
-  auto* data_box = new QGroupBox("Data (bytes are the tokens, vocab 256)");
+  auto* data_box = new QGroupBox("Data (bytes = tokens)");
   auto* data_layout = new QVBoxLayout(data_box);
   data_path_ = new QLineEdit;
   data_path_->setObjectName("train_data");
@@ -296,6 +297,8 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   other_scheme_ = new QComboBox;
   other_scheme_->setObjectName("train_other_scheme");
   other_scheme_->setEditable(true);
+  other_scheme_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  other_scheme_->setMinimumContentsLength(10);
   for (const auto& name : scheme_names()) {
     if (name == "standard" || name == "full" || name == "block") continue;
     other_scheme_->addItem(QString::fromStdString(name));
@@ -320,13 +323,31 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   column->addLayout(buttons);
   column->addWidget(save_);
   column->addStretch(1);
+  data_path_->setToolTip("The text to train on: its bytes are the tokens (vocabulary 256)");
+  validation_fraction_->setToolTip("The share of the text held out to measure the validation loss");
+  layers_->setToolTip("Transformer layers (L = 2 x layers sublayers)");
+  d_model_->setToolTip("Width d of the residual stream");
+  heads_->setToolTip("Attention heads (must divide d)");
+  ffn_->setToolTip("SwiGLU width of each MLP");
+  seq_->setToolTip("Tokens per training sequence");
+  batch_->setToolTip("Sequences per step");
+  steps_->setToolTip("AdamW steps per scheme");
+  lr_->setToolTip("Peak learning rate (warm-up, then cosine decay; docs/training.md)");
+  seed_->setToolTip("Seed of the initial weights (shared by every scheme) and of the batches");
+  threads_->setToolTip("Worker threads for the forward and backward passes");
+  standard_->setToolTip("Train the standard residual (unit-weight sum)");
+  full_->setToolTip("Train Full AttnRes (softmax over every earlier output)");
+  block_->setToolTip("Train Block AttnRes with the block size S beside it");
+  block_size_->setToolTip("Block size S of Block AttnRes (sublayers per block, 1 .. L)");
+  other_->setToolTip("Also train the scheme named beside it");
 
   auto* scroll = new QScrollArea;
+  scroll->setObjectName("inputs_scroll");
   scroll->setWidget(inputs);
   scroll->setWidgetResizable(true);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setMinimumWidth(300);
+  scroll->setMinimumWidth(inputs->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
   scroll->setMaximumWidth(320);
 
   // Content (middle): status, then loss | alpha over output RMS | gradient RMS.
@@ -345,6 +366,7 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   alpha_ = new HeatmapWidget;
   alpha_scheme_ = new QComboBox;
   alpha_scheme_->setObjectName("train_alpha_scheme");
+  alpha_scheme_->setToolTip("Which trained scheme's depth-attention weights the map shows");
   auto* alpha_panel = new QWidget;
   auto* alpha_column = new QVBoxLayout(alpha_panel);
   alpha_column->setContentsMargins(0, 0, 0, 0);
@@ -415,6 +437,38 @@ void TrainingView::use_builtin_sample() {
   data_path_->clear();
   data_info_->setText(QString("the built-in sample: %1 KB of simple English sentences, made in memory")
                           .arg(static_cast<double>(builtin_sample_text().size()) / 1000.0, 0, 'f', 1));
+}
+
+void TrainingView::apply_scenario(const Scenario& scenario) {
+  if (!scenario.training) return;
+  const ScenarioTraining& t = *scenario.training;
+  if (!t.data_path.empty()) data_path_->setText(QString::fromStdString(t.data_path.string()));
+  layers_->setValue(t.layers);
+  d_model_->setValue(t.d_model);
+  heads_->setValue(t.heads);
+  ffn_->setValue(t.model_config().intermediate_size);
+  seq_->setValue(t.seq);
+  batch_->setValue(t.batch);
+  steps_->setValue(t.steps);
+  lr_->setValue(t.lr);
+  if (!t.seeds.empty()) seed_->setValue(static_cast<int>(t.seeds.front()));
+  threads_->setValue(t.threads);
+  // The schemes: standard, Full and the first Block N as the boxes; the first other as "another".
+  standard_->setChecked(false);
+  full_->setChecked(false);
+  block_->setChecked(!t.blocks.empty());
+  if (!t.blocks.empty()) block_size_->setValue(t.sublayers() / t.blocks.front());
+  other_->setChecked(false);
+  for (const auto& spec : t.schemes) {
+    if (spec == "standard") {
+      standard_->setChecked(true);
+    } else if (spec == "full") {
+      full_->setChecked(true);
+    } else if (!other_->isChecked()) {
+      other_->setChecked(true);
+      other_scheme_->setCurrentText(QString::fromStdString(spec));
+    }
+  }
 }
 
 TrainingView::Settings TrainingView::settings() const {

@@ -44,6 +44,8 @@ class TrainingView : public View {
   ~TrainingView() override;
 
   void recompute() override {}  // training starts with Start, never by itself
+  // A scenario's [train] table fills the form (data, shape, run, schemes); nothing starts.
+  void apply_scenario(const Scenario& scenario) override;
   std::vector<ChartSpec> charts() const override;
   std::vector<HeatmapWidget*> heatmaps() override;
 

@@ -87,10 +87,17 @@ void set_overlay(QWidget* target, const QString& reason) {
 
 void mark_field(QWidget* field, bool error) {
   field->setProperty("attnres_error", error);
-  // A red frame that works for spin boxes, combo boxes and line edits alike.
-  field->setStyleSheet(error ? QString("%1 { border: 2px solid #c0392b; border-radius: 2px; }")
-                                   .arg(QString::fromLatin1(field->metaObject()->className()))
-                             : QString());
+  // A red field through the palette (a style sheet would change its size and move the layout).
+  if (error) {
+    QPalette palette = field->palette();
+    palette.setColor(QPalette::Base, QColor(253, 214, 211));
+    palette.setColor(QPalette::Button, QColor(253, 214, 211));
+    palette.setColor(QPalette::Text, QColor(138, 28, 28));
+    field->setPalette(palette);
+  } else {
+    field->setPalette(QPalette());
+    field->setAttribute(Qt::WA_SetPalette, false);
+  }
 }
 
 }  // namespace
@@ -122,7 +129,7 @@ void View::show_error(const std::string& message, const std::vector<QWidget*>& f
     if (field) mark_field(field, false);
   }
   error_fields_.clear();
-  for (QWidget* field : fields) {
+  for (QWidget* field : fields.empty() ? fields_for_error(message) : fields) {
     if (field == nullptr) continue;
     mark_field(field, true);
     error_fields_.emplace_back(field);

@@ -105,16 +105,22 @@ QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const 
   auto* layout = new QHBoxLayout(view);
   layout->setContentsMargins(6, 6, 6, 6);
   // The inputs scroll instead of being clipped (a projector's 1024 x 700) and never squeeze the charts.
+  // Long combo entries do not widen the column (their full text is in the list and the tooltip).
+  for (auto* combo : inputs->findChildren<QComboBox*>()) {
+    if (combo->sizeAdjustPolicy() == QComboBox::AdjustToContentsOnFirstShow) {
+      combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+      combo->setMinimumContentsLength(12);
+    }
+  }
   auto* scroll = new QScrollArea;
   scroll->setObjectName("inputs_scroll");
   scroll->setWidget(inputs);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  const int width = std::min(300, inputs->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
-  scroll->setMinimumWidth(std::min(width, 250));
-  scroll->setMaximumWidth(width);
-  scroll->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
+  const int width = inputs->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 6;
+  scroll->setFixedWidth(std::max(width, 220));
+  scroll->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Expanding);
   layout->addWidget(scroll);
   layout->addWidget(content, 1);
   layout->addWidget(new ExplanationPanel(html));
@@ -131,7 +137,7 @@ QWidget* with_slider(QSpinBox* box, const char* name) {
   slider->setObjectName(name);
   slider->setRange(box->minimum(), box->maximum());
   slider->setValue(box->value());
-  slider->setToolTip(box->toolTip());
+  slider->setToolTip(box->toolTip().isEmpty() ? QString("Drag to change the value beside it") : box->toolTip());
   slider->setMinimumWidth(60);
   layout->addWidget(box);
   layout->addWidget(slider, 1);
@@ -164,7 +170,7 @@ QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name) {
   const double unit = box->singleStep();
   slider->setRange(static_cast<int>(std::lround(box->minimum() / unit)), static_cast<int>(std::lround(slider_max / unit)));
   slider->setValue(static_cast<int>(std::lround(box->value() / unit)));
-  slider->setToolTip(box->toolTip());
+  slider->setToolTip(box->toolTip().isEmpty() ? QString("Drag to change the value beside it") : box->toolTip());
   slider->setMinimumWidth(60);
   layout->addWidget(box);
   layout->addWidget(slider, 1);

@@ -59,7 +59,6 @@ class View : public QWidget {
   virtual void apply_scenario(const Scenario&) {}
   // This view's settings into a scenario (File > Save scenario writes every view's).
   virtual void save_to(Scenario&) const {}
-  virtual void set_model_directory(const std::string&) {}
 
   // This view's errors: a banner over the content (it does not move the layout), a red frame on
   // the inputs that caused them, and the charts under it marked stale until the next result.
@@ -67,6 +66,8 @@ class View : public QWidget {
   void clear_error();
   std::string error_text() const;  // "" when there is no error
   std::vector<QWidget*> error_fields() const;
+  // The inputs an error message of this view's runs points at (show_error without fields asks).
+  virtual std::vector<QWidget*> fields_for_error(const std::string&) const { return {}; }
   // Marks every chart, heatmap and Gantt chart of the view as not showing the current inputs
   // (the reason is written over them); an empty reason marks them current.
   void set_stale(const QString& reason);

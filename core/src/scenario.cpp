@@ -1,6 +1,7 @@
 #include "attnres/scenario.hpp"
 #include "attnres/cost.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -663,11 +664,11 @@ std::string quoted(const std::string& text) {
   return out + "\"";
 }
 
+// The shortest text that reads back to the same double (1.695, not 1.6950000000000001).
 std::string toml_number(double value) {
-  std::ostringstream out;
-  out.precision(17);
-  out << value;
-  std::string text = out.str();
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  std::string text(buffer, result.ptr);
   if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
   return text;
 }

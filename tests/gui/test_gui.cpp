@@ -290,8 +290,9 @@ std::string byte_ids(const std::string& text) {
   return ids;
 }
 
+// Chooses an entry of the lesson model (one model for every model view).
 void choose(View* view, const QString& entry) {
-  auto* combo = view->findChild<QComboBox*>("model_choice");
+  auto* combo = view->window()->findChild<QComboBox*>("model_choice");
   ASSERT_NE(combo, nullptr) << view->name();
   const int index = combo->findText(entry);
   ASSERT_GE(index, 0) << entry.toStdString();
@@ -318,7 +319,7 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   EXPECT_EQ(combo->itemText(1), "trained: Block AttnRes N = 4 (S = 2)");
   EXPECT_EQ(combo->itemText(2), "trained: Block AttnRes N = 2 (S = 4)");
   EXPECT_EQ(combo->itemText(3), "trained: standard residual");
-  EXPECT_EQ(combo->itemText(4), "random model (the spin boxes below)");
+  EXPECT_EQ(combo->itemText(4), "random model (the settings below)");
   EXPECT_EQ(combo->currentText(), "trained: Full AttnRes");
   const std::string about = depth->findChild<QLabel*>("model_about")->text().toStdString();
   EXPECT_NE(about.find("trained 60 steps on lab-corpus.txt, validation loss 5.55"), std::string::npos) << about;
@@ -366,7 +367,7 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   EXPECT_EQ(window->error_text(), "");
 
   // The random model: its own settings come back.
-  choose(depth, "random model (the spin boxes below)");
+  choose(depth, "random model (the settings below)");
   EXPECT_EQ(layers->value(), 4);
   EXPECT_TRUE(layers->isEnabled());
   EXPECT_TRUE(block_size->isEnabled());
@@ -390,12 +391,14 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   emit tokens->editingFinished();
   settle();
   EXPECT_EQ(token->count(), 4);
-  choose(depth, "random model (the spin boxes below)");
+  choose(depth, "random model (the settings below)");
   EXPECT_EQ(layers->value(), 3);
   EXPECT_EQ(tokens->text(), "84 104 101");
   EXPECT_EQ(window->error_text(), "");
 
-  // Magnitudes marks the scheme the model was trained with; Duality follows it.
+  // One lesson model: Magnitudes shows the model chosen in Depth attention and marks the scheme
+  // it was trained with; Duality follows it.
+  choose(depth, "trained: Full AttnRes");
   View* magnitudes = window->view("magnitudes");
   std::vector<std::string> names;
   const auto charts = magnitudes->charts();
@@ -404,7 +407,7 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   EXPECT_EQ(names, (std::vector<std::string>{"trained Full AttnRes", "standard residual (reference)"}));
   EXPECT_EQ(charts.front().title, "RMS of each sublayer's input h_l on the weights of the trained Full AttnRes model");
   View* duality = window->view("duality");
-  EXPECT_EQ(duality->findChild<QComboBox*>("model_choice")->currentText(), "trained: Full AttnRes");
+  EXPECT_EQ(window->findChild<QComboBox*>("model_choice")->currentText(), "trained: Full AttnRes");
   choose(duality, "trained: standard residual");
   EXPECT_EQ(duality->findChild<QComboBox*>("scheme")->currentText(), "model's own: standard residual");
   EXPECT_NE(duality->heatmaps()[0]->title().find("standard"), std::string::npos) << duality->heatmaps()[0]->title();
@@ -436,12 +439,11 @@ TEST(Gui, ModelViewsStartOnTheRandomModelWithoutShippedModels) {
     }
     window->recompute_all();
     EXPECT_EQ(window->error_text(), "") << models;
-    for (const char* name : {"depth-attention", "magnitudes", "duality"}) {
-      auto* combo = window->view(name)->findChild<QComboBox*>("model_choice");
-      ASSERT_NE(combo, nullptr);
-      EXPECT_EQ(combo->count(), 1) << name;
-      EXPECT_EQ(combo->currentText(), "random model (the spin boxes below)") << name;
-    }
+    // One lesson model for the three model views.
+    const auto combos = window->findChildren<QComboBox*>("model_choice");
+    ASSERT_EQ(combos.size(), 1);
+    EXPECT_EQ(combos[0]->count(), 1);
+    EXPECT_EQ(combos[0]->currentText(), "random model (the settings below)");
     View* depth = window->view("depth-attention");
     EXPECT_EQ(depth->heatmaps()[0]->values().size(), 9u);
     EXPECT_EQ(depth->findChild<QLineEdit*>("tokens")->text(), "1 7 42 7 99 3");

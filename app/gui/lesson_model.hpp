@@ -1,0 +1,134 @@
+// The lesson model: the one model that the Depth attention, Magnitudes and Duality views show
+// (a shipped trained model, a loaded directory, or a random model with its settings), edited in
+// one panel that moves to whichever of those views is on screen. Loading a model fills every
+// field from its config.json; "back to random" restores the random model's own settings.
+// Shapes above about 1 GB of weights ask for confirmation first. The built weights are cached,
+// so a knob that does not change them (tokens, S) costs only the forward passes.
+#pragma once
+
+#include <QString>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnres/model.hpp"
+#include "attnres/model_config.hpp"
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QDoubleSpinBox;
+class QGroupBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QWidget;
+QT_END_NAMESPACE
+
+namespace attnres::gui {
+
+// The text the views feed a trained model (its bytes are the token ids: the models are byte-level).
+inline constexpr const char* kTrainedText = "Attention residuals read the depth history.";
+inline constexpr const char* kRandomTokens = "1 7 42 7 99 3";
+
+struct ModelCache;
+
+// The RMS of a model's pseudo-queries (0 when it has none).
+double pseudo_query_rms(const ModelWeights<double>& model);
+
+class LessonModel {
+ public:
+  enum class Kind { trained, random, loaded };
+
+  // Everything a worker thread needs, copied out of the widgets on the GUI thread.
+  struct Snapshot {
+    std::string directory;  // "" = the random model
+    std::string origin;     // "" (random), "trained" or "loaded"
+    ModelConfig config;
+    RandomModelOptions random;
+    int block_size = 2;
+    std::string tokens;
+    std::shared_ptr<ModelCache> cache;
+    // The weights (cached: the same snapshot builds once). Throws attnres::Error.
+    std::shared_ptr<const ModelWeights<double>> build() const;
+    // The tokens as ids of `model`; throws attnres::Error naming the "tokens" field.
+    std::vector<int> token_ids(const ModelConfig& model) const;
+  };
+
+  LessonModel();
+  ~LessonModel();
+  LessonModel(const LessonModel&) = delete;
+  LessonModel& operator=(const LessonModel&) = delete;
+
+  // The panel (a group box). It has no parent until show_in places it.
+  QWidget* panel() const;
+  // Puts the panel at the top of `slot` (a model view's input column; it has a QVBoxLayout).
+  void show_in(QWidget* slot);
+  QWidget* slot() const { return slot_; }
+
+  Snapshot snapshot() const;
+  Kind kind() const { return kind_; }
+  // The scheme the chosen model comes with: its config.json's, or Full AttnRes for the random model.
+  AttnResConfig own_scheme() const;
+  // File > Open model directory: one "loaded: DIR" entry, replaced by the next directory opened;
+  // "" goes back to the random model.
+  void use_directory(const std::string& dir);
+  void back_to_random();
+
+  // Called after every change of the model or of its inputs (coalesced per event-loop pass).
+  void subscribe(std::function<void()> on_change);
+  // The inputs whose errors belong to a key of a message ("tokens", "layers", ...).
+  QWidget* field(const std::string& key) const;
+  // Asked before a random model of more than ~1 GB of weights is built: true goes on. The
+  // default asks with a dialog; tests replace it.
+  std::function<bool(const QString& question)> confirm;
+  // About how many bytes the random model's weights take (f64), from its shape.
+  static double weight_bytes(const ModelConfig& config);
+
+  QComboBox* choice;
+  QLabel* about;
+  QLabel* size;
+  QPushButton* random_button;
+  QSpinBox *layers, *d_model, *heads, *kv_heads, *ffn, *vocab, *seed, *block_size;
+  QDoubleSpinBox* query_std;
+  QLineEdit* tokens;
+
+ private:
+  struct SpinValues {
+    std::vector<int> ints;
+    double query_std = 0.5;
+  };
+  std::vector<QSpinBox*> shape_spins() const;
+  SpinValues spin_values() const;
+  void add_entry(const std::string& label, Kind entry_kind, const std::string& dir);
+  int random_index() const;
+  void apply_choice();
+  void set_shape_enabled(bool enabled);
+  void shape_changed();
+  void update_block_range();
+  void notify();
+
+  QGroupBox* group_;
+  QWidget* slot_ = nullptr;
+  Kind kind_ = Kind::random;
+  std::string directory_;
+  std::optional<ModelConfig> config_;  // the chosen directory's config.json
+  bool tokens_edited_ = false;         // the user typed tokens: keep them across model choices
+  SpinValues random_;                  // the random model's settings while another model is chosen
+  SpinValues accepted_;                // the last shape that passed the size check
+  std::vector<std::function<void()>> listeners_;
+  std::shared_ptr<ModelCache> cache_;
+};
+
+// Weights built from a snapshot, kept for the next snapshot with the same key.
+struct ModelCache {
+  std::mutex mutex;
+  std::string key;
+  std::shared_ptr<const ModelWeights<double>> weights;
+};
+
+}  // namespace attnres::gui

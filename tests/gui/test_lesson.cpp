@@ -1,0 +1,710 @@
+// The README's teaching session as a test: a real (offscreen) window at a projector's 1024 x 700,
+// driven with real input events (mouse clicks on tabs and buttons, keys in spin boxes, slider
+// moves), and each step's claimed effect asserted on the data behind the charts. Also: the Lesson
+// menu's steps, errors that belong to their tab, stale marks, layout at 1024 x 700, tooltips on
+// every input, the size confirmation, and the latency of a knob change (printed, not asserted).
+#include <gtest/gtest.h>
+
+#include <QAbstractButton>
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTabBar>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTest>
+#include <QThread>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/hardware.hpp"
+#include "attnres/pipeline.hpp"
+#include "attnres/scenario.hpp"
+#include "lesson.hpp"
+#include "lesson_model.hpp"
+#include "main_window.hpp"
+#include "view_kit.hpp"
+#include "widgets.hpp"
+
+namespace attnres::gui {
+namespace {
+
+// Processes events until `done` holds; false after `limit_ms` (a generous cap, not a delay).
+bool wait_for(const std::function<bool()>& done, qint64 limit_ms = 60000) {
+  QElapsedTimer timer;
+  timer.start();
+  while (!done()) {
+    if (timer.elapsed() > limit_ms) return false;
+    QApplication::processEvents(QEventLoop::AllEvents, 5);
+    QThread::msleep(1);
+  }
+  return true;
+}
+
+// Every change seen (the views coalesce changes in the next event-loop pass), every run finished
+// and its result applied.
+void idle(MainWindow& window) {
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 5; ++i) QApplication::processEvents();
+    ASSERT_TRUE(wait_for([&] { return window.runs_in_flight() == 0; }));
+  }
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+}
+
+// Clicks the tab of `name` in the tab bar.
+void click_tab(MainWindow& window, const std::string& name) {
+  auto* tabs = window.findChild<QTabWidget*>();
+  ASSERT_NE(tabs, nullptr);
+  const int index = tabs->indexOf(window.view(name));
+  ASSERT_GE(index, 0) << name;
+  QTest::mouseClick(tabs->tabBar(), Qt::LeftButton, {}, tabs->tabBar()->tabRect(index).center());
+  ASSERT_EQ(window.current_view(), window.view(name));
+}
+
+// Types a value into a spin box as a user does: select all, type, Enter.
+void type_into(QAbstractSpinBox* box, const QString& text) {
+  ASSERT_NE(box, nullptr);
+  box->setFocus();
+  QTest::keyClick(box, Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClicks(box, text);
+  QTest::keyClick(box, Qt::Key_Return);
+}
+
+// Chooses the entry of a combo box whose data (or text) is `data`, with the keyboard.
+void choose_with_keys(QComboBox* combo, const QString& data) {
+  ASSERT_NE(combo, nullptr);
+  int target = combo->findData(data);
+  if (target < 0) target = combo->findText(data);
+  ASSERT_GE(target, 0) << data.toStdString();
+  combo->setFocus();
+  QTest::keyClick(combo, Qt::Key_Home);
+  for (int i = 0; i < target; ++i) QTest::keyClick(combo, Qt::Key_Down);
+  ASSERT_EQ(combo->currentIndex(), target);
+}
+
+const ChartSeries* series_named(const std::vector<ChartSeries>& series, const std::string& prefix) {
+  for (const auto& s : series) {
+    if (s.name.rfind(prefix, 0) == 0) return &s;
+  }
+  return nullptr;
+}
+
+// The overhead shown in the Pipeline summary ("AttnRes overhead ... 3.10 %").
+double shown_overhead(MainWindow& window) {
+  const QString text = window.view("pipeline")->findChild<QLabel*>("pipeline_summary")->text();
+  const auto match = QRegularExpression("overhead</b>.*?<b>([0-9.]+) %").match(text);
+  EXPECT_TRUE(match.hasMatch()) << text.toStdString();
+  return match.captured(1).toDouble() / 100.0;
+}
+
+// ---------------------------------------------------------------- the claimed effects
+
+// Step 1: the standard residual's input RMS grows with depth; Full AttnRes stays within a bound.
+void expect_magnitudes(MainWindow& window) {
+  const auto charts = window.view("magnitudes")->charts();
+  ASSERT_FALSE(charts.empty());
+  const ChartSeries* standard = series_named(charts[0].series, "standard residual");
+  const ChartSeries* full = series_named(charts[0].series, "Full AttnRes");
+  ASSERT_NE(standard, nullptr);
+  ASSERT_NE(full, nullptr);
+  ASSERT_EQ(standard->points.size(), 8u);  // L = 8 sublayers
+  for (std::size_t l = 1; l < standard->points.size(); ++l) {
+    EXPECT_GT(standard->points[l].second, standard->points[l - 1].second) << "sublayer " << l + 1;
+  }
+  EXPECT_GT(standard->points.back().second, 1.5 * standard->points.front().second);
+  double low = 1e300, high = 0;
+  for (const auto& [l, rms] : full->points) {
+    low = std::min(low, rms);
+    high = std::max(high, rms);
+  }
+  EXPECT_LT(high, 1.25 * full->points.front().second);  // no growth with depth
+  EXPECT_LT(full->points.back().second, 0.8 * standard->points.back().second);
+}
+
+// The depth-attention rows of a map as lists of their values (grey cells left out).
+std::vector<std::vector<double>> rows_of(const HeatmapWidget* map) {
+  std::vector<std::vector<double>> rows;
+  for (const auto& row : map->values()) {
+    std::vector<double> values;
+    for (double v : row) {
+      if (!std::isnan(v)) values.push_back(v);
+    }
+    rows.push_back(values);
+  }
+  return rows;
+}
+
+// Step 2: every read is a plain mean.
+void expect_uniform_rows(MainWindow& window) {
+  const auto maps = window.view("depth-attention")->heatmaps();
+  ASSERT_FALSE(maps.empty());
+  const auto rows = rows_of(maps[0]);
+  ASSERT_EQ(rows.size(), 9u);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    ASSERT_EQ(rows[r].size(), r + 1);
+    for (double v : rows[r]) EXPECT_NEAR(v, 1.0 / static_cast<double>(rows[r].size()), 1e-9) << "read " << r;
+  }
+}
+
+// Step 3: sharp, input-dependent rows: the largest weight of the deeper reads well above 1/l.
+void expect_sharp_rows(MainWindow& window) {
+  const auto maps = window.view("depth-attention")->heatmaps();
+  ASSERT_FALSE(maps.empty());
+  const auto rows = rows_of(maps[0]);
+  ASSERT_EQ(rows.size(), 9u);
+  double ratio = 0.0;
+  int counted = 0;
+  for (const auto& row : rows) {
+    if (row.size() < 4) continue;
+    ratio += *std::max_element(row.begin(), row.end()) * static_cast<double>(row.size());
+    ++counted;
+  }
+  EXPECT_GT(ratio / counted, 2.0);  // on average the top source gets more than twice its uniform share
+}
+
+// Step 4: Block with S = 1 reads what Full reads.
+void expect_block_equals_full(MainWindow& window) {
+  const auto maps = window.view("depth-attention")->heatmaps();
+  ASSERT_EQ(maps.size(), 2u);
+  const auto full = rows_of(maps[0]), block = rows_of(maps[1]);
+  ASSERT_EQ(full.size(), block.size());
+  double worst = 0.0;
+  for (std::size_t r = 0; r < full.size(); ++r) {
+    std::vector<double> a = full[r], b = block[r];
+    // Block's empty partial sum (weight 0 at S = 1) is not a source Full has.
+    b.erase(std::remove_if(b.begin(), b.end(), [](double v) { return v == 0.0; }), b.end());
+    ASSERT_EQ(a.size(), b.size()) << "read " << r;
+    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  }
+  EXPECT_LE(worst, 1e-6);
+  EXPECT_NE(maps[1]->title().find("S = 1"), std::string::npos) << maps[1]->title();
+}
+
+// Step 5: rank 1 at every cut for the standard residual, min(k, L+1-k) for Full AttnRes.
+void expect_ranks(MainWindow& window) {
+  const auto charts = window.view("duality")->charts();
+  ASSERT_FALSE(charts.empty());
+  const ChartSeries* full = series_named(charts[0].series, "Full AttnRes");
+  const ChartSeries* standard = series_named(charts[0].series, "standard residual");
+  ASSERT_NE(full, nullptr);
+  ASSERT_NE(standard, nullptr);
+  const int L = 8;
+  ASSERT_EQ(full->points.size(), static_cast<std::size_t>(L));
+  for (const auto& [k, rank] : standard->points) EXPECT_EQ(rank, 1.0) << "cut " << k;
+  for (const auto& [k, rank] : full->points) EXPECT_EQ(rank, std::min(k, L + 1 - k)) << "cut " << k;
+}
+
+void expect_marker(MainWindow& window, double n) {
+  const auto charts = window.view("cost")->charts();
+  ASSERT_FALSE(charts.empty());
+  ASSERT_TRUE(charts[0].marker_x.has_value());
+  EXPECT_EQ(*charts[0].marker_x, n);
+}
+
+// Step 10: Block AttnRes is worth about 1.25x compute at loss 1.695.
+void expect_multiplier(MainWindow& window) {
+  auto* table = window.view("scaling")->findChild<QTableWidget*>();
+  ASSERT_NE(table, nullptr);
+  int multiplier = -1;
+  for (int c = 0; c < table->columnCount(); ++c) {
+    if (table->horizontalHeaderItem(c)->text().contains("multiplier")) multiplier = c;
+  }
+  ASSERT_GE(multiplier, 0);
+  bool found = false;
+  for (int r = 0; r < table->rowCount(); ++r) {
+    if (table->item(r, 0)->text().contains("block", Qt::CaseInsensitive)) {
+      EXPECT_NEAR(table->item(r, multiplier)->text().toDouble(), 1.25, 0.03);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+// A window as a teacher has it: shown, at a projector's size, computing in the background.
+std::unique_ptr<MainWindow> lesson_window() {
+  auto window = std::make_unique<MainWindow>(false);
+  window->resize(1024, 700);
+  window->show();
+  EXPECT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+  window->recompute_all();
+  idle(*window);
+  return window;
+}
+
+TEST(Lesson, TheReadmeSessionRunsWithRealInputEvents) {
+  auto window = lesson_window();
+  LessonModel& lesson = window->lesson();
+
+  // Magnitudes, the random model with query std 0.
+  click_tab(*window, "magnitudes");
+  idle(*window);
+  ASSERT_TRUE(window->view("magnitudes")->isAncestorOf(lesson.panel()));  // the lesson model is here
+  if (lesson.random_button->isEnabled()) QTest::mouseClick(lesson.random_button, Qt::LeftButton);
+  idle(*window);
+  type_into(lesson.query_std, "0");
+  idle(*window);
+  expect_magnitudes(*window);
+
+  // Depth attention: the same model (query std 0 carried over): uniform rows.
+  click_tab(*window, "depth-attention");
+  idle(*window);
+  ASSERT_TRUE(window->view("depth-attention")->isAncestorOf(lesson.panel()));
+  EXPECT_EQ(lesson.query_std->value(), 0.0);
+  expect_uniform_rows(*window);
+
+  // Raise the query std to 2 with the slider (keyboard: a page is 0.5).
+  auto* slider = lesson.panel()->findChild<QSlider*>("query_std_slider");
+  ASSERT_NE(slider, nullptr);
+  slider->setFocus();
+  for (int i = 0; i < 4; ++i) QTest::keyClick(slider, Qt::Key_PageUp);
+  EXPECT_DOUBLE_EQ(lesson.query_std->value(), 2.0);
+  idle(*window);
+  expect_sharp_rows(*window);
+
+  // Compare with Block, then S = 1: Block becomes Full.
+  choose_with_keys(window->view("depth-attention")->findChild<QComboBox*>("compare"), "block");
+  idle(*window);
+  type_into(lesson.block_size, "1");
+  idle(*window);
+  expect_block_equals_full(*window);
+
+  // Duality: Full against the standard residual.
+  click_tab(*window, "duality");
+  idle(*window);
+  type_into(lesson.block_size, "2");
+  type_into(lesson.query_std, "0.5");  // softer reads: near one-hot rows would hide ranks below 1e-6
+  choose_with_keys(window->view("duality")->findChild<QComboBox*>("compare"), "standard");
+  idle(*window);
+  expect_ranks(*window);
+
+  // Cost explorer: N from L to 8, the marker follows.
+  click_tab(*window, "cost");
+  auto* blocks = window->view("cost")->findChild<QSpinBox*>("blocks");
+  type_into(blocks, "128");
+  idle(*window);
+  expect_marker(*window, 128);
+  type_into(blocks, "8");
+  idle(*window);
+  expect_marker(*window, 8);
+
+  // Pipeline: under 4 % at the default 200 GB/s; lower the bandwidth and it passes 4 %; raise m
+  // and it drops back under.
+  click_tab(*window, "pipeline");
+  idle(*window);
+  EXPECT_LT(shown_overhead(*window), 0.04);
+  type_into(window->view("pipeline")->findChild<QDoubleSpinBox*>("link_bandwidth"), "100");
+  idle(*window);
+  EXPECT_GT(shown_overhead(*window), 0.04);
+  auto* m_slider = window->view("pipeline")->findChild<QSlider*>("microbatches_slider");
+  ASSERT_NE(m_slider, nullptr);
+  m_slider->setFocus();
+  for (int i = 0; i < 24; ++i) QTest::keyClick(m_slider, Qt::Key_Right);  // 8 -> 32
+  EXPECT_EQ(window->view("pipeline")->findChild<QSpinBox*>("microbatches")->value(), 32);
+  idle(*window);
+  EXPECT_LT(shown_overhead(*window), 0.04);
+  // The 4 % line is drawn and labelled, the current bandwidth marked.
+  const auto charts = window->view("pipeline")->charts();
+  const auto overhead = std::find_if(charts.begin(), charts.end(),
+                                     [](const ChartSpec& c) { return c.id == "pipeline_overhead_vs_link"; });
+  ASSERT_NE(overhead, charts.end());
+  const ChartSeries* claim = series_named(overhead->series, "claim: training overhead < 4%");
+  ASSERT_NE(claim, nullptr);
+  EXPECT_EQ(claim->points.front().second, 0.04);
+  EXPECT_EQ(overhead->marker_x, 100.0);
+
+  // Scaling law: Block is worth about 1.25x compute near loss 1.695.
+  click_tab(*window, "scaling");
+  type_into(window->view("scaling")->findChild<QDoubleSpinBox*>("target_loss"), "1.695");
+  idle(*window);
+  expect_multiplier(*window);
+  for (View* view : window->views()) EXPECT_EQ(view->error_text(), "") << view->name();
+}
+
+TEST(Lesson, TheLessonMenuStepsThroughTheSameSession) {
+  auto window = lesson_window();
+  const auto& steps = lesson_steps();
+  ASSERT_EQ(steps.size(), 11u);
+  // Start from the menu, with its shortcut.
+  window->activateWindow();
+  QTest::keyClick(window.get(), Qt::Key_L, Qt::ControlModifier);
+  if (window->lesson_index() != 0) window->start_lesson();  // a platform without shortcuts
+  auto* bar = window->findChild<QWidget*>("lesson_bar");
+  ASSERT_NE(bar, nullptr);
+  EXPECT_TRUE(bar->isVisible());
+  const std::vector<std::function<void(MainWindow&)>> checks = {
+      expect_magnitudes,
+      expect_uniform_rows,
+      expect_sharp_rows,
+      expect_block_equals_full,
+      expect_ranks,
+      [](MainWindow& w) { expect_marker(w, 128); },
+      [](MainWindow& w) { expect_marker(w, 8); },
+      [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
+      [](MainWindow& w) { EXPECT_GT(shown_overhead(w), 0.04); },
+      [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
+      expect_multiplier};
+  auto* next = bar->findChildren<QPushButton*>().size() > 1 ? bar->findChildren<QPushButton*>()[1] : nullptr;
+  ASSERT_NE(next, nullptr);
+  ASSERT_EQ(next->text(), "Next ▶");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    SCOPED_TRACE("lesson step " + std::to_string(i + 1) + ": " + steps[i].title);
+    idle(*window);
+    EXPECT_EQ(window->lesson_index(), static_cast<int>(i));
+    EXPECT_EQ(window->current_view()->name(), steps[i].view);
+    const std::string text = window->findChild<QLabel*>("lesson_text")->text().toStdString();
+    EXPECT_NE(text.find("Step " + std::to_string(i + 1) + " of " + std::to_string(steps.size())), std::string::npos);
+    checks[i](*window);
+    if (i + 1 < steps.size()) QTest::mouseClick(next, Qt::LeftButton);
+  }
+  EXPECT_FALSE(next->isEnabled());
+  for (View* view : window->views()) EXPECT_EQ(view->error_text(), "") << view->name();
+}
+
+// docs/teaching.md's table has one row per step of the lesson, on the step's tab.
+TEST(Lesson, TheDocumentedLessonIsTheLessonMenu) {
+  const std::string doc = read_file(std::filesystem::path(ATTNRES_SCENARIOS_DIR) / ".." / "docs" / "teaching.md");
+  const std::map<std::string, std::string> tabs = {{"magnitudes", "Magnitudes"},  {"depth-attention", "Depth attention"},
+                                                   {"duality", "Duality"},        {"cost", "Cost explorer"},
+                                                   {"pipeline", "Pipeline"},      {"scaling", "Scaling law"}};
+  const auto& steps = lesson_steps();
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::string row = "\n| " + std::to_string(i + 1) + " | " + tabs.at(steps[i].view) + " |";
+    EXPECT_NE(doc.find(row), std::string::npos) << row;
+  }
+  EXPECT_EQ(doc.find("\n| " + std::to_string(steps.size() + 1) + " | "), std::string::npos);
+}
+
+TEST(Lesson, ErrorsBelongToTheirTabAndMarkItsChartsStale) {
+  auto window = lesson_window();
+  click_tab(*window, "cost");
+  View* cost = window->view("cost");
+  auto* blocks = cost->findChild<QSpinBox*>("blocks");
+  auto* sublayers = cost->findChild<QSpinBox*>("sublayers");
+  auto* inputs = cost->findChild<QScrollArea*>("inputs_scroll");
+  ASSERT_NE(inputs, nullptr);
+  const QRect before = blocks->geometry();
+  const QRect inputs_before = inputs->geometry();
+  type_into(sublayers, "4");  // N = 8 > L = 4
+  idle(*window);
+  EXPECT_NE(cost->error_text().find("blocks N = 8 exceeds L = 4"), std::string::npos) << cost->error_text();
+  EXPECT_EQ(cost->error_fields(), std::vector<QWidget*>{blocks});
+  EXPECT_FALSE(cost->stale_reason().isEmpty());
+  // The banner moves nothing.
+  EXPECT_EQ(blocks->geometry(), before);
+  EXPECT_EQ(inputs->geometry(), inputs_before);
+  // Another tab's success does not clear it; the cost charts stay marked while the input is bad.
+  click_tab(*window, "scaling");
+  type_into(window->view("scaling")->findChild<QDoubleSpinBox*>("target_loss"), "1.7");
+  idle(*window);
+  EXPECT_EQ(window->view("scaling")->error_text(), "");
+  EXPECT_NE(cost->error_text(), "");
+  click_tab(*window, "cost");
+  type_into(cost->findChild<QSpinBox*>("pp"), "2");  // another input: still invalid, still stale
+  idle(*window);
+  EXPECT_NE(cost->error_text(), "");
+  EXPECT_FALSE(cost->stale_reason().isEmpty());
+  type_into(blocks, "2");
+  idle(*window);
+  EXPECT_EQ(cost->error_text(), "");
+  EXPECT_TRUE(cost->error_fields().empty());
+  EXPECT_TRUE(cost->stale_reason().isEmpty());
+  EXPECT_EQ(cost->charts()[0].marker_x, 2.0);
+
+  // A background error of a model view stays in its tab and names its field.
+  click_tab(*window, "depth-attention");
+  LessonModel& lesson = window->lesson();
+  lesson.tokens->setFocus();
+  lesson.tokens->selectAll();
+  QTest::keyClicks(lesson.tokens, "1 2 99999");
+  QTest::keyClick(lesson.tokens, Qt::Key_Return);
+  idle(*window);
+  View* depth = window->view("depth-attention");
+  EXPECT_NE(depth->error_text().find("tokens: '99999' is not a token id"), std::string::npos) << depth->error_text();
+  EXPECT_EQ(depth->error_fields(), std::vector<QWidget*>{lesson.tokens});
+  EXPECT_FALSE(depth->stale_reason().isEmpty());
+  EXPECT_EQ(window->view("cost")->error_text(), "");
+}
+
+TEST(Lesson, EveryViewFitsAProjectorWithoutClipping) {
+  auto window = lesson_window();
+  EXPECT_EQ(window->size(), QSize(1024, 700));
+  for (View* view : window->views()) {
+    click_tab(*window, view->name());
+    idle(*window);
+    SCOPED_TRACE(view->name());
+    // The view takes what the tab offers, not more.
+    EXPECT_LE(view->minimumSizeHint().width(), view->width());
+    EXPECT_LE(view->minimumSizeHint().height(), view->height());
+    // Charts, heatmaps and Gantt charts get a usable area inside the view.
+    const QRect area = view->rect();
+    for (QWidget* chart : view->findChildren<QWidget*>()) {
+      if (!(dynamic_cast<ChartPanel*>(chart) || dynamic_cast<HeatmapWidget*>(chart) || dynamic_cast<GanttWidget*>(chart)))
+        continue;
+      if (!chart->isVisible()) continue;
+      const QRect r(chart->mapTo(view, QPoint(0, 0)), chart->size());
+      EXPECT_TRUE(area.contains(r)) << chart->metaObject()->className();
+      EXPECT_GE(r.width(), 150);
+      EXPECT_GE(r.height(), 100);
+    }
+    // Every input is inside its scrollable column or the view (none cut off at the edge).
+    for (QWidget* input : view->findChildren<QWidget*>()) {
+      if (!(qobject_cast<QAbstractSpinBox*>(input) || qobject_cast<QComboBox*>(input) ||
+            qobject_cast<QLineEdit*>(input) || qobject_cast<QAbstractButton*>(input)))
+        continue;
+      if (!input->isVisible()) continue;
+      QWidget* frame = input->parentWidget();
+      while (frame && !qobject_cast<QScrollArea*>(frame) && frame != view) frame = frame->parentWidget();
+      if (auto* scroll = qobject_cast<QScrollArea*>(frame)) {
+        // Inside the column's width (it scrolls vertically only).
+        const QRect inside(input->mapTo(scroll->viewport(), QPoint(0, 0)), input->size());
+        EXPECT_GE(inside.left(), 0) << input->objectName().toStdString();
+        EXPECT_LE(inside.right(), scroll->viewport()->width()) << input->objectName().toStdString();
+      } else {
+        const QRect r(input->mapTo(view, QPoint(0, 0)), input->size());
+        EXPECT_TRUE(area.contains(r)) << input->objectName().toStdString();
+      }
+    }
+  }
+  // The explanations collapse (more room for the charts) and come back.
+  window->set_explanations(false);
+  for (auto* panel : window->findChildren<QWidget*>("explanation_panel")) EXPECT_LE(panel->maximumWidth(), 80);
+  window->set_explanations(true);
+  // Presentation mode: larger fonts, no input columns.
+  const double normal = QApplication::font().pointSizeF();
+  window->set_presentation(true);
+  EXPECT_GT(QApplication::font().pointSizeF(), 1.3 * normal);
+  EXPECT_FALSE(window->current_view()->findChild<QScrollArea*>("inputs_scroll")->isVisible());
+  window->set_presentation(false);
+  EXPECT_DOUBLE_EQ(QApplication::font().pointSizeF(), normal);
+}
+
+TEST(Lesson, OpenScenarioFillsEveryTabAndSaveWritesEveryTab) {
+  MainWindow window(true);
+  window.recompute_all();
+  ASSERT_TRUE(window.open_scenario(std::filesystem::path(ATTNRES_SCENARIOS_DIR) / "paper-overhead-claims.toml"));
+  View* pipeline = window.view("pipeline");
+  EXPECT_EQ(pipeline->findChild<QSpinBox*>("sublayers")->value(), 54);
+  EXPECT_EQ(pipeline->findChild<QSpinBox*>("block_size")->value(), 6);
+  EXPECT_EQ(pipeline->findChild<QSpinBox*>("experts")->value(), 256);
+  EXPECT_EQ(pipeline->findChild<QSpinBox*>("active_experts")->value(), 8);
+  EXPECT_EQ(pipeline->findChild<QSpinBox*>("shared_experts")->value(), 1);
+  EXPECT_EQ(pipeline->findChild<QSpinBox*>("expert_ffn")->value(), 1024);
+  EXPECT_EQ(pipeline->findChild<QSpinBox*>("microbatches")->value(), 8);
+  EXPECT_EQ(pipeline->findChild<QComboBox*>("cache")->currentText(), "cached");
+  EXPECT_EQ(pipeline->findChild<QComboBox*>("hardware")->currentText(), "h100");
+  const Hardware h100 = load_hardware("h100");
+  EXPECT_DOUBLE_EQ(pipeline->findChild<QDoubleSpinBox*>("link_bandwidth")->value(),
+                   std::round(h100.scale_out_bandwidth / 1e9 * 10) / 10);  // the scenario's scale-out link
+  EXPECT_EQ(window.view("cost")->findChild<QSpinBox*>("sublayers")->value(), 54);
+  EXPECT_EQ(pipeline->error_text(), "");
+
+  // Save: every tab's settings, with numbers as shown.
+  window.view("scaling")->findChild<QDoubleSpinBox*>("target_loss")->setValue(1.695);
+  pipeline->findChild<QSpinBox*>("microbatches")->setValue(16);
+  pipeline->findChild<QDoubleSpinBox*>("link_bandwidth")->setValue(100);
+  pipeline->findChild<QComboBox*>("cache")->setCurrentText("naive");
+  QApplication::processEvents();
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "attnres-lesson-saved.toml";
+  ASSERT_TRUE(window.save_scenario(file));
+  const std::string text = read_file(file);
+  EXPECT_NE(text.find("target_loss = 1.695\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0000000"), std::string::npos) << text;
+  const Scenario saved = load_scenario(file);
+  ASSERT_TRUE(saved.pipeline.has_value());
+  EXPECT_EQ(saved.pipeline->microbatches, 16);
+  EXPECT_EQ(saved.pipeline->cache, CachePolicy::naive);
+  EXPECT_DOUBLE_EQ(saved.pipeline->link_bandwidth, 100e9);
+  EXPECT_EQ(saved.moe.experts, 256);
+  EXPECT_EQ(saved.inputs.sublayers, 54);
+  EXPECT_DOUBLE_EQ(saved.scaling.target_loss, 1.695);
+  // Reopened in a new window, the pipeline tab comes back as saved.
+  MainWindow again(true);
+  ASSERT_TRUE(again.open_scenario(file));
+  EXPECT_EQ(again.view("pipeline")->findChild<QSpinBox*>("microbatches")->value(), 16);
+  EXPECT_EQ(again.view("pipeline")->findChild<QComboBox*>("cache")->currentText(), "naive");
+  EXPECT_DOUBLE_EQ(again.view("pipeline")->findChild<QDoubleSpinBox*>("link_bandwidth")->value(), 100.0);
+  std::filesystem::remove(file);
+
+  // A scenario with a [train] table fills the Training tab's form (nothing starts).
+  ASSERT_TRUE(window.open_scenario(std::filesystem::path(ATTNRES_SCENARIOS_DIR) / "block-size-tradeoff.toml"));
+  View* training = window.view("training");
+  EXPECT_EQ(training->findChild<QSpinBox*>("train_layers")->value(), 4);
+  EXPECT_EQ(training->findChild<QSpinBox*>("train_d_model")->value(), 64);
+  EXPECT_EQ(training->findChild<QSpinBox*>("train_ffn")->value(), 172);
+  EXPECT_EQ(training->findChild<QSpinBox*>("train_steps")->value(), 150);
+  EXPECT_DOUBLE_EQ(training->findChild<QDoubleSpinBox*>("train_lr")->value(), 5e-3);
+  EXPECT_TRUE(training->findChild<QCheckBox*>("train_standard")->isChecked());
+  EXPECT_TRUE(training->findChild<QCheckBox*>("train_full")->isChecked());
+  EXPECT_TRUE(training->findChild<QCheckBox*>("train_block")->isChecked());
+  EXPECT_EQ(training->findChild<QSpinBox*>("train_block_size")->value(), 8);  // N = 1 of L = 8
+  EXPECT_TRUE(training->findChild<QLineEdit*>("train_data")->text().endsWith("lab-corpus.txt"));
+}
+
+TEST(Lesson, EveryInputHasATooltip) {
+  MainWindow window(true);
+  for (View* view : window.views()) {
+    window.show_view(view->name());
+    for (QWidget* input : view->findChildren<QWidget*>()) {
+      const bool is_input = qobject_cast<QAbstractSpinBox*>(input) || qobject_cast<QComboBox*>(input) ||
+                            qobject_cast<QCheckBox*>(input) || qobject_cast<QSlider*>(input) ||
+                            (qobject_cast<QLineEdit*>(input) && !qobject_cast<QComboBox*>(input->parentWidget()) &&
+                             !qobject_cast<QAbstractSpinBox*>(input->parentWidget()));
+      if (!is_input) continue;
+      EXPECT_FALSE(input->toolTip().isEmpty())
+          << view->name() << ": " << input->metaObject()->className() << " '" << input->objectName().toStdString() << "'";
+    }
+  }
+}
+
+TEST(Lesson, ALargeRandomModelAsksFirst) {
+  MainWindow window(true);
+  window.recompute_all();
+  LessonModel& lesson = window.lesson();
+  lesson.back_to_random();
+  QString asked;
+  bool answer = false;
+  lesson.confirm = [&](const QString& question) {
+    asked = question;
+    return answer;
+  };
+  lesson.d_model->setValue(4096);
+  lesson.vocab->setValue(65536);  // 2 V d = 537 M parameters: 4.3 GB in double precision
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  EXPECT_TRUE(asked.contains("GB")) << asked.toStdString();
+  EXPECT_EQ(lesson.d_model->value(), 64);  // declined: back to the last shape
+  EXPECT_EQ(lesson.vocab->value(), 256);
+  EXPECT_LT(LessonModel::weight_bytes(lesson.snapshot().config), 1e9);
+  asked.clear();
+  lesson.vocab->setValue(1000);  // small: no question
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  EXPECT_TRUE(asked.isEmpty());
+  EXPECT_EQ(lesson.vocab->value(), 1000);
+}
+
+// Event to repaint: a knob change on the lesson model (and N, tokens) until the chart that shows
+// it has painted the new result. Printed for the closing note, not asserted (timing is noisy).
+TEST(Lesson, KnobToRepaintLatencyIsMeasured) {
+  auto window = lesson_window();
+  LessonModel& lesson = window->lesson();
+  click_tab(*window, "depth-attention");
+  idle(*window);
+  if (lesson.random_button->isEnabled()) QTest::mouseClick(lesson.random_button, Qt::LeftButton);
+  idle(*window);
+  HeatmapWidget* map = window->view("depth-attention")->heatmaps()[0];
+
+  // Paint events of the widget that shows the result, once its data differs from before the event.
+  struct PaintClock : QObject {
+    QElapsedTimer clock;
+    qint64 painted = -1;
+    std::function<bool()> changed;
+    bool eventFilter(QObject*, QEvent* event) override {
+      if (event->type() == QEvent::Paint && painted < 0 && changed && changed()) painted = clock.nsecsElapsed();
+      return false;
+    }
+  } clock;
+  auto measure = [&](const char* what, const std::function<void()>& act, QWidget* painted_widget,
+                     const std::function<std::function<bool()>()>& watch) {
+    painted_widget->installEventFilter(&clock);
+    std::vector<double> ms;
+    for (int i = 0; i < 5; ++i) {
+      clock.changed = watch();
+      clock.painted = -1;
+      clock.clock.start();
+      act();
+      wait_for([&] { return clock.painted >= 0; }, 20000);
+      ms.push_back(clock.painted / 1e6);
+      idle(*window);
+    }
+    painted_widget->removeEventFilter(&clock);
+    std::sort(ms.begin(), ms.end());
+    std::printf("[latency] %-44s median %.1f ms (min %.1f, max %.1f)\n", what, ms[2], ms[0], ms[4]);
+    RecordProperty(std::string("latency_ms_") + what, std::to_string(ms[2]));
+  };
+  auto heatmap_changes = [](HeatmapWidget* target) {
+    return [target]() -> std::function<bool()> {
+      auto before = std::make_shared<std::vector<std::vector<double>>>(target->values());
+      return [target, before] { return target->values() != *before; };
+    };
+  };
+  auto chart_changes = [](ChartPanel* target) {
+    return [target]() -> std::function<bool()> {
+      auto state = [target] { return chart_csv(target->spec()) + std::to_string(target->spec().marker_x.value_or(-1)); };
+      auto before = std::make_shared<std::string>(state());
+      return [state, before] { return state() != *before; };
+    };
+  };
+  auto* slider = lesson.panel()->findChild<QSlider*>("query_std_slider");
+  slider->setFocus();
+  measure("depth attention: query std slider step", [&] {
+    QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left);
+  }, map, heatmap_changes(map));
+  auto* s_slider = lesson.panel()->findChild<QSlider*>("block_size_slider");
+  choose_with_keys(window->view("depth-attention")->findChild<QComboBox*>("compare"), "block");
+  idle(*window);
+  HeatmapWidget* second = window->view("depth-attention")->heatmaps()[1];
+  s_slider->setFocus();
+  measure("depth attention: S slider step", [&] {
+    QTest::keyClick(s_slider, s_slider->value() < 4 ? Qt::Key_Right : Qt::Key_Left);
+  }, second, heatmap_changes(second));
+  lesson.tokens->setFocus();
+  int round = 0;
+  measure("depth attention: tokens edited", [&] {
+    lesson.tokens->selectAll();
+    QTest::keyClicks(lesson.tokens, round++ % 2 == 0 ? "1 7 42 7 99 4" : "1 7 42 7 99 3");
+    QTest::keyClick(lesson.tokens, Qt::Key_Return);
+  }, map, heatmap_changes(map));
+  click_tab(*window, "magnitudes");
+  idle(*window);
+  auto* magnitudes_chart = window->view("magnitudes")->findChildren<ChartPanel*>()[0];
+  slider = lesson.panel()->findChild<QSlider*>("query_std_slider");
+  slider->setFocus();
+  measure("magnitudes: query std slider step", [&] {
+    QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left);
+  }, magnitudes_chart->viewport(), chart_changes(magnitudes_chart));
+  click_tab(*window, "duality");
+  idle(*window);
+  HeatmapWidget* mixing = window->view("duality")->heatmaps()[0];
+  slider->setFocus();
+  measure("duality: query std slider step", [&] {
+    QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left);
+  }, mixing, heatmap_changes(mixing));
+  click_tab(*window, "cost");
+  idle(*window);
+  auto* n_slider = window->view("cost")->findChild<QSlider*>("blocks_slider");
+  auto* io_chart = window->view("cost")->findChildren<ChartPanel*>()[0];
+  n_slider->setFocus();
+  measure("cost explorer: N slider step", [&] {
+    QTest::keyClick(n_slider, n_slider->value() < 12 ? Qt::Key_Right : Qt::Key_Left);
+  }, io_chart->viewport(), chart_changes(io_chart));
+  click_tab(*window, "depth-attention");
+  idle(*window);
+  // Dragging: many steps in a row queue at most one waiting run per view and label.
+  slider->setFocus();
+  std::size_t most = 0;
+  for (int i = 0; i < 30; ++i) {
+    QTest::keyClick(slider, i < 15 ? Qt::Key_Right : Qt::Key_Left);
+    QApplication::processEvents();
+    most = std::max(most, window->runs_in_flight());
+  }
+  idle(*window);
+  EXPECT_LE(most, 2u);  // one computing, at most one waiting: never a queue of stale work
+}
+
+}  // namespace
+}  // namespace attnres::gui
