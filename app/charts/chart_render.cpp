@@ -7,9 +7,11 @@
 #include <QFontMetricsF>
 #include <QGraphicsLayout>
 #include <QGraphicsScene>
+#include <QGraphicsTextItem>
 #include <QPainter>
 #include <QPainterPath>
 #include <QSvgGenerator>
+#include <QTextDocument>
 #include <QtCharts/QCategoryAxis>
 #include <QtCharts/QChart>
 #include <QtCharts/QLegend>
@@ -95,9 +97,11 @@ bool power_of_two(double v) {
 // least three and at most `most` ticks among decades, 1-3, 1-2-5 and 1..9 per decade, and, for a
 // range narrower than about a factor of two, evenly spaced nice values (placed logarithmically).
 // When the axis is too short for three of any set: the decades, or the coarsest set thinned.
-std::vector<double> log_ticks(double low, double high, const std::vector<double>& data, std::size_t most) {
+// Ticks `keep` rejects (a label that would stick out of the chart) are left out before choosing.
+std::vector<double> log_ticks(double low, double high, const std::vector<double>& data, std::size_t most,
+                              const std::function<bool(double)>& keep = {}) {
   most = std::max<std::size_t>(most, 2);
-  auto within = [&](double v) { return v >= low * (1 - 1e-9) && v <= high * (1 + 1e-9); };
+  auto within = [&](double v) { return v >= low * (1 - 1e-9) && v <= high * (1 + 1e-9) && (!keep || keep(v)); };
   const int first_decade = static_cast<int>(std::floor(std::log10(low))) - 1;
   const int last_decade = static_cast<int>(std::ceil(std::log10(high))) + 1;
   auto per_decade = [&](std::initializer_list<double> mantissas) {
@@ -121,7 +125,9 @@ std::vector<double> log_ticks(double low, double high, const std::vector<double>
   for (int target = 4; target <= 12 && linear.size() < 3; ++target) {
     linear.clear();
     const double step = nice_step(high - low, target);
-    for (double v = std::ceil(low / step) * step; v <= high * (1 + 1e-12); v += step) linear.push_back(v);
+    for (double v = std::ceil(low / step) * step; v <= high * (1 + 1e-12); v += step) {
+      if (!keep || keep(v)) linear.push_back(v);
+    }
   }
   const std::vector<std::vector<double>> sets = {per_decade({1.0}), per_decade({1.0, 3.0}), per_decade({1.0, 2.0, 5.0}),
                                                  per_decade({1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0})};
@@ -157,9 +163,11 @@ void set_log_ticks(QCategoryAxis* axis, const std::vector<double>& data, std::si
                    const std::function<bool(double, const QString&)>& keep = {}) {
   QStringList labels;
   std::vector<double> at;
-  for (double tick : log_ticks(std::pow(10.0, axis->min()), std::pow(10.0, axis->max()), data, most)) {
+  std::function<bool(double)> keep_tick;
+  if (keep) keep_tick = [&keep](double tick) { return keep(tick, tick_label(tick)); };
+  for (double tick : log_ticks(std::pow(10.0, axis->min()), std::pow(10.0, axis->max()), data, most, keep_tick)) {
     const QString label = tick_label(tick);
-    if (labels.contains(label) || (keep && !keep(tick, label))) continue;
+    if (labels.contains(label)) continue;
     labels.push_back(label);
     at.push_back(std::log10(tick));
   }
@@ -249,6 +257,19 @@ QString wrapped_rich(const QString& text, const QFont& font, double width, int m
   return lines.join("<br>");
 }
 
+// The size Qt Charts gives a text (title, axis title, tick label): it lays them out as
+// QGraphicsTextItems with a half-pixel document margin, and so is this one.
+QSizeF qt_text_size(const QFont& font, const QString& html) {
+  static QGraphicsTextItem* const item = [] {
+    auto* text = new QGraphicsTextItem;  // never in a scene; lives as long as the process
+    text->document()->setDocumentMargin(0.5);
+    return text;
+  }();
+  item->setFont(font);
+  item->setHtml(html);
+  return item->boundingRect().size();
+}
+
 // A legend sample of a series in `r`: its line (pen, dashes) and point, or its scatter marker.
 void draw_swatch(QPainter& painter, const QRectF& r, const QAbstractSeries* series) {
   painter.save();
@@ -301,10 +322,20 @@ class Overlay final : public QGraphicsItem {
   QRectF boundingRect() const override { return bounds_; }
   void paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) override;
 
-  // Lays the legend out for the chart's width, reserves room for it under the plot (the bottom
-  // margin) and wraps the title and axis titles to the space they have.
+  // Lays the legend out for the chart's size, reserves room for it under the plot (the bottom
+  // margin), wraps the title and axis titles to the space they have, and has Qt lay the chart out
+  // at once (not at its next event), so that a paint right after a resize or a restyle (a
+  // screenshot) draws the plot, the axes and the legend of one and the same layout.
   void relayout();
   void fit_axes();
+  // The x axis title as Qt gets it: wrapped onto two lines when longer than the plot's width.
+  QString x_title_text(double plot_width) const;
+  // Whether each word of the x title fits the plot's width (Qt elides a longer one).
+  bool x_title_fits(double plot_width) const;
+  // The height Qt gives the x axis under the plot (tick labels, their padding and, when shown,
+  // the title), as Qt Charts computes it; Qt squeezes (elides) the axis past 40 % of the height
+  // left for the plot and its axes.
+  double x_axis_height(const QString& title_text, bool with_title) const;
   // The legend's entries: the markers shown (a view may hide some after building the chart;
   // QLegendMarker has no reliable signal for that, so paint and the queries compare signatures).
   std::vector<QLegendMarker*> shown_markers() const {
@@ -372,8 +403,15 @@ class Overlay final : public QGraphicsItem {
   std::vector<Entry> entries;
   QRectF bounds_;
   bool laying_out_ = false;
+  bool again_ = false;  // a relayout was asked for while laying out
   QStringList laid_out_;
   bool relayout_queued_ = false;
+  QString planned_x_title_;  // the x title text the last layout planned the room for
+  bool planned_title_fits_ = true;
+
+ private:
+  void lay_out();
+  void settle();
 };
 
 struct LegendPlan {
@@ -491,8 +529,63 @@ void Overlay::apply_style(const ChartStyle& style) {
 }
 
 void Overlay::relayout() {
-  if (laying_out_) return;
+  if (laying_out_) {
+    again_ = true;  // e.g. the layout Qt ran resized the chart: once more when this one is done
+    return;
+  }
   laying_out_ = true;
+  for (int pass = 0; pass < 4; ++pass) {
+    again_ = false;
+    lay_out();
+    settle();
+    // fit_axes (run by the layout) may have wrapped the x title differently for the new plot
+    // width, which changes the room the x axis takes: plan again then.
+    const bool title_as_planned = (!x_axis || x_axis->titleText() == planned_x_title_) &&
+                                  x_title_fits(chart_->plotArea().width()) == planned_title_fits_;
+    if (!again_ && title_as_planned && laid_out_ == signature()) break;
+  }
+  laying_out_ = false;
+  update();
+}
+
+void Overlay::settle() {
+  // Qt lays charts out on its next event; a paint before that (a screenshot taken right after a
+  // resize) would show the plot of the old margins under the legend of the new ones.
+  for (int i = 0; i < 3; ++i) {
+    QGraphicsLayout* layout = chart_->layout();
+    if (!layout || layout->isActivated() || chart_->size().isEmpty()) break;
+    layout->activate();
+  }
+}
+
+QString Overlay::x_title_text(double plot_width) const {
+  if (!x_axis || x_title.isEmpty()) return QString();
+  return wrapped_rich(x_title, x_axis->titleFont(), 0.85 * plot_width, 2);
+}
+
+bool Overlay::x_title_fits(double plot_width) const {
+  if (!x_axis || x_title.isEmpty() || plot_width <= 0) return true;
+  for (const QString& word : x_title.split(' ', Qt::SkipEmptyParts)) {
+    if (qt_text_size(x_axis->titleFont(), rich(word)).width() - 1 > plot_width) return false;
+  }
+  return true;
+}
+
+double Overlay::x_axis_height(const QString& title_text, bool with_title) const {
+  if (!x_axis) return 0;
+  // Qt Charts: the tick labels' height, a 4 px label padding, 1 px, and the title with a 2 px
+  // padding above and below it. One pixel more for rounding.
+  double height = qt_text_size(x_axis->labelsFont(), QStringLiteral("0123456789")).height() + 4 + 1 + 1;
+  if (with_title && !title_text.isEmpty()) height += qt_text_size(x_axis->titleFont(), title_text).height() + 2 * 2;
+  return height;
+}
+
+void Overlay::lay_out() {
+  // QLegend::setFont hides the legend's items until its layout runs again, and a hidden item
+  // reads as an entry a view hid: show them now (the legend itself is transparent).
+  if (QGraphicsLayout* legend_layout = chart_->legend()->layout(); legend_layout && !legend_layout->isActivated()) {
+    legend_layout->activate();
+  }
   const QRectF area(QPointF(0, 0), chart_->size());
   if (area != bounds_) {
     prepareGeometryChange();
@@ -510,47 +603,96 @@ void Overlay::relayout() {
   laid_out_ = signature();
   relayout_queued_ = false;
 
-  // Every name in full, wrapped into rows, in the legend's type or down to 80 % of it, as long as
-  // the legend takes at most ~40 % of the chart's height; past that (many long names in a small
-  // chart) the names share columns and are elided to them (the GUI's hover readout has them).
+  // The chart title: Qt truncates it to the width with "..."; wrap it onto lines instead (one
+  // in a small panel, elided).
+  QString wrapped_title;
+  if (area.width() > 0) {
+    const int lines = area.height() < 220 ? 1 : (area.height() < 400 ? 2 : 3);
+    wrapped_title = wrapped_rich(title, chart_->titleFont(),
+                                 area.width() - base_margins.left() - base_margins.right() - 8, lines);
+    if (wrapped_title.contains("<br>")) wrapped_title = "<center>" + wrapped_title + "</center>";
+    if (chart_->title() != wrapped_title) chart_->setTitle(wrapped_title);
+  }
+
+  // The room under the plot. Top to bottom Qt stacks the title, the plot and the x axis (tick
+  // labels, then its title) above the bottom margin, which holds the legend; it gives the x
+  // axis at most 40 % of the height left after the title and the margins and elides its labels
+  // and title past that. So the legend may take what leaves the x axis its room
+  // (`budget`), and by choice at most ~40 % of the chart's height (`most`).
+  qreal layout_left = 0, layout_top = 0, layout_right = 0, layout_bottom = 0;
+  if (chart_->layout()) chart_->layout()->getContentsMargins(&layout_left, &layout_top, &layout_right, &layout_bottom);
+  const double title_height = wrapped_title.isEmpty() ? 0.0 : qt_text_size(chart_->titleFont(), wrapped_title).height() + 1;
+  const double plot_width = chart_->plotArea().width() > 0 ? chart_->plotArea().width() : 0.75 * area.width();
+  planned_x_title_ = x_title_text(plot_width);
+  planned_title_fits_ = x_title_fits(plot_width);
+  const double fixed = layout_top + layout_bottom + base_margins.top() + base_margins.bottom() + title_height;
+  auto budget = [&](bool with_title) { return area.height() - fixed - x_axis_height(planned_x_title_, with_title) / 0.4 - 2; };
   const double most = area.height() > 0 ? (area.height() < 260 ? 0.3 : 0.4) * area.height() : 1e9;
-  LegendPlan plan;
-  for (const double factor : {1.0, 0.9, 0.8}) {
-    QFont font = legend_font;
-    font.setPixelSize(std::max(7, static_cast<int>(std::lround(legend_font.pixelSize() * factor))));
-    plan = plan_legend(entries, font, left, available, 0);
-    if (plan.height <= most) break;
-  }
-  if (plan.height > most) {
-    for (int columns = 1; columns <= 4; ++columns) {
-      plan = plan_legend(entries, plan.font, left, available, columns);
-      if (plan.height <= most) break;
+
+  // Every name in full, wrapped into rows, in the legend's type or down to 80 % of it; past that
+  // (many long names in a small chart) the names share columns and are elided to them (the
+  // GUI's hover readout has them in full), as long as each keeps a few characters. If even that
+  // leaves the x axis too little room, the x axis title goes first, then the names get narrower
+  // columns: the legend always names its series. (The title also goes when a word of it is wider
+  // than the plot: Qt would elide it, and squeeze the tick labels with it.)
+  auto gap_of = [](const LegendPlan& plan) { return plan.height > 0 ? 0.3 * QFontMetricsF(plan.font).height() : 0.0; };
+  auto choose = [&](double limit, double min_text_em) -> std::optional<LegendPlan> {
+    LegendPlan plan;
+    for (const double factor : {1.0, 0.9, 0.8}) {
+      QFont font = legend_font;
+      font.setPixelSize(std::max(7, static_cast<int>(std::lround(legend_font.pixelSize() * factor))));
+      plan = plan_legend(entries, font, left, available, 0);
+      if (plan.height + gap_of(plan) <= limit) return plan;
     }
+    const QFont font = plan.font;
+    const double em = QFontMetricsF(font).height();
+    for (int columns = 1; columns <= static_cast<int>(entries.size()); ++columns) {
+      // A column: swatch (2 em), gap (0.4 em), the text; columns 1.3 em apart.
+      const double text_w = (available - (columns - 1) * 1.3 * em) / columns - 2.4 * em;
+      if (text_w < min_text_em * em) break;
+      plan = plan_legend(entries, font, left, available, columns);
+      if (plan.height + gap_of(plan) <= limit) return plan;
+    }
+    return std::nullopt;
+  };
+  std::optional<LegendPlan> chosen;
+  bool with_title = true;
+  if (entries.empty()) {
+    chosen = LegendPlan{};
+    with_title = planned_title_fits_;
+  } else if (planned_title_fits_ && (chosen = choose(std::min(most, budget(true)), 6.0))) {
+    with_title = true;
+  } else if ((chosen = choose(std::min(most, budget(false)), 6.0)) || (chosen = choose(budget(false), 3.0))) {
+    with_title = false;
+  } else {
+    // No room even so: the fewest rows of names that keep two characters each, at 80 % type
+    // (the plot and the x axis' labels get what is left).
+    with_title = false;
+    QFont font = legend_font;
+    font.setPixelSize(std::max(7, static_cast<int>(std::lround(legend_font.pixelSize() * 0.8))));
+    const double em = QFontMetricsF(font).height();
+    int columns = 1;
+    while (columns < static_cast<int>(entries.size()) &&
+           (available - columns * 1.3 * em) / (columns + 1) - 2.4 * em >= 2.0 * em) {
+      ++columns;
+    }
+    chosen = plan_legend(entries, font, left, available, columns);
   }
+  if (x_axis && !x_title.isEmpty() && x_axis->isTitleVisible() != with_title) x_axis->setTitleVisible(with_title);
+
+  const LegendPlan& plan = *chosen;
   entries = plan.entries;
   entry_font = plan.font;
-  const double em = QFontMetricsF(plan.font).height();
   const double legend_height = plan.height;
   const double legend_top = area.bottom() - base_margins.bottom() - legend_height;
   for (Entry& entry : entries) {
     entry.swatch.translate(0, legend_top);
     entry.text_rect.translate(0, legend_top);
   }
-  const int bottom_margin = base_margins.bottom() + static_cast<int>(std::ceil(legend_height + (legend_height > 0 ? 0.3 * em : 0)));
+  const int bottom_margin = base_margins.bottom() + static_cast<int>(std::ceil(legend_height + gap_of(plan)));
   const QMargins margins(base_margins.left(), base_margins.top(), base_margins.right(), bottom_margin);
   if (chart_->margins() != margins) chart_->setMargins(margins);
-
-  // The chart title: Qt truncates it to the width with "..."; wrap it onto lines instead (one
-  // in a small panel, elided).
-  if (area.width() > 0) {
-    const int lines = area.height() < 220 ? 1 : (area.height() < 400 ? 2 : 3);
-    QString wrapped_title = wrapped_rich(title, chart_->titleFont(), area.width() - margins.left() - margins.right() - 8, lines);
-    if (wrapped_title.contains("<br>")) wrapped_title = "<center>" + wrapped_title + "</center>";
-    if (chart_->title() != wrapped_title) chart_->setTitle(wrapped_title);
-  }
   fit_axes();
-  update();
-  laying_out_ = false;
 }
 
 void Overlay::fit_axes() {
@@ -589,7 +731,7 @@ void Overlay::fit_axes() {
     if (axis->tickCount() != ticks) axis->setTickCount(ticks);
   }
   if (x_axis && !x_title.isEmpty()) {
-    const QString text = wrapped_rich(x_title, x_axis->titleFont(), 0.85 * plot.width(), 2);
+    const QString text = x_title_text(plot.width());
     if (x_axis->titleText() != text) x_axis->setTitleText(text);
   }
   if (y_axis && !y_title.isEmpty()) {
@@ -966,6 +1108,16 @@ std::vector<QRectF> legend_entry_rects(const QChart* chart) {
   return out;
 }
 
+QAbstractSeries* legend_series_at(const QChart* chart, QPointF position) {
+  if (Overlay* overlay = overlay_of(chart)) {
+    overlay->refresh_if_stale();
+    for (const auto& entry : overlay->entries) {
+      if (entry.swatch.united(entry.text_rect).contains(position)) return entry.marker->series();
+    }
+  }
+  return nullptr;
+}
+
 QStringList marker_readout(const QChart* chart) {
   const Overlay* overlay = overlay_of(chart);
   return overlay ? overlay->plan_readout().lines : QStringList();
@@ -990,6 +1142,53 @@ QStringList axis_tick_labels(const QChart* chart, Qt::Orientation orientation) {
     for (int i = 0; i < count; ++i) out.push_back(tick_label(value->min() + (value->max() - value->min()) * i / (count - 1)));
   }
   return out;
+}
+
+namespace {
+
+// Qt's text items on the chart (its axes' and the title's), with the legend's left out.
+void collect_texts(const QChart* chart, const QGraphicsItem* item, std::vector<const QGraphicsTextItem*>& out) {
+  for (const QGraphicsItem* child : item->childItems()) {
+    if (child == chart->legend() || dynamic_cast<const Overlay*>(child)) continue;
+    if (const auto* text = dynamic_cast<const QGraphicsTextItem*>(child)) {
+      if (text->isVisible() && !text->toPlainText().isEmpty()) out.push_back(text);
+    }
+    collect_texts(chart, child, out);
+  }
+}
+
+QRectF rect_in_chart(const QChart* chart, const QGraphicsItem* item) {
+  return item->mapRectToItem(chart, item->boundingRect());
+}
+
+}  // namespace
+
+std::vector<DrawnText> chart_texts(const QChart* chart) {
+  std::vector<DrawnText> out;
+  if (!chart) return out;
+  if (Overlay* overlay = overlay_of(chart)) overlay->refresh_if_stale();
+  std::vector<const QGraphicsTextItem*> items;
+  collect_texts(chart, chart, items);
+  for (const QGraphicsTextItem* item : items) out.push_back({item->toPlainText(), rect_in_chart(chart, item)});
+  return out;
+}
+
+QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation) {
+  Overlay* overlay = overlay_of(chart);
+  if (!overlay) return {};
+  overlay->refresh_if_stale();
+  QAbstractAxis* axis = orientation == Qt::Horizontal ? overlay->x_axis : overlay->y_axis;
+  if (!axis || !axis->isTitleVisible() || axis->titleText().isEmpty()) return {};
+  // The axis' title item: in the axis' title font, under the plot (x) or left of it (y).
+  const QRectF plot = chart->plotArea();
+  std::vector<const QGraphicsTextItem*> items;
+  collect_texts(chart, chart, items);
+  for (const QGraphicsTextItem* item : items) {
+    if (item->font() != axis->titleFont()) continue;
+    const QRectF rect = rect_in_chart(chart, item);
+    if (orientation == Qt::Horizontal ? rect.center().y() > plot.bottom() : rect.center().x() < plot.left()) return rect;
+  }
+  return {};
 }
 
 // ----------------------------------------------------------------------------------------------

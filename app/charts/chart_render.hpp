@@ -4,7 +4,9 @@
 // What the renderer adds to Qt Charts (for files and the GUI alike):
 //  - its own legend under the plot: every entry's full name as plain text (Qt's legend reads
 //    names as rich text, so "claim: < 0.04" lost its tail, and it truncates long names), wrapped
-//    into as many rows as the width needs; the plot area shrinks to make room;
+//    into as many rows as the width needs; the plot area shrinks to make room. In small charts
+//    the names get smaller type, then share columns (elided), then the x axis title goes: the
+//    legend never takes the room Qt needs for the x axis' labels, and always names the series;
 //  - logarithmic axes with at least three labelled ticks whenever the range allows (Qt's
 //    QLogValueAxis labels only powers of the base, so a range inside one decade had one label);
 //  - a readout box at the current-setting marker (spec.marker_x): the marker's label and the
@@ -60,12 +62,25 @@ bool is_marker_series(const QChart* chart, const QAbstractSeries* series);
 // the legend's entries (full text, in order) and their rectangles, in chart coordinates;
 QStringList legend_entries(const QChart* chart);
 std::vector<QRectF> legend_entry_rects(const QChart* chart);
+// the series of the legend entry at a point (chart coordinates), null if none: the GUI shows
+// its full name there, as a small chart may elide it;
+QAbstractSeries* legend_series_at(const QChart* chart, QPointF position);
 // the marker readout's lines (label first, then one value per series that has one) and its box
 // (empty when the chart has no marker or the box does not fit);
 QStringList marker_readout(const QChart* chart);
 QRectF marker_readout_rect(const QChart* chart);
 // the labels of an axis' ticks, low to high (Qt::Horizontal: x; Qt::Vertical: the left y axis).
 QStringList axis_tick_labels(const QChart* chart, Qt::Orientation orientation);
+// Qt's own text as it is drawn (chart title, axis titles, tick labels; not the legend): the
+// plain text (with "..." where Qt elided it) and its rectangle in chart coordinates;
+struct DrawnText {
+  QString text;
+  QRectF rect;
+};
+std::vector<DrawnText> chart_texts(const QChart* chart);
+// where an axis' title is drawn (Qt::Horizontal: x; Qt::Vertical: the left y axis), empty when
+// it is not: a chart too short for the legend and the x axis title drops the title first.
+QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation);
 
 // Gantt charts (ChartSpec::Kind::gantt). A view selects the visible time window (the whole
 // chart when end <= start), the type scale and an optional note line under the legend; the GUI

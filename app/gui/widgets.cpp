@@ -632,9 +632,20 @@ ChartPanel::Hit ChartPanel::hit_at(QPointF pos) const {
   Hit hit;
   QChart* shown = chart();
   if (!shown) return hit;
+  const QTransform to_view = viewportTransform();
+  if (to_view.isInvertible()) {
+    // Over a legend entry: its series' full name (a small panel elides long names).
+    const QPointF at_chart = shown->mapFromScene(to_view.inverted().map(pos));
+    if (QAbstractSeries* series = charts::legend_series_at(shown, at_chart)) {
+      hit.text = series->name();
+      hit.scene_position = to_view.inverted().map(pos);
+      if (auto* xy = qobject_cast<QXYSeries*>(series)) hit.colour = xy->color();
+      hit.ring = false;
+      return hit;
+    }
+  }
   const double reach = 24.0 * std::max(1.0, chart_font_scale());
   double best = reach * reach;
-  const QTransform to_view = viewportTransform();
   const QList<QAbstractSeries*> all = shown->series();
   for (qsizetype s = 0; s < all.size(); ++s) {
     auto* series = qobject_cast<QXYSeries*>(all[s]);
@@ -678,6 +689,7 @@ void ChartPanel::mouseMoveEvent(QMouseEvent* event) {
     hover_text_ = hit.text;
     hover_point_ = hit.scene_position;
     hover_colour_ = hit.colour;
+    hover_ring_ = hit.ring;
     viewport()->update();
   }
 }
@@ -693,12 +705,14 @@ void ChartPanel::leaveEvent(QEvent* event) {
 void ChartPanel::drawForeground(QPainter* painter, const QRectF& rect) {
   QChartView::drawForeground(painter, rect);
   if (hover_text_.isEmpty() || !chart()) return;
-  painter->save();
-  painter->setRenderHint(QPainter::Antialiasing);
-  painter->setPen(QPen(hover_colour_.isValid() ? hover_colour_ : QColor(Qt::black), 2.5));
-  painter->setBrush(Qt::NoBrush);
-  painter->drawEllipse(hover_point_, 6.5, 6.5);
-  painter->restore();
+  if (hover_ring_) {
+    painter->save();
+    painter->setRenderHint(QPainter::Antialiasing);
+    painter->setPen(QPen(hover_colour_.isValid() ? hover_colour_ : QColor(Qt::black), 2.5));
+    painter->setBrush(Qt::NoBrush);
+    painter->drawEllipse(hover_point_, 6.5, 6.5);
+    painter->restore();
+  }
   const QRectF bounds = mapToScene(viewport()->rect()).boundingRect();
   draw_readout_box(*painter, hover_text_, hover_point_, bounds, pixel_font(11 * effective_scale()));
 }

@@ -120,8 +120,9 @@ class ChartPanel : public QChartView {
   // colours and the axes' ranges that a view may have set after set_spec.
   void refresh();
   // The hover readout at a point in the viewport's coordinates (what mouse events report; the
-  // panel has no frame, so they are the panel's too): the nearest data point's series, x and y,
-  // empty when none is within reach.
+  // panel has no frame, so they are the panel's too): over a legend entry, its series' full name
+  // (a small panel may elide it); else the nearest data point's series, x and y; empty when
+  // none is within reach.
   QString readout_at(QPointF pos) const;
   QString current_readout() const { return hover_text_; }
   // Where point `point` of spec().series[series] is drawn, in viewport coordinates.
@@ -139,6 +140,7 @@ class ChartPanel : public QChartView {
     QString text;
     QPointF scene_position;
     QColor colour;
+    bool ring = true;  // a data point (ringed), not a legend entry
   };
   Hit hit_at(QPointF pos) const;
   double effective_scale() const;
@@ -146,6 +148,7 @@ class ChartPanel : public QChartView {
   QString hover_text_;
   QPointF hover_point_;
   QColor hover_colour_;
+  bool hover_ring_ = true;
   double applied_scale_ = 0;
 };
 

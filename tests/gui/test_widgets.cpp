@@ -1,7 +1,8 @@
 // Headless tests of the shared chart renderer (app/charts) and the chart widgets (app/gui/widgets):
 // legends with full plain-text names, log axes with several labelled ticks, the marker readout,
 // hover readouts, Gantt zoom and colours at thousands of boxes, heatmap label thinning, small
-// sizes and the presentation-mode type scale. Offscreen platform, set before the application.
+// sizes (every series named, clear of the x axis, from the first paint after a resize) and the
+// presentation-mode type scale. Offscreen platform, set before the application.
 #include <gtest/gtest.h>
 
 #include <QApplication>
@@ -117,6 +118,104 @@ ChartSpec legend_spec() {
   claim.style = ChartSeries::Style::line;
   spec.series.push_back(claim);
   return spec;
+}
+
+// Like the cost explorer's I/O chart: log axes, six series (long names, a scatter and a line on
+// a secondary axis), the current-setting marker.
+ChartSpec cost_like_spec() {
+  ChartSpec spec;
+  spec.id = "cost_io";
+  spec.title = "Residual I/O per sublayer against N";
+  spec.x_label = "blocks";
+  spec.y_label = "residual I/O per sublayer (x d)";
+  spec.y2_label = "validation loss (paper)";
+  spec.log_x = spec.log_y = true;
+  std::vector<std::pair<double, double>> standard, block, full, mhc;
+  for (double n : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0}) {
+    standard.emplace_back(n, 3.0);
+    block.emplace_back(n, 5.0 + n / 8);
+    full.emplace_back(n, 128.0 / n + n);
+    mhc.emplace_back(n, 34.0);
+  }
+  spec.series = {line("standard", standard), line("Block AttnRes (two-phase)", block),
+                 line("Full AttnRes (two-phase)", full), line("mHC", mhc)};
+  ChartSeries paper = line("paper Fig. 6 loss (L = 32)", {{1, 1.757}, {2, 1.753}, {4, 1.748}, {8, 1.746}});
+  paper.style = ChartSeries::Style::scatter;
+  paper.secondary_axis = true;
+  ChartSeries baseline = line("paper baseline loss 1.766", {{1, 1.766}, {32, 1.766}});
+  baseline.style = ChartSeries::Style::line;
+  baseline.secondary_axis = true;
+  spec.series.push_back(paper);
+  spec.series.push_back(baseline);
+  spec.marker_x = 8;
+  spec.marker_label = "scenario: blocks = 8";
+  return spec;
+}
+
+// Like the pipeline view's overhead chart: log axes, a long x title, a claim line, the marker.
+ChartSpec overhead_like_spec() {
+  ChartSpec spec;
+  spec.id = "pipeline_overhead_vs_link";
+  spec.title = "Overhead against link bandwidth";
+  spec.x_label = "link_bandwidth_gbps";
+  spec.y_label = "pipeline simulation overhead (fraction)";
+  spec.log_x = spec.log_y = true;
+  spec.series = {line("AttnRes overhead", {{3, 1.2}, {6, 0.7}, {12, 0.33}, {25, 0.15}, {50, 0.08}, {100, 0.045},
+                                           {200, 0.031}, {400, 0.027}, {800, 0.025}})};
+  ChartSeries claim = line("claim: training overhead < 4%", {{3, 0.04}, {800, 0.04}});
+  claim.style = ChartSeries::Style::line;
+  spec.series.push_back(claim);
+  spec.marker_x = 100;
+  spec.marker_label = "scenario: link_bandwidth_gbps = 100";
+  return spec;
+}
+
+// The pipeline view's memory chart (four short names, step curves).
+ChartSpec memory_spec() {
+  PipelineSettings s;
+  CostInputs in;
+  in.layers = 32;
+  in.block_size = 8;
+  in.d_model = 2048;
+  in.tokens = 4096;
+  in.batch = 1;
+  in.pp = 4;
+  in.vpp = 2;
+  s.model = resolve_cost_inputs(in);
+  s.microbatches = 8;
+  s.schedule = PipelineSchedule::interleaved;
+  s.cache = CachePolicy::cached;
+  s.hardware = load_hardware("h100");
+  return pipeline_memory_chart(evaluate_pipeline(s));
+}
+
+// Whether `image` has a pixel within `tolerance` (per channel) of `colour` inside `rect`.
+bool has_colour(const QImage& image, const QRectF& rect, const QColor& colour, int tolerance) {
+  const QRect r = rect.toAlignedRect().intersected(image.rect());
+  for (int y = r.top(); y <= r.bottom(); ++y) {
+    for (int x = r.left(); x <= r.right(); ++x) {
+      const QColor c = image.pixelColor(x, y);
+      if (std::abs(c.red() - colour.red()) <= tolerance && std::abs(c.green() - colour.green()) <= tolerance &&
+          std::abs(c.blue() - colour.blue()) <= tolerance) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Whether `image` has a pixel of text inside `rect`: grey, darker than light grey (the series'
+// swatches are in saturated colours).
+bool has_text(const QImage& image, const QRectF& rect) {
+  const QRect r = rect.toAlignedRect().intersected(image.rect());
+  for (int y = r.top(); y <= r.bottom(); ++y) {
+    for (int x = r.left(); x <= r.right(); ++x) {
+      const QColor c = image.pixelColor(x, y);
+      const int spread = std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()});
+      if (spread <= 24 && qGray(c.rgb()) < 170) return true;
+    }
+  }
+  return false;
 }
 
 double non_white_fraction(const QImage& image) {
@@ -383,6 +482,167 @@ TEST(ChartPanel, ShrinksAndScalesItsTypeForPresentationMode) {
   panel.resize(240, 160);
   settle();
   EXPECT_EQ(panel.size(), QSize(240, 160));
+}
+
+// What a panel shows under its plot, checked against what Qt drew and against `image` (a grab of
+// the panel): every series named (in full, or elided with at least three characters kept), each
+// entry inside the chart, under the plot, apart from the others and from every text Qt drew
+// (tick labels, axis titles), its swatch in the series' colour and its name in grey type; the x
+// axis' tick labels and title drawn whole (Qt elides them with "..." when squeezed).
+void expect_clear_legend(const ChartPanel& panel, const QImage& image, const std::string& what) {
+  SCOPED_TRACE(what);
+  const QChart* chart = panel.chart();
+  ASSERT_NE(chart, nullptr);
+  const ChartSpec& spec = panel.spec();
+  const QRectF bounds(QPointF(0, 0), chart->size());
+  EXPECT_EQ(chart->size().toSize(), panel.viewport()->size());
+  const QRectF plot = chart->plotArea();
+  EXPECT_GT(plot.height(), 20.0);
+  const QStringList entries = charts::legend_entries(chart);
+  const std::vector<QRectF> rects = charts::legend_entry_rects(chart);
+  ASSERT_EQ(entries.size(), static_cast<qsizetype>(spec.series.size()));
+  ASSERT_EQ(rects.size(), spec.series.size());
+  const std::vector<charts::DrawnText> texts = charts::chart_texts(chart);
+  const QRectF x_title = charts::axis_title_rect(chart, Qt::Horizontal);
+  if (!x_title.isEmpty()) {
+    EXPECT_GE(x_title.top(), plot.bottom() - 1);
+  }
+  const QTransform to_image = panel.viewportTransform();
+  for (std::size_t i = 0; i < rects.size(); ++i) {
+    const QString name = QString::fromStdString(spec.series[i].name);
+    const QString entry = entries[static_cast<qsizetype>(i)];
+    if (entry != name) {
+      EXPECT_TRUE(entry.endsWith(QChar(0x2026)) && entry.size() >= 4 && name.startsWith(entry.chopped(1)))
+          << entry.toStdString() << " for " << name.toStdString();
+    }
+    const QRectF r = rects[i];
+    EXPECT_TRUE(bounds.adjusted(-0.5, -0.5, 0.5, 0.5).contains(r)) << entry.toStdString();
+    EXPECT_FALSE(r.intersects(plot)) << entry.toStdString();
+    EXPECT_FALSE(r.intersects(x_title)) << entry.toStdString();
+    for (const auto& text : texts) {
+      EXPECT_FALSE(r.intersects(text.rect)) << entry.toStdString() << " over '" << text.text.toStdString() << "'";
+    }
+    for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(r.intersects(rects[j])) << i << " and " << j;
+    // Drawn: the series' colour (its swatch) and dark type (its name) where the query says.
+    const QRectF on_image = to_image.mapRect(chart->mapRectToScene(r));
+    const auto* series = qobject_cast<const QXYSeries*>(chart->series()[static_cast<qsizetype>(i)]);
+    ASSERT_NE(series, nullptr);
+    EXPECT_TRUE(has_colour(image, on_image, series->color(), 24)) << entry.toStdString() << " has no swatch";
+    EXPECT_TRUE(has_text(image, on_image)) << entry.toStdString() << " has no name";
+  }
+  // The x axis under the plot: at least two tick labels, nothing elided.
+  int x_labels = 0;
+  for (const auto& text : texts) {
+    if (text.rect.top() < plot.bottom() - 1) continue;  // the y axes' labels reach down to the plot's bottom
+    EXPECT_FALSE(text.text.contains("...") || text.text.contains(QChar(0x2026))) << "'" << text.text.toStdString() << "'";
+    bool number = false;
+    text.text.toDouble(&number);
+    x_labels += number ? 1 : 0;
+  }
+  EXPECT_GE(x_labels, 2);
+}
+
+TEST(ChartPanel, SmallPanelsNameEverySeriesClearOfTheXAxisRightAfterAResize) {
+  // The 1024x700 windows: the cost explorer's four panels (about 330x190) showed no legend at
+  // all, and in presentation mode the pipeline view's bottom panels drew the legend over the x
+  // axis title. Both in the first paint after a resize or a restyle (what --screenshot grabs),
+  // and then once Qt has caught up.
+  FontScaleGuard guard;
+  const std::vector<std::pair<std::string, ChartSpec>> specs = {{"cost-like", cost_like_spec()},
+                                                                {"overhead-like", overhead_like_spec()},
+                                                                {"memory", memory_spec()},
+                                                                {"long names", legend_spec()}};
+  const std::vector<std::pair<double, QSize>> cases = {{1.0, QSize(330, 190)}, {1.4, QSize(330, 190)},
+                                                       {1.4, QSize(240, 200)}, {1.4, QSize(490, 180)},
+                                                       {1.0, QSize(240, 160)}};
+  for (const auto& [name, spec] : specs) {
+    for (const auto& [scale, size] : cases) {
+      const std::string what = name + " at " + std::to_string(size.width()) + "x" + std::to_string(size.height()) +
+                               ", type x" + std::to_string(scale);
+      set_chart_font_scale(1.0);
+      ChartPanel panel;
+      panel.resize(640, 480);
+      panel.set_spec(spec);
+      panel.show();
+      settle();
+      // Presentation mode comes on, then the window lays the panel out small.
+      set_chart_font_scale(scale);
+      panel.refresh();
+      panel.resize(size);
+      ASSERT_EQ(panel.size(), size);
+      const QImage at_once = panel.grab().toImage();  // no events in between, as --screenshot
+      expect_clear_legend(panel, at_once, what + ", at once");
+      settle();
+      expect_clear_legend(panel, panel.grab().toImage(), what + ", settled");
+      // A little smaller, at the same type (the window is resized): the plot, the x axis and the
+      // legend move together, in the very next paint too.
+      panel.resize(size - QSize(30, 20));
+      expect_clear_legend(panel, panel.grab().toImage(), what + ", 30x20 smaller at once");
+      settle();
+      expect_clear_legend(panel, panel.grab().toImage(), what + ", 30x20 smaller, settled");
+    }
+  }
+}
+
+TEST(ChartPanel, ATooShortPanelDropsTheXAxisTitleBeforeTheNames) {
+  FontScaleGuard guard;
+  ChartPanel panel;
+  panel.resize(640, 480);
+  panel.set_spec(cost_like_spec());
+  panel.show();
+  settle();
+  EXPECT_FALSE(charts::axis_title_rect(panel.chart(), Qt::Horizontal).isEmpty());  // room enough: shown
+  set_chart_font_scale(1.4);
+  panel.refresh();
+  panel.resize(240, 160);
+  settle();
+  EXPECT_TRUE(charts::axis_title_rect(panel.chart(), Qt::Horizontal).isEmpty());
+  expect_clear_legend(panel, panel.grab().toImage(), "cost-like at 240x160, type x1.4");
+  // Back to a roomy panel: the title comes back, the names in full.
+  set_chart_font_scale(1.0);
+  panel.refresh();
+  panel.resize(640, 480);
+  settle();
+  EXPECT_FALSE(charts::axis_title_rect(panel.chart(), Qt::Horizontal).isEmpty());
+  const QStringList entries = charts::legend_entries(panel.chart());
+  for (const auto& series : cost_like_spec().series) EXPECT_TRUE(entries.contains(QString::fromStdString(series.name)));
+  expect_clear_legend(panel, panel.grab().toImage(), "cost-like at 640x480");
+}
+
+TEST(ChartPanel, HoveringAnElidedLegendEntryShowsTheFullName) {
+  FontScaleGuard guard;
+  set_chart_font_scale(1.4);
+  ChartPanel panel;
+  panel.resize(240, 200);
+  panel.set_spec(legend_spec());
+  panel.show();
+  settle();
+  const QStringList entries = charts::legend_entries(panel.chart());
+  const std::vector<QRectF> rects = charts::legend_entry_rects(panel.chart());
+  ASSERT_EQ(entries.size(), 4);
+  qsizetype elided = -1;
+  for (qsizetype i = 0; i < entries.size() && elided < 0; ++i) elided = entries[i].endsWith(QChar(0x2026)) ? i : -1;
+  ASSERT_GE(elided, 0) << entries.join(" | ").toStdString();
+  const QPointF at = panel.viewportTransform().map(
+      panel.chart()->mapToScene(rects[static_cast<std::size_t>(elided)].center()));
+  EXPECT_EQ(panel.readout_at(at).toStdString(), legend_spec().series[static_cast<std::size_t>(elided)].name);
+  QTest::mouseMove(panel.viewport(), at.toPoint());
+  settle();
+  EXPECT_EQ(panel.current_readout().toStdString(), legend_spec().series[static_cast<std::size_t>(elided)].name);
+}
+
+TEST(ChartRender, FilesKeepTheXAxisTitleAndTheLegendApart) {
+  for (const ChartSpec& spec : {legend_spec(), cost_like_spec(), overhead_like_spec()}) {
+    LaidOut laid(spec, QSize(960, 600));
+    const QRectF x_title = charts::axis_title_rect(laid.chart, Qt::Horizontal);
+    ASSERT_FALSE(x_title.isEmpty()) << spec.title;
+    EXPECT_EQ(charts::legend_entries(laid.chart).size(), static_cast<qsizetype>(spec.series.size()));
+    for (const QRectF& r : charts::legend_entry_rects(laid.chart)) {
+      EXPECT_GT(r.top(), x_title.bottom() - 0.5) << spec.title;
+      EXPECT_LE(r.bottom(), 600.0) << spec.title;
+    }
+    for (const QString& entry : charts::legend_entries(laid.chart)) EXPECT_FALSE(entry.endsWith(QChar(0x2026)));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
