@@ -33,6 +33,23 @@
 
 namespace attnres::charts {
 
+QStringList wrap_words(const QString& text, const QFontMetricsF& metrics, double width) {
+  QStringList lines;
+  QString line;
+  for (const QString& word : text.split(' ', Qt::SkipEmptyParts)) {
+    const QString candidate = line.isEmpty() ? word : line + ' ' + word;
+    if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > width) {
+      lines.push_back(line);
+      line = word;
+    } else {
+      line = candidate;
+    }
+  }
+  if (!line.isEmpty() || lines.isEmpty()) lines.push_back(line);
+  return lines;
+}
+
+
 namespace {
 
 // Fonts the renderer paints itself are sized in pixels (a point at 96 dpi), so that what it
@@ -224,23 +241,6 @@ std::optional<double> value_at(const ChartSeries& series, double at, bool log_x,
     return ya + t * (yb - ya);
   }
   return std::nullopt;
-}
-
-// Greedy word wrap of `text` to `width` (a word longer than the width gets a line of its own).
-QStringList wrap_words(const QString& text, const QFontMetricsF& metrics, double width) {
-  QStringList lines;
-  QString line;
-  for (const QString& word : text.split(' ', Qt::SkipEmptyParts)) {
-    const QString candidate = line.isEmpty() ? word : line + ' ' + word;
-    if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > width) {
-      lines.push_back(line);
-      line = word;
-    } else {
-      line = candidate;
-    }
-  }
-  if (!line.isEmpty() || lines.isEmpty()) lines.push_back(line);
-  return lines;
 }
 
 // `text` as rich text wrapped to `width` in at most `most` lines (Qt truncates what still does not fit).

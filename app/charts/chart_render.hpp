@@ -25,6 +25,7 @@
 #include "attnres/chart_spec.hpp"
 
 QT_BEGIN_NAMESPACE
+class QFontMetricsF;
 class QChart;
 class QPainter;
 class QAbstractSeries;
@@ -124,5 +125,9 @@ void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
 // Creates a QApplication on the offscreen platform if there is none. Commands that write charts
 // call it before they stage any output, so a Qt start-up failure cannot leave a staging folder.
 void ensure_application();
+
+// Greedy word wrap of `text` to `width` (a word longer than the width gets a line of its own; an
+// empty text one empty line). Titles of charts, heatmaps and Gantt charts wrap with it.
+QStringList wrap_words(const QString& text, const QFontMetricsF& metrics, double width);
 
 }  // namespace attnres::charts

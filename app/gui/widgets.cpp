@@ -37,18 +37,8 @@ QFont pixel_font(double pixels) {
 
 // Greedy word wrap into at most `most` lines, the last one elided.
 QStringList wrap_lines(const QString& text, const QFontMetricsF& metrics, double width, int most) {
-  QStringList lines;
-  QString line;
-  for (const QString& word : text.split(' ', Qt::SkipEmptyParts)) {
-    const QString candidate = line.isEmpty() ? word : line + ' ' + word;
-    if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > width) {
-      lines.push_back(line);
-      line = word;
-    } else {
-      line = candidate;
-    }
-  }
-  if (!line.isEmpty()) lines.push_back(line);
+  if (text.trimmed().isEmpty()) return {};
+  QStringList lines = charts::wrap_words(text, metrics, width);
   if (lines.size() > most) {
     QStringList kept = lines.mid(0, most);
     kept.back() = metrics.elidedText(lines.mid(most - 1).join(' '), Qt::ElideRight, width);
@@ -363,14 +353,20 @@ void GanttWidget::set_window(double start, double end) {
   update();
 }
 
-void GanttWidget::zoom_at(double factor, double widget_x) {
-  if (!(factor > 0)) return;
+charts::GanttView GanttWidget::current_view() const {
   const auto [start, end] = visible_range();
   charts::GanttView view;
   view.start = start;
   view.end = end;
   view.font_scale = chart_font_scale();
   view.note = window_note();
+  return view;
+}
+
+void GanttWidget::zoom_at(double factor, double widget_x) {
+  if (!(factor > 0)) return;
+  const charts::GanttView view = current_view();
+  const double start = view.start, end = view.end;
   const charts::GanttLayout layout = charts::gantt_layout(spec_, QRectF(rect()), view);
   const double anchor = std::clamp(layout.time_at(widget_x), start, end);
   const double span = (end - start) / factor;
@@ -378,12 +374,8 @@ void GanttWidget::zoom_at(double factor, double widget_x) {
 }
 
 void GanttWidget::pan_by_pixels(double dx) {
-  const auto [start, end] = visible_range();
-  charts::GanttView view;
-  view.start = start;
-  view.end = end;
-  view.font_scale = chart_font_scale();
-  view.note = window_note();
+  const charts::GanttView view = current_view();
+  const double start = view.start, end = view.end;
   const charts::GanttLayout layout = charts::gantt_layout(spec_, QRectF(rect()), view);
   if (end_ <= start_ || layout.plot.width() <= 0) return;  // the whole chart: nothing to pan
   const double dt = dx / layout.plot.width() * (end - start);
@@ -411,22 +403,12 @@ QString GanttWidget::window_note() const {
 
 QRectF GanttWidget::box_rect(std::size_t index) const {
   if (index >= spec_.boxes.size()) return {};
-  const auto [start, end] = visible_range();
-  charts::GanttView view;
-  view.start = start;
-  view.end = end;
-  view.font_scale = chart_font_scale();
-  view.note = window_note();
+  const charts::GanttView view = current_view();
   return charts::gantt_layout(spec_, QRectF(rect()), view).box_rect(spec_.boxes[index]);
 }
 
 int GanttWidget::box_at(QPointF pos) const {
-  const auto [start, end] = visible_range();
-  charts::GanttView view;
-  view.start = start;
-  view.end = end;
-  view.font_scale = chart_font_scale();
-  view.note = window_note();
+  const charts::GanttView view = current_view();
   const charts::GanttLayout layout = charts::gantt_layout(spec_, QRectF(rect()), view);
   const int lane = layout.lane_at(pos.y());
   if (lane < 0 || pos.x() < layout.plot.left() || pos.x() > layout.plot.right()) return -1;
@@ -486,12 +468,7 @@ void GanttWidget::hover(QPointF pos) {
 void GanttWidget::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   painter.setRenderHint(QPainter::Antialiasing);
-  const auto [start, end] = visible_range();
-  charts::GanttView view;
-  view.start = start;
-  view.end = end;
-  view.font_scale = chart_font_scale();
-  view.note = window_note();
+  charts::GanttView view = current_view();
   view.highlight = hover_box_;
   charts::paint_gantt(painter, spec_, QRectF(rect()), view);
   if (!hover_text_.isEmpty() && !dragging_) {

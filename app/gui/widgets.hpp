@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attnres/chart_spec.hpp"
+#include "chart_render.hpp"
 
 namespace attnres::gui {
 
@@ -99,6 +100,8 @@ class GanttWidget : public QWidget {
 
  private:
   QString window_note() const;
+  // The visible window, the type scale and the note under the legend: how the chart is laid out now.
+  charts::GanttView current_view() const;
   void set_window(double start, double end);
   void hover(QPointF pos);
   ChartSpec spec_;
