@@ -138,7 +138,7 @@ class CostView : public View {
                   "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
                   "long-context prefill memory and pipeline traffic. The dashed line marks your <i>N</i>; the "
                   "orange dots are the paper's Fig. 6 losses (32-sublayer model, right axis).</p>"
-                  "<p><b>Formulas</b> (docs/math.md §3): standard 3d; Block two-phase (N/S + 5)d; Full two-phase "
+                  "<p><b>Formulas</b> (docs/math.md §3.1–3.3): standard 3d; Block two-phase (N/S + 5)d; Full two-phase "
                   "(S + N)d; prefill b·N·T·d; naive pipeline C(C-1)/2·N<sub>p</sub>·d, cached "
                   "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Two schemes side by side.</b> Pick scheme A "
                   "and B (the paper's Table 4 zoo: gates, key norm, window, heads, input query, scalars, "

@@ -1,5 +1,5 @@
 // The pipeline view: the simulated schedule of one training iteration (docs/math.md §3.3 and
-// "Time model and schedule simulator"; the lesson's steps: docs/teaching.md).
+// §3.4, time model and schedule simulator; the lesson's steps: docs/teaching.md).
 #include "view_kit.hpp"
 
 #include <QCheckBox>

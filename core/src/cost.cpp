@@ -39,7 +39,7 @@ int bytes_per_element(DType dtype) {
   return 0;
 }
 
-// ---------------------------------------------------------------- SPEC §3.1, paper Table 1
+// ---------------------------------------------------------------- docs/math.md §3.1, paper Table 1
 
 ResidualIo io_standard(std::int64_t d) {
   // Read h_l and f_l(h_l), write h_{l+1}.
@@ -72,8 +72,9 @@ ResidualIo io_full_naive_mean(std::int64_t sublayers, std::int64_t d) {
 }
 
 ResidualIo io_mhc(std::int64_t streams, std::int64_t d) {
-  // Table 1: (8m + 2)d + 2m^2 + 4m in all; SPEC splits the vector terms (6m+2)d reads, 2m·d
-  // writes. The scalar mixing terms (2m^2 + 4m) are split evenly (our choice, docs/math.md).
+  // Table 1: (8m + 2)d + 2m^2 + 4m in all; the paper splits the vector terms (6m+2)d reads,
+  // 2m·d writes. The scalar mixing terms (2m^2 + 4m) are split evenly (our choice, docs/math.md
+  // §3.1).
   const double m = static_cast<double>(streams);
   const double D = static_cast<double>(d);
   const double scalars = m * m + 2.0 * m;
@@ -119,7 +120,7 @@ ScheduleChoice best_full_schedule_block(std::int64_t sublayers, std::int64_t d) 
   return best;
 }
 
-// ---------------------------------------------------------------- SPEC §3.2
+// ---------------------------------------------------------------- docs/math.md §3.2
 
 std::int64_t history_vectors_full(std::int64_t sublayers) { return sublayers + 1; }
 std::int64_t history_vectors_block(std::int64_t blocks) { return blocks + 1; }
@@ -138,7 +139,7 @@ PrefillMemory prefill_history_bytes(std::int64_t batch, std::int64_t tokens, std
   return memory;
 }
 
-// ---------------------------------------------------------------- SPEC §3.3
+// ---------------------------------------------------------------- docs/math.md §3.3
 
 PipelineCommPaper pipeline_comm_paper(std::int64_t pp, std::int64_t vpp, std::int64_t blocks,
                                       std::int64_t d) {
@@ -276,7 +277,7 @@ double model_flops_per_token(std::int64_t sublayers, std::int64_t d, std::int64_
   return attention_count * attention + mlp_count * mlp;
 }
 
-// ---------------------------------------------------------------- SPEC §3.5
+// ---------------------------------------------------------------- docs/math.md §3.5
 
 double ScalingFit::loss_at(double compute) const { return A * std::pow(compute, -a); }
 double ScalingFit::compute_for(double loss) const { return std::pow(A / loss, 1.0 / a); }

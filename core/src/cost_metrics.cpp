@@ -70,7 +70,7 @@ std::vector<CostMetric> with_scheme_io_metrics(const std::vector<CostMetric>& pa
 
 const std::vector<CostMetric>& cost_metrics() {
   static const std::vector<CostMetric> paper_metrics = {
-      // SPEC §3.1 / paper Table 1
+      // docs/math.md §3.1 / paper Table 1
       {"io_elements_per_sublayer.standard", "elements/token/sublayer", "standard residual: 2d reads + d writes",
        [](const Evaluation& e) { const CostReport& r = *e.cost; return r.io.standard.total(); }},
       {"io_elements_per_sublayer.block_two_phase", "elements/token/sublayer", "Block AttnRes, two-phase: (N/S + 5)d",
@@ -117,7 +117,7 @@ const std::vector<CostMetric>& cost_metrics() {
        [](const Evaluation& e) { const CostReport& r = *e.cost; return static_cast<double>(r.full_best_schedule.blocks); }},
       {"full_best_schedule.io_elements", "elements/token/sublayer", "Full two-phase I/O at that S",
        [](const Evaluation& e) { const CostReport& r = *e.cost; return r.full_best_schedule.io_elements; }},
-      // SPEC §3.2
+      // docs/math.md §3.2
       {"history_vectors_per_token.full", "vectors/token", "Full AttnRes keeps L + 1 outputs",
        [](const Evaluation& e) { const CostReport& r = *e.cost; return static_cast<double>(r.history_full_vectors); }},
       {"history_vectors_per_token.block", "vectors/token", "Block AttnRes keeps N + 1 summaries (+ the running partial)",
@@ -144,7 +144,7 @@ const std::vector<CostMetric>& cost_metrics() {
        [](const Evaluation& e) { const CostReport& r = *e.cost; return static_cast<double>(r.prefill.per_device_bytes) / 1073741824.0; }},
       {"prefill_history_gib.per_device_chunked", "GiB (2^30 bytes)", "binary gibibytes",
        [](const Evaluation& e) { const CostReport& r = *e.cost; return static_cast<double>(r.prefill.per_device_chunked_bytes) / 1073741824.0; }},
-      // SPEC §3.3, the paper's accounting
+      // docs/math.md §3.3, the paper's accounting
       {"pipeline_comm_elements_per_token.blocks_per_chunk", "blocks", "N_p = N / (P·V)",
        [](const Evaluation& e) { const CostReport& r = *e.cost; return r.pipeline_paper.blocks_per_chunk; }},
       {"pipeline_comm_elements_per_token.naive", "elements/token", "paper: C(C-1)/2 · N_p · d",
@@ -159,7 +159,7 @@ const std::vector<CostMetric>& cost_metrics() {
        [](const Evaluation& e) { const CostReport& r = *e.cost; return r.pipeline_paper.naive_elements / (r.pipeline_paper.blocks_per_chunk * d_of(r)); }},
       {"pipeline_comm_elements_per_token.cached_per_d", "x N_p·d", "paper cached in units of N_p·d",
        [](const Evaluation& e) { const CostReport& r = *e.cost; return r.pipeline_paper.cached_elements / (r.pipeline_paper.blocks_per_chunk * d_of(r)); }},
-      // SPEC §3.3, exact per-boundary sums (embedding and partial sums included)
+      // docs/math.md §3.3, exact per-boundary sums (embedding and partial sums included)
       {"pipeline_exact_elements_per_token.naive", "elements/token", "sum over boundaries, naive",
        [](const Evaluation& e) { const CostReport& r = *e.cost; return static_cast<double>(r.boundary_naive_elements); }},
       {"pipeline_exact_elements_per_token.cached", "elements/token", "sum over boundaries, cache of received summaries",

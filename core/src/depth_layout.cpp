@@ -78,7 +78,8 @@ DepthLayout make_depth_layout(ResidualMode mode, int sublayers, int block_size,
   auto completed_block = [&](int n) {
     return DepthSource{DepthSource::Kind::block, n, (n - 1) * S + 1, std::min(n * S, L)};
   };
-  // SPEC §2.3: the i-th sublayer of block n sees b_0 .. b_{n-1}, plus b_n^{(i-1)} when i >= 2.
+  // docs/math.md §2.3: the i-th sublayer of block n sees b_0 .. b_{n-1}, plus b_n^{(i-1)} when
+  // i >= 2.
   for (int sublayer = 1; sublayer <= L; ++sublayer) {
     const int n = (sublayer - 1) / S + 1;
     const int i = sublayer - (n - 1) * S;

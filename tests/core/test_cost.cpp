@@ -1,4 +1,4 @@
-// The cost engine (SPEC §3) against the paper's numbers, brute-force counts and invariants.
+// The cost engine (docs/math.md §3) against the paper's numbers, brute-force counts and invariants.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
-// Depth attention primitives (SPEC §2.2, §2.4): worked example, mean at zero query, key-norm
-// scale invariance, exact merging, stability.
+// Depth attention primitives (docs/math.md §2.2, §2.4): worked example, mean at zero query,
+// key-norm scale invariance, exact merging, stability.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +17,7 @@ Mat constant(double value, Eigen::Index T = 1, Eigen::Index d = 1) {
   return Mat::Constant(T, d, value);
 }
 
-TEST(DepthAttention, WorkedExampleFromSpecGivesTwentyThirds) {
+TEST(DepthAttention, WorkedExampleGivesTwentyThirds) {
   // Sources with scores 0, ln2 and values 2, 5: o = 1*2 + 2*5 = 12, l = 1 + 2 = 3.
   const Vec score0 = Vec::Constant(1, 0.0), score1 = Vec::Constant(1, std::log(2.0));
   const auto first_two = merge_stats(single_source_stats<double>(constant(2.0), score0),

@@ -1,4 +1,4 @@
-// Which sources each read sees (SPEC §2.3): the block rules, limits and bad sizes.
+// Which sources each read sees (docs/math.md §2.3): the block rules, limits and bad sizes.
 #include <gtest/gtest.h>
 
 #include "attnres/depth_layout.hpp"

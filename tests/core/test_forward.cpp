@@ -1,4 +1,4 @@
-// Forward-pass invariants of SPEC §2: zero queries give means, S = 1 equals Full, two-phase
+// Forward-pass invariants of docs/math.md §2: zero queries give means, S = 1 equals Full, two-phase
 // equals one-shot, N = 1 is not the standard residual, the zero placeholder, the mixing matrix.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,5 @@
-// Model files (SPEC §2.6): config.json parsing, random models, save/load, and inconsistent files.
+// Model files (docs/math.md §2.6): config.json parsing, random models, save/load, and inconsistent
+// files.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,4 +1,4 @@
-// Hardware presets and the roofline time model (SPEC §3.4).
+// Hardware presets and the roofline time model (docs/math.md §3.4).
 #include <gtest/gtest.h>
 
 #include "attnres/error.hpp"
@@ -8,7 +8,7 @@
 namespace attnres {
 namespace {
 
-TEST(Hardware, PresetsCarryTheSpecFigures) {
+TEST(Hardware, PresetsCarryTheDatasheetFigures) {
   struct Expected {
     const char* name;
     double tflops, tbps, nvlink_gbps;
@@ -77,7 +77,7 @@ CostInputs kimi() {
   return resolve_cost_inputs(in);
 }
 
-TEST(TimeModel, ResidualOpMovesTheSpecTable1Bytes) {
+TEST(TimeModel, ResidualOpMovesTheTable1Bytes) {
   const Hardware hw = load_hardware("h100");
   const CostInputs in = kimi();
   EXPECT_DOUBLE_EQ(residual_io_elements(in, ResidualScheme::standard), 3.0 * 2304);

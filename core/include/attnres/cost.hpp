@@ -1,4 +1,4 @@
-// The analytical cost engine (SPEC §3): memory I/O of the residual mechanism, stored depth
+// The analytical cost engine (docs/math.md §3): memory I/O of the residual mechanism, stored depth
 // history, prefill memory, pipeline communication of block representations (the paper's
 // accounting and the exact per-boundary payloads), depth-attention arithmetic, scaling-law
 // arithmetic. Small pure functions, one per formula, each citing its source.
@@ -26,13 +26,13 @@
 
 namespace attnres {
 
-// ------------------------------------------------------------------ data types (SPEC §1)
+// ------------------------------------------------------------------ data types (docs/math.md §1)
 enum class DType { bf16, fp16, fp32, fp8 };
 std::string to_string(DType dtype);
 DType parse_dtype(const std::string& text, const std::string& where);
 int bytes_per_element(DType dtype);
 
-// ------------------------------------------------------------------ memory I/O (SPEC §3.1)
+// ------------------------------------------------------------------ memory I/O (docs/math.md §3.1)
 // Reads and writes of the residual mechanism per token per sublayer, in elements; the I/O inside
 // f_l is excluded (paper Table 1).
 struct ResidualIo {
@@ -70,7 +70,7 @@ ScheduleChoice best_full_schedule_block(std::int64_t sublayers, std::int64_t d);
 // N = ceil(L / S).
 std::int64_t block_count(std::int64_t sublayers, std::int64_t block_size);
 
-// ------------------------------------------------------------------ depth history (SPEC §3.2)
+// --------------------------------------------------------------- depth history (docs/math.md §3.2)
 std::int64_t history_vectors_full(std::int64_t sublayers);  // L + 1
 std::int64_t history_vectors_block(std::int64_t blocks);    // N + 1 (+ the running partial)
 
@@ -86,7 +86,7 @@ PrefillMemory prefill_history_bytes(std::int64_t batch, std::int64_t tokens, std
                                     std::int64_t d, int bytes_per_element,
                                     std::int64_t seq_shards, std::int64_t chunk_tokens);
 
-// ------------------------------------------------------------------ pipeline (SPEC §3.3)
+// ------------------------------------------------------------------ pipeline (docs/math.md §3.3)
 // The paper's accounting with N_p = N / (P·V) block representations per chunk, elements per token.
 struct PipelineCommPaper {
   double blocks_per_chunk = 0;      // N_p
@@ -125,7 +125,8 @@ std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t
                                                  std::int64_t vpp);
 
 // ------------------------------------------------------------------ arithmetic
-// Number of (read, source) pairs over all L + 1 reads: sum_r n_r (closed forms of SPEC §2.2-2.3).
+// Number of (read, source) pairs over all L + 1 reads: sum_r n_r (the closed forms of
+// docs/math.md §2.2–2.3).
 std::int64_t depth_read_source_pairs(ResidualMode mode, std::int64_t sublayers,
                                      std::int64_t block_size);
 // Depth-attention FLOPs per token: per (read, source) pair 2d for the key's RMS, 2d for the
@@ -143,7 +144,7 @@ double model_flops_per_token(std::int64_t sublayers, std::int64_t d, std::int64_
 // W >= L: the unwindowed (L + 1)(L + 2)/2).
 std::int64_t depth_read_source_pairs_window(std::int64_t sublayers, std::int64_t window);
 
-// ------------------------------------------------------------------ scaling law (SPEC §3.5)
+// ----------------------------------------------------------------- scaling law (docs/math.md §3.5)
 // loss = A · C^(-a), C in PFLOP/s-days (paper Fig. 4).
 struct ScalingFit {
   const char* name;

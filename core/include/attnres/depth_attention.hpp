@@ -1,4 +1,4 @@
-// Depth attention: one AttnRes read over a list of sources (SPEC §2.2, §2.4).
+// Depth attention: one AttnRes read over a list of sources (docs/math.md §2.2, §2.4).
 //
 // Every function works on all T tokens at once, but never mixes positions: row t of each output
 // depends only on row t of the sources.
@@ -8,8 +8,8 @@
 //    z_i = w . k_i (no 1/sqrt(d)), softmax, weighted sum of the un-normalised values;
 //  - the two-phase schedule: statistics (o, m, l) over disjoint source sets, merged exactly
 //    (SoftmaxStats, merge_stats, phase_one_stats) and divided once at the end.
-// Worked check (SPEC §2.4): scores 0, ln2 with values 2, 5 give o = 12, l = 3; merging value 8
-// with score ln6 gives (12 + 48) / (3 + 6) = 20/3.
+// Worked check (docs/math.md §2.4): scores 0, ln2 with values 2, 5 give o = 12, l = 3; merging
+// value 8 with score ln6 gives (12 + 48) / (3 + 6) = 20/3.
 #pragma once
 
 #include <cmath>
@@ -62,7 +62,7 @@ void depth_attention_one_shot(const std::vector<const Matrix<Scalar>*>& sources,
   if (alpha) *alpha = std::move(weights);
 }
 
-// Online-softmax statistics of one read over a set A of sources (SPEC §2.4):
+// Online-softmax statistics of one read over a set A of sources (docs/math.md §2.4):
 // m = max z_i, l = sum exp(z_i - m), o = sum exp(z_i - m) v_i. (l is not the log-sum-exp.)
 template <typename Scalar>
 struct SoftmaxStats {
@@ -104,7 +104,7 @@ Vector<Scalar> depth_scores(const Matrix<Scalar>& value,            // (T, d)
   return (value * effective_query).cwiseProduct(inverse_rms);
 }
 
-// Phase 1 (SPEC §2.4): the q stacked effective queries (q, d) of a schedule block read the
+// Phase 1 (docs/math.md §2.4): the q stacked effective queries (q, d) of a schedule block read the
 // completed history once. Returns one SoftmaxStats per query, and the scores (history index,
 // then (T, q)) so that a trace can recover every weight.
 template <typename Scalar>

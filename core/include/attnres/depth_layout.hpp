@@ -1,9 +1,9 @@
-// Which depth sources each read sees (SPEC §2.2–2.3).
+// Which depth sources each read sees (docs/math.md §2.2–2.3).
 //
-// Reads are numbered r = 0 .. L: read r forms the input h_{r+1} of sublayer r+1 (1-based in the
-// SPEC), read L is the final read. Sources are the embedding v_0, single sublayer outputs v_i
-// (Full AttnRes), completed block summaries b_n, the running partial sum of the current block,
-// and — only with the zero-placeholder option — a zero vector.
+// Reads are numbered r = 0 .. L: read r forms the input h_{r+1} of sublayer r+1 (1-based in
+// docs/math.md and in printed output), read L is the final read. Sources are the embedding v_0,
+// single sublayer outputs v_i (Full AttnRes), completed block summaries b_n, the running partial
+// sum of the current block, and — only with the zero-placeholder option — a zero vector.
 //
 // Example, Block AttnRes with L = 4, S = 2 (N = 2):
 //   read 0 (sublayer 1): [emb]            read 1 (sublayer 2): [emb, partial(v1)]

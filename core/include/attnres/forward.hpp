@@ -47,7 +47,7 @@ struct ForwardOptions {
   Progress progress;
 };
 
-// One read's weights (SPEC §2.7).
+// One read's weights (docs/math.md §2.7).
 struct ReadTrace {
   int read = 0;                      // r = 0 .. L (L = final read)
   std::string target;                // "sublayer 3 (attn, layer 1)" or "final"
@@ -70,7 +70,7 @@ struct ForwardTrace {
   std::vector<double> sublayer_input_rms;   // (L) RMS over all T x d of h_l
   std::vector<double> sublayer_output_rms;  // (L) RMS of v_l
   std::vector<double> block_summary_rms;    // (N + 1) RMS of b_0 .. b_N, block mode only
-  // Depth mixing matrix M (SPEC §2.8): h_l = sum_i M(l, i) v_i, rows = reads 0 .. L,
+  // Depth mixing matrix M (docs/math.md §2.8): h_l = sum_i M(l, i) v_i, rows = reads 0 .. L,
   // columns = v_0 .. v_L; lower triangular.
   std::vector<Eigen::MatrixXd> mixing_per_token;  // T x (L+1, L+1)
   Eigen::MatrixXd mixing_mean;                    // (L+1, L+1)

@@ -1,4 +1,4 @@
-// Hardware presets for the time model (SPEC §3.4): peak bf16 FLOP/s, HBM bandwidth, link
+// Hardware presets for the time model (docs/math.md §3.4): peak bf16 FLOP/s, HBM bandwidth, link
 // bandwidths per GPU and direction, link latency, and efficiency factors kept apart from the
 // peaks. Presets live as TOML under resources/hardware/ and are compiled into the program, so
 // `--hardware h100` works anywhere; a path to a TOML file of the same form works too.

@@ -1,4 +1,4 @@
-// The sublayers f_l of the tiny Llama-style model (SPEC §2.6), readable reference versions.
+// The sublayers f_l of the tiny Llama-style model (docs/math.md §2.6), readable reference versions.
 //
 // f_l includes its own PreNorm: attention sublayers are Attn(RMSNorm(h)), MLP sublayers are
 // MLP(RMSNorm(h)). Activations are (T, d), one row per token; weights are (out, in) as in

@@ -1,4 +1,4 @@
-// Weights of the tiny Llama-style model with AttnRes tensors (SPEC §2.6), and how to make,
+// Weights of the tiny Llama-style model with AttnRes tensors (docs/math.md §2.6), and how to make,
 // load and save them.
 //
 // Weights are held at any precision; files are read into ModelWeights<double> (exact for F32,

@@ -1,4 +1,4 @@
-// The shape of a tiny Llama-style model and its residual scheme (SPEC §2.6).
+// The shape of a tiny Llama-style model and its residual scheme (docs/math.md §2.6).
 //
 // `config.json` uses the Hugging Face Llama keys (hidden_size, num_hidden_layers, ...) plus an
 // `attn_res` object: {"mode": "standard"|"full"|"block"|"denseformer"|"rescaled"|"mhc",

@@ -1,6 +1,7 @@
 // Does the AttnRes traffic hide behind compute? One training iteration of a pipelined model,
 // simulated twice — with the AttnRes history on the stage boundaries and with the standard
-// residual — plus once with free transfers to measure the exposed communication (SPEC §3.3-3.4).
+// residual — plus once with free transfers to measure the exposed communication (docs/math.md
+// §3.3–3.4).
 //
 // Chunk forward time: the roofline time (time_model.hpp) of its attention, MLP and
 // residual-mechanism work for one micro-batch (B sequences x T tokens); backward = 2 x forward.

@@ -1,4 +1,4 @@
-// A discrete-event simulator of pipeline-parallel training schedules (SPEC §3.4): 1F1B and
+// A discrete-event simulator of pipeline-parallel training schedules (docs/math.md §3.4): 1F1B and
 // interleaved 1F1B (Megatron-LM's orders) with P ranks, V virtual stages and m micro-batches.
 // It places every forward/backward chunk and every point-to-point transfer on a per-rank
 // timeline, and tracks each rank's live memory (activations + received AttnRes history).

@@ -1,10 +1,10 @@
-// Roofline time model (SPEC §3.4): t = max(flops / (peak·eff_c), bytes / (bw·eff_m)) per op, for
-// the attention, MLP (dense or MoE by active parameters) and residual-mechanism work of one
-// sublayer, in prefill and in decode; transfers t = latency + bytes / (link_bw·eff_l).
+// Roofline time model (docs/math.md §3.4): t = max(flops / (peak·eff_c), bytes / (bw·eff_m))
+// per op, for the attention, MLP (dense or MoE by active parameters) and residual-mechanism work
+// of one sublayer, in prefill and in decode; transfers t = latency + bytes / (link_bw·eff_l).
 //
 // Conventions (docs/math.md): attention counts q, k, v, o projections with H_kv = H; prefill
 // scores at mean causal context T/2; decode reads the whole KV cache of context T; the residual
-// mechanism is a separate memory-bound op whose bytes are the SPEC §3.1 I/O per token.
+// mechanism is a separate memory-bound op whose bytes are the I/O per token of docs/math.md §3.1.
 #pragma once
 
 #include <string>
@@ -43,7 +43,7 @@ OpCost roofline(double flops, double bytes, const Hardware& hardware);
 // latency + bytes / (bandwidth · link efficiency); 0 for 0 bytes.
 double transfer_seconds(double bytes, double bandwidth, double latency, double link_efficiency);
 
-// Residual-mechanism I/O per token per sublayer of each scheme (SPEC §3.1). block_one_shot
+// Residual-mechanism I/O per token per sublayer of each scheme (docs/math.md §3.1). block_one_shot
 // reads keys and values of every source of every read (mean over the L + 1 reads), like the
 // naive Full AttnRes row; full_two_phase uses the best schedule block (~sqrt(L)).
 double residual_io_elements(const CostInputs& resolved, ResidualScheme scheme);

@@ -1,5 +1,5 @@
 // Serialising a forward pass's outputs and trace: JSON (with source labels) for `--trace`, and
-// F32 safetensors tensors for `--dump` (SPEC §2.7).
+// F32 safetensors tensors for `--dump` (docs/math.md §2.7).
 //
 // Dump tensors: logits (T, vocab); hidden_final (T, d), the final read's output before the final
 // RMSNorm; alpha.<r> (T, sources of read r) for r = 0 .. L, r = L the final read (absent for the

@@ -23,7 +23,7 @@ std::vector<KernelBackend> all_kernel_backends();
 // False, with the reason in *why_not, when the backend cannot run here (not built, no device).
 bool kernel_backend_available(KernelBackend backend, std::string* why_not);
 
-// One depth-attention read over n sources for T tokens (SPEC §2.2), float32, host pointers:
+// One depth-attention read over n sources for T tokens (docs/math.md §2.2), float32, host pointers:
 //   h      (T, d) out        alpha   (T, n) out
 //   sources (n, T, d) in     query, gain (d) in: pseudo-query w and KeyNorm gain g
 // h[t] = sum_i softmax_i(w . (g * v_i[t] / sqrt(mean(v_i[t]^2) + eps))) v_i[t].

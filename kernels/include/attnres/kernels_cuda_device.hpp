@@ -12,8 +12,9 @@ struct CUstream_st;
 
 namespace attnres::cuda {
 
-// One depth-attention read (SPEC §2.2) over n sources that live in one device arena of (T, d)
-// slots: source i is arena + slots[i] * slot_stride, a row-major (T, d) matrix. Device pointers:
+// One depth-attention read (docs/math.md §2.2) over n sources that live in one device arena of
+// (T, d) slots: source i is arena + slots[i] * slot_stride, a row-major (T, d) matrix. Device
+// pointers:
 //   h      (T, d) out           alpha (T, n) out
 //   arena  slots of (T, d) in   slots (n) in: slot index of each source
 //   query, gain (d) in: the pseudo-query w and the KeyNorm gain g
