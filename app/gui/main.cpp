@@ -8,13 +8,24 @@
 #include <QCommandLineParser>
 #include <QTimer>
 #include <iostream>
+#include <string>
 
+#include "attnres/version.hpp"
 #include "lesson.hpp"
 #include "main_window.hpp"
+#include "views.hpp"
 
 int main(int argc, char** argv) {
+  // --version needs no display (the application below would want one).
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--version") {
+      std::cout << "attnres-lab " << attnres::kVersion << "\n";
+      return 0;
+    }
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName("attnres-lab");
+  QApplication::setApplicationVersion(QString::fromLatin1(attnres::kVersion));
   QCommandLineParser parser;
   parser.setApplicationDescription(
       "AttnRes Lab: explore, explain and present Attention Residuals.\n"
@@ -28,8 +39,14 @@ int main(int argc, char** argv) {
   const QCommandLineOption size(QStringLiteral("size"), "Window size for --screenshot, WxH (default 1400x900).", "WxH");
   const QCommandLineOption lesson_step(QStringLiteral("lesson-step"), "Go to step N (1 = the first) of the guided lesson.", "N");
   const QCommandLineOption presentation(QStringLiteral("presentation"), "Start in presentation mode (larger fonts, no input columns).");
-  parser.addOptions({view, scenario, model, screenshot, size, lesson_step, presentation});
+  const QCommandLineOption models(QStringLiteral("models"), "Print the shipped models directory and the models found there, then exit.");
+  parser.addOptions({view, scenario, model, screenshot, size, lesson_step, presentation, models});
   parser.process(app);  // unknown options: message and exit status 1
+  if (parser.isSet(models)) {
+    std::cout << "models directory: " << attnres::gui::shipped_models_directory().string() << "\n";
+    for (const auto& m : attnres::gui::available_shipped_models()) std::cout << m.name << ": " << m.directory.string() << "\n";
+    return 0;
+  }
 
   const bool shot = parser.isSet(screenshot);
   attnres::gui::MainWindow window(shot);

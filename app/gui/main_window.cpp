@@ -1,7 +1,10 @@
 #include "main_window.hpp"
 
 #include <QApplication>
+#include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
+#include <QMessageBox>
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QKeySequence>
@@ -28,6 +31,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/model.hpp"
+#include "attnres/version.hpp"
 #include "chart_render.hpp"
 #include "lesson.hpp"
 #include "lesson_model.hpp"
@@ -194,6 +198,9 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   }
   lesson->addSeparator();
   lesson->addAction("End the lesson", this, [this] { end_lesson(); });
+  QMenu* help = menuBar()->addMenu("&Help");
+  help->addAction("About AttnRes Lab", this, [this] { QMessageBox::about(this, "About AttnRes Lab", about_text()); });
+  help->addAction("About Qt", this, [this] { QMessageBox::aboutQt(this); });
   normal_font_ = QApplication::font();
   setMinimumSize(1024, 700);
   resize(1400, 900);
@@ -547,6 +554,20 @@ void MainWindow::set_presentation(bool on) {
 void MainWindow::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
   if (!explanations_chosen_) set_explanations(width() >= 1200);
+}
+
+QString MainWindow::about_text() {
+  // The documentation: installed next to the program (share/doc/attnres_lab), else the source tree's.
+  QString docs = QCoreApplication::applicationDirPath() + "/../share/doc/attnres_lab/docs";
+  if (!QFileInfo(docs).isDir()) docs = QString::fromStdString(std::string(ATTNRES_SOURCE_DOCS_DIR));
+  return QString("<h3>AttnRes Lab %1</h3><p>Understand, teach and cost Attention Residuals (AttnRes): the "
+                 "residual sum of a transformer replaced by softmax attention over the outputs of earlier "
+                 "sublayers (Full AttnRes) or over block summaries (Block AttnRes), and what it costs in memory, "
+                 "I/O, pipeline traffic and time.</p><p>Documentation: %2 (teaching.md for the guided lesson, "
+                 "math.md for what is computed).</p><p>The command-line tool <tt>attnres</tt> computes the same "
+                 "numbers and charts.</p>")
+      .arg(QString::fromLatin1(kVersion))
+      .arg(QDir::cleanPath(docs).toHtmlEscaped());
 }
 
 void MainWindow::set_explanations(bool shown) {

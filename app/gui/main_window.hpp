@@ -68,6 +68,8 @@ class MainWindow : public QMainWindow {
   bool presentation() const { return presentation_; }
   // Collapses or opens every view's explanation column (View > Explanations).
   void set_explanations(bool shown);
+  // Help > About: the version, what the program is, where its documentation is.
+  static QString about_text();
 
  protected:
   // Below 1200 pixels of width the explanations start collapsed (the charts need the room) until

@@ -36,6 +36,7 @@
 #include "attnres/hardware.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/scenario.hpp"
+#include "attnres/version.hpp"
 #include "lesson.hpp"
 #include "lesson_model.hpp"
 #include "main_window.hpp"
@@ -388,6 +389,14 @@ TEST(Lesson, TheDocumentedLessonIsTheLessonMenu) {
     EXPECT_NE(doc.find(row), std::string::npos) << row;
   }
   EXPECT_EQ(doc.find("\n| " + std::to_string(steps.size() + 1) + " | "), std::string::npos);
+}
+
+TEST(Lesson, AboutSaysTheVersionAndWhereTheDocsAre) {
+  const QString about = MainWindow::about_text();
+  EXPECT_TRUE(about.contains(QString("AttnRes Lab ") + kVersion)) << about.toStdString();
+  const auto docs = QRegularExpression("Documentation: ([^ ]+) \\(").match(about);
+  ASSERT_TRUE(docs.hasMatch()) << about.toStdString();
+  EXPECT_TRUE(std::filesystem::is_regular_file(docs.captured(1).toStdString() + "/teaching.md")) << about.toStdString();
 }
 
 TEST(Lesson, ErrorsBelongToTheirTabAndMarkItsChartsStale) {
