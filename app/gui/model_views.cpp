@@ -803,8 +803,9 @@ class DualityView : public ModelView {
                   "the model lacks are drawn at random there (at their start DenseFormer and mHC would be the "
                   "standard residual).</p><p><b>Chart.</b> The rank at each cut (SVD, singular values above "
                   "1e-6 of the largest) and its bound.</p><p><b>Sequence.</b> Right: the causal softmax "
-                  "attention of one head over the tokens (dense, high rank), the running sum (rank 1) and "
-                  "their ranks.</p><p><b>Try:</b> compare with mhc; type mhc:streams=1 (the standard "
+                  "attention of one head of the chosen sequence layer over the tokens, computed on that "
+                  "layer's real input under the picked scheme (dense, high rank), the running sum (rank 1) "
+                  "and both their ranks.</p><p><b>Try:</b> compare with mhc; type mhc:streams=1 (the standard "
                   "residual's all-ones M at its start) or full:window=2.</p>");
     std::vector<QWidget*> watched = model_inputs();
     watched.insert(watched.end(), {layer_, head_});
@@ -842,13 +843,23 @@ class DualityView : public ModelView {
         const ForwardTrace trace = scheme_trace(drawn, tokens, step(progress, runs.size() + i, passes), true);
         rows.push_back(taxonomy_row(references[i].describe(), std::move(parameters), trace));
       }
-      const auto attention = attention_probabilities(model, std::min(layer, model.config.num_hidden_layers - 1),
-                                                     std::min(head, model.config.num_attention_heads - 1), tokens);
-      const auto T = attention.rows();
+      // The sequence side: one head's attention in the chosen layer, on that layer's real input
+      // under the picked scheme (a reference pass that records every sublayer's input h).
+      const int shown_layer = std::min(layer, model.config.num_hidden_layers - 1);
+      std::vector<Eigen::MatrixXd> layer_inputs;
+      ForwardOptions capture;
+      capture.record_mixing = false;
+      capture.sublayer_inputs = &layer_inputs;
+      capture.progress = check_only(progress);
+      forward(runs[0].model, tokens, capture);
+      const Eigen::MatrixXd attention_d =
+          attention_probabilities(runs[0].model, shown_layer, std::min(head, model.config.num_attention_heads - 1),
+                                  layer_inputs.at(static_cast<std::size_t>(2 * shown_layer)));
+      const auto T = attention_d.rows();
       Eigen::MatrixXd running = Eigen::MatrixXd::Zero(T, T);
       running.triangularView<Eigen::Lower>().setOnes();
-      const Eigen::MatrixXd attention_d = attention;
       const auto attention_ranks = semiseparable_ranks(attention_d, 1e-6);
+      const auto running_ranks = semiseparable_ranks(running, 1e-6);
       char text[400];
       std::snprintf(text, sizeof text,
                     "Semiseparable rank of the depth mixing matrix M by forward passes on these weights (L = %d, "
@@ -859,8 +870,8 @@ class DualityView : public ModelView {
       if (std::any_of(rows.begin(), rows.end(), [](const TaxonomyRow& row) { return !row.mean_bounded; })) {
         caption += " *: the token mean of input-dependent mHC matrices is not bounded by m; each token's M is.";
       }
-      return [this, shown = std::move(shown), rows = std::move(rows), attention_d, running,
-              attention_ranks, caption = std::move(caption)]() mutable {
+      return [this, shown = std::move(shown), rows = std::move(rows), attention_d, running, attention_ranks,
+              running_ranks, shown_layer, caption = std::move(caption)]() mutable {
         shown_ = std::move(shown);
         HeatmapWidget* maps[] = {depth_, depth_b_};
         ChartSpec chart;
@@ -898,7 +909,9 @@ class DualityView : public ModelView {
         ranks_->set_spec(chart);
         std::vector<std::string> positions;
         for (Eigen::Index t = 0; t < attention_d.rows(); ++t) positions.push_back(std::string("t") + std::to_string(t));
-        sequence_->set_data("sequence: softmax attention of one head", rows_of(attention_d), positions, positions);
+        sequence_->set_data("sequence: softmax attention of layer " + std::to_string(shown_layer) + ", head " +
+                                std::to_string(head_->value()) + " (on its real input)",
+                            rows_of(attention_d), positions, positions);
         running_->set_data("sequence: running sum (RNN / linear attention)", rows_of(running), positions, positions);
         ChartSpec sequence_chart;
         sequence_chart.id = "duality_sequence_ranks";
@@ -908,7 +921,7 @@ class DualityView : public ModelView {
         ChartSeries sequence{"softmax attention", {}, ChartSeries::Style::line_and_points, false};
         for (std::size_t k = 0; k < attention_ranks.size(); ++k) sequence.points.emplace_back(double(k + 1), attention_ranks[k]);
         ChartSeries sum{"running sum", {}, ChartSeries::Style::line, false};
-        for (std::size_t k = 0; k < attention_ranks.size(); ++k) sum.points.emplace_back(double(k + 1), 1.0);
+        for (std::size_t k = 0; k < running_ranks.size(); ++k) sum.points.emplace_back(double(k + 1), running_ranks[k]);
         sequence_chart.series = {sequence, sum};
         sequence_ranks_->set_spec(sequence_chart);
         caption_->setText(QString::fromStdString(caption));

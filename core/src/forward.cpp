@@ -473,6 +473,7 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
     report_progress(options.progress, static_cast<std::size_t>(sublayer), static_cast<std::size_t>(L), "forward pass");
     require_finite(h, "the input h of " + read_target_name(sublayer, L));
     trace.sublayer_input_rms.push_back(rms_of(h));
+    if (options.sublayer_inputs != nullptr) options.sublayer_inputs->push_back(h.template cast<double>());
     Matrix<Scalar> v = sublayer_forward(model, sublayer, h, rope);  // (T, d)
     require_finite(v, "the output v of " + read_target_name(sublayer, L));
     trace.sublayer_output_rms.push_back(rms_of(v));

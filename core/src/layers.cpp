@@ -92,21 +92,18 @@ Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>& model, int sublayer,
 }
 
 Matrix<double> attention_probabilities(const ModelWeights<double>& model, int layer, int head,
-                                       const std::vector<int>& tokens) {
+                                       const Matrix<double>& h) {
   const ModelConfig& config = model.config;
   if (layer < 0 || layer >= config.num_hidden_layers || head < 0 || head >= config.num_attention_heads) {
     throw Error("attention probabilities: layer " + std::to_string(layer) + " / head " + std::to_string(head) +
                 " out of range");
   }
-  const auto T = static_cast<Eigen::Index>(tokens.size());
-  Matrix<double> x(T, config.hidden_size);  // (T, d)
-  for (Eigen::Index t = 0; t < T; ++t) {
-    const int id = tokens[static_cast<std::size_t>(t)];
-    if (id < 0 || id >= config.vocab_size) throw Error("attention probabilities: token id out of range");
-    x.row(t) = model.embed_tokens.row(id);
+  if (h.cols() != config.hidden_size || h.rows() < 1) {
+    throw Error("attention probabilities: the layer input must be (T, " + std::to_string(config.hidden_size) + ")");
   }
+  const auto T = h.rows();
   const auto& weights = model.layers[static_cast<std::size_t>(layer)];
-  x = rms_norm(x, weights.input_layernorm, config.rms_norm_eps);
+  const Matrix<double> x = rms_norm(h, weights.input_layernorm, config.rms_norm_eps);
   const int head_dim = config.head_dim();
   const int kv_head = head / (config.num_attention_heads / config.num_key_value_heads);
   Matrix<double> q = x * weights.q_proj.transpose();

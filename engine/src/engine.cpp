@@ -66,7 +66,8 @@ int ForwardEngine<Scalar>::threads() const {
 
 template <typename Scalar>
 ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tokens, const ForwardOptions& options) {
-  if (options.mask) return attnres::forward(model_, tokens, options);  // masked reads: the reference only
+  // Masked reads and recorded sublayer inputs: the reference only.
+  if (options.mask || options.sublayer_inputs) return attnres::forward(model_, tokens, options);
   // Schemes beyond the paper's defaults run on the reference code (docs/schemes.md); the CUDA
   // engine refuses them with a message.
   if (impl_->fast && !resolve_scheme(model_.config, options).paper_defaults()) {

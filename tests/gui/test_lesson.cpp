@@ -33,7 +33,9 @@
 #include <vector>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/forward.hpp"
 #include "attnres/hardware.hpp"
+#include "attnres/layers.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/version.hpp"
@@ -389,6 +391,61 @@ TEST(Lesson, TheDocumentedLessonIsTheLessonMenu) {
     EXPECT_NE(doc.find(row), std::string::npos) << row;
   }
   EXPECT_EQ(doc.find("\n| " + std::to_string(steps.size() + 1) + " | "), std::string::npos);
+}
+
+// The sequence side of Duality: the attention of the chosen layer on that layer's real input (the
+// read entering its attention sublayer), not on the token embedding; the running sum's ranks computed.
+TEST(Lesson, DualitySequenceAttentionUsesTheLayersRealInput) {
+  MainWindow window(true);
+  window.recompute_all();
+  LessonModel& lesson = window.lesson();
+  lesson.back_to_random();
+  lesson.query_std->setValue(0.5);
+  View* duality = window.view("duality");
+  duality->findChild<QSpinBox*>("sequence_layer")->setValue(2);
+  duality->findChild<QSpinBox*>("sequence_head")->setValue(1);
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  ASSERT_EQ(duality->error_text(), "");
+  const auto snapshot = lesson.snapshot();
+  const auto model = snapshot.build();
+  const auto tokens = snapshot.token_ids(model->config);
+  std::vector<Eigen::MatrixXd> inputs;
+  ForwardOptions options;
+  options.sublayer_inputs = &inputs;
+  forward(*model, tokens, options);
+  ASSERT_EQ(inputs.size(), 8u);
+  const Eigen::MatrixXd expected = attention_probabilities(*model, 2, 1, inputs[4]);
+  Eigen::MatrixXd embedding(static_cast<Eigen::Index>(tokens.size()), model->config.hidden_size);
+  for (std::size_t t = 0; t < tokens.size(); ++t) embedding.row(static_cast<Eigen::Index>(t)) = model->embed_tokens.row(tokens[t]);
+  const Eigen::MatrixXd on_embedding = attention_probabilities(*model, 2, 1, embedding);
+  EXPECT_GT((expected - on_embedding).cwiseAbs().maxCoeff(), 1e-3);  // the two inputs differ visibly
+  HeatmapWidget* sequence = nullptr;
+  for (auto* map : duality->heatmaps()) {
+    if (map->title().rfind("sequence: softmax attention of layer 2, head 1", 0) == 0) sequence = map;
+  }
+  ASSERT_NE(sequence, nullptr);
+  const auto& shown = sequence->values();
+  ASSERT_EQ(shown.size(), tokens.size());
+  double worst = 0.0;
+  for (std::size_t r = 0; r < shown.size(); ++r) {
+    for (std::size_t c = 0; c < shown[r].size(); ++c) {
+      worst = std::max(worst, std::abs(shown[r][c] - expected(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c))));
+    }
+  }
+  EXPECT_LT(worst, 1e-12);
+  // Each row a distribution over the tokens so far (causal).
+  for (Eigen::Index t = 0; t < expected.rows(); ++t) {
+    EXPECT_NEAR(expected.row(t).sum(), 1.0, 1e-12);
+    if (t + 1 < expected.cols()) EXPECT_EQ(expected.row(t).tail(expected.cols() - t - 1).cwiseAbs().maxCoeff(), 0.0);
+  }
+  // The running sum's ranks are computed: rank 1 at every cut.
+  const auto charts = duality->charts();
+  const auto ranks = std::find_if(charts.begin(), charts.end(), [](const ChartSpec& c) { return c.id == "duality_sequence_ranks"; });
+  ASSERT_NE(ranks, charts.end());
+  const ChartSeries* running = series_named(ranks->series, "running sum");
+  ASSERT_NE(running, nullptr);
+  ASSERT_EQ(running->points.size(), tokens.size() - 1);  // the cuts t = 1 .. T-1
+  for (const auto& [k, rank] : running->points) EXPECT_EQ(rank, 1.0) << "cut " << k;
 }
 
 TEST(Lesson, AboutSaysTheVersionAndWhereTheDocsAre) {

@@ -42,6 +42,9 @@ struct ForwardOptions {
   // Full/Block only: reads use one-shot weights with these sources removed (the fast engines
   // hand a masked pass to the reference). Null: no mask.
   const DepthMask* mask = nullptr;
+  // When set, receives each sublayer's input h (T, d), in order (reference engine only; the
+  // duality view reads the real input of a layer's attention from it).
+  std::vector<Eigen::MatrixXd>* sublayer_inputs = nullptr;
   // Called before each sublayer with (sublayers done, L); returning false stops the pass with
   // attnres::Cancelled (the CLI's Ctrl-C, the GUI's Cancel).
   Progress progress;

@@ -44,11 +44,12 @@ template <typename Scalar>
 Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>& layer,
                            const Matrix<Scalar>& x);  // (T, d), already RMS-normalised
 
-// The causal attention probabilities (T, T) of one head of one layer when that layer's input is
-// the token embedding normalised by its input RMSNorm: the sequence-side analogue of the depth
-// mixing matrix, for the duality view.
+// The causal attention probabilities (T, T) of one head of one layer, given that layer's real input
+// h (T, d) — the residual stream (or AttnRes read) entering its attention sublayer, before the
+// layer's input RMSNorm (ForwardOptions::sublayer_inputs records it): the sequence-side analogue
+// of the depth mixing matrix, for the duality view.
 Matrix<double> attention_probabilities(const ModelWeights<double>& model, int layer, int head,
-                                       const std::vector<int>& tokens);
+                                       const Matrix<double>& h);
 
 // Sublayer `sublayer` (0-based; even = attention of layer sublayer/2, odd = its MLP), PreNorm
 // included: returns v = f(h).
