@@ -135,7 +135,13 @@ void print_tables(std::ostream& out, const std::vector<ReportTable>& tables) {
     TextTable text(table.header);
     for (const auto& row : table.rows) text.add_row(row);
     text.print(out);
-    if (!table.note.empty()) out << "  " << table.note << "\n";
+    if (!table.note.empty()) {  // wrapped to the table's 120 columns
+      TextTable note({table.note});
+      std::ostringstream wrapped;
+      note.print(wrapped, 118);
+      std::istringstream lines(wrapped.str());
+      for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+    }
     out << "\n";
   }
 }

@@ -2,6 +2,10 @@
 // numbers.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "text_table.hpp"
+
 #include <QImage>
 #include <algorithm>
 #include <functional>
@@ -156,7 +160,16 @@ TEST(CostCli, SchemeAgainstAnotherInEveryFormat) {
   EXPECT_EQ(j["inputs"]["sublayers"], 8);
   const CliRun table = run_cli(with({"--scheme", "mhc:dynamic=false", "--compare", "denseformer"}));
   ASSERT_EQ(table.status, 0) << table.err;
-  EXPECT_NE(table.out.find("I/O (x d)"), std::string::npos) << table.out;
+  // The header "I/O (x d)" (wrapped over two lines when the table would pass 120 columns).
+  EXPECT_NE(table.out.find("scheme "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("(x d)"), std::string::npos) << table.out;
+  // The table itself (up to its note) fits 120 columns.
+  for (std::istringstream lines(table.out); !lines.eof();) {
+    std::string line;
+    std::getline(lines, line);
+    if (line.rfind("  ", 0) == 0) break;  // the note under the table
+    EXPECT_LE(cli::display_width(line), 120u) << line;
+  }
   EXPECT_NE(table.out.find("denseformer vs mhc:dynamic=false: I/O x"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("two-phase: does not apply: mHC"), std::string::npos) << table.out;
   const CliRun markdown = run_cli(with({"--scheme", "all", "--format", "markdown"}));
