@@ -315,26 +315,24 @@ void LessonModel::add_entry(const std::string& label, Kind entry_kind, const std
   choice->setItemData(choice->count() - 1, static_cast<int>(entry_kind), Qt::UserRole + 1);
 }
 
+ModelConfig LessonModel::shape_config(const std::vector<int>* ints) const {
+  // The random model's shape from its spin boxes, or from saved values in shape_spins() order.
+  const auto spins = shape_spins();
+  auto value = [&](std::size_t i) { return ints != nullptr ? (*ints)[i] : spins[i]->value(); };
+  ModelConfig config;
+  config.num_hidden_layers = value(0);
+  config.hidden_size = value(1);
+  config.num_attention_heads = value(2);
+  config.num_key_value_heads = value(3);
+  config.intermediate_size = value(4);
+  config.vocab_size = value(5);
+  return config;
+}
+
 void LessonModel::shape_changed() {
   if (kind_ != Kind::random) return;
-  ModelConfig config;
-  config.num_hidden_layers = layers->value();
-  config.hidden_size = d_model->value();
-  config.num_attention_heads = heads->value();
-  config.num_key_value_heads = kv_heads->value();
-  config.intermediate_size = ffn->value();
-  config.vocab_size = vocab->value();
-  const double bytes = weight_bytes(config);
-  if (bytes > 1e9 && weight_bytes([&] {
-        ModelConfig before = config;
-        before.num_hidden_layers = accepted_.ints[0];
-        before.hidden_size = accepted_.ints[1];
-        before.num_attention_heads = accepted_.ints[2];
-        before.num_key_value_heads = accepted_.ints[3];
-        before.intermediate_size = accepted_.ints[4];
-        before.vocab_size = accepted_.ints[5];
-        return before;
-      }()) <= 1e9) {
+  const double bytes = weight_bytes(shape_config());
+  if (bytes > 1e9 && weight_bytes(shape_config(&accepted_.ints)) <= 1e9) {
     char question[300];
     std::snprintf(question, sizeof question,
                   "This random model needs about %.1f GB of memory for its weights (double precision), and "
@@ -360,14 +358,7 @@ void LessonModel::update_block_range() {
   const int sublayers = kind_ != Kind::random && config_ ? config_->sublayers() : 2 * layers->value();
   set_spin_range(block_size, 1, std::max(1, sublayers));
   char text[160];
-  ModelConfig config;
-  config.num_hidden_layers = layers->value();
-  config.hidden_size = d_model->value();
-  config.num_attention_heads = heads->value();
-  config.num_key_value_heads = kv_heads->value();
-  config.intermediate_size = ffn->value();
-  config.vocab_size = vocab->value();
-  const double bytes = weight_bytes(config);
+  const double bytes = weight_bytes(shape_config());
   std::snprintf(text, sizeof text, "L = %d sublayers; weights about %.3g MB", 2 * layers->value(), bytes / 1e6);
   size->setText(QString::fromUtf8(text));
   size->setStyleSheet(bytes > 1e9 ? "QLabel { color: #8a1c1c; }" : "");

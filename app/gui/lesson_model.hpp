@@ -103,6 +103,7 @@ class LessonModel {
     double query_std = 0.5;
   };
   std::vector<QSpinBox*> shape_spins() const;
+  ModelConfig shape_config(const std::vector<int>* ints = nullptr) const;
   SpinValues spin_values() const;
   void add_entry(const std::string& label, Kind entry_kind, const std::string& dir);
   int random_index() const;

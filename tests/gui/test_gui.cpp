@@ -28,6 +28,7 @@
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 #include "attnres/report.hpp"
+#include "gui_wait.hpp"
 #include "main_window.hpp"
 #include "test_support.hpp"
 #include "training_view.hpp"
@@ -477,17 +478,6 @@ TEST(Gui, CancelledBackgroundWorkIsDiscarded) {
   EXPECT_TRUE(applied);
 }
 
-// Processes events until `done` holds; false after `limit_ms` (a generous cap, not a delay).
-bool wait_until(const std::function<bool()>& done, qint64 limit_ms = 30000) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done()) {
-    if (timer.elapsed() > limit_ms) return false;
-    QApplication::processEvents(QEventLoop::AllEvents, 5);
-    QThread::msleep(1);
-  }
-  return true;
-}
 
 // Background work that reports progress until its run is cancelled or `release` is set (or 30 s
 // pass, so that a failing test never hangs). Records what it saw.

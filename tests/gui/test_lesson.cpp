@@ -41,6 +41,7 @@
 #include "attnres/version.hpp"
 #include "lesson.hpp"
 #include "lesson_model.hpp"
+#include "gui_wait.hpp"
 #include "main_window.hpp"
 #include "view_kit.hpp"
 #include "widgets.hpp"
@@ -48,17 +49,7 @@
 namespace attnres::gui {
 namespace {
 
-// Processes events until `done` holds; false after `limit_ms` (a generous cap, not a delay).
-bool wait_for(const std::function<bool()>& done, qint64 limit_ms = 60000) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done()) {
-    if (timer.elapsed() > limit_ms) return false;
-    QApplication::processEvents(QEventLoop::AllEvents, 5);
-    QThread::msleep(1);
-  }
-  return true;
-}
+bool wait_for(const std::function<bool()>& done, qint64 limit_ms = 60000) { return wait_until(done, limit_ms); }
 
 // Every change seen (the views coalesce changes in the next event-loop pass), every run finished
 // and its result applied.
