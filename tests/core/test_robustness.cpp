@@ -194,7 +194,13 @@ TEST(Robustness, AFailedWriteLeavesThePreviousFileIntact) {
   std::filesystem::create_directories(dir / "blocker");
   write_file_atomically(dir / "blocker/inside", "x");
   EXPECT_THROW(write_file_atomically(dir / "blocker", "new"), Error);  // rename onto a non-empty directory fails
+  // The target of the failed write is as it was (a directory with its file), and so is the rest.
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "blocker"));
+  EXPECT_EQ(read_file(dir / "blocker/inside"), "x");
   EXPECT_EQ(read_file(dir / "out.json"), "old");
+  // A successful write replaces the old content in one step.
+  write_file_atomically(dir / "out.json", "new");
+  EXPECT_EQ(read_file(dir / "out.json"), "new");
   int entries = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 2);  // no temporary file left behind
