@@ -6,9 +6,10 @@ Usage: doc_references.py REPO_ROOT
 
 Scans the files git tracks (or, outside a git checkout, every file under REPO_ROOT except build
 and output folders) and fails, listing file:line for each problem, when
-  1. a file refers to a path or document outside the repository: `../shared`, `/work/shared`,
-     `SPEC.md`, `SPEC §…` or the bare word `SPEC` used as a document name (the CLI's `--scheme SPEC`
-     / `--compare SPEC` metavariable is allowed);
+  1. a file refers to a path or document outside the repository: the private "shared" folder one
+     level up or under /work, the spec's file name (SPEC with the .md extension), `SPEC §…` or the
+     bare word SPEC used as a document name (the CLI's `--scheme SPEC` / `--compare SPEC`
+     metavariable is allowed) — OUTSIDE_PATTERNS below;
   2. a citation `docs/NAME.md §X.Y` (also `NAME.md §X.Y`, `[NAME.md](NAME.md) §X.Y`, ranges
      `§2.2–2.3` and lists `§2.2, §2.4`) names a doc that does not exist or a section that is not a
      numbered heading (`## 3.3 Title`) of that doc. A bare `§X.Y` with no doc name before it on its
@@ -36,9 +37,9 @@ EXCLUDED_PREFIXES = (
 WALK_SKIP_DIRS = {".git", "build", "out", "node_modules", "__pycache__"}
 
 OUTSIDE_PATTERNS = [
-    (re.compile(r"\.\./shared"), "a path outside the repository ('../shared')"),
+    (re.compile(r"\.\./shared"), "a path outside the repository (the shared folder one level up)"),
     (re.compile(r"/work/shared"), "a path outside the repository ('/work/shared')"),
-    (re.compile(r"SPEC\.md"), "a document outside the repository ('SPEC.md')"),
+    (re.compile(r"SPEC\.md"), "a document outside the repository (the spec's .md file)"),
     (re.compile(r"\bSPEC\b"), "a document outside the repository ('SPEC')"),
 ]
 # `attnres cost --scheme SPEC [--compare SPEC]`: a metavariable, not a document.
@@ -130,7 +131,7 @@ def main():
                         if any(a.start() <= m.start() < a.end() for a in ALLOWED_SPEC.finditer(line)):
                             continue
                         if line[m.end():m.end() + 3] == ".md":
-                            continue  # reported as SPEC.md
+                            continue  # reported as the spec's file name
                     problems.append(f"{where}: {what}: {line.strip()}")
             if "§" not in line:
                 continue
