@@ -200,6 +200,16 @@ TEST(PipelineEvaluate, FreeLinksGiveNoExposedCommunicationAndTheClosedFormBubble
   const auto report = evaluate_pipeline(s);
   EXPECT_DOUBLE_EQ(report.exposed_comm_s, 0.0);
   EXPECT_GT(report.attnres_overhead_fraction, 0.0);  // the residual work itself still costs time
+  // The report's closed form is the interleaved one, (P-1)/(V·m) = 3/16, and with free links the
+  // simulated bubble is the schedule's own: positive, and the same in the standard-residual run's
+  // schedule up to the residual work's share.
+  EXPECT_DOUBLE_EQ(report.closed_form_bubble, 3.0 / 16.0);
+  EXPECT_DOUBLE_EQ(report.closed_form_bubble, closed_form_bubble(PipelineSchedule::interleaved, 4, 2, 8));
+  EXPECT_GT(report.bubble_fraction, 0.0);
+  EXPECT_NEAR(report.bubble_fraction, report.standard.bubble_fraction, 0.05);
+  // Unequal stages (54 sublayers over 8 chunks; the embedding and the head on the end ranks): the
+  // busiest rank, the denominator of both, waits less than the equal-stage formula (10.2 % here).
+  EXPECT_LT(report.bubble_fraction, report.closed_form_bubble);
   s.link_bandwidth = 1e9;  // a slow 1 GB/s link
   s.ideal_links = false;
   const auto slow = evaluate_pipeline(s);
