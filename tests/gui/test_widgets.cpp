@@ -170,8 +170,8 @@ ChartSpec overhead_like_spec() {
   return spec;
 }
 
-// The pipeline view's memory chart (four short names, step curves).
-ChartSpec memory_spec() {
+// A 32-layer, P = 4, V = 2 interleaved schedule with m micro-batches.
+PipelineReport pipeline_run(int microbatches) {
   PipelineSettings s;
   CostInputs in;
   in.layers = 32;
@@ -182,11 +182,11 @@ ChartSpec memory_spec() {
   in.pp = 4;
   in.vpp = 2;
   s.model = resolve_cost_inputs(in);
-  s.microbatches = 8;
+  s.microbatches = microbatches;
   s.schedule = PipelineSchedule::interleaved;
   s.cache = CachePolicy::cached;
   s.hardware = load_hardware("h100");
-  return pipeline_memory_chart(evaluate_pipeline(s));
+  return evaluate_pipeline(s);
 }
 
 // Whether `image` has a pixel within `tolerance` (per channel) of `colour` inside `rect`.
@@ -226,24 +226,11 @@ double non_white_fraction(const QImage& image) {
   return static_cast<double>(count) / (static_cast<double>(image.width()) * image.height());
 }
 
+// The pipeline view's memory chart (four short names, step curves).
+ChartSpec memory_spec() { return pipeline_memory_chart(pipeline_run(8)); }
+
 // The m = 64, P = 4, V = 2 interleaved schedule of the defect report: thousands of boxes.
-ChartSpec big_gantt() {
-  PipelineSettings s;
-  CostInputs in;
-  in.layers = 32;
-  in.block_size = 8;
-  in.d_model = 2048;
-  in.tokens = 4096;
-  in.batch = 1;
-  in.pp = 4;
-  in.vpp = 2;
-  s.model = resolve_cost_inputs(in);
-  s.microbatches = 64;
-  s.schedule = PipelineSchedule::interleaved;
-  s.cache = CachePolicy::cached;
-  s.hardware = load_hardware("h100");
-  return pipeline_gantt_chart(evaluate_pipeline(s));
-}
+ChartSpec big_gantt() { return pipeline_gantt_chart(pipeline_run(64)); }
 
 // ---------------------------------------------------------------------------------------------
 // The renderer: legend, log axes, marker readout (files and GUI alike).
