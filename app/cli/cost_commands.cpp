@@ -17,7 +17,9 @@
 #include "attnres/output_dir.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/report.hpp"
+#include "attnres/scenario.hpp"
 #include "attnres/train_report.hpp"
+#include "attnres/cost_input_fields.hpp"
 #include "chart_render.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -30,58 +32,46 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// CostInputs fields -> the flags that set them, so engine errors name what the user typed.
-std::string flag_for_field(const std::string& field) {
-  static const std::map<std::string, std::string> flags = {
-      {"sublayers", "--sublayers"}, {"layers", "--layers"},   {"d_model", "--d-model"},
-      {"blocks", "--blocks"},       {"block_size", "--block-size"}, {"streams", "--streams"},
-      {"ffn", "--ffn"},             {"tokens", "--seq"},      {"batch", "--batch"},
-      {"seq_shards", "--seq-shards"}, {"chunk", "--chunk"},   {"pp", "--pp"},
-      {"vpp", "--vpp"}};
-  auto it = flags.find(field);
-  return it == flags.end() ? field : it->second;
-}
-
-// The model/sequence/parallelism flags shared by cost, sweep and pipeline.
+// The model/sequence/parallelism flags shared by cost, sweep and pipeline, generated from the one
+// table of cost inputs (cost_input_fields.hpp); engine errors name the flag the user typed.
 struct InputFlags {
   CostInputs inputs;
   std::string dtype = "bf16";
-  bool pipeline = false;  // pipeline: --micro-batch-size instead of --batch, no prefill flags
+  bool pipeline = false;  // pipeline: --micro-batch-size instead of --batch, no prefill or mHC flags
+  bool d_model_required = true;  // off for `sweep`, whose --scenario gives the model instead
+  static std::string flag_name(const CostInputField& field, bool for_pipeline) {
+    return for_pipeline && field.key == "batch" ? "micro-batch-size" : std::string(field.flag);
+  }
   void add_to(po::options_description& options, bool for_pipeline = false) {
     pipeline = for_pipeline;
-    options.add_options()
-        ("sublayers", po::value(&inputs.sublayers), "sublayers L (attention and MLP each count)")
-        ("layers", po::value(&inputs.layers), "transformer layers (L = 2 x layers)")
-        ("blocks", po::value(&inputs.blocks), "AttnRes blocks N")
-        ("block-size", po::value(&inputs.block_size), "sublayers per block S (N = ceil(L/S))")
-        ("d-model", po::value(&inputs.d_model)->required(), "hidden width d")
-        ("ffn", po::value(&inputs.ffn)->default_value(0), "SwiGLU width F (0: round(8d/3))")
-        ("seq", po::value(&inputs.tokens)->default_value(4096), "sequence length T (tokens)")
-        ("dtype", po::value(&dtype)->default_value("bf16"), "bf16 | fp16 | fp32 | fp8")
-        ("pp", po::value(&inputs.pp)->default_value(1), "pipeline ranks P")
-        ("vpp", po::value(&inputs.vpp)->default_value(1), "virtual stages per rank V");
-    if (for_pipeline) {
-      options.add_options()
-          ("micro-batch-size", po::value(&inputs.batch)->default_value(1), "sequences per micro-batch");
-      return;
+    const CostInputs defaults;
+    for (const auto& field : cost_input_fields()) {
+      if (for_pipeline && !field.pipeline_flag) continue;
+      const std::string name = flag_name(field, for_pipeline);
+      const std::string help = for_pipeline && field.key == "batch" ? "sequences per micro-batch" : std::string(field.help);
+      auto* value = po::value(&(inputs.*field.member));
+      if (defaults.*field.member != 0) value->default_value(defaults.*field.member);
+      if (field.key == "d_model" && d_model_required) value->required();
+      options.add_options()(name.c_str(), value, help.c_str());
+      if (field.key == "tokens") {
+        options.add_options()("dtype", po::value(&dtype)->default_value("bf16"), "element type: bf16 | fp16 | fp32 | fp8");
+      }
     }
-    options.add_options()
-        ("streams", po::value(&inputs.streams)->default_value(4), "mHC residual streams m")
-        ("batch", po::value(&inputs.batch)->default_value(1), "sequences per batch B")
-        ("seq-shards", po::value(&inputs.seq_shards)->default_value(1), "sequence-parallel shards")
-        ("chunk", po::value(&inputs.chunk)->default_value(0), "chunked-prefill length (0: none)");
+  }
+  // The flag that sets CostInputs field `key` ("--seq" for tokens).
+  std::string flag_for_field(const std::string& key) const {
+    const CostInputField* field = find_cost_input_field(key);
+    return field ? "--" + flag_name(*field, pipeline) : key;
   }
   CostInputs resolved() {
     inputs.dtype = parse_flag_value([&] { return parse_dtype(dtype, "--dtype"); });
     try {
       return resolve_cost_inputs(inputs);
     } catch (const CostInputError& error) {
-      const std::string flag = pipeline && error.field == "batch" ? "--micro-batch-size" : flag_for_field(error.field);
-      throw UsageError(flag + ": " + error.what());
+      throw UsageError(flag_for_field(error.field) + ": " + error.what());
     }
   }
 };
-
 
 // A sweep as JSON, streamed: the header fields, then one point at a time, then the rejected
 // settings. The same keys as a JSON object built in memory.
@@ -154,50 +144,6 @@ void require_format(const std::string& format, std::initializer_list<const char*
   }
   throw UsageError("--format must be one of " + list + ", got '" + format + "'");
 }
-
-// "1,2,4" | "divisors" | "1:64:x2" (factor) | "1:10" or "1:10:2" (step).
-std::vector<std::int64_t> parse_values(const std::string& text, const std::string& flag,
-                                       std::int64_t sublayers) {
-  if (text == "divisors") return divisors(sublayers);
-  auto to_int = [&](const std::string& word) {
-    try {
-      std::size_t used = 0;
-      const long long value = std::stoll(word, &used);
-      if (used != word.size()) throw std::invalid_argument(word);
-      return static_cast<std::int64_t>(value);
-    } catch (const std::exception&) {
-      throw UsageError(flag + ": '" + word + "' is not an integer (expected 1,2,4 or divisors or "
-                       "FROM:TO[:STEP] or FROM:TO:xFACTOR)");
-    }
-  };
-  std::vector<std::int64_t> values;
-  if (text.find(':') != std::string::npos) {
-    std::vector<std::string> parts;
-    std::stringstream stream(text);
-    for (std::string part; std::getline(stream, part, ':');) parts.push_back(part);
-    if (parts.size() < 2 || parts.size() > 3) throw UsageError(flag + ": expected FROM:TO[:STEP|:xFACTOR]");
-    const std::int64_t from = to_int(parts[0]), to = to_int(parts[1]);
-    if (to < from) throw UsageError(flag + ": TO is below FROM");
-    if (parts.size() == 3 && !parts[2].empty() && parts[2][0] == 'x') {
-      const std::int64_t factor = to_int(parts[2].substr(1));
-      if (factor < 2 || from < 1) throw UsageError(flag + ": a factor needs FROM >= 1 and FACTOR >= 2");
-      for (std::int64_t v = from; v <= to; v = v > to / factor ? to + 1 : v * factor) values.push_back(v);
-    } else {
-      const std::int64_t step = parts.size() == 3 ? to_int(parts[2]) : 1;
-      if (step < 1) throw UsageError(flag + ": STEP must be >= 1");
-      if ((to - from) / step >= 10'000'000) throw UsageError(flag + ": too many values");
-      for (std::int64_t v = from; v <= to; v += step) values.push_back(v);
-    }
-    return values;
-  }
-  std::stringstream stream(text);
-  for (std::string word; std::getline(stream, word, ',');) {
-    if (!word.empty()) values.push_back(to_int(word));
-  }
-  if (values.empty()) throw UsageError(flag + ": no values given");
-  return values;
-}
-
 
 // ------------------------------------------------------------------ schemes (docs/scheme-costs.md)
 
@@ -614,20 +560,38 @@ int scaling_command(const std::vector<std::string>& args, std::ostream& out, std
   return kExitOk;
 }
 
+// Flags given on the command line (not defaults) override a --scenario's inputs.
+void override_from_flags(const InputFlags& flags, const po::variables_map& values, CostInputs& in) {
+  for (const auto& field : cost_input_fields()) {
+    const std::string name = InputFlags::flag_name(field, flags.pipeline);
+    if (values.count(name) && !values[name].defaulted()) set_cost_input(in, std::string(field.key), flags.inputs.*field.member);
+  }
+  if (values.count("dtype") && !values["dtype"].defaulted()) {
+    in.dtype = parse_flag_value([&] { return parse_dtype(flags.dtype, "--dtype"); });
+  }
+}
+
 int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   InputFlags flags;
+  flags.d_model_required = false;  // checked below: a --scenario gives it too
   SweepSpec spec;
-  std::string x_values, y_values, y_parameter, format, out_dir;
+  std::string x_values, y_values, y_parameter, format, out_dir, scenario_path;
   std::vector<std::string> metrics;
   po::options_description options("attnres sweep options");
-  options.add_options()("help,h", "show this help");
+  options.add_options()("help,h", "show this help")
+      ("scenario", po::value(&scenario_path),
+       "take the model, [hardware], [moe] and [pipeline] of this scenario file as the base setting "
+       "(model flags given as well override it); needed for time and pipeline metrics and for the "
+       "microbatches and link_bandwidth_gbps parameters");
   flags.add_to(options);
+  std::string parameters;
+  for (const auto& name : sweep_parameters()) parameters += (parameters.empty() ? "" : ", ") + name;
   options.add_options()
-      ("x", po::value(&spec.x.parameter)->required(), "parameter to sweep (blocks, block_size, sublayers, pp, vpp, tokens, ...)")
+      ("x", po::value(&spec.x.parameter)->required(), ("parameter to sweep: " + parameters).c_str())
       ("values", po::value(&x_values)->required(), "1,2,4 | divisors | FROM:TO[:STEP] | FROM:TO:xFACTOR")
       ("y", po::value(&y_parameter), "second parameter for a grid")
       ("y-values", po::value(&y_values), "values of the second parameter")
-      ("metric", po::value(&metrics)->required(), "metric key (repeat; see attnres cost --format csv)")
+      ("metric", po::value(&metrics)->required(), "metric key (repeat; attnres metrics lists them, all in one unit)")
       ("name", po::value(&spec.name)->default_value("sweep"), "name of the output files")
       ("log-x", "logarithmic x axis")
       ("log-y", "logarithmic y axis")
@@ -639,9 +603,9 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
        "refuse sweeps with more settings than this");
   auto values = parse_options(args, options);
   if (wants_help(values,
-                 "usage: attnres sweep <model flags as for cost> --x PARAM --values V [--y PARAM "
-                 "--y-values V] --metric KEY [--metric KEY ...] [--name NAME] [--log-x] [--log-y] "
-                 "[--max-points N] [--out DIR [--force] | --format csv|json]",
+                 "usage: attnres sweep (--d-model D <model flags as for cost> | --scenario FILE [model flags]) "
+                 "--x PARAM --values V [--y PARAM --y-values V] --metric KEY [--metric KEY ...] [--name NAME] "
+                 "[--log-x] [--log-y] [--max-points N] [--out DIR [--force] | --format csv|json]",
                  options, out)) {
     return kExitOk;
   }
@@ -658,18 +622,44 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
     throw UsageError(error.what());
   }
   if (spec.max_points < 1) throw UsageError("--max-points must be >= 1");
-  const CostInputs base = flags.resolved();
-  try {
-    CostInputs probe = base;
-    set_cost_input(probe, spec.x.parameter, 1);
-    if (!y_parameter.empty()) set_cost_input(probe, y_parameter, 1);
-  } catch (const Error& error) {
-    throw UsageError(std::string("--x/--y: ") + error.what());
+  ScenarioInputs base;
+  if (scenario_path.empty()) {
+    if (!values.count("d-model")) throw UsageError("the option '--d-model' is required but missing (or give --scenario)");
+    base.cost = flags.resolved();
+  } else {
+    const Scenario scenario = load_scenario(scenario_path);
+    if (!scenario.has_model) throw UsageError("--scenario: " + scenario_path + " has no [model] table");
+    base = scenario.scenario_inputs();
+    override_from_flags(flags, values, base.cost);
+    try {
+      base.cost = resolve_cost_inputs(base.cost);
+    } catch (const CostInputError& error) {
+      throw UsageError(flags.flag_for_field(error.field) + ": " + error.what() + " (with the inputs of " +
+                       scenario_path + ")");
+    }
+    if (base.pipeline) base.pipeline->model = base.cost;
   }
-  spec.x.values = parse_values(x_values, "--values", base.sublayers);
+  const bool has_pipeline = base.pipeline.has_value(), has_hardware = base.hardware.has_value();
+  auto axis_values = [&](const std::string& text, const std::string& flag) {
+    try {
+      return parse_sweep_values(text, flag, base.cost.sublayers);
+    } catch (const Error& error) {
+      throw UsageError(error.what());
+    }
+  };
+  for (const auto& [flag, parameter] : {std::pair<std::string, std::string>{"--x", spec.x.parameter}, {"--y", y_parameter}}) {
+    if (parameter.empty()) continue;
+    const std::string problem = sweep_parameter_problem(parameter, has_pipeline);
+    if (!problem.empty()) {
+      const bool missing_table = is_pipeline_sweep_parameter(parameter) && scenario_path.empty();
+      throw UsageError(flag + ": " + problem + (missing_table ? " (give --scenario with one)" : ""));
+    }
+  }
+  spec.x.values = axis_values(x_values, "--values");
   if (!y_parameter.empty()) {
     if (y_values.empty()) throw UsageError("--y needs --y-values");
-    spec.y = SweepAxis{y_parameter, parse_values(y_values, "--y-values", base.sublayers)};
+    if (y_parameter == spec.x.parameter) throw UsageError("--y must differ from --x");
+    spec.y = SweepAxis{y_parameter, axis_values(y_values, "--y-values")};
   } else if (!y_values.empty()) {
     throw UsageError("--y-values needs --y (the second parameter of the grid)");
   }
@@ -684,20 +674,17 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   std::string unit;
   for (const auto& key : metrics) {
-    const CostMetric* metric = find_cost_metric(key);
-    if (!metric) {
-      const std::string hint = closest_cost_metric(key);
-      throw UsageError("--metric: unknown metric '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    const std::string problem = sweep_metric_problem(key, has_hardware, has_pipeline, unit);
+    if (!problem.empty()) {
+      const bool missing_table = problem.find(" needs ") != std::string::npos;
+      throw UsageError("--metric: " + problem + (missing_table && scenario_path.empty() ? " (give --scenario with it)" : ""));
     }
-    if (!unit.empty() && metric->unit != unit) {
-      throw UsageError("--metric: '" + key + "' is in " + metric->unit + ", the first metric in " + unit);
-    }
-    unit = metric->unit;
+    if (unit.empty()) unit = find_cost_metric(key)->unit;
   }
   spec.metrics = metrics;
   spec.log_x = values.count("log-x") > 0;
   spec.log_y = values.count("log-y") > 0;
-  const nlohmann::json inputs_json = cost_inputs_to_json(base);
+  const nlohmann::json inputs_json = cost_inputs_to_json(base.cost);
   ProgressBar progress("sweep");
   SweepRun run;
   run.progress = progress.callback();
@@ -706,11 +693,11 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
     if (format == "json") {
       SweepJsonWriter writer(out, spec, inputs_json);
       run.on_point = [&](const SweepPoint& point) { writer.point(point); };
-      writer.end(run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, run));
+      writer.end(run_sweep(base, spec, run));
     } else {
       out << sweep_csv_header(spec);
       run.on_point = [&](const SweepPoint& point) { out << sweep_csv_row(point); };
-      run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, run);
+      run_sweep(base, spec, run);
     }
     return kExitOk;
   }
@@ -718,6 +705,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   output.owner = "sweep:" + spec.name;
   output.force = values.count("force") > 0;
   output.progress = write_phase_progress(progress);
+  if (!scenario_path.empty()) output.inputs = {fs::path(scenario_path)};
   const fs::path target = clean_output_path(out_dir, "--out");
   check_output_directory(target, output);  // refuse before the work, not after
   charts::ensure_application();            // before any staging folder exists
@@ -732,7 +720,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       csv << sweep_csv_row(point);
       writer.point(point);
     };
-    result = run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, run);
+    result = run_sweep(base, spec, run);
     writer.end(result);
     close_output(csv, dir / (spec.name + ".csv"));
     close_output(json_file, dir / (spec.name + ".json"));

@@ -30,6 +30,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/cost.hpp"
+#include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
@@ -52,58 +53,45 @@ class CostView : public View {
   explicit CostView(const ViewHost& host) : View("cost", "Cost explorer", host) {
     auto* inputs = new QWidget;
     auto* form = new QFormLayout(inputs);
-    sublayers_ = spin(1, 100000, 128);
-    blocks_ = spin(1, 100000, 8);
-    d_model_ = spin(1, 1'000'000, 7168);
-    tokens_ = spin(1, 1'000'000'000, 131072);
-    batch_ = spin(1, 1'000'000, 1);
+    // The cost inputs shown, from the one table of cost inputs (labels, tooltips, ranges), opening
+    // on the paper's example setting (docs/math.md §3).
+    for (const auto& [key, value] : kShownInputs) {
+      const CostInputField& field = *find_cost_input_field(key);
+      QSpinBox* box = spin(static_cast<int>(field.input_min), static_cast<int>(field.input_max), value);
+      box->setObjectName(QString::fromUtf8(field.key.data(), static_cast<int>(field.key.size())));
+      box->setToolTip(QString::fromUtf8(field.help.data(), static_cast<int>(field.help.size())));
+      fields_[std::string(key)] = box;
+    }
+    blocks_ = fields_.at("blocks");
     dtype_ = new QComboBox;
     dtype_->addItems({"bf16", "fp16", "fp32", "fp8"});
-    pp_ = spin(1, 4096, 4);
-    vpp_ = spin(1, 64, 2);
-    streams_ = spin(1, 64, 4);
-    shards_ = spin(1, 1'000'000, 8);
-    chunk_ = spin(0, 1'000'000'000, 16384);
     hardware_ = hardware_combo();
     sweep_ = new QComboBox;
     sweep_->addItem("(open a scenario to see its sweeps)");
     // Two scheme pickers (docs/scheme-costs.md): every named scheme of the cost engine.
     scheme_a_ = named_scheme_picker("block");
     scheme_b_ = named_scheme_picker("full");
-    form->addRow("sublayers L", sublayers_);
-    form->addRow("blocks N", with_slider(blocks_, "blocks_slider"));
-    form->addRow("width d", d_model_);
-    form->addRow("tokens T", tokens_);
-    form->addRow("batch B", batch_);
-    form->addRow("dtype", dtype_);
-    form->addRow("pipeline ranks P", pp_);
-    form->addRow("virtual stages V", vpp_);
-    form->addRow("mHC streams m", streams_);
-    form->addRow("sequence shards", shards_);
-    form->addRow("prefill chunk", chunk_);
+    for (const auto& [key, value] : kShownInputs) {
+      const CostInputField& field = *find_cost_input_field(key);
+      QSpinBox* box = fields_.at(key);
+      const QString label = QString::fromUtf8(field.label.data(), static_cast<int>(field.label.size()));
+      if (box == blocks_) {
+        form->addRow(label, with_slider(blocks_, "blocks_slider"));
+      } else {
+        form->addRow(label, box);
+      }
+      if (std::string_view(key) == "batch") form->addRow("dtype", dtype_);
+    }
     form->addRow("hardware", hardware_);
     form->addRow("scenario sweep", sweep_);
     form->addRow("scheme A", scheme_a_);
     form->addRow("scheme B", scheme_b_);
-    sublayers_->setToolTip("Sublayers L (attention and MLP each count; 2 x transformer layers)");
-    blocks_->setToolTip("AttnRes blocks N (1 .. L): N = L is Full AttnRes, the charts sweep every N and mark this one");
-    d_model_->setToolTip("Hidden width d");
-    tokens_->setToolTip("Sequence length T in tokens (prefill memory)");
-    batch_->setToolTip("Sequences B processed together");
+    blocks_->setToolTip(blocks_->toolTip() + "; the charts sweep every N and mark this one");
     dtype_->setToolTip("Element type of the stored history and of the traffic (bytes per element)");
-    pp_->setToolTip("Pipeline ranks P");
-    vpp_->setToolTip("Virtual stages V per rank (V > 1: interleaved; the cross-stage cache pays off)");
-    streams_->setToolTip("Residual streams m of mHC");
-    shards_->setToolTip("Sequence shards (context parallelism) the prefill history is split over");
-    chunk_->setToolTip("Prefill chunk length in tokens (0: the whole sequence at once)");
     hardware_->setToolTip("GPU preset for the time and bandwidth figures");
     sweep_->setToolTip("A sweep of the opened scenario, drawn instead of the four charts");
     scheme_a_->setToolTip("Scheme A of the comparison table and the I/O chart (docs/scheme-costs.md)");
     scheme_b_->setToolTip("Scheme B of the comparison table and the I/O chart (docs/scheme-costs.md)");
-    blocks_->setObjectName("blocks");
-    sublayers_->setObjectName("sublayers");
-    pp_->setObjectName("pp");
-    vpp_->setObjectName("vpp");
     sweep_->setObjectName("scenario_sweep");
     scheme_a_->setObjectName("scheme_a");
     scheme_b_->setObjectName("scheme_b");
@@ -148,25 +136,16 @@ class CostView : public View {
                   "<p><b>Try:</b> move N from 1 to L and watch Block "
                   "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off; "
                   "compare full with full_input_query to see what breaks the two-phase schedule.</p>");
-    on_change(this, {sublayers_, blocks_, d_model_, tokens_, batch_, dtype_, pp_, vpp_, streams_, shards_, chunk_, hardware_,
-                     scheme_a_, scheme_b_},
-              [this] { recompute(); });
+    std::vector<QWidget*> watched = {dtype_, hardware_, scheme_a_, scheme_b_};
+    for (const auto& entry : fields_) watched.push_back(entry.second);
+    on_change(this, watched, [this] { recompute(); });
     QObject::connect(sweep_, &QComboBox::currentIndexChanged, this, [this] { show_scenario_sweep(); });
   }
 
   CostInputs inputs() const {
     CostInputs in;
-    in.sublayers = sublayers_->value();
-    in.blocks = blocks_->value();
-    in.d_model = d_model_->value();
-    in.tokens = tokens_->value();
-    in.batch = batch_->value();
+    for (const auto& [key, box] : fields_) in.*find_cost_input_field(key)->member = box->value();
     in.dtype = parse_dtype(dtype_->currentText().toStdString(), "dtype");
-    in.pp = pp_->value();
-    in.vpp = vpp_->value();
-    in.streams = streams_->value();
-    in.seq_shards = shards_->value();
-    in.chunk = chunk_->value();
     return in;
   }
 
@@ -272,21 +251,12 @@ class CostView : public View {
   void apply_scenario(const Scenario& s) override {
     scenario_ = s;
     if (s.has_model) {
-      const QSignalBlocker blockers[] = {QSignalBlocker(sublayers_), QSignalBlocker(blocks_), QSignalBlocker(d_model_),
-                                         QSignalBlocker(tokens_), QSignalBlocker(batch_), QSignalBlocker(pp_),
-                                         QSignalBlocker(vpp_), QSignalBlocker(streams_), QSignalBlocker(shards_),
-                                         QSignalBlocker(chunk_), QSignalBlocker(dtype_)};
-      sublayers_->setValue(static_cast<int>(s.inputs.sublayers));
-      blocks_->setValue(static_cast<int>(s.inputs.blocks));
-      d_model_->setValue(static_cast<int>(s.inputs.d_model));
-      tokens_->setValue(static_cast<int>(s.inputs.tokens));
-      batch_->setValue(static_cast<int>(s.inputs.batch));
+      const QSignalBlocker dtype_blocker(dtype_);
+      for (const auto& [key, box] : fields_) {
+        const QSignalBlocker blocker(box);
+        box->setValue(static_cast<int>(cost_input_value(s.inputs, *find_cost_input_field(key))));
+      }
       dtype_->setCurrentText(QString::fromStdString(to_string(s.inputs.dtype)));
-      pp_->setValue(static_cast<int>(s.inputs.pp));
-      vpp_->setValue(static_cast<int>(s.inputs.vpp));
-      streams_->setValue(static_cast<int>(s.inputs.streams));
-      shards_->setValue(static_cast<int>(s.inputs.seq_shards));
-      chunk_->setValue(static_cast<int>(s.inputs.chunk));
     }
     {
       const QSignalBlocker blocker(sweep_);
@@ -368,20 +338,22 @@ class CostView : public View {
   std::string hardware() const { return hardware_->currentText().toStdString(); }
 
  private:
-  // The input behind a CostInputs field named by an error.
+  // The integer inputs shown and the value they open with (the paper's example setting).
+  static constexpr std::pair<const char*, int> kShownInputs[] = {
+      {"sublayers", 128}, {"blocks", 8}, {"d_model", 7168}, {"tokens", 131072}, {"batch", 1},
+      {"pp", 4},          {"vpp", 2},    {"streams", 4},    {"seq_shards", 8},  {"chunk", 16384}};
+
+  // The input behind a CostInputs field named by an error (or behind its alternative: block_size
+  // is set through N here, layers through L).
   QWidget* field(const std::string& key) const {
-    if (key == "sublayers" || key == "layers") return sublayers_;
-    if (key == "blocks" || key == "block_size") return blocks_;
-    if (key == "d_model") return d_model_;
-    if (key == "tokens") return tokens_;
-    if (key == "batch") return batch_;
-    if (key == "pp" || key == "vpp") return key == "pp" ? pp_ : vpp_;
-    if (key == "streams") return streams_;
-    if (key == "seq_shards") return shards_;
-    if (key == "chunk") return chunk_;
-    return nullptr;
+    if (auto it = fields_.find(key); it != fields_.end()) return it->second;
+    const CostInputField* input = find_cost_input_field(key);
+    if (!input || input->alternative.empty()) return nullptr;
+    auto it = fields_.find(std::string(input->alternative));
+    return it == fields_.end() ? nullptr : it->second;
   }
-  QSpinBox *sublayers_, *blocks_, *d_model_, *tokens_, *batch_, *pp_, *vpp_, *streams_, *shards_, *chunk_;
+  std::map<std::string, QSpinBox*> fields_;  // CostInputs key -> its input
+  QSpinBox* blocks_;                          // fields_["blocks"], with its slider
   QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_;
   std::vector<ChartPanel*> panels_;
   ChartPanel* scenario_panel_;

@@ -5,6 +5,8 @@
 #include <map>
 #include <utility>
 
+#include "attnres/cost_input_fields.hpp"
+
 namespace attnres {
 
 using nlohmann::json;
@@ -355,12 +357,11 @@ json evaluation_to_json(const Evaluation& evaluation) {
 }
 
 json cost_inputs_to_json(const CostInputs& in) {
-  return {{"sublayers", in.sublayers}, {"layers", in.sublayers / 2}, {"d_model", in.d_model},
-          {"blocks", in.blocks},       {"block_size", in.block_size}, {"streams", in.streams},
-          {"ffn", in.ffn},             {"tokens", in.tokens},         {"batch", in.batch},
-          {"dtype", to_string(in.dtype)}, {"bytes_per_element", bytes_per_element(in.dtype)},
-          {"seq_shards", in.seq_shards}, {"chunk", in.chunk},         {"pp", in.pp},
-          {"vpp", in.vpp}};
+  json inputs = json::object();
+  for (const auto& field : cost_input_fields()) inputs[std::string(field.key)] = cost_input_value(in, field);
+  inputs["dtype"] = to_string(in.dtype);
+  inputs["bytes_per_element"] = bytes_per_element(in.dtype);
+  return inputs;
 }
 
 json cost_report_to_json(const CostReport& report) {

@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/history_mask.hpp"
@@ -58,8 +59,6 @@ const std::vector<std::string>& scenario_sections() {
 }
 
 namespace {
-
-constexpr std::int64_t kMaxSweepSettings = 10'000'000;
 
 class ScenarioReader {
  public:
@@ -130,12 +129,16 @@ class ScenarioReader {
     }
   }
 
-  // Reads an integer field into the inputs and remembers where it was, for later range errors.
-  void read_input(const toml::table& t, const char* key, const std::string& prefix,
-                  std::int64_t& field) {
-    if (const toml::node* node = t.get(key)) {
-      field = integer(*node, prefix + key);
-      locations_[key] = node->source();
+  // Reads the integer inputs of one table into `in` and remembers where each was, for later
+  // range errors.
+  void read_inputs(const toml::table& t, std::string_view section, CostInputs& in) {
+    for (const auto& field : cost_input_fields()) {
+      if (field.section != section) continue;
+      const std::string key(field.key);
+      if (const toml::node* node = t.get(key)) {
+        in.*field.member = integer(*node, std::string(section) + "." + key);
+        locations_[key] = node->source();
+      }
     }
   }
 
@@ -169,18 +172,22 @@ class ScenarioReader {
       if ((step == nullptr) == (factor == nullptr)) {
         fail(node.source(), name + " needs exactly one of 'step' or 'factor'");
       }
+      SweepRange bounds;
+      bounds.from = first;
+      bounds.to = last;
       if (step) {
-        const std::int64_t by = integer(*step, name + ".step");
-        if (by < 1) fail(step->source(), name + ".step must be >= 1");
-        if ((last - first) / by + 1 > kMaxSweepSettings) fail(node.source(), name + " has too many values");
-        for (std::int64_t v = first; v <= last; v += by) values.push_back(v);
+        bounds.step = integer(*step, name + ".step");
+        if (bounds.step < 1) fail(step->source(), name + ".step must be >= 1");
       } else {
-        const std::int64_t by = integer(*factor, name + ".factor");
-        if (by < 2) fail(factor->source(), name + ".factor must be >= 2");
+        bounds.factor = integer(*factor, name + ".factor");
+        if (bounds.factor < 2) fail(factor->source(), name + ".factor must be >= 2");
         if (first < 1) fail(from->source(), name + ".from must be >= 1 with a factor");
-        for (std::int64_t v = first; v <= last; v = v > last / by ? last + 1 : v * by) values.push_back(v);
       }
-      return values;
+      try {
+        return expand_sweep_range(bounds, name);
+      } catch (const Error& error) {
+        fail(node.source(), error.what());
+      }
     }
     fail(node.source(), name + ": expected an array of integers, \"divisors\" or a table "
                                "{from, to, step|factor}, got " + type_name(node));
@@ -224,16 +231,15 @@ class ScenarioReader {
     }
     s.has_model = true;
     CostInputs& in = s.inputs;
-    check_keys(*model, "model.", {"sublayers", "layers", "d_model", "blocks", "block_size", "streams", "ffn"});
-    for (const char* key : {"sublayers", "layers", "d_model", "blocks", "block_size", "streams", "ffn"}) {
-      read_input(*model, key, "model.", field(in, key));
-    }
+    // The integer inputs come from the one table of cost inputs (cost_input_fields.hpp).
+    check_keys(*model, "model.", cost_input_keys("model"));
+    read_inputs(*model, "model", in);
     model_region_ = model->source();
     if (const toml::table* sequence = table(root, "sequence")) {
-      check_keys(*sequence, "sequence.", {"tokens", "batch", "dtype", "seq_shards", "chunk"});
-      for (const char* key : {"tokens", "batch", "seq_shards", "chunk"}) {
-        read_input(*sequence, key, "sequence.", field(in, key));
-      }
+      std::vector<std::string> keys = cost_input_keys("sequence");
+      keys.push_back("dtype");
+      check_keys(*sequence, "sequence.", keys);
+      read_inputs(*sequence, "sequence", in);
       if (const toml::node* n = sequence->get("dtype")) {
         try {
           in.dtype = parse_dtype(string(*n, "sequence.dtype"), "sequence.dtype");
@@ -243,9 +249,8 @@ class ScenarioReader {
       }
     }
     if (const toml::table* parallel = table(root, "parallel")) {
-      check_keys(*parallel, "parallel.", {"pp", "vpp"});
-      read_input(*parallel, "pp", "parallel.", in.pp);
-      read_input(*parallel, "vpp", "parallel.", in.vpp);
+      check_keys(*parallel, "parallel.", cost_input_keys("parallel"));
+      read_inputs(*parallel, "parallel", in);
     }
     try {
       in = resolve_cost_inputs(in);
@@ -531,15 +536,8 @@ class ScenarioReader {
     if (const toml::node* n = t.get("title")) spec.title = string(*n, "sweep.title");
     auto parameter = [&](const toml::node& node, const char* what) {
       std::string p = string(node, what);
-      const auto& known = sweep_parameters();
-      if (std::find(known.begin(), known.end(), p) == known.end()) {
-        const std::string hint = did_you_mean(p, known);
-        fail(node.source(), std::string(what) + ": unknown parameter '" + p + "'" +
-                                (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-      }
-      if ((p == "microbatches" || p == "link_bandwidth_gbps") && !s.pipeline) {
-        fail(node.source(), std::string(what) + ": '" + p + "' needs a [pipeline] table");
-      }
+      const std::string problem = sweep_parameter_problem(p, s.pipeline.has_value());
+      if (!problem.empty()) fail(node.source(), std::string(what) + ": " + problem);
       return p;
     };
     spec.x.parameter = parameter(required("x"), "sweep.x");
@@ -574,24 +572,10 @@ class ScenarioReader {
     std::string unit;
     for (const auto& item : *metrics.as_array()) {
       const std::string key = string(item, "sweep.metrics entry");
+      const std::string problem = sweep_metric_problem(key, s.hardware.has_value(), s.pipeline.has_value(), unit);
+      if (!problem.empty()) fail(item.source(), problem);
       const CostMetric* metric = find_cost_metric(key);
-      if (!metric) {
-        const std::string hint = closest_cost_metric(key);
-        fail(item.source(), "unknown metric '" + key + "'" +
-                                (hint.empty() ? " (see attnres cost --format json for the keys)"
-                                              : " (did you mean '" + hint + "'?)"));
-      }
-      if (metric->needs == CostMetric::Needs::time && !s.hardware) {
-        fail(item.source(), "metric '" + key + "' needs [hardware]");
-      }
-      if (metric->needs == CostMetric::Needs::pipeline && !s.pipeline) {
-        fail(item.source(), "metric '" + key + "' needs a [pipeline] table");
-      }
-      if (!unit.empty() && metric->unit != unit) {
-        fail(item.source(), "metric '" + key + "' is in " + metric->unit + " but the chart's "
-                                "first metric is in " + unit + "; put them in separate sweeps");
-      }
-      unit = metric->unit;
+      if (unit.empty()) unit = metric->unit;
       spec.metrics.push_back(key);
     }
     if (const toml::node* n = t.get("threshold")) spec.threshold = number(*n, "sweep.threshold");
@@ -612,22 +596,6 @@ class ScenarioReader {
   }
 
  private:
-  static std::int64_t& field(CostInputs& in, const std::string& key) {
-    if (key == "sublayers") return in.sublayers;
-    if (key == "layers") return in.layers;
-    if (key == "d_model") return in.d_model;
-    if (key == "blocks") return in.blocks;
-    if (key == "block_size") return in.block_size;
-    if (key == "streams") return in.streams;
-    if (key == "ffn") return in.ffn;
-    if (key == "tokens") return in.tokens;
-    if (key == "batch") return in.batch;
-    if (key == "seq_shards") return in.seq_shards;
-    if (key == "chunk") return in.chunk;
-    if (key == "pp") return in.pp;
-    return in.vpp;
-  }
-
   std::string source_;
   std::map<std::string, toml::source_region> locations_;
   toml::source_region model_region_;
@@ -690,12 +658,15 @@ std::string scenario_to_toml(const Scenario& s) {
   for (std::size_t i = 0; i < s.sections.size(); ++i) out << (i ? ", " : "") << quoted(s.sections[i]);
   out << "]\n";
   if (s.has_model) {
+    // Every primary input of the one table, in its TOML table (derived aliases are left out).
     const CostInputs& in = s.inputs;
-    out << "\n[model]\nsublayers = " << in.sublayers << "\nd_model = " << in.d_model << "\nblock_size = "
-        << in.block_size << "\nstreams = " << in.streams << "\nffn = " << in.ffn << "\n";
-    out << "\n[sequence]\ntokens = " << in.tokens << "\nbatch = " << in.batch << "\ndtype = "
-        << quoted(to_string(in.dtype)) << "\nseq_shards = " << in.seq_shards << "\nchunk = " << in.chunk << "\n";
-    out << "\n[parallel]\npp = " << in.pp << "\nvpp = " << in.vpp << "\n";
+    for (const char* section : {"model", "sequence", "parallel"}) {
+      out << "\n[" << section << "]\n";
+      for (const auto& field : cost_input_fields()) {
+        if (field.section == section && !field.derived) out << field.key << " = " << in.*field.member << "\n";
+      }
+      if (std::string_view(section) == "sequence") out << "dtype = " << quoted(to_string(in.dtype)) << "\n";
+    }
   }
   out << "\n[scaling]\ntarget_loss = " << toml_number(s.scaling.target_loss) << "\nloss_range = ["
       << toml_number(s.scaling.loss_from) << ", " << toml_number(s.scaling.loss_to) << "]\n";

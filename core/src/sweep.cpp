@@ -38,15 +38,8 @@ EvaluatedScenario evaluate_scenario(const ScenarioInputs& in, bool time, bool pi
   return out;
 }
 
-const std::vector<std::string>& sweep_parameters() {
-  static const std::vector<std::string> names = {
-      "sublayers", "layers", "blocks", "block_size", "d_model", "streams", "ffn", "tokens", "batch",
-      "seq_shards", "chunk", "pp", "vpp", "microbatches", "link_bandwidth_gbps"};
-  return names;
-}
-
 void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::int64_t value) {
-  if (parameter == "microbatches" || parameter == "link_bandwidth_gbps") {
+  if (is_pipeline_sweep_parameter(parameter)) {
     if (!in.pipeline) {
       throw Error("sweep parameter '" + parameter + "' needs a [pipeline] table in the scenario");
     }
@@ -62,47 +55,6 @@ void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::i
     return;
   }
   set_cost_input(in.cost, parameter, value);
-}
-
-void set_cost_input(CostInputs& in, const std::string& parameter, std::int64_t value) {
-  if (parameter == "sublayers") {
-    in.sublayers = value;
-    in.layers = 0;
-  } else if (parameter == "layers") {
-    in.layers = value;
-    in.sublayers = 0;
-  } else if (parameter == "blocks") {
-    in.blocks = value;
-    in.block_size = 0;
-  } else if (parameter == "block_size") {
-    in.block_size = value;
-    in.blocks = 0;
-  } else if (parameter == "d_model") {
-    in.d_model = value;
-  } else if (parameter == "streams") {
-    in.streams = value;
-  } else if (parameter == "ffn") {
-    in.ffn = value;
-  } else if (parameter == "tokens") {
-    in.tokens = value;
-  } else if (parameter == "batch") {
-    in.batch = value;
-  } else if (parameter == "seq_shards") {
-    in.seq_shards = value;
-  } else if (parameter == "chunk") {
-    in.chunk = value;
-  } else if (parameter == "pp") {
-    in.pp = value;
-  } else if (parameter == "vpp") {
-    in.vpp = value;
-  } else if (parameter == "microbatches" || parameter == "link_bandwidth_gbps") {
-    throw Error("sweep parameter '" + parameter + "' belongs to the pipeline simulation: sweep it in a "
-                "scenario file with a [pipeline] table (attnres report)");
-  } else {
-    const std::string hint = did_you_mean(parameter, sweep_parameters());
-    throw Error("unknown sweep parameter '" + parameter + "'" +
-                (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-  }
 }
 
 std::vector<std::int64_t> divisors(std::int64_t n) {
@@ -139,29 +91,50 @@ constexpr std::size_t kSkippedListed = 1000;
 
 }  // namespace
 
+std::string sweep_parameter_problem(const std::string& parameter, bool has_pipeline) {
+  const auto& known = sweep_parameters();
+  if (std::find(known.begin(), known.end(), parameter) == known.end()) {
+    const std::string hint = did_you_mean(parameter, known);
+    return "unknown parameter '" + parameter + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)");
+  }
+  if (is_pipeline_sweep_parameter(parameter) && !has_pipeline) {
+    return "'" + parameter + "' belongs to the pipeline simulation and needs a [pipeline] table";
+  }
+  return "";
+}
+
+std::string sweep_metric_problem(const std::string& key, bool has_hardware, bool has_pipeline,
+                                 const std::string& first_unit) {
+  const CostMetric* metric = find_cost_metric(key);
+  if (!metric) {
+    const std::string hint = closest_cost_metric(key);
+    return "unknown metric '" + key + "'" +
+           (hint.empty() ? " (attnres metrics lists the keys)" : " (did you mean '" + hint + "'?)");
+  }
+  if (metric->needs == CostMetric::Needs::time && !has_hardware) return "metric '" + key + "' needs [hardware]";
+  if (metric->needs == CostMetric::Needs::pipeline && !has_pipeline) {
+    return "metric '" + key + "' needs a [pipeline] table";
+  }
+  if (!first_unit.empty() && metric->unit != first_unit) {
+    return "metric '" + key + "' is in " + metric->unit + " but the chart's first metric is in " + first_unit +
+           "; put them in separate sweeps";
+  }
+  return "";
+}
+
 SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const SweepRun& run) {
   for (const std::string* parameter : {&spec.x.parameter, spec.y ? &spec.y->parameter : nullptr}) {
-    const auto& known = sweep_parameters();
-    if (parameter && std::find(known.begin(), known.end(), *parameter) == known.end()) {
-      CostInputs probe;
-      set_cost_input(probe, *parameter, 1);  // throws the "unknown sweep parameter" message
-    }
+    if (!parameter) continue;
+    const std::string problem = sweep_parameter_problem(*parameter, base.pipeline.has_value());
+    if (!problem.empty()) throw Error("sweep '" + spec.name + "': " + problem);
   }
   std::vector<const CostMetric*> metrics;
   bool needs_time = false, needs_pipeline = false;
   for (const auto& key : spec.metrics) {
+    const std::string problem = sweep_metric_problem(key, base.hardware.has_value(), base.pipeline.has_value(),
+                                                     metrics.empty() ? "" : metrics.front()->unit);
+    if (!problem.empty()) throw Error("sweep '" + spec.name + "': " + problem);
     const CostMetric* metric = find_cost_metric(key);
-    if (!metric) {
-      const std::string hint = closest_cost_metric(key);
-      throw Error("sweep '" + spec.name + "': unknown metric '" + key + "'" +
-                  (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-    }
-    if (metric->needs == CostMetric::Needs::time && !base.hardware) {
-      throw Error("sweep '" + spec.name + "': metric '" + key + "' needs [hardware] in the scenario");
-    }
-    if (metric->needs == CostMetric::Needs::pipeline && !base.pipeline) {
-      throw Error("sweep '" + spec.name + "': metric '" + key + "' needs a [pipeline] table in the scenario");
-    }
     needs_time = needs_time || metric->needs == CostMetric::Needs::time;
     needs_pipeline = needs_pipeline || metric->needs == CostMetric::Needs::pipeline;
     metrics.push_back(metric);
@@ -279,18 +252,12 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
     resolved = resolve_cost_inputs(base);
   } catch (const Error&) {
   }
-  const std::map<std::string, std::int64_t> current = {
-      {"sublayers", resolved.sublayers}, {"layers", resolved.sublayers / 2},
-      {"blocks", resolved.blocks},       {"block_size", resolved.block_size},
-      {"d_model", resolved.d_model},     {"streams", resolved.streams},
-      {"ffn", resolved.ffn},             {"tokens", resolved.tokens},
-      {"batch", resolved.batch},         {"seq_shards", resolved.seq_shards},
-      {"chunk", resolved.chunk},         {"pp", resolved.pp},
-      {"vpp", resolved.vpp},
+  std::map<std::string, std::int64_t> current = {
       {"microbatches", scenario.pipeline ? scenario.pipeline->microbatches : 0},
       {"link_bandwidth_gbps", scenario.pipeline && scenario.pipeline->link_bandwidth > 0
                                   ? static_cast<std::int64_t>(scenario.pipeline->link_bandwidth / 1e9)
                                   : 0}};
+  for (const auto& field : cost_input_fields()) current[std::string(field.key)] = cost_input_value(resolved, field);
   if (auto it = current.find(spec.x.parameter); it != current.end() && it->second > 0) {
     chart.marker_x = static_cast<double>(it->second);
     chart.marker_label = "scenario: " + spec.x.parameter + " = " + std::to_string(it->second);

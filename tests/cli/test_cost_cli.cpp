@@ -14,6 +14,9 @@
 #include <sstream>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/cost_input_fields.hpp"
+#include "attnres/scenario.hpp"
+#include "attnres/sweep.hpp"
 #include "cli.hpp"
 #include "cli_support.hpp"
 #include "test_support.hpp"
@@ -238,6 +241,65 @@ TEST(SweepCli, CsvOnStdoutAndADirectoryWithAChart) {
                               "--values", "1,2", "--metric", "io_multiples_of_d.blok_two_phase"});
   EXPECT_EQ(bad.status, cli::kExitUsage);
   EXPECT_NE(bad.err.find("did you mean 'io_multiples_of_d.block_two_phase'"), std::string::npos) << bad.err;
+}
+
+TEST(SweepCli, TakesAScenarioForItsPipelineParametersAndTimeMetrics) {
+  // Without a scenario, the pipeline parameters and the time metrics are refused with a pointer to
+  // --scenario; with one, they run, and each value equals the core's evaluation of that setting.
+  const std::string file = std::string(ATTNRES_SCENARIOS_DIR) + "/paper-overhead-claims.toml";
+  const CliRun refused = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x",
+                                  "microbatches", "--values", "4,8", "--metric", "io_multiples_of_d.standard"});
+  EXPECT_EQ(refused.status, cli::kExitUsage);
+  EXPECT_NE(refused.err.find("--x: 'microbatches' belongs to the pipeline simulation"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("give --scenario"), std::string::npos) << refused.err;
+  const CliRun no_hardware = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
+                                      "--values", "1,2", "--metric", "time.prefill_overhead_block_two_phase"});
+  EXPECT_EQ(no_hardware.status, cli::kExitUsage);
+  EXPECT_NE(no_hardware.err.find("needs [hardware] (give --scenario with it)"), std::string::npos) << no_hardware.err;
+
+  const CliRun run = run_cli({"sweep", "--scenario", file, "--x", "microbatches", "--values", "8,16", "--metric",
+                              "pipeline.attnres_overhead_fraction", "--format", "json"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const json j = json::parse(run.out);
+  ASSERT_EQ(j["points"].size(), 2u);
+  const Scenario scenario = load_scenario(file);
+  for (const auto& point : j["points"]) {
+    ScenarioInputs in = scenario.scenario_inputs();
+    in.pipeline->microbatches = point["microbatches"].get<int>();
+    const EvaluatedScenario evaluated = evaluate_scenario(in, false, true, false);
+    const double expected = find_cost_metric("pipeline.attnres_overhead_fraction")->value(evaluated.view());
+    EXPECT_NEAR(point["pipeline.attnres_overhead_fraction"].get<double>(), expected, 1e-12 * std::abs(expected));
+  }
+  // Model flags override the scenario's inputs: d = 1000 instead of the scenario's width.
+  const json wide = json::parse(run_cli({"sweep", "--scenario", file, "--d-model", "1000", "--x", "blocks",
+                                         "--values", "1", "--metric", "io_elements_per_sublayer.standard",
+                                         "--format", "json"}).out);
+  EXPECT_EQ(wide["inputs"]["d_model"], 1000);
+  EXPECT_EQ(wide["points"][0]["io_elements_per_sublayer.standard"], 3000.0);
+  const CliRun missing = run_cli({"sweep", "--x", "blocks", "--values", "1", "--metric", "io_multiples_of_d.standard"});
+  EXPECT_EQ(missing.status, cli::kExitUsage);
+  EXPECT_NE(missing.err.find("'--d-model' is required but missing (or give --scenario)"), std::string::npos) << missing.err;
+}
+
+TEST(CostCli, ModelFlagsComeFromTheTableOfCostInputs) {
+  // Every input of the table has its flag and help line in `cost --help`; `pipeline --help` has
+  // those it takes, with the batch as --micro-batch-size.
+  const CliRun cost = run_cli({"cost", "--help"});
+  const CliRun pipeline = run_cli({"pipeline", "--help"});
+  ASSERT_EQ(cost.status, 0);
+  for (const auto& field : cost_input_fields()) {
+    const std::string flag = "--" + std::string(field.flag);
+    EXPECT_NE(cost.out.find(flag + " "), std::string::npos) << flag;
+    EXPECT_NE(cost.out.find(std::string(field.help).substr(0, 30)), std::string::npos) << field.help;
+    if (field.key == "batch") continue;
+    EXPECT_EQ(pipeline.out.find(flag + " ") != std::string::npos, field.pipeline_flag) << flag;
+  }
+  EXPECT_NE(pipeline.out.find("--micro-batch-size"), std::string::npos);
+  // An engine error names the flag of the field it is about (tokens: --seq).
+  const CliRun bad = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "8", "--seq", "100",
+                              "--chunk", "200"});
+  EXPECT_EQ(bad.status, cli::kExitUsage);
+  EXPECT_EQ(bad.err.rfind("attnres cost: --chunk: ", 0), 0u) << bad.err;
 }
 
 TEST(PipelineCli, JsonHasTheDocumentedKeys) {

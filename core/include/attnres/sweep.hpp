@@ -12,6 +12,7 @@
 #include "attnres/cancel.hpp"
 #include "attnres/chart_spec.hpp"
 #include "attnres/cost.hpp"
+#include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/hardware.hpp"
 #include "attnres/pipeline.hpp"
@@ -40,13 +41,19 @@ struct EvaluatedScenario {
 // available; the pipeline timeline is recorded when `timeline` is set.
 EvaluatedScenario evaluate_scenario(const ScenarioInputs& inputs, bool time, bool pipeline, bool timeline);
 
-// Names of the parameters a sweep may vary: the CostInputs fields, plus microbatches and
-// link_bandwidth_gbps of the pipeline.
-const std::vector<std::string>& sweep_parameters();
-// Sets one field; setting blocks clears block_size (and the reverse), sublayers clears layers.
-// Throws attnres::Error on an unknown name.
-void set_cost_input(CostInputs& inputs, const std::string& parameter, std::int64_t value);
+// Sets one field of the scenario: a CostInputs field (set_cost_input, cost_input_fields.hpp) or a
+// pipeline-simulation setting (microbatches, link_bandwidth_gbps; needs inputs.pipeline).
 void set_scenario_input(ScenarioInputs& inputs, const std::string& parameter, std::int64_t value);
+
+// The rules of a sweep's parameters and metrics, one place for scenario files, `attnres sweep`,
+// the GUI and run_sweep. Each returns what is wrong, without a location ("" when nothing is);
+// callers prefix file:line:column or the flag.
+//   A parameter: one of sweep_parameters(); microbatches and link_bandwidth_gbps need a pipeline.
+std::string sweep_parameter_problem(const std::string& parameter, bool has_pipeline);
+//   A metric: a key of the catalogue, available (time metrics need hardware, pipeline metrics a
+//   pipeline) and in the unit of the chart's first metric (`first_unit`, "" for the first).
+std::string sweep_metric_problem(const std::string& key, bool has_hardware, bool has_pipeline,
+                                 const std::string& first_unit);
 
 struct SweepAxis {
   std::string parameter;
