@@ -772,8 +772,7 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   settings.model = flags.resolved();
   parse_flag_value([&] {
     settings.schedule = values.count("schedule") ? parse_pipeline_schedule(schedule, "--schedule")
-                        : settings.model.vpp > 1 ? PipelineSchedule::interleaved
-                                                 : PipelineSchedule::one_f_one_b;
+                                                 : default_pipeline_schedule(settings.model.vpp);
     settings.cache = parse_cache_policy(cache, "--cache");
     settings.mode = parse_residual_mode(mode, "--mode");
   });
@@ -785,12 +784,6 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
     settings.hardware = load_hardware(hardware);
   } else {
     settings.hardware = parse_flag_value([&] { return load_hardware(hardware); });
-  }
-  if (settings.mode == ResidualMode::standard) throw UsageError("--mode must be block or full");
-  if (settings.microbatches < 1) throw UsageError("--microbatches must be >= 1, got " + std::to_string(settings.microbatches));
-  if (settings.schedule == PipelineSchedule::one_f_one_b && settings.model.vpp > 1) {
-    throw UsageError("--schedule 1f1b runs one stage per rank; use --schedule interleaved with --vpp " +
-                     std::to_string(settings.model.vpp));
   }
   if (overlap != "on" && overlap != "off") throw UsageError("--overlap must be on or off, got '" + overlap + "'");
   if (link != "scale-out" && link != "intra-node") throw UsageError("--link must be scale-out or intra-node");
@@ -808,13 +801,16 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
       throw UsageError(std::string("--") + moe_flag + " describes a MoE MLP and needs --experts N (N >= 1)");
     }
   }
-  if (settings.moe.experts < 0) throw UsageError("--experts must be >= 0, got " + std::to_string(settings.moe.experts));
   if (given(values, "link-bandwidth") && values.count("ideal-links")) {
     throw UsageError("--link-bandwidth and --ideal-links contradict each other (ideal links take no time)");
   }
-  if (settings.moe.experts > 0 && (settings.moe.active < 1 || settings.moe.expert_ffn < 1 ||
-                                   settings.moe.active > settings.moe.experts)) {
-    throw UsageError("--experts needs 1 <= --active-experts <= --experts and --expert-ffn >= 1");
+  if (const auto problem = pipeline_settings_problem(settings)) {
+    // The core's rule, under the flag of the setting it is about.
+    static const std::map<std::string, std::string> setting_flags = {
+        {"mode", "--mode"},         {"microbatches", "--microbatches"},       {"schedule", "--schedule"},
+        {"link_bandwidth", "--link-bandwidth"}, {"experts", "--experts"}, {"active", "--active-experts"},
+        {"shared", "--shared-experts"},         {"expert_ffn", "--expert-ffn"}};
+    throw UsageError(setting_flags.at(problem->field) + ": " + problem->message);
   }
   settings.record_timeline = format == "table";
   PipelineReport pipeline;

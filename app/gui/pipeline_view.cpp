@@ -207,7 +207,7 @@ class PipelineView : public View {
     s.moe.shared = shared_->value();
     s.moe.expert_ffn = expert_ffn_->value();
     s.microbatches = m_->value();
-    s.schedule = in.vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+    s.schedule = default_pipeline_schedule(in.vpp);
     s.cache = parse_cache_policy(cache_->currentText().toStdString(), "cache");
     s.hardware = load_hardware(hardware_->currentText().toStdString());
     s.intra_node_link = link_->currentData().toString() == "intra_node";
@@ -215,11 +215,6 @@ class PipelineView : public View {
     s.overlap = overlap_->isChecked();
     s.ideal_links = ideal_->isChecked();
     return s;
-  }
-
-  std::vector<QWidget*> fields_for_error(const std::string& message) const override {
-    if (message.find("experts") != std::string::npos) return {experts_, active_, shared_, expert_ffn_};
-    return {};
   }
 
   void recompute() override {
@@ -231,6 +226,10 @@ class PipelineView : public View {
       return;
     } catch (const Error& error) {
       show_error(error.what());
+      return;
+    }
+    if (const auto problem = pipeline_settings_problem(s)) {  // the core's rules, on the input they name
+      show_error(problem->message, {field(problem->field)});
       return;
     }
     run("pipeline simulation", [this, s](const Progress& progress) mutable -> std::function<void()> {
@@ -357,6 +356,11 @@ class PipelineView : public View {
     if (key == "batch") return micro_;
     if (key == "pp") return pp_;
     if (key == "vpp") return vpp_;
+    if (key == "microbatches") return m_;
+    if (key == "experts") return experts_;
+    if (key == "active") return active_;
+    if (key == "shared") return shared_;
+    if (key == "expert_ffn") return expert_ffn_;
     return nullptr;
   }
   QSpinBox *sublayers_, *block_size_, *d_model_, *ffn_, *experts_, *active_, *shared_, *expert_ffn_, *tokens_, *micro_,

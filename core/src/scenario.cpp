@@ -1,8 +1,10 @@
 #include "attnres/scenario.hpp"
 #include "attnres/cost.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <set>
@@ -443,20 +445,24 @@ class ScenarioReader {
     const toml::table* moe = table(root, "moe");
     if (!moe) return;
     check_keys(*moe, "moe.", {"experts", "active", "shared", "expert_ffn"});
-    auto positive = [&](const char* key, std::int64_t& out, std::int64_t minimum) {
+    // Structure here (the three sizes are required in [moe]); the value rules are the core's.
+    auto read = [&](const char* key, std::int64_t& out, bool required_key) {
       const toml::node* node = moe->get(key);
-      if (!node) fail(moe->source(), std::string("[moe] needs '") + key + "'");
+      if (!node) {
+        if (required_key) fail(moe->source(), std::string("[moe] needs '") + key + "'");
+        return;
+      }
       out = integer(*node, std::string("moe.") + key);
-      if (out < minimum) fail(node->source(), std::string("moe.") + key + " must be >= " + std::to_string(minimum));
     };
-    positive("experts", s.moe.experts, 1);
-    positive("active", s.moe.active, 1);
-    positive("expert_ffn", s.moe.expert_ffn, 1);
-    if (const toml::node* node = moe->get("shared")) {
-      s.moe.shared = integer(*node, "moe.shared");
-      if (s.moe.shared < 0) fail(node->source(), "moe.shared must be >= 0");
+    read("experts", s.moe.experts, true);
+    read("active", s.moe.active, true);
+    read("expert_ffn", s.moe.expert_ffn, true);
+    read("shared", s.moe.shared, false);
+    if (s.moe.experts < 1) fail(moe->get("experts")->source(), "moe.experts must be >= 1 (leave [moe] out for a dense MLP)");
+    if (const auto problem = moe_problem(s.moe)) {
+      const toml::node* node = moe->get(problem->field);
+      fail(node ? node->source() : moe->source(), "moe." + problem->field + ": " + problem->message);
     }
-    if (s.moe.active > s.moe.experts) fail(moe->get("active")->source(), "moe.active exceeds moe.experts");
   }
 
   void read_pipeline(const toml::table& root, Scenario& s) const {
@@ -465,11 +471,12 @@ class ScenarioReader {
     check_keys(*pipe, "pipeline.", {"microbatches", "schedule", "cache", "mode", "overlap",
                                     "ideal_links", "link", "link_bandwidth"});
     PipelineSettings p;
-    p.schedule = s.inputs.vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+    p.schedule = default_pipeline_schedule(s.inputs.vpp);
     if (const toml::node* n = pipe->get("microbatches")) {
       const std::int64_t m = integer(*n, "pipeline.microbatches");
-      if (m < 1 || m > 1'000'000) fail(n->source(), "pipeline.microbatches must be between 1 and 1000000");
-      p.microbatches = static_cast<int>(m);
+      // Its range is the core's rule (pipeline_settings_problem, below); only the int conversion here.
+      p.microbatches = static_cast<int>(std::clamp<std::int64_t>(m, std::numeric_limits<int>::min(),
+                                                                 std::numeric_limits<int>::max()));
     }
     auto choice = [&](const char* key, auto parse) {
       const toml::node* n = pipe->get(key);
@@ -482,10 +489,7 @@ class ScenarioReader {
     };
     choice("schedule", [&](const std::string& t) { p.schedule = parse_pipeline_schedule(t, "pipeline.schedule"); });
     choice("cache", [&](const std::string& t) { p.cache = parse_cache_policy(t, "pipeline.cache"); });
-    choice("mode", [&](const std::string& t) {
-      p.mode = parse_residual_mode(t, "pipeline.mode");
-      if (p.mode == ResidualMode::standard) throw Error("pipeline.mode must be block or full (standard is the comparison)");
-    });
+    choice("mode", [&](const std::string& t) { p.mode = parse_residual_mode(t, "pipeline.mode"); });
     choice("link", [&](const std::string& t) {
       if (t != "scale_out" && t != "intra_node") throw Error("pipeline.link must be \"scale_out\" or \"intra_node\"");
       p.intra_node_link = t == "intra_node";
@@ -496,16 +500,16 @@ class ScenarioReader {
       p.link_bandwidth = number(*n, "pipeline.link_bandwidth");
       if (!(p.link_bandwidth > 0)) fail(n->source(), "pipeline.link_bandwidth must be > 0 bytes/s (or set ideal_links = true)");
     }
-    if (p.schedule == PipelineSchedule::one_f_one_b && s.inputs.vpp > 1) {
-      fail(pipe->get("schedule") ? pipe->get("schedule")->source() : pipe->source(),
-           "the 1f1b schedule needs parallel.vpp = 1; use schedule = \"interleaved\"");
+    p.model = s.inputs;
+    p.moe = s.moe;
+    if (const auto problem = pipeline_settings_problem(p)) {
+      const toml::node* node = pipe->get(problem->field);
+      fail(node ? node->source() : pipe->source(), "pipeline." + problem->field + ": " + problem->message);
     }
     if (!s.hardware) {
       fail(pipe->source(), "[pipeline] needs [hardware]: chunk times come from its roofline model");
     }
     p.hardware = *s.hardware;
-    p.model = s.inputs;
-    p.moe = s.moe;
     p.record_timeline = false;
     try {
       evaluate_pipeline(p);

@@ -332,13 +332,16 @@ TEST(PipelineCli, ImpossibleSchedulesAreUsageErrors) {
     EXPECT_EQ(run.status, cli::kExitUsage) << run.out;
     EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
   };
-  expect_usage({"--microbatches", "0"}, "--microbatches must be >= 1");
-  expect_usage({"--pp", "2", "--vpp", "2", "--schedule", "1f1b"}, "use --schedule interleaved");
+  expect_usage({"--microbatches", "0"}, "--microbatches: micro-batches m must be between 1 and 1000000, got 0");
+  expect_usage({"--pp", "2", "--vpp", "2", "--schedule", "1f1b"}, "--schedule: the 1f1b schedule runs one stage per rank");
   expect_usage({"--pp", "4", "--vpp", "4"}, "--pp: P·V = 4 x 4 chunks exceed L = 8");
   expect_usage({"--pp", "2", "--link-bandwidth", "0"}, "--link-bandwidth must be > 0");
   expect_usage({"--hardware", "tpu"}, "unknown hardware preset 'tpu'");
   expect_usage({"--cache", "always"}, "unknown cache policy 'always'");
   expect_usage({"--overlap", "maybe"}, "--overlap must be on or off");
+  expect_usage({"--experts", "4", "--active-experts", "8", "--expert-ffn", "16"},
+               "--active-experts: active experts must be between 1 and the 4 experts, got 8");
+  expect_usage({"--experts", "4", "--active-experts", "2", "--expert-ffn", "0"}, "--expert-ffn: the expert SwiGLU width");
   expect_usage({"--pp", "2", "--vpp", "2", "--microbatches", "3"}, "needs the micro-batches m to be a multiple of P = 2");
   test::TempDir dir;
   write_file_atomically(dir / "gpu.toml", "peak_bf16_flops = 1e15\n");

@@ -8,6 +8,7 @@
 #include "attnres/cost.hpp"
 #include "attnres/error.hpp"
 #include "attnres/pipeline_sim.hpp"
+#include "attnres/pipeline.hpp"
 
 namespace attnres {
 namespace {
@@ -215,6 +216,67 @@ TEST(PipelineEvaluate, FreeLinksGiveNoExposedCommunicationAndTheClosedFormBubble
   const auto slow = evaluate_pipeline(s);
   EXPECT_GT(slow.exposed_comm_s, 0.0);
   EXPECT_GT(slow.attnres_overhead_fraction, report.attnres_overhead_fraction);
+}
+
+}  // namespace
+}  // namespace attnres
+
+namespace attnres {
+namespace {
+
+TEST(PipelineRules, MoeAndPipelineSettingsNameTheFieldTheyAreAbout) {
+  MoeShape moe;
+  EXPECT_FALSE(moe_problem(moe));  // dense
+  moe.experts = 8;
+  moe.active = 2;
+  moe.shared = 1;
+  moe.expert_ffn = 512;
+  EXPECT_FALSE(moe_problem(moe));
+  auto field_of = [](const std::optional<CostInputProblem>& problem) { return problem ? problem->field : "none"; };
+  MoeShape bad = moe;
+  bad.active = 9;
+  EXPECT_EQ(field_of(moe_problem(bad)), "active");
+  EXPECT_NE(moe_problem(bad)->message.find("between 1 and the 8 experts, got 9"), std::string::npos);
+  bad = moe;
+  bad.active = 0;
+  EXPECT_EQ(field_of(moe_problem(bad)), "active");
+  bad = moe;
+  bad.shared = -1;
+  EXPECT_EQ(field_of(moe_problem(bad)), "shared");
+  bad = moe;
+  bad.expert_ffn = 0;
+  EXPECT_EQ(field_of(moe_problem(bad)), "expert_ffn");
+  bad = moe;
+  bad.experts = -2;
+  EXPECT_EQ(field_of(moe_problem(bad)), "experts");
+
+  PipelineSettings s;
+  s.model.vpp = 2;
+  s.schedule = default_pipeline_schedule(s.model.vpp);
+  EXPECT_EQ(s.schedule, PipelineSchedule::interleaved);
+  EXPECT_EQ(default_pipeline_schedule(1), PipelineSchedule::one_f_one_b);
+  EXPECT_FALSE(pipeline_settings_problem(s));
+  PipelineSettings t = s;
+  t.schedule = PipelineSchedule::one_f_one_b;
+  EXPECT_EQ(field_of(pipeline_settings_problem(t)), "schedule");
+  t = s;
+  t.microbatches = 0;
+  EXPECT_EQ(field_of(pipeline_settings_problem(t)), "microbatches");
+  t.microbatches = kMaxMicrobatches + 1;
+  EXPECT_EQ(field_of(pipeline_settings_problem(t)), "microbatches");
+  t = s;
+  t.mode = ResidualMode::standard;
+  EXPECT_EQ(field_of(pipeline_settings_problem(t)), "mode");
+  t = s;
+  t.link_bandwidth = -1;
+  EXPECT_EQ(field_of(pipeline_settings_problem(t)), "link_bandwidth");
+  t = s;
+  t.moe = bad;
+  EXPECT_EQ(field_of(pipeline_settings_problem(t)), "experts");
+  // evaluate_pipeline applies the same rules
+  t = s;
+  t.microbatches = 0;
+  EXPECT_THROW(evaluate_pipeline(t), Error);
 }
 
 }  // namespace

@@ -189,11 +189,11 @@ TEST(ScenarioPipeline, BadSettingsAreLocated) {
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 0\n", "11:16",
                         "between 1 and 1000000");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nschedule = \"1f1b\"\n", "11:12",
-                        "needs parallel.vpp = 1");
+                        "pipeline.schedule: the 1f1b schedule runs one stage per rank (V = 1)");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nlink_bandwidth = 0\n", "11:18", "must be > 0");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\ncache = \"sometimes\"\n", "11:9",
                         "unknown cache policy");
-  expect_error(kKimi + "[moe]\nexperts = 4\nactive = 8\nexpert_ffn = 2\n", "10:10", "exceeds moe.experts");
+  expect_error(kKimi + "[moe]\nexperts = 4\nactive = 8\nexpert_ffn = 2\n", "10:10", "moe.active: active experts must be between 1 and the 4 experts, got 8");
   expect_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"microbatches\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
                         "10:5", "needs a [pipeline] table");
   expect_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = [1]\nmetrics = [\"time.decode_overhead_block_two_phase\"]\n",

@@ -11,6 +11,8 @@
 // with flash attention) plus the AttnRes history it received, from forward start to backward end.
 #pragma once
 
+#include <optional>
+
 #include "attnres/cost.hpp"
 #include "attnres/hardware.hpp"
 #include "attnres/pipeline_sim.hpp"
@@ -56,6 +58,20 @@ struct PipelineReport {
 
 // Throws attnres::Error on impossible settings (m < 1, 1f1b with V > 1, zero bandwidth without
 // ideal links, mode standard).
+// The input rules of the time model's MoE shape and of the pipeline simulation, one place for
+// scenario files, `attnres pipeline` and the GUI (docs/math.md §3.4). Each returns the first
+// problem: `field` is the MoeShape / PipelineSettings member ("active", "microbatches", ...), so
+// the caller names its own key, flag or input; the message carries no location.
+//   MoE: experts = 0 is a dense MLP (the other three are then ignored); experts >= 1 needs
+//   1 <= active <= experts, shared >= 0 and expert_ffn >= 1.
+std::optional<CostInputProblem> moe_problem(const MoeShape& moe);
+//   Pipeline: mode block or full; 1 <= m <= kMaxMicrobatches; the 1f1b schedule needs V = 1; a
+//   link bandwidth override is > 0 (or absent: 0); the MoE shape as above.
+inline constexpr int kMaxMicrobatches = 1'000'000;
+std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings& settings);
+// The schedule a run gets when none is asked for: interleaved when V > 1, else 1f1b.
+PipelineSchedule default_pipeline_schedule(std::int64_t vpp);
+
 PipelineReport evaluate_pipeline(const PipelineSettings& settings);
 
 }  // namespace attnres
