@@ -37,6 +37,7 @@ WALK_SKIP_DIRS = {".git", "build", "out", "node_modules", "__pycache__"}
 OUTSIDE_PATTERNS = [
     (re.compile(r"\.\./shared"), "a path outside the repository (the shared folder one level up)"),
     (re.compile(r"/work/shared"), "a path outside the repository ('/work/shared')"),
+    (re.compile(r"/work/main\b"), "an absolute path of the build machine's checkout ('/work/main')"),
     (re.compile(r"SPEC\.md"), "a document outside the repository (the spec's .md file)"),
     (re.compile(r"\bSPEC\b"), "a document outside the repository ('SPEC')"),
 ]
