@@ -2,13 +2,13 @@
 
 #include <filesystem>
 #include <map>
-#include <toml++/toml.h>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "hardware_presets.hpp"  // generated from resources/hardware/*.toml
+#include "hardware_reader.hpp"
 
 namespace attnres {
 
@@ -36,91 +36,81 @@ const std::string& hardware_preset_text(const std::string& name) {
   return it->second;
 }
 
-Hardware parse_hardware(const std::string& text, const std::string& source) {
-  toml::table root;
-  auto location = [&](const toml::source_region& where) {
-    return source + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column);
-  };
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& error) {
-    throw Error(location(error.source()) + ": TOML syntax error: " + std::string(error.description()));
-  }
+namespace detail {
+
+Hardware read_hardware_layers(const TomlReader& reader, const std::vector<HardwareLayer>& layers,
+                              const std::string& fallback_name) {
   const std::vector<std::string> keys = {"name", "source", "peak_bf16_flops", "hbm_bandwidth",
                                          "intra_node_bandwidth", "scale_out_bandwidth",
                                          "link_latency", "gpus_per_node", "efficiency"};
-  for (auto&& [key, node] : root) {
-    const std::string name(key.str());
-    if (std::find(keys.begin(), keys.end(), name) == keys.end()) {
-      const std::string hint = did_you_mean(name, keys);
-      throw Error(location(key.source()) + ": unknown key '" + name + "'" +
-                  (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-    }
+  for (const auto& layer : layers) {
+    std::vector<std::string> allowed = keys;
+    allowed.insert(allowed.end(), layer.extra_keys.begin(), layer.extra_keys.end());
+    reader.check_keys(*layer.table, layer.prefix, allowed);
   }
+  // The first layer's node for `key` (with `sub`: for efficiency.sub), and its name as that layer
+  // spells it ("hardware.hbm_bandwidth" in a scenario, "hbm_bandwidth" in a preset).
+  struct Found {
+    const toml::node* node = nullptr;
+    std::string name;
+  };
+  auto get = [&](const char* key, const char* sub = nullptr) {
+    for (const auto& layer : layers) {
+      const toml::node* node = layer.table->get(key);
+      if (!node) continue;
+      if (!sub) return Found{node, layer.prefix + key};
+      if (!node->is_table()) reader.fail(node->source(), layer.prefix + key + " must be a table");
+      reader.check_keys(*node->as_table(), layer.prefix + key + ".", {"compute", "memory", "link"});
+      if (const toml::node* inner = node->as_table()->get(sub)) return Found{inner, layer.prefix + key + "." + sub};
+    }
+    return Found{nullptr, layers.front().prefix + key + (sub ? std::string(".") + sub : std::string())};
+  };
   Hardware hw;
-  auto number = [&](const toml::table& table, const char* key, double& out, bool required,
-                    double minimum_exclusive, double maximum) {
-    const toml::node* node = table.get(key);
-    if (!node) {
-      if (required) throw Error(location(table.source()) + ": missing '" + key + "' (a number)");
+  auto number = [&](const char* key, const char* sub, double& out, bool required, double minimum_exclusive,
+                    double maximum) {
+    const Found found = get(key, sub);
+    if (!found.node) {
+      if (required) reader.fail(layers.front().table->source(), "missing '" + found.name + "' (a number)");
       return;
     }
-    if (node->is_integer()) {
-      out = static_cast<double>(node->as_integer()->get());
-    } else if (node->is_floating_point()) {
-      out = node->as_floating_point()->get();
-    } else {
-      throw Error(location(node->source()) + ": " + key + " must be a number");
-    }
+    out = reader.number(*found.node, found.name);
     if (!(out > minimum_exclusive) || !(out <= maximum)) {
-      throw Error(location(node->source()) + ": " + key + " must be in (" +
-                  format_number(minimum_exclusive) + ", " + format_number(maximum) + "], got " +
-                  format_number(out));
+      reader.fail(found.node->source(), found.name + " must be in (" + format_number(minimum_exclusive) + ", " +
+                                            format_number(maximum) + "], got " + format_number(out));
     }
   };
-  auto string = [&](const char* key, std::string& out) {
-    if (const toml::node* node = root.get(key)) {
-      if (!node->is_string()) throw Error(location(node->source()) + ": " + key + " must be a string");
-      out = node->as_string()->get();
-    }
-  };
-  string("name", hw.name);
-  string("source", hw.source);
+  if (const Found found = get("name"); found.node) hw.name = reader.string(*found.node, found.name);
+  if (const Found found = get("source"); found.node) hw.source = reader.string(*found.node, found.name);
   constexpr double kHuge = 1e30;
-  number(root, "peak_bf16_flops", hw.peak_flops, true, 0, kHuge);
-  number(root, "hbm_bandwidth", hw.hbm_bandwidth, true, 0, kHuge);
-  number(root, "intra_node_bandwidth", hw.intra_node_bandwidth, true, 0, kHuge);
-  number(root, "scale_out_bandwidth", hw.scale_out_bandwidth, true, 0, kHuge);
+  number("peak_bf16_flops", nullptr, hw.peak_flops, true, 0, kHuge);
+  number("hbm_bandwidth", nullptr, hw.hbm_bandwidth, true, 0, kHuge);
+  number("intra_node_bandwidth", nullptr, hw.intra_node_bandwidth, true, 0, kHuge);
+  number("scale_out_bandwidth", nullptr, hw.scale_out_bandwidth, true, 0, kHuge);
   hw.link_latency = 0;
-  if (const toml::node* node = root.get("link_latency")) {
-    if (!node->is_number()) throw Error(location(node->source()) + ": link_latency must be a number");
-    hw.link_latency = node->value<double>().value_or(0);
+  if (const Found found = get("link_latency"); found.node) {
+    hw.link_latency = reader.number(*found.node, found.name);
     if (!(hw.link_latency >= 0) || hw.link_latency > 1) {
-      throw Error(location(node->source()) + ": link_latency must be in [0, 1] seconds");
+      reader.fail(found.node->source(), found.name + " must be in [0, 1] seconds");
     }
   }
-  if (const toml::node* node = root.get("gpus_per_node")) {
-    if (!node->is_integer() || node->as_integer()->get() < 1 || node->as_integer()->get() > 1'000'000) {
-      throw Error(location(node->source()) + ": gpus_per_node must be a positive integer");
-    }
-    hw.gpus_per_node = static_cast<int>(node->as_integer()->get());
+  if (const Found found = get("gpus_per_node"); found.node) {
+    const std::int64_t gpus = reader.integer(*found.node, found.name);
+    if (gpus < 1 || gpus > 1'000'000) reader.fail(found.node->source(), found.name + " must be a positive integer");
+    hw.gpus_per_node = static_cast<int>(gpus);
   }
-  if (const toml::node* node = root.get("efficiency")) {
-    if (!node->is_table()) throw Error(location(node->source()) + ": efficiency must be a table");
-    const toml::table& efficiency = *node->as_table();
-    for (auto&& [key, value] : efficiency) {
-      const std::string name(key.str());
-      if (name != "compute" && name != "memory" && name != "link") {
-        throw Error(location(key.source()) + ": unknown key 'efficiency." + name +
-                    "' (expected compute, memory, link)");
-      }
-    }
-    number(efficiency, "compute", hw.compute_efficiency, false, 0, 1);
-    number(efficiency, "memory", hw.memory_efficiency, false, 0, 1);
-    number(efficiency, "link", hw.link_efficiency, false, 0, 1);
-  }
-  if (hw.name.empty()) hw.name = source;
+  number("efficiency", "compute", hw.compute_efficiency, false, 0, 1);
+  number("efficiency", "memory", hw.memory_efficiency, false, 0, 1);
+  number("efficiency", "link", hw.link_efficiency, false, 0, 1);
+  if (hw.name.empty()) hw.name = fallback_name;
   return hw;
+}
+
+}  // namespace detail
+
+Hardware parse_hardware(const std::string& text, const std::string& source) {
+  const detail::TomlReader reader(source);
+  const toml::table root = reader.parse(text);
+  return detail::read_hardware_layers(reader, {detail::HardwareLayer{&root, "", {}}}, source);
 }
 
 Hardware load_hardware(const std::string& name_or_path) {

@@ -10,6 +10,9 @@
 #include <set>
 #include <toml++/toml.h>
 
+#include "hardware_reader.hpp"
+#include "toml_reader.hpp"
+
 #include "attnres/atomic_file.hpp"
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
@@ -62,74 +65,10 @@ const std::vector<std::string>& scenario_sections() {
 
 namespace {
 
-class ScenarioReader {
+// Scenario files through the core's one typed TOML reader (toml_reader.hpp).
+class ScenarioReader : public detail::TomlReader {
  public:
-  explicit ScenarioReader(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const toml::source_region& where, const std::string& message) const {
-    throw Error(source_ + ":" + std::to_string(where.begin.line) + ":" +
-                std::to_string(where.begin.column) + ": " + message);
-  }
-
-  // Unknown keys are errors with a suggestion.
-  void check_keys(const toml::table& table, const std::string& prefix,
-                  const std::vector<std::string>& allowed) const {
-    for (auto&& [key, node] : table) {
-      const std::string name(key.str());
-      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-        const std::string hint = did_you_mean(name, allowed);
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        fail(key.source(), "unknown key '" + prefix + name + "'" +
-                               (hint.empty() ? "" : " (did you mean '" + prefix + hint + "'?)") +
-                               "; expected one of: " + list);
-      }
-    }
-  }
-
-  const toml::table* table(const toml::table& parent, const char* key) const {
-    const toml::node* node = parent.get(key);
-    if (!node) return nullptr;
-    if (!node->is_table()) fail(node->source(), std::string(key) + " must be a table [" + key + "]");
-    return node->as_table();
-  }
-
-  std::int64_t integer(const toml::node& node, const std::string& name) const {
-    if (!node.is_integer()) {
-      fail(node.source(), name + " must be an integer, got " + type_name(node));
-    }
-    return node.as_integer()->get();
-  }
-
-  double number(const toml::node& node, const std::string& name) const {
-    if (node.is_integer()) return static_cast<double>(node.as_integer()->get());
-    if (!node.is_floating_point()) {
-      fail(node.source(), name + " must be a number, got " + type_name(node));
-    }
-    return node.as_floating_point()->get();
-  }
-
-  std::string string(const toml::node& node, const std::string& name) const {
-    if (!node.is_string()) fail(node.source(), name + " must be a string, got " + type_name(node));
-    return node.as_string()->get();
-  }
-
-  bool boolean(const toml::node& node, const std::string& name) const {
-    if (!node.is_boolean()) fail(node.source(), name + " must be true or false, got " + type_name(node));
-    return node.as_boolean()->get();
-  }
-
-  static std::string type_name(const toml::node& node) {
-    switch (node.type()) {
-      case toml::node_type::string: return "a string";
-      case toml::node_type::integer: return "an integer";
-      case toml::node_type::floating_point: return "a float";
-      case toml::node_type::boolean: return "a boolean";
-      case toml::node_type::array: return "an array";
-      case toml::node_type::table: return "a table";
-      default: return "a date/time";
-    }
-  }
+  explicit ScenarioReader(std::string source) : TomlReader(std::move(source)) {}
 
   // Reads the integer inputs of one table into `in` and remembers where each was, for later
   // range errors.
@@ -197,7 +136,7 @@ class ScenarioReader {
 
   Scenario read(const toml::table& root) {
     Scenario s;
-    s.source = source_;
+    s.source = source();
     check_keys(root, "", {"title", "description", "sections", "model", "sequence", "parallel",
                           "scaling", "sweep", "hardware", "moe", "pipeline", "train"});
     if (const toml::node* n = root.get("title")) s.title = string(*n, "title");
@@ -310,42 +249,27 @@ class ScenarioReader {
     if (preset && file) {
       fail(file->source(), "[hardware] takes preset or file, not both");
     }
-    // The preset's text with this table's other keys layered on top, parsed as one preset.
-    toml::table merged;
+    // This table's keys layered over the preset's or the file's (or alone): each error points
+    // into the file that holds the key (hardware_reader.hpp).
+    toml::table base;
+    std::vector<detail::HardwareLayer> layers = {{hw, "hardware.", {"preset", "file"}}};
     try {
       if (preset) {
         const std::string name = string(*preset, "hardware.preset");
-        merged = toml::parse(hardware_preset_text(name), "preset " + name);
+        base = detail::TomlReader("preset " + name).parse(hardware_preset_text(name));
       } else if (file) {
         std::filesystem::path path = string(*file, "hardware.file");
-        if (path.is_relative()) path = std::filesystem::path(source_).parent_path() / path;
-        merged = toml::parse(read_file(path), path.string());
+        if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
+        base = detail::TomlReader(path.string()).parse(read_file(path));
       }
-    } catch (const toml::parse_error& error) {
-      fail(file->source(), std::string("hardware file: ") + std::string(error.description()));
     } catch (const Error& error) {
-      fail((preset ? preset : file)->source(), error.what());
-    }
-    // Neither: the table itself gives every key.
-    for (auto&& [key, node] : *hw) {
-      if (key.str() == "preset" || key.str() == "file") continue;
-      if (key.str() == "efficiency" && node.is_table() && merged.get("efficiency") && merged.get("efficiency")->is_table()) {
-        for (auto&& [k, v] : *node.as_table()) merged.get("efficiency")->as_table()->insert_or_assign(k, v);
-      } else {
-        merged.insert_or_assign(key, node);
-      }
-    }
-    std::ostringstream text;
-    text << merged;
-    try {
-      s.hardware = parse_hardware(text.str(), "hardware");
-    } catch (const Error& error) {
-      // Locate the offending key in this table if it was overridden here.
-      // Positions inside the merged text mean nothing to the user: point at [hardware] instead.
       const std::string message = error.what();
-      const auto separator = message.find(": ");
-      fail(hw->source(), "[hardware]: " + (separator == std::string::npos ? message : message.substr(separator + 2)));
+      // A syntax error inside the file already names its place; a missing file or preset does not.
+      if (file && message.find("TOML syntax error") != std::string::npos) throw;
+      fail((preset ? preset : file)->source(), message);
     }
+    if (preset || file) layers.push_back({&base, "", {}});
+    s.hardware = detail::read_hardware_layers(*this, layers, "hardware");
   }
 
   void read_training(const toml::table& root, Scenario& s) const {
@@ -357,7 +281,7 @@ class ScenarioReader {
     const toml::node* data = train->get("data");
     if (!data) fail(train->source(), "[train] needs 'data': a text file to train on (relative to this scenario file)");
     t.data = string(*data, "train.data");
-    t.data_path = std::filesystem::path(source_).parent_path() / t.data;
+    t.data_path = std::filesystem::path(source()).parent_path() / t.data;
     auto bounded = [&](const char* key, int& out, std::int64_t lowest, std::int64_t highest) {
       if (const toml::node* n = train->get(key)) {
         const std::int64_t value = integer(*n, std::string("train.") + key);
@@ -600,7 +524,6 @@ class ScenarioReader {
   }
 
  private:
-  std::string source_;
   std::map<std::string, toml::source_region> locations_;
   toml::source_region model_region_;
 };
@@ -608,15 +531,9 @@ class ScenarioReader {
 }  // namespace
 
 Scenario parse_scenario(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& error) {
-    const auto& where = error.source().begin;
-    throw Error(source + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
-                ": TOML syntax error: " + std::string(error.description()));
-  }
-  Scenario scenario = ScenarioReader(source).read(root);
+  ScenarioReader reader(source);
+  const toml::table root = reader.parse(text);
+  Scenario scenario = reader.read(root);
   scenario.text = text;
   return scenario;
 }

@@ -4,9 +4,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "attnres/atomic_file.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/scenario.hpp"
+#include "test_support.hpp"
 
 namespace attnres {
 namespace {
@@ -180,11 +182,43 @@ overlap = false
   EXPECT_NE(std::find(s.sections.begin(), s.sections.end(), "pipeline_sim"), s.sections.end());
 }
 
+TEST(ScenarioPipeline, AHardwareFilesOwnMistakesPointIntoThatFile) {
+  // [hardware] file = ...: a bad value or a syntax error in the file is located in the file, an
+  // override in the scenario; a good file with an override reads both.
+  test::TempDir dir;
+  const std::string gpu = (dir / "gpu.toml").string();
+  const std::string ok = "peak_bf16_flops = 1e15\nhbm_bandwidth = 3e12\nintra_node_bandwidth = 4e11\n";
+  auto message = [&](const std::string& file_text, const std::string& overrides) {
+    write_file_atomically(gpu, file_text);
+    try {
+      parse_scenario(kKimi + "[hardware]\nfile = \"" + gpu + "\"\n" + overrides, "s.toml");
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message(ok + "scale_out_bandwidth = -5\n", ""), gpu + ":4:23: scale_out_bandwidth must be in (0, 1e+30], got -5");
+  EXPECT_EQ(message(ok + "scale_out_bandwidth = 5e10\n", "scale_out_bandwidth = -5\n"),
+            "s.toml:10:23: hardware.scale_out_bandwidth must be in (0, 1e+30], got -5");
+  EXPECT_EQ(message(ok + "scale_out_bandwidth = \n", "").rfind(gpu + ":4:", 0), 0u);
+  EXPECT_EQ(message(ok, "").rfind("s.toml:8:1: missing 'hardware.scale_out_bandwidth'", 0), 0u);
+  write_file_atomically(gpu, ok + "scale_out_bandwidth = 5e10\n");
+  const Scenario s = parse_scenario(kKimi + "[hardware]\nfile = \"" + gpu + "\"\nhbm_bandwidth = 1e12\n", "s.toml");
+  ASSERT_TRUE(s.hardware);
+  EXPECT_EQ(s.hardware->hbm_bandwidth, 1e12);
+  EXPECT_EQ(s.hardware->scale_out_bandwidth, 5e10);
+}
+
 TEST(ScenarioPipeline, BadSettingsAreLocated) {
   expect_error(kKimi + "[hardware]\npreset = \"h1000\"\n", "9:10", "did you mean 'h100'");
-  expect_error(kKimi + "[hardware]\n", "8:1", "missing 'peak_bf16_flops'");
+  expect_error(kKimi + "[hardware]\n", "8:1", "missing 'hardware.peak_bf16_flops'");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\nfile = \"x.toml\"\n", "10:8", "preset or file, not both");
-  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwidth = 0\n", "8:1", "hbm_bandwidth must be in (0");
+  // An override is located at its own key, not at the table (the preset's keys are read too).
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwidth = 0\n", "10:17", "hardware.hbm_bandwidth must be in (0");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nefficiency = { compute = 2 }\n", "10:26",
+               "hardware.efficiency.compute must be in (0, 1]");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwith = 1\n", "10:1",
+               "unknown key 'hardware.hbm_bandwith' (did you mean 'hardware.hbm_bandwidth'?)");
   expect_error(kKimi + "[pipeline]\nmicrobatches = 8\n", "8:1", "needs [hardware]");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 0\n", "11:16",
                         "between 1 and 1000000");

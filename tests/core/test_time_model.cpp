@@ -41,7 +41,7 @@ TEST(Hardware, BadPresetsAreLocated) {
   expect_error(ok + "hbm_bandwith = 1\n", "gpu.toml:5:1: unknown key 'hbm_bandwith' (did you mean 'hbm_bandwidth'?)");
   expect_error("peak_bf16_flops = -1\nhbm_bandwidth = 3e12\nintra_node_bandwidth = 4e11\nscale_out_bandwidth = 5e10\n",
                "gpu.toml:1:19: peak_bf16_flops must be in (0");
-  expect_error(ok + "[efficiency]\ncompute = 1.5\n", "gpu.toml:6:11: compute must be in (0, 1]");
+  expect_error(ok + "[efficiency]\ncompute = 1.5\n", "gpu.toml:6:11: efficiency.compute must be in (0, 1]");
   expect_error(ok + "link_latency = \"fast\"\n", "link_latency must be a number");
   expect_error("peak_bf16_flops = = 1\n", "gpu.toml:1:19: TOML syntax error");
   try {
