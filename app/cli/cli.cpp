@@ -129,6 +129,28 @@ std::string flag_for_key(const std::string& key) {
 
 }  // namespace
 
+std::string wrap_usage(const std::string& usage) {
+  constexpr std::size_t kWidth = 100;
+  const std::size_t end = usage.find('\n');
+  const std::string line = usage.substr(0, end);
+  std::string out, current;
+  std::size_t start = 0;
+  while (start < line.size()) {
+    std::size_t space = line.find(' ', start);
+    if (space == std::string::npos) space = line.size();
+    const std::string word = line.substr(start, space - start);
+    if (!current.empty() && current.size() + 1 + word.size() > kWidth) {
+      out += current + "\n";
+      current = "    " + word;
+    } else {
+      current += (current.empty() ? "" : " ") + word;
+    }
+    start = space + 1;
+  }
+  out += current;
+  return end == std::string::npos ? out : out + usage.substr(end);
+}
+
 void add_model_shape_options(po::options_description& options, ModelShapeFlags& flags, bool required,
                              int default_vocab) {
   ModelConfig& config = flags.config;
@@ -139,7 +161,8 @@ void add_model_shape_options(po::options_description& options, ModelShapeFlags& 
   } else if (required) {
     vocab->required();
   }
-  options.add_options()
+  po::options_description group("model shape flags");  // the usage lines' "[model shape flags]"
+  group.add_options()
       ("layers", need(po::value(&config.num_hidden_layers)), "transformer layers (L = 2 x layers sublayers)")
       ("d-model", need(po::value(&config.hidden_size)), "hidden width d")
       ("heads", need(po::value(&config.num_attention_heads)), "attention heads H (divides d)")
@@ -150,14 +173,16 @@ void add_model_shape_options(po::options_description& options, ModelShapeFlags& 
        "std of the pseudo-queries (0: zero queries, every read is a mean)")
       ("weight-std", po::value(&flags.random.weight_std)->default_value(0.02),
        "std of projection and embedding weights")
-      ("rms-norm-eps", po::value(&config.rms_norm_eps)->default_value(1e-6), "RMSNorm eps")
+      ("rms-norm-eps", po::value(&config.rms_norm_eps)->default_value(1e-6, "1e-6"), "RMSNorm eps")
       ("rope-theta", po::value(&config.rope_theta)->default_value(10000.0), "RoPE base")
-      ("key-norm-eps", po::value(&config.attn_res.key_norm_eps)->default_value(1e-6),
+      ("key-norm-eps", po::value(&config.attn_res.key_norm_eps)->default_value(1e-6, "1e-6"),
        "eps of the depth-attention key norm");
+  options.add(group);
 }
 
 void add_scheme_options(po::options_description& options, ModelSchemeFlags& flags) {
-  options.add_options()
+  po::options_description group("scheme flags");  // the usage lines' "[scheme flags]"
+  group.add_options()
       ("gate", po::value(&flags.gate), "depth gate: softmax | sigmoid | sigmoid_normalized (Full/Block; docs/schemes.md)")
       ("no-key-norm", "score the raw sources (no key norm; Full/Block)")
       ("window", po::value(&flags.window), "Full only: the embedding plus the last W outputs (0 = all)")
@@ -167,6 +192,7 @@ void add_scheme_options(po::options_description& options, ModelSchemeFlags& flag
       ("streams", po::value(&flags.streams), "mHC streams m (--mode mhc; default 4)")
       ("static-mhc", "mHC with static biases only (no input-dependent coefficients)")
       ("sinkhorn-iterations", po::value(&flags.sinkhorn_iterations), "mHC Sinkhorn-Knopp iterations (default 20)");
+  options.add(group);
 }
 
 bool scheme_flags_given(const po::variables_map& values) {

@@ -45,6 +45,7 @@ struct InputFlags {
   void add_to(po::options_description& options, bool for_pipeline = false) {
     pipeline = for_pipeline;
     const CostInputs defaults;
+    po::options_description group("model flags");  // the usage lines' "[model flags]"
     for (const auto& field : cost_input_fields()) {
       if (for_pipeline && !field.pipeline_flag) continue;
       const std::string name = flag_name(field, for_pipeline);
@@ -52,11 +53,12 @@ struct InputFlags {
       auto* value = po::value(&(inputs.*field.member));
       if (defaults.*field.member != 0) value->default_value(defaults.*field.member);
       if (field.key == "d_model" && d_model_required) value->required();
-      options.add_options()(name.c_str(), value, help.c_str());
+      group.add_options()(name.c_str(), value, help.c_str());
       if (field.key == "tokens") {
-        options.add_options()("dtype", po::value(&dtype)->default_value("bf16"), "element type: bf16 | fp16 | fp32 | fp8");
+        group.add_options()("dtype", po::value(&dtype)->default_value("bf16"), "element type: bf16 | fp16 | fp32 | fp8");
       }
     }
+    options.add(group);
   }
   // The flag that sets CostInputs field `key` ("--seq" for tokens).
   std::string flag_for_field(const std::string& key) const {
@@ -462,7 +464,7 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres cost (--sublayers L | --layers N) (--blocks N | --block-size S) "
-                 "--d-model D [--streams m] [--seq T] [--batch B] [--dtype bf16] [--pp P] [--vpp V] "
+                 "--d-model D [--ffn F] [--streams m] [--seq T] [--batch B] [--dtype bf16] [--pp P] [--vpp V] "
                  "[--seq-shards k] [--chunk tokens] [--scheme SPEC|all [--compare SPEC ...] [--gate G] "
                  "[--key-norm on|off] [--window W] [--depth-heads H] [--query-source static|input] "
                  "[--mixing attention|scalars] [--dynamic on|off] [--sinkhorn-iterations I]] "
@@ -603,7 +605,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
        "refuse sweeps with more settings than this");
   auto values = parse_options(args, options);
   if (wants_help(values,
-                 "usage: attnres sweep (--d-model D <model flags as for cost> | --scenario FILE [model flags]) "
+                 "usage: attnres sweep (--d-model D [model flags] | --scenario FILE [model flags]) "
                  "--x PARAM --values V [--y PARAM --y-values V] --metric KEY [--metric KEY ...] [--name NAME] "
                  "[--log-x] [--log-y] [--max-points N] [--out DIR [--force] | --format csv|json]",
                  options, out)) {
@@ -762,8 +764,10 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres pipeline (--sublayers L | --layers N) (--block-size S | --blocks N) --d-model D "
-                 "[--seq T] [--micro-batch-size B] [--microbatches m] [--pp P] [--vpp V] [--schedule 1f1b|interleaved] "
-                 "[--cache naive|cached] [--hardware h100] [--overlap on|off] [--ideal-links] [--format table|json]",
+                 "[--ffn F] [--seq T] [--dtype bf16] [--micro-batch-size B] [--microbatches m] [--pp P] [--vpp V] "
+                 "[--mode block|full] [--schedule 1f1b|interleaved] [--cache naive|cached] [--hardware h100|FILE.toml] "
+                 "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap on|off] "
+                 "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] [--format table|json]",
                  options, out)) {
     return kExitOk;
   }
@@ -899,7 +903,7 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
   po::positional_options_description positional;
   positional.add("scenario", 1);
   auto values = parse_options(args, options, &positional);
-  if (wants_help(values, "usage: attnres report SCENARIO.toml --out DIR [--force] [--train-steps N]", options, out)) {
+  if (wants_help(values, "usage: attnres report (SCENARIO.toml | --scenario SCENARIO.toml) --out DIR [--force] [--train-steps N]", options, out)) {
     return kExitOk;
   }
   po::notify(values);

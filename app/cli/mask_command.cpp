@@ -45,7 +45,7 @@ int mask_command(const std::vector<std::string>& args, std::ostream& out, std::o
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres mask --model DIR --data FILE --drop embedding|distant:K|recent:K [--drop ...] "
-                 "[--seq T] [--windows W] [--random R] [--seed S] [--format table|json]\n"
+                 "[--seq T] [--val-fraction F] [--windows W] [--random R] [--seed S] [--format table|json]\n"
                  "Removes the chosen depth sources from every read (renormalising the rest) and compares the loss "
                  "change with random masks that remove the same attention mass (docs/training.md).",
                  options, out)) {

@@ -25,10 +25,13 @@ po::variables_map parse_options(const std::vector<std::string>& args,
 
 // True (and prints the help) when --help was given; call before po::notify so that required
 // flags do not get in the way of --help.
+// The usage line (the first line of `usage`) is wrapped at spaces to 100 columns, continuation
+// lines indented by four spaces; the lines after it are printed as given.
+std::string wrap_usage(const std::string& usage);
 inline bool wants_help(const po::variables_map& values, const std::string& usage,
                        const po::options_description& options, std::ostream& out) {
   if (!values.count("help")) return false;
-  out << usage << "\n" << options << "\n";
+  out << wrap_usage(usage) << "\n" << options << "\n";
   return true;
 }
 

@@ -65,9 +65,11 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   add_scheme_options(description, scheme_flags);
   auto values = parse_options(args, description);
   if (wants_help(values,
-                 "usage: attnres train (--model DIR | --layers N --d-model D --heads H --ffn F [--vocab 256]) "
-                 "--data FILE --steps N --seq T --batch B [--mode M] [--block-size S] [--lr X] [--seed S] "
-                 "[--eval-every K] [--threads N] --out DIR [--resume DIR] [--format table|json]\n"
+                 "usage: attnres train (--model DIR | --layers N --d-model D --heads H --ffn F [model shape flags]) "
+                 "--data FILE --steps N --seq T --batch B [--mode M] [--block-size S] [scheme flags] [--lr X] "
+                 "[--min-lr-ratio R] [--warmup K] [--weight-decay W] [--clip C] [--seed S] [--eval-every K] "
+                 "[--eval-sequences K] [--val-fraction F] [--threads N] [--engine fast|reference] --out DIR [--force] "
+                 "[--resume DIR] [--format table|json]\n"
                  "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).",
                  description, out)) {
     return kExitOk;
