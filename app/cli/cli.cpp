@@ -46,52 +46,6 @@ void print_help(std::ostream& out) {
 
 }  // namespace
 
-std::vector<int> parse_token_ids(const std::string& text, const std::string& flag) {
-  std::vector<int> ids;
-  std::size_t position = 0;
-  int index = 0;
-  bool after_comma = true;  // a comma with no id before it ("1,,2", ",1") is an empty id
-  while (position < text.size()) {
-    const char c = text[position];
-    if (c == ',') {
-      if (after_comma) {
-        throw UsageError(flag + ": empty token id (token " + std::to_string(index) + ") in '" +
-                         printable_text(text) + "'; expected non-negative integers separated by "
-                         "spaces or commas");
-      }
-      after_comma = true;
-      ++position;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\n') {
-      ++position;
-      continue;
-    }
-    after_comma = false;
-    std::size_t end = position;
-    while (end < text.size() && text[end] != ' ' && text[end] != ',' && text[end] != '\t' &&
-           text[end] != '\n') {
-      ++end;
-    }
-    const std::string word = text.substr(position, end - position);
-    int value = 0;
-    const auto [ptr, error] = std::from_chars(word.data(), word.data() + word.size(), value);
-    if (error != std::errc() || ptr != word.data() + word.size() || value < 0) {
-      throw UsageError(flag + ": '" + printable_text(word) + "' (token " + std::to_string(index) +
-                       ") is not a token id; expected non-negative integers separated by spaces "
-                       "or commas");
-    }
-    ids.push_back(value);
-    ++index;
-    position = end;
-  }
-  if (ids.empty()) throw UsageError(flag + ": no token ids given");
-  if (after_comma && text.find(',') != std::string::npos) {
-    throw UsageError(flag + ": '" + printable_text(text) + "' ends with a comma (an empty token id)");
-  }
-  return ids;
-}
-
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
                                  const std::string& precision) {
   EngineOptions options;

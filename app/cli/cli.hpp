@@ -62,7 +62,4 @@ auto parse_flag_value(Parse parse) {
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
                                  const std::string& precision);
 
-// "1 2 3", "1,2,3" or "1, 2, 3" -> ids; throws UsageError naming the flag otherwise.
-std::vector<int> parse_token_ids(const std::string& text, const std::string& flag);
-
 }  // namespace attnres::cli

@@ -1,6 +1,8 @@
 // attnres forward: a forward pass with a readable summary, and optional --dump / --trace files.
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <ostream>
 
 #include "attnres/atomic_file.hpp"
@@ -9,10 +11,14 @@
 #include "attnres/format.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/gradient_engine.hpp"
+#include "attnres/model_charts.hpp"
 #include "attnres/training.hpp"
 #include "attnres/output_dir.hpp"
+#include "attnres/token_ids.hpp"
 #include "attnres/trace_io.hpp"
+#include "chart_render.hpp"
 #include "cli.hpp"
+#include "heatmap_render.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 #include "text_table.hpp"
@@ -130,11 +136,61 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
   out << "\n";
 }
 
+// Where `forward --chart DIR` writes and how (docs/output-safety.md): an empty `target` is no chart.
+struct ChartOutput {
+  fs::path target;
+  OutputDirectoryOptions options;
+};
+
+// The standard residual on the same weights, for the magnitude charts' reference curve.
+template <typename Scalar>
+ForwardTrace standard_trace(const ModelWeights<double>& model, const std::vector<int>& tokens, ForwardOptions options,
+                            const EngineOptions& engine) {
+  options.mode.reset();
+  options.block_size.reset();
+  options.zero_placeholder = false;
+  options.record_mixing = false;
+  const ModelWeights<Scalar> weights = convert_scheme(model, AttnResConfig{}).cast<Scalar>();
+  ForwardEngine<Scalar> prepared(weights, engine);
+  return prepared.forward(tokens, options).trace;
+}
+
+// The GUI's Depth attention, Magnitudes and Duality figures of this forward pass (the core's
+// builders, core/model_charts.hpp), as PNG + SVG with their data as CSV, into chart.target.
+void write_forward_charts(const ForwardTrace& trace, const ForwardTrace* reference, ChartOutput& chart,
+                          ProgressBar& progress, std::ostream& out) {
+  const std::string scheme = trace.scheme.describe();
+  std::vector<MagnitudeCurve> curves{{scheme, &trace, false}};
+  if (reference != nullptr) curves.push_back({reference->scheme.describe() + " (reference)", reference, true});
+  const auto [inputs, outputs] = magnitude_charts(curves, "");
+  const std::vector<HeatmapSpec> maps{alpha_heatmap(trace, alpha_title(scheme, trace, -1, -1)),
+                                      mixing_heatmap(trace, scheme)};
+  const std::vector<ChartSpec> figures{inputs, outputs, depth_rank_chart({&trace})};
+  chart.options.progress = [&progress](std::size_t done, std::size_t total) { return progress.update(done, total); };
+  std::vector<std::string> stems;
+  const OutputDirectoryResult written = write_output_directory(chart.target, chart.options, [&](const fs::path& dir) {
+    for (const auto& map : maps) {
+      charts::render_heatmap_files(map, dir / (map.id + ".png"), dir / (map.id + ".svg"));
+      write_file_atomically(dir / (map.id + ".csv"), heatmap_csv(map));
+      stems.push_back(map.id);
+    }
+    for (const auto& spec : figures) {
+      charts::render_chart_files(spec, dir / (spec.id + ".png"), dir / (spec.id + ".svg"));
+      write_file_atomically(dir / (spec.id + ".csv"), chart_csv(spec));
+      stems.push_back(spec.id);
+    }
+  });
+  out << "wrote " << chart.target.string() << ": ";
+  for (std::size_t i = 0; i < stems.size(); ++i) out << (i == 0 ? "" : ", ") << stems[i];
+  out << " (.png, .svg, .csv each)\n";
+  for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
+}
+
 template <typename Scalar>
 void run_forward(const ModelWeights<double>& model, const std::vector<int>& tokens,
                  ForwardOptions options, const EngineOptions& engine, const std::string& model_dir,
                  const std::string& precision, const std::string& dump_path,
-                 const std::string& trace_path, bool with_gradients, std::ostream& out) {
+                 const std::string& trace_path, bool with_gradients, ChartOutput& chart, std::ostream& out) {
   const ModelWeights<Scalar> weights = model.cast<Scalar>();
   ForwardResult<Scalar> result;
   {
@@ -173,13 +229,23 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
     write_file_atomically(trace_path, trace_to_json(result).dump(1) + "\n");
     out << "wrote " << trace_path << "\n";
   }
+  if (!chart.target.empty()) {
+    ProgressBar progress("charts");
+    std::optional<ForwardTrace> reference;
+    if (result.trace.mode != ResidualMode::standard) {
+      ForwardOptions reference_options = options;
+      reference_options.progress = progress.callback();
+      reference = standard_trace<Scalar>(model, tokens, reference_options, engine);
+    }
+    write_forward_charts(result.trace, reference ? &*reference : nullptr, chart, progress, out);
+  }
 }
 
 }  // namespace
 
 int forward_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   std::string model_dir, tokens_text, mode_text, two_phase_text, precision, dump_path, trace_path;
-  std::string engine_text, device_text;
+  std::string engine_text, device_text, chart_dir;
   int threads = 0;
   int block_size = 0;
   int schedule_block = 0;
@@ -206,6 +272,9 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       ("dump", po::value(&dump_path), "write logits, hidden_final, alpha.<r>, RMS to this "
                                       ".safetensors file (F32 at f32, F64 at f64)")
       ("trace", po::value(&trace_path), "write the trace (with source labels) to this JSON file")
+      ("chart", po::value(&chart_dir), "write the GUI's Depth attention, Magnitudes and Duality figures of this "
+       "pass into this directory: PNG + SVG, their data as CSV (new, empty, or written by attnres; see --force)")
+      ("force", "with --chart: replace the contents of a directory that holds other files")
       ("grad", "also compute the loss (mean next-token cross-entropy) and the gradient of every "
        "parameter; --dump then adds loss, grad.<tensor name> and sublayer_output_grad_rms "
        "(docs/training.md)");
@@ -216,7 +285,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
                  "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] [scheme flags] "
                  "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision f32|f64] "
                  "[--engine fast|reference] [--threads N] [--device cpu|cuda] [--dump F.safetensors] "
-                 "[--trace F.json] [--grad]",
+                 "[--trace F.json] [--chart DIR [--force]] [--grad]",
                  options, out)) {
     return kExitOk;
   }
@@ -238,7 +307,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   if (precision != "f32" && precision != "f64") {
     throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
   }
-  const std::vector<int> tokens = parse_token_ids(tokens_text, "--tokens");
+  const std::vector<int> tokens = parse_flag_value([&] { return parse_token_ids(tokens_text, "--tokens"); });
   const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
   const bool with_gradients = values.count("grad") > 0;
   if (with_gradients && engine.device != Device::cpu) {
@@ -260,6 +329,18 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
     } catch (const Error& error) {
       throw UsageError(error.what());
     }
+  }
+
+  ChartOutput chart;
+  if (values.count("force") && !values.count("chart")) throw UsageError("--force applies to --chart DIR; give --chart");
+  if (values.count("chart")) {
+    chart.target = parse_flag_value([&] { return clean_output_path(chart_dir, "--chart"); });
+    chart.options.owner = "forward-chart";
+    chart.options.flag = "--chart";
+    chart.options.force = values.count("force") > 0;
+    chart.options.inputs = {fs::path(model_dir)};
+    check_output_directory(chart.target, chart.options);  // refuse before the work, not after
+    charts::ensure_application();                         // before any staging folder exists
   }
 
   ModelWeights<double> model = load_model(model_dir);
@@ -303,10 +384,10 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   }
   if (precision == "f32") {
     run_forward<float>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
-                       trace_path, with_gradients, out);
+                       trace_path, with_gradients, chart, out);
   } else {
     run_forward<double>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
-                        trace_path, with_gradients, out);
+                        trace_path, with_gradients, chart, out);
   }
   return kExitOk;
 }

@@ -121,6 +121,11 @@ class CostView : public View {
     compare_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
     compare_->setMaximumHeight(190);
     grid->addWidget(compare_, 2, 1);
+    fig6_warning_ = new QLabel;  // the core's caveat of the Fig. 6 overlay on another model
+    fig6_warning_->setObjectName("fig6_warning");
+    fig6_warning_->setWordWrap(true);
+    fig6_warning_->setVisible(false);
+    grid->addWidget(fig6_warning_, 3, 0, 1, 2);
     three_columns(this, inputs, content,
                   "<h3>Cost explorer</h3><p><b>What you see.</b> Four costs of the residual mechanism against the "
                   "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
@@ -216,7 +221,12 @@ class CostView : public View {
       // Schemes A and B side by side.
       const SchemeCost a = scheme_cost(named_scheme(scheme_a, in), in), b = scheme_cost(named_scheme(scheme_b, in), in);
       const std::vector<std::array<std::string, 3>> compared = scheme_rows(a, b, in);
-      return [this, specs = std::move(specs), rows = std::move(rows), compared]() mutable {
+      SweepSpec fig6;
+      fig6.overlay = "paper_fig6";
+      std::string warning = paper_fig6_warning(fig6, in);
+      return [this, specs = std::move(specs), rows = std::move(rows), compared, warning]() mutable {
+        fig6_warning_->setText(QString::fromStdString(warning));
+        fig6_warning_->setVisible(!warning.empty());
         charts_ = std::move(specs);
         for (std::size_t i = 0; i < panels_.size(); ++i) panels_[i]->set_spec(charts_[i]);
         table_->setRowCount(0);
@@ -358,6 +368,7 @@ class CostView : public View {
   std::vector<ChartPanel*> panels_;
   ChartPanel* scenario_panel_;
   QTableWidget *table_, *compare_;
+  QLabel* fig6_warning_;
   std::vector<ChartSpec> charts_;
   std::optional<Scenario> scenario_;
   bool showing_scenario_ = false;

@@ -17,6 +17,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/token_ids.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -72,29 +73,7 @@ std::shared_ptr<const ModelWeights<double>> LessonModel::Snapshot::build() const
 }
 
 std::vector<int> LessonModel::Snapshot::token_ids(const ModelConfig& model) const {
-  std::vector<int> ids;
-  std::string word;
-  for (char c : tokens + " ") {
-    if (c == ' ' || c == ',') {
-      if (!word.empty()) {
-        std::size_t used = 0;
-        int id = -1;
-        try {
-          id = std::stoi(word, &used);
-        } catch (const std::exception&) {
-        }
-        if (used != word.size() || id < 0 || id >= model.vocab_size) {
-          throw Error("tokens: '" + word + "' is not a token id in 0 .. " + std::to_string(model.vocab_size - 1));
-        }
-        ids.push_back(id);
-        word.clear();
-      }
-    } else {
-      word += c;
-    }
-  }
-  if (ids.empty()) throw Error("tokens: give at least one token id");
-  return ids;
+  return parse_token_ids(tokens, "tokens", model.vocab_size);  // the CLI's --tokens rules
 }
 
 double LessonModel::weight_bytes(const ModelConfig& c) {

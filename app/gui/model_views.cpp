@@ -38,6 +38,7 @@
 #include "attnres/forward.hpp"
 #include "attnres/layers.hpp"
 #include "attnres/model.hpp"
+#include "attnres/model_charts.hpp"
 #include "attnres/model_config.hpp"
 #include "attnres/paper_reference.hpp"
 #include "attnres/report.hpp"
@@ -64,81 +65,6 @@ std::string scheme_label(const AttnResConfig& scheme, const ModelConfig& model, 
   return label;
 }
 
-// Read r of a model with L sublayers: "1 attn", "2 mlp", ..., "final".
-std::string read_label(int read, int sublayers) {
-  if (read == sublayers) return "final";
-  std::string label = std::to_string(read + 1);
-  label += read % 2 == 0 ? " attn" : " mlp";
-  return label;
-}
-
-// Rows = reads, columns = every source label seen; the weights of token `token` (-1: the mean over
-// tokens) and depth-attention head `head` (-1: the mean over heads; a read with fewer heads shows
-// its mean). The standard residual records no reads: every read weighs each earlier output by 1.
-// Colours run from min(0, smallest) to max(1, largest): unnormalised schemes (DenseFormer,
-// sigmoid gates, mHC) can leave [0, 1].
-void fill_alpha_heatmap(HeatmapWidget* map, const std::string& title, const ForwardTrace& trace, int token,
-                        int head = -1) {
-  std::vector<std::string> columns, rows;
-  std::vector<std::vector<double>> values;
-  if (trace.reads.empty()) {
-    const int L = trace.sublayers;
-    columns.emplace_back("emb");
-    for (int i = 1; i <= L; ++i) columns.push_back(std::string("v") + std::to_string(i));
-    for (int r = 0; r <= L; ++r) {
-      rows.push_back(read_label(r, L));
-      std::vector<double> row(columns.size(), NAN);
-      for (int i = 0; i <= r; ++i) row[static_cast<std::size_t>(i)] = 1.0;
-      values.push_back(std::move(row));
-    }
-    map->set_data(title, std::move(values), rows, columns, 0.0, 1.0);
-    return;
-  }
-  for (const auto& read : trace.reads) {
-    for (const auto& source : read.sources) {
-      if (std::find(columns.begin(), columns.end(), source.label()) == columns.end()) columns.push_back(source.label());
-    }
-  }
-  std::stable_partition(columns.begin(), columns.end(), [](const std::string& l) { return l != "partial" && l != "zero"; });
-  double low = 0.0, high = 1.0;
-  for (const auto& read : trace.reads) {
-    std::vector<double> row(columns.size(), NAN);
-    const auto sources = static_cast<Eigen::Index>(read.sources.size());
-    const bool one_head = head >= 0 && head < read.heads && read.alpha_heads.cols() == read.heads * sources;
-    for (Eigen::Index j = 0; j < sources; ++j) {
-      const auto column = std::find(columns.begin(), columns.end(), read.sources[static_cast<std::size_t>(j)].label()) -
-                          columns.begin();
-      double v = 0.0;
-      if (one_head) {
-        const Eigen::Index c = head * sources + j;
-        v = token < 0 ? read.alpha_heads.col(c).mean() : read.alpha_heads(token, c);
-      } else {
-        v = token < 0 ? read.alpha_mean(j) : read.alpha(token, j);
-      }
-      row[static_cast<std::size_t>(column)] = v;
-      low = std::min(low, v);
-      high = std::max(high, v);
-    }
-    values.push_back(std::move(row));
-    rows.push_back(read_label(read.read, trace.sublayers));
-  }
-  map->set_data(title, std::move(values), rows, columns, low, high);
-}
-
-// The most depth-attention heads of any read (1 for schemes without heads).
-int trace_heads(const ForwardTrace& trace) {
-  int heads = 1;
-  for (const auto& read : trace.reads) heads = std::max(heads, read.heads);
-  return heads;
-}
-
-std::vector<std::vector<double>> rows_of(const Eigen::MatrixXd& m) {
-  std::vector<std::vector<double>> out(static_cast<std::size_t>(m.rows()));
-  for (Eigen::Index r = 0; r < m.rows(); ++r) {
-    for (Eigen::Index c = 0; c < m.cols(); ++c) out[static_cast<std::size_t>(r)].push_back(m(r, c));
-  }
-  return out;
-}
 
 // ------------------------------------------------------------------ cost explorer
 
@@ -450,20 +376,10 @@ class DepthAttentionView : public ModelView {
 
   void redraw() {
     const int token = token_->currentIndex() - 1, head = head_->currentIndex() - 1;
-    std::string which = token < 0 ? std::string("mean over tokens") : std::string("token ") + std::to_string(token);
     HeatmapWidget* maps[] = {first_, second_};
     for (std::size_t i = 0; i < shown_.size() && i < std::size(maps); ++i) {
-      const int heads = trace_heads(shown_[i].trace);
-      std::string title = shown_[i].label;
-      title += ": alpha (";
-      title += which;
-      if (heads > 1 && head >= 0 && head < heads) {
-        title += std::string(", head ") + std::to_string(head) + " of " + std::to_string(heads);
-      } else if (heads > 1) {
-        title += std::string(", mean over ") + std::to_string(heads) + " heads";
-      }
-      title += ")";
-      fill_alpha_heatmap(maps[i], title, shown_[i].trace, token, head);
+      const ForwardTrace& trace = shown_[i].trace;
+      maps[i]->set_spec(alpha_heatmap(trace, alpha_title(shown_[i].label, trace, token, head), token, head));
     }
   }
   std::vector<HeatmapWidget*> heatmaps() override {
@@ -520,34 +436,18 @@ class MagnitudesView : public ModelView {
         reference.model = convert_scheme(model, reference.scheme);
         runs.push_back(std::move(reference));
       }
-      ChartSpec inputs, outputs;
-      inputs.id = "magnitudes_input";
-      inputs.title = "RMS of each sublayer's input h_l";
-      outputs.id = "magnitudes_output";
-      outputs.title = "RMS of each sublayer's output v_l";
-      if (!snapshot.origin.empty()) {  // legends name the schemes; the titles say whose weights
-        std::string weights = " on the weights of the ";
-        weights += snapshot.origin;
-        weights += " ";
-        weights += model.config.attn_res.describe();
-        weights += " model";
-        inputs.title += weights;
-        outputs.title += weights;
-      }
-      inputs.x_label = outputs.x_label = "sublayer l";
-      inputs.y_label = outputs.y_label = "RMS over tokens and channels";
-      inputs.log_y = outputs.log_y = true;
+      std::vector<ForwardTrace> traces;
       for (std::size_t m = 0; m < runs.size(); ++m) {
-        const ForwardTrace trace = scheme_trace(runs[m].model, tokens, step(progress, m, runs.size()), false);
-        const auto style = m < picked ? ChartSeries::Style::line_and_points : ChartSeries::Style::line;
-        ChartSeries in{runs[m].name, {}, style, false}, out = in;
-        for (std::size_t l = 0; l < trace.sublayer_input_rms.size(); ++l) {
-          in.points.emplace_back(static_cast<double>(l + 1), trace.sublayer_input_rms[l]);
-          out.points.emplace_back(static_cast<double>(l + 1), trace.sublayer_output_rms[l]);
-        }
-        inputs.series.push_back(in);
-        outputs.series.push_back(out);
+        traces.push_back(scheme_trace(runs[m].model, tokens, step(progress, m, runs.size()), false));
       }
+      std::vector<MagnitudeCurve> curves;
+      for (std::size_t m = 0; m < runs.size(); ++m) curves.push_back({runs[m].name, &traces[m], m >= picked});
+      // Legends name the schemes; the titles say whose weights (a trained or loaded model's).
+      const std::string weights =
+          snapshot.origin.empty() ? std::string() : snapshot.origin + " " + model.config.attn_res.describe() + " model";
+      const std::array<ChartSpec, 2> figures = magnitude_charts(curves, weights);
+      const ChartSpec& inputs = figures[0];
+      const ChartSpec& outputs = figures[1];
       return [this, inputs, outputs] {
         input_panel_->set_spec(inputs);
         output_panel_->set_spec(outputs);
@@ -615,75 +515,6 @@ ModelWeights<double> with_drawn_parameters(const ModelWeights<double>& model, co
     if (was_drawn) parameters += scheme.mode == ResidualMode::denseformer ? " 1 + N(0, σ²)" : " N(0, σ²)";
   }
   return out;
-}
-
-// The semiseparable rank each cut k = 1..L of a scheme's M can reach (docs/schemes.md "The mixing
-// matrix of every scheme"): the size of the state a recurrence over depth carries across the cut.
-// `mean_bounded` is false where only each token's M obeys it (input-dependent mHC coefficients:
-// the token mean of rank-m matrices can exceed m).
-struct RankBound {
-  std::vector<int> per_cut;
-  std::string rule;    // short, for the table
-  std::string detail;  // the formula at cut k, for its tooltip
-  bool mean_bounded = true;
-};
-
-RankBound rank_bound(const ForwardTrace& trace) {
-  const AttnResConfig& s = trace.scheme;
-  const int L = trace.sublayers;
-  RankBound bound;
-  switch (s.mode) {
-    case ResidualMode::standard:
-      bound.rule = "one running sum";
-      bound.detail = "1 at every cut: h is one running sum";
-      break;
-    case ResidualMode::rescaled:
-      bound.rule = "one running mean";
-      bound.detail = "1 at every cut: h is one running mean";
-      break;
-    case ResidualMode::mhc:
-      bound.rule = "m streams";
-      bound.detail = "min(k, L+1−k, m): every cut factors through the m streams";
-      if (s.dynamic) {
-        bound.rule += ", per token";
-        bound.detail += "; with input-dependent coefficients each token's M obeys it, their mean need not";
-      }
-      bound.mean_bounded = !s.dynamic;
-      break;
-    case ResidualMode::block:
-      bound.rule = "emb + blocks";
-      bound.detail = std::string("min(k, L+1−k, 1 + ⌈(k−1)/S⌉), S = ") + std::to_string(trace.block_size) +
-                     ": the outputs of one block share a column (N + 1 sources at most)";
-      break;
-    case ResidualMode::full:
-      bound.rule = s.window > 0 ? "min(k, L+1−k, W)" : "min(k, L+1−k)";
-      bound.detail = s.window > 0 ? "the shape of M[k:, :k], and later reads see v_0 and the last W outputs"
-                                  : "the shape of M[k:, :k]: dense";
-      break;
-    case ResidualMode::denseformer:
-      bound.rule = "min(k, L+1−k)";
-      bound.detail = "the shape of M[k:, :k]: dense";
-      break;
-  }
-  for (int k = 1; k <= L; ++k) {
-    int b = std::min(k, L + 1 - k);  // the shape of M[k:, :k]
-    switch (s.mode) {
-      case ResidualMode::standard:
-      case ResidualMode::rescaled: b = 1; break;
-      case ResidualMode::mhc: b = std::min(b, s.streams); break;
-      case ResidualMode::block: {
-        const int S = std::max(1, trace.block_size);
-        b = std::min(b, 1 + (k - 1 + S - 1) / S);  // columns of one block are equal
-        break;
-      }
-      case ResidualMode::full:
-        if (s.window > 0) b = std::min(b, s.window);  // later reads see v_0 and the last W outputs
-        break;
-      case ResidualMode::denseformer: break;
-    }
-    bound.per_cut.push_back(b);
-  }
-  return bound;
 }
 
 // One row of the taxonomy table: ranks computed from a forward pass's mixing matrices, beside the
@@ -852,14 +683,20 @@ class DualityView : public ModelView {
       capture.sublayer_inputs = &layer_inputs;
       capture.progress = check_only(progress);
       forward(runs[0].model, tokens, capture);
-      const Eigen::MatrixXd attention_d =
-          attention_probabilities(runs[0].model, shown_layer, std::min(head, model.config.num_attention_heads - 1),
-                                  layer_inputs.at(static_cast<std::size_t>(2 * shown_layer)));
-      const auto T = attention_d.rows();
-      Eigen::MatrixXd running = Eigen::MatrixXd::Zero(T, T);
-      running.triangularView<Eigen::Lower>().setOnes();
-      const auto attention_ranks = semiseparable_ranks(attention_d, 1e-6);
-      const auto running_ranks = semiseparable_ranks(running, 1e-6);
+      const int shown_head = std::min(head, model.config.num_attention_heads - 1);
+      const Eigen::MatrixXd attention_d = attention_probabilities(runs[0].model, shown_layer, shown_head,
+                                                                  layer_inputs.at(static_cast<std::size_t>(2 * shown_layer)));
+      // The figures, built by the core (attnres forward --chart draws the same ones).
+      std::vector<HeatmapSpec> mixing;
+      std::vector<const ForwardTrace*> depth_traces;
+      for (const auto& one : shown) {
+        mixing.push_back(mixing_heatmap(one.trace, one.label));
+        depth_traces.push_back(&one.trace);
+      }
+      ChartSpec ranks = depth_rank_chart(depth_traces);
+      HeatmapSpec sequence = sequence_attention_heatmap(attention_d, shown_layer, shown_head);
+      HeatmapSpec running = running_sum_heatmap(static_cast<int>(attention_d.rows()));
+      ChartSpec sequence_ranks = sequence_rank_chart(attention_d);
       char text[400];
       std::snprintf(text, sizeof text,
                     "Semiseparable rank of the depth mixing matrix M by forward passes on these weights (L = %d, "
@@ -870,60 +707,17 @@ class DualityView : public ModelView {
       if (std::any_of(rows.begin(), rows.end(), [](const TaxonomyRow& row) { return !row.mean_bounded; })) {
         caption += " *: the token mean of input-dependent mHC matrices is not bounded by m; each token's M is.";
       }
-      return [this, shown = std::move(shown), rows = std::move(rows), attention_d, running, attention_ranks,
-              running_ranks, shown_layer, caption = std::move(caption)]() mutable {
+      return [this, shown = std::move(shown), rows = std::move(rows), mixing = std::move(mixing),
+              ranks = std::move(ranks), sequence = std::move(sequence), running = std::move(running),
+              sequence_ranks = std::move(sequence_ranks), caption = std::move(caption)]() mutable {
         shown_ = std::move(shown);
         HeatmapWidget* maps[] = {depth_, depth_b_};
-        ChartSpec chart;
-        chart.id = "duality_ranks";
-        chart.title = "Semiseparable rank of the depth mixing matrix at each cut";
-        chart.x_label = "cut k";
-        chart.y_label = "rank of M[k:, :k]";
-        for (std::size_t i = 0; i < shown_.size() && i < std::size(maps); ++i) {
-          const ForwardTrace& trace = shown_[i].trace;
-          const auto n = trace.mixing_mean.rows();
-          std::vector<std::string> reads, outputs;
-          for (Eigen::Index r = 0; r < n; ++r) {
-            reads.push_back(read_label(static_cast<int>(r), static_cast<int>(n) - 1));
-            outputs.push_back(r == 0 ? std::string("emb") : std::string("v") + std::to_string(r));
-          }
-          std::string title = "depth mixing M: ";
-          title += shown_[i].label;
-          title += " (token mean)";
-          const double low = std::min(0.0, trace.mixing_mean.minCoeff()), high = std::max(1.0, trace.mixing_mean.maxCoeff());
-          // Only the lower triangle (reads of earlier outputs) is M; above it: not a source.
-          std::vector<std::vector<double>> values = rows_of(trace.mixing_mean);
-          for (std::size_t r = 0; r < values.size(); ++r) {
-            for (std::size_t c = r + 1; c < values[r].size(); ++c) values[r][c] = NAN;
-          }
-          maps[i]->set_data(title, std::move(values), reads, outputs, low, high);
-          ChartSeries rank{trace.scheme.describe(), {}, ChartSeries::Style::line_and_points, false};
-          for (std::size_t k = 0; k < trace.semiseparable_rank.size(); ++k) rank.points.emplace_back(double(k + 1), trace.semiseparable_rank[k]);
-          ChartSeries bound{std::string("bound: ") + to_string(trace.scheme.mode), {}, ChartSeries::Style::line, false};
-          const RankBound bounds = rank_bound(trace);
-          for (std::size_t k = 0; k < bounds.per_cut.size(); ++k) bound.points.emplace_back(double(k + 1), bounds.per_cut[k]);
-          chart.series.push_back(rank);
-          chart.series.push_back(bound);
-        }
+        for (std::size_t i = 0; i < mixing.size() && i < std::size(maps); ++i) maps[i]->set_spec(std::move(mixing[i]));
         depth_b_->setVisible(shown_.size() > 1);
-        ranks_->set_spec(chart);
-        std::vector<std::string> positions;
-        for (Eigen::Index t = 0; t < attention_d.rows(); ++t) positions.push_back(std::string("t") + std::to_string(t));
-        sequence_->set_data("sequence: softmax attention of layer " + std::to_string(shown_layer) + ", head " +
-                                std::to_string(head_->value()) + " (on its real input)",
-                            rows_of(attention_d), positions, positions);
-        running_->set_data("sequence: running sum (RNN / linear attention)", rows_of(running), positions, positions);
-        ChartSpec sequence_chart;
-        sequence_chart.id = "duality_sequence_ranks";
-        sequence_chart.title = "Semiseparable rank over the tokens";
-        sequence_chart.x_label = "cut t";
-        sequence_chart.y_label = "rank of A[t:, :t]";
-        ChartSeries sequence{"softmax attention", {}, ChartSeries::Style::line_and_points, false};
-        for (std::size_t k = 0; k < attention_ranks.size(); ++k) sequence.points.emplace_back(double(k + 1), attention_ranks[k]);
-        ChartSeries sum{"running sum", {}, ChartSeries::Style::line, false};
-        for (std::size_t k = 0; k < running_ranks.size(); ++k) sum.points.emplace_back(double(k + 1), running_ranks[k]);
-        sequence_chart.series = {sequence, sum};
-        sequence_ranks_->set_spec(sequence_chart);
+        ranks_->set_spec(ranks);
+        sequence_->set_spec(std::move(sequence));
+        running_->set_spec(std::move(running));
+        sequence_ranks_->set_spec(sequence_ranks);
         caption_->setText(QString::fromStdString(caption));
         fill_taxonomy(rows);
         clear_error();

@@ -22,6 +22,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "chart_render.hpp"
+#include "heatmap_render.hpp"
 
 namespace attnres::gui {
 
@@ -35,18 +36,7 @@ QFont pixel_font(double pixels) {
   return font;
 }
 
-// Greedy word wrap into at most `most` lines, the last one elided.
-QStringList wrap_lines(const QString& text, const QFontMetricsF& metrics, double width, int most) {
-  if (text.trimmed().isEmpty()) return {};
-  QStringList lines = charts::wrap_words(text, metrics, width);
-  if (lines.size() > most) {
-    QStringList kept = lines.mid(0, most);
-    kept.back() = metrics.elidedText(lines.mid(most - 1).join(' '), Qt::ElideRight, width);
-    lines = kept;
-  }
-  for (QString& l : lines) l = metrics.elidedText(l, Qt::ElideRight, width);
-  return lines;
-}
+using charts::wrap_lines;
 
 // A readout box (rounded, white, thin border) with `text` near `anchor`, kept inside `bounds`.
 void draw_readout_box(QPainter& painter, const QString& text, QPointF anchor, const QRectF& bounds, const QFont& font) {
@@ -81,17 +71,6 @@ double chart_font_scale() { return g_font_scale; }
 // ----------------------------------------------------------------------------------------------
 // HeatmapWidget
 
-struct HeatmapWidget::Plan {
-  QFont title_font, label_font, bar_font;
-  QStringList title_lines;
-  QRectF title_rect;
-  QRectF area;  // the cells
-  QRectF bar;   // the colour bar
-  double label_height = 0;
-  std::vector<int> rows, columns;  // labels drawn
-  double row_label_width = 0, column_label_length = 0;
-};
-
 HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
   setMinimumSize(160, 120);
@@ -100,158 +79,46 @@ HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {
 void HeatmapWidget::set_data(std::string title, std::vector<std::vector<double>> values,
                              std::vector<std::string> row_labels, std::vector<std::string> column_labels,
                              double low, double high) {
-  title_ = std::move(title);
-  values_ = std::move(values);
-  rows_ = std::move(row_labels);
-  columns_ = std::move(column_labels);
-  low_ = low;
-  high_ = high > low ? high : low + 1.0;
+  HeatmapSpec spec;
+  spec.title = std::move(title);
+  spec.values = std::move(values);
+  spec.row_labels = std::move(row_labels);
+  spec.column_labels = std::move(column_labels);
+  spec.low = low;
+  spec.high = high;
+  set_spec(std::move(spec));
+}
+
+void HeatmapWidget::set_spec(HeatmapSpec spec) {
+  spec_ = std::move(spec);
+  if (!(spec_.high > spec_.low)) spec_.high = spec_.low + 1.0;
   update();
 }
 
-HeatmapWidget::Plan HeatmapWidget::plan() const {
-  Plan plan;
-  const double s = chart_font_scale();
-  const double w = width(), h = height();
-  // Type shrinks a little in small widgets (down to 80 %) before anything is dropped.
-  const double fit = std::clamp(std::sqrt(w * h / (420.0 * 340.0)), 0.8, 1.0);
-  plan.title_font = pixel_font(12.5 * s * fit);
-  plan.bar_font = pixel_font(11 * s * fit);
-  const QFontMetricsF title_metrics(plan.title_font), bar_metrics(plan.bar_font);
-  const int title_rows = h < 260 ? 2 : 3;
-  plan.title_lines = wrap_lines(QString::fromStdString(title_), title_metrics, std::max(40.0, w - 8), title_rows);
-  const double title_h = std::max(1.0, static_cast<double>(plan.title_lines.size())) * title_metrics.lineSpacing();
-  plan.title_rect = QRectF(4, 3, w - 8, title_h);
-
-  // Labels: as large as the cells allow, between 8 and 11 px (times the scale).
-  const auto n_rows = static_cast<double>(std::max<std::size_t>(1, rows_.size()));
-  const auto n_cols = static_cast<double>(std::max<std::size_t>(1, columns_.size()));
-  const double top = plan.title_rect.bottom() + 0.35 * title_metrics.height();
-  const double first_guess_h = std::max(10.0, h - top - 50);
-  plan.label_font = pixel_font(std::clamp(first_guess_h / n_rows * 0.85, 8.0, 11.0) * s);
-  const QFontMetricsF metrics(plan.label_font);
-  plan.label_height = metrics.height();
-
-  double row_w = 0, col_w = 0;
-  for (const auto& row : rows_) row_w = std::max(row_w, metrics.horizontalAdvance(QString::fromStdString(row)));
-  for (const auto& col : columns_) col_w = std::max(col_w, metrics.horizontalAdvance(QString::fromStdString(col)));
-  plan.row_label_width = std::min(row_w, 0.28 * w);
-  const double left = std::max(plan.row_label_width + 0.6 * metrics.height(), 6.0);
-  // Column labels run at 45 degrees below the cells: their height is their length / sqrt(2).
-  plan.column_label_length = std::min(col_w, 0.3 * h * std::sqrt(2.0));
-  const double bottom_room = (plan.column_label_length + metrics.height()) / std::sqrt(2.0) + 4;
-  const QString high_text = QString::fromStdString(format_number(high_));
-  const QString low_text = QString::fromStdString(format_number(low_));
-  const double bar_w = std::max(8.0, 0.9 * bar_metrics.height());
-  const double right_room = 0.6 * bar_metrics.height() + bar_w + 4 +
-                            std::max(bar_metrics.horizontalAdvance(high_text), bar_metrics.horizontalAdvance(low_text)) + 4;
-  plan.area = QRectF(QPointF(left, top), QPointF(std::max(left + 10, w - right_room), std::max(top + 10, h - bottom_room)));
-  plan.bar = QRectF(plan.area.right() + 0.6 * bar_metrics.height(), plan.area.top(), bar_w, plan.area.height());
-
-  // Every k-th label so that neighbours never overlap: rows need a line height between centres,
-  // 45-degree column labels need a line height / sin(45 degrees) horizontally.
-  const double cell_h = plan.area.height() / n_rows, cell_w = plan.area.width() / n_cols;
-  const int row_every = std::max(1, static_cast<int>(std::ceil(metrics.height() / cell_h - 1e-9)));
-  const int col_every = std::max(1, static_cast<int>(std::ceil(metrics.height() * std::sqrt(2.0) / cell_w - 1e-9)));
-  for (int r = 0; r < static_cast<int>(rows_.size()); r += row_every) plan.rows.push_back(r);
-  for (int c = 0; c < static_cast<int>(columns_.size()); c += col_every) plan.columns.push_back(c);
-  return plan;
+charts::HeatmapLayout HeatmapWidget::plan() const {
+  return charts::heatmap_layout(spec_, QSizeF(size()), chart_font_scale());
 }
 
 std::vector<int> HeatmapWidget::drawn_row_labels() const { return plan().rows; }
 std::vector<int> HeatmapWidget::drawn_column_labels() const { return plan().columns; }
 QRectF HeatmapWidget::cells_rect() const { return plan().area; }
 QRectF HeatmapWidget::colour_bar_rect() const { return plan().bar; }
-
-QRectF HeatmapWidget::row_label_rect(int row) const {
-  const Plan p = plan();
-  if (std::find(p.rows.begin(), p.rows.end(), row) == p.rows.end()) return {};
-  const double cell_h = p.area.height() / static_cast<double>(rows_.size());
-  const double centre = p.area.top() + (row + 0.5) * cell_h;
-  return QRectF(p.area.left() - 0.3 * p.label_height - p.row_label_width, centre - p.label_height / 2,
-                p.row_label_width, p.label_height);
-}
-
-QPointF HeatmapWidget::cell_center(int row, int col) const {
-  const QRectF area = plan().area;
-  const double cell_w = area.width() / static_cast<double>(columns_.size());
-  const double cell_h = area.height() / static_cast<double>(rows_.size());
-  return {area.left() + (col + 0.5) * cell_w, area.top() + (row + 0.5) * cell_h};
-}
-
-std::pair<int, int> HeatmapWidget::cell_at(QPointF point) const {
-  const QRectF area = plan().area;
-  if (rows_.empty() || columns_.empty() || !area.contains(point)) return {-1, -1};
-  const int col = static_cast<int>((point.x() - area.left()) / area.width() * static_cast<double>(columns_.size()));
-  const int row = static_cast<int>((point.y() - area.top()) / area.height() * static_cast<double>(rows_.size()));
-  return {std::min(row, static_cast<int>(rows_.size()) - 1), std::min(col, static_cast<int>(columns_.size()) - 1)};
-}
+QRectF HeatmapWidget::row_label_rect(int row) const { return plan().row_label_rect(row); }
+QPointF HeatmapWidget::cell_center(int row, int col) const { return plan().cell_center(row, col); }
+std::pair<int, int> HeatmapWidget::cell_at(QPointF point) const { return plan().cell_at(point); }
 
 void HeatmapWidget::paintEvent(QPaintEvent*) {
   QPainter painter(this);
-  painter.fillRect(rect(), Qt::white);
-  const Plan p = plan();
-  painter.setFont(p.title_font);
-  painter.setPen(Qt::black);
-  const double title_line = QFontMetricsF(p.title_font).lineSpacing();
-  for (qsizetype i = 0; i < p.title_lines.size(); ++i) {
-    painter.drawText(QRectF(p.title_rect.left(), p.title_rect.top() + static_cast<double>(i) * title_line,
-                            p.title_rect.width(), title_line),
-                     Qt::AlignHCenter | Qt::AlignVCenter, p.title_lines[i]);
-  }
-  if (rows_.empty() || columns_.empty()) {
-    painter.drawText(rect(), Qt::AlignCenter, "no data yet");
-    return;
-  }
-  const int n_rows = static_cast<int>(rows_.size()), n_cols = static_cast<int>(columns_.size());
-  QImage image(n_cols, n_rows, QImage::Format_RGB32);
-  for (int r = 0; r < n_rows; ++r) {
-    for (int c = 0; c < n_cols; ++c) {
-      const double v = values_[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)];
-      const Rgb colour = viridis(std::isnan(v) ? NAN : (v - low_) / (high_ - low_));
-      image.setPixel(c, r, qRgb(colour.r, colour.g, colour.b));
-    }
-  }
-  const QRectF& area = p.area;
-  painter.drawImage(area, image);  // nearest-neighbour scaling keeps cells flat
-  painter.setFont(p.label_font);
-  const QFontMetricsF metrics(p.label_font);
-  for (int r : p.rows) {
-    painter.drawText(row_label_rect(r).adjusted(0, -1, 0, 1), Qt::AlignRight | Qt::AlignVCenter,
-                     metrics.elidedText(QString::fromStdString(rows_[static_cast<std::size_t>(r)]), Qt::ElideRight,
-                                        p.row_label_width + 1));
-  }
-  for (int c : p.columns) {
-    const QPointF centre = cell_center(0, c);
-    painter.save();
-    painter.translate(centre.x() - 0.25 * metrics.height(), area.bottom() + 3);
-    painter.rotate(45);
-    painter.drawText(QPointF(0, metrics.ascent() * 0.5),
-                     metrics.elidedText(QString::fromStdString(columns_[static_cast<std::size_t>(c)]), Qt::ElideRight,
-                                        p.column_label_length + 1));
-    painter.restore();
-  }
-  // Colour bar.
-  const QRectF& bar = p.bar;
-  for (int i = 0; i < 64; ++i) {
-    const Rgb colour = viridis(1.0 - i / 63.0);
-    painter.fillRect(QRectF(bar.left(), bar.top() + bar.height() * i / 64.0, bar.width(), bar.height() / 64.0 + 1),
-                     QColor(colour.r, colour.g, colour.b));
-  }
-  painter.setPen(Qt::black);
-  painter.drawRect(bar);
-  painter.setFont(p.bar_font);
-  const QFontMetricsF bar_metrics(p.bar_font);
-  painter.drawText(QPointF(bar.right() + 3, bar.top() + bar_metrics.ascent()), QString::fromStdString(format_number(high_)));
-  painter.drawText(QPointF(bar.right() + 3, bar.bottom()), QString::fromStdString(format_number(low_)));
+  charts::paint_heatmap(painter, spec_, plan());
 }
 
 QString HeatmapWidget::readout_at(QPointF point) const {
   const auto [row, col] = cell_at(point);
   if (row < 0) return {};
-  const double v = values_[static_cast<std::size_t>(row)][static_cast<std::size_t>(col)];
-  return QString::fromStdString(rows_[static_cast<std::size_t>(row)] + " <- " + columns_[static_cast<std::size_t>(col)] +
-                                ": " + (std::isnan(v) ? std::string("not a source") : format_number(v)));
+  const double v = spec_.values[static_cast<std::size_t>(row)][static_cast<std::size_t>(col)];
+  return QString::fromStdString(spec_.row_labels[static_cast<std::size_t>(row)] + " <- " +
+                                spec_.column_labels[static_cast<std::size_t>(col)] + ": " +
+                                (std::isnan(v) ? std::string("not a source") : format_number(v)));
 }
 
 void HeatmapWidget::mouseMoveEvent(QMouseEvent* event) {
@@ -263,19 +130,7 @@ void HeatmapWidget::mouseMoveEvent(QMouseEvent* event) {
   QToolTip::showText(event->globalPosition().toPoint(), text, this);
 }
 
-std::string HeatmapWidget::csv() const {
-  std::ostringstream out;
-  out.precision(12);
-  out << "row";
-  for (const auto& c : columns_) out << "," << c;
-  out << "\n";
-  for (std::size_t r = 0; r < rows_.size(); ++r) {
-    out << rows_[r];
-    for (double v : values_[r]) out << "," << (std::isnan(v) ? std::string() : format_number(v));
-    out << "\n";
-  }
-  return out.str();
-}
+std::string HeatmapWidget::csv() const { return heatmap_csv(spec_); }
 
 void HeatmapWidget::export_image(const std::filesystem::path& path) {
   QByteArray bytes;
@@ -694,14 +549,5 @@ void ChartPanel::drawForeground(QPainter* painter, const QRectF& rect) {
   draw_readout_box(*painter, hover_text_, hover_point_, bounds, pixel_font(11 * effective_scale()));
 }
 
-std::string chart_csv(const ChartSpec& spec) {
-  std::ostringstream out;
-  out.precision(12);
-  out << "series,x,y\n";
-  for (const auto& series : spec.series) {
-    for (const auto& [x, y] : series.points) out << '"' << series.name << "\"," << x << "," << y << "\n";
-  }
-  return out.str();
-}
 
 }  // namespace attnres::gui

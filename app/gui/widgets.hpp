@@ -15,6 +15,7 @@
 
 #include "attnres/chart_spec.hpp"
 #include "chart_render.hpp"
+#include "heatmap_render.hpp"
 
 namespace attnres::gui {
 
@@ -30,8 +31,11 @@ class HeatmapWidget : public QWidget {
   // values (rows x cols), NaN = no value (grey); colours scale from `low` to `high`.
   void set_data(std::string title, std::vector<std::vector<double>> values, std::vector<std::string> row_labels,
                 std::vector<std::string> column_labels, double low = 0.0, double high = 1.0);
-  const std::vector<std::vector<double>>& values() const { return values_; }
-  const std::string& title() const { return title_; }
+  // The whole map as core data (the builders of core/model_charts.hpp make these).
+  void set_spec(HeatmapSpec spec);
+  const HeatmapSpec& spec() const { return spec_; }
+  const std::vector<std::vector<double>>& values() const { return spec_.values; }
+  const std::string& title() const { return spec_.title; }
   // Centre of cell (row, col) in widget coordinates, and the cell under a point (-1 if none).
   QPointF cell_center(int row, int col) const;
   std::pair<int, int> cell_at(QPointF point) const;
@@ -56,12 +60,8 @@ class HeatmapWidget : public QWidget {
   void mouseMoveEvent(QMouseEvent* event) override;
 
  private:
-  struct Plan;
-  Plan plan() const;
-  std::string title_;
-  std::vector<std::vector<double>> values_;
-  std::vector<std::string> rows_, columns_;
-  double low_ = 0, high_ = 1;
+  charts::HeatmapLayout plan() const;  // the shared painter's layout at this size and type scale
+  HeatmapSpec spec_;
 };
 
 class GanttWidget : public QWidget {
@@ -155,7 +155,7 @@ class ChartPanel : public QChartView {
   double applied_scale_ = 0;
 };
 
-// Long-format CSV of a chart's data: series, x, y.
-std::string chart_csv(const ChartSpec& spec);
+// Long-format CSV of a chart's data (series, x, y): attnres::chart_csv in core.
+using attnres::chart_csv;
 
 }  // namespace attnres::gui

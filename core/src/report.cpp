@@ -434,6 +434,9 @@ Report build_report(const Scenario& s, const Progress& progress) {
                       {"metrics", spec.metrics}, {"points", points}, {"skipped", result.skipped},
                       {"conclusion", sweep_conclusion(result)}});
     report.charts.push_back(sweep_chart(result, s.scenario_inputs()));
+    if (const std::string warning = paper_fig6_warning(spec, s.scenario_inputs().cost); !warning.empty()) {
+      report.notes.push_back("sweep " + spec.name + ": " + warning);
+    }
     if (const std::string conclusion = sweep_conclusion(result); !conclusion.empty()) {
       table.note += (table.note.empty() ? "" : " ") + std::string("Claim check:\n\n") + conclusion;
       report.conclusions.push_back("**" + (spec.title.empty() ? spec.name : spec.title) + "**\n\n" + conclusion);

@@ -293,6 +293,7 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
                   (result.skipped_count == 0 ? "" : ", " + std::to_string(result.skipped_count) +
                                                         " rejected as impossible") + "." +
                   (result.decimated.empty() ? "" : " Decimated: " + result.decimated + ".");
+  if (const std::string warning = paper_fig6_warning(spec, base); !warning.empty()) chart.caption += " " + warning;
   return chart;
 }
 

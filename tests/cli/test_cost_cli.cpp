@@ -36,17 +36,7 @@ json run_json(const std::vector<std::string>& args) {
   return json::parse(run.out);
 }
 
-// A PNG that is not one flat colour.
-void expect_non_blank_png(const fs::path& path) {
-  QImage image(QString::fromStdString(path.string()));
-  ASSERT_FALSE(image.isNull()) << path;
-  EXPECT_GE(image.width(), 600);
-  std::set<QRgb> colours;
-  for (int y = 0; y < image.height(); y += 7) {
-    for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
-  }
-  EXPECT_GT(colours.size(), 5u) << path << " looks blank";
-}
+using test::expect_non_blank_png;
 
 TEST(CostCli, JsonHasThePaperTable1NumbersUnderTheDocumentedKeys) {
   const json j = run_json({"cost", "--sublayers", "128", "--blocks", "8", "--d-model", "1000",

@@ -26,9 +26,13 @@
 #include "attnres/colormap.hpp"
 #include "attnres/cost.hpp"
 #include "attnres/forward.hpp"
+#include "attnres/engine.hpp"
 #include "attnres/model.hpp"
+#include "attnres/model_charts.hpp"
+#include "attnres/sweep.hpp"
 #include "attnres/report.hpp"
 #include "gui_wait.hpp"
+#include "lesson_model.hpp"
 #include "main_window.hpp"
 #include "test_support.hpp"
 #include "training_view.hpp"
@@ -1287,6 +1291,68 @@ TEST(Gui, TrainingViewDefaultRunDrawsEveryPanel) {
   }
   EXPECT_GT(colours.size(), 20u);
   if (shot) EXPECT_TRUE(image.save(QString::fromLocal8Bit(shot), "PNG")) << shot;
+}
+
+// The model views draw what the core's builders (core/model_charts.hpp) make of the same pass:
+// the figures `attnres forward --chart` writes.
+TEST(Gui, ModelViewsShowTheCoreBuildersFigures) {
+  auto window = random_model_window();
+  const LessonModel::Snapshot snapshot = window->lesson().snapshot();
+  const auto model = snapshot.build();
+  const std::vector<int> tokens = snapshot.token_ids(model->config);
+  auto pass = [&](const ModelWeights<double>& weights, bool mixing) {
+    ForwardOptions options;
+    options.record_mixing = mixing;
+    return engine_forward(weights, tokens, options, EngineOptions{}).trace;
+  };
+  const ForwardTrace trace = pass(*model, false);
+  const std::string scheme = model->config.attn_res.describe();
+  ASSERT_EQ(scheme, "Full AttnRes");
+
+  View* depth = window->view("depth-attention");
+  EXPECT_TRUE(same_heatmap(depth->heatmaps()[0]->spec(), alpha_heatmap(trace, alpha_title(scheme, trace, -1, -1))));
+  depth->findChild<QComboBox*>("token")->setCurrentIndex(3);  // token 2
+  settle();
+  EXPECT_TRUE(same_heatmap(depth->heatmaps()[0]->spec(), alpha_heatmap(trace, alpha_title(scheme, trace, 2, -1), 2)));
+
+  View* magnitudes = window->view("magnitudes");
+  const ForwardTrace standard = pass(convert_scheme(*model, AttnResConfig{}), false);
+  const auto expected = magnitude_charts({{scheme, &trace, false}, {standard.scheme.describe() + " (reference)", &standard, true}}, "");
+  const auto charts = magnitudes->charts();
+  ASSERT_EQ(charts.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(charts[i].title, expected[i].title);
+    EXPECT_EQ(chart_csv(charts[i]), chart_csv(expected[i]));
+  }
+
+  View* duality = window->view("duality");
+  const ForwardTrace mixed = pass(*model, true);
+  EXPECT_TRUE(same_heatmap(duality->heatmaps()[0]->spec(), mixing_heatmap(mixed, scheme)));
+  EXPECT_EQ(chart_csv(duality->charts()[0]), chart_csv(depth_rank_chart({&mixed})));
+}
+
+// The paper's Fig. 6 losses on the cost explorer's I/O chart come from a 32-sublayer model: on
+// another L the view says so, in the core's words.
+TEST(Gui, CostViewWarnsWhenTheFig6OverlayIsNotThisModels) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->recompute();
+  auto* warning = cost->findChild<QLabel*>("fig6_warning");
+  ASSERT_NE(warning, nullptr);
+  EXPECT_FALSE(warning->isHidden());  // L = 128 by default
+  SweepSpec overlay;
+  overlay.overlay = "paper_fig6";
+  CostInputs in;
+  in.sublayers = 128;
+  in.blocks = 8;
+  in.d_model = 1024;
+  EXPECT_EQ(warning->text().toStdString(), paper_fig6_warning(overlay, in));
+  EXPECT_NE(warning->text().indexOf("(L = 128)"), -1) << warning->text().toStdString();
+  EXPECT_NE(cost->charts().front().caption.find(warning->text().toStdString()), std::string::npos);
+  cost->findChild<QSpinBox*>("sublayers")->setValue(32);
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_TRUE(warning->isHidden());
 }
 
 }  // namespace

@@ -492,7 +492,7 @@ TEST(Lesson, ErrorsBelongToTheirTabAndMarkItsChartsStale) {
   QTest::keyClick(lesson.tokens, Qt::Key_Return);
   idle(*window);
   View* depth = window->view("depth-attention");
-  EXPECT_NE(depth->error_text().find("tokens: '99999' is not a token id"), std::string::npos) << depth->error_text();
+  EXPECT_NE(depth->error_text().find("tokens: '99999' (token 2) is not a token id in 0 .. "), std::string::npos) << depth->error_text();
   EXPECT_EQ(depth->error_fields(), std::vector<QWidget*>{lesson.tokens});
   EXPECT_FALSE(depth->stale_reason().isEmpty());
   EXPECT_EQ(window->view("cost")->error_text(), "");

@@ -43,4 +43,23 @@ struct ChartSpec {
   Kind kind = Kind::xy;
 };
 
+// A heatmap described in plain data: a matrix with row and column labels, coloured by viridis
+// (colormap.hpp) from `low` to `high`; NaN cells have no value (grey: "not a source"). The
+// renderer in app/charts draws it for the CLI's files and for the GUI's HeatmapWidget alike.
+struct HeatmapSpec {
+  std::string id;     // file stem: <id>.png, .svg, .csv
+  std::string title;
+  std::vector<std::string> row_labels, column_labels;
+  std::vector<std::vector<double>> values;  // rows x columns
+  double low = 0.0, high = 1.0;             // the colour scale (high > low)
+  std::string caption;  // one sentence: what the map shows
+};
+
+// The data behind a chart as CSV: "series,x,y" with one row per point.
+std::string chart_csv(const ChartSpec& spec);
+// A heatmap's matrix as CSV: a header "row,<column labels>", then one line per row (empty: NaN).
+std::string heatmap_csv(const HeatmapSpec& spec);
+// Whether two heatmaps hold the same labels, scale and values (NaN equal to NaN).
+bool same_heatmap(const HeatmapSpec& a, const HeatmapSpec& b);
+
 }  // namespace attnres

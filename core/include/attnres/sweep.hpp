@@ -119,6 +119,12 @@ std::vector<std::int64_t> divisors(std::int64_t n);
 ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& base);
 ChartSpec sweep_chart(const SweepResult& result, const CostInputs& base);
 
+// Overlay "paper_fig6" draws the paper's Fig. 6 losses, measured on its 32-sublayer ablation model
+// (N = 32 / S). On a sweep of a model with another L they are not that model's losses: this
+// warning says so (empty without the overlay or at L = 32). The chart's caption, the CLI's output
+// and the GUI's cost explorer carry it.
+std::string paper_fig6_warning(const SweepSpec& spec, const CostInputs& base);
+
 // In words, where the sweep's claim (metric < threshold) holds and where it fails, per series;
 // empty when the sweep states no claim.
 std::string sweep_conclusion(const SweepResult& result);
