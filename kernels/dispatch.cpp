@@ -3,11 +3,7 @@
 
 namespace attnres {
 
-std::string to_string(KernelBackend backend) {
-  return backend == KernelBackend::cpu ? "cpu" : "cuda";
-}
-
-std::vector<KernelBackend> all_kernel_backends() { return {KernelBackend::cpu, KernelBackend::cuda}; }
+std::string to_string(KernelBackend backend) { return enum_name(kKernelBackendNames, backend); }
 
 bool kernel_backend_available(KernelBackend backend, std::string* why_not) {
   if (backend == KernelBackend::cpu) return true;

@@ -1,5 +1,5 @@
-// Helpers shared by the test suites: temporary directories and tensor comparison that prints
-// "TENSOR OK, maxdiff = ..." in the llm.c style.
+// Helpers shared by the test suites: temporary directories, the message of an expected error, and
+// tensor comparison that prints "TENSOR OK, maxdiff = ..." in the llm.c style.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,10 +11,24 @@
 #include <random>
 #include <string>
 
+#include "attnres/error.hpp"
 #include "attnres/model.hpp"
 #include "attnres/model_config.hpp"
 
 namespace attnres::test {
+
+// The message of the attnres::Error that `run()` throws. A run that throws none is a test failure
+// (and gives ""), so a check on the message cannot pass by the error going missing.
+template <typename Run>
+std::string error_message(Run&& run) {
+  try {
+    run();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected an attnres::Error; none was thrown";
+  return "";
+}
 
 // A fresh directory under the system temp dir, removed when the object goes away.
 class TempDir {

@@ -841,8 +841,8 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
         {"inputs", cost_inputs_to_json(settings.model)}};
     for (const auto* phase : {&prefill, &decode}) {
       nlohmann::json overhead;
-      for (ResidualScheme scheme : kAllResidualSchemes) {
-        overhead[to_string(scheme)] = phase->overhead_fraction[static_cast<std::size_t>(scheme)];
+      for (const auto& [scheme, name] : kResidualSchemeNames) {
+        overhead[std::string(name)] = phase->overhead_fraction[static_cast<std::size_t>(scheme)];
       }
       json["time_model"][to_string(phase->phase)] = {
           {"stack_seconds_standard", phase->stack_seconds[0]}, {"overhead_fraction", overhead}};

@@ -9,24 +9,10 @@
 
 namespace attnres {
 
-std::string to_string(DType dtype) {
-  switch (dtype) {
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp32: return "fp32";
-    case DType::fp8: return "fp8";
-  }
-  return "?";
-}
+std::string to_string(DType dtype) { return enum_name(kDTypeNames, dtype); }
 
 DType parse_dtype(const std::string& text, const std::string& where) {
-  if (text == "bf16") return DType::bf16;
-  if (text == "fp16") return DType::fp16;
-  if (text == "fp32") return DType::fp32;
-  if (text == "fp8") return DType::fp8;
-  const std::string hint = did_you_mean(text, {"bf16", "fp16", "fp32", "fp8"});
-  throw Error(where + ": unknown dtype '" + text + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-              "; expected bf16, fp16, fp32 or fp8");
+  return parse_enum(kDTypeNames, text, where, "unknown dtype");
 }
 
 int bytes_per_element(DType dtype) {

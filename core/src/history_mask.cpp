@@ -15,15 +15,15 @@ namespace attnres {
 MaskSelection parse_mask_selection(const std::string& text, const std::string& where) {
   MaskSelection selection;
   selection.text = text;
-  if (text == "embedding") return selection;
   const auto colon = text.find(':');
-  const std::string kind = text.substr(0, colon);
-  if (colon != std::string::npos && (kind == "distant" || kind == "recent")) {
+  const auto kind = find_enum(MaskSelection::kKindNames, std::string_view(text).substr(0, colon));
+  if (kind == MaskSelection::Kind::embedding && colon == std::string::npos) return selection;
+  if (kind && kind != MaskSelection::Kind::embedding && colon != std::string::npos) {
     const std::string number = text.substr(colon + 1);
     int count = 0;
     const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), count);
     if (error == std::errc() && end == number.data() + number.size() && count >= 1) {
-      selection.kind = kind == "distant" ? MaskSelection::Kind::distant : MaskSelection::Kind::recent;
+      selection.kind = *kind;
       selection.count = count;
       return selection;
     }

@@ -11,57 +11,28 @@ namespace attnres {
 
 using nlohmann::json;
 
-std::string to_string(ResidualMode mode) {
-  switch (mode) {
-    case ResidualMode::standard: return "standard";
-    case ResidualMode::full: return "full";
-    case ResidualMode::block: return "block";
-    case ResidualMode::denseformer: return "denseformer";
-    case ResidualMode::rescaled: return "rescaled";
-    case ResidualMode::mhc: return "mhc";
-  }
-  return "?";
-}
+std::string to_string(ResidualMode mode) { return enum_name(kResidualModeNames, mode); }
 
 ResidualMode parse_residual_mode(const std::string& text, const std::string& what) {
-  for (auto mode : {ResidualMode::standard, ResidualMode::full, ResidualMode::block, ResidualMode::denseformer,
-                    ResidualMode::rescaled, ResidualMode::mhc}) {
-    if (text == to_string(mode)) return mode;
-  }
-  throw Error(what + ": unknown residual mode '" + text +
-              "' (expected standard, full, block, denseformer, rescaled or mhc)");
+  return parse_enum(kResidualModeNames, text, what, "unknown residual mode");
 }
 
-std::string to_string(DepthGate gate) {
-  switch (gate) {
-    case DepthGate::softmax: return "softmax";
-    case DepthGate::sigmoid: return "sigmoid";
-    case DepthGate::sigmoid_normalized: return "sigmoid_normalized";
-  }
-  return "?";
-}
+std::string to_string(DepthGate gate) { return enum_name(kDepthGateNames, gate); }
 
 DepthGate parse_depth_gate(const std::string& text, const std::string& what) {
-  for (auto gate : {DepthGate::softmax, DepthGate::sigmoid, DepthGate::sigmoid_normalized}) {
-    if (text == to_string(gate)) return gate;
-  }
-  throw Error(what + ": unknown gate '" + text + "' (expected softmax, sigmoid or sigmoid_normalized)");
+  return parse_enum(kDepthGateNames, text, what, "unknown gate");
 }
 
-std::string to_string(QuerySource source) { return source == QuerySource::fixed ? "static" : "input"; }
+std::string to_string(QuerySource source) { return enum_name(kQuerySourceNames, source); }
 
 QuerySource parse_query_source(const std::string& text, const std::string& what) {
-  if (text == "static") return QuerySource::fixed;
-  if (text == "input") return QuerySource::input;
-  throw Error(what + ": unknown query source '" + text + "' (expected static or input)");
+  return parse_enum(kQuerySourceNames, text, what, "unknown query source");
 }
 
-std::string to_string(DepthMixing mixing) { return mixing == DepthMixing::attention ? "attention" : "scalars"; }
+std::string to_string(DepthMixing mixing) { return enum_name(kDepthMixingNames, mixing); }
 
 DepthMixing parse_depth_mixing(const std::string& text, const std::string& what) {
-  if (text == "attention") return DepthMixing::attention;
-  if (text == "scalars") return DepthMixing::scalars;
-  throw Error(what + ": unknown mixing '" + text + "' (expected attention or scalars)");
+  return parse_enum(kDepthMixingNames, text, what, "unknown mixing");
 }
 
 bool AttnResConfig::operator==(const AttnResConfig& o) const {

@@ -8,20 +8,10 @@
 
 namespace attnres {
 
-std::string to_string(CachePolicy policy) {
-  switch (policy) {
-    case CachePolicy::naive: return "naive";
-    case CachePolicy::cached: return "cached";
-    case CachePolicy::cached_own: return "cached_own";
-  }
-  return "?";
-}
+std::string to_string(CachePolicy policy) { return enum_name(kCachePolicyNames, policy); }
 
 CachePolicy parse_cache_policy(const std::string& text, const std::string& where) {
-  if (text == "naive") return CachePolicy::naive;
-  if (text == "cached") return CachePolicy::cached;
-  if (text == "cached_own") return CachePolicy::cached_own;
-  throw Error(where + ": unknown cache policy '" + text + "' (expected naive, cached or cached_own)");
+  return parse_enum(kCachePolicyNames, text, where, "unknown cache policy");
 }
 
 namespace {

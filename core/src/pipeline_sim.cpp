@@ -8,14 +8,10 @@
 
 namespace attnres {
 
-std::string to_string(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::one_f_one_b ? "1f1b" : "interleaved";
-}
+std::string to_string(PipelineSchedule schedule) { return enum_name(kPipelineScheduleNames, schedule); }
 
 PipelineSchedule parse_pipeline_schedule(const std::string& text, const std::string& where) {
-  if (text == "1f1b") return PipelineSchedule::one_f_one_b;
-  if (text == "interleaved") return PipelineSchedule::interleaved;
-  throw Error(where + ": unknown schedule '" + text + "' (expected 1f1b or interleaved)");
+  return parse_enum(kPipelineScheduleNames, text, where, "unknown schedule");
 }
 
 double closed_form_bubble(PipelineSchedule schedule, int P, int V, int m) {

@@ -249,9 +249,9 @@ ReportTable time_table(const CostInputs& in, const StackTime& prefill, const Sta
                 {"scheme", "prefill stack (s)", "prefill overhead (%)", "decode stack (s)",
                  "decode overhead (%)", "residual op per sublayer, decode (s)"},
                 {}, "", ""};
-  for (ResidualScheme scheme : kAllResidualSchemes) {
+  for (const auto& [scheme, name] : kResidualSchemeNames) {
     const auto i = static_cast<std::size_t>(scheme);
-    t.rows.push_back({to_string(scheme), num(prefill.stack_seconds[i]),
+    t.rows.push_back({std::string(name), num(prefill.stack_seconds[i]),
                       num(std::round(prefill.overhead_fraction[i] * 1e5) / 1e3),
                       num(decode.stack_seconds[i]), num(std::round(decode.overhead_fraction[i] * 1e5) / 1e3),
                       num(decode.residual[i].seconds)});

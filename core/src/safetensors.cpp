@@ -17,15 +17,7 @@ using nlohmann::json;
 static_assert(std::endian::native == std::endian::little,
               "safetensors is little-endian; a big-endian host needs byte swapping");
 
-std::string to_string(TensorDType dtype) {
-  switch (dtype) {
-    case TensorDType::f64: return "F64";
-    case TensorDType::f32: return "F32";
-    case TensorDType::f16: return "F16";
-    case TensorDType::bf16: return "BF16";
-  }
-  return "?";
-}
+std::string to_string(TensorDType dtype) { return enum_name(kTensorDTypeNames, dtype); }
 
 std::size_t element_size(TensorDType dtype) {
   switch (dtype) {
@@ -68,14 +60,6 @@ float bfloat16_to_float(std::uint16_t bits) {
 }
 
 namespace {
-
-TensorDType parse_dtype(const std::string& text, const std::string& where) {
-  if (text == "F64") return TensorDType::f64;
-  if (text == "F32") return TensorDType::f32;
-  if (text == "F16") return TensorDType::f16;
-  if (text == "BF16") return TensorDType::bf16;
-  throw Error(where + ": unsupported dtype '" + text + "' (expected F32, F16, BF16 or F64)");
-}
 
 std::uint64_t read_u64(const json& value, const std::string& where) {
   if (!value.is_number_unsigned()) {
@@ -156,7 +140,7 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
     if (!entry["dtype"].is_string()) throw Error(where + ": dtype must be a string");
     TensorInfo info;
     info.name = name;
-    info.dtype = parse_dtype(entry["dtype"].get<std::string>(), where);
+    info.dtype = parse_enum(kTensorDTypeNames, entry["dtype"].get<std::string>(), where, "unsupported dtype");
     const json& shape = entry["shape"];
     if (!shape.is_array()) throw Error(where + ": shape must be an array of integers");
     std::uint64_t element_count = 1;

@@ -6,25 +6,12 @@
 
 namespace attnres {
 
-std::string to_string(Phase phase) { return phase == Phase::prefill ? "prefill" : "decode"; }
+std::string to_string(Phase phase) { return enum_name(kPhaseNames, phase); }
 
-std::string to_string(ResidualScheme scheme) {
-  switch (scheme) {
-    case ResidualScheme::standard: return "standard";
-    case ResidualScheme::block_two_phase: return "block_two_phase";
-    case ResidualScheme::block_one_shot: return "block_one_shot";
-    case ResidualScheme::full_two_phase: return "full_two_phase";
-    case ResidualScheme::full_naive: return "full_naive";
-  }
-  return "?";
-}
+std::string to_string(ResidualScheme scheme) { return enum_name(kResidualSchemeNames, scheme); }
 
 ResidualScheme parse_residual_scheme(const std::string& text, const std::string& where) {
-  for (ResidualScheme scheme : kAllResidualSchemes) {
-    if (to_string(scheme) == text) return scheme;
-  }
-  throw Error(where + ": unknown residual scheme '" + text +
-              "' (expected standard, block_two_phase, block_one_shot, full_two_phase, full_naive)");
+  return parse_enum(kResidualSchemeNames, text, where, "unknown residual scheme");
 }
 
 OpCost roofline(double flops, double bytes, const Hardware& hw) {
@@ -119,12 +106,12 @@ StackTime stack_time(const CostInputs& in, const MoeShape& moe, Phase phase, con
   const double attention_sublayers = static_cast<double>((in.sublayers + 1) / 2);
   const double mlp_sublayers = static_cast<double>(in.sublayers / 2);
   const double body = attention_sublayers * out.attention.seconds + mlp_sublayers * out.mlp.seconds;
-  for (ResidualScheme scheme : kAllResidualSchemes) {
+  for (const auto& [scheme, name] : kResidualSchemeNames) {
     const auto i = static_cast<std::size_t>(scheme);
     out.residual[i] = residual_cost(in, scheme, phase, hw);
     out.stack_seconds[i] = body + static_cast<double>(in.sublayers) * out.residual[i].seconds;
   }
-  for (std::size_t i = 0; i < 5; ++i) {
+  for (std::size_t i = 0; i < kResidualSchemeNames.size(); ++i) {
     out.overhead_fraction[i] = out.stack_seconds[i] / out.stack_seconds[0] - 1.0;
   }
   return out;

@@ -9,19 +9,15 @@
 
 namespace attnres {
 
-std::string to_string(EngineKind engine) { return engine == EngineKind::fast ? "fast" : "reference"; }
-std::string to_string(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
+std::string to_string(EngineKind engine) { return enum_name(kEngineKindNames, engine); }
+std::string to_string(Device device) { return enum_name(kDeviceNames, device); }
 
 EngineKind parse_engine(const std::string& text, const std::string& where) {
-  if (text == "fast") return EngineKind::fast;
-  if (text == "reference") return EngineKind::reference;
-  throw Error(where + ": unknown engine '" + text + "' (expected fast or reference)");
+  return parse_enum(kEngineKindNames, text, where, "unknown engine");
 }
 
 Device parse_device(const std::string& text, const std::string& where) {
-  if (text == "cpu") return Device::cpu;
-  if (text == "cuda") return Device::cuda;
-  throw Error(where + ": unknown device '" + text + "' (expected cpu or cuda)");
+  return parse_enum(kDeviceNames, text, where, "unknown device");
 }
 
 int default_thread_count() {

@@ -28,6 +28,8 @@ namespace attnres {
 
 // ------------------------------------------------------------------ data types (docs/math.md §1)
 enum class DType { bf16, fp16, fp32, fp8 };
+inline constexpr EnumNames<DType, 4> kDTypeNames{
+    {{DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp32, "fp32"}, {DType::fp8, "fp8"}}};
 std::string to_string(DType dtype);
 DType parse_dtype(const std::string& text, const std::string& where);
 int bytes_per_element(DType dtype);

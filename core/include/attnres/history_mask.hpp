@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnres/cancel.hpp"
+#include "attnres/enum_names.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 
@@ -22,6 +23,8 @@ namespace attnres {
 
 struct MaskSelection {
   enum class Kind { embedding, distant, recent };
+  static constexpr EnumNames<Kind, 3> kKindNames{
+      {{Kind::embedding, "embedding"}, {Kind::distant, "distant"}, {Kind::recent, "recent"}}};
   Kind kind = Kind::embedding;
   int count = 0;     // distant: keep the K most recent sources; recent: drop the K most recent
   std::string text;  // as written: "embedding", "distant:2", "recent:1"

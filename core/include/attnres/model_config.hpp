@@ -14,12 +14,20 @@
 #include <optional>
 #include <string>
 
+#include "attnres/enum_names.hpp"
+
 namespace attnres {
 
 // The residual mechanism that forms each sublayer's input (docs/math.md §2.1–2.3 and
 // docs/schemes.md): the standard residual, Full / Block AttnRes, DenseFormer, the rescaled
 // residual (running mean) and mHC.
 enum class ResidualMode { standard, full, block, denseformer, rescaled, mhc };
+inline constexpr EnumNames<ResidualMode, 6> kResidualModeNames{{{ResidualMode::standard, "standard"},
+                                                                 {ResidualMode::full, "full"},
+                                                                 {ResidualMode::block, "block"},
+                                                                 {ResidualMode::denseformer, "denseformer"},
+                                                                 {ResidualMode::rescaled, "rescaled"},
+                                                                 {ResidualMode::mhc, "mhc"}}};
 
 std::string to_string(ResidualMode mode);
 // Parses a mode name; throws attnres::Error naming `what` otherwise.
@@ -27,17 +35,24 @@ ResidualMode parse_residual_mode(const std::string& text, const std::string& wha
 
 // How scores become depth weights (docs/schemes.md "Gate").
 enum class DepthGate { softmax, sigmoid, sigmoid_normalized };
+inline constexpr EnumNames<DepthGate, 3> kDepthGateNames{{{DepthGate::softmax, "softmax"},
+                                                           {DepthGate::sigmoid, "sigmoid"},
+                                                           {DepthGate::sigmoid_normalized, "sigmoid_normalized"}}};
 std::string to_string(DepthGate gate);
 DepthGate parse_depth_gate(const std::string& text, const std::string& what);
 
 // Where the pseudo-query comes from: a learned vector, or that vector plus a projection of the
 // read's most recent source (docs/schemes.md "Scores").
 enum class QuerySource { fixed, input };
-std::string to_string(QuerySource source);  // "static" | "input"
+inline constexpr EnumNames<QuerySource, 2> kQuerySourceNames{
+    {{QuerySource::fixed, "static"}, {QuerySource::input, "input"}}};
+std::string to_string(QuerySource source);
 QuerySource parse_query_source(const std::string& text, const std::string& what);
 
 // Scores from a query against key-normed sources, or learned logits per (read, source).
 enum class DepthMixing { attention, scalars };
+inline constexpr EnumNames<DepthMixing, 2> kDepthMixingNames{
+    {{DepthMixing::attention, "attention"}, {DepthMixing::scalars, "scalars"}}};
 std::string to_string(DepthMixing mixing);
 DepthMixing parse_depth_mixing(const std::string& text, const std::string& what);
 

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "attnres/cost.hpp"
+#include "attnres/enum_names.hpp"
 #include "attnres/hardware.hpp"
 #include "attnres/pipeline_sim.hpp"
 #include "attnres/time_model.hpp"
@@ -21,6 +22,8 @@
 namespace attnres {
 
 enum class CachePolicy { naive, cached, cached_own };
+inline constexpr EnumNames<CachePolicy, 3> kCachePolicyNames{
+    {{CachePolicy::naive, "naive"}, {CachePolicy::cached, "cached"}, {CachePolicy::cached_own, "cached_own"}}};
 std::string to_string(CachePolicy policy);
 CachePolicy parse_cache_policy(const std::string& text, const std::string& where);
 

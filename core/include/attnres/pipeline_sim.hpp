@@ -14,10 +14,13 @@
 #include <vector>
 
 #include "attnres/cancel.hpp"
+#include "attnres/enum_names.hpp"
 
 namespace attnres {
 
 enum class PipelineSchedule { one_f_one_b, interleaved };
+inline constexpr EnumNames<PipelineSchedule, 2> kPipelineScheduleNames{
+    {{PipelineSchedule::one_f_one_b, "1f1b"}, {PipelineSchedule::interleaved, "interleaved"}}};
 std::string to_string(PipelineSchedule schedule);
 PipelineSchedule parse_pipeline_schedule(const std::string& text, const std::string& where);
 

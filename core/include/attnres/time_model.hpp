@@ -10,20 +10,26 @@
 #include <string>
 
 #include "attnres/cost.hpp"
+#include "attnres/enum_names.hpp"
 #include "attnres/hardware.hpp"
 
 namespace attnres {
 
 enum class Phase { prefill, decode };
+inline constexpr EnumNames<Phase, 2> kPhaseNames{{{Phase::prefill, "prefill"}, {Phase::decode, "decode"}}};
 std::string to_string(Phase phase);
 
 // How the residual mechanism forms each sublayer's input.
 enum class ResidualScheme { standard, block_two_phase, block_one_shot, full_two_phase, full_naive };
+// In the enum's order (tables and JSON list the schemes so; StackTime indexes by the value).
+inline constexpr EnumNames<ResidualScheme, 5> kResidualSchemeNames{
+    {{ResidualScheme::standard, "standard"},
+     {ResidualScheme::block_two_phase, "block_two_phase"},
+     {ResidualScheme::block_one_shot, "block_one_shot"},
+     {ResidualScheme::full_two_phase, "full_two_phase"},
+     {ResidualScheme::full_naive, "full_naive"}}};
 std::string to_string(ResidualScheme scheme);
 ResidualScheme parse_residual_scheme(const std::string& text, const std::string& where);
-inline constexpr ResidualScheme kAllResidualSchemes[] = {
-    ResidualScheme::standard, ResidualScheme::block_two_phase, ResidualScheme::block_one_shot,
-    ResidualScheme::full_two_phase, ResidualScheme::full_naive};
 
 // Mixture of experts: experts == 0 means a dense SwiGLU of width CostInputs::ffn.
 struct MoeShape {
@@ -60,9 +66,9 @@ OpCost residual_cost(const CostInputs& resolved, ResidualScheme scheme, Phase ph
 struct StackTime {
   Phase phase = Phase::prefill;
   OpCost attention, mlp;                  // one sublayer each
-  OpCost residual[5];                     // indexed by ResidualScheme
-  double stack_seconds[5] = {};           // L sublayers, per scheme
-  double overhead_fraction[5] = {};       // (stack(scheme) - stack(standard)) / stack(standard)
+  OpCost residual[kResidualSchemeNames.size()];                // indexed by ResidualScheme
+  double stack_seconds[kResidualSchemeNames.size()] = {};      // L sublayers, per scheme
+  double overhead_fraction[kResidualSchemeNames.size()] = {};  // (stack(scheme) - stack(standard)) / stack(standard)
 };
 StackTime stack_time(const CostInputs& resolved, const MoeShape& moe, Phase phase,
                      const Hardware& hardware);

@@ -16,13 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "attnres/enum_names.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 
 namespace attnres {
 
 enum class EngineKind { fast, reference };
+inline constexpr EnumNames<EngineKind, 2> kEngineKindNames{
+    {{EngineKind::fast, "fast"}, {EngineKind::reference, "reference"}}};
 enum class Device { cpu, cuda };
+inline constexpr EnumNames<Device, 2> kDeviceNames{{{Device::cpu, "cpu"}, {Device::cuda, "cuda"}}};
 
 std::string to_string(EngineKind engine);
 std::string to_string(Device device);

@@ -14,12 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "attnres/enum_names.hpp"
+
 namespace attnres {
 
 enum class KernelBackend { cpu, cuda };
+inline constexpr EnumNames<KernelBackend, 2> kKernelBackendNames{
+    {{KernelBackend::cpu, "cpu"}, {KernelBackend::cuda, "cuda"}}};
 
 std::string to_string(KernelBackend backend);
-std::vector<KernelBackend> all_kernel_backends();
 // False, with the reason in *why_not, when the backend cannot run here (not built, no device).
 bool kernel_backend_available(KernelBackend backend, std::string* why_not);
 
