@@ -5,7 +5,9 @@
 #include "attnres/depth_read.hpp"
 
 #include <cmath>
+#include <limits>
 
+#include "attnres/assert.hpp"
 #include "attnres/error.hpp"
 
 namespace attnres {
@@ -41,6 +43,11 @@ Matrix<Scalar> apply_gate(DepthGate gate, const Matrix<Scalar>& scores, int head
         a = (s.colwise() - top).array().exp().matrix();
         const Vector<Scalar> sum = a.rowwise().sum();
         a.array().colwise() /= sum.array();
+        // Each token's weights over the sources sum to 1 (docs/math.md §2.1). Written so that NaN
+        // passes: non-finite scores come from the user's weights, not from this code.
+        const Scalar tolerance = std::sqrt(std::numeric_limits<Scalar>::epsilon());
+        ATTNRES_ASSERT(!((a.rowwise().sum().array() - Scalar(1)).abs() > tolerance).any(),
+                       "softmax depth weights sum to 1");
         break;
       }
       case DepthGate::sigmoid: a = s.unaryExpr([](Scalar x) { return sigmoid(x); }); break;

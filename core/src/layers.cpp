@@ -1,5 +1,6 @@
 #include "attnres/layers.hpp"
 
+#include "attnres/assert.hpp"
 #include "attnres/error.hpp"
 
 #include <cmath>
@@ -31,6 +32,9 @@ RopeTable<Scalar> make_rope_table(int tokens, int head_dim, double theta) {
 template <typename Scalar>
 void apply_rope(Matrix<Scalar>& x, int heads, const RopeTable<Scalar>& rope) {
   const Eigen::Index half = rope.cos.cols();
+  // Eigen checks no sizes in a Release build: a table for other lengths would read out of bounds.
+  ATTNRES_ASSERT(rope.cos.rows() == x.rows() && x.cols() == heads * 2 * half,
+                 "the RoPE table covers x's tokens and head dimensions");
   for (int head = 0; head < heads; ++head) {
     auto first = x.middleCols(head * 2 * half, half);          // (T, hd/2)
     auto second = x.middleCols(head * 2 * half + half, half);  // (T, hd/2)
@@ -49,6 +53,10 @@ Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelC
   const int head_dim = config.head_dim();
   const int group = heads / kv_heads;  // query heads per key/value head
   const Eigen::Index T = x.rows();
+  // The model's loader checked every weight against the config; x comes from the residual stream.
+  ATTNRES_ASSERT(x.cols() == layer.q_proj.cols() && layer.q_proj.rows() == heads * head_dim &&
+                     layer.o_proj.cols() == heads * head_dim,
+                 "the layer's projections agree with x and the config");
   Matrix<Scalar> q = x * layer.q_proj.transpose();  // (T, H * hd)
   Matrix<Scalar> k = x * layer.k_proj.transpose();  // (T, H_kv * hd)
   const Matrix<Scalar> v = x * layer.v_proj.transpose();  // (T, H_kv * hd)
@@ -83,6 +91,8 @@ Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>& layer, const Matrix<Scala
 template <typename Scalar>
 Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>& model, int sublayer,
                                 const Matrix<Scalar>& h, const RopeTable<Scalar>& rope) {
+  ATTNRES_ASSERT(sublayer >= 0 && static_cast<std::size_t>(sublayer / 2) < model.layers.size(),
+                 "sublayer " + std::to_string(sublayer) + " exists");
   const auto& layer = model.layers[static_cast<std::size_t>(sublayer / 2)];
   const Scalar eps = static_cast<Scalar>(model.config.rms_norm_eps);
   if (sublayer % 2 == 0) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attnres/assert.hpp"
 #include "attnres/error.hpp"
 
 namespace attnres {
@@ -94,7 +95,23 @@ PipelineSimResult simulate_pipeline(const PipelineSimInputs& in) {
   for (int j = 0; j < m; ++j) forward_arrival[index(j, 0)] = 0.0;
 
   std::vector<std::vector<Op>> orders(static_cast<std::size_t>(P));
-  for (int r = 0; r < P; ++r) orders[static_cast<std::size_t>(r)] = rank_order(in, r);
+  for (int r = 0; r < P; ++r) {
+    orders[static_cast<std::size_t>(r)] = rank_order(in, r);
+    // Every op of the rank's V chunks is in its order exactly once: a forward and a backward of
+    // each of the m micro-batches per chunk, each on the rank that owns the chunk.
+    const auto& order = orders[static_cast<std::size_t>(r)];
+    const std::size_t ops = static_cast<std::size_t>(2) * static_cast<std::size_t>(in.virtual_stages) *
+                            static_cast<std::size_t>(m);
+    ATTNRES_ASSERT(order.size() == ops, "rank " + std::to_string(r) + "'s order holds its 2·V·m ops");
+    std::vector<bool> seen(ops, false);
+    for (const Op& op : order) {
+      ATTNRES_ASSERT(op.chunk % P == r && op.microbatch >= 0 && op.microbatch < m, "an op of this rank");
+      const std::size_t at = (static_cast<std::size_t>(op.chunk / P) * static_cast<std::size_t>(m) +
+                              static_cast<std::size_t>(op.microbatch)) * 2 + (op.backward ? 1 : 0);
+      ATTNRES_ASSERT(!seen[at], "no op twice in rank " + std::to_string(r) + "'s order");
+      seen[at] = true;
+    }
+  }
   std::vector<std::size_t> next(static_cast<std::size_t>(P), 0);
   std::vector<double> rank_free(static_cast<std::size_t>(P), 0.0);
   std::vector<double> link_free(static_cast<std::size_t>(P) * static_cast<std::size_t>(P), 0.0);
@@ -145,6 +162,10 @@ PipelineSimResult simulate_pipeline(const PipelineSimInputs& in) {
         if (ready == unknown) break;
         const auto c = static_cast<std::size_t>(op.chunk);
         const double start = std::max(rank_free[static_cast<std::size_t>(r)], ready);
+        // Dependencies: a forward after the previous chunk's forward, a backward after this
+        // chunk's forward (and the next chunk's backward).
+        ATTNRES_ASSERT(op.backward ? forward_end[slot] != unknown && start >= forward_end[slot] : true,
+                       "a backward starts after its forward");
         const double end = start + (op.backward ? in.backward_seconds[c] : in.forward_seconds[c]);
         rank_free[static_cast<std::size_t>(r)] = end;
         if (in.record_timeline) result.ops.push_back({r, op.chunk, op.microbatch, op.backward, start, end});
@@ -174,6 +195,12 @@ PipelineSimResult simulate_pipeline(const PipelineSimInputs& in) {
                   std::to_string(P) + ", V = " + std::to_string(in.virtual_stages) + ", m = " +
                   std::to_string(m));
     }
+  }
+  // Every backward released what its forward held: each rank ends with nothing live.
+  for (int r = 0; r < P; ++r) {
+    const double held = live[static_cast<std::size_t>(r)];
+    ATTNRES_ASSERT(std::abs(held) <= 1e-9 * std::max(1.0, result.peak_memory_bytes[static_cast<std::size_t>(r)]),
+                   "rank " + std::to_string(r) + " ends with no activations held");
   }
   for (int r = 0; r < P; ++r) {
     double busy = 0;

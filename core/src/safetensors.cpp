@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "attnres/assert.hpp"
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 
@@ -204,6 +205,11 @@ const TensorInfo* SafetensorsFile::find(const std::string& name) const {
 
 std::vector<double> SafetensorsFile::values(const TensorInfo& tensor) const {
   const auto count = static_cast<std::size_t>(tensor.element_count());
+  // parse() checked every tensor's offsets against its shape and the data section; a TensorInfo
+  // from another file would read past this one's bytes.
+  ATTNRES_ASSERT(tensor.end - tensor.begin == count * element_size(tensor.dtype) &&
+                     data_start_ + tensor.end <= bytes_.size(),
+                 "tensor '" + tensor.name + "' lies inside this file's data section");
   std::vector<double> out(count);
   const char* data = bytes_.data() + data_start_ + tensor.begin;
   for (std::size_t i = 0; i < count; ++i) {
@@ -274,6 +280,7 @@ std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
       cursor += tensor.data.size() * sizeof(float);
     }
   }
+  ATTNRES_ASSERT(cursor == out.data() + out.size(), "the tensors fill the data section exactly");
   return out;
 }
 
