@@ -1196,9 +1196,11 @@ QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation) {
 
 namespace {
 
+// Indexed by GanttCategory.
 const QColor kGanttColours[] = {QColor(76, 114, 176), QColor(221, 132, 82), QColor(85, 168, 104), QColor(196, 78, 82)};
+static_assert(std::size(kGanttColours) == kGanttCategoryNames.size());
 
-QColor gantt_colour(int category) { return kGanttColours[std::clamp(category, 0, 3)]; }
+QColor gantt_colour(GanttCategory category) { return kGanttColours[static_cast<std::size_t>(category)]; }
 
 // Everything paint_gantt places, computed once for painting and for the GUI's geometry.
 struct GanttPlan {
@@ -1213,7 +1215,7 @@ struct GanttPlan {
     QRectF swatch;
     QPointF text;
     QString name;
-    int category;
+    GanttCategory category;
   };
   std::vector<Key> keys;
   std::vector<double> ticks;
@@ -1255,19 +1257,18 @@ GanttPlan plan_gantt(const ChartSpec& spec, const QRectF& area, const GanttView&
   // Legend keys flow left to right under the axis, in as many rows as the width needs.
   const double swatch = 0.8 * plan.line;
   double x = left, row = 0;
-  const std::size_t categories = std::min<std::size_t>(spec.categories.size(), 4);
-  for (std::size_t i = 0; i < categories; ++i) {
-    const QString name = QString::fromStdString(spec.categories[i]);
+  for (const auto& [category, category_name] : kGanttCategoryNames) {
+    const QString name = QString::fromStdString(std::string(category_name));
     const double w = swatch + 0.4 * plan.line + metrics.horizontalAdvance(name);
     if (x > left && x + w > right) {
       x = left;
       row += 1;
     }
     plan.keys.push_back({QRectF(x, row * plan.line + (plan.line - swatch) / 2, swatch, swatch),
-                         QPointF(x + swatch + 0.4 * plan.line, row * plan.line), name, static_cast<int>(i)});
+                         QPointF(x + swatch + 0.4 * plan.line, row * plan.line), name, category});
     x += w + 1.5 * plan.line;
   }
-  double legend_rows = categories > 0 ? row + 1 : 0;
+  double legend_rows = row + 1;
   plan.show_x_label = !spec.x_label.empty();
   auto below = [&] {
     return 0.3 * plan.line + plan.line                       // tick labels
@@ -1320,7 +1321,7 @@ GanttPlan plan_gantt(const ChartSpec& spec, const QRectF& area, const GanttView&
 
 QRectF GanttLayout::box_rect(const ChartBox& box) const {
   const double y = plot.top() + lane_height() * box.lane;
-  const bool transfer = box.category >= 2;
+  const bool transfer = is_transfer(box.category);
   return QRectF(QPointF(x_of(box.x0), y + (transfer ? 0.72 : 0.08) * lane_height()),
                 QPointF(x_of(box.x1), y + (transfer ? 0.92 : 0.68) * lane_height()));
 }

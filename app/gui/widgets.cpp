@@ -276,7 +276,7 @@ int GanttWidget::box_at(QPointF pos) const {
   double best_score = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < spec_.boxes.size(); ++i) {
     const ChartBox& box = spec_.boxes[i];
-    if (box.lane != lane || (box.category >= 2) != transfers) continue;
+    if (box.lane != lane || is_transfer(box.category) != transfers) continue;
     const QRectF r = layout.box_rect(box);
     const double distance = pos.x() < r.left() ? r.left() - pos.x() : (pos.x() > r.right() ? pos.x() - r.right() : 0.0);
     if (distance > 3.0) continue;
@@ -296,9 +296,7 @@ QString GanttWidget::readout_at(QPointF pos) const {
   const QString lane = box.lane >= 0 && static_cast<std::size_t>(box.lane) < spec_.lanes.size()
                            ? QString::fromStdString(spec_.lanes[static_cast<std::size_t>(box.lane)])
                            : "lane " + QString::number(box.lane);
-  const QString category = box.category >= 0 && static_cast<std::size_t>(box.category) < spec_.categories.size()
-                               ? QString::fromStdString(spec_.categories[static_cast<std::size_t>(box.category)])
-                               : "category " + QString::number(box.category);
+  const QString category = QString::fromStdString(enum_name(kGanttCategoryNames, box.category));
   const QString unit = unit_of(spec_.x_label);
   const QString suffix = unit.isEmpty() ? QString() : " " + unit;
   const int d = std::max(decimals_for(box.x1 - box.x0), decimals_for(box.x1));

@@ -273,13 +273,12 @@ ChartSpec pipeline_gantt_chart(const PipelineReport& p) {
                 ", m = " + num(static_cast<std::int64_t>(s.microbatches)) + " (AttnRes, " + to_string(s.cache) + ")";
   chart.x_label = "time (ms)";
   for (std::int64_t r = 0; r < s.model.pp; ++r) chart.lanes.push_back("rank " + num(r));
-  chart.categories = {"forward", "backward", "send (forward)", "send (backward)"};
   for (const auto& op : p.attnres.ops) {
     ChartBox box;
     box.x0 = op.start * 1e3;
     box.x1 = op.end * 1e3;
     box.lane = op.rank;
-    box.category = op.backward ? 1 : 0;
+    box.category = op.backward ? GanttCategory::backward : GanttCategory::forward;
     box.label = std::string(op.backward ? "B" : "F") + " mb " + std::to_string(op.microbatch) + ", chunk " +
                 std::to_string(op.chunk);
     box.tag = std::to_string(op.microbatch);
@@ -291,7 +290,7 @@ ChartSpec pipeline_gantt_chart(const PipelineReport& p) {
       box.x0 = transfer.start * 1e3;
       box.x1 = transfer.end * 1e3;
       box.lane = transfer.from_rank;
-      box.category = transfer.backward ? 3 : 2;
+      box.category = transfer.backward ? GanttCategory::send_backward : GanttCategory::send_forward;
       box.label = std::string(transfer.backward ? "send B" : "send F") + " mb " + std::to_string(transfer.microbatch) +
                   ", chunk " + std::to_string(transfer.from_chunk) + " -> " + std::to_string(transfer.to_chunk) +
                   " (rank " + std::to_string(transfer.to_rank) + ")";

@@ -654,7 +654,7 @@ TEST(GanttWidget, ZoomPanAndHoverAtSixtyFourMicroBatches) {
   for (std::size_t i = 0; i < spec.boxes.size(); ++i) {
     const auto& box = spec.boxes[i];
     const double distance = std::abs((box.x0 + box.x1) / 2 - extent / 2);
-    if (box.lane == 0 && box.category == 0 && distance < best) {
+    if (box.lane == 0 && box.category == GanttCategory::forward && distance < best) {
       best = distance;
       chosen = i;
     }
@@ -757,7 +757,7 @@ TEST(GanttWidget, ThousandsOfBoxesKeepTheirColoursInFilesAndOnScreen) {
   lane0.x0 = 0;
   lane0.x1 = charts::gantt_extent(spec);
   lane0.lane = 0;
-  lane0.category = 0;
+  lane0.category = GanttCategory::forward;
   double forward = 0, backward = 0;
   EXPECT_GT(pure_colour_fraction(image, layout.box_rect(lane0), &forward, &backward), 0.97);
   EXPECT_GT(forward, 0.2);

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "attnres/enum_names.hpp"
+
 namespace attnres {
 
 struct ChartSeries {
@@ -17,11 +19,22 @@ struct ChartSeries {
   bool secondary_axis = false;  // drawn against the right-hand y axis
 };
 
+// What a box of a pipeline Gantt chart is: a compute op, drawn in the upper part of its lane, or a
+// transfer to the next stage, drawn in the lower part. The names are the legend's.
+enum class GanttCategory { forward, backward, send_forward, send_backward };
+inline constexpr EnumNames<GanttCategory, 4> kGanttCategoryNames{{{GanttCategory::forward, "forward"},
+                                                                   {GanttCategory::backward, "backward"},
+                                                                   {GanttCategory::send_forward, "send (forward)"},
+                                                                   {GanttCategory::send_backward, "send (backward)"}}};
+inline bool is_transfer(GanttCategory category) {
+  return category == GanttCategory::send_forward || category == GanttCategory::send_backward;
+}
+
 // A box of a Gantt chart: [x0, x1] on lane `lane`, coloured by `category`.
 struct ChartBox {
   double x0, x1;
   int lane;
-  int category;
+  GanttCategory category;
   std::string label;  // what the box is, for hover readouts ("F mb 3, chunk 1"); may be empty
   std::string tag;    // short text drawn inside the box when it is wide enough ("3"); may be empty
 };
@@ -36,9 +49,8 @@ struct ChartSpec {
   std::optional<double> marker_x;  // a vertical line at the current setting
   std::string marker_label;
   std::string caption;  // one sentence under the chart in report.md
-  // Gantt charts: lanes top to bottom, category names for the legend, the boxes.
+  // Gantt charts: lanes top to bottom and the boxes (the legend names every GanttCategory).
   std::vector<std::string> lanes;
-  std::vector<std::string> categories;
   std::vector<ChartBox> boxes;
   Kind kind = Kind::xy;
 };
