@@ -3,6 +3,7 @@
 
 #include "attnres/depth_layout.hpp"
 #include "attnres/error.hpp"
+#include "test_support.hpp"
 
 namespace attnres {
 namespace {
@@ -85,11 +86,8 @@ TEST(DepthLayout, RejectsImpossibleBlockSizes) {
   EXPECT_THROW(make_depth_layout(ResidualMode::block, 8, 9), Error);
   EXPECT_THROW(make_depth_layout(ResidualMode::block, 8, -2), Error);
   EXPECT_THROW(make_depth_layout(ResidualMode::full, 0, 0), Error);
-  try {
-    make_depth_layout(ResidualMode::block, 8, 9);
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("between 1 and L = 8"), std::string::npos);
-  }
+  EXPECT_NE(test::error_message([] { make_depth_layout(ResidualMode::block, 8, 9); }).find("between 1 and L = 8"),
+            std::string::npos);
 }
 
 }  // namespace

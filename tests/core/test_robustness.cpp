@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "attnres/atomic_file.hpp"
@@ -185,7 +186,18 @@ TEST(Robustness, ModelsTooLargeForMemoryAreRefusedBeforeAllocating) {
   huge.vocab_size = 2'000'000'000;
   huge.num_hidden_layers = 2'000'000'000;
   EXPECT_THROW(model_bytes_as_float64(huge, "huge"), Error);  // overflows 64 bits
-  EXPECT_GT(available_memory_bytes(), 0u);
+  // The limit is MemAvailable from /proc/meminfo: positive and at most MemTotal, not the "no limit"
+  // answer (the largest uint64) that a failed read gives, which would let any model through.
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  std::uint64_t kilobytes = 0, total_kilobytes = 0;
+  while (total_kilobytes == 0 && meminfo >> key >> kilobytes >> unit) {
+    if (key == "MemTotal:") total_kilobytes = kilobytes;
+  }
+  ASSERT_GT(total_kilobytes, 0u) << "no MemTotal in /proc/meminfo";
+  const std::uint64_t available = available_memory_bytes();
+  EXPECT_GT(available, 0u);
+  EXPECT_LE(available, total_kilobytes * 1024);
 }
 
 TEST(Robustness, AFailedWriteLeavesThePreviousFileIntact) {
