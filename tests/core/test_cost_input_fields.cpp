@@ -13,19 +13,10 @@
 #include "attnres/error.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/sweep.hpp"
+#include "test_support.hpp"
 
 namespace attnres {
 namespace {
-
-std::string message_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no attnres::Error thrown";
-  return "";
-}
 
 TEST(CostInputFields, EveryIntegerInputOnceWithItsOwnMember) {
   // CostInputs has 13 integer fields and dtype (cost.hpp); each row writes exactly its member.
@@ -62,8 +53,8 @@ TEST(CostInputFields, SettingOneOfTwoAlternativesClearsTheOther) {
   EXPECT_EQ(in.sublayers, 0);
   set_cost_input(in, "seq_shards", 3);
   EXPECT_EQ(in.seq_shards, 3);
-  EXPECT_NE(message_of([&] { set_cost_input(in, "blokcs", 1); }).find("did you mean 'blocks'"), std::string::npos);
-  EXPECT_NE(message_of([&] { set_cost_input(in, "microbatches", 1); }).find("[pipeline]"), std::string::npos);
+  EXPECT_NE(test::error_message([&] { set_cost_input(in, "blokcs", 1); }).find("did you mean 'blocks'"), std::string::npos);
+  EXPECT_NE(test::error_message([&] { set_cost_input(in, "microbatches", 1); }).find("[pipeline]"), std::string::npos);
 }
 
 TEST(CostInputFields, ScenarioReadsEveryKeyOfTheTableAndWritesItBack) {
@@ -89,7 +80,7 @@ TEST(CostInputFields, ScenarioReadsEveryKeyOfTheTableAndWritesItBack) {
   const Scenario again = parse_scenario(scenario_to_toml(s), "again.toml");
   for (const auto& field : cost_input_fields()) EXPECT_EQ(again.inputs.*field.member, s.inputs.*field.member) << field.key;
   // A key of one table in another is refused with the table's own list.
-  const std::string wrong = message_of([] { parse_scenario("[model]\nd_model = 8\nsublayers = 4\npp = 2\n", "w.toml"); });
+  const std::string wrong = test::error_message([] { parse_scenario("[model]\nd_model = 8\nsublayers = 4\npp = 2\n", "w.toml"); });
   EXPECT_NE(wrong.find("w.toml:4:1: unknown key 'model.pp'"), std::string::npos) << wrong;
 }
 
@@ -128,7 +119,7 @@ TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
            {"0:10:x2", "--values: a factor needs FROM >= 1 and FACTOR >= 2"},
            {"1:2:3:4", "--values: expected FROM:TO[:STEP|:xFACTOR]"},
            {"1:100000000", "--values: too many values"}}) {
-    const std::string message = message_of([&] { parse_sweep_values(text, "--values", 8); });
+    const std::string message = test::error_message([&] { parse_sweep_values(text, "--values", 8); });
     EXPECT_EQ(message.rfind(expected, 0), 0u) << text << " -> " << message;
   }
   SweepRange both;
@@ -136,7 +127,7 @@ TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
   both.to = 4;
   both.step = 1;
   both.factor = 2;
-  EXPECT_NE(message_of([&] { expand_sweep_range(both, "sweep.values"); }).find("exactly one"), std::string::npos);
+  EXPECT_NE(test::error_message([&] { expand_sweep_range(both, "sweep.values"); }).find("exactly one"), std::string::npos);
 }
 
 TEST(SweepValues, ScenarioRangesAndCliTextGiveTheSameValues) {
