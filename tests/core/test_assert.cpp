@@ -10,7 +10,9 @@
 namespace attnres {
 namespace {
 
-TEST(Assert, PassingConditionDoesNothing) { EXPECT_NO_THROW(ATTNRES_ASSERT(1 + 1 == 2, "arithmetic")); }
+TEST(Assert, PassingConditionDoesNothing) {
+  EXPECT_NO_THROW(ATTNRES_ASSERT(1 + 1 == 2, "arithmetic"));
+}
 
 TEST(Assert, FailureNamesFileLineConditionAndMessage) {
   const int line = __LINE__ + 2;

@@ -45,32 +45,48 @@ std::string error_of(Parse parse, const std::string& text) {
 
 TEST(EnumNames, EveryValueOfEveryEnumRoundTrips) {
   const std::string where = "--flag";
-  expect_round_trip(kCachePolicyNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_cache_policy(t, where); });
-  expect_round_trip(kPipelineScheduleNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_pipeline_schedule(t, where); });
-  expect_round_trip(kTensorDTypeNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_enum(kTensorDTypeNames, t, where, "unsupported dtype"); });
-  expect_round_trip(kResidualModeNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_residual_mode(t, where); });
-  expect_round_trip(kDepthGateNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_depth_gate(t, where); });
-  expect_round_trip(kQuerySourceNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_query_source(t, where); });
-  expect_round_trip(kDepthMixingNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_depth_mixing(t, where); });
-  expect_round_trip(kPhaseNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_enum(kPhaseNames, t, where, "unknown phase"); });
-  expect_round_trip(kResidualSchemeNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_residual_scheme(t, where); });
-  expect_round_trip(kDTypeNames, [](auto v) { return to_string(v); },
-                    [&](const std::string& t) { return parse_dtype(t, where); });
-  expect_round_trip(kGanttCategoryNames, [](auto v) { return enum_name(kGanttCategoryNames, v); },
-                    [&](const std::string& t) { return parse_enum(kGanttCategoryNames, t, where, "unknown category"); });
-  expect_round_trip(MaskSelection::kKindNames, [](auto v) { return enum_name(MaskSelection::kKindNames, v); },
-                    [&](const std::string& t) {
-                      return parse_mask_selection(t == "embedding" ? t : t + ":1", where).kind;
-                    });
+  expect_round_trip(
+      kCachePolicyNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_cache_policy(t, where); });
+  expect_round_trip(
+      kPipelineScheduleNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_pipeline_schedule(t, where); });
+  expect_round_trip(
+      kTensorDTypeNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) {
+        return parse_enum(kTensorDTypeNames, t, where, "unsupported dtype");
+      });
+  expect_round_trip(
+      kResidualModeNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_residual_mode(t, where); });
+  expect_round_trip(
+      kDepthGateNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_depth_gate(t, where); });
+  expect_round_trip(
+      kQuerySourceNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_query_source(t, where); });
+  expect_round_trip(
+      kDepthMixingNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_depth_mixing(t, where); });
+  expect_round_trip(
+      kPhaseNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_enum(kPhaseNames, t, where, "unknown phase"); });
+  expect_round_trip(
+      kResidualSchemeNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_residual_scheme(t, where); });
+  expect_round_trip(
+      kDTypeNames, [](auto v) { return to_string(v); },
+      [&](const std::string& t) { return parse_dtype(t, where); });
+  expect_round_trip(
+      kGanttCategoryNames, [](auto v) { return enum_name(kGanttCategoryNames, v); },
+      [&](const std::string& t) {
+        return parse_enum(kGanttCategoryNames, t, where, "unknown category");
+      });
+  expect_round_trip(
+      MaskSelection::kKindNames, [](auto v) { return enum_name(MaskSelection::kKindNames, v); },
+      [&](const std::string& t) {
+        return parse_mask_selection(t == "embedding" ? t : t + ":1", where).kind;
+      });
 }
 
 TEST(EnumNames, NamesAreTheOnesFilesAndFlagsUse) {
@@ -83,22 +99,30 @@ TEST(EnumNames, NamesAreTheOnesFilesAndFlagsUse) {
 TEST(EnumNames, UnknownNameListsTheAcceptedOnes) {
   EXPECT_EQ(error_of([](const std::string& t) { return parse_cache_policy(t, "--cache"); }, "lru"),
             "--cache: unknown cache policy 'lru' (expected naive, cached or cached_own)");
-  EXPECT_EQ(error_of([](const std::string& t) { return parse_pipeline_schedule(t, "s.toml:3:12"); }, "gpipe"),
+  EXPECT_EQ(error_of([](const std::string& t) { return parse_pipeline_schedule(t, "s.toml:3:12"); },
+                     "gpipe"),
             "s.toml:3:12: unknown schedule 'gpipe' (expected 1f1b or interleaved)");
   EXPECT_EQ(error_of([](const std::string& t) { return parse_residual_scheme(t, "x"); }, "mhc"),
-            "x: unknown residual scheme 'mhc' (expected standard, block_two_phase, block_one_shot, full_two_phase "
+            "x: unknown residual scheme 'mhc' (expected standard, block_two_phase, block_one_shot, "
+            "full_two_phase "
             "or full_naive)");
-  EXPECT_EQ(error_of([](const std::string& t) { return parse_enum(kTensorDTypeNames, t, "m.safetensors: w", "unsupported dtype"); },
-                     "I8"),
+  EXPECT_EQ(error_of(
+                [](const std::string& t) {
+                  return parse_enum(kTensorDTypeNames, t, "m.safetensors: w", "unsupported dtype");
+                },
+                "I8"),
             "m.safetensors: w: unsupported dtype 'I8' (expected F32, F16, BF16 or F64)");
   // A close name is suggested; case matters when parsing but not when suggesting.
-  EXPECT_EQ(error_of([](const std::string& t) { return parse_dtype(t, "--dtype"); }, "BF16"),
-            "--dtype: unknown dtype 'BF16' (did you mean 'bf16'? expected bf16, fp16, fp32 or fp8)");
+  EXPECT_EQ(
+      error_of([](const std::string& t) { return parse_dtype(t, "--dtype"); }, "BF16"),
+      "--dtype: unknown dtype 'BF16' (did you mean 'bf16'? expected bf16, fp16, fp32 or fp8)");
   EXPECT_EQ(error_of([](const std::string& t) { return parse_depth_gate(t, "--gate"); }, "sigmod"),
-            "--gate: unknown gate 'sigmod' (did you mean 'sigmoid'? expected softmax, sigmoid or sigmoid_normalized)");
+            "--gate: unknown gate 'sigmod' (did you mean 'sigmoid'? expected softmax, sigmoid or "
+            "sigmoid_normalized)");
   // Control characters are escaped, not echoed raw (printable_text).
-  EXPECT_EQ(error_of([](const std::string& t) { return parse_depth_mixing(t, "--mixing"); }, "a\x01"),
-            "--mixing: unknown mixing 'a\\x01' (expected attention or scalars)");
+  EXPECT_EQ(
+      error_of([](const std::string& t) { return parse_depth_mixing(t, "--mixing"); }, "a\x01"),
+      "--mixing: unknown mixing 'a\\x01' (expected attention or scalars)");
 }
 
 TEST(EnumNames, NameListReadsAsEnglish) {
