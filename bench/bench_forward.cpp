@@ -49,14 +49,17 @@ void BM_Forward(benchmark::State& state) {
   options.two_phase = two_phase;
   options.record_mixing = false;
   const auto& model = bench_model();  // built before timing starts
-  ForwardEngine<float> engine(model, {threads == 0 ? EngineKind::reference : EngineKind::fast, Device::cpu,
-                                      std::max(threads, 1)});
+  ForwardEngine<float> engine(model, {threads == 0 ? EngineKind::reference : EngineKind::fast,
+                                      Device::cpu, std::max(threads, 1)});
   for (auto _ : state) {
     auto result = engine.forward(tokens, options);
     benchmark::DoNotOptimize(result.logits.data());
   }
   state.SetItemsProcessed(state.iterations() * T);
-  state.SetLabel(to_string(mode) + (mode == ResidualMode::standard ? "" : two_phase ? " two-phase" : " one-shot") +
+  state.SetLabel(to_string(mode) +
+                 (mode == ResidualMode::standard ? ""
+                  : two_phase                    ? " two-phase"
+                                                 : " one-shot") +
                  (threads == 0 ? ", reference" : ", fast x" + std::to_string(threads)));
 }
 BENCHMARK(BM_Forward)
@@ -94,24 +97,26 @@ void BM_DepthReadReference(benchmark::State& state) {
     benchmark::DoNotOptimize(h.data());
   }
   state.SetItemsProcessed(state.iterations() * in.T);
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(in.packed.size() * sizeof(float)));
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(in.packed.size() * sizeof(float)));
 }
 BENCHMARK(BM_DepthReadReference)->Arg(9)->Arg(17)->Unit(benchmark::kMicrosecond);
 
 void BM_DepthReadCpuKernel(benchmark::State& state) {
   const ReadInputs in(static_cast<int>(state.range(0)));
-  std::vector<float> h(static_cast<std::size_t>(in.T) * in.d), alpha(static_cast<std::size_t>(in.T) * in.n);
+  std::vector<float> h(static_cast<std::size_t>(in.T) * in.d),
+      alpha(static_cast<std::size_t>(in.T) * in.n);
   for (auto _ : state) {
     depth_attention_forward(KernelBackend::cpu, h.data(), alpha.data(), in.packed.data(),
-                            in.read.query.data(), in.read.key_norm_gain.data(), 1e-6f, in.n, in.T, in.d);
+                            in.read.query.data(), in.read.key_norm_gain.data(), 1e-6f, in.n, in.T,
+                            in.d);
     benchmark::DoNotOptimize(h.data());
   }
   state.SetItemsProcessed(state.iterations() * in.T);
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(in.packed.size() * sizeof(float)));
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(in.packed.size() * sizeof(float)));
 }
 BENCHMARK(BM_DepthReadCpuKernel)->Arg(9)->Arg(17)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace attnres
-
-

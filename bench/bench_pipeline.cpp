@@ -14,7 +14,8 @@ void BM_PipelineSimulate(benchmark::State& state) {
   in.ranks = static_cast<int>(state.range(0));
   in.virtual_stages = static_cast<int>(state.range(1));
   in.microbatches = static_cast<int>(state.range(2));
-  in.schedule = in.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+  in.schedule =
+      in.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   in.record_timeline = state.range(3) != 0;
   const auto C = static_cast<std::size_t>(in.ranks * in.virtual_stages);
   in.forward_seconds.assign(C, 1e-3);

@@ -38,7 +38,8 @@ std::vector<std::vector<int>> train_batch() {
   std::vector<std::vector<int>> batch(kTrainBatch, std::vector<int>(kTrainTokens));
   for (int b = 0; b < kTrainBatch; ++b) {
     for (int t = 0; t < kTrainTokens; ++t) {
-      batch[static_cast<std::size_t>(b)][static_cast<std::size_t>(t)] = (t * 37 + b * 101 + 7) % 256;
+      batch[static_cast<std::size_t>(b)][static_cast<std::size_t>(t)] =
+          (t * 37 + b * 101 + 7) % 256;
     }
   }
   return batch;
@@ -53,8 +54,9 @@ void BM_TrainStep(benchmark::State& state) {
   options.record_mixing = false;
   const auto& model = train_model();  // built before timing starts
   const auto batch = train_batch();
-  GradientEngine<float> engine(model.config,
-                               {threads == 0 ? EngineKind::reference : EngineKind::fast, Device::cpu, std::max(threads, 1)});
+  GradientEngine<float> engine(
+      model.config,
+      {threads == 0 ? EngineKind::reference : EngineKind::fast, Device::cpu, std::max(threads, 1)});
   Gradients<float> gradients;
   engine.compute(model, batch, options, gradients);  // warm-up: workspaces and gradient buffers
   for (auto _ : state) {
@@ -62,7 +64,8 @@ void BM_TrainStep(benchmark::State& state) {
     benchmark::DoNotOptimize(gradients.grad.lm_head.data());
   }
   state.SetItemsProcessed(state.iterations() * kTrainBatch * kTrainTokens);
-  state.SetLabel(to_string(mode) + (threads == 0 ? ", reference" : ", fast x" + std::to_string(threads)));
+  state.SetLabel(to_string(mode) +
+                 (threads == 0 ? ", reference" : ", fast x" + std::to_string(threads)));
 }
 BENCHMARK(BM_TrainStep)
     ->ArgsProduct({{static_cast<int>(ResidualMode::standard), static_cast<int>(ResidualMode::full),
@@ -82,9 +85,9 @@ void BM_TrainGemm(benchmark::State& state) {
     y.noalias() = x * w.transpose();
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * static_cast<double>(T * d * n) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(T * d * n) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_TrainGemm)->MinTime(1.0);
 

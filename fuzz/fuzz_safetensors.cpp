@@ -9,7 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const auto file = attnres::SafetensorsFile::parse(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+    const auto file = attnres::SafetensorsFile::parse(
+        std::string(reinterpret_cast<const char*>(data), size), "fuzz");
     for (const auto& tensor : file.tensors()) {
       const auto values = file.values(tensor);
       if (static_cast<std::int64_t>(values.size()) != tensor.element_count()) __builtin_trap();

@@ -3,7 +3,9 @@
 
 namespace attnres {
 
-std::string to_string(KernelBackend backend) { return enum_name(kKernelBackendNames, backend); }
+std::string to_string(KernelBackend backend) {
+  return enum_name(kKernelBackendNames, backend);
+}
 
 bool kernel_backend_available(KernelBackend backend, std::string* why_not) {
   if (backend == KernelBackend::cpu) return true;
@@ -11,7 +13,8 @@ bool kernel_backend_available(KernelBackend backend, std::string* why_not) {
 }
 
 void depth_attention_forward(KernelBackend backend, float* h, float* alpha, const float* sources,
-                             const float* query, const float* gain, float eps, int n, int T, int d) {
+                             const float* query, const float* gain, float eps, int n, int T,
+                             int d) {
   if (n < 1 || T < 1 || d < 1) {
     throw Error("depth_attention_forward: sizes must be positive (n = " + std::to_string(n) +
                 ", T = " + std::to_string(T) + ", d = " + std::to_string(d) + ")");

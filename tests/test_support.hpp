@@ -66,8 +66,9 @@ inline ModelConfig model_config(int layers, int d, int heads, int kv_heads, int 
 
 // A random model whose norm and key-norm gains are drawn from [0.6, 1.4] instead of ones (queries
 // and projections as `options` says), so that every gradient path is exercised.
-inline ModelWeights<double> model_with_random_gains(const ModelConfig& config, const RandomModelOptions& options,
-                                                   std::uint64_t gain_seed) {
+inline ModelWeights<double> model_with_random_gains(const ModelConfig& config,
+                                                    const RandomModelOptions& options,
+                                                    std::uint64_t gain_seed) {
   ModelWeights<double> model = random_model(config, options);
   std::mt19937_64 engine(gain_seed);
   std::uniform_real_distribution<double> gain(0.6, 1.4);
@@ -81,7 +82,8 @@ inline ModelWeights<double> model_with_random_gains(const ModelConfig& config, c
 
 // Max |a - b| / max(1, max |b|): absolute for small values, relative for large ones.
 template <typename A, typename B>
-double max_scaled_difference(const Eigen::MatrixBase<A>& actual, const Eigen::MatrixBase<B>& expected) {
+double max_scaled_difference(const Eigen::MatrixBase<A>& actual,
+                             const Eigen::MatrixBase<B>& expected) {
   const Eigen::MatrixXd a = actual.template cast<double>();
   const Eigen::MatrixXd b = expected.template cast<double>();
   if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;

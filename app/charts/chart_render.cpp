@@ -1,5 +1,7 @@
 #include "chart_render.hpp"
 
+#include <unistd.h>
+
 #include <QApplication>
 #include <QBuffer>
 #include <QDir>
@@ -19,8 +21,6 @@
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QScatterSeries>
 #include <QtCharts/QValueAxis>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -49,7 +49,6 @@ QStringList wrap_words(const QString& text, const QFontMetricsF& metrics, double
   return lines;
 }
 
-
 namespace {
 
 // Fonts the renderer paints itself are sized in pixels (a point at 96 dpi), so that what it
@@ -57,7 +56,8 @@ namespace {
 constexpr double kPixelsPerPoint = 96.0 / 72.0;
 
 QFont pixel_font(QFont font) {
-  const double points = font.pointSizeF() > 0 ? font.pointSizeF() : font.pixelSize() / kPixelsPerPoint;
+  const double points =
+      font.pointSizeF() > 0 ? font.pointSizeF() : font.pixelSize() / kPixelsPerPoint;
   font.setPixelSize(std::max(1, static_cast<int>(std::lround(points * kPixelsPerPoint))));
   return font;
 }
@@ -68,7 +68,9 @@ QFont scaled(QFont font, double points) {
 }
 
 // Qt Charts reads titles, axis titles and legend names as rich text: plain text must be escaped.
-QString rich(const QString& plain) { return plain.toHtmlEscaped(); }
+QString rich(const QString& plain) {
+  return plain.toHtmlEscaped();
+}
 
 struct Range {
   double low = std::numeric_limits<double>::infinity();
@@ -80,9 +82,15 @@ struct Range {
   bool empty() const { return !(low <= high); }
 };
 
-bool usable(double v, bool logarithmic) { return std::isfinite(v) && (!logarithmic || v > 0); }
-double to_axis(double v, bool logarithmic) { return logarithmic ? std::log10(v) : v; }
-double from_axis(double v, bool logarithmic) { return logarithmic ? std::pow(10.0, v) : v; }
+bool usable(double v, bool logarithmic) {
+  return std::isfinite(v) && (!logarithmic || v > 0);
+}
+double to_axis(double v, bool logarithmic) {
+  return logarithmic ? std::log10(v) : v;
+}
+double from_axis(double v, bool logarithmic) {
+  return logarithmic ? std::pow(10.0, v) : v;
+}
 
 double nice_step(double span, int target_ticks) {
   if (!(span > 0)) return 1.0;
@@ -115,10 +123,12 @@ bool power_of_two(double v) {
 // range narrower than about a factor of two, evenly spaced nice values (placed logarithmically).
 // When the axis is too short for three of any set: the decades, or the coarsest set thinned.
 // Ticks `keep` rejects (a label that would stick out of the chart) are left out before choosing.
-std::vector<double> log_ticks(double low, double high, const std::vector<double>& data, std::size_t most,
-                              const std::function<bool(double)>& keep = {}) {
+std::vector<double> log_ticks(double low, double high, const std::vector<double>& data,
+                              std::size_t most, const std::function<bool(double)>& keep = {}) {
   most = std::max<std::size_t>(most, 2);
-  auto within = [&](double v) { return v >= low * (1 - 1e-9) && v <= high * (1 + 1e-9) && (!keep || keep(v)); };
+  auto within = [&](double v) {
+    return v >= low * (1 - 1e-9) && v <= high * (1 + 1e-9) && (!keep || keep(v));
+  };
   const int first_decade = static_cast<int>(std::floor(std::log10(low))) - 1;
   const int last_decade = static_cast<int>(std::ceil(std::log10(high))) + 1;
   auto per_decade = [&](std::initializer_list<double> mantissas) {
@@ -133,7 +143,8 @@ std::vector<double> log_ticks(double low, double high, const std::vector<double>
   };
   if (data.size() >= 2 && std::all_of(data.begin(), data.end(), power_of_two)) {
     std::vector<double> out;
-    for (int k = static_cast<int>(std::floor(std::log2(low))); k <= static_cast<int>(std::ceil(std::log2(high))); ++k) {
+    for (int k = static_cast<int>(std::floor(std::log2(low)));
+         k <= static_cast<int>(std::ceil(std::log2(high))); ++k) {
       if (within(std::exp2(k))) out.push_back(std::exp2(k));
     }
     if (out.size() >= 3) return thinned(out, most);
@@ -146,8 +157,9 @@ std::vector<double> log_ticks(double low, double high, const std::vector<double>
       if (!keep || keep(v)) linear.push_back(v);
     }
   }
-  const std::vector<std::vector<double>> sets = {per_decade({1.0}), per_decade({1.0, 3.0}), per_decade({1.0, 2.0, 5.0}),
-                                                 per_decade({1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0})};
+  const std::vector<std::vector<double>> sets = {
+      per_decade({1.0}), per_decade({1.0, 3.0}), per_decade({1.0, 2.0, 5.0}),
+      per_decade({1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0})};
   for (auto set = sets.rbegin(); set != sets.rend(); ++set) {
     if (set->size() >= 3 && set->size() <= most) return *set;
   }
@@ -158,7 +170,9 @@ std::vector<double> log_ticks(double low, double high, const std::vector<double>
   return thinned(linear, most);
 }
 
-QString tick_label(double v) { return QString::number(v, 'g', 6); }
+QString tick_label(double v) {
+  return QString::number(v, 'g', 6);
+}
 
 QString plain_number(double v) {
   // Four significant digits without an exponent between 0.001 and 10^7 ("35840", "1.746",
@@ -166,7 +180,8 @@ QString plain_number(double v) {
   const double a = std::abs(v);
   if (v == 0 || !std::isfinite(v)) return QString::number(v);
   if (a < 1e-3 || a >= 1e7) return QString::number(v, 'g', 4);
-  QString text = QString::number(v, 'f', std::clamp(3 - static_cast<int>(std::floor(std::log10(a))), 0, 6));
+  QString text =
+      QString::number(v, 'f', std::clamp(3 - static_cast<int>(std::floor(std::log10(a))), 0, 6));
   if (text.contains('.')) {
     while (text.endsWith('0')) text.chop(1);
     if (text.endsWith('.')) text.chop(1);
@@ -182,7 +197,8 @@ void set_log_ticks(QCategoryAxis* axis, const std::vector<double>& data, std::si
   std::vector<double> at;
   std::function<bool(double)> keep_tick;
   if (keep) keep_tick = [&keep](double tick) { return keep(tick, tick_label(tick)); };
-  for (double tick : log_ticks(std::pow(10.0, axis->min()), std::pow(10.0, axis->max()), data, most, keep_tick)) {
+  for (double tick :
+       log_ticks(std::pow(10.0, axis->min()), std::pow(10.0, axis->max()), data, most, keep_tick)) {
     const QString label = tick_label(tick);
     if (labels.contains(label)) continue;
     labels.push_back(label);
@@ -190,10 +206,12 @@ void set_log_ticks(QCategoryAxis* axis, const std::vector<double>& data, std::si
   }
   if (labels == axis->categoriesLabels()) return;
   for (const QString& old : axis->categoriesLabels()) axis->remove(old);
-  for (qsizetype i = 0; i < labels.size(); ++i) axis->append(labels[i], at[static_cast<std::size_t>(i)]);
+  for (qsizetype i = 0; i < labels.size(); ++i)
+    axis->append(labels[i], at[static_cast<std::size_t>(i)]);
 }
 
-QAbstractAxis* make_axis(const std::string& title, bool logarithmic, Range range, const std::vector<double>& data) {
+QAbstractAxis* make_axis(const std::string& title, bool logarithmic, Range range,
+                         const std::vector<double>& data) {
   if (range.empty()) range = logarithmic ? Range{1.0, 10.0} : Range{0.0, 1.0};
   if (logarithmic) {
     // A value axis over log10 of the data with labels at chosen ticks: logarithmic placement,
@@ -215,7 +233,8 @@ QAbstractAxis* make_axis(const std::string& title, bool logarithmic, Range range
   double span = range.high - range.low;
   if (span <= 0) span = std::max(1.0, std::abs(range.high));
   // Non-negative data keeps zero as the floor instead of padding below it.
-  const double low = range.low >= 0 ? std::max(0.0, range.low - 0.05 * span) : range.low - 0.05 * span;
+  const double low =
+      range.low >= 0 ? std::max(0.0, range.low - 0.05 * span) : range.low - 0.05 * span;
   axis->setRange(low, range.high + 0.05 * span);
   axis->applyNiceNumbers();
   axis->setTitleText(rich(QString::fromStdString(title)));
@@ -228,22 +247,28 @@ QAbstractAxis* make_axis(const std::string& title, bool logarithmic, Range range
 std::optional<double> value_at(const ChartSeries& series, double at, bool log_x, bool log_y) {
   std::optional<double> exact;
   for (const auto& [x, y] : series.points) {
-    if (usable(x, log_x) && std::isfinite(y) && std::abs(x - at) <= 1e-9 * std::max(1.0, std::abs(at))) exact = y;
+    if (usable(x, log_x) && std::isfinite(y) &&
+        std::abs(x - at) <= 1e-9 * std::max(1.0, std::abs(at)))
+      exact = y;
   }
   if (exact || series.style == ChartSeries::Style::scatter) return exact;
   for (std::size_t i = 0; i + 1 < series.points.size(); ++i) {
     const auto [xa, ya] = series.points[i];
     const auto [xb, yb] = series.points[i + 1];
-    if (!usable(xa, log_x) || !usable(xb, log_x) || !std::isfinite(ya) || !std::isfinite(yb)) continue;
+    if (!usable(xa, log_x) || !usable(xb, log_x) || !std::isfinite(ya) || !std::isfinite(yb))
+      continue;
     if ((xa - at) * (xb - at) >= 0) continue;
-    const double t = (to_axis(at, log_x) - to_axis(xa, log_x)) / (to_axis(xb, log_x) - to_axis(xa, log_x));
-    if (log_y && ya > 0 && yb > 0) return std::pow(10.0, std::log10(ya) + t * (std::log10(yb) - std::log10(ya)));
+    const double t =
+        (to_axis(at, log_x) - to_axis(xa, log_x)) / (to_axis(xb, log_x) - to_axis(xa, log_x));
+    if (log_y && ya > 0 && yb > 0)
+      return std::pow(10.0, std::log10(ya) + t * (std::log10(yb) - std::log10(ya)));
     return ya + t * (yb - ya);
   }
   return std::nullopt;
 }
 
-// `text` as rich text wrapped to `width` in at most `most` lines (Qt truncates what still does not fit).
+// `text` as rich text wrapped to `width` in at most `most` lines (Qt truncates what still does not
+// fit).
 QString wrapped_rich(const QString& text, const QFont& font, double width, int most = 3) {
   const QFontMetricsF metrics(font);
   if (width <= 20 || metrics.horizontalAdvance(text) <= width) return rich(text);
@@ -349,7 +374,8 @@ class Overlay final : public QGraphicsItem {
   }
   QStringList signature() const {
     QStringList out;
-    for (QLegendMarker* marker : shown_markers()) out.push_back(QString::number(reinterpret_cast<quintptr>(marker)) + marker->label());
+    for (QLegendMarker* marker : shown_markers())
+      out.push_back(QString::number(reinterpret_cast<quintptr>(marker)) + marker->label());
     out.push_back(QString::number(chart_->size().width()));
     return out;
   }
@@ -389,7 +415,8 @@ class Overlay final : public QGraphicsItem {
     std::vector<double> data;  // the values drawn against it (powers of two get their own ticks)
   };
   std::vector<LogAxis> log_axes;
-  std::vector<std::pair<QValueAxis*, int>> linear_y_axes;  // with the tick count applyNiceNumbers chose
+  std::vector<std::pair<QValueAxis*, int>>
+      linear_y_axes;  // with the tick count applyNiceNumbers chose
   std::vector<const QAbstractSeries*> secondary;
   QFont base_title, base_axis_title, base_axis_labels, base_legend;
   QFont legend_font;  // the readout's; the legend's own may be smaller (entry_font)
@@ -423,7 +450,8 @@ struct LegendPlan {
 // Places legend entries under one another from y = 0. columns == 0: a flow, left to right, a new
 // row when the next entry does not fit, an entry wider than the whole width wrapped onto several
 // lines, rows centred. columns > 0: a grid, row by row, each name elided to its column.
-LegendPlan plan_legend(std::vector<Overlay::Entry> entries, const QFont& font, double left, double available, int columns) {
+LegendPlan plan_legend(std::vector<Overlay::Entry> entries, const QFont& font, double left,
+                       double available, int columns) {
   LegendPlan plan;
   plan.font = font;
   const QFontMetricsF metrics(font);
@@ -436,12 +464,14 @@ LegendPlan plan_legend(std::vector<Overlay::Entry> entries, const QFont& font, d
     for (int i = 0; i < count; ++i) {
       Overlay::Entry& entry = entries[static_cast<std::size_t>(i)];
       entry.text = metrics.elidedText(entry.text, Qt::ElideRight, column_w - swatch_w - gap);
-      used = std::max(used, (i % columns) * (column_w + spacing) + swatch_w + gap + metrics.horizontalAdvance(entry.text));
+      used = std::max(used, (i % columns) * (column_w + spacing) + swatch_w + gap +
+                                metrics.horizontalAdvance(entry.text));
     }
     const double x0 = left + std::max(0.0, (available - used) / 2);
     for (int i = 0; i < count; ++i) {
       Overlay::Entry& entry = entries[static_cast<std::size_t>(i)];
-      const double x = x0 + (i % columns) * (column_w + spacing), y = (i / columns) * (em + row_gap);
+      const double x = x0 + (i % columns) * (column_w + spacing),
+                   y = (i / columns) * (em + row_gap);
       entry.swatch = QRectF(x, y + 0.125 * em, swatch_w, 0.75 * em);
       entry.text_rect = QRectF(x + swatch_w + gap, y, column_w - swatch_w - gap + 1, em);
     }
@@ -459,7 +489,8 @@ LegendPlan plan_legend(std::vector<Overlay::Entry> entries, const QFont& font, d
   for (const auto& entry : entries) {
     QSizeF size(swatch_w + gap + metrics.horizontalAdvance(entry.text), em);
     if (size.width() > available) {
-      const QRectF bounds = metrics.boundingRect(QRectF(0, 0, available - swatch_w - gap, 1e6), Qt::TextWordWrap, entry.text);
+      const QRectF bounds = metrics.boundingRect(QRectF(0, 0, available - swatch_w - gap, 1e6),
+                                                 Qt::TextWordWrap, entry.text);
       size = QSizeF(available, std::max(em, bounds.height()));
       entries[sizes.size()].wrapped = true;  // sizes holds the entries before this one
     }
@@ -485,7 +516,8 @@ LegendPlan plan_legend(std::vector<Overlay::Entry> entries, const QFont& font, d
     for (std::size_t i : row.items) {
       Overlay::Entry& entry = entries[i];
       entry.swatch = QRectF(x, y + 0.125 * em, swatch_w, 0.75 * em);
-      entry.text_rect = QRectF(x + swatch_w + gap, y, sizes[i].width() - swatch_w - gap + 1, sizes[i].height());
+      entry.text_rect =
+          QRectF(x + swatch_w + gap, y, sizes[i].width() - swatch_w - gap + 1, sizes[i].height());
       x += sizes[i].width() + spacing;
     }
     y += row.height + row_gap;
@@ -506,7 +538,9 @@ Overlay* overlay_of(const QChart* chart) {
 void Overlay::apply_style(const ChartStyle& style) {
   font_scale = style.font_scale > 0 ? style.font_scale : 1.0;
   const double s = font_scale;
-  auto size_of = [](const QFont& font) { return font.pointSizeF() > 0 ? font.pointSizeF() : font.pixelSize() / kPixelsPerPoint; };
+  auto size_of = [](const QFont& font) {
+    return font.pointSizeF() > 0 ? font.pointSizeF() : font.pixelSize() / kPixelsPerPoint;
+  };
   // Compact panels: the sizes the GUI always used; files: Qt's theme sizes.
   const double title_pt = style.compact ? 9.0 : size_of(base_title);
   const double axis_title_pt = style.compact ? 8.0 : size_of(base_axis_title);
@@ -575,15 +609,18 @@ double Overlay::x_axis_height(const QString& title_text, bool with_title) const 
   if (!x_axis) return 0;
   // Qt Charts: the tick labels' height, a 4 px label padding, 1 px, and the title with a 2 px
   // padding above and below it. One pixel more for rounding.
-  double height = qt_text_size(x_axis->labelsFont(), QStringLiteral("0123456789")).height() + 4 + 1 + 1;
-  if (with_title && !title_text.isEmpty()) height += qt_text_size(x_axis->titleFont(), title_text).height() + 2 * 2;
+  double height =
+      qt_text_size(x_axis->labelsFont(), QStringLiteral("0123456789")).height() + 4 + 1 + 1;
+  if (with_title && !title_text.isEmpty())
+    height += qt_text_size(x_axis->titleFont(), title_text).height() + 2 * 2;
   return height;
 }
 
 void Overlay::lay_out() {
   // QLegend::setFont hides the legend's items until its layout runs again, and a hidden item
   // reads as an entry a view hid: show them now (the legend itself is transparent).
-  if (QGraphicsLayout* legend_layout = chart_->legend()->layout(); legend_layout && !legend_layout->isActivated()) {
+  if (QGraphicsLayout* legend_layout = chart_->legend()->layout();
+      legend_layout && !legend_layout->isActivated()) {
     legend_layout->activate();
   }
   const QRectF area(QPointF(0, 0), chart_->size());
@@ -591,7 +628,8 @@ void Overlay::lay_out() {
     prepareGeometryChange();
     bounds_ = area;
   }
-  const double left = area.left() + base_margins.left() + 4, right = area.right() - base_margins.right() - 4;
+  const double left = area.left() + base_margins.left() + 4,
+               right = area.right() - base_margins.right() - 4;
   const double available = std::max(40.0, right - left);
   entries.clear();
   for (QLegendMarker* marker : shown_markers()) {
@@ -608,8 +646,9 @@ void Overlay::lay_out() {
   QString wrapped_title;
   if (area.width() > 0) {
     const int lines = area.height() < 220 ? 1 : (area.height() < 400 ? 2 : 3);
-    wrapped_title = wrapped_rich(title, chart_->titleFont(),
-                                 area.width() - base_margins.left() - base_margins.right() - 8, lines);
+    wrapped_title =
+        wrapped_rich(title, chart_->titleFont(),
+                     area.width() - base_margins.left() - base_margins.right() - 8, lines);
     if (wrapped_title.contains("<br>")) wrapped_title = "<center>" + wrapped_title + "</center>";
     if (chart_->title() != wrapped_title) chart_->setTitle(wrapped_title);
   }
@@ -620,13 +659,19 @@ void Overlay::lay_out() {
   // and title past that. So the legend may take what leaves the x axis its room
   // (`budget`), and by choice at most ~40 % of the chart's height (`most`).
   qreal layout_left = 0, layout_top = 0, layout_right = 0, layout_bottom = 0;
-  if (chart_->layout()) chart_->layout()->getContentsMargins(&layout_left, &layout_top, &layout_right, &layout_bottom);
-  const double title_height = wrapped_title.isEmpty() ? 0.0 : qt_text_size(chart_->titleFont(), wrapped_title).height() + 1;
-  const double plot_width = chart_->plotArea().width() > 0 ? chart_->plotArea().width() : 0.75 * area.width();
+  if (chart_->layout())
+    chart_->layout()->getContentsMargins(&layout_left, &layout_top, &layout_right, &layout_bottom);
+  const double title_height =
+      wrapped_title.isEmpty() ? 0.0 : qt_text_size(chart_->titleFont(), wrapped_title).height() + 1;
+  const double plot_width =
+      chart_->plotArea().width() > 0 ? chart_->plotArea().width() : 0.75 * area.width();
   planned_x_title_ = x_title_text(plot_width);
   planned_title_fits_ = x_title_fits(plot_width);
-  const double fixed = layout_top + layout_bottom + base_margins.top() + base_margins.bottom() + title_height;
-  auto budget = [&](bool with_title) { return area.height() - fixed - x_axis_height(planned_x_title_, with_title) / 0.4 - 2; };
+  const double fixed =
+      layout_top + layout_bottom + base_margins.top() + base_margins.bottom() + title_height;
+  auto budget = [&](bool with_title) {
+    return area.height() - fixed - x_axis_height(planned_x_title_, with_title) / 0.4 - 2;
+  };
   const double most = area.height() > 0 ? (area.height() < 260 ? 0.3 : 0.4) * area.height() : 1e9;
 
   // Every name in full, wrapped into rows, in the legend's type or down to 80 % of it; past that
@@ -635,12 +680,15 @@ void Overlay::lay_out() {
   // leaves the x axis too little room, the x axis title goes first, then the names get narrower
   // columns: the legend always names its series. (The title also goes when a word of it is wider
   // than the plot: Qt would elide it, and squeeze the tick labels with it.)
-  auto gap_of = [](const LegendPlan& plan) { return plan.height > 0 ? 0.3 * QFontMetricsF(plan.font).height() : 0.0; };
+  auto gap_of = [](const LegendPlan& plan) {
+    return plan.height > 0 ? 0.3 * QFontMetricsF(plan.font).height() : 0.0;
+  };
   auto choose = [&](double limit, double min_text_em) -> std::optional<LegendPlan> {
     LegendPlan plan;
     for (const double factor : {1.0, 0.9, 0.8}) {
       QFont font = legend_font;
-      font.setPixelSize(std::max(7, static_cast<int>(std::lround(legend_font.pixelSize() * factor))));
+      font.setPixelSize(
+          std::max(7, static_cast<int>(std::lround(legend_font.pixelSize() * factor))));
       plan = plan_legend(entries, font, left, available, 0);
       if (plan.height + gap_of(plan) <= limit) return plan;
     }
@@ -662,7 +710,8 @@ void Overlay::lay_out() {
     with_title = planned_title_fits_;
   } else if (planned_title_fits_ && (chosen = choose(std::min(most, budget(true)), 6.0))) {
     with_title = true;
-  } else if ((chosen = choose(std::min(most, budget(false)), 6.0)) || (chosen = choose(budget(false), 3.0))) {
+  } else if ((chosen = choose(std::min(most, budget(false)), 6.0)) ||
+             (chosen = choose(budget(false), 3.0))) {
     with_title = false;
   } else {
     // No room even so: the fewest rows of names that keep two characters each, at 80 % type
@@ -678,7 +727,8 @@ void Overlay::lay_out() {
     }
     chosen = plan_legend(entries, font, left, available, columns);
   }
-  if (x_axis && !x_title.isEmpty() && x_axis->isTitleVisible() != with_title) x_axis->setTitleVisible(with_title);
+  if (x_axis && !x_title.isEmpty() && x_axis->isTitleVisible() != with_title)
+    x_axis->setTitleVisible(with_title);
 
   const LegendPlan& plan = *chosen;
   entries = plan.entries;
@@ -689,8 +739,10 @@ void Overlay::lay_out() {
     entry.swatch.translate(0, legend_top);
     entry.text_rect.translate(0, legend_top);
   }
-  const int bottom_margin = base_margins.bottom() + static_cast<int>(std::ceil(legend_height + gap_of(plan)));
-  const QMargins margins(base_margins.left(), base_margins.top(), base_margins.right(), bottom_margin);
+  const int bottom_margin =
+      base_margins.bottom() + static_cast<int>(std::ceil(legend_height + gap_of(plan)));
+  const QMargins margins(base_margins.left(), base_margins.top(), base_margins.right(),
+                         bottom_margin);
   if (chart_->margins() != margins) chart_->setMargins(margins);
   fit_axes();
 }
@@ -705,8 +757,9 @@ void Overlay::fit_axes() {
   for (const LogAxis& log : log_axes) {
     const QFontMetricsF metrics(log.axis->labelsFont());
     const bool vertical = log.orientation == Qt::Vertical;
-    const double room = vertical ? plot.height() / (1.9 * metrics.height())
-                                 : plot.width() / (metrics.horizontalAdvance("00000") + metrics.height());
+    const double room =
+        vertical ? plot.height() / (1.9 * metrics.height())
+                 : plot.width() / (metrics.horizontalAdvance("00000") + metrics.height());
     const double low = log.axis->min(), high = log.axis->max();
     const double width = chart_->size().width();
     // An x label centred on a tick near the plot's ends must not stick out of the chart.
@@ -716,7 +769,8 @@ void Overlay::fit_axes() {
       const double half = metrics.horizontalAdvance(label) / 2;
       return x - half >= 1 && x + half <= width - 1;
     };
-    set_log_ticks(log.axis, log.data, static_cast<std::size_t>(std::clamp(room, 2.0, vertical ? 8.0 : 10.0)), inside);
+    set_log_ticks(log.axis, log.data,
+                  static_cast<std::size_t>(std::clamp(room, 2.0, vertical ? 8.0 : 10.0)), inside);
   }
   for (const auto& [axis, nice_ticks] : linear_y_axes) {
     // Keep the nice grid of applyNiceNumbers: every k-th of its ticks, as many as fit.
@@ -746,7 +800,8 @@ Overlay::Readout Overlay::plan_readout() const {
   if (!marker_series || !marker_series->isVisible()) return readout;
   const QRectF plot = chart_->plotArea();
   if (plot.width() < 20 || plot.height() < 20) return readout;
-  const double marker_pos = chart_->mapToPosition(QPointF(to_axis(marker_x, log_x), 0), marker_series).x();
+  const double marker_pos =
+      chart_->mapToPosition(QPointF(to_axis(marker_x, log_x), 0), marker_series).x();
   if (marker_pos < plot.left() - 0.5 || marker_pos > plot.right() + 0.5) return readout;
 
   QFont bold = legend_font;
@@ -762,14 +817,17 @@ Overlay::Readout Overlay::plan_readout() const {
     readout.lines.push_back(value.text);
   }
   double text_w = 0;
-  for (const Value* value : readout.values) text_w = std::max(text_w, metrics.horizontalAdvance(value->text));
+  for (const Value* value : readout.values)
+    text_w = std::max(text_w, metrics.horizontalAdvance(value->text));
   readout.column_width = readout.swatch_width + 0.3 * metrics.height() + text_w;
   const double header_w = bold_metrics.horizontalAdvance(marker_label);
   const auto n = static_cast<int>(readout.values.size());
   auto size_for = [&](int columns) {
     const int per_column = columns > 0 && n > 0 ? (n + columns - 1) / columns : 0;
-    const double w = std::max(header_w, columns * readout.column_width + (columns - 1) * 0.8 * metrics.height());
-    return QSizeF(w + 2 * readout.padding, (1 + per_column) * readout.line_height + 2 * readout.padding);
+    const double w =
+        std::max(header_w, columns * readout.column_width + (columns - 1) * 0.8 * metrics.height());
+    return QSizeF(w + 2 * readout.padding,
+                  (1 + per_column) * readout.line_height + 2 * readout.padding);
   };
   readout.columns = 1;
   QSizeF size = size_for(1);
@@ -796,7 +854,8 @@ Overlay::Readout Overlay::plan_readout() const {
       if (joined && i > 0) {
         const double length = std::hypot(p.x() - previous.x(), p.y() - previous.y());
         const int steps = std::min(200, static_cast<int>(length / 6));
-        for (int k = 1; k < steps; ++k) samples.push_back(previous + (p - previous) * (k / double(steps)));
+        for (int k = 1; k < steps; ++k)
+          samples.push_back(previous + (p - previous) * (k / double(steps)));
       }
       previous = p;
     }
@@ -832,20 +891,24 @@ void Overlay::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*
     // Entries were hidden, added or renamed since the layout: lay out again after this paint
     // (the margin changes the chart's layout, which must not happen while painting).
     relayout_queued_ = true;
-    QMetaObject::invokeMethod(chart_, [this] { relayout(); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        chart_, [this] { relayout(); }, Qt::QueuedConnection);
   }
   painter->save();
   painter->setRenderHint(QPainter::Antialiasing);
   painter->setRenderHint(QPainter::TextAntialiasing);
   painter->setFont(entry_font);
-  const QColor text_colour = chart_->legend()->labelColor().isValid() ? chart_->legend()->labelColor() : QColor(Qt::black);
+  const QColor text_colour =
+      chart_->legend()->labelColor().isValid() ? chart_->legend()->labelColor() : QColor(Qt::black);
   for (const Entry& entry : stale ? std::vector<Entry>() : entries) {
     draw_swatch(*painter, entry.swatch, entry.marker->series());
     painter->setPen(text_colour);
     if (entry.wrapped) {
-      painter->drawText(entry.text_rect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, entry.text);
+      painter->drawText(entry.text_rect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
+                        entry.text);
     } else {
-      painter->drawText(entry.text_rect.adjusted(0, 0, 40, 0), Qt::AlignLeft | Qt::AlignTop | Qt::TextSingleLine, entry.text);
+      painter->drawText(entry.text_rect.adjusted(0, 0, 40, 0),
+                        Qt::AlignLeft | Qt::AlignTop | Qt::TextSingleLine, entry.text);
     }
   }
 
@@ -855,9 +918,12 @@ void Overlay::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*
     // Rings where the marker meets each curve.
     for (const Value& value : values) {
       if (!value.series->isVisible()) continue;
-      const bool on_secondary = std::find(secondary.begin(), secondary.end(), value.series) != secondary.end();
-      const QPointF p = chart_->mapToPosition(
-          QPointF(to_axis(marker_x, log_x), on_secondary ? value.value : to_axis(value.value, log_y)), value.series);
+      const bool on_secondary =
+          std::find(secondary.begin(), secondary.end(), value.series) != secondary.end();
+      const QPointF p =
+          chart_->mapToPosition(QPointF(to_axis(marker_x, log_x),
+                                        on_secondary ? value.value : to_axis(value.value, log_y)),
+                                value.series);
       if (!plot.adjusted(-1, -1, 1, 1).contains(p)) continue;
       painter->setPen(QPen(value.series->color(), 2.0));
       painter->setBrush(Qt::white);
@@ -870,9 +936,11 @@ void Overlay::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*
     bold.setBold(true);
     painter->setFont(bold);
     painter->setPen(text_colour);
-    const double x0 = readout.box.left() + readout.padding, y0 = readout.box.top() + readout.padding;
-    painter->drawText(QRectF(x0, y0, readout.box.width() - 2 * readout.padding, readout.line_height),
-                      Qt::AlignLeft | Qt::AlignVCenter, readout.lines.front());
+    const double x0 = readout.box.left() + readout.padding,
+                 y0 = readout.box.top() + readout.padding;
+    painter->drawText(
+        QRectF(x0, y0, readout.box.width() - 2 * readout.padding, readout.line_height),
+        Qt::AlignLeft | Qt::AlignVCenter, readout.lines.front());
     painter->setFont(legend_font);
     const int n = static_cast<int>(readout.values.size());
     const int per_column = n > 0 ? (n + readout.columns - 1) / readout.columns : 0;
@@ -880,18 +948,23 @@ void Overlay::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*
       const int column = i / per_column, row = i % per_column;
       const double x = x0 + column * (readout.column_width + 0.8 * readout.line_height);
       const double y = y0 + (1 + row) * readout.line_height;
-      draw_swatch(*painter, QRectF(x, y + 0.2 * readout.line_height, readout.swatch_width, 0.6 * readout.line_height),
-                  readout.values[static_cast<std::size_t>(i)]->series);
+      draw_swatch(
+          *painter,
+          QRectF(x, y + 0.2 * readout.line_height, readout.swatch_width, 0.6 * readout.line_height),
+          readout.values[static_cast<std::size_t>(i)]->series);
       painter->setPen(text_colour);
-      painter->drawText(QRectF(x + readout.swatch_width + 0.3 * readout.line_height, y, readout.column_width, readout.line_height),
-                        Qt::AlignLeft | Qt::AlignVCenter, readout.values[static_cast<std::size_t>(i)]->text);
+      painter->drawText(QRectF(x + readout.swatch_width + 0.3 * readout.line_height, y,
+                               readout.column_width, readout.line_height),
+                        Qt::AlignLeft | Qt::AlignVCenter,
+                        readout.values[static_cast<std::size_t>(i)]->text);
     }
   }
   painter->restore();
 }
 
 bool is_secondary(const Overlay* overlay, const QAbstractSeries* series) {
-  return overlay && std::find(overlay->secondary.begin(), overlay->secondary.end(), series) != overlay->secondary.end();
+  return overlay && std::find(overlay->secondary.begin(), overlay->secondary.end(), series) !=
+                        overlay->secondary.end();
 }
 
 }  // namespace
@@ -903,9 +976,11 @@ void ensure_application() {
   qputenv("QT_QPA_PLATFORM", "offscreen");
   if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
     // Qt warns on stderr without one; a private directory keeps the CLI's output clean.
-    const QByteArray runtime = QDir::tempPath().toUtf8() + "/attnres-runtime-" + QByteArray::number(getuid());
+    const QByteArray runtime =
+        QDir::tempPath().toUtf8() + "/attnres-runtime-" + QByteArray::number(getuid());
     QDir().mkpath(QString::fromUtf8(runtime));
-    QFile::setPermissions(QString::fromUtf8(runtime), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    QFile::setPermissions(QString::fromUtf8(runtime),
+                          QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
     qputenv("XDG_RUNTIME_DIR", runtime);
   }
   static int argc = 1;
@@ -914,7 +989,9 @@ void ensure_application() {
   static QApplication application(argc, argv);
 }
 
-QChart* build_chart(const ChartSpec& spec) { return build_chart(spec, ChartStyle()); }
+QChart* build_chart(const ChartSpec& spec) {
+  return build_chart(spec, ChartStyle());
+}
 
 QChart* build_chart(const ChartSpec& spec, const ChartStyle& style) {
   auto chart = std::make_unique<QChart>();
@@ -970,11 +1047,14 @@ QChart* build_chart(const ChartSpec& spec, const ChartStyle& style) {
   overlay->y_title = QString::fromStdString(spec.y_label);
   overlay->x_axis = x_axis;
   overlay->y_axis = y_axis;
-  if (spec.log_x) overlay->log_axes.push_back({qobject_cast<QCategoryAxis*>(x_axis), Qt::Horizontal, xs});
-  if (spec.log_y) overlay->log_axes.push_back({qobject_cast<QCategoryAxis*>(y_axis), Qt::Vertical, ys});
+  if (spec.log_x)
+    overlay->log_axes.push_back({qobject_cast<QCategoryAxis*>(x_axis), Qt::Horizontal, xs});
+  if (spec.log_y)
+    overlay->log_axes.push_back({qobject_cast<QCategoryAxis*>(y_axis), Qt::Vertical, ys});
   for (QAbstractAxis* axis : {y_axis, y2_axis}) {
     auto* value = qobject_cast<QValueAxis*>(axis);
-    if (value && !qobject_cast<QCategoryAxis*>(axis)) overlay->linear_y_axes.emplace_back(value, value->tickCount());
+    if (value && !qobject_cast<QCategoryAxis*>(axis))
+      overlay->linear_y_axes.emplace_back(value, value->tickCount());
   }
   overlay->base_title = chart->titleFont();
   overlay->base_axis_title = x_axis->titleFont();
@@ -1003,15 +1083,17 @@ QChart* build_chart(const ChartSpec& spec, const ChartStyle& style) {
     }
     chart->addSeries(qt_series);
     // Qt's theme has five colours and then repeats them; more series get colours of their own.
-    static const QColor more[] = {QColor(23, 190, 207), QColor(227, 119, 194), QColor(127, 127, 127),
-                                  QColor(188, 189, 34), QColor(31, 58, 147), QColor(140, 86, 75)};
+    static const QColor more[] = {QColor(23, 190, 207),  QColor(227, 119, 194),
+                                  QColor(127, 127, 127), QColor(188, 189, 34),
+                                  QColor(31, 58, 147),   QColor(140, 86, 75)};
     const auto index = static_cast<std::size_t>(&series - spec.series.data());
     if (index >= 5) qt_series->setColor(more[(index - 5) % std::size(more)]);
     qt_series->attachAxis(x_axis);
     qt_series->attachAxis(series.secondary_axis ? y2_axis : y_axis);
     if (series.secondary_axis) overlay->secondary.push_back(qt_series);
     if (has_marker) {
-      if (auto value = value_at(series, *spec.marker_x, spec.log_x, spec.log_y && !series.secondary_axis)) {
+      if (auto value =
+              value_at(series, *spec.marker_x, spec.log_x, spec.log_y && !series.secondary_axis)) {
         overlay->values.push_back({qt_series, *value, plain_number(*value)});
       }
     }
@@ -1033,8 +1115,11 @@ QChart* build_chart(const ChartSpec& spec, const ChartStyle& style) {
     overlay->marker_series = marker;
     overlay->marker_x = *spec.marker_x;
     overlay->marker_label = QString::fromStdString(spec.marker_label);
-    if (overlay->marker_label.isEmpty()) overlay->marker_label = QString::fromStdString(spec.x_label) + " = " + tick_label(*spec.marker_x);
-    for (QLegendMarker* legend_marker : chart->legend()->markers(marker)) legend_marker->setVisible(false);
+    if (overlay->marker_label.isEmpty())
+      overlay->marker_label =
+          QString::fromStdString(spec.x_label) + " = " + tick_label(*spec.marker_x);
+    for (QLegendMarker* legend_marker : chart->legend()->markers(marker))
+      legend_marker->setVisible(false);
   }
 
   // Keep the legend right when the chart is resized or a caller hides entries, renames series or
@@ -1044,11 +1129,14 @@ QChart* build_chart(const ChartSpec& spec, const ChartStyle& style) {
   QObject::connect(raw->legend(), &QLegend::fontChanged, raw, [overlay] { overlay->relayout(); });
   QObject::connect(raw, &QChart::plotAreaChanged, raw, [overlay] { overlay->fit_axes(); });
   for (QLegendMarker* legend_marker : raw->legend()->markers()) {
-    QObject::connect(legend_marker, &QLegendMarker::visibleChanged, raw, [overlay] { overlay->relayout(); });
-    QObject::connect(legend_marker, &QLegendMarker::labelChanged, raw, [overlay] { overlay->relayout(); });
+    QObject::connect(legend_marker, &QLegendMarker::visibleChanged, raw,
+                     [overlay] { overlay->relayout(); });
+    QObject::connect(legend_marker, &QLegendMarker::labelChanged, raw,
+                     [overlay] { overlay->relayout(); });
   }
   for (QAbstractSeries* series : raw->series()) {
-    QObject::connect(series, &QAbstractSeries::visibleChanged, raw, [overlay] { overlay->relayout(); });
+    QObject::connect(series, &QAbstractSeries::visibleChanged, raw,
+                     [overlay] { overlay->relayout(); });
   }
   overlay->apply_style(style);
   return chart.release();
@@ -1063,16 +1151,18 @@ QPointF chart_position(const QChart* chart, QPointF value, const QAbstractSeries
   const bool log_x = overlay && overlay->log_x;
   const bool log_y = overlay && overlay->log_y && !is_secondary(overlay, series);
   auto* mutable_chart = const_cast<QChart*>(chart);
-  return mutable_chart->mapToPosition(QPointF(log_x && value.x() > 0 ? std::log10(value.x()) : value.x(),
-                                              log_y && value.y() > 0 ? std::log10(value.y()) : value.y()),
-                                      const_cast<QAbstractSeries*>(series));
+  return mutable_chart->mapToPosition(
+      QPointF(log_x && value.x() > 0 ? std::log10(value.x()) : value.x(),
+              log_y && value.y() > 0 ? std::log10(value.y()) : value.y()),
+      const_cast<QAbstractSeries*>(series));
 }
 
 QPointF chart_value(const QChart* chart, QPointF position, const QAbstractSeries* series) {
   const Overlay* overlay = overlay_of(chart);
   const bool log_x = overlay && overlay->log_x;
   const bool log_y = overlay && overlay->log_y && !is_secondary(overlay, series);
-  const QPointF raw = const_cast<QChart*>(chart)->mapToValue(position, const_cast<QAbstractSeries*>(series));
+  const QPointF raw =
+      const_cast<QChart*>(chart)->mapToValue(position, const_cast<QAbstractSeries*>(series));
   return {from_axis(raw.x(), log_x), from_axis(raw.y(), log_y)};
 }
 
@@ -1131,7 +1221,8 @@ QRectF marker_readout_rect(const QChart* chart) {
 QStringList axis_tick_labels(const QChart* chart, Qt::Orientation orientation) {
   QStringList out;
   const Overlay* overlay = overlay_of(chart);
-  QAbstractAxis* axis = overlay ? (orientation == Qt::Horizontal ? overlay->x_axis : overlay->y_axis) : nullptr;
+  QAbstractAxis* axis =
+      overlay ? (orientation == Qt::Horizontal ? overlay->x_axis : overlay->y_axis) : nullptr;
   if (auto* category = qobject_cast<QCategoryAxis*>(axis)) {
     for (const QString& label : category->categoriesLabels()) {
       const double at = category->endValue(label);
@@ -1139,7 +1230,8 @@ QStringList axis_tick_labels(const QChart* chart, Qt::Orientation orientation) {
     }
   } else if (auto* value = qobject_cast<QValueAxis*>(axis)) {
     const int count = std::max(2, value->tickCount());
-    for (int i = 0; i < count; ++i) out.push_back(tick_label(value->min() + (value->max() - value->min()) * i / (count - 1)));
+    for (int i = 0; i < count; ++i)
+      out.push_back(tick_label(value->min() + (value->max() - value->min()) * i / (count - 1)));
   }
   return out;
 }
@@ -1147,7 +1239,8 @@ QStringList axis_tick_labels(const QChart* chart, Qt::Orientation orientation) {
 namespace {
 
 // Qt's text items on the chart (its axes' and the title's), with the legend's left out.
-void collect_texts(const QChart* chart, const QGraphicsItem* item, std::vector<const QGraphicsTextItem*>& out) {
+void collect_texts(const QChart* chart, const QGraphicsItem* item,
+                   std::vector<const QGraphicsTextItem*>& out) {
   for (const QGraphicsItem* child : item->childItems()) {
     if (child == chart->legend() || dynamic_cast<const Overlay*>(child)) continue;
     if (const auto* text = dynamic_cast<const QGraphicsTextItem*>(child)) {
@@ -1169,7 +1262,8 @@ std::vector<DrawnText> chart_texts(const QChart* chart) {
   if (Overlay* overlay = overlay_of(chart)) overlay->refresh_if_stale();
   std::vector<const QGraphicsTextItem*> items;
   collect_texts(chart, chart, items);
-  for (const QGraphicsTextItem* item : items) out.push_back({item->toPlainText(), rect_in_chart(chart, item)});
+  for (const QGraphicsTextItem* item : items)
+    out.push_back({item->toPlainText(), rect_in_chart(chart, item)});
   return out;
 }
 
@@ -1186,7 +1280,9 @@ QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation) {
   for (const QGraphicsTextItem* item : items) {
     if (item->font() != axis->titleFont()) continue;
     const QRectF rect = rect_in_chart(chart, item);
-    if (orientation == Qt::Horizontal ? rect.center().y() > plot.bottom() : rect.center().x() < plot.left()) return rect;
+    if (orientation == Qt::Horizontal ? rect.center().y() > plot.bottom()
+                                      : rect.center().x() < plot.left())
+      return rect;
   }
   return {};
 }
@@ -1197,10 +1293,13 @@ QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation) {
 namespace {
 
 // Indexed by GanttCategory.
-const QColor kGanttColours[] = {QColor(76, 114, 176), QColor(221, 132, 82), QColor(85, 168, 104), QColor(196, 78, 82)};
+const QColor kGanttColours[] = {QColor(76, 114, 176), QColor(221, 132, 82), QColor(85, 168, 104),
+                                QColor(196, 78, 82)};
 static_assert(std::size(kGanttColours) == kGanttCategoryNames.size());
 
-QColor gantt_colour(GanttCategory category) { return kGanttColours[static_cast<std::size_t>(category)]; }
+QColor gantt_colour(GanttCategory category) {
+  return kGanttColours[static_cast<std::size_t>(category)];
+}
 
 // Everything paint_gantt places, computed once for painting and for the GUI's geometry.
 struct GanttPlan {
@@ -1226,7 +1325,8 @@ struct GanttPlan {
 GanttPlan plan_gantt(const ChartSpec& spec, const QRectF& area, const GanttView& view) {
   GanttPlan plan;
   // Type: the view's scale, and down to 75 % in a small area (a 1024x700 window).
-  const double fit = std::clamp(std::sqrt(area.width() * area.height() / (640.0 * 260.0)), 0.75, 1.0);
+  const double fit =
+      std::clamp(std::sqrt(area.width() * area.height() / (640.0 * 260.0)), 0.75, 1.0);
   const double s = (view.font_scale > 0 ? view.font_scale : 1.0) * fit;
   plan.font = QFont();
   plan.font.setPixelSize(std::max(6, static_cast<int>(std::lround(12 * s))));
@@ -1238,18 +1338,23 @@ GanttPlan plan_gantt(const ChartSpec& spec, const QRectF& area, const GanttView&
   const bool tight = area.height() < 200 * std::max(1.0, s * 0.8);  // one title line
 
   // Title: wrapped to two lines at most (one when the area is tight), the last elided.
-  plan.title_lines = wrap_words(QString::fromStdString(spec.title), title_metrics, area.width() - 16);
+  plan.title_lines =
+      wrap_words(QString::fromStdString(spec.title), title_metrics, area.width() - 16);
   const int title_rows = tight ? 1 : 2;
   if (plan.title_lines.size() > title_rows) {
     QStringList kept = plan.title_lines.mid(0, title_rows);
-    kept.back() = title_metrics.elidedText(plan.title_lines.mid(title_rows - 1).join(' '), Qt::ElideRight, area.width() - 16);
+    kept.back() = title_metrics.elidedText(plan.title_lines.mid(title_rows - 1).join(' '),
+                                           Qt::ElideRight, area.width() - 16);
     plan.title_lines = kept;
   }
   plan.title_top = area.top() + 0.4 * plan.line;
-  const double top = plan.title_top + static_cast<double>(plan.title_lines.size()) * title_metrics.lineSpacing() + 0.5 * plan.line;
+  const double top = plan.title_top +
+                     static_cast<double>(plan.title_lines.size()) * title_metrics.lineSpacing() +
+                     0.5 * plan.line;
 
   double lane_w = 0;
-  for (const auto& lane : spec.lanes) lane_w = std::max(lane_w, metrics.horizontalAdvance(QString::fromStdString(lane)));
+  for (const auto& lane : spec.lanes)
+    lane_w = std::max(lane_w, metrics.horizontalAdvance(QString::fromStdString(lane)));
   lane_w = std::min(lane_w, 0.3 * area.width());
   const double left = area.left() + lane_w + 0.9 * plan.line;
   const double right = area.right() - 0.9 * plan.line;
@@ -1271,10 +1376,10 @@ GanttPlan plan_gantt(const ChartSpec& spec, const QRectF& area, const GanttView&
   double legend_rows = row + 1;
   plan.show_x_label = !spec.x_label.empty();
   auto below = [&] {
-    return 0.3 * plan.line + plan.line                       // tick labels
-           + (plan.show_x_label ? plan.line : 0)             // axis title
+    return 0.3 * plan.line + plan.line                                          // tick labels
+           + (plan.show_x_label ? plan.line : 0)                                // axis title
            + (legend_rows > 0 ? 0.4 * plan.line + legend_rows * plan.line : 0)  // legend
-           + (view.note.isEmpty() ? 0 : 1.1 * plan.line)     // note
+           + (view.note.isEmpty() ? 0 : 1.1 * plan.line)                        // note
            + 0.4 * plan.line;
   };
   // In a small area the lanes keep at least ~45 % of the height: the axis title goes first,
@@ -1310,10 +1415,12 @@ GanttPlan plan_gantt(const ChartSpec& spec, const QRectF& area, const GanttView&
   const int target = std::max(2, static_cast<int>(layout.plot.width() / label_w));
   const double step = nice_step(layout.end - layout.start, target);
   plan.decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
-  for (double t = std::ceil(layout.start / step - 1e-9) * step; t <= layout.end + 1e-9 * step; t += step) {
+  for (double t = std::ceil(layout.start / step - 1e-9) * step; t <= layout.end + 1e-9 * step;
+       t += step) {
     plan.ticks.push_back(t);
   }
-  plan.lane_label_every = std::max(1, static_cast<int>(std::ceil(0.95 * plan.line / std::max(1.0, layout.lane_height()))));
+  plan.lane_label_every = std::max(
+      1, static_cast<int>(std::ceil(0.95 * plan.line / std::max(1.0, layout.lane_height()))));
   return plan;
 }
 
@@ -1345,7 +1452,8 @@ void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area) {
   paint_gantt(painter, spec, area, GanttView());
 }
 
-void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area, const GanttView& view) {
+void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area,
+                 const GanttView& view) {
   const GanttPlan plan = plan_gantt(spec, area, view);
   const GanttLayout& layout = plan.layout;
   const QRectF& plot = layout.plot;
@@ -1358,26 +1466,31 @@ void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area, c
   painter.setPen(Qt::black);
   const double title_line = QFontMetricsF(plan.title_font).lineSpacing();
   for (qsizetype i = 0; i < plan.title_lines.size(); ++i) {
-    painter.drawText(QRectF(area.left(), plan.title_top + static_cast<double>(i) * title_line, area.width(), title_line),
+    painter.drawText(QRectF(area.left(), plan.title_top + static_cast<double>(i) * title_line,
+                            area.width(), title_line),
                      Qt::AlignCenter, plan.title_lines[i]);
   }
   painter.setFont(plan.font);
 
   // Lanes: alternate shading, names on the left (every k-th when lanes are thinner than a line).
   for (int lane = 0; lane < layout.lanes; ++lane) {
-    const QRectF band(plot.left(), plot.top() + lane * layout.lane_height(), plot.width(), layout.lane_height());
+    const QRectF band(plot.left(), plot.top() + lane * layout.lane_height(), plot.width(),
+                      layout.lane_height());
     if (lane % 2 == 1) painter.fillRect(band, QColor(244, 245, 248));
     if (lane % plan.lane_label_every == 0 && static_cast<std::size_t>(lane) < spec.lanes.size()) {
-      const QRectF label(area.left() + 2, band.top(), plot.left() - area.left() - 0.4 * plan.line, band.height());
+      const QRectF label(area.left() + 2, band.top(), plot.left() - area.left() - 0.4 * plan.line,
+                         band.height());
       painter.setPen(Qt::black);
-      painter.drawText(QRectF(label.left(), band.center().y() - plan.line, label.width(), 2 * plan.line),
-                       Qt::AlignVCenter | Qt::AlignRight,
-                       metrics.elidedText(QString::fromStdString(spec.lanes[static_cast<std::size_t>(lane)]),
-                                          Qt::ElideRight, label.width()));
+      painter.drawText(
+          QRectF(label.left(), band.center().y() - plan.line, label.width(), 2 * plan.line),
+          Qt::AlignVCenter | Qt::AlignRight,
+          metrics.elidedText(QString::fromStdString(spec.lanes[static_cast<std::size_t>(lane)]),
+                             Qt::ElideRight, label.width()));
     }
   }
   painter.setPen(QPen(QColor(215, 215, 215), 1.0));
-  for (double t : plan.ticks) painter.drawLine(QPointF(layout.x_of(t), plot.top()), QPointF(layout.x_of(t), plot.bottom()));
+  for (double t : plan.ticks)
+    painter.drawLine(QPointF(layout.x_of(t), plot.top()), QPointF(layout.x_of(t), plot.bottom()));
 
   // Boxes. Wide ones get a white separator (back-to-back boxes stay apart) and their tag; narrow
   // ones (thousands of micro-batches) are filled on whole pixels without separators or
@@ -1386,7 +1499,8 @@ void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area, c
   painter.setClipRect(plot, Qt::IntersectClip);
   for (std::size_t i = 0; i < spec.boxes.size(); ++i) {
     const ChartBox& box = spec.boxes[i];
-    if (box.x1 < layout.start || box.x0 > layout.end || box.lane < 0 || box.lane >= layout.lanes) continue;
+    if (box.x1 < layout.start || box.x0 > layout.end || box.lane < 0 || box.lane >= layout.lanes)
+      continue;
     const QRectF rect = layout.box_rect(box);
     const QColor colour = gantt_colour(box.category);
     if (rect.width() >= 6) {
@@ -1405,7 +1519,9 @@ void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area, c
       painter.setRenderHint(QPainter::Antialiasing, false);
       const double x0 = std::floor(rect.left());
       const double x1 = std::max(x0 + 1, std::round(rect.right()));
-      painter.fillRect(QRectF(QPointF(x0, std::round(rect.top())), QPointF(x1, std::round(rect.bottom()))), colour);
+      painter.fillRect(
+          QRectF(QPointF(x0, std::round(rect.top())), QPointF(x1, std::round(rect.bottom()))),
+          colour);
     }
   }
   if (view.highlight >= 0 && static_cast<std::size_t>(view.highlight) < spec.boxes.size()) {
@@ -1429,17 +1545,18 @@ void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area, c
                      QString::number(t, 'f', plan.decimals));
   }
   if (plan.show_x_label) {
-    painter.drawText(QRectF(plot.left(), plan.x_label_top, plot.width(), plan.line), Qt::AlignHCenter | Qt::AlignTop,
-                     QString::fromStdString(spec.x_label));
+    painter.drawText(QRectF(plot.left(), plan.x_label_top, plot.width(), plan.line),
+                     Qt::AlignHCenter | Qt::AlignTop, QString::fromStdString(spec.x_label));
   }
   for (const auto& key : plan.keys) {
     painter.fillRect(key.swatch, gantt_colour(key.category));
-    painter.drawText(QRectF(key.text, QSizeF(area.right() - key.text.x(), plan.line)), Qt::AlignLeft | Qt::AlignVCenter,
-                     key.name);
+    painter.drawText(QRectF(key.text, QSizeF(area.right() - key.text.x(), plan.line)),
+                     Qt::AlignLeft | Qt::AlignVCenter, key.name);
   }
   if (!view.note.isEmpty()) {
     painter.setPen(QColor(70, 70, 70));
-    painter.drawText(QRectF(plot.left(), plan.note_top, plot.width(), plan.line), Qt::AlignLeft | Qt::AlignVCenter,
+    painter.drawText(QRectF(plot.left(), plan.note_top, plot.width(), plan.line),
+                     Qt::AlignLeft | Qt::AlignVCenter,
                      metrics.elidedText(view.note, Qt::ElideRight, plot.width()));
   }
   painter.restore();
@@ -1469,20 +1586,28 @@ void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
     }
   };
 
+  write_png_and_svg(png, svg, size, spec.title, "chart '" + spec.id + "'", draw,
+                    /*antialias=*/true);
+}
+
+void write_png_and_svg(const std::filesystem::path& png, const std::filesystem::path& svg,
+                       QSize size, const std::string& title, const std::string& what,
+                       const std::function<void(QPainter&)>& draw, bool antialias) {
   QImage image(size, QImage::Format_ARGB32);
   image.fill(Qt::white);
   {
     QPainter painter(&image);
-    painter.setRenderHint(QPainter::Antialiasing);
+    if (antialias) painter.setRenderHint(QPainter::Antialiasing);
     draw(painter);
   }
   QByteArray png_bytes;
   {
     QBuffer buffer(&png_bytes);
     buffer.open(QIODevice::WriteOnly);
-    if (!image.save(&buffer, "PNG")) throw Error("cannot encode chart '" + spec.id + "' as PNG");
+    if (!image.save(&buffer, "PNG")) throw Error("cannot encode " + what + " as PNG");
   }
-  write_file_atomically(png, std::string_view(png_bytes.constData(), static_cast<std::size_t>(png_bytes.size())));
+  write_file_atomically(
+      png, std::string_view(png_bytes.constData(), static_cast<std::size_t>(png_bytes.size())));
 
   QByteArray svg_bytes;
   {
@@ -1492,11 +1617,12 @@ void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
     generator.setOutputDevice(&buffer);
     generator.setSize(size);
     generator.setViewBox(QRect(QPoint(0, 0), size));
-    generator.setTitle(QString::fromStdString(spec.title));
+    generator.setTitle(QString::fromStdString(title));
     QPainter painter(&generator);
     draw(painter);
   }
-  write_file_atomically(svg, std::string_view(svg_bytes.constData(), static_cast<std::size_t>(svg_bytes.size())));
+  write_file_atomically(
+      svg, std::string_view(svg_bytes.constData(), static_cast<std::size_t>(svg_bytes.size())));
 }
 
 }  // namespace attnres::charts

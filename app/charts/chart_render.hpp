@@ -20,6 +20,7 @@
 #include <QString>
 #include <QStringList>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include "attnres/chart_spec.hpp"
@@ -100,8 +101,12 @@ struct GanttLayout {
   double start = 0, end = 1;  // the visible time window
   int lanes = 1;
   double lane_height() const { return plot.height() / lanes; }
-  double x_of(double time) const { return plot.left() + plot.width() * (time - start) / (end - start); }
-  double time_at(double x) const { return start + (x - plot.left()) / plot.width() * (end - start); }
+  double x_of(double time) const {
+    return plot.left() + plot.width() * (time - start) / (end - start);
+  }
+  double time_at(double x) const {
+    return start + (x - plot.left()) / plot.width() * (end - start);
+  }
   // The box's rectangle, unclipped and before the one-pixel minimum the painter applies.
   QRectF box_rect(const ChartBox& box) const;
   // The lane under a y coordinate (-1 outside the lanes).
@@ -110,15 +115,22 @@ struct GanttLayout {
 
 // The last box's end (1 when there are none): the time axis of the whole chart is [0, extent].
 double gantt_extent(const ChartSpec& spec);
-GanttLayout gantt_layout(const ChartSpec& spec, const QRectF& area, const GanttView& view = GanttView());
+GanttLayout gantt_layout(const ChartSpec& spec, const QRectF& area,
+                         const GanttView& view = GanttView());
 
 // Paints a Gantt chart into `area`: one lane per entry of spec.lanes, boxes coloured by category
 // (with their tag inside when it fits), a time axis and a legend. Used for files and by the GUI.
 void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area);
-void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area, const GanttView& view);
+void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area,
+                 const GanttView& view);
 
 // Renders the chart headlessly into a PNG and an SVG (each written atomically). Needs a
 // QApplication; ensure_application() makes one on the offscreen platform when none exists.
+// Draws `draw` into a PNG (on white) and into an SVG, both of `size`, each written atomically;
+// `what` names the picture in an encoding error ("chart 'io'"). The one place pictures are encoded.
+void write_png_and_svg(const std::filesystem::path& png, const std::filesystem::path& svg,
+                       QSize size, const std::string& title, const std::string& what,
+                       const std::function<void(QPainter&)>& draw, bool antialias);
 void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
                         const std::filesystem::path& svg, QSize size = QSize(960, 600));
 

@@ -42,8 +42,8 @@ QRectF HeatmapLayout::row_label_rect(int row) const {
   if (std::find(rows.begin(), rows.end(), row) == rows.end() || row_count == 0) return {};
   const double cell_h = area.height() / static_cast<double>(row_count);
   const double centre = area.top() + (row + 0.5) * cell_h;
-  return QRectF(area.left() - 0.3 * label_height - row_label_width, centre - label_height / 2, row_label_width,
-                label_height);
+  return QRectF(area.left() - 0.3 * label_height - row_label_width, centre - label_height / 2,
+                row_label_width, label_height);
 }
 
 QPointF HeatmapLayout::cell_center(int row, int col) const {
@@ -54,8 +54,10 @@ QPointF HeatmapLayout::cell_center(int row, int col) const {
 
 std::pair<int, int> HeatmapLayout::cell_at(QPointF point) const {
   if (row_count == 0 || column_count == 0 || !area.contains(point)) return {-1, -1};
-  const int col = static_cast<int>((point.x() - area.left()) / area.width() * static_cast<double>(column_count));
-  const int row = static_cast<int>((point.y() - area.top()) / area.height() * static_cast<double>(row_count));
+  const int col = static_cast<int>((point.x() - area.left()) / area.width() *
+                                   static_cast<double>(column_count));
+  const int row =
+      static_cast<int>((point.y() - area.top()) / area.height() * static_cast<double>(row_count));
   return {std::min(row, row_count - 1), std::min(col, column_count - 1)};
 }
 
@@ -72,8 +74,10 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec, QSizeF size, double font_s
   plan.bar_font = pixel_font(11 * s * fit);
   const QFontMetricsF title_metrics(plan.title_font), bar_metrics(plan.bar_font);
   const int title_rows = h < 260 ? 2 : 3;
-  plan.title_lines = wrap_lines(QString::fromStdString(spec.title), title_metrics, std::max(40.0, w - 8), title_rows);
-  const double title_h = std::max(1.0, static_cast<double>(plan.title_lines.size())) * title_metrics.lineSpacing();
+  plan.title_lines = wrap_lines(QString::fromStdString(spec.title), title_metrics,
+                                std::max(40.0, w - 8), title_rows);
+  const double title_h =
+      std::max(1.0, static_cast<double>(plan.title_lines.size())) * title_metrics.lineSpacing();
   plan.title_rect = QRectF(4, 3, w - 8, title_h);
 
   // Labels: as large as the cells allow, between 8 and 11 px (times the scale).
@@ -86,8 +90,10 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec, QSizeF size, double font_s
   plan.label_height = metrics.height();
 
   double row_w = 0, col_w = 0;
-  for (const auto& row : spec.row_labels) row_w = std::max(row_w, metrics.horizontalAdvance(QString::fromStdString(row)));
-  for (const auto& col : spec.column_labels) col_w = std::max(col_w, metrics.horizontalAdvance(QString::fromStdString(col)));
+  for (const auto& row : spec.row_labels)
+    row_w = std::max(row_w, metrics.horizontalAdvance(QString::fromStdString(row)));
+  for (const auto& col : spec.column_labels)
+    col_w = std::max(col_w, metrics.horizontalAdvance(QString::fromStdString(col)));
   plan.row_label_width = std::min(row_w, 0.28 * w);
   const double left = std::max(plan.row_label_width + 0.6 * metrics.height(), 6.0);
   // Column labels run at 45 degrees below the cells: their height is their length / sqrt(2).
@@ -96,16 +102,21 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec, QSizeF size, double font_s
   const QString high_text = QString::fromStdString(format_number(spec.high));
   const QString low_text = QString::fromStdString(format_number(spec.low));
   const double bar_w = std::max(8.0, 0.9 * bar_metrics.height());
-  const double right_room = 0.6 * bar_metrics.height() + bar_w + 4 +
-                            std::max(bar_metrics.horizontalAdvance(high_text), bar_metrics.horizontalAdvance(low_text)) + 4;
-  plan.area = QRectF(QPointF(left, top), QPointF(std::max(left + 10, w - right_room), std::max(top + 10, h - bottom_room)));
-  plan.bar = QRectF(plan.area.right() + 0.6 * bar_metrics.height(), plan.area.top(), bar_w, plan.area.height());
+  const double right_room =
+      0.6 * bar_metrics.height() + bar_w + 4 +
+      std::max(bar_metrics.horizontalAdvance(high_text), bar_metrics.horizontalAdvance(low_text)) +
+      4;
+  plan.area = QRectF(QPointF(left, top), QPointF(std::max(left + 10, w - right_room),
+                                                 std::max(top + 10, h - bottom_room)));
+  plan.bar = QRectF(plan.area.right() + 0.6 * bar_metrics.height(), plan.area.top(), bar_w,
+                    plan.area.height());
 
   // Every k-th label so that neighbours never overlap: rows need a line height between centres,
   // 45-degree column labels need a line height / sin(45 degrees) horizontally.
   const double cell_h = plan.area.height() / n_rows, cell_w = plan.area.width() / n_cols;
   const int row_every = std::max(1, static_cast<int>(std::ceil(metrics.height() / cell_h - 1e-9)));
-  const int col_every = std::max(1, static_cast<int>(std::ceil(metrics.height() * std::sqrt(2.0) / cell_w - 1e-9)));
+  const int col_every =
+      std::max(1, static_cast<int>(std::ceil(metrics.height() * std::sqrt(2.0) / cell_w - 1e-9)));
   for (int r = 0; r < plan.row_count; r += row_every) plan.rows.push_back(r);
   for (int c = 0; c < plan.column_count; c += col_every) plan.columns.push_back(c);
   return plan;
@@ -118,9 +129,10 @@ void paint_heatmap(QPainter& painter, const HeatmapSpec& spec, const HeatmapLayo
   painter.setPen(Qt::black);
   const double title_line = QFontMetricsF(p.title_font).lineSpacing();
   for (qsizetype i = 0; i < p.title_lines.size(); ++i) {
-    painter.drawText(QRectF(p.title_rect.left(), p.title_rect.top() + static_cast<double>(i) * title_line,
-                            p.title_rect.width(), title_line),
-                     Qt::AlignHCenter | Qt::AlignVCenter, p.title_lines[i]);
+    painter.drawText(
+        QRectF(p.title_rect.left(), p.title_rect.top() + static_cast<double>(i) * title_line,
+               p.title_rect.width(), title_line),
+        Qt::AlignHCenter | Qt::AlignVCenter, p.title_lines[i]);
   }
   if (p.row_count == 0 || p.column_count == 0) {
     painter.drawText(QRectF(QPointF(0, 0), p.size), Qt::AlignCenter, "no data yet");
@@ -129,9 +141,12 @@ void paint_heatmap(QPainter& painter, const HeatmapSpec& spec, const HeatmapLayo
   QImage image(p.column_count, p.row_count, QImage::Format_RGB32);
   for (int r = 0; r < p.row_count; ++r) {
     static const std::vector<double> none;
-    const auto& row = static_cast<std::size_t>(r) < spec.values.size() ? spec.values[static_cast<std::size_t>(r)] : none;
+    const auto& row = static_cast<std::size_t>(r) < spec.values.size()
+                          ? spec.values[static_cast<std::size_t>(r)]
+                          : none;
     for (int c = 0; c < p.column_count; ++c) {
-      const double v = static_cast<std::size_t>(c) < row.size() ? row[static_cast<std::size_t>(c)] : NAN;
+      const double v =
+          static_cast<std::size_t>(c) < row.size() ? row[static_cast<std::size_t>(c)] : NAN;
       const Rgb colour = viridis(std::isnan(v) ? NAN : (v - spec.low) / (high - spec.low));
       image.setPixel(c, r, qRgb(colour.r, colour.g, colour.b));
     }
@@ -141,65 +156,47 @@ void paint_heatmap(QPainter& painter, const HeatmapSpec& spec, const HeatmapLayo
   painter.setFont(p.label_font);
   const QFontMetricsF metrics(p.label_font);
   for (int r : p.rows) {
-    painter.drawText(p.row_label_rect(r).adjusted(0, -1, 0, 1), Qt::AlignRight | Qt::AlignVCenter,
-                     metrics.elidedText(QString::fromStdString(spec.row_labels[static_cast<std::size_t>(r)]),
-                                        Qt::ElideRight, p.row_label_width + 1));
+    painter.drawText(
+        p.row_label_rect(r).adjusted(0, -1, 0, 1), Qt::AlignRight | Qt::AlignVCenter,
+        metrics.elidedText(QString::fromStdString(spec.row_labels[static_cast<std::size_t>(r)]),
+                           Qt::ElideRight, p.row_label_width + 1));
   }
   for (int c : p.columns) {
     const QPointF centre = p.cell_center(0, c);
     painter.save();
     painter.translate(centre.x() - 0.25 * metrics.height(), area.bottom() + 3);
     painter.rotate(45);
-    painter.drawText(QPointF(0, metrics.ascent() * 0.5),
-                     metrics.elidedText(QString::fromStdString(spec.column_labels[static_cast<std::size_t>(c)]),
-                                        Qt::ElideRight, p.column_label_length + 1));
+    painter.drawText(
+        QPointF(0, metrics.ascent() * 0.5),
+        metrics.elidedText(QString::fromStdString(spec.column_labels[static_cast<std::size_t>(c)]),
+                           Qt::ElideRight, p.column_label_length + 1));
     painter.restore();
   }
   // Colour bar.
   const QRectF& bar = p.bar;
   for (int i = 0; i < 64; ++i) {
     const Rgb colour = viridis(1.0 - i / 63.0);
-    painter.fillRect(QRectF(bar.left(), bar.top() + bar.height() * i / 64.0, bar.width(), bar.height() / 64.0 + 1),
+    painter.fillRect(QRectF(bar.left(), bar.top() + bar.height() * i / 64.0, bar.width(),
+                            bar.height() / 64.0 + 1),
                      QColor(colour.r, colour.g, colour.b));
   }
   painter.setPen(Qt::black);
   painter.drawRect(bar);
   painter.setFont(p.bar_font);
   const QFontMetricsF bar_metrics(p.bar_font);
-  painter.drawText(QPointF(bar.right() + 3, bar.top() + bar_metrics.ascent()), QString::fromStdString(format_number(high)));
-  painter.drawText(QPointF(bar.right() + 3, bar.bottom()), QString::fromStdString(format_number(spec.low)));
+  painter.drawText(QPointF(bar.right() + 3, bar.top() + bar_metrics.ascent()),
+                   QString::fromStdString(format_number(high)));
+  painter.drawText(QPointF(bar.right() + 3, bar.bottom()),
+                   QString::fromStdString(format_number(spec.low)));
 }
 
-void render_heatmap_files(const HeatmapSpec& spec, const std::filesystem::path& png, const std::filesystem::path& svg,
-                          QSize size) {
+void render_heatmap_files(const HeatmapSpec& spec, const std::filesystem::path& png,
+                          const std::filesystem::path& svg, QSize size) {
   ensure_application();
   const HeatmapLayout layout = heatmap_layout(spec, QSizeF(size));
-  QImage image(size, QImage::Format_ARGB32);
-  image.fill(Qt::white);
-  {
-    QPainter painter(&image);
-    paint_heatmap(painter, spec, layout);
-  }
-  QByteArray png_bytes;
-  {
-    QBuffer buffer(&png_bytes);
-    buffer.open(QIODevice::WriteOnly);
-    if (!image.save(&buffer, "PNG")) throw Error("cannot encode heatmap '" + spec.id + "' as PNG");
-  }
-  write_file_atomically(png, std::string_view(png_bytes.constData(), static_cast<std::size_t>(png_bytes.size())));
-  QByteArray svg_bytes;
-  {
-    QBuffer buffer(&svg_bytes);
-    buffer.open(QIODevice::WriteOnly);
-    QSvgGenerator generator;
-    generator.setOutputDevice(&buffer);
-    generator.setSize(size);
-    generator.setViewBox(QRect(QPoint(0, 0), size));
-    generator.setTitle(QString::fromStdString(spec.title));
-    QPainter painter(&generator);
-    paint_heatmap(painter, spec, layout);
-  }
-  write_file_atomically(svg, std::string_view(svg_bytes.constData(), static_cast<std::size_t>(svg_bytes.size())));
+  write_png_and_svg(
+      png, svg, size, spec.title, "heatmap '" + spec.id + "'",
+      [&](QPainter& painter) { paint_heatmap(painter, spec, layout); }, /*antialias=*/false);
 }
 
 }  // namespace attnres::charts

@@ -47,8 +47,8 @@ void paint_heatmap(QPainter& painter, const HeatmapSpec& spec, const HeatmapLayo
 
 // Renders the heatmap headlessly into a PNG and an SVG (each written atomically); makes an
 // offscreen QApplication when there is none.
-void render_heatmap_files(const HeatmapSpec& spec, const std::filesystem::path& png, const std::filesystem::path& svg,
-                          QSize size = QSize(720, 600));
+void render_heatmap_files(const HeatmapSpec& spec, const std::filesystem::path& png,
+                          const std::filesystem::path& svg, QSize size = QSize(720, 600));
 
 // Greedy word wrap into at most `most` lines, the last one elided (titles of heatmaps and charts).
 QStringList wrap_lines(const QString& text, const QFontMetricsF& metrics, double width, int most);

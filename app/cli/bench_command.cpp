@@ -10,8 +10,8 @@
 #include "attnres/format.hpp"
 #include "attnres/gradient_engine.hpp"
 #include "attnres/measure.hpp"
-#include "attnres/training.hpp"
 #include "attnres/model.hpp"
+#include "attnres/training.hpp"
 #include "cli.hpp"
 #include "options.hpp"
 #include "progress.hpp"
@@ -22,8 +22,9 @@ namespace attnres::cli {
 namespace {
 
 template <typename Scalar>
-ForwardTiming time_model(const ModelWeights<double>& model, const std::vector<int>& tokens, const ForwardOptions& options,
-                         const EngineOptions& engine_options, int repeat, int* threads_used) {
+ForwardTiming time_model(const ModelWeights<double>& model, const std::vector<int>& tokens,
+                         const ForwardOptions& options, const EngineOptions& engine_options,
+                         int repeat, int* threads_used) {
   const ModelWeights<Scalar> weights = model.cast<Scalar>();
   ForwardEngine<Scalar> engine(weights, engine_options);
   *threads_used = engine.threads();
@@ -37,28 +38,31 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   std::string model_dir, mode_text, engine_text, format;
   int seq = 0, batch = 0, steps = 0, warmup = 0, threads = 0, block_size = 0;
   po::options_description options("attnres bench train options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("model", po::value(&model_dir)->required(), "model directory (config.json + model.safetensors)")
-      ("seq", po::value(&seq)->required(), "tokens T per sequence")
-      ("batch", po::value(&batch)->default_value(8), "sequences B per step")
-      ("steps", po::value(&steps)->default_value(5), "timed steps after the warm-up (the median is reported)")
-      ("warmup", po::value(&warmup)->default_value(2), "untimed steps first")
-      ("threads", po::value(&threads)->default_value(0), "CPU threads (0: every core)")
-      ("mode", po::value(&mode_text), "standard | full | block (default: the model's)")
-      ("block-size", po::value(&block_size), "block size S with --mode block")
-      ("engine", po::value(&engine_text)->default_value("fast"), "fast | reference")
-      ("format", po::value(&format)->default_value("table"), "table | json");
+  options.add_options()("help,h", "show this help")(
+      "model", po::value(&model_dir)->required(),
+      "model directory (config.json + model.safetensors)")("seq", po::value(&seq)->required(),
+                                                           "tokens T per sequence")(
+      "batch", po::value(&batch)->default_value(8), "sequences B per step")(
+      "steps", po::value(&steps)->default_value(5),
+      "timed steps after the warm-up (the median is reported)")(
+      "warmup", po::value(&warmup)->default_value(2), "untimed steps first")(
+      "threads", po::value(&threads)->default_value(0), "CPU threads (0: every core)")(
+      "mode", po::value(&mode_text), "standard | full | block (default: the model's)")(
+      "block-size", po::value(&block_size), "block size S with --mode block")(
+      "engine", po::value(&engine_text)->default_value("fast"), "fast | reference")(
+      "format", po::value(&format)->default_value("table"), "table | json");
   auto values = parse_options(args, options);
   if (wants_help(values,
-                 "usage: attnres bench train --model DIR --seq T [--batch B] [--steps N] [--warmup W] [--threads N] "
+                 "usage: attnres bench train --model DIR --seq T [--batch B] [--steps N] [--warmup "
+                 "W] [--threads N] "
                  "[--mode M] [--block-size S] [--engine fast|reference] [--format table|json]\n"
                  "Times training steps (forward + backward + clip + AdamW, f32; docs/training.md).",
                  options, out)) {
     return kExitOk;
   }
   po::notify(values);
-  if (format != "table" && format != "json") throw UsageError("--format must be table or json, got '" + format + "'");
+  if (format != "table" && format != "json")
+    throw UsageError("--format must be table or json, got '" + format + "'");
   if (seq < 2) throw UsageError("--seq must be >= 2, got " + std::to_string(seq));
   if (batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(batch));
   if (steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(steps));
@@ -67,12 +71,16 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   const ModelWeights<double> loaded = load_model(model_dir);
   ForwardOptions forward_options;
   forward_options.record_mixing = false;
-  if (values.count("mode")) forward_options.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
-  const ResidualMode mode = apply_block_size_flag(values, mode_text, block_size, loaded.config, forward_options).mode;
+  if (values.count("mode"))
+    forward_options.mode =
+        parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+  const ResidualMode mode =
+      apply_block_size_flag(values, mode_text, block_size, loaded.config, forward_options).mode;
   ModelWeights<float> model = loaded.cast<float>();
   model.has_attn_res_tensors = mode != ResidualMode::standard;
   std::vector<std::vector<int>> tokens;
-  for (int b = 0; b < batch; ++b) tokens.push_back(benchmark_tokens(seq, loaded.config.vocab_size, b));
+  for (int b = 0; b < batch; ++b)
+    tokens.push_back(benchmark_tokens(seq, loaded.config.vocab_size, b));
 
   GradientEngine<float> gradients_engine(model.config, engine);
   Gradients<float> gradients;
@@ -86,7 +94,8 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
       gradients_engine.compute(model, tokens, forward_options, gradients);
       const double norm = gradient_norm(gradients.grad);
       adamw_update(model, gradients.grad, adam, step, 1e-4, clip_scale(norm, 1.0), AdamWOptions{});
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (step > warmup) seconds.push_back(elapsed);
     }
   }
@@ -112,11 +121,14 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
     return kExitOk;
   }
   TextTable table({"measure", "value"});
-  table.add_row({"engine", to_string(engine.engine) + ", f32, " + std::to_string(gradients_engine.threads()) + " thread(s)"});
-  table.add_row({"model", model_dir + ": d = " + std::to_string(model.config.hidden_size) + ", L = " +
-                              std::to_string(model.config.sublayers()) + " sublayers, " + to_string(mode)});
+  table.add_row({"engine", to_string(engine.engine) + ", f32, " +
+                               std::to_string(gradients_engine.threads()) + " thread(s)"});
+  table.add_row({"model", model_dir + ": d = " + std::to_string(model.config.hidden_size) +
+                              ", L = " + std::to_string(model.config.sublayers()) + " sublayers, " +
+                              to_string(mode)});
   table.add_row({"batch", std::to_string(batch) + " x " + std::to_string(seq) + " tokens"});
-  table.add_row({"seconds per step (median of " + std::to_string(steps) + ")", format_number(median)});
+  table.add_row(
+      {"seconds per step (median of " + std::to_string(steps) + ")", format_number(median)});
   table.add_row({"tokens_per_s", format_number(tokens_per_s)});
   table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
   table.print(out);
@@ -126,43 +138,53 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
-  if (!args.empty() && args[0] == "train") return bench_train(std::vector<std::string>(args.begin() + 1, args.end()), out);
+  if (!args.empty() && args[0] == "train")
+    return bench_train(std::vector<std::string>(args.begin() + 1, args.end()), out);
   if (args.empty() || (args[0] != "forward" && args[0] != "--help" && args[0] != "-h")) {
-    throw UsageError(args.empty() ? "expected a benchmark: attnres bench forward|train ..."
-                                  : "unknown benchmark '" + args[0] + "' (expected: forward or train)");
+    throw UsageError(args.empty()
+                         ? "expected a benchmark: attnres bench forward|train ..."
+                         : "unknown benchmark '" + args[0] + "' (expected: forward or train)");
   }
   const std::vector<std::string> rest(args.begin() + (args[0] == "forward" ? 1 : 0), args.end());
-  std::string model_dir, mode_text, engine_text, device_text, precision, format, two_phase_text, bandwidth_text;
+  std::string model_dir, mode_text, engine_text, device_text, precision, format, two_phase_text,
+      bandwidth_text;
   int seq = 0, repeat = 0, threads = 0, block_size = 0;
   po::options_description options("attnres bench forward options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("model", po::value(&model_dir)->required(), "model directory (config.json + model.safetensors)")
-      ("seq", po::value(&seq)->required(), "tokens T per forward pass (deterministic ids shared with the PyTorch peer)")
-      ("repeat", po::value(&repeat)->default_value(5), "timed passes after one warm-up (the median is reported)")
-      ("threads", po::value(&threads)->default_value(0), "CPU threads (0: every core)")
-      ("mode", po::value(&mode_text), "standard | full | block (default: the model's)")
-      ("block-size", po::value(&block_size), "block size S with --mode block")
-      ("two-phase", po::value(&two_phase_text)->default_value("on"), "on | off")
-      ("engine", po::value(&engine_text)->default_value("fast"), "fast | reference")
-      ("device", po::value(&device_text)->default_value("cpu"), "cpu | cuda")
-      ("precision", po::value(&precision)->default_value("f32"), "f32 | f64")
-      ("bandwidth", po::value(&bandwidth_text)->default_value("on"),
-       "on: also measure the depth read (9 and 17 sources) and the stream triad bandwidth")
-      ("format", po::value(&format)->default_value("table"), "table | json");
+  options.add_options()("help,h", "show this help")(
+      "model", po::value(&model_dir)->required(),
+      "model directory (config.json + model.safetensors)")(
+      "seq", po::value(&seq)->required(),
+      "tokens T per forward pass (deterministic ids shared with the PyTorch peer)")(
+      "repeat", po::value(&repeat)->default_value(5),
+      "timed passes after one warm-up (the median is reported)")(
+      "threads", po::value(&threads)->default_value(0), "CPU threads (0: every core)")(
+      "mode", po::value(&mode_text), "standard | full | block (default: the model's)")(
+      "block-size", po::value(&block_size), "block size S with --mode block")(
+      "two-phase", po::value(&two_phase_text)->default_value("on"), "on | off")(
+      "engine", po::value(&engine_text)->default_value("fast"), "fast | reference")(
+      "device", po::value(&device_text)->default_value("cpu"), "cpu | cuda")(
+      "precision", po::value(&precision)->default_value("f32"), "f32 | f64")(
+      "bandwidth", po::value(&bandwidth_text)->default_value("on"),
+      "on: also measure the depth read (9 and 17 sources) and the stream triad bandwidth")(
+      "format", po::value(&format)->default_value("table"), "table | json");
   auto values = parse_options(rest, options);
-  if (wants_help(values,
-                 "usage: attnres bench forward --model DIR --seq T [--repeat K] [--threads N] [--mode M] "
-                 "[--block-size S] [--two-phase on|off] [--engine fast|reference] [--device cpu|cuda] "
-                 "[--precision f32|f64] [--bandwidth on|off] [--format table|json]",
-                 options, out)) {
+  if (wants_help(
+          values,
+          "usage: attnres bench forward --model DIR --seq T [--repeat K] [--threads N] [--mode M] "
+          "[--block-size S] [--two-phase on|off] [--engine fast|reference] [--device cpu|cuda] "
+          "[--precision f32|f64] [--bandwidth on|off] [--format table|json]",
+          options, out)) {
     return kExitOk;
   }
   po::notify(values);
-  if (format != "table" && format != "json") throw UsageError("--format must be table or json, got '" + format + "'");
-  if (precision != "f32" && precision != "f64") throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
-  if (two_phase_text != "on" && two_phase_text != "off") throw UsageError("--two-phase must be on or off, got '" + two_phase_text + "'");
-  if (bandwidth_text != "on" && bandwidth_text != "off") throw UsageError("--bandwidth must be on or off, got '" + bandwidth_text + "'");
+  if (format != "table" && format != "json")
+    throw UsageError("--format must be table or json, got '" + format + "'");
+  if (precision != "f32" && precision != "f64")
+    throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
+  if (two_phase_text != "on" && two_phase_text != "off")
+    throw UsageError("--two-phase must be on or off, got '" + two_phase_text + "'");
+  if (bandwidth_text != "on" && bandwidth_text != "off")
+    throw UsageError("--bandwidth must be on or off, got '" + bandwidth_text + "'");
   if (seq < 1) throw UsageError("--seq must be >= 1, got " + std::to_string(seq));
   if (repeat < 1) throw UsageError("--repeat must be >= 1, got " + std::to_string(repeat));
   const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
@@ -171,14 +193,18 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   ForwardOptions forward_options;
   forward_options.record_mixing = false;  // never on the timed path
   forward_options.two_phase = two_phase_text == "on";
-  if (values.count("mode")) forward_options.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
-  const ResidualMode mode = apply_block_size_flag(values, mode_text, block_size, model.config, forward_options).mode;
+  if (values.count("mode"))
+    forward_options.mode =
+        parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+  const ResidualMode mode =
+      apply_block_size_flag(values, mode_text, block_size, model.config, forward_options).mode;
   const std::vector<int> tokens = benchmark_tokens(seq, model.config.vocab_size);
 
   int threads_used = 1;
-  const ForwardTiming timing = precision == "f32"
-      ? time_model<float>(model, tokens, forward_options, engine, repeat, &threads_used)
-      : time_model<double>(model, tokens, forward_options, engine, repeat, &threads_used);
+  const ForwardTiming timing =
+      precision == "f32"
+          ? time_model<float>(model, tokens, forward_options, engine, repeat, &threads_used)
+          : time_model<double>(model, tokens, forward_options, engine, repeat, &threads_used);
   throw_if_interrupted("benchmark");
   const std::size_t peak = peak_resident_bytes();
 
@@ -210,12 +236,15 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
     return kExitOk;
   }
   TextTable table({"measure", "value"});
-  table.add_row({"engine", to_string(engine.engine) + " on " + to_string(engine.device) + ", " + precision + ", " +
-                               std::to_string(threads_used) + (threads_used == 1 ? " thread" : " threads")});
-  table.add_row({"model", model_dir + ": d = " + std::to_string(model.config.hidden_size) + ", L = " +
-                              std::to_string(model.config.sublayers()) + " sublayers, " + to_string(mode)});
+  table.add_row({"engine", to_string(engine.engine) + " on " + to_string(engine.device) + ", " +
+                               precision + ", " + std::to_string(threads_used) +
+                               (threads_used == 1 ? " thread" : " threads")});
+  table.add_row({"model", model_dir + ": d = " + std::to_string(model.config.hidden_size) +
+                              ", L = " + std::to_string(model.config.sublayers()) + " sublayers, " +
+                              to_string(mode)});
   table.add_row({"tokens per forward (T)", std::to_string(seq)});
-  table.add_row({"seconds per forward (median of " + std::to_string(repeat) + ")", format_number(timing.seconds_per_forward)});
+  table.add_row({"seconds per forward (median of " + std::to_string(repeat) + ")",
+                 format_number(timing.seconds_per_forward)});
   table.add_row({"tokens_per_s", format_number(timing.tokens_per_s)});
   table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
   if (bandwidth) {

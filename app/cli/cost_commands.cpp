@@ -4,12 +4,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <map>
 #include <ostream>
 #include <sstream>
+#include <thread>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
@@ -19,7 +20,6 @@
 #include "attnres/report.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/train_report.hpp"
-#include "attnres/cost_input_fields.hpp"
 #include "chart_render.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -37,7 +37,8 @@ namespace {
 struct InputFlags {
   CostInputs inputs;
   std::string dtype = "bf16";
-  bool pipeline = false;  // pipeline: --micro-batch-size instead of --batch, no prefill or mHC flags
+  bool pipeline =
+      false;  // pipeline: --micro-batch-size instead of --batch, no prefill or mHC flags
   bool d_model_required = true;  // off for `sweep`, whose --scenario gives the model instead
   static std::string flag_name(const CostInputField& field, bool for_pipeline) {
     return for_pipeline && field.key == "batch" ? "micro-batch-size" : std::string(field.flag);
@@ -49,13 +50,15 @@ struct InputFlags {
     for (const auto& field : cost_input_fields()) {
       if (for_pipeline && !field.pipeline_flag) continue;
       const std::string name = flag_name(field, for_pipeline);
-      const std::string help = for_pipeline && field.key == "batch" ? "sequences per micro-batch" : std::string(field.help);
+      const std::string help = for_pipeline && field.key == "batch" ? "sequences per micro-batch"
+                                                                    : std::string(field.help);
       auto* value = po::value(&(inputs.*field.member));
       if (defaults.*field.member != 0) value->default_value(defaults.*field.member);
       if (field.key == "d_model" && d_model_required) value->required();
       group.add_options()(name.c_str(), value, help.c_str());
       if (field.key == "tokens") {
-        group.add_options()("dtype", po::value(&dtype)->default_value("bf16"), "element type: bf16 | fp16 | fp32 | fp8");
+        group.add_options()("dtype", po::value(&dtype)->default_value("bf16"),
+                            "element type: bf16 | fp16 | fp32 | fp8");
       }
     }
     options.add(group);
@@ -79,10 +82,12 @@ struct InputFlags {
 // settings. The same keys as a JSON object built in memory.
 class SweepJsonWriter {
  public:
-  SweepJsonWriter(std::ostream& out, const SweepSpec& spec, const nlohmann::json& inputs) : out_(out), spec_(spec) {
-    out_ << "{\n  \"name\": " << nlohmann::json(spec.name).dump() << ",\n  \"inputs\": " << inputs.dump()
-         << ",\n  \"x\": " << nlohmann::json(spec.x.parameter).dump()
-         << ",\n  \"y\": " << (spec.y ? nlohmann::json(spec.y->parameter) : nlohmann::json(nullptr)).dump()
+  SweepJsonWriter(std::ostream& out, const SweepSpec& spec, const nlohmann::json& inputs)
+      : out_(out), spec_(spec) {
+    out_ << "{\n  \"name\": " << nlohmann::json(spec.name).dump()
+         << ",\n  \"inputs\": " << inputs.dump()
+         << ",\n  \"x\": " << nlohmann::json(spec.x.parameter).dump() << ",\n  \"y\": "
+         << (spec.y ? nlohmann::json(spec.y->parameter) : nlohmann::json(nullptr)).dump()
          << ",\n  \"metrics\": " << nlohmann::json(spec.metrics).dump() << ",\n  \"points\": [";
   }
   void point(const SweepPoint& point) {
@@ -103,13 +108,15 @@ class SweepJsonWriter {
 
 std::ofstream open_output(const fs::path& path) {
   std::ofstream stream(path, std::ios::binary | std::ios::trunc);
-  if (!stream) throw Error("cannot write '" + path.filename().string() + "': cannot create the file");
+  if (!stream)
+    throw Error("cannot write '" + path.filename().string() + "': cannot create the file");
   return stream;
 }
 
 void close_output(std::ofstream& stream, const fs::path& path) {
   stream.flush();
-  if (!stream) throw Error("cannot write '" + path.filename().string() + "': write failed (disk full?)");
+  if (!stream)
+    throw Error("cannot write '" + path.filename().string() + "': write failed (disk full?)");
   stream.close();
 }
 
@@ -152,9 +159,14 @@ void require_format(const std::string& format, std::initializer_list<const char*
 // The attn_res keys a scheme flag sets, and the flag.
 const std::vector<std::pair<std::string, std::string>>& scheme_key_flags() {
   static const std::vector<std::pair<std::string, std::string>> flags = {
-      {"gate", "--gate"},     {"key_norm", "--key-norm"},         {"window", "--window"},
-      {"heads", "--depth-heads"}, {"query_source", "--query-source"}, {"mixing", "--mixing"},
-      {"dynamic", "--dynamic"}, {"sinkhorn_iterations", "--sinkhorn-iterations"}};
+      {"gate", "--gate"},
+      {"key_norm", "--key-norm"},
+      {"window", "--window"},
+      {"heads", "--depth-heads"},
+      {"query_source", "--query-source"},
+      {"mixing", "--mixing"},
+      {"dynamic", "--dynamic"},
+      {"sinkhorn_iterations", "--sinkhorn-iterations"}};
   return flags;
 }
 
@@ -165,26 +177,30 @@ struct SchemeFlags {
   std::string gate, key_norm, query_source, mixing, dynamic;
   int window = 0, depth_heads = 1, sinkhorn_iterations = 20;
   void add_to(po::options_description& options) {
-    options.add_options()
-        ("scheme", po::value(&scheme),
-         "cost one scheme, NAME[:key=value,...] (see below), or 'all' for every named scheme; prints the "
-         "scheme comparison instead of the full report")
-        ("compare", po::value(&compare),
-         "a scheme to print beside --scheme (NAME[:key=value,...]; repeat for more)")
-        ("gate", po::value(&gate), "refines --scheme: softmax | sigmoid | sigmoid_normalized")
-        ("key-norm", po::value(&key_norm), "refines --scheme: on | off")
-        ("window", po::value(&window), "refines --scheme: the embedding plus the last W outputs (Full)")
-        ("depth-heads", po::value(&depth_heads), "refines --scheme: depth-attention heads H (divides d)")
-        ("query-source", po::value(&query_source), "refines --scheme: static | input")
-        ("mixing", po::value(&mixing), "refines --scheme: attention | scalars")
-        ("dynamic", po::value(&dynamic), "refines --scheme (mHC): on | off")
-        ("sinkhorn-iterations", po::value(&sinkhorn_iterations), "refines --scheme (mHC): Sinkhorn iterations");
+    options.add_options()("scheme", po::value(&scheme),
+                          "cost one scheme, NAME[:key=value,...] (see below), or 'all' for every "
+                          "named scheme; prints the "
+                          "scheme comparison instead of the full report")(
+        "compare", po::value(&compare),
+        "a scheme to print beside --scheme (NAME[:key=value,...]; repeat for more)")(
+        "gate", po::value(&gate), "refines --scheme: softmax | sigmoid | sigmoid_normalized")(
+        "key-norm", po::value(&key_norm), "refines --scheme: on | off")(
+        "window", po::value(&window),
+        "refines --scheme: the embedding plus the last W outputs (Full)")(
+        "depth-heads", po::value(&depth_heads),
+        "refines --scheme: depth-attention heads H (divides d)")(
+        "query-source", po::value(&query_source), "refines --scheme: static | input")(
+        "mixing", po::value(&mixing), "refines --scheme: attention | scalars")(
+        "dynamic", po::value(&dynamic), "refines --scheme (mHC): on | off")(
+        "sinkhorn-iterations", po::value(&sinkhorn_iterations),
+        "refines --scheme (mHC): Sinkhorn iterations");
   }
 };
 
 std::string scheme_help() {
   std::string text =
-      "\n\nSchemes (docs/scheme-costs.md): --scheme and --compare take NAME[:key=value[,key=value...]].\n"
+      "\n\nSchemes (docs/scheme-costs.md): --scheme and --compare take "
+      "NAME[:key=value[,key=value...]].\n"
       "  NAME: ";
   std::size_t column = 8;
   const auto& names = scheme_names();
@@ -197,14 +213,18 @@ std::string scheme_help() {
     if (i + 1 < names.size()) text += ", ";
     column += names[i].size() + 2;
   }
-  text += "\n  keys: block_size, gate, key_norm, window, heads, query_source, mixing, streams, dynamic,\n"
-          "        sinkhorn_iterations (the attn_res keys of config.json; booleans true/false or on/off)\n"
-          "  Sizes come from the model flags (Block: --block-size or --blocks; mHC: --streams).\n"
-          "  e.g. attnres cost --sublayers 128 --blocks 8 --d-model 7168 --scheme block --gate sigmoid "
-          "--compare full\n"
-          "       attnres cost --sublayers 128 --blocks 8 --d-model 7168 --scheme block:block_size=4 "
-          "--compare mhc:dynamic=false\n"
-          "       attnres cost --sublayers 128 --blocks 8 --d-model 7168 --scheme all --format markdown\n";
+  text +=
+      "\n  keys: block_size, gate, key_norm, window, heads, query_source, mixing, streams, "
+      "dynamic,\n"
+      "        sinkhorn_iterations (the attn_res keys of config.json; booleans true/false or "
+      "on/off)\n"
+      "  Sizes come from the model flags (Block: --block-size or --blocks; mHC: --streams).\n"
+      "  e.g. attnres cost --sublayers 128 --blocks 8 --d-model 7168 --scheme block --gate sigmoid "
+      "--compare full\n"
+      "       attnres cost --sublayers 128 --blocks 8 --d-model 7168 --scheme block:block_size=4 "
+      "--compare mhc:dynamic=false\n"
+      "       attnres cost --sublayers 128 --blocks 8 --d-model 7168 --scheme all --format "
+      "markdown\n";
   return text;
 }
 
@@ -214,7 +234,8 @@ std::vector<std::string> spec_keys_of(const std::string& spec) {
   const auto colon = spec.find(':');
   if (colon == std::string::npos) return keys;
   std::stringstream items(spec.substr(colon + 1));
-  for (std::string item; std::getline(items, item, ',');) keys.push_back(item.substr(0, item.find('=')));
+  for (std::string item; std::getline(items, item, ',');)
+    keys.push_back(item.substr(0, item.find('=')));
   return keys;
 }
 
@@ -255,7 +276,8 @@ SchemeRow cost_scheme(const std::string& spec, const std::string& flag, const Co
         if (key == "key_norm") config.key_norm = on_off(flags->key_norm, key_flag);
         if (key == "window") config.window = flags->window;
         if (key == "heads") config.heads = flags->depth_heads;
-        if (key == "query_source") config.query_source = parse_query_source(flags->query_source, key_flag);
+        if (key == "query_source")
+          config.query_source = parse_query_source(flags->query_source, key_flag);
         if (key == "mixing") config.mixing = parse_depth_mixing(flags->mixing, key_flag);
         if (key == "dynamic") config.dynamic = on_off(flags->dynamic, key_flag);
         if (key == "sinkhorn_iterations") config.sinkhorn_iterations = flags->sinkhorn_iterations;
@@ -277,26 +299,40 @@ std::string two_phase_text(const SchemeCost& c) {
   return c.two_phase ? c.two_phase_reason : "does not apply: " + c.two_phase_reason;
 }
 
-std::string x_d(double elements, std::int64_t d) { return format_number(elements / static_cast<double>(d)); }
+std::string x_d(double elements, std::int64_t d) {
+  return format_number(elements / static_cast<double>(d));
+}
 
 // The comparison table: one row per scheme.
 ReportTable scheme_table(const std::vector<SchemeRow>& rows, const CostInputs& in) {
   ReportTable table;
   table.id = "schemes";
-  table.title = "Residual schemes at L = " + std::to_string(in.sublayers) + ", N = " + std::to_string(in.blocks) +
-                " (S = " + std::to_string(in.block_size) + "), d = " + std::to_string(in.d_model) +
-                ", m = " + std::to_string(in.streams) + ", " + to_string(in.dtype) + " (docs/scheme-costs.md)";
-  table.header = {"scheme", "I/O (x d)", "I/O formula", "reads (x d)", "writes (x d)", "history (vectors)",
-                  "history (bytes/token)", "params", "mixing FLOP/token", "two-phase"};
+  table.title = "Residual schemes at L = " + std::to_string(in.sublayers) +
+                ", N = " + std::to_string(in.blocks) + " (S = " + std::to_string(in.block_size) +
+                "), d = " + std::to_string(in.d_model) + ", m = " + std::to_string(in.streams) +
+                ", " + to_string(in.dtype) + " (docs/scheme-costs.md)";
+  table.header = {"scheme",
+                  "I/O (x d)",
+                  "I/O formula",
+                  "reads (x d)",
+                  "writes (x d)",
+                  "history (vectors)",
+                  "history (bytes/token)",
+                  "params",
+                  "mixing FLOP/token",
+                  "two-phase"};
   for (const auto& row : rows) {
     const SchemeCost& c = row.cost;
-    table.rows.push_back({row.label, x_d(c.io.total(), in.d_model), c.io_formula, x_d(c.io.reads, in.d_model),
-                          x_d(c.io.writes, in.d_model), std::to_string(c.history_vectors),
-                          format_number(c.history_bytes), format_number(c.params), format_number(c.mixing_flops),
+    table.rows.push_back({row.label, x_d(c.io.total(), in.d_model), c.io_formula,
+                          x_d(c.io.reads, in.d_model), x_d(c.io.writes, in.d_model),
+                          std::to_string(c.history_vectors), format_number(c.history_bytes),
+                          format_number(c.params), format_number(c.mixing_flops),
                           c.two_phase ? "yes" : "no"});
   }
-  table.note = "I/O per token per sublayer, residual mechanism only (paper Table 1); params for the whole model; "
-               "FLOPs per token for the whole forward (L sublayers and the final read).";
+  table.note =
+      "I/O per token per sublayer, residual mechanism only (paper Table 1); params for the whole "
+      "model; "
+      "FLOPs per token for the whole forward (L sublayers and the final read).";
   return table;
 }
 
@@ -305,32 +341,39 @@ ReportTable scheme_formula_table(const std::vector<SchemeRow>& rows) {
   ReportTable table;
   table.id = "scheme_formulas";
   table.title = "How each row is counted";
-  table.header = {"scheme", "description", "I/O schedule", "history", "params", "mixing FLOPs", "two-phase"};
+  table.header = {"scheme", "description",  "I/O schedule", "history",
+                  "params", "mixing FLOPs", "two-phase"};
   for (const auto& row : rows) {
     const SchemeCost& c = row.cost;
-    table.rows.push_back({row.label, c.description, c.io_schedule, c.history_formula, c.params_formula,
-                          c.flops_formula, two_phase_text(c)});
+    table.rows.push_back({row.label, c.description, c.io_schedule, c.history_formula,
+                          c.params_formula, c.flops_formula, two_phase_text(c)});
   }
   return table;
 }
 
-std::string ratio(double b, double a) { return a == 0 ? "n/a" : "x" + format_number(b / a); }
+std::string ratio(double b, double a) {
+  return a == 0 ? "n/a" : "x" + format_number(b / a);
+}
 
-std::string signed_number(double value) { return (value >= 0 ? "+" : "") + format_number(value); }
+std::string signed_number(double value) {
+  return (value >= 0 ? "+" : "") + format_number(value);
+}
 
 // "B vs A: ..." for every --compare scheme.
-std::vector<std::string> comparison_lines(const std::vector<SchemeRow>& rows, const CostInputs& in) {
+std::vector<std::string> comparison_lines(const std::vector<SchemeRow>& rows,
+                                          const CostInputs& in) {
   std::vector<std::string> lines;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const SchemeCost &a = rows[0].cost, &b = rows[i].cost;
     std::string line = rows[i].label;
     line += " vs ";
     line += rows[0].label;
-    line += ": I/O " + ratio(b.io.total(), a.io.total()) + " (" + x_d(b.io.total(), in.d_model) + "d vs " +
-            x_d(a.io.total(), in.d_model) + "d), history " +
-            ratio(static_cast<double>(b.history_vectors), static_cast<double>(a.history_vectors)) + ", params " +
-            signed_number(b.params - a.params) + ", mixing FLOPs " + ratio(b.mixing_flops, a.mixing_flops) +
-            ", two-phase " + (a.two_phase ? "yes" : "no") + " -> " + (b.two_phase ? "yes" : "no");
+    line += ": I/O " + ratio(b.io.total(), a.io.total()) + " (" + x_d(b.io.total(), in.d_model) +
+            "d vs " + x_d(a.io.total(), in.d_model) + "d), history " +
+            ratio(static_cast<double>(b.history_vectors), static_cast<double>(a.history_vectors)) +
+            ", params " + signed_number(b.params - a.params) + ", mixing FLOPs " +
+            ratio(b.mixing_flops, a.mixing_flops) + ", two-phase " + (a.two_phase ? "yes" : "no") +
+            " -> " + (b.two_phase ? "yes" : "no");
     lines.push_back(line);
   }
   return lines;
@@ -339,9 +382,12 @@ std::vector<std::string> comparison_lines(const std::vector<SchemeRow>& rows, co
 std::string markdown_cell(const std::string& cell) {
   std::string out;
   for (char c : cell) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -376,7 +422,8 @@ void print_markdown_tables(std::ostream& out, const std::vector<ReportTable>& ta
 // Every named scheme, as rows.
 std::vector<SchemeRow> named_scheme_rows(const CostInputs& in) {
   std::vector<SchemeRow> rows;
-  for (const auto& name : scheme_names()) rows.push_back({name, scheme_cost(named_scheme(name, in), in)});
+  for (const auto& name : scheme_names())
+    rows.push_back({name, scheme_cost(named_scheme(name, in), in)});
   return rows;
 }
 
@@ -393,7 +440,9 @@ void print_schemes(std::ostream& out, const std::vector<SchemeRow>& rows, const 
     }
     for (std::size_t i = 1; i < rows.size(); ++i) {
       const SchemeCost &a = rows[0].cost, &b = rows[i].cost;
-      auto quotient = [](double x, double y) { return y == 0 ? nlohmann::json(nullptr) : nlohmann::json(x / y); };
+      auto quotient = [](double x, double y) {
+        return y == 0 ? nlohmann::json(nullptr) : nlohmann::json(x / y);
+      };
       comparisons.push_back({{"a", rows[0].label},
                              {"b", rows[i].label},
                              {"io_ratio", quotient(b.io.total(), a.io.total())},
@@ -410,20 +459,48 @@ void print_schemes(std::ostream& out, const std::vector<SchemeRow>& rows, const 
   const std::vector<ReportTable> tables = {scheme_table(rows, in), scheme_formula_table(rows)};
   if (format == "csv") {
     ReportTable table;
-    table.header = {"scheme", "spec", "io_reads", "io_writes", "io_total", "io_multiples_of_d", "io_formula",
-                    "io_schedule", "io_one_shot_total", "io_one_shot_formula", "history_vectors",
-                    "history_bytes_per_token", "history_formula", "params", "params_formula",
-                    "mixing_flops_per_token", "mixing_flops_per_sublayer", "flops_formula", "two_phase",
+    table.header = {"scheme",
+                    "spec",
+                    "io_reads",
+                    "io_writes",
+                    "io_total",
+                    "io_multiples_of_d",
+                    "io_formula",
+                    "io_schedule",
+                    "io_one_shot_total",
+                    "io_one_shot_formula",
+                    "history_vectors",
+                    "history_bytes_per_token",
+                    "history_formula",
+                    "params",
+                    "params_formula",
+                    "mixing_flops_per_token",
+                    "mixing_flops_per_sublayer",
+                    "flops_formula",
+                    "two_phase",
                     "two_phase_reason"};
     for (const auto& row : rows) {
       const SchemeCost& c = row.cost;
-      table.rows.push_back({row.label, c.spec, format_number(c.io.reads), format_number(c.io.writes),
-                            format_number(c.io.total()), x_d(c.io.total(), in.d_model), c.io_formula, c.io_schedule,
-                            format_number(c.io_one_shot.total()), c.io_one_shot_formula,
-                            std::to_string(c.history_vectors), format_number(c.history_bytes), c.history_formula,
-                            format_number(c.params), c.params_formula, format_number(c.mixing_flops),
-                            format_number(c.mixing_flops_per_sublayer), c.flops_formula,
-                            c.two_phase ? "yes" : "no", c.two_phase_reason});
+      table.rows.push_back({row.label,
+                            c.spec,
+                            format_number(c.io.reads),
+                            format_number(c.io.writes),
+                            format_number(c.io.total()),
+                            x_d(c.io.total(), in.d_model),
+                            c.io_formula,
+                            c.io_schedule,
+                            format_number(c.io_one_shot.total()),
+                            c.io_one_shot_formula,
+                            std::to_string(c.history_vectors),
+                            format_number(c.history_bytes),
+                            c.history_formula,
+                            format_number(c.params),
+                            c.params_formula,
+                            format_number(c.mixing_flops),
+                            format_number(c.mixing_flops_per_sublayer),
+                            c.flops_formula,
+                            c.two_phase ? "yes" : "no",
+                            c.two_phase_reason});
     }
     out << table_csv(table);
     return;
@@ -460,16 +537,20 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   options.add_options()("help,h", "show this help");
   flags.add_to(options);
   schemes.add_to(options);
-  options.add_options()("format", po::value(&format)->default_value("table"), "table | markdown | json | csv");
+  options.add_options()("format", po::value(&format)->default_value("table"),
+                        "table | markdown | json | csv");
   auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres cost (--sublayers L | --layers N) (--blocks N | --block-size S) "
-                 "--d-model D [--ffn F] [--streams m] [--seq T] [--batch B] [--dtype bf16] [--pp P] [--vpp V] "
-                 "[--seq-shards k] [--chunk tokens] [--scheme SPEC|all [--compare SPEC ...] [--gate G] "
-                 "[--key-norm on|off] [--window W] [--depth-heads H] [--query-source static|input] "
-                 "[--mixing attention|scalars] [--dynamic on|off] [--sinkhorn-iterations I]] "
-                 "[--format table|markdown|json|csv]" + scheme_help(),
-                 options, out)) {
+  if (wants_help(
+          values,
+          "usage: attnres cost (--sublayers L | --layers N) (--blocks N | --block-size S) "
+          "--d-model D [--ffn F] [--streams m] [--seq T] [--batch B] [--dtype bf16] [--pp P] "
+          "[--vpp V] "
+          "[--seq-shards k] [--chunk tokens] [--scheme SPEC|all [--compare SPEC ...] [--gate G] "
+          "[--key-norm on|off] [--window W] [--depth-heads H] [--query-source static|input] "
+          "[--mixing attention|scalars] [--dynamic on|off] [--sinkhorn-iterations I]] "
+          "[--format table|markdown|json|csv]" +
+              scheme_help(),
+          options, out)) {
     return kExitOk;
   }
   po::notify(values);
@@ -478,10 +559,12 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   for (const auto& [key, flag] : scheme_key_flags()) {
     if (!given(values, flag.c_str() + 2)) continue;
     if (schemes.scheme.empty()) {
-      throw UsageError(flag + " refines --scheme; give --scheme NAME (e.g. --scheme block " + flag + " ...)");
+      throw UsageError(flag + " refines --scheme; give --scheme NAME (e.g. --scheme block " + flag +
+                       " ...)");
     }
     if (schemes.scheme == "all") {
-      throw UsageError(flag + " refines one scheme; --scheme all lists the named schemes as they are");
+      throw UsageError(flag +
+                       " refines one scheme; --scheme all lists the named schemes as they are");
     }
     refining = true;
   }
@@ -489,7 +572,8 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
     throw UsageError("--compare needs --scheme (the scheme to compare against)");
   }
   if (!schemes.compare.empty() && schemes.scheme == "all") {
-    throw UsageError("--compare compares with one --scheme; --scheme all already lists every named scheme");
+    throw UsageError(
+        "--compare compares with one --scheme; --scheme all already lists every named scheme");
   }
   const CostInputs inputs = flags.resolved();
   if (!schemes.scheme.empty()) {
@@ -497,8 +581,10 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
     if (schemes.scheme == "all") {
       rows = named_scheme_rows(inputs);
     } else {
-      rows.push_back(cost_scheme(schemes.scheme, "--scheme", inputs, refining ? &values : nullptr, &schemes));
-      for (const auto& spec : schemes.compare) rows.push_back(cost_scheme(spec, "--compare", inputs, nullptr, nullptr));
+      rows.push_back(
+          cost_scheme(schemes.scheme, "--scheme", inputs, refining ? &values : nullptr, &schemes));
+      for (const auto& spec : schemes.compare)
+        rows.push_back(cost_scheme(spec, "--compare", inputs, nullptr, nullptr));
     }
     print_schemes(out, rows, inputs, format);
     return kExitOk;
@@ -511,13 +597,15 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
     const Evaluation evaluation{&report, nullptr, nullptr, nullptr};
     for (const auto& metric : cost_metrics()) {
       if (metric.needs != CostMetric::Needs::cost) continue;
-      out << metric.key << "," << format_number(metric.value(evaluation)) << "," << metric.unit << "\n";
+      out << metric.key << "," << format_number(metric.value(evaluation)) << "," << metric.unit
+          << "\n";
     }
   } else {
     std::vector<ReportTable> tables =
         cost_tables(report, {"io", "history", "prefill", "pipeline", "boundaries", "flops"});
     ReportTable every = scheme_table(named_scheme_rows(inputs), inputs);
-    every.note += " Formulas and reasons: --scheme all; one scheme against another: --scheme A --compare B.";
+    every.note +=
+        " Formulas and reasons: --scheme all; one scheme against another: --scheme A --compare B.";
     tables.push_back(every);
     if (format == "markdown") {
       print_markdown_tables(out, tables);
@@ -532,24 +620,26 @@ int scaling_command(const std::vector<std::string>& args, std::ostream& out, std
   double target_loss = 1.695;
   std::string format;
   po::options_description options("attnres scaling options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("target-loss", po::value(&target_loss)->default_value(1.695), "validation loss to reach")
-      ("format", po::value(&format)->default_value("table"), "table | json | csv");
+  options.add_options()("help,h", "show this help")(
+      "target-loss", po::value(&target_loss)->default_value(1.695), "validation loss to reach")(
+      "format", po::value(&format)->default_value("table"), "table | json | csv");
   auto values = parse_options(args, options);
-  if (wants_help(values, "usage: attnres scaling [--target-loss x] [--format table|json|csv]", options, out)) {
+  if (wants_help(values, "usage: attnres scaling [--target-loss x] [--format table|json|csv]",
+                 options, out)) {
     return kExitOk;
   }
   po::notify(values);
   require_format(format, {"table", "json", "csv"});
   if (!(target_loss > 0.0 && std::isfinite(target_loss))) {
-    throw UsageError("--target-loss must be a finite number > 0, got " + format_number(target_loss));
+    throw UsageError("--target-loss must be a finite number > 0, got " +
+                     format_number(target_loss));
   }
   Report report;
   add_scaling_section({target_loss, target_loss - 0.1, target_loss + 0.1}, report);
   if (format == "json") {
     nlohmann::json fits = nlohmann::json::array();
-    for (const auto& fit : paper_scaling_fits()) fits.push_back({{"name", fit.name}, {"A", fit.A}, {"a", fit.a}});
+    for (const auto& fit : paper_scaling_fits())
+      fits.push_back({{"name", fit.name}, {"A", fit.A}, {"a", fit.a}});
     nlohmann::json json = report.json["scaling"];
     json["fits"] = fits;
     json["units"] = "compute in PFLOP/s-days; multiplier = baseline compute / scheme compute";
@@ -566,7 +656,8 @@ int scaling_command(const std::vector<std::string>& args, std::ostream& out, std
 void override_from_flags(const InputFlags& flags, const po::variables_map& values, CostInputs& in) {
   for (const auto& field : cost_input_fields()) {
     const std::string name = InputFlags::flag_name(field, flags.pipeline);
-    if (values.count(name) && !values[name].defaulted()) set_cost_input(in, std::string(field.key), flags.inputs.*field.member);
+    if (values.count(name) && !values[name].defaulted())
+      set_cost_input(in, std::string(field.key), flags.inputs.*field.member);
   }
   if (values.count("dtype") && !values["dtype"].defaulted()) {
     in.dtype = parse_flag_value([&] { return parse_dtype(flags.dtype, "--dtype"); });
@@ -580,33 +671,36 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   std::string x_values, y_values, y_parameter, format, out_dir, scenario_path;
   std::vector<std::string> metrics;
   po::options_description options("attnres sweep options");
-  options.add_options()("help,h", "show this help")
-      ("scenario", po::value(&scenario_path),
-       "take the model, [hardware], [moe] and [pipeline] of this scenario file as the base setting "
-       "(model flags given as well override it); needed for time and pipeline metrics and for the "
-       "microbatches and link_bandwidth_gbps parameters");
+  options.add_options()("help,h", "show this help")(
+      "scenario", po::value(&scenario_path),
+      "take the model, [hardware], [moe] and [pipeline] of this scenario file as the base setting "
+      "(model flags given as well override it); needed for time and pipeline metrics and for the "
+      "microbatches and link_bandwidth_gbps parameters");
   flags.add_to(options);
   std::string parameters;
   for (const auto& name : sweep_parameters()) parameters += (parameters.empty() ? "" : ", ") + name;
-  options.add_options()
-      ("x", po::value(&spec.x.parameter)->required(), ("parameter to sweep: " + parameters).c_str())
-      ("values", po::value(&x_values)->required(), "1,2,4 | divisors | FROM:TO[:STEP] | FROM:TO:xFACTOR")
-      ("y", po::value(&y_parameter), "second parameter for a grid")
-      ("y-values", po::value(&y_values), "values of the second parameter")
-      ("metric", po::value(&metrics)->required(), "metric key (repeat; attnres metrics lists them, all in one unit)")
-      ("name", po::value(&spec.name)->default_value("sweep"), "name of the output files")
-      ("log-x", "logarithmic x axis")
-      ("log-y", "logarithmic y axis")
-      ("format", po::value(&format)->default_value("csv"), "csv | json, printed (without --out)")
-      ("out", po::value(&out_dir), "directory for NAME.csv, NAME.json and the chart NAME.png/.svg "
-                                   "(new, empty, or written by attnres; other sweeps' files are kept)")
-      ("force", "replace the contents of an --out directory that holds other files")
-      ("max-points", po::value(&spec.max_points)->default_value(SweepSpec::kDefaultMaxSweepPoints),
-       "refuse sweeps with more settings than this");
+  options.add_options()("x", po::value(&spec.x.parameter)->required(),
+                        ("parameter to sweep: " + parameters).c_str())(
+      "values", po::value(&x_values)->required(),
+      "1,2,4 | divisors | FROM:TO[:STEP] | FROM:TO:xFACTOR")("y", po::value(&y_parameter),
+                                                             "second parameter for a grid")(
+      "y-values", po::value(&y_values), "values of the second parameter")(
+      "metric", po::value(&metrics)->required(),
+      "metric key (repeat; attnres metrics lists them, all in one unit)")(
+      "name", po::value(&spec.name)->default_value("sweep"), "name of the output files")(
+      "log-x", "logarithmic x axis")("log-y", "logarithmic y axis")(
+      "format", po::value(&format)->default_value("csv"), "csv | json, printed (without --out)")(
+      "out", po::value(&out_dir),
+      "directory for NAME.csv, NAME.json and the chart NAME.png/.svg "
+      "(new, empty, or written by attnres; other sweeps' files are kept)")(
+      "force", "replace the contents of an --out directory that holds other files")(
+      "max-points", po::value(&spec.max_points)->default_value(SweepSpec::kDefaultMaxSweepPoints),
+      "refuse sweeps with more settings than this");
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres sweep (--d-model D [model flags] | --scenario FILE [model flags]) "
-                 "--x PARAM --values V [--y PARAM --y-values V] --metric KEY [--metric KEY ...] [--name NAME] "
+                 "--x PARAM --values V [--y PARAM --y-values V] --metric KEY [--metric KEY ...] "
+                 "[--name NAME] "
                  "[--log-x] [--log-y] [--max-points N] [--out DIR [--force] | --format csv|json]",
                  options, out)) {
     return kExitOk;
@@ -614,8 +708,8 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   po::notify(values);
   require_format(format, {"csv", "json"});
   if (given(values, "format") && !out_dir.empty()) {
-    throw UsageError("--format " + format + " prints the sweep; with --out both " + spec.name + ".csv and " +
-                     spec.name + ".json are written (drop one of the two flags)");
+    throw UsageError("--format " + format + " prints the sweep; with --out both " + spec.name +
+                     ".csv and " + spec.name + ".json are written (drop one of the two flags)");
   }
   if (values.count("force") && out_dir.empty()) throw UsageError("--force applies to --out");
   try {
@@ -626,18 +720,20 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   if (spec.max_points < 1) throw UsageError("--max-points must be >= 1");
   ScenarioInputs base;
   if (scenario_path.empty()) {
-    if (!values.count("d-model")) throw UsageError("the option '--d-model' is required but missing (or give --scenario)");
+    if (!values.count("d-model"))
+      throw UsageError("the option '--d-model' is required but missing (or give --scenario)");
     base.cost = flags.resolved();
   } else {
     const Scenario scenario = load_scenario(scenario_path);
-    if (!scenario.has_model) throw UsageError("--scenario: " + scenario_path + " has no [model] table");
+    if (!scenario.has_model)
+      throw UsageError("--scenario: " + scenario_path + " has no [model] table");
     base = scenario.scenario_inputs();
     override_from_flags(flags, values, base.cost);
     try {
       base.cost = resolve_cost_inputs(base.cost);
     } catch (const CostInputError& error) {
-      throw UsageError(flags.flag_for_field(error.field) + ": " + error.what() + " (with the inputs of " +
-                       scenario_path + ")");
+      throw UsageError(flags.flag_for_field(error.field) + ": " + error.what() +
+                       " (with the inputs of " + scenario_path + ")");
     }
     if (base.pipeline) base.pipeline->model = base.cost;
   }
@@ -649,12 +745,14 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       throw UsageError(error.what());
     }
   };
-  for (const auto& [flag, parameter] : {std::pair<std::string, std::string>{"--x", spec.x.parameter}, {"--y", y_parameter}}) {
+  for (const auto& [flag, parameter] :
+       {std::pair<std::string, std::string>{"--x", spec.x.parameter}, {"--y", y_parameter}}) {
     if (parameter.empty()) continue;
     const std::string problem = sweep_parameter_problem(parameter, has_pipeline);
     if (!problem.empty()) {
       const bool missing_table = is_pipeline_sweep_parameter(parameter) && scenario_path.empty();
-      throw UsageError(flag + ": " + problem + (missing_table ? " (give --scenario with one)" : ""));
+      throw UsageError(flag + ": " + problem +
+                       (missing_table ? " (give --scenario with one)" : ""));
     }
   }
   spec.x.values = axis_values(x_values, "--values");
@@ -665,21 +763,25 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   } else if (!y_values.empty()) {
     throw UsageError("--y-values needs --y (the second parameter of the grid)");
   }
-  if (!spec.x.values.empty() && spec.y && spec.y->values.size() > spec.max_points / spec.x.values.size()) {
+  if (!spec.x.values.empty() && spec.y &&
+      spec.y->values.size() > spec.max_points / spec.x.values.size()) {
     throw UsageError("--values x --y-values give " + std::to_string(spec.x.values.size()) + " x " +
                      std::to_string(spec.y->values.size()) + " settings, more than --max-points " +
                      std::to_string(spec.max_points) + " (raise --max-points to run it)");
   }
   if (spec.x.values.size() > spec.max_points) {
-    throw UsageError("--values gives " + std::to_string(spec.x.values.size()) + " settings, more than --max-points " +
-                     std::to_string(spec.max_points) + " (raise --max-points to run it)");
+    throw UsageError("--values gives " + std::to_string(spec.x.values.size()) +
+                     " settings, more than --max-points " + std::to_string(spec.max_points) +
+                     " (raise --max-points to run it)");
   }
   std::string unit;
   for (const auto& key : metrics) {
     const std::string problem = sweep_metric_problem(key, has_hardware, has_pipeline, unit);
     if (!problem.empty()) {
       const bool missing_table = problem.find(" needs ") != std::string::npos;
-      throw UsageError("--metric: " + problem + (missing_table && scenario_path.empty() ? " (give --scenario with it)" : ""));
+      throw UsageError(
+          "--metric: " + problem +
+          (missing_table && scenario_path.empty() ? " (give --scenario with it)" : ""));
     }
     if (unit.empty()) unit = find_cost_metric(key)->unit;
   }
@@ -712,27 +814,30 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   check_output_directory(target, output);  // refuse before the work, not after
   charts::ensure_application();            // before any staging folder exists
   SweepResult result;
-  const OutputDirectoryResult written = write_output_directory(target, output, [&](const fs::path& dir) {
-    std::ofstream csv = open_output(dir / (spec.name + ".csv"));
-    std::ofstream json_file = open_output(dir / (spec.name + ".json"));
-    SweepJsonWriter writer(json_file, spec, inputs_json);
-    csv << sweep_csv_header(spec);
-    run.keep_points = false;
-    run.on_point = [&](const SweepPoint& point) {
-      csv << sweep_csv_row(point);
-      writer.point(point);
-    };
-    result = run_sweep(base, spec, run);
-    writer.end(result);
-    close_output(csv, dir / (spec.name + ".csv"));
-    close_output(json_file, dir / (spec.name + ".json"));
-    progress.set_label("chart");
-    charts::render_chart_files(sweep_chart(result, base), dir / (spec.name + ".png"), dir / (spec.name + ".svg"));
-    output.progress(1, 1);
-  });
+  const OutputDirectoryResult written =
+      write_output_directory(target, output, [&](const fs::path& dir) {
+        std::ofstream csv = open_output(dir / (spec.name + ".csv"));
+        std::ofstream json_file = open_output(dir / (spec.name + ".json"));
+        SweepJsonWriter writer(json_file, spec, inputs_json);
+        csv << sweep_csv_header(spec);
+        run.keep_points = false;
+        run.on_point = [&](const SweepPoint& point) {
+          csv << sweep_csv_row(point);
+          writer.point(point);
+        };
+        result = run_sweep(base, spec, run);
+        writer.end(result);
+        close_output(csv, dir / (spec.name + ".csv"));
+        close_output(json_file, dir / (spec.name + ".json"));
+        progress.set_label("chart");
+        charts::render_chart_files(sweep_chart(result, base), dir / (spec.name + ".png"),
+                                   dir / (spec.name + ".svg"));
+        output.progress(1, 1);
+      });
   out << "swept " << spec.x.parameter << (spec.y ? " x " + spec.y->parameter : "") << ": "
-      << result.valid_count << " settings (" << result.skipped_count << " rejected as impossible); wrote "
-      << (target / spec.name).string() << ".{csv,json,png,svg}\n";
+      << result.valid_count << " settings (" << result.skipped_count
+      << " rejected as impossible); wrote " << (target / spec.name).string()
+      << ".{csv,json,png,svg}\n";
   if (!result.decimated.empty()) out << "note: " << result.decimated << "\n";
   for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
   return kExitOk;
@@ -746,28 +851,40 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   po::options_description options("attnres pipeline options");
   options.add_options()("help,h", "show this help");
   flags.add_to(options, true);
-  options.add_options()
-      ("microbatches", po::value(&settings.microbatches)->default_value(8), "micro-batches m per iteration")
-      ("schedule", po::value(&schedule), "1f1b | interleaved (default: interleaved when --vpp > 1)")
-      ("cache", po::value(&cache)->default_value("cached"), "AttnRes history policy: naive | cached | cached_own")
-      ("mode", po::value(&mode)->default_value("block"), "AttnRes variant: block | full")
-      ("hardware", po::value(&hardware)->default_value("h100"), "preset (a100 h100 h200 b200) or a .toml file")
-      ("link", po::value(&link)->default_value("scale-out"), "pipeline link: scale-out | intra-node")
-      ("link-bandwidth", po::value(&link_gbps), "override the link bandwidth, GB/s per direction")
-      ("overlap", po::value(&overlap)->default_value("on"), "on: transfers overlap compute; off: the sender waits")
-      ("ideal-links", "transfers cost nothing")
-      ("experts", po::value(&settings.moe.experts)->default_value(0), "MoE routed experts (0: dense MLP)")
-      ("active-experts", po::value(&settings.moe.active)->default_value(0), "routed experts per token")
-      ("shared-experts", po::value(&settings.moe.shared)->default_value(0), "always-on experts")
-      ("expert-ffn", po::value(&settings.moe.expert_ffn)->default_value(0), "SwiGLU width of one expert")
-      ("format", po::value(&format)->default_value("table"), "table | json");
+  options.add_options()("microbatches", po::value(&settings.microbatches)->default_value(8),
+                        "micro-batches m per iteration")(
+      "schedule", po::value(&schedule), "1f1b | interleaved (default: interleaved when --vpp > 1)")(
+      "cache", po::value(&cache)->default_value("cached"),
+      "AttnRes history policy: naive | cached | cached_own")(
+      "mode", po::value(&mode)->default_value("block"), "AttnRes variant: block | full")(
+      "hardware", po::value(&hardware)->default_value("h100"),
+      "preset (a100 h100 h200 b200) or a .toml file")("link",
+                                                      po::value(&link)->default_value("scale-out"),
+                                                      "pipeline link: scale-out | intra-node")(
+      "link-bandwidth", po::value(&link_gbps), "override the link bandwidth, GB/s per direction")(
+      "overlap", po::value(&overlap)->default_value("on"),
+      "on: transfers overlap compute; off: the sender waits")(
+      "ideal-links", "transfers cost nothing")("experts",
+                                               po::value(&settings.moe.experts)->default_value(0),
+                                               "MoE routed experts (0: dense MLP)")(
+      "active-experts", po::value(&settings.moe.active)->default_value(0),
+      "routed experts per token")(
+      "shared-experts", po::value(&settings.moe.shared)->default_value(0), "always-on experts")(
+      "expert-ffn", po::value(&settings.moe.expert_ffn)->default_value(0),
+      "SwiGLU width of one expert")("format", po::value(&format)->default_value("table"),
+                                    "table | json");
   auto values = parse_options(args, options);
   if (wants_help(values,
-                 "usage: attnres pipeline (--sublayers L | --layers N) (--block-size S | --blocks N) --d-model D "
-                 "[--ffn F] [--seq T] [--dtype bf16] [--micro-batch-size B] [--microbatches m] [--pp P] [--vpp V] "
-                 "[--mode block|full] [--schedule 1f1b|interleaved] [--cache naive|cached] [--hardware h100|FILE.toml] "
-                 "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap on|off] "
-                 "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] [--format table|json]",
+                 "usage: attnres pipeline (--sublayers L | --layers N) (--block-size S | --blocks "
+                 "N) --d-model D "
+                 "[--ffn F] [--seq T] [--dtype bf16] [--micro-batch-size B] [--microbatches m] "
+                 "[--pp P] [--vpp V] "
+                 "[--mode block|full] [--schedule 1f1b|interleaved] [--cache naive|cached] "
+                 "[--hardware h100|FILE.toml] "
+                 "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap "
+                 "on|off] "
+                 "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] [--format "
+                 "table|json]",
                  options, out)) {
     return kExitOk;
   }
@@ -782,15 +899,18 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   });
   // A preset name is a flag value (exit 2 when unknown); a .toml file is an input file (exit 1
   // when it cannot be read or parsed).
-  const bool hardware_file = fs::exists(hardware) || hardware.find('/') != std::string::npos ||
-                             (hardware.size() > 5 && hardware.substr(hardware.size() - 5) == ".toml");
+  const bool hardware_file =
+      fs::exists(hardware) || hardware.find('/') != std::string::npos ||
+      (hardware.size() > 5 && hardware.substr(hardware.size() - 5) == ".toml");
   if (hardware_file) {
     settings.hardware = load_hardware(hardware);
   } else {
     settings.hardware = parse_flag_value([&] { return load_hardware(hardware); });
   }
-  if (overlap != "on" && overlap != "off") throw UsageError("--overlap must be on or off, got '" + overlap + "'");
-  if (link != "scale-out" && link != "intra-node") throw UsageError("--link must be scale-out or intra-node");
+  if (overlap != "on" && overlap != "off")
+    throw UsageError("--overlap must be on or off, got '" + overlap + "'");
+  if (link != "scale-out" && link != "intra-node")
+    throw UsageError("--link must be scale-out or intra-node");
   settings.overlap = overlap == "on";
   settings.intra_node_link = link == "intra-node";
   settings.ideal_links = values.count("ideal-links") > 0;
@@ -802,43 +922,51 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   for (const char* moe_flag : {"active-experts", "shared-experts", "expert-ffn"}) {
     if (given(values, moe_flag) && settings.moe.experts == 0) {
-      throw UsageError(std::string("--") + moe_flag + " describes a MoE MLP and needs --experts N (N >= 1)");
+      throw UsageError(std::string("--") + moe_flag +
+                       " describes a MoE MLP and needs --experts N (N >= 1)");
     }
   }
   if (given(values, "link-bandwidth") && values.count("ideal-links")) {
-    throw UsageError("--link-bandwidth and --ideal-links contradict each other (ideal links take no time)");
+    throw UsageError(
+        "--link-bandwidth and --ideal-links contradict each other (ideal links take no time)");
   }
   if (const auto problem = pipeline_settings_problem(settings)) {
     // The core's rule, under the flag of the setting it is about.
     static const std::map<std::string, std::string> setting_flags = {
-        {"mode", "--mode"},         {"microbatches", "--microbatches"},       {"schedule", "--schedule"},
-        {"link_bandwidth", "--link-bandwidth"}, {"experts", "--experts"}, {"active", "--active-experts"},
-        {"shared", "--shared-experts"},         {"expert_ffn", "--expert-ffn"}};
+        {"mode", "--mode"},
+        {"microbatches", "--microbatches"},
+        {"schedule", "--schedule"},
+        {"link_bandwidth", "--link-bandwidth"},
+        {"experts", "--experts"},
+        {"active", "--active-experts"},
+        {"shared", "--shared-experts"},
+        {"expert_ffn", "--expert-ffn"}};
     throw UsageError(setting_flags.at(problem->field) + ": " + problem->message);
   }
   settings.record_timeline = format == "table";
   PipelineReport pipeline;
   parse_flag_value([&] { pipeline = evaluate_pipeline(settings); });
-  const StackTime prefill = stack_time(settings.model, settings.moe, Phase::prefill, settings.hardware);
-  const StackTime decode = stack_time(settings.model, settings.moe, Phase::decode, settings.hardware);
+  const StackTime prefill =
+      stack_time(settings.model, settings.moe, Phase::prefill, settings.hardware);
+  const StackTime decode =
+      stack_time(settings.model, settings.moe, Phase::decode, settings.hardware);
   if (format == "json") {
-    nlohmann::json json = {
-        {"iteration_time_s", pipeline.iteration_time_s},
-        {"standard_iteration_time_s", pipeline.standard.iteration_seconds},
-        {"bubble_fraction", pipeline.bubble_fraction},
-        {"bubble_denominator", "the busiest rank's compute time (ideal time)"},
-        {"closed_form_bubble", pipeline.closed_form_bubble},
-        {"exposed_comm_s", pipeline.exposed_comm_s},
-        {"attnres_overhead_fraction", pipeline.attnres_overhead_fraction},
-        {"peak_memory_bytes_per_rank", pipeline.peak_memory_bytes_per_rank},
-        {"peak_memory_bytes_by_rank", pipeline.attnres.peak_memory_bytes},
-        {"transferred_bytes", pipeline.attnres.transferred_bytes},
-        {"link_bandwidth_bytes_per_s", pipeline.link_bandwidth},
-        {"schedule", to_string(settings.schedule)},
-        {"cache", to_string(settings.cache)},
-        {"microbatches", settings.microbatches},
-        {"hardware", settings.hardware.name},
-        {"inputs", cost_inputs_to_json(settings.model)}};
+    nlohmann::json json = {{"iteration_time_s", pipeline.iteration_time_s},
+                           {"standard_iteration_time_s", pipeline.standard.iteration_seconds},
+                           {"bubble_fraction", pipeline.bubble_fraction},
+                           {"bubble_denominator", "the busiest rank's compute time (ideal time)"},
+                           {"closed_form_bubble", pipeline.closed_form_bubble},
+                           {"exposed_comm_s", pipeline.exposed_comm_s},
+                           {"attnres_overhead_fraction", pipeline.attnres_overhead_fraction},
+                           {"peak_memory_bytes_per_rank", pipeline.peak_memory_bytes_per_rank},
+                           {"peak_memory_bytes_by_rank", pipeline.attnres.peak_memory_bytes},
+                           {"transferred_bytes", pipeline.attnres.transferred_bytes},
+                           {"link_bandwidth_bytes_per_s", pipeline.link_bandwidth},
+                           {"schedule", to_string(settings.schedule)},
+                           {"cache", to_string(settings.cache)},
+                           {"microbatches", settings.microbatches},
+                           {"hardware", settings.hardware.name},
+                           {"inputs", cost_inputs_to_json(settings.model)}};
     for (const auto* phase : {&prefill, &decode}) {
       nlohmann::json overhead;
       for (const auto& [scheme, name] : kResidualSchemeNames) {
@@ -860,30 +988,35 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
 int metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   std::string format;
   po::options_description options("attnres metrics options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("format", po::value(&format)->default_value("table"), "table | markdown");
+  options.add_options()("help,h", "show this help")(
+      "format", po::value(&format)->default_value("table"), "table | markdown");
   auto values = parse_options(args, options);
-  if (wants_help(values, "usage: attnres metrics [--format table|markdown]", options, out)) return kExitOk;
+  if (wants_help(values, "usage: attnres metrics [--format table|markdown]", options, out))
+    return kExitOk;
   po::notify(values);
   require_format(format, {"table", "markdown"});
   auto needs = [](const CostMetric& metric) {
     switch (metric.needs) {
-      case CostMetric::Needs::cost: return "model";
-      case CostMetric::Needs::time: return "[hardware]";
-      case CostMetric::Needs::pipeline: return "[pipeline]";
+      case CostMetric::Needs::cost:
+        return "model";
+      case CostMetric::Needs::time:
+        return "[hardware]";
+      case CostMetric::Needs::pipeline:
+        return "[pipeline]";
     }
     return "";
   };
   if (format == "markdown") {
     out << "| key | unit | needs | meaning |\n|---|---|---|---|\n";
     for (const auto& metric : cost_metrics()) {
-      out << "| `" << metric.key << "` | " << metric.unit << " | " << needs(metric) << " | " << metric.description << " |\n";
+      out << "| `" << metric.key << "` | " << metric.unit << " | " << needs(metric) << " | "
+          << metric.description << " |\n";
     }
     return kExitOk;
   }
   TextTable table({"key", "unit", "needs", "meaning"});
-  for (const auto& metric : cost_metrics()) table.add_row({metric.key, metric.unit, needs(metric), metric.description});
+  for (const auto& metric : cost_metrics())
+    table.add_row({metric.key, metric.unit, needs(metric), metric.description});
   table.print(out);
   return kExitOk;
 }
@@ -892,22 +1025,29 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
   std::string scenario_path, out_dir;
   int train_steps = 0;
   po::options_description options("attnres report options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("scenario", po::value(&scenario_path)->required(), "scenario TOML file (or the first argument)")
-      ("out", po::value(&out_dir)->required(),
-       "report directory: new, empty, or written by attnres (its previous report is replaced)")
-      ("force", "replace the contents of an --out directory that holds other files (never the scenario)")
-      ("train-steps", po::value(&train_steps)->default_value(0),
-       "train every [train] run for this many steps instead of the scenario's (a quick look; 0: as written)");
+  options.add_options()("help,h", "show this help")("scenario",
+                                                    po::value(&scenario_path)->required(),
+                                                    "scenario TOML file (or the first argument)")(
+      "out", po::value(&out_dir)->required(),
+      "report directory: new, empty, or written by attnres (its previous report is replaced)")(
+      "force",
+      "replace the contents of an --out directory that holds other files (never the scenario)")(
+      "train-steps", po::value(&train_steps)->default_value(0),
+      "train every [train] run for this many steps instead of the scenario's (a quick look; 0: as "
+      "written)");
   po::positional_options_description positional;
   positional.add("scenario", 1);
   auto values = parse_options(args, options, &positional);
-  if (wants_help(values, "usage: attnres report (SCENARIO.toml | --scenario SCENARIO.toml) --out DIR [--force] [--train-steps N]", options, out)) {
+  if (wants_help(values,
+                 "usage: attnres report (SCENARIO.toml | --scenario SCENARIO.toml) --out DIR "
+                 "[--force] [--train-steps N]",
+                 options, out)) {
     return kExitOk;
   }
   po::notify(values);
-  if (train_steps < 0) throw UsageError("--train-steps must be >= 0 (0: the scenario's steps), got " + std::to_string(train_steps));
+  if (train_steps < 0)
+    throw UsageError("--train-steps must be >= 0 (0: the scenario's steps), got " +
+                     std::to_string(train_steps));
   OutputDirectoryOptions output;
   output.force = values.count("force") > 0;
   output.inputs = {fs::path(scenario_path)};
@@ -915,28 +1055,34 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
   const fs::path target = clean_output_path(out_dir, "--out");
   const Scenario scenario = load_scenario(scenario_path);
   if (given(values, "train-steps") && !scenario.training) {
-    throw UsageError("--train-steps applies to scenarios with a [train] table; " + scenario_path + " has none");
+    throw UsageError("--train-steps applies to scenarios with a [train] table; " + scenario_path +
+                     " has none");
   }
-  const bool train = scenario.training && std::find(scenario.sections.begin(), scenario.sections.end(), "training") !=
-                                              scenario.sections.end();
+  const bool train = scenario.training &&
+                     std::find(scenario.sections.begin(), scenario.sections.end(), "training") !=
+                         scenario.sections.end();
   if (train) output.inputs.push_back(scenario.training->data_path);
   check_output_directory(target, output);  // refuse before the work, not after
   charts::ensure_application();            // before any staging folder exists
   ProgressBar progress("report");
   Report report = build_report(scenario, progress.callback());
   if (train) {
-    // Tiny models trained on the scenario's data (docs/training.md): measured losses beside the costs.
+    // Tiny models trained on the scenario's data (docs/training.md): measured losses beside the
+    // costs.
     progress.set_label("training");
     const auto runs = run_scenario_training(*scenario.training, progress.callback(), train_steps);
     add_training_section(*scenario.training, runs, report);
   }
   progress.set_label("writing");
   output.progress = write_phase_progress(progress);
-  const OutputDirectoryResult written = write_report(report, target, [](const ChartSpec& chart, const fs::path& png, const fs::path& svg) {
-    charts::render_chart_files(chart, png, svg);
-  }, output);
-  out << "wrote " << (target / "report.md").string() << ": " << report.tables.size()
-      << " tables, " << report.charts.size() << " charts (PNG + SVG), report.json\n";
+  const OutputDirectoryResult written = write_report(
+      report, target,
+      [](const ChartSpec& chart, const fs::path& png, const fs::path& svg) {
+        charts::render_chart_files(chart, png, svg);
+      },
+      output);
+  out << "wrote " << (target / "report.md").string() << ": " << report.tables.size() << " tables, "
+      << report.charts.size() << " charts (PNG + SVG), report.json\n";
   for (const auto& note : report.notes) out << "note: " << printable_text(note) << "\n";
   for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
   return kExitOk;

@@ -6,16 +6,16 @@
 #include <ostream>
 
 #include "attnres/atomic_file.hpp"
-#include "attnres/error.hpp"
 #include "attnres/engine.hpp"
+#include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/gradient_engine.hpp"
 #include "attnres/model_charts.hpp"
-#include "attnres/training.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/token_ids.hpp"
 #include "attnres/trace_io.hpp"
+#include "attnres/training.hpp"
 #include "chart_render.hpp"
 #include "cli.hpp"
 #include "heatmap_render.hpp"
@@ -46,8 +46,12 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
       << config.intermediate_size << ", vocab " << config.vocab_size << "\n";
   out << "residual  ";
   switch (trace.mode) {
-    case ResidualMode::standard: out << "standard (h_{l+1} = h_l + f_l(h_l))"; break;
-    case ResidualMode::full: out << "Full AttnRes (every read sees v_0 .. v_{l-1})"; break;
+    case ResidualMode::standard:
+      out << "standard (h_{l+1} = h_l + f_l(h_l))";
+      break;
+    case ResidualMode::full:
+      out << "Full AttnRes (every read sees v_0 .. v_{l-1})";
+      break;
     case ResidualMode::block: {
       const int blocks = (trace.sublayers + trace.block_size - 1) / trace.block_size;
       out << "Block AttnRes, S = " << trace.block_size << " sublayers per block, N = " << blocks
@@ -55,14 +59,19 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
       if (trace.zero_placeholder) out << ", zero placeholder ON";
       break;
     }
-    case ResidualMode::denseformer: out << "DenseFormer (learned weights over v_0 .. v_{l-1})"; break;
-    case ResidualMode::rescaled: out << "rescaled residual (the running mean of v_0 .. v_{l-1})"; break;
+    case ResidualMode::denseformer:
+      out << "DenseFormer (learned weights over v_0 .. v_{l-1})";
+      break;
+    case ResidualMode::rescaled:
+      out << "rescaled residual (the running mean of v_0 .. v_{l-1})";
+      break;
     case ResidualMode::mhc:
-      out << (trace.scheme.dynamic ? "mHC" : "static mHC") << ", m = " << trace.scheme.streams << " streams, "
-          << trace.scheme.sinkhorn_iterations << " Sinkhorn iterations";
+      out << (trace.scheme.dynamic ? "mHC" : "static mHC") << ", m = " << trace.scheme.streams
+          << " streams, " << trace.scheme.sinkhorn_iterations << " Sinkhorn iterations";
       break;
   }
-  if (const std::string settings = trace.scheme.settings_label(); !settings.empty() && trace.scheme.attention_mode()) {
+  if (const std::string settings = trace.scheme.settings_label();
+      !settings.empty() && trace.scheme.attention_mode()) {
     out << " [" << settings << "]";
   }
   if (trace.scheme.reads_sources()) {
@@ -101,8 +110,8 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
       std::vector<std::string> row(header.size());
       row[0] = read.target;
       for (std::size_t j = 0; j < read.sources.size(); ++j) {
-        const auto column = std::find(labels.begin(), labels.end(), read.sources[j].label()) -
-                            labels.begin();
+        const auto column =
+            std::find(labels.begin(), labels.end(), read.sources[j].label()) - labels.begin();
         row[static_cast<std::size_t>(column) + 1] =
             format_fixed(read.alpha_mean(static_cast<Eigen::Index>(j)), 3);
       }
@@ -125,8 +134,9 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
     for (int rank : trace.semiseparable_rank) out << " " << rank;
     out << "\n";
   }
-  out << "\nfinal hidden RMS " << format_fixed(std::sqrt(result.hidden_final.template cast<double>()
-                                                             .array().square().mean()), 4)
+  out << "\nfinal hidden RMS "
+      << format_fixed(
+             std::sqrt(result.hidden_final.template cast<double>().array().square().mean()), 4)
       << "; argmax logits per token:";
   for (Eigen::Index t = 0; t < result.logits.rows(); ++t) {
     Eigen::Index best = 0;
@@ -136,7 +146,8 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
   out << "\n";
 }
 
-// Where `forward --chart DIR` writes and how (docs/output-safety.md): an empty `target` is no chart.
+// Where `forward --chart DIR` writes and how (docs/output-safety.md): an empty `target` is no
+// chart.
 struct ChartOutput {
   fs::path target;
   OutputDirectoryOptions options;
@@ -144,8 +155,8 @@ struct ChartOutput {
 
 // The standard residual on the same weights, for the magnitude charts' reference curve.
 template <typename Scalar>
-ForwardTrace standard_trace(const ModelWeights<double>& model, const std::vector<int>& tokens, ForwardOptions options,
-                            const EngineOptions& engine) {
+ForwardTrace standard_trace(const ModelWeights<double>& model, const std::vector<int>& tokens,
+                            ForwardOptions options, const EngineOptions& engine) {
   options.mode.reset();
   options.block_size.reset();
   options.zero_placeholder = false;
@@ -157,29 +168,33 @@ ForwardTrace standard_trace(const ModelWeights<double>& model, const std::vector
 
 // The GUI's Depth attention, Magnitudes and Duality figures of this forward pass (the core's
 // builders, core/model_charts.hpp), as PNG + SVG with their data as CSV, into chart.target.
-void write_forward_charts(const ForwardTrace& trace, const ForwardTrace* reference, ChartOutput& chart,
-                          ProgressBar& progress, std::ostream& out) {
+void write_forward_charts(const ForwardTrace& trace, const ForwardTrace* reference,
+                          ChartOutput& chart, ProgressBar& progress, std::ostream& out) {
   const std::string scheme = trace.scheme.describe();
   std::vector<MagnitudeCurve> curves{{scheme, &trace, false}};
-  if (reference != nullptr) curves.push_back({reference->scheme.describe() + " (reference)", reference, true});
+  if (reference != nullptr)
+    curves.push_back({reference->scheme.describe() + " (reference)", reference, true});
   const auto [inputs, outputs] = magnitude_charts(curves, "");
   const std::vector<HeatmapSpec> maps{alpha_heatmap(trace, alpha_title(scheme, trace, -1, -1)),
                                       mixing_heatmap(trace, scheme)};
   const std::vector<ChartSpec> figures{inputs, outputs, depth_rank_chart({&trace})};
-  chart.options.progress = [&progress](std::size_t done, std::size_t total) { return progress.update(done, total); };
+  chart.options.progress = [&progress](std::size_t done, std::size_t total) {
+    return progress.update(done, total);
+  };
   std::vector<std::string> stems;
-  const OutputDirectoryResult written = write_output_directory(chart.target, chart.options, [&](const fs::path& dir) {
-    for (const auto& map : maps) {
-      charts::render_heatmap_files(map, dir / (map.id + ".png"), dir / (map.id + ".svg"));
-      write_file_atomically(dir / (map.id + ".csv"), heatmap_csv(map));
-      stems.push_back(map.id);
-    }
-    for (const auto& spec : figures) {
-      charts::render_chart_files(spec, dir / (spec.id + ".png"), dir / (spec.id + ".svg"));
-      write_file_atomically(dir / (spec.id + ".csv"), chart_csv(spec));
-      stems.push_back(spec.id);
-    }
-  });
+  const OutputDirectoryResult written =
+      write_output_directory(chart.target, chart.options, [&](const fs::path& dir) {
+        for (const auto& map : maps) {
+          charts::render_heatmap_files(map, dir / (map.id + ".png"), dir / (map.id + ".svg"));
+          write_file_atomically(dir / (map.id + ".csv"), heatmap_csv(map));
+          stems.push_back(map.id);
+        }
+        for (const auto& spec : figures) {
+          charts::render_chart_files(spec, dir / (spec.id + ".png"), dir / (spec.id + ".svg"));
+          write_file_atomically(dir / (spec.id + ".csv"), chart_csv(spec));
+          stems.push_back(spec.id);
+        }
+      });
   out << "wrote " << chart.target.string() << ": ";
   for (std::size_t i = 0; i < stems.size(); ++i) out << (i == 0 ? "" : ", ") << stems[i];
   out << " (.png, .svg, .csv each)\n";
@@ -190,7 +205,8 @@ template <typename Scalar>
 void run_forward(const ModelWeights<double>& model, const std::vector<int>& tokens,
                  ForwardOptions options, const EngineOptions& engine, const std::string& model_dir,
                  const std::string& precision, const std::string& dump_path,
-                 const std::string& trace_path, bool with_gradients, ChartOutput& chart, std::ostream& out) {
+                 const std::string& trace_path, bool with_gradients, ChartOutput& chart,
+                 std::ostream& out) {
   const ModelWeights<Scalar> weights = model.cast<Scalar>();
   ForwardResult<Scalar> result;
   {
@@ -209,11 +225,13 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
       ProgressBar progress("gradients");
       ForwardOptions gradient_options = options;
       gradient_options.progress = progress.callback();
-      GradientEngine<Scalar>(weights.config, engine).compute(weights, {tokens}, gradient_options, gradients);
+      GradientEngine<Scalar>(weights.config, engine)
+          .compute(weights, {tokens}, gradient_options, gradients);
     }
     throw_if_interrupted("backward pass");
-    out << "\nloss " << format_fixed(gradients.loss, 6) << " nats/token over " << gradients.predicted
-        << " predicted positions; gradient norm " << format_fixed(gradient_norm(gradients.grad), 6) << "\n"
+    out << "\nloss " << format_fixed(gradients.loss, 6) << " nats/token over "
+        << gradients.predicted << " predicted positions; gradient norm "
+        << format_fixed(gradient_norm(gradients.grad), 6) << "\n"
         << "output-gradient RMS by sublayer (Fig. 5c):";
     for (double rms : gradients.sublayer_output_grad_rms) out << " " << format_number(rms);
     out << "\n";
@@ -221,8 +239,10 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
   }
   if (!dump_path.empty()) {
     write_safetensors(dump_path, dump,
-                      {{"producer", "attnres forward"}, {"mode", to_string(result.trace.mode)},
-                       {"precision", precision}, {"engine", to_string(engine.engine)}});
+                      {{"producer", "attnres forward"},
+                       {"mode", to_string(result.trace.mode)},
+                       {"precision", precision},
+                       {"engine", to_string(engine.engine)}});
     out << "wrote " << dump_path << "\n";
   }
   if (!trace_path.empty()) {
@@ -250,50 +270,62 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   int block_size = 0;
   int schedule_block = 0;
   po::options_description options("attnres forward options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("model", po::value(&model_dir)->required(), "model directory (config.json + model.safetensors)")
-      ("tokens", po::value(&tokens_text)->required(),
-       "token ids, separated by spaces or commas, e.g. \"1 2 3\" or 1,2,3")
-      ("mode", po::value(&mode_text), "override the residual mode: standard | full | block | denseformer | "
-       "rescaled | mhc (a mode with other tensors, or any scheme flag, converts the model: docs/schemes.md)")
-      ("block-size", po::value(&block_size), "override the block size S (sublayers, 1..L)")
-      ("two-phase", po::value(&two_phase_text)->default_value("on"),
-       "on: two-phase (o, m, l) schedule; off: one-shot reads")
-      ("schedule-block", po::value(&schedule_block)->default_value(0),
-       "Full AttnRes two-phase schedule block in sublayers (0: round(sqrt(L)))")
-      ("zero-placeholder", "Block: add a zero source at each block's first sublayer "
-                           "(as some public ports do; off by default)")
-      ("precision", po::value(&precision)->default_value("f32"), "f32 | f64")
-      ("engine", po::value(&engine_text)->default_value("fast"),
-       "fast (fused, threaded; the default) | reference (the readable oracle)")
-      ("threads", po::value(&threads)->default_value(0), "CPU threads of the fast engine (0: every core)")
-      ("device", po::value(&device_text)->default_value("cpu"), "cpu | cuda (the fast engine on a GPU, f32)")
-      ("dump", po::value(&dump_path), "write logits, hidden_final, alpha.<r>, RMS to this "
-                                      ".safetensors file (F32 at f32, F64 at f64)")
-      ("trace", po::value(&trace_path), "write the trace (with source labels) to this JSON file")
-      ("chart", po::value(&chart_dir), "write the GUI's Depth attention, Magnitudes and Duality figures of this "
-       "pass into this directory: PNG + SVG, their data as CSV (new, empty, or written by attnres; see --force)")
-      ("force", "with --chart: replace the contents of a directory that holds other files")
-      ("grad", "also compute the loss (mean next-token cross-entropy) and the gradient of every "
-       "parameter; --dump then adds loss, grad.<tensor name> and sublayer_output_grad_rms "
-       "(docs/training.md)");
+  options.add_options()("help,h", "show this help")(
+      "model", po::value(&model_dir)->required(),
+      "model directory (config.json + model.safetensors)")(
+      "tokens", po::value(&tokens_text)->required(),
+      "token ids, separated by spaces or commas, e.g. \"1 2 3\" or 1,2,3")(
+      "mode", po::value(&mode_text),
+      "override the residual mode: standard | full | block | denseformer | "
+      "rescaled | mhc (a mode with other tensors, or any scheme flag, converts the model: "
+      "docs/schemes.md)")("block-size", po::value(&block_size),
+                          "override the block size S (sublayers, 1..L)")(
+      "two-phase", po::value(&two_phase_text)->default_value("on"),
+      "on: two-phase (o, m, l) schedule; off: one-shot reads")(
+      "schedule-block", po::value(&schedule_block)->default_value(0),
+      "Full AttnRes two-phase schedule block in sublayers (0: round(sqrt(L)))")(
+      "zero-placeholder",
+      "Block: add a zero source at each block's first sublayer "
+      "(as some public ports do; off by default)")(
+      "precision", po::value(&precision)->default_value("f32"), "f32 | f64")(
+      "engine", po::value(&engine_text)->default_value("fast"),
+      "fast (fused, threaded; the default) | reference (the readable oracle)")(
+      "threads", po::value(&threads)->default_value(0),
+      "CPU threads of the fast engine (0: every core)")(
+      "device", po::value(&device_text)->default_value("cpu"),
+      "cpu | cuda (the fast engine on a GPU, f32)")(
+      "dump", po::value(&dump_path),
+      "write logits, hidden_final, alpha.<r>, RMS to this "
+      ".safetensors file (F32 at f32, F64 at f64)")(
+      "trace", po::value(&trace_path), "write the trace (with source labels) to this JSON file")(
+      "chart", po::value(&chart_dir),
+      "write the GUI's Depth attention, Magnitudes and Duality figures of this "
+      "pass into this directory: PNG + SVG, their data as CSV (new, empty, or written by attnres; "
+      "see --force)")("force",
+                      "with --chart: replace the contents of a directory that holds other files")(
+      "grad",
+      "also compute the loss (mean next-token cross-entropy) and the gradient of every "
+      "parameter; --dump then adds loss, grad.<tensor name> and sublayer_output_grad_rms "
+      "(docs/training.md)");
   ModelSchemeFlags scheme_flags;
   add_scheme_options(options, scheme_flags);
   auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] [scheme flags] "
-                 "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision f32|f64] "
-                 "[--engine fast|reference] [--threads N] [--device cpu|cuda] [--dump F.safetensors] "
-                 "[--trace F.json] [--chart DIR [--force]] [--grad]",
-                 options, out)) {
+  if (wants_help(
+          values,
+          "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] [scheme "
+          "flags] "
+          "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision f32|f64] "
+          "[--engine fast|reference] [--threads N] [--device cpu|cuda] [--dump F.safetensors] "
+          "[--trace F.json] [--chart DIR [--force]] [--grad]",
+          options, out)) {
     return kExitOk;
   }
   po::notify(values);
 
   ForwardOptions forward_options;
   if (values.count("mode")) {
-    forward_options.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+    forward_options.mode =
+        parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
   }
   if (two_phase_text != "on" && two_phase_text != "off") {
     throw UsageError("--two-phase must be on or off, got '" + two_phase_text + "'");
@@ -307,14 +339,17 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   if (precision != "f32" && precision != "f64") {
     throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
   }
-  const std::vector<int> tokens = parse_flag_value([&] { return parse_token_ids(tokens_text, "--tokens"); });
+  const std::vector<int> tokens =
+      parse_flag_value([&] { return parse_token_ids(tokens_text, "--tokens"); });
   const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
   const bool with_gradients = values.count("grad") > 0;
   if (with_gradients && engine.device != Device::cpu) {
-    throw UsageError("--grad runs on the CPU only (the CUDA engine is forward-only); drop --device cuda");
+    throw UsageError(
+        "--grad runs on the CPU only (the CUDA engine is forward-only); drop --device cuda");
   }
   if (with_gradients && tokens.size() < 2) {
-    throw UsageError("--grad needs at least 2 tokens in --tokens (position p predicts token p + 1)");
+    throw UsageError(
+        "--grad needs at least 2 tokens in --tokens (position p predicts token p + 1)");
   }
   if (!dump_path.empty()) require_parent_directory(dump_path, "--dump");
   if (!trace_path.empty()) require_parent_directory(trace_path, "--trace");
@@ -322,7 +357,8 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   if (!dump_path.empty() && dump_path == trace_path) {
     throw UsageError("--dump and --trace name the same file '" + dump_path + "'");
   }
-  for (const auto& [path, flag] : {std::pair{dump_path, "--dump"}, std::pair{trace_path, "--trace"}}) {
+  for (const auto& [path, flag] :
+       {std::pair{dump_path, "--dump"}, std::pair{trace_path, "--trace"}}) {
     if (path.empty()) continue;
     try {
       refuse_overwriting_inputs(path, {fs::path(model_dir)}, flag);
@@ -332,7 +368,8 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   }
 
   ChartOutput chart;
-  if (values.count("force") && !values.count("chart")) throw UsageError("--force applies to --chart DIR; give --chart");
+  if (values.count("force") && !values.count("chart"))
+    throw UsageError("--force applies to --chart DIR; give --chart");
   if (values.count("chart")) {
     chart.target = parse_flag_value([&] { return clean_output_path(chart_dir, "--chart"); });
     chart.options.owner = "forward-chart";
@@ -345,13 +382,16 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
 
   ModelWeights<double> model = load_model(model_dir);
   const int L = model.config.sublayers();
-  const auto [mode, mode_source] = apply_block_size_flag(values, mode_text, block_size, model.config, forward_options);
+  const auto [mode, mode_source] =
+      apply_block_size_flag(values, mode_text, block_size, model.config, forward_options);
   const auto plain = [](ResidualMode m) {
     return m == ResidualMode::standard || m == ResidualMode::full || m == ResidualMode::block;
   };
-  if (scheme_flags_given(values) || (mode != model.config.attn_res.mode && !(plain(mode) && plain(model.config.attn_res.mode)))) {
+  if (scheme_flags_given(values) ||
+      (mode != model.config.attn_res.mode && !(plain(mode) && plain(model.config.attn_res.mode)))) {
     // Read the same weights with another scheme: convert (docs/schemes.md "Comparing schemes").
-    AttnResConfig target = mode == model.config.attn_res.mode ? model.config.attn_res : AttnResConfig{};
+    AttnResConfig target =
+        mode == model.config.attn_res.mode ? model.config.attn_res : AttnResConfig{};
     target.mode = mode;
     target.key_norm_eps = model.config.attn_res.key_norm_eps;
     target.block_size = mode == ResidualMode::block

@@ -19,17 +19,16 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   std::string mode_text = "standard";
   std::string out_dir;
   po::options_description options("attnres init-model options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("mode", po::value(&mode_text)->default_value("standard"),
-       "residual mode stored in config.json: standard | full | block | denseformer | rescaled | mhc "
-       "(docs/schemes.md)")
-      ("block-size", po::value(&config.attn_res.block_size),
-       "Block AttnRes block size S in sublayers (1..L; required with --mode block)")
-      ("seed", po::value(&random.seed)->default_value(0), "random seed")
-      ("out", po::value(&out_dir)->required(),
-       "output directory: new, empty, or written by attnres (see --force)")
-      ("force", "replace the contents of an --out directory that holds other files");
+  options.add_options()("help,h", "show this help")(
+      "mode", po::value(&mode_text)->default_value("standard"),
+      "residual mode stored in config.json: standard | full | block | denseformer | rescaled | mhc "
+      "(docs/schemes.md)")(
+      "block-size", po::value(&config.attn_res.block_size),
+      "Block AttnRes block size S in sublayers (1..L; required with --mode block)")(
+      "seed", po::value(&random.seed)->default_value(0), "random seed")(
+      "out", po::value(&out_dir)->required(),
+      "output directory: new, empty, or written by attnres (see --force)")(
+      "force", "replace the contents of an --out directory that holds other files");
   add_model_shape_options(options, shape, /*required=*/true);
   ModelSchemeFlags scheme_flags;
   add_scheme_options(options, scheme_flags);
@@ -37,10 +36,13 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   if (wants_help(values,
                  "usage: attnres init-model --layers N --d-model D --heads H [--kv-heads K] "
                  "--ffn F --vocab V [--mode M] [--block-size S] [--seed K] [--query-std s] "
-                 "[--weight-std s] [--rms-norm-eps e] [--rope-theta t] [--key-norm-eps e] [--gate G] [--no-key-norm] "
-                 "[--window W] [--depth-heads H] [--query-source static|input] [--mixing attention|scalars] "
+                 "[--weight-std s] [--rms-norm-eps e] [--rope-theta t] [--key-norm-eps e] [--gate "
+                 "G] [--no-key-norm] "
+                 "[--window W] [--depth-heads H] [--query-source static|input] [--mixing "
+                 "attention|scalars] "
                  "[--streams m] [--static-mhc] [--sinkhorn-iterations K] --out DIR [--force]\n"
-                 "--query-std draws every depth-mixing parameter (queries, projections, logits, mHC weights) from "
+                 "--query-std draws every depth-mixing parameter (queries, projections, logits, "
+                 "mHC weights) from "
                  "N(0, s^2); 0 is each scheme's documented start (docs/schemes.md).",
                  options, out)) {
     return kExitOk;
@@ -71,15 +73,16 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   const ModelWeights<double> model = random_model(config, random);
   ProgressBar progress("writing");
   output.progress = progress.callback();
-  const OutputDirectoryResult written = write_output_directory(target, output, [&](const fs::path& staging) { save_model(model, staging); });
+  const OutputDirectoryResult written = write_output_directory(
+      target, output, [&](const fs::path& staging) { save_model(model, staging); });
 
   const std::int64_t parameters = parameter_count(model);
   out << "wrote " << (target / "config.json").string() << " and "
       << (target / "model.safetensors").string() << "\n"
       << "  d = " << config.hidden_size << ", " << config.num_hidden_layers
-      << " transformer layers = " << config.sublayers() << " sublayers, " << config.num_attention_heads
-      << " heads (" << config.num_key_value_heads << " kv), ffn " << config.intermediate_size
-      << ", vocab " << config.vocab_size << "\n"
+      << " transformer layers = " << config.sublayers() << " sublayers, "
+      << config.num_attention_heads << " heads (" << config.num_key_value_heads << " kv), ffn "
+      << config.intermediate_size << ", vocab " << config.vocab_size << "\n"
       << "  residual scheme " << config.attn_res.describe();
   out << "; " << parameters << " parameters (F32, " << parameters * 4 << " bytes)"
       << "; seed " << random.seed << ", query std " << random.query_std << "\n";

@@ -48,8 +48,8 @@ struct ModeFlags {
 };
 // Applies --block-size (`block_size`, when given) to `options` after --mode: a UsageError when it
 // is given outside Block AttnRes, outside 1..L, or when Block AttnRes has no block size at all.
-ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text, int block_size,
-                                const ModelConfig& config, ForwardOptions& options);
+ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text,
+                                int block_size, const ModelConfig& config, ForwardOptions& options);
 
 // The model-shape flags shared by `init-model` and `train`: --layers, --d-model, --heads,
 // --kv-heads, --ffn, --vocab, --query-std, --weight-std, --rms-norm-eps, --rope-theta,
@@ -58,8 +58,8 @@ struct ModelShapeFlags {
   ModelConfig config;
   RandomModelOptions random;
 };
-void add_model_shape_options(po::options_description& options, ModelShapeFlags& flags, bool required,
-                             int default_vocab = 0);
+void add_model_shape_options(po::options_description& options, ModelShapeFlags& flags,
+                             bool required, int default_vocab = 0);
 // True when any of the shape flags was given.
 bool model_shape_given(const po::variables_map& values);
 // Defaults --kv-heads to --heads, checks the standard deviations and validates the shape (the
@@ -78,7 +78,8 @@ void add_scheme_options(po::options_description& options, ModelSchemeFlags& flag
 bool scheme_flags_given(const po::variables_map& values);
 // Applies the given scheme flags to `scheme` (mode and block size already set). Validation
 // happens with the model shape (finish_model_shape / validate_scheme).
-void apply_scheme_flags(const po::variables_map& values, const ModelSchemeFlags& flags, AttnResConfig& scheme);
+void apply_scheme_flags(const po::variables_map& values, const ModelSchemeFlags& flags,
+                        AttnResConfig& scheme);
 // Validates `scheme` on the shape of `config`; errors are UsageErrors naming the flags.
 void validate_scheme(const ModelConfig& config, const AttnResConfig& scheme);
 

@@ -45,7 +45,9 @@ InterruptScope::~InterruptScope() {
   interrupted = false;
 }
 
-bool interrupt_requested() { return interrupted.load(); }
+bool interrupt_requested() {
+  return interrupted.load();
+}
 
 void throw_if_interrupted(const std::string& what) {
   if (interrupted.load()) throw Cancelled(what + " cancelled");
@@ -71,7 +73,8 @@ bool ProgressBar::update(std::size_t done, std::size_t total) {
   last_draw_ = now;
   drawn_ = true;
   constexpr int kWidth = 30;
-  const double fraction = total ? static_cast<double>(std::min(done, total)) / static_cast<double>(total) : 0.0;
+  const double fraction =
+      total ? static_cast<double>(std::min(done, total)) / static_cast<double>(total) : 0.0;
   const int filled = static_cast<int>(fraction * kWidth);
   std::fprintf(stderr, "\r\033[K%s [%.*s%*s] %zu/%zu (Ctrl-C cancels)", label_.c_str(), filled,
                "##############################", kWidth - filled, "", done, total);

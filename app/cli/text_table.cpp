@@ -16,8 +16,9 @@ std::string format_fixed(double value, int decimals) {
 
 std::size_t display_width(const std::string& text) {
   // UTF-8: every byte that is not a continuation byte (10xxxxxx) starts a character.
-  return static_cast<std::size_t>(
-      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
 }
 
 namespace {
@@ -72,7 +73,8 @@ void TextTable::print(std::ostream& out, std::size_t max_width) const {
   // Natural widths; then, until the table fits, wrap headers at spaces first (down to the widest
   // cell below them), and only then the cells themselves (down to their longest word), always
   // narrowing the widest column that can still give (wide columns shrink together).
-  std::vector<std::size_t> widths(columns, 0), cell_width(columns, 0), header_word(columns, 0), cell_word(columns, 0);
+  std::vector<std::size_t> widths(columns, 0), cell_width(columns, 0), header_word(columns, 0),
+      cell_word(columns, 0);
   for (std::size_t c = 0; c < columns; ++c) {
     widths[c] = display_width(header_[c]);
     header_word[c] = longest_word(header_[c]);
@@ -84,7 +86,9 @@ void TextTable::print(std::ostream& out, std::size_t max_width) const {
       widths[c] = std::max(widths[c], cell_width[c]);
     }
   }
-  auto total = [&] { return std::accumulate(widths.begin(), widths.end(), std::size_t{0}) + 2 * (columns - 1); };
+  auto total = [&] {
+    return std::accumulate(widths.begin(), widths.end(), std::size_t{0}) + 2 * (columns - 1);
+  };
   for (int phase = 0; phase < 2; ++phase) {
     std::vector<std::size_t> floor(columns);
     for (std::size_t c = 0; c < columns; ++c) {
@@ -102,8 +106,9 @@ void TextTable::print(std::ostream& out, std::size_t max_width) const {
   // Numbers are right-aligned, text (names, formulas, meanings) left-aligned.
   std::vector<bool> right(columns, false);
   for (std::size_t c = 1; c < columns; ++c) {
-    right[c] = std::all_of(rows_.begin(), rows_.end(),
-                           [c](const std::vector<std::string>& row) { return c >= row.size() || numeric(row[c]); });
+    right[c] = std::all_of(rows_.begin(), rows_.end(), [c](const std::vector<std::string>& row) {
+      return c >= row.size() || numeric(row[c]);
+    });
   }
   auto print_row = [&](const std::vector<std::string>& row) {
     std::vector<std::vector<std::string>> cells(columns);
@@ -116,7 +121,8 @@ void TextTable::print(std::ostream& out, std::size_t max_width) const {
       std::string text;
       for (std::size_t c = 0; c < columns; ++c) {
         const std::string cell = l < cells[c].size() ? cells[c][l] : std::string();
-        const std::size_t pad = widths[c] > display_width(cell) ? widths[c] - display_width(cell) : 0;
+        const std::size_t pad =
+            widths[c] > display_width(cell) ? widths[c] - display_width(cell) : 0;
         if (c > 0) text += "  ";
         text += right[c] ? std::string(pad, ' ') + cell : cell + std::string(pad, ' ');
       }

@@ -1,6 +1,7 @@
 // Plain-text tables for the CLI's readable summaries: numeric columns right-aligned, text columns
-// (names, formulas, meanings) left-aligned, widths in characters (UTF-8 "·" is one), at most `max_width` columns wide where the
-// cells can wrap at spaces (long headers and formulas take several lines).
+// (names, formulas, meanings) left-aligned, widths in characters (UTF-8 "·" is one), at most
+// `max_width` columns wide where the cells can wrap at spaces (long headers and formulas take
+// several lines).
 #pragma once
 
 #include <iosfwd>

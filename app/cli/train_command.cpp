@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string loss_text(double loss) { return std::isnan(loss) ? "-" : format_fixed(loss, 4); }
+std::string loss_text(double loss) {
+  return std::isnan(loss) ? "-" : format_fixed(loss, 4);
+}
 
 }  // namespace
 
@@ -32,72 +34,99 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   std::string model_dir, data_path, out_dir, resume_dir, mode_text, engine_text, format;
   int block_size = 0;
   po::options_description description("attnres train options");
-  description.add_options()
-      ("help,h", "show this help")
-      ("model", po::value(&model_dir), "start from this model directory (else give the shape flags below)")
-      ("data", po::value(&data_path)->required(), "a text file: its bytes are the tokens (vocabulary 256)")
-      ("steps", po::value(&options.steps), "optimisation steps of the run (required unless --resume)")
-      ("seq", po::value(&options.sequence_length), "tokens T per sequence (required unless --resume)")
-      ("batch", po::value(&options.batch), "sequences B per step (required unless --resume)")
-      ("mode", po::value(&mode_text), "residual mode: standard | full | block | denseformer | rescaled | mhc "
-       "(default: the model's, or standard; docs/schemes.md)")
-      ("block-size", po::value(&block_size), "Block AttnRes block size S in sublayers (1..L)")
-      ("lr", po::value(&options.lr)->default_value(3e-3), "peak learning rate (after warm-up)")
-      ("min-lr-ratio", po::value(&options.min_lr_ratio)->default_value(0.1), "the cosine decays to lr x this")
-      ("warmup", po::value(&options.warmup)->default_value(-1), "linear warm-up steps (-1: min(100, steps/10))")
-      ("weight-decay", po::value(&options.adamw.weight_decay)->default_value(0.1), "AdamW weight decay (matrices only)")
-      ("clip", po::value(&options.clip)->default_value(1.0), "clip the global gradient norm to this (0: off)")
-      ("seed", po::value(&options.seed)->default_value(0), "seed of the batches and of a shape-flag model's weights")
-      ("eval-every", po::value(&options.eval_every)->default_value(0),
-       "validate and write a checkpoint every K steps (0: steps/10)")
-      ("eval-sequences", po::value(&options.eval_sequences)->default_value(16), "validation windows of T tokens")
-      ("val-fraction", po::value(&options.validation_fraction)->default_value(0.05),
-       "the last part of the file kept for validation")
-      ("threads", po::value(&options.engine.threads)->default_value(0), "CPU threads (0: every core); results are "
-       "deterministic for a given thread count")
-      ("engine", po::value(&engine_text)->default_value("fast"), "fast | reference (the readable oracle, slow)")
-      ("out", po::value(&out_dir)->required(), "checkpoint directory: new, empty, or written by attnres")
-      ("resume", po::value(&resume_dir), "continue the run saved in this checkpoint directory (may equal --out)")
-      ("force", "replace the contents of an --out directory that holds other files")
-      ("format", po::value(&format)->default_value("table"), "table | json (json: only the final JSON object)");
+  description.add_options()("help,h", "show this help")(
+      "model", po::value(&model_dir),
+      "start from this model directory (else give the shape flags below)")(
+      "data", po::value(&data_path)->required(),
+      "a text file: its bytes are the tokens (vocabulary 256)")(
+      "steps", po::value(&options.steps),
+      "optimisation steps of the run (required unless --resume)")(
+      "seq", po::value(&options.sequence_length),
+      "tokens T per sequence (required unless --resume)")(
+      "batch", po::value(&options.batch), "sequences B per step (required unless --resume)")(
+      "mode", po::value(&mode_text),
+      "residual mode: standard | full | block | denseformer | rescaled | mhc "
+      "(default: the model's, or standard; docs/schemes.md)")(
+      "block-size", po::value(&block_size), "Block AttnRes block size S in sublayers (1..L)")(
+      "lr", po::value(&options.lr)->default_value(3e-3), "peak learning rate (after warm-up)")(
+      "min-lr-ratio", po::value(&options.min_lr_ratio)->default_value(0.1),
+      "the cosine decays to lr x this")("warmup", po::value(&options.warmup)->default_value(-1),
+                                        "linear warm-up steps (-1: min(100, steps/10))")(
+      "weight-decay", po::value(&options.adamw.weight_decay)->default_value(0.1),
+      "AdamW weight decay (matrices only)")("clip", po::value(&options.clip)->default_value(1.0),
+                                            "clip the global gradient norm to this (0: off)")(
+      "seed", po::value(&options.seed)->default_value(0),
+      "seed of the batches and of a shape-flag model's weights")(
+      "eval-every", po::value(&options.eval_every)->default_value(0),
+      "validate and write a checkpoint every K steps (0: steps/10)")(
+      "eval-sequences", po::value(&options.eval_sequences)->default_value(16),
+      "validation windows of T tokens")(
+      "val-fraction", po::value(&options.validation_fraction)->default_value(0.05),
+      "the last part of the file kept for validation")(
+      "threads", po::value(&options.engine.threads)->default_value(0),
+      "CPU threads (0: every core); results are "
+      "deterministic for a given thread count")("engine",
+                                                po::value(&engine_text)->default_value("fast"),
+                                                "fast | reference (the readable oracle, slow)")(
+      "out", po::value(&out_dir)->required(),
+      "checkpoint directory: new, empty, or written by attnres")(
+      "resume", po::value(&resume_dir),
+      "continue the run saved in this checkpoint directory (may equal --out)")(
+      "force", "replace the contents of an --out directory that holds other files")(
+      "format", po::value(&format)->default_value("table"),
+      "table | json (json: only the final JSON object)");
   add_model_shape_options(description, shape, /*required=*/false, kByteVocabulary);
   ModelSchemeFlags scheme_flags;
   add_scheme_options(description, scheme_flags);
   auto values = parse_options(args, description);
-  if (wants_help(values,
-                 "usage: attnres train (--model DIR | --layers N --d-model D --heads H --ffn F [model shape flags]) "
-                 "--data FILE --steps N --seq T --batch B [--mode M] [--block-size S] [scheme flags] [--lr X] "
-                 "[--min-lr-ratio R] [--warmup K] [--weight-decay W] [--clip C] [--seed S] [--eval-every K] "
-                 "[--eval-sequences K] [--val-fraction F] [--threads N] [--engine fast|reference] --out DIR [--force] "
-                 "[--resume DIR] [--format table|json]\n"
-                 "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).",
-                 description, out)) {
+  if (wants_help(
+          values,
+          "usage: attnres train (--model DIR | --layers N --d-model D --heads H --ffn F [model "
+          "shape flags]) "
+          "--data FILE --steps N --seq T --batch B [--mode M] [--block-size S] [scheme flags] "
+          "[--lr X] "
+          "[--min-lr-ratio R] [--warmup K] [--weight-decay W] [--clip C] [--seed S] [--eval-every "
+          "K] "
+          "[--eval-sequences K] [--val-fraction F] [--threads N] [--engine fast|reference] --out "
+          "DIR [--force] "
+          "[--resume DIR] [--format table|json]\n"
+          "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).",
+          description, out)) {
     return kExitOk;
   }
   po::notify(values);
-  if (format != "table" && format != "json") throw UsageError("--format must be table or json, got '" + format + "'");
+  if (format != "table" && format != "json")
+    throw UsageError("--format must be table or json, got '" + format + "'");
   options.engine.engine = parse_flag_value([&] { return parse_engine(engine_text, "--engine"); });
   if (options.engine.threads < 0) throw UsageError("--threads must be >= 0 (0: every core)");
   const bool resuming = values.count("resume") > 0;
   const bool from_shape = model_shape_given(values);
   if (resuming) {
-    for (const char* flag : {"model", "mode", "block-size", "seq", "batch", "lr", "min-lr-ratio", "warmup",
-                             "weight-decay", "clip", "seed", "eval-every", "eval-sequences", "val-fraction"}) {
+    for (const char* flag :
+         {"model", "mode", "block-size", "seq", "batch", "lr", "min-lr-ratio", "warmup",
+          "weight-decay", "clip", "seed", "eval-every", "eval-sequences", "val-fraction"}) {
       if (given(values, flag)) {
-        throw UsageError(std::string("--") + flag + " cannot change a resumed run (its checkpoint keeps the run's "
-                         "settings); only --steps, --threads and --engine may be given with --resume");
+        throw UsageError(
+            std::string("--") + flag +
+            " cannot change a resumed run (its checkpoint keeps the run's "
+            "settings); only --steps, --threads and --engine may be given with --resume");
       }
     }
-    if (from_shape) throw UsageError("the model shape flags cannot be given with --resume (the checkpoint has the model)");
+    if (from_shape)
+      throw UsageError(
+          "the model shape flags cannot be given with --resume (the checkpoint has the model)");
   } else {
     if (values.count("model") && from_shape) {
       throw UsageError("give either --model DIR or the shape flags (--layers ...), not both");
     }
     if (!values.count("model") && !from_shape) {
-      throw UsageError("give the model to train: --model DIR, or the shape flags --layers N --d-model D --heads H --ffn F");
+      throw UsageError(
+          "give the model to train: --model DIR, or the shape flags --layers N --d-model D --heads "
+          "H --ffn F");
     }
     for (const char* flag : {"steps", "seq", "batch"}) {
-      if (!values.count(flag)) throw UsageError(std::string("--") + flag + " is required (unless --resume)");
+      if (!values.count(flag))
+        throw UsageError(std::string("--") + flag + " is required (unless --resume)");
     }
   }
   if (values.count("steps") && options.steps < 1) {
@@ -107,14 +136,18 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   // The model and the run's mode.
   ModelWeights<double> initial;
   if (!resuming) {
-    if (values.count("mode")) options.forward.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+    if (values.count("mode"))
+      options.forward.mode =
+          parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
     if (from_shape) {
       for (const char* flag : {"layers", "d-model", "heads", "ffn"}) {
-        if (!values.count(flag)) throw UsageError(std::string("--") + flag + " is required with the shape flags");
+        if (!values.count(flag))
+          throw UsageError(std::string("--") + flag + " is required with the shape flags");
       }
       finish_model_shape(values, shape);
     }
-    if (!options.forward.mode) options.forward.mode = from_shape ? ResidualMode::standard : std::optional<ResidualMode>{};
+    if (!options.forward.mode)
+      options.forward.mode = from_shape ? ResidualMode::standard : std::optional<ResidualMode>{};
     try {
       options.validate();
     } catch (const Error& error) {
@@ -127,17 +160,22 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
     auto plain = [](ResidualMode m) {
       return m == ResidualMode::standard || m == ResidualMode::full || m == ResidualMode::block;
     };
-    // Standard / Full / Block switch on the same tensors; any other change of scheme needs a new model.
-    const bool same_tensors = mode == config.attn_res.mode || (plain(mode) && plain(config.attn_res.mode));
+    // Standard / Full / Block switch on the same tensors; any other change of scheme needs a new
+    // model.
+    const bool same_tensors =
+        mode == config.attn_res.mode || (plain(mode) && plain(config.attn_res.mode));
     if (scheme_flags_given(values) || !same_tensors) {
       if (!from_shape) {
-        throw UsageError("scheme flags and --mode " + to_string(mode) + " build a new model: use the shape flags "
-                         "(--layers, --d-model, ...) instead of --model, or train a model made by attnres init-model "
+        throw UsageError("scheme flags and --mode " + to_string(mode) +
+                         " build a new model: use the shape flags "
+                         "(--layers, --d-model, ...) instead of --model, or train a model made by "
+                         "attnres init-model "
                          "with that scheme (docs/schemes.md)");
       }
       // The model file carries the scheme (docs/schemes.md).
       shape.config.attn_res.mode = mode;
-      shape.config.attn_res.block_size = mode == ResidualMode::block ? options.forward.block_size.value_or(0) : 0;
+      shape.config.attn_res.block_size =
+          mode == ResidualMode::block ? options.forward.block_size.value_or(0) : 0;
       apply_scheme_flags(values, scheme_flags, shape.config.attn_res);
       validate_scheme(shape.config, shape.config.attn_res);
     }
@@ -154,7 +192,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   output.inputs.push_back(data_path);
   if (!model_dir.empty()) output.inputs.push_back(model_dir);
   const fs::path target = clean_output_path(out_dir, "--out");
-  if (resuming && fs::weakly_canonical(clean_output_path(resume_dir, "--resume")) != fs::weakly_canonical(target)) {
+  if (resuming && fs::weakly_canonical(clean_output_path(resume_dir, "--resume")) !=
+                      fs::weakly_canonical(target)) {
     output.inputs.push_back(resume_dir);
   }
   check_output_directory(target, output);
@@ -164,7 +203,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
     const int seq_for_data = resuming ? 2 : options.sequence_length;  // the checkpoint knows its T
     TextData data = load_text_data(data_path, options.validation_fraction, seq_for_data);
     if (resuming) {
-      const EngineOptions* engine = (given(values, "threads") || given(values, "engine")) ? &options.engine : nullptr;
+      const EngineOptions* engine =
+          (given(values, "threads") || given(values, "engine")) ? &options.engine : nullptr;
       trainer = Trainer::resume(clean_output_path(resume_dir, "--resume"), std::move(data),
                                 values.count("steps") ? options.steps : 0, engine);
     } else {
@@ -174,18 +214,22 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   const TrainOptions& run = trainer->options();
   const bool table = format == "table";
   auto checkpoint = [&] {
-    write_output_directory(target, output, [&](const fs::path& staging) { trainer->write_checkpoint(staging); });
+    write_output_directory(target, output,
+                           [&](const fs::path& staging) { trainer->write_checkpoint(staging); });
   };
   if (table) {
     out << "training " << to_string(*run.forward.mode)
-        << (run.forward.mode == ResidualMode::block ? " (S = " + std::to_string(*run.forward.block_size) + ")" : "")
-        << ": " << parameter_count(trainer->model()) << " parameters, " << run.steps << " steps of " << run.batch
-        << " x " << run.sequence_length << " tokens, " << trainer->threads() << " thread(s), data "
-        << trainer->data().source.string() << " (" << trainer->data().train.size() << " + "
-        << trainer->data().validation.size() << " bytes)\n";
+        << (run.forward.mode == ResidualMode::block
+                ? " (S = " + std::to_string(*run.forward.block_size) + ")"
+                : "")
+        << ": " << parameter_count(trainer->model()) << " parameters, " << run.steps << " steps of "
+        << run.batch << " x " << run.sequence_length << " tokens, " << trainer->threads()
+        << " thread(s), data " << trainer->data().source.string() << " ("
+        << trainer->data().train.size() << " + " << trainer->data().validation.size()
+        << " bytes)\n";
     if (trainer->current_step() > 0) out << "resumed at step " << trainer->current_step() << "\n";
-    out << "step " << trainer->log().back().step << ": validation loss " << loss_text(trainer->log().back().val_loss)
-        << " nats/token\n";
+    out << "step " << trainer->log().back().step << ": validation loss "
+        << loss_text(trainer->log().back().val_loss) << " nats/token\n";
   }
 
   double train_seconds = 0.0;
@@ -197,20 +241,24 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       const auto start = std::chrono::steady_clock::now();
       try {
         const std::int64_t step_tokens = static_cast<std::int64_t>(run.batch) * run.sequence_length;
-        if (!progress.update(static_cast<std::size_t>(trainer->current_step()), static_cast<std::size_t>(run.steps))) {
+        if (!progress.update(static_cast<std::size_t>(trainer->current_step()),
+                             static_cast<std::size_t>(run.steps))) {
           throw Cancelled("training cancelled");
         }
         const TrainLogRow& row = trainer->step(progress.callback());
-        train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        train_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         trained_tokens += step_tokens;
         if (!std::isnan(row.val_loss)) {
           checkpoint();
           hold_for_tests("ATTNRES_TEST_HOLD_TRAIN");  // tests press Ctrl-C here
           if (table) {
-            out << "step " << row.step << "/" << run.steps << ": train " << loss_text(row.train_loss) << ", validation "
-                << loss_text(row.val_loss) << " nats/token, lr " << format_number(row.lr) << ", |grad| "
+            out << "step " << row.step << "/" << run.steps << ": train "
+                << loss_text(row.train_loss) << ", validation " << loss_text(row.val_loss)
+                << " nats/token, lr " << format_number(row.lr) << ", |grad| "
                 << format_fixed(row.grad_norm, 3) << ", "
-                << format_number(std::round(static_cast<double>(trained_tokens) / std::max(train_seconds, 1e-9)))
+                << format_number(std::round(static_cast<double>(trained_tokens) /
+                                            std::max(train_seconds, 1e-9)))
                 << " tokens/s\n";
           }
         }
@@ -222,8 +270,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   if (interrupted) {
     checkpoint();  // the last completed step; the abandoned one left no trace
-    out << "interrupted at step " << trainer->current_step() << "; checkpoint written to " << target.string()
-        << " (continue with --resume " << target.string() << ")\n";
+    out << "interrupted at step " << trainer->current_step() << "; checkpoint written to "
+        << target.string() << " (continue with --resume " << target.string() << ")\n";
     return kExitInterrupted;
   }
 
@@ -240,15 +288,18 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   summary["final_train_loss"] = trainer->log().back().train_loss;
   summary["steps"] = trainer->current_step();
   summary["tokens"] = trainer->tokens_seen();
-  summary["tokens_per_s"] = train_seconds > 0.0 ? static_cast<double>(trained_tokens) / train_seconds : 0.0;
+  summary["tokens_per_s"] =
+      train_seconds > 0.0 ? static_cast<double>(trained_tokens) / train_seconds : 0.0;
   summary["threads"] = trainer->threads();
   summary["mode"] = to_string(*run.forward.mode);
   if (run.forward.mode == ResidualMode::block) summary["block_size"] = *run.forward.block_size;
   summary["parameters"] = parameter_count(trainer->model());
   summary["peak_rss_bytes"] = peak_resident_bytes();
   summary["out"] = target.string();
-  if (table) out << "wrote " << target.string() << " (config.json, model.safetensors, optimizer.safetensors, "
-                 << kTrainStateFile << ", " << kTrainLogFile << ")\n";
+  if (table)
+    out << "wrote " << target.string()
+        << " (config.json, model.safetensors, optimizer.safetensors, " << kTrainStateFile << ", "
+        << kTrainLogFile << ")\n";
   out << summary.dump(2) << "\n";
   return kExitOk;
 }

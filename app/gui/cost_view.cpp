@@ -1,7 +1,5 @@
-// The cost explorer: the costs of every residual scheme against the number of blocks N (docs/math.md §3,
-// docs/scheme-costs.md).
-#include "view_kit.hpp"
-
+// The cost explorer: the costs of every residual scheme against the number of blocks N
+// (docs/math.md §3, docs/scheme-costs.md).
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
@@ -43,6 +41,7 @@
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
 #include "training_view.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 
@@ -57,14 +56,16 @@ class CostView : public View {
     // on the paper's example setting (docs/math.md §3).
     for (const auto& [key, value] : kShownInputs) {
       const CostInputField& field = *find_cost_input_field(key);
-      QSpinBox* box = spin(static_cast<int>(field.input_min), static_cast<int>(field.input_max), value);
+      QSpinBox* box =
+          spin(static_cast<int>(field.input_min), static_cast<int>(field.input_max), value);
       box->setObjectName(QString::fromUtf8(field.key.data(), static_cast<int>(field.key.size())));
       box->setToolTip(QString::fromUtf8(field.help.data(), static_cast<int>(field.help.size())));
       fields_[std::string(key)] = box;
     }
     blocks_ = fields_.at("blocks");
     dtype_ = new QComboBox;
-    dtype_->addItems({"bf16", "fp16", "fp32", "fp8"});
+    for (const auto& entry : kDTypeNames)
+      dtype_->addItem(QString::fromUtf8(entry.name.data(), static_cast<int>(entry.name.size())));
     hardware_ = hardware_combo();
     sweep_ = new QComboBox;
     sweep_->addItem("(open a scenario to see its sweeps)");
@@ -74,7 +75,8 @@ class CostView : public View {
     for (const auto& [key, value] : kShownInputs) {
       const CostInputField& field = *find_cost_input_field(key);
       QSpinBox* box = fields_.at(key);
-      const QString label = QString::fromUtf8(field.label.data(), static_cast<int>(field.label.size()));
+      const QString label =
+          QString::fromUtf8(field.label.data(), static_cast<int>(field.label.size()));
       if (box == blocks_) {
         form->addRow(label, with_slider(blocks_, "blocks_slider"));
       } else {
@@ -90,8 +92,10 @@ class CostView : public View {
     dtype_->setToolTip("Element type of the stored history and of the traffic (bytes per element)");
     hardware_->setToolTip("GPU preset for the time and bandwidth figures");
     sweep_->setToolTip("A sweep of the opened scenario, drawn instead of the four charts");
-    scheme_a_->setToolTip("Scheme A of the comparison table and the I/O chart (docs/scheme-costs.md)");
-    scheme_b_->setToolTip("Scheme B of the comparison table and the I/O chart (docs/scheme-costs.md)");
+    scheme_a_->setToolTip(
+        "Scheme A of the comparison table and the I/O chart (docs/scheme-costs.md)");
+    scheme_b_->setToolTip(
+        "Scheme B of the comparison table and the I/O chart (docs/scheme-costs.md)");
     sweep_->setObjectName("scenario_sweep");
     scheme_a_->setObjectName("scheme_a");
     scheme_b_->setObjectName("scheme_b");
@@ -126,25 +130,31 @@ class CostView : public View {
     fig6_warning_->setWordWrap(true);
     fig6_warning_->setVisible(false);
     grid->addWidget(fig6_warning_, 3, 0, 1, 2);
-    three_columns(this, inputs, content,
-                  "<h3>Cost explorer</h3><p><b>What you see.</b> Four costs of the residual mechanism against the "
-                  "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
-                  "long-context prefill memory and pipeline traffic. The dashed line marks your <i>N</i>; the "
-                  "orange dots are the paper's Fig. 6 losses (32-sublayer model, right axis).</p>"
-                  "<p><b>Formulas</b> (docs/math.md §3.1–3.3): standard 3d; Block two-phase (N/S + 5)d; Full two-phase "
-                  "(S + N)d; prefill b·N·T·d; naive pipeline C(C-1)/2·N<sub>p</sub>·d, cached "
-                  "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Two schemes side by side.</b> Pick scheme A "
-                  "and B (the paper's Table 4 zoo: gates, key norm, window, heads, input query, scalars, "
-                  "DenseFormer, rescaled, mHC): the table under the charts gives each one's I/O per sublayer "
-                  "with its formula, stored history, parameters, mixing FLOPs and whether the two-phase "
-                  "schedule applies; both are drawn in the I/O chart (docs/scheme-costs.md).</p>"
-                  "<p><b>Try:</b> move N from 1 to L and watch Block "
-                  "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off; "
-                  "compare full with full_input_query to see what breaks the two-phase schedule.</p>");
+    three_columns(
+        this, inputs, content,
+        "<h3>Cost explorer</h3><p><b>What you see.</b> Four costs of the residual mechanism "
+        "against the "
+        "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
+        "long-context prefill memory and pipeline traffic. The dashed line marks your <i>N</i>; "
+        "the "
+        "orange dots are the paper's Fig. 6 losses (32-sublayer model, right axis).</p>"
+        "<p><b>Formulas</b> (docs/math.md §3.1–3.3): standard 3d; Block two-phase (N/S + 5)d; Full "
+        "two-phase "
+        "(S + N)d; prefill b·N·T·d; naive pipeline C(C-1)/2·N<sub>p</sub>·d, cached "
+        "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Two schemes side by side.</b> Pick scheme "
+        "A "
+        "and B (the paper's Table 4 zoo: gates, key norm, window, heads, input query, scalars, "
+        "DenseFormer, rescaled, mHC): the table under the charts gives each one's I/O per sublayer "
+        "with its formula, stored history, parameters, mixing FLOPs and whether the two-phase "
+        "schedule applies; both are drawn in the I/O chart (docs/scheme-costs.md).</p>"
+        "<p><b>Try:</b> move N from 1 to L and watch Block "
+        "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off; "
+        "compare full with full_input_query to see what breaks the two-phase schedule.</p>");
     std::vector<QWidget*> watched = {dtype_, hardware_, scheme_a_, scheme_b_};
     for (const auto& entry : fields_) watched.push_back(entry.second);
     on_change(this, watched, [this] { recompute(); });
-    QObject::connect(sweep_, &QComboBox::currentIndexChanged, this, [this] { show_scenario_sweep(); });
+    QObject::connect(sweep_, &QComboBox::currentIndexChanged, this,
+                     [this] { show_scenario_sweep(); });
   }
 
   CostInputs inputs() const {
@@ -171,85 +181,100 @@ class CostView : public View {
     // The four sweeps and the table off the GUI thread (a large L makes many settings).
     const std::string scheme_a = scheme_a_->currentData().toString().toStdString();
     const std::string scheme_b = scheme_b_->currentData().toString().toStdString();
-    run("cost sweeps", [this, in, hw, scheme_a, scheme_b](const Progress& progress) -> std::function<void()> {
-      // Every N that some equal block size produces.
-      std::vector<std::int64_t> ns;
-      for (std::int64_t s = in.sublayers; s >= 1; --s) {
-        const std::int64_t n = block_count(in.sublayers, s);
-        if (ns.empty() || ns.back() != n) ns.push_back(n);
-      }
-      std::size_t index = 0;
-      auto sweep = [&](const std::string& id, const std::string& title, std::vector<std::string> metrics, bool log_y,
-                       bool overlay) {
-        SweepSpec spec;
-        spec.name = id;
-        spec.title = title;
-        spec.x = {"blocks", ns};
-        spec.metrics = std::move(metrics);
-        spec.log_x = true;
-        spec.log_y = log_y;
-        spec.overlay = overlay ? "paper_fig6" : "";
-        return sweep_chart(run_sweep(in, spec, step(progress, index++, 4)), in);
-      };
-      // The I/O chart: the paper's rows, plus schemes A and B when they are others.
-      std::vector<std::string> io_metrics = {"io_multiples_of_d.standard", "io_multiples_of_d.block_two_phase",
-                                             "io_multiples_of_d.full_two_phase", "io_multiples_of_d.mhc"};
-      for (const auto& name : {scheme_a, scheme_b}) {
-        const std::string metric = scheme_io_metric(name);
-        if (std::find(io_metrics.begin(), io_metrics.end(), metric) == io_metrics.end()) io_metrics.push_back(metric);
-      }
-      std::vector<ChartSpec> specs = {
-          sweep("cost_io", "Residual I/O per sublayer against N", io_metrics, true, true),
-          sweep("cost_history", "Stored depth history against N",
-                {"history_vectors_per_token.block", "history_vectors_per_token.full"}, true, false),
-          sweep("cost_prefill", "Prefill block history against N",
-                {"prefill_history_gb.total", "prefill_history_gb.per_device", "prefill_history_gb.per_device_chunked"},
-                true, false),
-          sweep("cost_pipeline", "Pipeline traffic against N",
-                {"pipeline_exact_elements_per_token.naive", "pipeline_exact_elements_per_token.cached",
-                 "pipeline_exact_elements_per_token.cached_own"}, false, false)};
-      // The current numbers, with units.
-      const CostReport report = evaluate_costs(in);
-      const StackTime prefill = stack_time(in, {}, Phase::prefill, hw), decode = stack_time(in, {}, Phase::decode, hw);
-      const Evaluation evaluation{&report, &prefill, &decode, nullptr};
-      std::vector<std::array<std::string, 3>> rows;
-      for (const auto& metric : cost_metrics()) {
-        if (metric.needs == CostMetric::Needs::pipeline) continue;
-        if (metric.key.find("reads_") != std::string::npos || metric.key.find("writes_") != std::string::npos) continue;
-        rows.push_back({metric.key, format_number(metric.value(evaluation)), metric.unit});
-      }
-      // Schemes A and B side by side.
-      const SchemeCost a = scheme_cost(named_scheme(scheme_a, in), in), b = scheme_cost(named_scheme(scheme_b, in), in);
-      const std::vector<std::array<std::string, 3>> compared = scheme_rows(a, b, in);
-      SweepSpec fig6;
-      fig6.overlay = "paper_fig6";
-      std::string warning = paper_fig6_warning(fig6, in);
-      return [this, specs = std::move(specs), rows = std::move(rows), compared, warning]() mutable {
-        fig6_warning_->setText(QString::fromStdString(warning));
-        fig6_warning_->setVisible(!warning.empty());
-        charts_ = std::move(specs);
-        for (std::size_t i = 0; i < panels_.size(); ++i) panels_[i]->set_spec(charts_[i]);
-        table_->setRowCount(0);
-        for (const auto& row : rows) {
-          const int r = table_->rowCount();
-          table_->insertRow(r);
-          for (int c = 0; c < 3; ++c) {
-            table_->setItem(r, c, new QTableWidgetItem(QString::fromStdString(row[static_cast<std::size_t>(c)])));
+    run("cost sweeps",
+        [this, in, hw, scheme_a, scheme_b](const Progress& progress) -> std::function<void()> {
+          // Every N that some equal block size produces.
+          std::vector<std::int64_t> ns;
+          for (std::int64_t s = in.sublayers; s >= 1; --s) {
+            const std::int64_t n = block_count(in.sublayers, s);
+            if (ns.empty() || ns.back() != n) ns.push_back(n);
           }
-        }
-        table_->resizeColumnsToContents();
-        compare_->setRowCount(0);
-        for (const auto& row : compared) {
-          const int r = compare_->rowCount();
-          compare_->insertRow(r);
-          for (int c = 0; c < 3; ++c) {
-            auto* item = new QTableWidgetItem(QString::fromStdString(row[static_cast<std::size_t>(c)]));
-            item->setToolTip(item->text());  // long formulas and reasons are elided in the cell
-            compare_->setItem(r, c, item);
+          std::size_t index = 0;
+          auto sweep = [&](const std::string& id, const std::string& title,
+                           std::vector<std::string> metrics, bool log_y, bool overlay) {
+            SweepSpec spec;
+            spec.name = id;
+            spec.title = title;
+            spec.x = {"blocks", ns};
+            spec.metrics = std::move(metrics);
+            spec.log_x = true;
+            spec.log_y = log_y;
+            spec.overlay = overlay ? "paper_fig6" : "";
+            return sweep_chart(run_sweep(in, spec, step(progress, index++, 4)), in);
+          };
+          // The I/O chart: the paper's rows, plus schemes A and B when they are others.
+          std::vector<std::string> io_metrics = {
+              "io_multiples_of_d.standard", "io_multiples_of_d.block_two_phase",
+              "io_multiples_of_d.full_two_phase", "io_multiples_of_d.mhc"};
+          for (const auto& name : {scheme_a, scheme_b}) {
+            const std::string metric = scheme_io_metric(name);
+            if (std::find(io_metrics.begin(), io_metrics.end(), metric) == io_metrics.end())
+              io_metrics.push_back(metric);
           }
-        }
-      };
-    });
+          std::vector<ChartSpec> specs = {
+              sweep("cost_io", "Residual I/O per sublayer against N", io_metrics, true, true),
+              sweep("cost_history", "Stored depth history against N",
+                    {"history_vectors_per_token.block", "history_vectors_per_token.full"}, true,
+                    false),
+              sweep("cost_prefill", "Prefill block history against N",
+                    {"prefill_history_gb.total", "prefill_history_gb.per_device",
+                     "prefill_history_gb.per_device_chunked"},
+                    true, false),
+              sweep("cost_pipeline", "Pipeline traffic against N",
+                    {"pipeline_exact_elements_per_token.naive",
+                     "pipeline_exact_elements_per_token.cached",
+                     "pipeline_exact_elements_per_token.cached_own"},
+                    false, false)};
+          // The current numbers, with units.
+          const CostReport report = evaluate_costs(in);
+          const StackTime prefill = stack_time(in, {}, Phase::prefill, hw),
+                          decode = stack_time(in, {}, Phase::decode, hw);
+          const Evaluation evaluation{&report, &prefill, &decode, nullptr};
+          std::vector<std::array<std::string, 3>> rows;
+          for (const auto& metric : cost_metrics()) {
+            if (metric.needs == CostMetric::Needs::pipeline) continue;
+            if (metric.key.find("reads_") != std::string::npos ||
+                metric.key.find("writes_") != std::string::npos)
+              continue;
+            rows.push_back({metric.key, format_number(metric.value(evaluation)), metric.unit});
+          }
+          // Schemes A and B side by side.
+          const SchemeCost a = scheme_cost(named_scheme(scheme_a, in), in),
+                           b = scheme_cost(named_scheme(scheme_b, in), in);
+          const std::vector<std::array<std::string, 3>> compared = scheme_rows(a, b, in);
+          SweepSpec fig6;
+          fig6.overlay = "paper_fig6";
+          std::string warning = paper_fig6_warning(fig6, in);
+          return [this, specs = std::move(specs), rows = std::move(rows), compared,
+                  warning]() mutable {
+            fig6_warning_->setText(QString::fromStdString(warning));
+            fig6_warning_->setVisible(!warning.empty());
+            charts_ = std::move(specs);
+            for (std::size_t i = 0; i < panels_.size(); ++i) panels_[i]->set_spec(charts_[i]);
+            table_->setRowCount(0);
+            for (const auto& row : rows) {
+              const int r = table_->rowCount();
+              table_->insertRow(r);
+              for (int c = 0; c < 3; ++c) {
+                table_->setItem(
+                    r, c,
+                    new QTableWidgetItem(QString::fromStdString(row[static_cast<std::size_t>(c)])));
+              }
+            }
+            table_->resizeColumnsToContents();
+            compare_->setRowCount(0);
+            for (const auto& row : compared) {
+              const int r = compare_->rowCount();
+              compare_->insertRow(r);
+              for (int c = 0; c < 3; ++c) {
+                auto* item =
+                    new QTableWidgetItem(QString::fromStdString(row[static_cast<std::size_t>(c)]));
+                item->setToolTip(item->text());  // long formulas and reasons are elided in the cell
+                compare_->setItem(r, c, item);
+              }
+            }
+          };
+        });
   }
 
   std::vector<ChartSpec> charts() const override {
@@ -294,16 +319,17 @@ class CostView : public View {
       return;
     }
     const SweepSpec spec = scenario_->sweeps[static_cast<std::size_t>(index)];
-    run("scenario sweep", [this, inputs, spec](const Progress& progress) mutable -> std::function<void()> {
-      // A sweep of pipeline metrics simulates a schedule per setting: let Cancel stop inside one.
-      if (inputs.pipeline) inputs.pipeline->progress = check_only(progress);
-      const ChartSpec chart = sweep_chart(run_sweep(inputs, spec, progress), inputs);
-      return [this, chart] { scenario_panel_->set_spec(chart); };
-    });
+    run("scenario sweep",
+        [this, inputs, spec](const Progress& progress) mutable -> std::function<void()> {
+          // A sweep of pipeline metrics simulates a schedule per setting: let Cancel stop inside
+          // one.
+          if (inputs.pipeline) inputs.pipeline->progress = check_only(progress);
+          const ChartSpec chart = sweep_chart(run_sweep(inputs, spec, progress), inputs);
+          return [this, chart] { scenario_panel_->set_spec(chart); };
+        });
   }
 
   QSpinBox* blocks_spin() const { return blocks_; }
-
 
   // The io_multiples_of_d metric that draws a named scheme.
   static std::string scheme_io_metric(const std::string& name) {
@@ -313,27 +339,34 @@ class CostView : public View {
   }
 
   // (quantity, A, B) rows of the comparison table.
-  static std::vector<std::array<std::string, 3>> scheme_rows(const SchemeCost& a, const SchemeCost& b,
+  static std::vector<std::array<std::string, 3>> scheme_rows(const SchemeCost& a,
+                                                             const SchemeCost& b,
                                                              const CostInputs& in) {
     const double d = static_cast<double>(in.d_model);
     std::vector<std::array<std::string, 3>> rows;
-    auto add = [&rows, &a, &b](const std::string& quantity, const std::function<std::string(const SchemeCost&)>& get) {
+    auto add = [&rows, &a, &b](const std::string& quantity,
+                               const std::function<std::string(const SchemeCost&)>& get) {
       rows.push_back({quantity, get(a), get(b)});
     };
     add("scheme", [](const SchemeCost& c) { return c.spec; });
     add("description", [](const SchemeCost& c) { return c.description; });
-    add("I/O per sublayer (x d)", [d](const SchemeCost& c) { return format_number(c.io.total() / d); });
+    add("I/O per sublayer (x d)",
+        [d](const SchemeCost& c) { return format_number(c.io.total() / d); });
     add("I/O formula", [](const SchemeCost& c) { return c.io_formula; });
     add("I/O reads / writes (x d)", [d](const SchemeCost& c) {
       return format_number(c.io.reads / d) + " / " + format_number(c.io.writes / d);
     });
     add("I/O schedule", [](const SchemeCost& c) { return c.io_schedule; });
-    add("history (vectors/token)", [](const SchemeCost& c) { return std::to_string(c.history_vectors) + " = " + c.history_formula; });
-    add("history (bytes/token)", [](const SchemeCost& c) { return format_number(c.history_bytes); });
+    add("history (vectors/token)", [](const SchemeCost& c) {
+      return std::to_string(c.history_vectors) + " = " + c.history_formula;
+    });
+    add("history (bytes/token)",
+        [](const SchemeCost& c) { return format_number(c.history_bytes); });
     add("params (whole model)", [](const SchemeCost& c) { return format_number(c.params); });
     add("params formula", [](const SchemeCost& c) { return c.params_formula; });
     add("mixing FLOP/token", [](const SchemeCost& c) { return format_number(c.mixing_flops); });
-    add("mixing FLOP/token/sublayer", [](const SchemeCost& c) { return format_number(c.mixing_flops_per_sublayer); });
+    add("mixing FLOP/token/sublayer",
+        [](const SchemeCost& c) { return format_number(c.mixing_flops_per_sublayer); });
     add("mixing FLOPs formula", [](const SchemeCost& c) { return c.flops_formula; });
     add("two-phase", [](const SchemeCost& c) { return std::string(c.two_phase ? "yes" : "no"); });
     add("two-phase reason", [](const SchemeCost& c) { return c.two_phase_reason; });
@@ -363,7 +396,7 @@ class CostView : public View {
     return it == fields_.end() ? nullptr : it->second;
   }
   std::map<std::string, QSpinBox*> fields_;  // CostInputs key -> its input
-  QSpinBox* blocks_;                          // fields_["blocks"], with its slider
+  QSpinBox* blocks_;                         // fields_["blocks"], with its slider
   QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_;
   std::vector<ChartPanel*> panels_;
   ChartPanel* scenario_panel_;
@@ -374,9 +407,10 @@ class CostView : public View {
   bool showing_scenario_ = false;
 };
 
-
 }  // namespace
 
-View* make_cost_view(const ViewHost& host) { return new CostView(host); }
+View* make_cost_view(const ViewHost& host) {
+  return new CostView(host);
+}
 
 }  // namespace attnres::gui

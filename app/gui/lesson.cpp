@@ -59,16 +59,19 @@ void random_lesson_model(MainWindow& window, double query_std, int block_size) {
 
 std::vector<LessonStep> make_steps() {
   std::vector<LessonStep> steps;
-  steps.push_back({"magnitudes", "Magnitudes: the standard residual grows with depth",
-                   "The random lesson model (4 layers, d = 64) with query std 0, Full AttnRes with the standard "
-                   "residual on the same weights for reference.",
-                   "The thin standard line climbs with depth: every output is added with weight one, so each new "
-                   "one matters less. Full AttnRes averages its sources and stays on the scale of one output.",
-                   [](MainWindow& w) {
-                     random_lesson_model(w, 0.0, 2);
-                     pick(w, "magnitudes", "scheme", "@own");
-                     pick(w, "magnitudes", "compare", "@none");
-                   }});
+  steps.push_back(
+      {"magnitudes", "Magnitudes: the standard residual grows with depth",
+       "The random lesson model (4 layers, d = 64) with query std 0, Full AttnRes with the "
+       "standard "
+       "residual on the same weights for reference.",
+       "The thin standard line climbs with depth: every output is added with weight one, so each "
+       "new "
+       "one matters less. Full AttnRes averages its sources and stays on the scale of one output.",
+       [](MainWindow& w) {
+         random_lesson_model(w, 0.0, 2);
+         pick(w, "magnitudes", "scheme", "@own");
+         pick(w, "magnitudes", "compare", "@none");
+       }});
   steps.push_back({"depth-attention", "Depth attention: zero queries read plain means",
                    "The same model, query std 0, one map (Full AttnRes).",
                    "Every row is uniform: with w = 0 the softmax gives each of the l sources 1/l.",
@@ -79,60 +82,69 @@ std::vector<LessonStep> make_steps() {
                    }});
   steps.push_back({"depth-attention", "Depth attention: queries make the reads selective",
                    "Query std raised from 0 to 2 (drag the slider).",
-                   "The rows turn sharp and different from each other: each sublayer picks the few earlier outputs "
+                   "The rows turn sharp and different from each other: each sublayer picks the few "
+                   "earlier outputs "
                    "its query matches.",
                    [](MainWindow& w) { random_lesson_model(w, 2.0, 2); }});
   steps.push_back({"depth-attention", "Depth attention: Block with S = 1 is Full",
                    "Compare with Block AttnRes, block size S = 1.",
-                   "The two maps are the same: blocks of one sublayer keep every output, so Block reads what Full "
+                   "The two maps are the same: blocks of one sublayer keep every output, so Block "
+                   "reads what Full "
                    "reads. Raise S and the columns merge into block summaries.",
                    [](MainWindow& w) {
                      random_lesson_model(w, 2.0, 1);
                      pick(w, "depth-attention", "compare", "block");
                    }});
-  steps.push_back({"duality", "Duality: a running sum against attention over depth",
-                   "Full AttnRes (query std 0.5) compared with the standard residual on the same weights.",
-                   "The standard residual's mixing matrix has rank 1 at every cut (a running sum, like an RNN); "
-                   "Full AttnRes reaches min(k, L+1-k), like softmax attention over a sequence.",
-                   [](MainWindow& w) {
-                     random_lesson_model(w, 0.5, 2);
-                     pick(w, "duality", "scheme", "@own");
-                     pick(w, "duality", "compare", "standard");
-                   }});
-  steps.push_back({"cost", "Cost explorer: what Full costs",
-                   "The paper's 128-sublayer model with N = L = 128 blocks (Block at N = L is Full AttnRes).",
-                   "The dashed marker sits at N = 128: I/O per sublayer and the stored history are Full's, far "
-                   "above the standard residual's 3d.",
-                   [](MainWindow& w) {
-                     set_int(w, "cost", "sublayers", 128);
-                     set_int(w, "cost", "blocks", 128);
-                   }});
-  steps.push_back({"cost", "Cost explorer: what Block saves",
-                   "N = 8 blocks, the paper's choice.",
-                   "The marker moves to N = 8: a fraction of Full's I/O and history, while the paper's Fig. 6 "
-                   "losses (orange, right axis) are already close to Full's.",
-                   [](MainWindow& w) { set_int(w, "cost", "blocks", 8); }});
-  steps.push_back({"pipeline", "Pipeline: the traffic hides at 200 GB/s",
-                   "The paper's MoE model (27 layers, d = 2304, 8 of 256 experts) on H100s, P = 4, V = 2, m = 8, "
-                   "the cross-stage cache, links of 200 GB/s.",
-                   "The AttnRes overhead is under the paper's 4 % (green): transfers overlap the compute.",
-                   [](MainWindow& w) {
-                     pick(w, "pipeline", "cache", "cached");
-                     set_int(w, "pipeline", "microbatches", 8);
-                     set_double(w, "pipeline", "link_bandwidth", 200.0);
-                   }});
-  steps.push_back({"pipeline", "Pipeline: a slower link exposes it",
-                   "Link bandwidth lowered from 200 to 100 GB/s.",
-                   "The overhead passes 4 % (red): the block history no longer fits in the compute's shadow.",
-                   [](MainWindow& w) { set_double(w, "pipeline", "link_bandwidth", 100.0); }});
+  steps.push_back(
+      {"duality", "Duality: a running sum against attention over depth",
+       "Full AttnRes (query std 0.5) compared with the standard residual on the same weights.",
+       "The standard residual's mixing matrix has rank 1 at every cut (a running sum, like an "
+       "RNN); "
+       "Full AttnRes reaches min(k, L+1-k), like softmax attention over a sequence.",
+       [](MainWindow& w) {
+         random_lesson_model(w, 0.5, 2);
+         pick(w, "duality", "scheme", "@own");
+         pick(w, "duality", "compare", "standard");
+       }});
+  steps.push_back(
+      {"cost", "Cost explorer: what Full costs",
+       "The paper's 128-sublayer model with N = L = 128 blocks (Block at N = L is Full AttnRes).",
+       "The dashed marker sits at N = 128: I/O per sublayer and the stored history are Full's, far "
+       "above the standard residual's 3d.",
+       [](MainWindow& w) {
+         set_int(w, "cost", "sublayers", 128);
+         set_int(w, "cost", "blocks", 128);
+       }});
+  steps.push_back(
+      {"cost", "Cost explorer: what Block saves", "N = 8 blocks, the paper's choice.",
+       "The marker moves to N = 8: a fraction of Full's I/O and history, while the paper's Fig. 6 "
+       "losses (orange, right axis) are already close to Full's.",
+       [](MainWindow& w) { set_int(w, "cost", "blocks", 8); }});
+  steps.push_back(
+      {"pipeline", "Pipeline: the traffic hides at 200 GB/s",
+       "The paper's MoE model (27 layers, d = 2304, 8 of 256 experts) on H100s, P = 4, V = 2, m = "
+       "8, "
+       "the cross-stage cache, links of 200 GB/s.",
+       "The AttnRes overhead is under the paper's 4 % (green): transfers overlap the compute.",
+       [](MainWindow& w) {
+         pick(w, "pipeline", "cache", "cached");
+         set_int(w, "pipeline", "microbatches", 8);
+         set_double(w, "pipeline", "link_bandwidth", 200.0);
+       }});
+  steps.push_back(
+      {"pipeline", "Pipeline: a slower link exposes it",
+       "Link bandwidth lowered from 200 to 100 GB/s.",
+       "The overhead passes 4 % (red): the block history no longer fits in the compute's shadow.",
+       [](MainWindow& w) { set_double(w, "pipeline", "link_bandwidth", 100.0); }});
   steps.push_back({"pipeline", "Pipeline: more micro-batches hide it again",
                    "Micro-batches m raised from 8 to 32 (at 100 GB/s).",
-                   "The overhead drops back under 4 %: more micro-batches give the transfers more compute to hide "
+                   "The overhead drops back under 4 %: more micro-batches give the transfers more "
+                   "compute to hide "
                    "behind. Switch the cache to naive and it grows again.",
                    [](MainWindow& w) { set_int(w, "pipeline", "microbatches", 32); }});
-  steps.push_back({"scaling", "Scaling law: what it is worth",
-                   "Target loss 1.695.",
-                   "Block AttnRes reaches the baseline's loss with about 1/1.25 of its compute: a 1.25x compute "
+  steps.push_back({"scaling", "Scaling law: what it is worth", "Target loss 1.695.",
+                   "Block AttnRes reaches the baseline's loss with about 1/1.25 of its compute: a "
+                   "1.25x compute "
                    "multiplier near loss 1.69-1.70.",
                    [](MainWindow& w) { set_double(w, "scaling", "target_loss", 1.695); }});
   return steps;

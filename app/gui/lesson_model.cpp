@@ -26,7 +26,8 @@ namespace {
 
 std::string byte_token_ids(const std::string& text) {
   std::string ids;
-  for (unsigned char c : text) ids += (ids.empty() ? "" : " ") + std::to_string(static_cast<int>(c));
+  for (unsigned char c : text)
+    ids += (ids.empty() ? "" : " ") + std::to_string(static_cast<int>(c));
   return ids;
 }
 
@@ -34,9 +35,10 @@ std::string byte_token_ids(const std::string& text) {
 std::string cache_key(const LessonModel::Snapshot& s) {
   if (!s.directory.empty()) return "dir:" + s.directory;
   char text[256];
-  std::snprintf(text, sizeof text, "random:%d,%d,%d,%d,%d,%d,%s,%llu,%.17g", s.config.num_hidden_layers,
-                s.config.hidden_size, s.config.num_attention_heads, s.config.num_key_value_heads,
-                s.config.intermediate_size, s.config.vocab_size, s.config.attn_res.describe().c_str(),
+  std::snprintf(text, sizeof text, "random:%d,%d,%d,%d,%d,%d,%s,%llu,%.17g",
+                s.config.num_hidden_layers, s.config.hidden_size, s.config.num_attention_heads,
+                s.config.num_key_value_heads, s.config.intermediate_size, s.config.vocab_size,
+                s.config.attn_res.describe().c_str(),
                 static_cast<unsigned long long>(s.random.seed), s.random.query_std);
   return text;
 }
@@ -49,7 +51,8 @@ double pseudo_query_rms(const ModelWeights<double>& model) {
   if (model.has_attn_res_tensors) {
     for_each_tensor(model, [&](const TensorView& tensor) {
       if (!tensor.attn_res || !tensor.name.ends_with(".query")) return;
-      for (std::int64_t i = 0; i < tensor.element_count(); ++i) sum += tensor.data[i] * tensor.data[i];
+      for (std::int64_t i = 0; i < tensor.element_count(); ++i)
+        sum += tensor.data[i] * tensor.data[i];
       count += tensor.element_count();
     });
   }
@@ -62,8 +65,8 @@ std::shared_ptr<const ModelWeights<double>> LessonModel::Snapshot::build() const
     const std::lock_guard<std::mutex> lock(cache->mutex);
     if (cache->weights && cache->key == key) return cache->weights;
   }
-  auto weights = std::make_shared<const ModelWeights<double>>(directory.empty() ? random_model(config, random)
-                                                                                : load_model(directory));
+  auto weights = std::make_shared<const ModelWeights<double>>(
+      directory.empty() ? random_model(config, random) : load_model(directory));
   if (cache) {
     const std::lock_guard<std::mutex> lock(cache->mutex);
     cache->key = key;
@@ -77,8 +80,10 @@ std::vector<int> LessonModel::Snapshot::token_ids(const ModelConfig& model) cons
 }
 
 double LessonModel::weight_bytes(const ModelConfig& c) {
-  const double d = c.hidden_size, layers = c.num_hidden_layers, vocab = c.vocab_size, ffn = c.intermediate_size;
-  const double kv = c.num_attention_heads > 0 ? d * c.num_key_value_heads / c.num_attention_heads : d;
+  const double d = c.hidden_size, layers = c.num_hidden_layers, vocab = c.vocab_size,
+               ffn = c.intermediate_size;
+  const double kv =
+      c.num_attention_heads > 0 ? d * c.num_key_value_heads / c.num_attention_heads : d;
   const double per_layer = 2 * d * d + 2 * d * kv + 3 * d * ffn + 4 * d;
   return 8.0 * (2 * vocab * d + layers * per_layer + d);
 }
@@ -86,16 +91,20 @@ double LessonModel::weight_bytes(const ModelConfig& c) {
 LessonModel::LessonModel() : cache_(std::make_shared<ModelCache>()) {
   group_ = new QGroupBox("Lesson model");
   group_->setObjectName("lesson_model");
-  group_->setToolTip("One model for Depth attention, Magnitudes and Duality: a change here shows in all three");
+  group_->setToolTip(
+      "One model for Depth attention, Magnitudes and Duality: a change here shows in all three");
   auto* form = new QFormLayout(group_);
   form->setContentsMargins(6, 6, 6, 6);
   choice = new QComboBox;
   choice->setObjectName("model_choice");
   choice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   choice->setMinimumContentsLength(14);
-  choice->setToolTip("The model the three model views show: a shipped trained model (docs/training.md), the random "
-                     "model made from the settings below, or a directory opened with File > Open model directory");
-  for (const auto& model : available_shipped_models()) add_entry(model.label, Kind::trained, model.directory.string());
+  choice->setToolTip(
+      "The model the three model views show: a shipped trained model (docs/training.md), the "
+      "random "
+      "model made from the settings below, or a directory opened with File > Open model directory");
+  for (const auto& model : available_shipped_models())
+    add_entry(model.label, Kind::trained, model.directory.string());
   add_entry("random model (the settings below)", Kind::random, "");
   random_button = new QPushButton("back to random");
   random_button->setObjectName("back_to_random");
@@ -120,16 +129,20 @@ LessonModel::LessonModel() : cache_(std::make_shared<ModelCache>()) {
   tokens = new QLineEdit(kRandomTokens);
   layers->setToolTip("Transformer layers; the model has L = 2 x layers sublayers (attention, MLP)");
   d_model->setToolTip("Width d of the residual stream (channels)");
-  heads->setToolTip("Attention heads over the sequence (must divide d; d / heads must be even for RoPE)");
+  heads->setToolTip(
+      "Attention heads over the sequence (must divide d; d / heads must be even for RoPE)");
   kv_heads->setToolTip("Key/value heads (grouped-query attention; must divide the heads)");
   ffn->setToolTip("SwiGLU width F of each MLP");
   vocab->setToolTip("Vocabulary size (token ids 0 .. vocab - 1)");
   seed->setToolTip("Seed of the random weights and pseudo-queries");
-  query_std->setToolTip("Standard deviation of the random pseudo-queries w_l (0: every read is a plain mean; 2: "
-                        "sharp, input-dependent rows). For a trained model: the RMS of its learned queries");
-  block_size->setToolTip("Block size S (sublayers per block) of the Block AttnRes reads, 1 .. L. S = 1 makes Block "
-                         "equal to Full AttnRes. A trained Block model keeps its own S");
-  tokens->setToolTip("Token ids separated by spaces (a trained byte-level model reads the bytes of a sentence)");
+  query_std->setToolTip(
+      "Standard deviation of the random pseudo-queries w_l (0: every read is a plain mean; 2: "
+      "sharp, input-dependent rows). For a trained model: the RMS of its learned queries");
+  block_size->setToolTip(
+      "Block size S (sublayers per block) of the Block AttnRes reads, 1 .. L. S = 1 makes Block "
+      "equal to Full AttnRes. A trained Block model keeps its own S");
+  tokens->setToolTip(
+      "Token ids separated by spaces (a trained byte-level model reads the bytes of a sentence)");
   layers->setObjectName("layers");
   d_model->setObjectName("d_model");
   heads->setObjectName("heads");
@@ -161,7 +174,8 @@ LessonModel::LessonModel() : cache_(std::make_shared<ModelCache>()) {
   random_ = spin_values();
   accepted_ = random_;
   confirm = [this](const QString& question) {
-    return QMessageBox::question(group_, "A large model", question, QMessageBox::Yes | QMessageBox::No,
+    return QMessageBox::question(group_, "A large model", question,
+                                 QMessageBox::Yes | QMessageBox::No,
                                  QMessageBox::No) == QMessageBox::Yes;
   };
   QObject::connect(tokens, &QLineEdit::textEdited, tokens, [this] { tokens_edited_ = true; });
@@ -169,7 +183,8 @@ LessonModel::LessonModel() : cache_(std::make_shared<ModelCache>()) {
     apply_choice();
     notify();
   });
-  QObject::connect(random_button, &QPushButton::clicked, random_button, [this] { back_to_random(); });
+  QObject::connect(random_button, &QPushButton::clicked, random_button,
+                   [this] { back_to_random(); });
   // Shape changes are checked for size first; the other knobs go straight to the views.
   on_change(group_, {layers, d_model, heads, kv_heads, ffn, vocab}, [this] { shape_changed(); });
   on_change(group_, {seed, block_size, query_std, tokens}, [this] { notify(); });
@@ -191,7 +206,9 @@ LessonModel::~LessonModel() {
   if (group_->parent() == nullptr) delete group_;
 }
 
-QWidget* LessonModel::panel() const { return group_; }
+QWidget* LessonModel::panel() const {
+  return group_;
+}
 
 void LessonModel::show_in(QWidget* slot) {
   if (slot == nullptr || slot == slot_) return;
@@ -204,7 +221,9 @@ void LessonModel::show_in(QWidget* slot) {
   group_->show();
 }
 
-void LessonModel::subscribe(std::function<void()> on_change) { listeners_.push_back(std::move(on_change)); }
+void LessonModel::subscribe(std::function<void()> on_change) {
+  listeners_.push_back(std::move(on_change));
+}
 
 void LessonModel::notify() {
   for (const auto& listener : listeners_) listener();
@@ -222,7 +241,9 @@ QWidget* LessonModel::field(const std::string& key) const {
   return nullptr;
 }
 
-int LessonModel::random_index() const { return choice->findData(static_cast<int>(Kind::random), Qt::UserRole + 1); }
+int LessonModel::random_index() const {
+  return choice->findData(static_cast<int>(Kind::random), Qt::UserRole + 1);
+}
 
 AttnResConfig LessonModel::own_scheme() const {
   if (kind_ != Kind::random && config_) return config_->attn_res;
@@ -279,7 +300,9 @@ LessonModel::Snapshot LessonModel::snapshot() const {
   return s;
 }
 
-std::vector<QSpinBox*> LessonModel::shape_spins() const { return {layers, d_model, heads, kv_heads, ffn, vocab, seed}; }
+std::vector<QSpinBox*> LessonModel::shape_spins() const {
+  return {layers, d_model, heads, kv_heads, ffn, vocab, seed};
+}
 
 LessonModel::SpinValues LessonModel::spin_values() const {
   SpinValues values;
@@ -313,10 +336,11 @@ void LessonModel::shape_changed() {
   const double bytes = weight_bytes(shape_config());
   if (bytes > 1e9 && weight_bytes(shape_config(&accepted_.ints)) <= 1e9) {
     char question[300];
-    std::snprintf(question, sizeof question,
-                  "This random model needs about %.1f GB of memory for its weights (double precision), and "
-                  "every forward pass will take long. Build it?",
-                  bytes / 1e9);
+    std::snprintf(
+        question, sizeof question,
+        "This random model needs about %.1f GB of memory for its weights (double precision), and "
+        "every forward pass will take long. Build it?",
+        bytes / 1e9);
     if (!confirm || !confirm(QString::fromUtf8(question))) {
       // Back to the last accepted shape, without a recompute.
       std::vector<QSignalBlocker> blockers;
@@ -334,11 +358,13 @@ void LessonModel::shape_changed() {
 }
 
 void LessonModel::update_block_range() {
-  const int sublayers = kind_ != Kind::random && config_ ? config_->sublayers() : 2 * layers->value();
+  const int sublayers =
+      kind_ != Kind::random && config_ ? config_->sublayers() : 2 * layers->value();
   set_spin_range(block_size, 1, std::max(1, sublayers));
   char text[160];
   const double bytes = weight_bytes(shape_config());
-  std::snprintf(text, sizeof text, "L = %d sublayers; weights about %.3g MB", 2 * layers->value(), bytes / 1e6);
+  std::snprintf(text, sizeof text, "L = %d sublayers; weights about %.3g MB", 2 * layers->value(),
+                bytes / 1e6);
   size->setText(QString::fromUtf8(text));
   size->setStyleSheet(bytes > 1e9 ? "QLabel { color: #8a1c1c; }" : "");
 }
@@ -348,9 +374,12 @@ void LessonModel::update_block_range() {
 void LessonModel::apply_choice() {
   const int index = choice->currentIndex();
   const auto next = static_cast<Kind>(choice->itemData(index, Qt::UserRole + 1).toInt());
-  if (kind_ == Kind::random && next != Kind::random) random_ = spin_values();  // back when random returns
+  if (kind_ == Kind::random && next != Kind::random)
+    random_ = spin_values();  // back when random returns
   kind_ = next;
-  directory_ = kind_ == Kind::random ? std::string() : choice->itemData(index, Qt::UserRole).toString().toStdString();
+  directory_ = kind_ == Kind::random
+                   ? std::string()
+                   : choice->itemData(index, Qt::UserRole).toString().toStdString();
   choice->setToolTip(choice->currentText());  // a long "loaded: DIR" does not fit the box
   config_.reset();
   std::vector<QSignalBlocker> blockers;
@@ -372,7 +401,8 @@ void LessonModel::apply_choice() {
       tokens->setText(kRandomTokens);
       tokens->setToolTip("Token ids separated by spaces");
     }
-    about->setText("Full AttnRes with random weights and queries from the settings below: nothing learned");
+    about->setText(
+        "Full AttnRes with random weights and queries from the settings below: nothing learned");
     set_shape_enabled(true);
     block_size->setEnabled(true);
     return;
@@ -402,9 +432,11 @@ void LessonModel::apply_choice() {
     }
     query_std->setValue(rms);
     update_block_range();
-    if (config_->attn_res.mode == ResidualMode::block) block_size->setValue(config_->attn_res.block_size);
-    line = config_->attn_res.describe() + ", " + std::to_string(config_->num_hidden_layers) + " layers (L = " +
-           std::to_string(config_->sublayers()) + "), d = " + std::to_string(config_->hidden_size);
+    if (config_->attn_res.mode == ResidualMode::block)
+      block_size->setValue(config_->attn_res.block_size);
+    line = config_->attn_res.describe() + ", " + std::to_string(config_->num_hidden_layers) +
+           " layers (L = " + std::to_string(config_->sublayers()) +
+           "), d = " + std::to_string(config_->hidden_size);
   }
   if (kind_ == Kind::trained) {
     const std::string log = training_log_summary(dir / "train_log.csv", "lab-corpus.txt");
@@ -414,12 +446,14 @@ void LessonModel::apply_choice() {
     line = "loaded " + directory_ + ": " + line + (log.empty() ? "" : "; " + log);
   }
   about->setText(QString::fromStdString(line));
-  // Trained models are byte-level: feed them text. A loaded model only when its vocabulary is bytes.
+  // Trained models are byte-level: feed them text. A loaded model only when its vocabulary is
+  // bytes.
   const bool bytes = kind_ == Kind::trained || (config_ && config_->vocab_size == 256);
   if (!tokens_edited_) {
     tokens->setText(bytes ? QString::fromStdString(byte_token_ids(kTrainedText)) : kRandomTokens);
     tokens->setCursorPosition(0);
-    tokens->setToolTip(bytes ? QString("the bytes of \"%1\"").arg(kTrainedText) : QString("Token ids separated by spaces"));
+    tokens->setToolTip(bytes ? QString("the bytes of \"%1\"").arg(kTrainedText)
+                             : QString("Token ids separated by spaces"));
   }
   set_shape_enabled(false);
   // S is the model's own for a Block model; otherwise it sets the Block reads run on these weights.
@@ -427,12 +461,14 @@ void LessonModel::apply_choice() {
 }
 
 void LessonModel::set_shape_enabled(bool enabled) {
-  for (QWidget* w : {static_cast<QWidget*>(layers), static_cast<QWidget*>(d_model), static_cast<QWidget*>(heads),
-                     static_cast<QWidget*>(kv_heads), static_cast<QWidget*>(ffn), static_cast<QWidget*>(vocab),
-                     static_cast<QWidget*>(seed), static_cast<QWidget*>(query_std)}) {
+  for (QWidget* w :
+       {static_cast<QWidget*>(layers), static_cast<QWidget*>(d_model), static_cast<QWidget*>(heads),
+        static_cast<QWidget*>(kv_heads), static_cast<QWidget*>(ffn), static_cast<QWidget*>(vocab),
+        static_cast<QWidget*>(seed), static_cast<QWidget*>(query_std)}) {
     w->setEnabled(enabled);
   }
-  if (auto* slider = query_std->parentWidget()->findChild<QWidget*>("query_std_slider")) slider->setEnabled(enabled);
+  if (auto* slider = query_std->parentWidget()->findChild<QWidget*>("query_std_slider"))
+    slider->setEnabled(enabled);
 }
 
 }  // namespace attnres::gui

@@ -72,7 +72,8 @@ class LessonModel {
 
   Snapshot snapshot() const;
   Kind kind() const { return kind_; }
-  // The scheme the chosen model comes with: its config.json's, or Full AttnRes for the random model.
+  // The scheme the chosen model comes with: its config.json's, or Full AttnRes for the random
+  // model.
   AttnResConfig own_scheme() const;
   // File > Open model directory: one "loaded: DIR" entry, replaced by the next directory opened;
   // "" goes back to the random model.

@@ -29,22 +29,35 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription(
       "AttnRes Lab: explore, explain and present Attention Residuals.\n"
-      "The model views open on the shipped trained models (environment: ATTNRES_MODELS_DIR=DIR to use\n"
-      "another models directory, empty for none; else <bin>/../share/attnres/models or the source tree's).");
+      "The model views open on the shipped trained models (environment: ATTNRES_MODELS_DIR=DIR to "
+      "use\n"
+      "another models directory, empty for none; else <bin>/../share/attnres/models or the source "
+      "tree's).");
   parser.addHelpOption();
-  const QCommandLineOption view(QStringLiteral("view"), "Open this view: cost, depth-attention, magnitudes, pipeline, duality, scaling, training.", "name");
+  const QCommandLineOption view(
+      QStringLiteral("view"),
+      "Open this view: cost, depth-attention, magnitudes, pipeline, duality, scaling, training.",
+      "name");
   const QCommandLineOption scenario(QStringLiteral("scenario"), "Open this scenario file.", "file");
   const QCommandLineOption model(QStringLiteral("model"), "Open this model directory.", "dir");
-  const QCommandLineOption screenshot(QStringLiteral("screenshot"), "Render the window into this PNG and exit.", "png");
-  const QCommandLineOption size(QStringLiteral("size"), "Window size for --screenshot, WxH (default 1400x900).", "WxH");
-  const QCommandLineOption lesson_step(QStringLiteral("lesson-step"), "Go to step N (1 = the first) of the guided lesson.", "N");
-  const QCommandLineOption presentation(QStringLiteral("presentation"), "Start in presentation mode (larger fonts, no input columns).");
-  const QCommandLineOption models(QStringLiteral("models"), "Print the shipped models directory and the models found there, then exit.");
+  const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                      "Render the window into this PNG and exit.", "png");
+  const QCommandLineOption size(QStringLiteral("size"),
+                                "Window size for --screenshot, WxH (default 1400x900).", "WxH");
+  const QCommandLineOption lesson_step(QStringLiteral("lesson-step"),
+                                       "Go to step N (1 = the first) of the guided lesson.", "N");
+  const QCommandLineOption presentation(
+      QStringLiteral("presentation"),
+      "Start in presentation mode (larger fonts, no input columns).");
+  const QCommandLineOption models(
+      QStringLiteral("models"),
+      "Print the shipped models directory and the models found there, then exit.");
   parser.addOptions({view, scenario, model, screenshot, size, lesson_step, presentation, models});
   parser.process(app);  // unknown options: message and exit status 1
   if (parser.isSet(models)) {
     std::cout << "models directory: " << attnres::gui::shipped_models_directory().string() << "\n";
-    for (const auto& m : attnres::gui::available_shipped_models()) std::cout << m.name << ": " << m.directory.string() << "\n";
+    for (const auto& m : attnres::gui::available_shipped_models())
+      std::cout << m.name << ": " << m.directory.string() << "\n";
     return 0;
   }
 
@@ -53,7 +66,8 @@ int main(int argc, char** argv) {
   const std::string name = parser.isSet(view) ? parser.value(view).toStdString() : "cost";
   if (!window.view(name)) {
     std::cerr << "attnres-lab: unknown view '" << name
-              << "' (expected cost, depth-attention, magnitudes, pipeline, duality, scaling or training)\n";
+              << "' (expected cost, depth-attention, magnitudes, pipeline, duality, scaling or "
+                 "training)\n";
     return 2;
   }
   window.recompute_all();
@@ -64,7 +78,8 @@ int main(int argc, char** argv) {
     bool ok = false;
     const int step = parser.value(lesson_step).toInt(&ok);
     if (!ok || step < 1 || step > static_cast<int>(attnres::gui::lesson_steps().size())) {
-      std::cerr << "attnres-lab: --lesson-step: expected 1 .. " << attnres::gui::lesson_steps().size() << ", got '"
+      std::cerr << "attnres-lab: --lesson-step: expected 1 .. "
+                << attnres::gui::lesson_steps().size() << ", got '"
                 << parser.value(lesson_step).toStdString() << "'\n";
       return 2;
     }
@@ -80,8 +95,8 @@ int main(int argc, char** argv) {
       height = parts[1].toInt(&ok_h);
     }
     if (!ok_w || !ok_h || width < 1024 || height < 700 || width > 8000 || height > 8000) {
-      std::cerr << "attnres-lab: --size: expected WxH from 1024x700 to 8000x8000, got '" << parser.value(size).toStdString()
-                << "'\n";
+      std::cerr << "attnres-lab: --size: expected WxH from 1024x700 to 8000x8000, got '"
+                << parser.value(size).toStdString() << "'\n";
       return 2;
     }
   }

@@ -4,19 +4,19 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QMessageBox>
 #include <QFrame>
-#include <QHBoxLayout>
-#include <QKeySequence>
-#include <QScrollArea>
 #include <QFutureWatcher>
+#include <QHBoxLayout>
 #include <QInputDialog>
+#include <QKeySequence>
 #include <QLabel>
 #include <QMenuBar>
-#include <QProgressBar>
-#include <QResizeEvent>
+#include <QMessageBox>
 #include <QPointer>
+#include <QProgressBar>
 #include <QPushButton>
+#include <QResizeEvent>
+#include <QScrollArea>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -63,8 +63,8 @@ struct MainWindow::Background {
     QString label;
     BackgroundWork work;
   };
-  std::map<QString, int> latest;                  // key -> newest run number (0: a waiting run is newer)
-  std::map<QString, Waiting> waiting;             // key -> the newest request, until its older run stops
+  std::map<QString, int> latest;       // key -> newest run number (0: a waiting run is newer)
+  std::map<QString, Waiting> waiting;  // key -> the newest request, until its older run stops
   std::map<int, std::shared_ptr<Run>> in_flight;  // run number -> run, until its finish is seen
   int next = 0;
 };
@@ -97,7 +97,8 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   bar->addWidget(lesson_next_);
   bar->addWidget(lesson_close);
   lesson_bar_->setVisible(false);
-  connect(lesson_previous_, &QPushButton::clicked, this, [this] { lesson_step(lesson_index_ - 1); });
+  connect(lesson_previous_, &QPushButton::clicked, this,
+          [this] { lesson_step(lesson_index_ - 1); });
   connect(lesson_next_, &QPushButton::clicked, this, [this] { lesson_step(lesson_index_ + 1); });
   connect(lesson_close, &QPushButton::clicked, this, [this] { end_lesson(); });
   layout->addWidget(lesson_bar_);
@@ -115,7 +116,9 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   connect(cancel_, &QPushButton::clicked, this, [this] { cancel_background(); });
 
   ViewHost host;
-  host.run = [this](View* view, const QString& label, BackgroundWork work) { run(view, label, std::move(work)); };
+  host.run = [this](View* view, const QString& label, BackgroundWork work) {
+    run(view, label, std::move(work));
+  };
   lesson_ = std::make_unique<LessonModel>();
   host.lesson = lesson_.get();
   views_ = make_views(host, this);
@@ -123,15 +126,18 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
 
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("Open scenario...", QKeySequence::Open, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenario (*.toml)");
+    const QString path =
+        QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenario (*.toml)");
     if (!path.isEmpty()) open_scenario(path.toStdString());
   });
   file->addAction("Save scenario...", QKeySequence::Save, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, "Save scenario", "scenario.toml", "Scenario (*.toml)");
+    const QString path =
+        QFileDialog::getSaveFileName(this, "Save scenario", "scenario.toml", "Scenario (*.toml)");
     if (!path.isEmpty()) save_scenario(path.toStdString());
   });
   file->addAction("Open model directory...", QKeySequence(Qt::CTRL | Qt::Key_M), this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, "Open model directory (config.json + model.safetensors)");
+    const QString dir = QFileDialog::getExistingDirectory(
+        this, "Open model directory (config.json + model.safetensors)");
     if (!dir.isEmpty()) open_model(dir.toStdString());
   });
   auto choose = [this](const QString& what) -> int {
@@ -147,34 +153,40 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
     const QString item = QInputDialog::getItem(this, what, "Which one?", items, 0, false, &ok);
     return ok ? static_cast<int>(items.indexOf(item)) : -1;
   };
-  file->addAction("Export chart (PNG or SVG)...", QKeySequence(Qt::CTRL | Qt::Key_E), this, [this, choose] {
-    const int index = choose("Export chart");
-    if (index < 0) return;
-    const QString path = QFileDialog::getSaveFileName(this, "Export chart", "chart.png", "Images (*.png *.svg)");
-    if (!path.isEmpty()) export_chart(static_cast<std::size_t>(index), path.toStdString());
-  });
-  file->addAction("Export data (CSV)...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), this, [this, choose] {
-    const int index = choose("Export data");
-    if (index < 0) return;
-    const QString path = QFileDialog::getSaveFileName(this, "Export data", "data.csv", "CSV (*.csv)");
-    if (!path.isEmpty()) export_data(static_cast<std::size_t>(index), path.toStdString());
-  });
+  file->addAction(
+      "Export chart (PNG or SVG)...", QKeySequence(Qt::CTRL | Qt::Key_E), this, [this, choose] {
+        const int index = choose("Export chart");
+        if (index < 0) return;
+        const QString path =
+            QFileDialog::getSaveFileName(this, "Export chart", "chart.png", "Images (*.png *.svg)");
+        if (!path.isEmpty()) export_chart(static_cast<std::size_t>(index), path.toStdString());
+      });
+  file->addAction(
+      "Export data (CSV)...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), this, [this, choose] {
+        const int index = choose("Export data");
+        if (index < 0) return;
+        const QString path =
+            QFileDialog::getSaveFileName(this, "Export data", "data.csv", "CSV (*.csv)");
+        if (!path.isEmpty()) export_data(static_cast<std::size_t>(index), path.toStdString());
+      });
   file->addSeparator();
   file->addAction("Quit", QKeySequence::Quit, this, [this] { close(); });
 
   QMenu* view_menu = menuBar()->addMenu("&View");
   for (std::size_t i = 0; i < views_.size(); ++i) {
     View* v = views_[i];
-    view_menu->addAction(v->title(), QKeySequence(static_cast<int>(Qt::CTRL) | static_cast<int>(Qt::Key_1 + static_cast<int>(i))), this,
-                         [this, v] { tabs_->setCurrentWidget(v); });
+    view_menu->addAction(v->title(),
+                         QKeySequence(static_cast<int>(Qt::CTRL) |
+                                      static_cast<int>(Qt::Key_1 + static_cast<int>(i))),
+                         this, [this, v] { tabs_->setCurrentWidget(v); });
   }
   view_menu->addSeparator();
   QAction* presentation = view_menu->addAction("Presentation mode", QKeySequence(Qt::Key_F5), this,
                                                [this](bool on) { set_presentation(on); });
   presentation->setObjectName("presentation_action");
   presentation->setCheckable(true);
-  QAction* explanations = view_menu->addAction("Explanations", QKeySequence(Qt::CTRL | Qt::Key_H), this,
-                                               [this](bool on) {
+  QAction* explanations = view_menu->addAction("Explanations", QKeySequence(Qt::CTRL | Qt::Key_H),
+                                               this, [this](bool on) {
                                                  explanations_chosen_ = true;
                                                  set_explanations(on);
                                                });
@@ -183,7 +195,8 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   explanations->setChecked(true);
 
   QMenu* lesson = menuBar()->addMenu("&Lesson");
-  lesson->addAction("Start the lesson", QKeySequence(Qt::CTRL | Qt::Key_L), this, [this] { start_lesson(); });
+  lesson->addAction("Start the lesson", QKeySequence(Qt::CTRL | Qt::Key_L), this,
+                    [this] { start_lesson(); });
   lesson->addAction("Next step", QKeySequence(Qt::ALT | Qt::Key_Right), this, [this] {
     if (lesson_index_ >= 0) lesson_step(lesson_index_ + 1);
   });
@@ -193,13 +206,14 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   lesson->addSeparator();
   const auto& steps = lesson_steps();
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    lesson->addAction(QString("%1. %2").arg(i + 1).arg(QString::fromStdString(steps[i].title)), this,
-                      [this, i] { lesson_step(static_cast<int>(i)); });
+    lesson->addAction(QString("%1. %2").arg(i + 1).arg(QString::fromStdString(steps[i].title)),
+                      this, [this, i] { lesson_step(static_cast<int>(i)); });
   }
   lesson->addSeparator();
   lesson->addAction("End the lesson", this, [this] { end_lesson(); });
   QMenu* help = menuBar()->addMenu("&Help");
-  help->addAction("About AttnRes Lab", this, [this] { QMessageBox::about(this, "About AttnRes Lab", about_text()); });
+  help->addAction("About AttnRes Lab", this,
+                  [this] { QMessageBox::about(this, "About AttnRes Lab", about_text()); });
   help->addAction("About Qt", this, [this] { QMessageBox::aboutQt(this); });
   normal_font_ = QApplication::font();
   setMinimumSize(1024, 700);
@@ -233,7 +247,9 @@ void MainWindow::show_view(const std::string& name) {
   if (View* v = view(name)) tabs_->setCurrentWidget(v);
 }
 
-View* MainWindow::current_view() const { return static_cast<View*>(tabs_->currentWidget()); }
+View* MainWindow::current_view() const {
+  return static_cast<View*>(tabs_->currentWidget());
+}
 
 void MainWindow::show_error(const std::string& message) {
   if (View* v = current_view()) v->show_error(message);
@@ -405,7 +421,8 @@ void MainWindow::show_progress() {
     progress_->setRange(0, 0);  // busy
   } else {
     progress_->setRange(0, 1000);
-    progress_->setValue(static_cast<int>(std::lround(1000.0 * static_cast<double>(done) / static_cast<double>(total))));
+    progress_->setValue(static_cast<int>(
+        std::lround(1000.0 * static_cast<double>(done) / static_cast<double>(total))));
   }
 }
 
@@ -478,7 +495,8 @@ bool MainWindow::export_chart(std::size_t index, const fs::path& path) {
     const auto charts = v->charts();
     const auto maps = v->heatmaps();
     const std::string extension = path.extension().string();
-    if (extension != ".png" && extension != ".svg") throw Error("export: '" + path.string() + "' must end in .png or .svg");
+    if (extension != ".png" && extension != ".svg")
+      throw Error("export: '" + path.string() + "' must end in .png or .svg");
     if (index < charts.size()) {
       // The same renderer as the CLI's reports; write both, keep the one asked for.
       const fs::path stem = path.parent_path() / path.stem();
@@ -510,7 +528,9 @@ bool MainWindow::export_data(std::size_t index, const fs::path& path) {
   });
 }
 
-void MainWindow::start_lesson() { lesson_step(0); }
+void MainWindow::start_lesson() {
+  lesson_step(0);
+}
 
 void MainWindow::lesson_step(int index) {
   const auto& steps = lesson_steps();
@@ -542,8 +562,10 @@ void MainWindow::set_presentation(bool on) {
   QApplication::setFont(font);
   set_chart_font_scale(on ? 1.4 : 1.0);
   for (View* v : views_) {
-    for (auto* scroll : v->findChildren<QScrollArea*>("inputs_scroll", Qt::FindDirectChildrenOnly)) scroll->setVisible(!on);
-    for (auto* panel : v->findChildren<QWidget*>("explanation_panel", Qt::FindDirectChildrenOnly)) panel->setVisible(!on);
+    for (auto* scroll : v->findChildren<QScrollArea*>("inputs_scroll", Qt::FindDirectChildrenOnly))
+      scroll->setVisible(!on);
+    for (auto* panel : v->findChildren<QWidget*>("explanation_panel", Qt::FindDirectChildrenOnly))
+      panel->setVisible(!on);
     for (auto* chart : v->findChildren<ChartPanel*>()) chart->refresh();
     v->update();
   }
@@ -557,15 +579,22 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
 }
 
 QString MainWindow::about_text() {
-  // The documentation: installed next to the program (share/doc/attnres_lab), else the source tree's.
+  // The documentation: installed next to the program (share/doc/attnres_lab), else the source
+  // tree's.
   QString docs = QCoreApplication::applicationDirPath() + "/../share/doc/attnres_lab/docs";
   if (!QFileInfo(docs).isDir()) docs = QString::fromStdString(std::string(ATTNRES_SOURCE_DOCS_DIR));
-  return QString("<h3>AttnRes Lab %1</h3><p>Understand, teach and cost Attention Residuals (AttnRes): the "
-                 "residual sum of a transformer replaced by softmax attention over the outputs of earlier "
-                 "sublayers (Full AttnRes) or over block summaries (Block AttnRes), and what it costs in memory, "
-                 "I/O, pipeline traffic and time.</p><p>Documentation: %2 (teaching.md for the guided lesson, "
-                 "math.md for what is computed).</p><p>The command-line tool <tt>attnres</tt> computes the same "
-                 "numbers and charts.</p>")
+  return QString(
+             "<h3>AttnRes Lab %1</h3><p>Understand, teach and cost Attention Residuals (AttnRes): "
+             "the "
+             "residual sum of a transformer replaced by softmax attention over the outputs of "
+             "earlier "
+             "sublayers (Full AttnRes) or over block summaries (Block AttnRes), and what it costs "
+             "in memory, "
+             "I/O, pipeline traffic and time.</p><p>Documentation: %2 (teaching.md for the guided "
+             "lesson, "
+             "math.md for what is computed).</p><p>The command-line tool <tt>attnres</tt> computes "
+             "the same "
+             "numbers and charts.</p>")
       .arg(QString::fromLatin1(kVersion))
       .arg(QDir::cleanPath(docs).toHtmlEscaped());
 }

@@ -1,7 +1,5 @@
 // The pipeline view: the simulated schedule of one training iteration (docs/math.md §3.3 and
 // §3.4, time model and schedule simulator; the lesson's steps: docs/teaching.md).
-#include "view_kit.hpp"
-
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
@@ -14,11 +12,11 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSlider>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
-#include <QSlider>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <array>
@@ -43,6 +41,7 @@
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
 #include "training_view.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 
@@ -50,10 +49,10 @@ namespace {
 
 // ------------------------------------------------------------------ pipeline
 
-// The lesson's defaults: the paper's Kimi-Linear-like MoE model of scenarios/paper-overhead-claims.toml
-// (27 layers, Block AttnRes with S = 6, d = 2304, 8 of 256 experts + 1 shared) on H100s, P = 4,
-// V = 2, m = 8, the cross-stage cache on, at 200 GB/s: the overhead is under 4 % there and passes
-// 4 % when the link drops to 100 GB/s (docs/teaching.md).
+// The lesson's defaults: the paper's Kimi-Linear-like MoE model of
+// scenarios/paper-overhead-claims.toml (27 layers, Block AttnRes with S = 6, d = 2304, 8 of 256
+// experts + 1 shared) on H100s, P = 4, V = 2, m = 8, the cross-stage cache on, at 200 GB/s: the
+// overhead is under 4 % there and passes 4 % when the link drops to 100 GB/s (docs/teaching.md).
 constexpr double kClaimThreshold = 0.04;
 
 class PipelineView : public View {
@@ -75,7 +74,9 @@ class PipelineView : public View {
     pp_ = spin(1, 256, 4);
     vpp_ = spin(1, 16, 2);
     cache_ = new QComboBox;
-    cache_->addItems({"cached", "naive", "cached_own"});
+    for (const auto& entry : kCachePolicyNames)
+      cache_->addItem(QString::fromUtf8(entry.name.data(), static_cast<int>(entry.name.size())));
+    cache_->setCurrentText(QString::fromStdString(to_string(CachePolicy::cached)));
     hardware_ = hardware_combo();
     link_ = new QComboBox;
     link_->addItem("scale-out network", "scale_out");
@@ -85,7 +86,8 @@ class PipelineView : public View {
     overlap_->setChecked(true);
     ideal_ = new QCheckBox("ideal links (free transfers)");
     sublayers_->setToolTip("Sublayers L of the model (attention and MLP each count)");
-    block_size_->setToolTip("Block AttnRes block size S (sublayers per block); N = ceil(L / S) blocks");
+    block_size_->setToolTip(
+        "Block AttnRes block size S (sublayers per block); N = ceil(L / S) blocks");
     d_model_->setToolTip("Hidden width d");
     ffn_->setToolTip("Dense SwiGLU width F of each MLP (0: round(8d/3)); unused when experts > 0");
     experts_->setToolTip("MoE routed experts in all (0: a dense MLP)");
@@ -94,16 +96,21 @@ class PipelineView : public View {
     expert_ffn_->setToolTip("SwiGLU width of one expert");
     tokens_->setToolTip("Sequence length T (tokens per sequence)");
     micro_->setToolTip("Sequences per micro-batch");
-    m_->setToolTip("Micro-batches m per iteration: more of them hide transfers and shrink the bubble");
+    m_->setToolTip(
+        "Micro-batches m per iteration: more of them hide transfers and shrink the bubble");
     pp_->setToolTip("Pipeline ranks P (one GPU each)");
     vpp_->setToolTip("Virtual stages V per rank (V > 1: interleaved 1F1B; V = 1: 1F1B)");
-    cache_->setToolTip("AttnRes block history between stages: cached sends each summary once and keeps what was "
-                       "received (the paper's cross-stage cache); naive resends every earlier summary at every "
-                       "boundary; cached_own also keeps a rank's own summaries (docs/math.md §3.3)");
-    hardware_->setToolTip("GPU preset: peak FLOP/s, HBM and link bandwidths, efficiencies (docs/math.md §3.4)");
-    link_->setToolTip("Which link the pipeline transfers use (sets the bandwidth below to the preset's)");
+    cache_->setToolTip(
+        "AttnRes block history between stages: cached sends each summary once and keeps what was "
+        "received (the paper's cross-stage cache); naive resends every earlier summary at every "
+        "boundary; cached_own also keeps a rank's own summaries (docs/math.md §3.3)");
+    hardware_->setToolTip(
+        "GPU preset: peak FLOP/s, HBM and link bandwidths, efficiencies (docs/math.md §3.4)");
+    link_->setToolTip(
+        "Which link the pipeline transfers use (sets the bandwidth below to the preset's)");
     bandwidth_->setToolTip("Link bandwidth per direction in GB/s (overrides the preset's)");
-    overlap_->setToolTip("On: a rank computes while its transfers are in flight; off: the sender waits for them");
+    overlap_->setToolTip(
+        "On: a rank computes while its transfers are in flight; off: the sender waits for them");
     ideal_->setToolTip("Transfers cost nothing: what is left is the schedule's own bubble");
     bandwidth_->setObjectName("link_bandwidth");
     sublayers_->setObjectName("sublayers");
@@ -155,35 +162,47 @@ class PipelineView : public View {
     column->addWidget(summary_);
     column->addWidget(gantt_, 3);
     column->addLayout(row, 2);
-    three_columns(this, inputs, content,
-                  "<h3>Does the AttnRes traffic hide?</h3><p><b>What you see.</b> One training iteration on "
-                  "every rank: forward (blue) and backward (orange) chunks, and the transfers of activations "
-                  "plus the AttnRes block history (thin bars); hover a bar for its times, zoom with the wheel. "
-                  "Below left: the AttnRes overhead against the link bandwidth with the paper's 4 % claim and "
-                  "your bandwidth marked; right: each rank's live memory.</p>"
-                  "<p><b>Numbers.</b> The overhead compares the same schedule with the standard residual. The "
-                  "bubble is the busiest rank's idle time over its compute time; the closed form, 1F1B "
-                  "(P-1)/m and interleaved (P-1)/(V·m), is the same ratio for equal stages and free transfers "
-                  "(a dense model with L = 56, S = 7 and ideal links: 18.2 % simulated against 18.75 %). Unequal stages and "
-                  "transfers move the simulated one away from it.</p>"
-                  "<p><b>The model.</b> The paper's Kimi-Linear-like MoE model (27 layers, d = 2304, 8 of 256 "
-                  "experts + 1 shared, Block AttnRes with S = 6) on H100s: at 200 GB/s the overhead is under "
-                  "4 % (docs/teaching.md).</p><p><b>Try:</b> lower the link bandwidth to 100 GB/s: the "
-                  "overhead passes 4 %; then raise m to 32 and it drops back under 4 %, or switch the cache to "
-                  "naive and it grows; turn overlap off; set experts to 0 for a dense model (less compute "
-                  "per byte of history sent: the traffic shows more).</p>");
-    on_change(this, {sublayers_, block_size_, d_model_, ffn_, experts_, active_, shared_, expert_ffn_, tokens_, micro_,
-                     m_, pp_, vpp_, cache_, hardware_, bandwidth_, overlap_, ideal_},
+    three_columns(
+        this, inputs, content,
+        "<h3>Does the AttnRes traffic hide?</h3><p><b>What you see.</b> One training iteration on "
+        "every rank: forward (blue) and backward (orange) chunks, and the transfers of activations "
+        "plus the AttnRes block history (thin bars); hover a bar for its times, zoom with the "
+        "wheel. "
+        "Below left: the AttnRes overhead against the link bandwidth with the paper's 4 % claim "
+        "and "
+        "your bandwidth marked; right: each rank's live memory.</p>"
+        "<p><b>Numbers.</b> The overhead compares the same schedule with the standard residual. "
+        "The "
+        "bubble is the busiest rank's idle time over its compute time; the closed form, 1F1B "
+        "(P-1)/m and interleaved (P-1)/(V·m), is the same ratio for equal stages and free "
+        "transfers "
+        "(a dense model with L = 56, S = 7 and ideal links: 18.2 % simulated against 18.75 %). "
+        "Unequal stages and "
+        "transfers move the simulated one away from it.</p>"
+        "<p><b>The model.</b> The paper's Kimi-Linear-like MoE model (27 layers, d = 2304, 8 of "
+        "256 "
+        "experts + 1 shared, Block AttnRes with S = 6) on H100s: at 200 GB/s the overhead is under "
+        "4 % (docs/teaching.md).</p><p><b>Try:</b> lower the link bandwidth to 100 GB/s: the "
+        "overhead passes 4 %; then raise m to 32 and it drops back under 4 %, or switch the cache "
+        "to "
+        "naive and it grows; turn overlap off; set experts to 0 for a dense model (less compute "
+        "per byte of history sent: the traffic shows more).</p>");
+    on_change(this,
+              {sublayers_, block_size_, d_model_, ffn_, experts_, active_, shared_, expert_ffn_,
+               tokens_, micro_, m_, pp_, vpp_, cache_, hardware_, bandwidth_, overlap_, ideal_},
               [this] { recompute(); });
-    QObject::connect(link_, &QComboBox::currentIndexChanged, this, [this] { use_preset_bandwidth(); });
-    QObject::connect(hardware_, &QComboBox::currentIndexChanged, this, [this] { use_preset_bandwidth(); });
+    QObject::connect(link_, &QComboBox::currentIndexChanged, this,
+                     [this] { use_preset_bandwidth(); });
+    QObject::connect(hardware_, &QComboBox::currentIndexChanged, this,
+                     [this] { use_preset_bandwidth(); });
   }
 
   // The link's bandwidth from the hardware preset (after a change of link or hardware).
   void use_preset_bandwidth() {
     try {
       const Hardware hw = load_hardware(hardware_->currentText().toStdString());
-      const double bw = link_->currentData().toString() == "intra_node" ? hw.intra_node_bandwidth : hw.scale_out_bandwidth;
+      const double bw = link_->currentData().toString() == "intra_node" ? hw.intra_node_bandwidth
+                                                                        : hw.scale_out_bandwidth;
       bandwidth_->setValue(bw / 1e9);
     } catch (const Error& error) {
       show_error(error.what(), {hardware_});
@@ -228,75 +247,88 @@ class PipelineView : public View {
       show_error(error.what());
       return;
     }
-    if (const auto problem = pipeline_settings_problem(s)) {  // the core's rules, on the input they name
+    if (const auto problem =
+            pipeline_settings_problem(s)) {  // the core's rules, on the input they name
       show_error(problem->message, {field(problem->field)});
       return;
     }
-    run("pipeline simulation", [this, s](const Progress& progress) mutable -> std::function<void()> {
-      // The bar: the simulation shown is the first half of the run, the bandwidth sweep the second.
-      PipelineSettings shown = s;
-      shown.progress = step(progress, 0, 2);
-      const PipelineReport report = evaluate_pipeline(shown);
-      const ChartSpec gantt = pipeline_gantt_chart(report), memory = pipeline_memory_chart(report);
-      // The overhead against the link bandwidth, the paper's claim as a threshold line.
-      ScenarioInputs base;
-      base.cost = s.model;
-      base.hardware = s.hardware;
-      base.moe = s.moe;
-      base.pipeline = s;
-      base.pipeline->record_timeline = false;
-      base.pipeline->progress = check_only(progress);  // each setting's simulation can be cancelled
-      SweepSpec sweep;
-      sweep.name = "pipeline_overhead_vs_link";
-      sweep.title = "Overhead against link bandwidth";
-      sweep.x = {"link_bandwidth_gbps", {3, 6, 12, 25, 50, 100, 200, 400, 800}};
-      const auto current = static_cast<std::int64_t>(std::llround(s.link_bandwidth / 1e9));
-      if (!s.ideal_links && current >= 1 &&
-          std::find(sweep.x.values.begin(), sweep.x.values.end(), current) == sweep.x.values.end()) {
-        sweep.x.values.push_back(current);
-        std::sort(sweep.x.values.begin(), sweep.x.values.end());
-      }
-      sweep.metrics = {"pipeline.attnres_overhead_fraction"};
-      sweep.log_x = true;
-      sweep.log_y = true;  // from 1 % to 100 %: the 4 % line stays readable
-      sweep.threshold = kClaimThreshold;
-      sweep.claim = "training overhead < 4%";
-      const ChartSpec overhead = sweep_chart(run_sweep(base, sweep, step(progress, 1, 2)), base);
-      const bool over = report.attnres_overhead_fraction >= kClaimThreshold;
-      const QString summary =
-          QString("<b>iteration</b> %1 ms (standard residual %2 ms) &nbsp; <b>AttnRes overhead</b> "
-                  "<span style='color:%3'><b>%4 %</b></span> (%5 the paper's 4 %) &nbsp; <b>bubble</b> %6 % of the "
-                  "busiest rank's compute (closed form for equal stages %7 %) &nbsp; <b>exposed comm</b> %8 ms "
+    run("pipeline simulation",
+        [this, s](const Progress& progress) mutable -> std::function<void()> {
+          // The bar: the simulation shown is the first half of the run, the bandwidth sweep the
+          // second.
+          PipelineSettings shown = s;
+          shown.progress = step(progress, 0, 2);
+          const PipelineReport report = evaluate_pipeline(shown);
+          const ChartSpec gantt = pipeline_gantt_chart(report),
+                          memory = pipeline_memory_chart(report);
+          // The overhead against the link bandwidth, the paper's claim as a threshold line.
+          ScenarioInputs base;
+          base.cost = s.model;
+          base.hardware = s.hardware;
+          base.moe = s.moe;
+          base.pipeline = s;
+          base.pipeline->record_timeline = false;
+          base.pipeline->progress =
+              check_only(progress);  // each setting's simulation can be cancelled
+          SweepSpec sweep;
+          sweep.name = "pipeline_overhead_vs_link";
+          sweep.title = "Overhead against link bandwidth";
+          sweep.x = {"link_bandwidth_gbps", {3, 6, 12, 25, 50, 100, 200, 400, 800}};
+          const auto current = static_cast<std::int64_t>(std::llround(s.link_bandwidth / 1e9));
+          if (!s.ideal_links && current >= 1 &&
+              std::find(sweep.x.values.begin(), sweep.x.values.end(), current) ==
+                  sweep.x.values.end()) {
+            sweep.x.values.push_back(current);
+            std::sort(sweep.x.values.begin(), sweep.x.values.end());
+          }
+          sweep.metrics = {"pipeline.attnres_overhead_fraction"};
+          sweep.log_x = true;
+          sweep.log_y = true;  // from 1 % to 100 %: the 4 % line stays readable
+          sweep.threshold = kClaimThreshold;
+          sweep.claim = "training overhead < 4%";
+          const ChartSpec overhead =
+              sweep_chart(run_sweep(base, sweep, step(progress, 1, 2)), base);
+          const bool over = report.attnres_overhead_fraction >= kClaimThreshold;
+          const QString summary =
+              QString(
+                  "<b>iteration</b> %1 ms (standard residual %2 ms) &nbsp; <b>AttnRes overhead</b> "
+                  "<span style='color:%3'><b>%4 %</b></span> (%5 the paper's 4 %) &nbsp; "
+                  "<b>bubble</b> %6 % of the "
+                  "busiest rank's compute (closed form for equal stages %7 %) &nbsp; <b>exposed "
+                  "comm</b> %8 ms "
                   "&nbsp; <b>peak memory/rank</b> %9 GB")
-              .arg(report.iteration_time_s * 1e3, 0, 'g', 4)
-              .arg(report.standard.iteration_seconds * 1e3, 0, 'g', 4)
-              .arg(over ? "#b03a2e" : "#1e7b34")
-              .arg(report.attnres_overhead_fraction * 100, 0, 'f', 2)
-              .arg(over ? "above" : "under")
-              .arg(report.bubble_fraction * 100, 0, 'f', 2)
-              .arg(report.closed_form_bubble * 100, 0, 'f', 2)
-              .arg(report.exposed_comm_s * 1e3, 0, 'g', 4)
-              .arg(report.peak_memory_bytes_per_rank / 1e9, 0, 'g', 4);
-      const double fraction = report.attnres_overhead_fraction;
-      return [this, gantt, memory, overhead, summary, fraction] {
-        gantt_->set_spec(gantt);
-        memory_->set_spec(memory);
-        overhead_->set_spec(overhead);
-        summary_->setText(summary);
-        overhead_fraction_ = fraction;
-      };
-    });
+                  .arg(report.iteration_time_s * 1e3, 0, 'g', 4)
+                  .arg(report.standard.iteration_seconds * 1e3, 0, 'g', 4)
+                  .arg(over ? "#b03a2e" : "#1e7b34")
+                  .arg(report.attnres_overhead_fraction * 100, 0, 'f', 2)
+                  .arg(over ? "above" : "under")
+                  .arg(report.bubble_fraction * 100, 0, 'f', 2)
+                  .arg(report.closed_form_bubble * 100, 0, 'f', 2)
+                  .arg(report.exposed_comm_s * 1e3, 0, 'g', 4)
+                  .arg(report.peak_memory_bytes_per_rank / 1e9, 0, 'g', 4);
+          const double fraction = report.attnres_overhead_fraction;
+          return [this, gantt, memory, overhead, summary, fraction] {
+            gantt_->set_spec(gantt);
+            memory_->set_spec(memory);
+            overhead_->set_spec(overhead);
+            summary_->setText(summary);
+            overhead_fraction_ = fraction;
+          };
+        });
   }
-  std::vector<ChartSpec> charts() const override { return {gantt_->spec(), overhead_->spec(), memory_->spec()}; }
+  std::vector<ChartSpec> charts() const override {
+    return {gantt_->spec(), overhead_->spec(), memory_->spec()};
+  }
   // The overhead of the last result (the lesson test reads it).
   double overhead_fraction() const { return overhead_fraction_; }
 
   void apply_scenario(const Scenario& s) override {
     if (!s.has_model) return;
     std::vector<QSignalBlocker> blockers;
-    for (QWidget* w : std::initializer_list<QWidget*>{sublayers_, block_size_, d_model_, ffn_, experts_, active_, shared_,
-                                                      expert_ffn_, tokens_, micro_, m_, pp_, vpp_, cache_, hardware_,
-                                                      link_, bandwidth_, overlap_, ideal_}) {
+    for (QWidget* w :
+         std::initializer_list<QWidget*>{sublayers_, block_size_, d_model_, ffn_, experts_, active_,
+                                         shared_, expert_ffn_, tokens_, micro_, m_, pp_, vpp_,
+                                         cache_, hardware_, link_, bandwidth_, overlap_, ideal_}) {
       blockers.emplace_back(w);
     }
     sublayers_->setValue(static_cast<int>(s.inputs.sublayers));
@@ -311,7 +343,9 @@ class PipelineView : public View {
     active_->setValue(static_cast<int>(s.moe.active));
     shared_->setValue(static_cast<int>(s.moe.shared));
     expert_ffn_->setValue(static_cast<int>(s.moe.expert_ffn));
-    const Hardware hw = s.pipeline ? s.pipeline->hardware : s.hardware ? *s.hardware : load_hardware("h100");
+    const Hardware hw = s.pipeline   ? s.pipeline->hardware
+                        : s.hardware ? *s.hardware
+                                     : load_hardware("h100");
     const int preset = hardware_->findText(QString::fromStdString(hw.name));
     if (preset >= 0) hardware_->setCurrentIndex(preset);
     if (s.pipeline) {
@@ -320,7 +354,8 @@ class PipelineView : public View {
       cache_->setCurrentText(QString::fromStdString(to_string(p.cache)));
       link_->setCurrentIndex(p.intra_node_link ? 1 : 0);
       const double bw = p.link_bandwidth > 0 ? p.link_bandwidth
-                                             : p.intra_node_link ? hw.intra_node_bandwidth : hw.scale_out_bandwidth;
+                        : p.intra_node_link  ? hw.intra_node_bandwidth
+                                             : hw.scale_out_bandwidth;
       bandwidth_->setValue(bw / 1e9);
       overlap_->setChecked(p.overlap);
       ideal_->setChecked(p.ideal_links);
@@ -336,11 +371,13 @@ class PipelineView : public View {
     s.hardware = p.hardware;
     PipelineSettings saved = p;
     saved.model = s.has_model ? s.inputs : p.model;
-    saved.link_bandwidth = std::round(bandwidth_->value() * 10.0) / 10.0 * 1e9;  // as shown: no 1.9999999 GB/s
+    saved.link_bandwidth =
+        std::round(bandwidth_->value() * 10.0) / 10.0 * 1e9;  // as shown: no 1.9999999 GB/s
     saved.progress = {};
     s.pipeline = saved;
     for (const char* section : {"time", "pipeline_sim"}) {
-      if (std::find(s.sections.begin(), s.sections.end(), section) == s.sections.end()) s.sections.emplace_back(section);
+      if (std::find(s.sections.begin(), s.sections.end(), section) == s.sections.end())
+        s.sections.emplace_back(section);
     }
   }
   // The model this tab simulates, as the cost explorer would take it.
@@ -363,8 +400,8 @@ class PipelineView : public View {
     if (key == "expert_ffn") return expert_ffn_;
     return nullptr;
   }
-  QSpinBox *sublayers_, *block_size_, *d_model_, *ffn_, *experts_, *active_, *shared_, *expert_ffn_, *tokens_, *micro_,
-      *m_, *pp_, *vpp_;
+  QSpinBox *sublayers_, *block_size_, *d_model_, *ffn_, *experts_, *active_, *shared_, *expert_ffn_,
+      *tokens_, *micro_, *m_, *pp_, *vpp_;
   QComboBox *cache_, *hardware_, *link_;
   QDoubleSpinBox* bandwidth_;
   QCheckBox *overlap_, *ideal_;
@@ -376,6 +413,8 @@ class PipelineView : public View {
 
 }  // namespace
 
-View* make_pipeline_view(const ViewHost& host) { return new PipelineView(host); }
+View* make_pipeline_view(const ViewHost& host) {
+  return new PipelineView(host);
+}
 
 }  // namespace attnres::gui

@@ -1,6 +1,4 @@
 // The scaling-law view: the paper's three fits and the compute multiplier.
-#include "view_kit.hpp"
-
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
@@ -41,6 +39,7 @@
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
 #include "training_view.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 
@@ -57,7 +56,8 @@ class ScalingView : public View {
     target_->setObjectName("target_loss");
     from_ = dspin(0.5, 3.0, 1.60, 3, 0.01);
     to_ = dspin(0.5, 3.0, 1.90, 3, 0.01);
-    target_->setToolTip("The loss at which the compute multipliers are read (nats/token, the paper's scale)");
+    target_->setToolTip(
+        "The loss at which the compute multipliers are read (nats/token, the paper's scale)");
     from_->setToolTip("Lowest loss of the curves");
     to_->setToolTip("Highest loss of the curves");
     form->addRow("target loss", target_);
@@ -72,13 +72,16 @@ class ScalingView : public View {
     column->addWidget(loss_);
     column->addWidget(multiplier_);
     column->addWidget(table_);
-    three_columns(this, inputs, content,
-                  "<h3>Scaling law</h3><p><b>What you see.</b> The paper's fits loss = A·C<sup>-a</sup> (C in "
-                  "PFLOP/s-days): baseline 1.891·C<sup>-0.057</sup>, Block 1.870·C<sup>-0.058</sup>, Full "
-                  "1.865·C<sup>-0.057</sup>; and the compute multiplier, baseline compute / scheme compute at "
-                  "the same loss.</p><p><b>Reading it.</b> Near loss 1.69-1.70 Block AttnRes is worth about "
-                  "1.25x compute. The fits come from five model sizes; outside that range they are "
-                  "extrapolations.</p>");
+    three_columns(
+        this, inputs, content,
+        "<h3>Scaling law</h3><p><b>What you see.</b> The paper's fits loss = A·C<sup>-a</sup> (C "
+        "in "
+        "PFLOP/s-days): baseline 1.891·C<sup>-0.057</sup>, Block 1.870·C<sup>-0.058</sup>, Full "
+        "1.865·C<sup>-0.057</sup>; and the compute multiplier, baseline compute / scheme compute "
+        "at "
+        "the same loss.</p><p><b>Reading it.</b> Near loss 1.69-1.70 Block AttnRes is worth about "
+        "1.25x compute. The fits come from five model sizes; outside that range they are "
+        "extrapolations.</p>");
     on_change(this, {target_, from_, to_}, [this] { recompute(); });
   }
   void recompute() override {
@@ -99,7 +102,8 @@ class ScalingView : public View {
     table_->setHorizontalHeaderLabels(header);
     for (std::size_t r = 0; r < fits.rows.size(); ++r) {
       for (std::size_t c = 0; c < fits.rows[r].size(); ++c) {
-        table_->setItem(static_cast<int>(r), static_cast<int>(c), new QTableWidgetItem(QString::fromStdString(fits.rows[r][c])));
+        table_->setItem(static_cast<int>(r), static_cast<int>(c),
+                        new QTableWidgetItem(QString::fromStdString(fits.rows[r][c])));
       }
     }
     table_->resizeColumnsToContents();
@@ -121,9 +125,10 @@ class ScalingView : public View {
   QTableWidget* table_;
 };
 
-
 }  // namespace
 
-View* make_scaling_view(const ViewHost& host) { return new ScalingView(host); }
+View* make_scaling_view(const ViewHost& host) {
+  return new ScalingView(host);
+}
 
 }  // namespace attnres::gui

@@ -1,5 +1,4 @@
 #include "training_view.hpp"
-#include "view_kit.hpp"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -32,11 +31,12 @@
 
 #include "attnres/cost.hpp"
 #include "attnres/error.hpp"
-#include "attnres/scenario.hpp"
 #include "attnres/format.hpp"
 #include "attnres/model.hpp"
 #include "attnres/output_dir.hpp"
+#include "attnres/scenario.hpp"
 #include "attnres/training.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 
@@ -46,17 +46,20 @@ using Clock = std::chrono::steady_clock;
 // ------------------------------------------------------------------ the built-in sample text
 
 std::string builtin_sample_text() {
-  static const char* const subjects[] = {"the little cat", "a happy dog",   "my old friend", "the teacher",
-                                         "a small bird",   "the farmer",    "our neighbour", "the young girl",
-                                         "the tall boy",   "a busy bee",    "the baker",     "my sister"};
-  static const char* const verbs[] = {"sees",    "likes",   "finds",   "carries", "watches", "paints",
-                                      "follows", "helps",   "draws",   "remembers", "opens", "wants"};
-  static const char* const objects[] = {"the red ball",   "a green apple",  "the big house",  "a warm cup of tea",
-                                        "the blue river", "a long letter",  "the quiet garden", "a bright star",
-                                        "the wooden boat", "an old book",   "the white door", "a sweet cake"};
-  static const char* const endings[] = {"in the morning", "after school",  "by the sea",    "every day",
-                                        "under the tree", "at night",      "with great care", "in the rain",
-                                        "near the hill",  "before dinner", "on sunday",     "all year"};
+  static const char* const subjects[] = {"the little cat", "a happy dog",    "my old friend",
+                                         "the teacher",    "a small bird",   "the farmer",
+                                         "our neighbour",  "the young girl", "the tall boy",
+                                         "a busy bee",     "the baker",      "my sister"};
+  static const char* const verbs[] = {"sees",    "likes", "finds", "carries",   "watches", "paints",
+                                      "follows", "helps", "draws", "remembers", "opens",   "wants"};
+  static const char* const objects[] = {"the red ball",      "a green apple",  "the big house",
+                                        "a warm cup of tea", "the blue river", "a long letter",
+                                        "the quiet garden",  "a bright star",  "the wooden boat",
+                                        "an old book",       "the white door", "a sweet cake"};
+  static const char* const endings[] = {"in the morning",  "after school",   "by the sea",
+                                        "every day",       "under the tree", "at night",
+                                        "with great care", "in the rain",    "near the hill",
+                                        "before dinner",   "on sunday",      "all year"};
   static const char* const joins[] = {" and then ", " because ", " while ", ", but "};
   std::uint64_t state = 0x2545F4914F6CDD1DULL;  // xorshift64: the same text everywhere
   auto pick = [&state](std::size_t n) {
@@ -66,8 +69,8 @@ std::string builtin_sample_text() {
     return static_cast<std::size_t>(state % n);
   };
   auto clause = [&] {
-    return std::string(subjects[pick(std::size(subjects))]) + " " + verbs[pick(std::size(verbs))] + " " +
-           objects[pick(std::size(objects))] + " " + endings[pick(std::size(endings))];
+    return std::string(subjects[pick(std::size(subjects))]) + " " + verbs[pick(std::size(verbs))] +
+           " " + objects[pick(std::size(objects))] + " " + endings[pick(std::size(endings))];
   };
   std::string text;
   int in_paragraph = 0;
@@ -93,7 +96,8 @@ QSpinBox* spin(int low, int high, int value, const char* name) {
   return box;
 }
 
-QDoubleSpinBox* dspin(double low, double high, double value, int decimals, double step, const char* name) {
+QDoubleSpinBox* dspin(double low, double high, double value, int decimals, double step,
+                      const char* name) {
   auto* box = new QDoubleSpinBox;
   box->setRange(low, high);
   box->setDecimals(decimals);
@@ -105,7 +109,8 @@ QDoubleSpinBox* dspin(double low, double high, double value, int decimals, doubl
 
 // One colour per scheme (standard, Full, Block, another scheme), the same in every chart.
 QColor scheme_colour(std::size_t index) {
-  static const QColor colours[] = {QColor(90, 90, 90), QColor(221, 132, 82), QColor(76, 114, 176), QColor(85, 168, 104)};
+  static const QColor colours[] = {QColor(90, 90, 90), QColor(221, 132, 82), QColor(76, 114, 176),
+                                   QColor(85, 168, 104)};
   return colours[std::min<std::size_t>(index, std::size(colours) - 1)];
 }
 
@@ -127,24 +132,29 @@ AlphaMap alpha_map(const Trainer& trainer, const std::vector<int>& window) {
       }
     }
   }
-  std::stable_partition(map.columns.begin(), map.columns.end(),
-                        [](const std::string& label) { return label != "partial" && label != "zero"; });
+  std::stable_partition(map.columns.begin(), map.columns.end(), [](const std::string& label) {
+    return label != "partial" && label != "zero";
+  });
   for (const auto& read : trace.reads) {
     std::vector<double> row(map.columns.size(), NAN);
     for (std::size_t j = 0; j < read.sources.size(); ++j) {
-      const auto column = std::find(map.columns.begin(), map.columns.end(), read.sources[j].label()) - map.columns.begin();
+      const auto column =
+          std::find(map.columns.begin(), map.columns.end(), read.sources[j].label()) -
+          map.columns.begin();
       row[static_cast<std::size_t>(column)] = read.alpha_mean(static_cast<Eigen::Index>(j));
     }
     map.values.push_back(std::move(row));
-    map.rows.push_back(read.read == trace.sublayers ? "final" : "sublayer " + std::to_string(read.read + 1));
+    map.rows.push_back(read.read == trace.sublayers ? "final"
+                                                    : "sublayer " + std::to_string(read.read + 1));
   }
   return map;
 }
 
-// At most ~`limit` points of a long curve (rows from `first` on): every k-th row, and always the last.
+// At most ~`limit` points of a long curve (rows from `first` on): every k-th row, and always the
+// last.
 template <typename Take>
-std::vector<std::pair<double, double>> thinned(const std::vector<TrainLogRow>& rows, std::size_t first,
-                                               std::size_t limit, Take take) {
+std::vector<std::pair<double, double>> thinned(const std::vector<TrainLogRow>& rows,
+                                               std::size_t first, std::size_t limit, Take take) {
   std::vector<std::pair<double, double>> points;
   const std::size_t count = rows.size() > first ? rows.size() - first : 0;
   const std::size_t stride = std::max<std::size_t>(1, count / limit);
@@ -175,7 +185,8 @@ struct TrainingView::Scheme {
   ResidualMode mode = ResidualMode::standard;
   int block_size = 0;
   std::size_t colour = 0;
-  std::optional<AttnResConfig> scheme;  // any other scheme: the model is converted to it (docs/schemes.md)
+  std::optional<AttnResConfig>
+      scheme;  // any other scheme: the model is converted to it (docs/schemes.md)
 };
 
 // Everything the worker needs, copied out of the widgets on the GUI thread.
@@ -218,7 +229,8 @@ struct TrainingView::Run {
       update_posted = true;
       last_post = now;
     }
-    QMetaObject::invokeMethod(view, [view, self] { view->apply_update(self); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        view, [view, self] { view->apply_update(self); }, Qt::QueuedConnection);
   }
 };
 
@@ -302,10 +314,12 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   for (const auto& name : scheme_names()) {
     if (name == "standard" || name == "full" || name == "block") continue;
     other_scheme_->addItem(QString::fromStdString(name));
-    other_scheme_->setItemData(other_scheme_->count() - 1, QString::fromStdString(scheme_summary(name)), Qt::ToolTipRole);
+    other_scheme_->setItemData(other_scheme_->count() - 1,
+                               QString::fromStdString(scheme_summary(name)), Qt::ToolTipRole);
   }
   other_scheme_->setCurrentText("mhc");
-  other_scheme_->setToolTip("a named scheme or NAME:key=value,... (docs/schemes.md), e.g. full:gate=sigmoid,heads=4");
+  other_scheme_->setToolTip(
+      "a named scheme or NAME:key=value,... (docs/schemes.md), e.g. full:gate=sigmoid,heads=4");
   scheme_layout->addRow(other_, other_scheme_);
   column->addWidget(scheme_box);
 
@@ -347,7 +361,8 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   scroll->setWidgetResizable(true);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setMinimumWidth(inputs->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
+  scroll->setMinimumWidth(inputs->minimumSizeHint().width() +
+                          scroll->verticalScrollBar()->sizeHint().width() + 4);
   scroll->setMaximumWidth(320);
 
   // Content (middle): status, then loss | alpha over output RMS | gradient RMS.
@@ -386,16 +401,24 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   grid->setColumnStretch(1, 1);
 
   auto* panel = new ExplanationPanel(
-      "<h3>Training</h3><p><b>What you see.</b> Tiny byte-level models trained side by side on the same text "
+      "<h3>Training</h3><p><b>What you see.</b> Tiny byte-level models trained side by side on the "
+      "same text "
       "from the same initial weights, one AdamW step each in turn. Left: training loss (lines) and "
-      "validation loss (markers) in nats per byte; a model that knows nothing scores ln 256 &asymp; 5.55. "
-      "Right: the mean depth-attention weights &alpha; of the chosen AttnRes scheme, updated at each "
-      "validation. Below: each sublayer's output RMS and output-gradient RMS at the latest step (the "
-      "paper's Fig. 5b and 5c).</p><p><b>Try:</b> compare the curves of the three schemes; watch &alpha; "
-      "move away from the uniform start (zero queries give plain means); add layers and see the standard "
-      "residual's outputs shrink relative to its growing sum.</p><p>The defaults train in seconds on two "
+      "validation loss (markers) in nats per byte; a model that knows nothing scores ln 256 "
+      "&asymp; 5.55. "
+      "Right: the mean depth-attention weights &alpha; of the chosen AttnRes scheme, updated at "
+      "each "
+      "validation. Below: each sublayer's output RMS and output-gradient RMS at the latest step "
+      "(the "
+      "paper's Fig. 5b and 5c).</p><p><b>Try:</b> compare the curves of the three schemes; watch "
+      "&alpha; "
+      "move away from the uniform start (zero queries give plain means); add layers and see the "
+      "standard "
+      "residual's outputs shrink relative to its growing sum.</p><p>The defaults train in seconds "
+      "on two "
       "cores. <b>Save models...</b> writes one checkpoint directory per scheme (config.json, "
-      "model.safetensors, optimizer state, log) that <code>attnres train --resume</code> continues with the "
+      "model.safetensors, optimizer state, log) that <code>attnres train --resume</code> continues "
+      "with the "
       "same data file (the built-in sample lives only in memory). "
       "See docs/training.md.</p>");
   auto* layout = new QHBoxLayout(this);
@@ -406,23 +429,28 @@ TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", 
   set_content(content);
 
   QObject::connect(browse, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, "Training text", {}, "Text (*.txt *.md);;All files (*)");
+    const QString path =
+        QFileDialog::getOpenFileName(this, "Training text", {}, "Text (*.txt *.md);;All files (*)");
     if (!path.isEmpty()) data_path_->setText(path);
   });
   QObject::connect(builtin, &QPushButton::clicked, this, [this] { use_builtin_sample(); });
   QObject::connect(data_path_, &QLineEdit::textChanged, this, [this](const QString& path) {
     if (path.isEmpty() && builtin_) return;
     builtin_ = false;
-    data_info_->setText(path.isEmpty() ? "no data chosen yet" : "the file above (read when you press Start)");
+    data_info_->setText(path.isEmpty() ? "no data chosen yet"
+                                       : "the file above (read when you press Start)");
   });
-  QObject::connect(layers_, &QSpinBox::valueChanged, this, [this](int layers) { block_size_->setMaximum(2 * layers); });
+  QObject::connect(layers_, &QSpinBox::valueChanged, this,
+                   [this](int layers) { block_size_->setMaximum(2 * layers); });
   QObject::connect(start_, &QPushButton::clicked, this, [this] { start(); });
   QObject::connect(stop_, &QPushButton::clicked, this, [this] { stop(); });
   QObject::connect(save_, &QPushButton::clicked, this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, "Save one model directory per scheme into");
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, "Save one model directory per scheme into");
     if (!dir.isEmpty()) save_models(dir.toStdString());
   });
-  QObject::connect(alpha_scheme_, &QComboBox::currentIndexChanged, this, [this] { redraw_alpha(); });
+  QObject::connect(alpha_scheme_, &QComboBox::currentIndexChanged, this,
+                   [this] { redraw_alpha(); });
   redraw();
   redraw_alpha();
 }
@@ -435,8 +463,9 @@ TrainingView::~TrainingView() {
 void TrainingView::use_builtin_sample() {
   builtin_ = true;
   data_path_->clear();
-  data_info_->setText(QString("the built-in sample: %1 KB of simple English sentences, made in memory")
-                          .arg(static_cast<double>(builtin_sample_text().size()) / 1000.0, 0, 'f', 1));
+  data_info_->setText(
+      QString("the built-in sample: %1 KB of simple English sentences, made in memory")
+          .arg(static_cast<double>(builtin_sample_text().size()) / 1000.0, 0, 'f', 1));
 }
 
 void TrainingView::apply_scenario(const Scenario& scenario) {
@@ -501,12 +530,15 @@ TrainingView::Settings TrainingView::settings() const {
   s.options.validation_fraction = s.validation_fraction;
   s.options.engine.threads = threads_->value();
   s.options.validate();
-  if (standard_->isChecked()) s.schemes.push_back({"standard", "standard", ResidualMode::standard, 0, 0, std::nullopt});
-  if (full_->isChecked()) s.schemes.push_back({"full", "Full AttnRes", ResidualMode::full, 0, 1, std::nullopt});
+  if (standard_->isChecked())
+    s.schemes.push_back({"standard", "standard", ResidualMode::standard, 0, 0, std::nullopt});
+  if (full_->isChecked())
+    s.schemes.push_back({"full", "Full AttnRes", ResidualMode::full, 0, 1, std::nullopt});
   if (block_->isChecked()) {
     const int size = block_size_->value();
-    s.schemes.push_back({"block_S" + std::to_string(size), "Block AttnRes (S = " + std::to_string(size) + ")",
-                         ResidualMode::block, size, 2, std::nullopt});
+    s.schemes.push_back({"block_S" + std::to_string(size),
+                         "Block AttnRes (S = " + std::to_string(size) + ")", ResidualMode::block,
+                         size, 2, std::nullopt});
   }
   if (other_->isChecked()) {
     const std::string spec = other_scheme_->currentText().trimmed().toStdString();
@@ -523,11 +555,14 @@ TrainingView::Settings TrainingView::settings() const {
     ModelConfig checked = s.config;
     checked.attn_res = scheme;
     checked.validate("training: another scheme '" + spec + "'");
-    Scheme other{scheme_file_name(spec), scheme.describe(), scheme.mode, scheme.block_size, 3, scheme};
+    Scheme other{
+        scheme_file_name(spec), scheme.describe(), scheme.mode, scheme.block_size, 3, scheme};
     s.schemes.push_back(other);
   }
   if (s.schemes.empty()) {
-    throw Error("training: check at least one scheme (standard, Full AttnRes, Block AttnRes or another scheme)");
+    throw Error(
+        "training: check at least one scheme (standard, Full AttnRes, Block AttnRes or another "
+        "scheme)");
   }
   return s;
 }
@@ -535,15 +570,17 @@ TrainingView::Settings TrainingView::settings() const {
 void TrainingView::set_running(bool running) {
   start_->setEnabled(!running);
   stop_->setEnabled(running);
-  for (QWidget* w : std::initializer_list<QWidget*>{data_path_, validation_fraction_, layers_, d_model_, heads_, ffn_,
-                                                   seq_, batch_, steps_, lr_, seed_, threads_, standard_, full_, block_,
-                                                   block_size_, other_, other_scheme_}) {
+  for (QWidget* w : std::initializer_list<QWidget*>{
+           data_path_, validation_fraction_, layers_, d_model_, heads_, ffn_, seq_, batch_, steps_,
+           lr_, seed_, threads_, standard_, full_, block_, block_size_, other_, other_scheme_}) {
     w->setEnabled(!running);
   }
   save_->setEnabled(!running && steps_done() > 0);
 }
 
-std::int64_t TrainingView::steps_done() const { return run_ ? run_->steps.load() : 0; }
+std::int64_t TrainingView::steps_done() const {
+  return run_ ? run_->steps.load() : 0;
+}
 
 void TrainingView::start() {
   if (state_ == State::running) return;
@@ -569,7 +606,8 @@ void TrainingView::start() {
     const QString keep = alpha_scheme_->currentText();
     alpha_scheme_->clear();
     for (const auto& scheme : s.schemes) {
-      if (scheme.mode != ResidualMode::standard) alpha_scheme_->addItem(QString::fromStdString(scheme.name));
+      if (scheme.mode != ResidualMode::standard)
+        alpha_scheme_->addItem(QString::fromStdString(scheme.name));
     }
     const int index = alpha_scheme_->findText(keep);
     alpha_scheme_->setCurrentIndex(index >= 0 ? index : 0);
@@ -602,9 +640,12 @@ void TrainingView::start() {
       }
     };
     try {
-      const TextData text = setup.builtin ? text_data_from_bytes(builtin_sample_text(), "built-in sample", setup.validation_fraction,
-                                                             setup.options.sequence_length)
-                                      : load_text_data(setup.data_path, setup.validation_fraction, setup.options.sequence_length);
+      const TextData text =
+          setup.builtin
+              ? text_data_from_bytes(builtin_sample_text(), "built-in sample",
+                                     setup.validation_fraction, setup.options.sequence_length)
+              : load_text_data(setup.data_path, setup.validation_fraction,
+                               setup.options.sequence_length);
       const auto window = validation_windows(text, setup.options.sequence_length, 1).front();
       // Every scheme starts from the same weights and sees the same batches (same seed).
       const ModelWeights<double> initial = random_model(setup.config, {.seed = setup.seed});
@@ -612,14 +653,17 @@ void TrainingView::start() {
         report_progress(check, 0, 0, "training");
         TrainOptions options = setup.options;
         if (setup.schemes[i].scheme) {
-          trainers.push_back(std::make_unique<Trainer>(convert_scheme(initial, *setup.schemes[i].scheme), text, options));
+          trainers.push_back(std::make_unique<Trainer>(
+              convert_scheme(initial, *setup.schemes[i].scheme), text, options));
         } else {
           options.forward.mode = setup.schemes[i].mode;
-          if (setup.schemes[i].mode == ResidualMode::block) options.forward.block_size = setup.schemes[i].block_size;
+          if (setup.schemes[i].mode == ResidualMode::block)
+            options.forward.block_size = setup.schemes[i].block_size;
           trainers.push_back(std::make_unique<Trainer>(initial, text, options));
         }
         std::optional<AlphaMap> alpha;
-        if (setup.schemes[i].mode != ResidualMode::standard) alpha = alpha_map(*trainers.back(), window);
+        if (setup.schemes[i].mode != ResidualMode::standard)
+          alpha = alpha_map(*trainers.back(), window);
         publish(i, trainers.back()->log().back(), std::move(alpha));
       }
       run->post(this, run, true);
@@ -628,13 +672,15 @@ void TrainingView::start() {
       std::int64_t tokens = 0;
       for (bool more = true; more;) {
         more = false;
-        for (std::size_t i = 0; i < trainers.size(); ++i) {  // round-robin: the curves grow together
+        for (std::size_t i = 0; i < trainers.size();
+             ++i) {  // round-robin: the curves grow together
           Trainer& trainer = *trainers[i];
           if (trainer.finished()) continue;
           const TrainLogRow& row = trainer.step(check);  // Stop abandons the step in flight
           tokens += static_cast<std::int64_t>(setup.options.batch) * setup.options.sequence_length;
           std::optional<AlphaMap> alpha;
-          if (std::isfinite(row.val_loss) && setup.schemes[i].mode != ResidualMode::standard) alpha = alpha_map(trainer, window);
+          if (std::isfinite(row.val_loss) && setup.schemes[i].mode != ResidualMode::standard)
+            alpha = alpha_map(trainer, window);
           publish(i, row, std::move(alpha));
           const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
           {
@@ -642,7 +688,8 @@ void TrainingView::start() {
             run->tokens_per_second = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
           }
           const std::int64_t done = ++run->steps;
-          report_progress(progress, static_cast<std::size_t>(done), static_cast<std::size_t>(total), "training");
+          report_progress(progress, static_cast<std::size_t>(done), static_cast<std::size_t>(total),
+                          "training");
           run->post(this, run, false);
           more = more || !trainer.finished();
         }
@@ -676,7 +723,9 @@ void TrainingView::apply_update(const std::shared_ptr<Run>& run) {
     std::lock_guard lock(run->mutex);
     run->update_posted = false;
     for (std::size_t i = 0; i < run->rows.size(); ++i) {
-      rows_[i].insert(rows_[i].end(), run->rows[i].begin() + static_cast<std::ptrdiff_t>(rows_[i].size()), run->rows[i].end());
+      rows_[i].insert(rows_[i].end(),
+                      run->rows[i].begin() + static_cast<std::ptrdiff_t>(rows_[i].size()),
+                      run->rows[i].end());
     }
     end = run->end;
     alpha_changed = run->alpha_version != 0;
@@ -716,14 +765,17 @@ void TrainingView::redraw() {
     train.points = thinned(rows, 1, 1500, [](const TrainLogRow& r) { return r.train_loss; });
     ChartSeries val{schemes[i].name + " validation", {}, ChartSeries::Style::scatter, false};
     for (const auto& row : rows) {
-      if (std::isfinite(row.val_loss)) val.points.emplace_back(static_cast<double>(row.step), row.val_loss);
+      if (std::isfinite(row.val_loss))
+        val.points.emplace_back(static_cast<double>(row.step), row.val_loss);
     }
     loss.series.push_back(std::move(train));
     loss.series.push_back(std::move(val));
-    ChartSeries out{schemes[i].name, {}, ChartSeries::Style::line_and_points, false}, out_grad = out;
+    ChartSeries out{schemes[i].name, {}, ChartSeries::Style::line_and_points, false},
+        out_grad = out;
     if (!rows.empty() && rows.back().step > 0) {
       const auto& row = rows.back();
-      for (std::size_t l = 0; l < row.output_rms.size(); ++l) out.points.emplace_back(double(l + 1), row.output_rms[l]);
+      for (std::size_t l = 0; l < row.output_rms.size(); ++l)
+        out.points.emplace_back(double(l + 1), row.output_rms[l]);
       for (std::size_t l = 0; l < row.output_grad_rms.size(); ++l) {
         out_grad.points.emplace_back(double(l + 1), row.output_grad_rms[l]);
       }
@@ -746,11 +798,13 @@ void TrainingView::redraw() {
         static const QScatterSeries::MarkerShape shapes[] = {QScatterSeries::MarkerShapeCircle,
                                                              QScatterSeries::MarkerShapeRectangle,
                                                              QScatterSeries::MarkerShapeTriangle};
-        scatter->setMarkerShape(shapes[std::min<std::size_t>(all[scheme].colour, std::size(shapes) - 1)]);
+        scatter->setMarkerShape(
+            shapes[std::min<std::size_t>(all[scheme].colour, std::size(shapes) - 1)]);
         scatter->setMarkerSize(8.0);
         scatter->setColor(colour);
         scatter->setBorderColor(colour.darker(130));
-        for (QLegendMarker* marker : panel->chart()->legend()->markers(scatter)) marker->setVisible(false);
+        for (QLegendMarker* marker : panel->chart()->legend()->markers(scatter))
+          marker->setVisible(false);
       } else if (auto* line = qobject_cast<QLineSeries*>(series[k])) {
         QColor see_through = colour;
         if (per_scheme == 2) see_through.setAlpha(170);  // overlapping training curves stay visible
@@ -786,11 +840,13 @@ void TrainingView::redraw_alpha() {
     }
   }
   if (!map) {
-    alpha_->set_data(chosen.empty() ? "α: train a Full or Block AttnRes scheme" : "α of " + chosen, {}, {}, {});
+    alpha_->set_data(chosen.empty() ? "α: train a Full or Block AttnRes scheme" : "α of " + chosen,
+                     {}, {}, {});
     return;
   }
-  alpha_->set_data("α of " + chosen + ", step " + std::to_string(map->step) + " (mean over a validation window)",
-                   map->values, map->rows, map->columns, 0.0, 1.0);
+  alpha_->set_data(
+      "α of " + chosen + ", step " + std::to_string(map->step) + " (mean over a validation window)",
+      map->values, map->rows, map->columns, 0.0, 1.0);
 }
 
 void TrainingView::update_status() {
@@ -812,24 +868,32 @@ void TrainingView::update_status() {
   for (std::size_t i = 0; i < schemes.size() && i < rows_.size(); ++i) {
     const auto& rows = rows_[i];
     const std::int64_t step = rows.empty() ? 0 : rows.back().step;
-    text += "\n" + schemes[i].name + ": step " + std::to_string(step) + " / " + std::to_string(run_->settings.options.steps);
+    text += "\n" + schemes[i].name + ": step " + std::to_string(step) + " / " +
+            std::to_string(run_->settings.options.steps);
     const double val = latest_validation(rows);
-    if (std::isfinite(val)) text += ", validation loss " + format_number(std::round(val * 1000.0) / 1000.0);
+    if (std::isfinite(val))
+      text += ", validation loss " + format_number(std::round(val * 1000.0) / 1000.0);
     if (!rows.empty() && rows.back().step > 0) {
-      text += ", training loss " + format_number(std::round(rows.back().train_loss * 1000.0) / 1000.0);
+      text +=
+          ", training loss " + format_number(std::round(rows.back().train_loss * 1000.0) / 1000.0);
     }
   }
   if (!saved_.empty()) text += "\n" + saved_;
   status_->setText(QString::fromStdString(text));
 }
 
-std::vector<ChartSpec> TrainingView::charts() const { return {loss_->spec(), rms_->spec(), grad_rms_->spec()}; }
+std::vector<ChartSpec> TrainingView::charts() const {
+  return {loss_->spec(), rms_->spec(), grad_rms_->spec()};
+}
 
-std::vector<HeatmapWidget*> TrainingView::heatmaps() { return {alpha_}; }
+std::vector<HeatmapWidget*> TrainingView::heatmaps() {
+  return {alpha_};
+}
 
 void TrainingView::save_models(const fs::path& directory) {
   try {
-    if (!run_ || state_ == State::running) throw Error("save models: wait until the run has stopped or finished");
+    if (!run_ || state_ == State::running)
+      throw Error("save models: wait until the run has stopped or finished");
     if (steps_done() == 0) throw Error("save models: no scheme has trained a step yet");
     std::vector<std::pair<fs::path, const Trainer*>> targets;
     OutputDirectoryOptions output;
@@ -846,20 +910,24 @@ void TrainingView::save_models(const fs::path& directory) {
     }
     clear_error();
     // The trainers stay alive with `run` while another run may start.
-    run("saving models", [this, run = run_, targets, output, root](const Progress& progress) -> std::function<void()> {
-      OutputDirectoryOptions options = output;
-      options.progress = progress;
-      for (const auto& [target, trainer] : targets) {
-        write_output_directory(target, options, [trainer = trainer](const fs::path& staging) { trainer->write_checkpoint(staging); });
-      }
-      const std::string note = "saved " + std::to_string(targets.size()) + " model director" +
-                               (targets.size() == 1 ? "y" : "ies") + " into " + root.string();
-      return [this, run, note] {
-        if (run != run_) return;
-        saved_ = note;
-        update_status();
-      };
-    });
+    run("saving models",
+        [this, run = run_, targets, output,
+         root](const Progress& progress) -> std::function<void()> {
+          OutputDirectoryOptions options = output;
+          options.progress = progress;
+          for (const auto& [target, trainer] : targets) {
+            write_output_directory(target, options, [trainer = trainer](const fs::path& staging) {
+              trainer->write_checkpoint(staging);
+            });
+          }
+          const std::string note = "saved " + std::to_string(targets.size()) + " model director" +
+                                   (targets.size() == 1 ? "y" : "ies") + " into " + root.string();
+          return [this, run, note] {
+            if (run != run_) return;
+            saved_ = note;
+            update_status();
+          };
+        });
   } catch (const Error& error) {
     show_error(error.what());
   }

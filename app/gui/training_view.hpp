@@ -74,7 +74,8 @@ class TrainingView : public View {
   QLineEdit* data_path_;
   QLabel* data_info_;
   QDoubleSpinBox *validation_fraction_, *lr_;
-  QSpinBox *layers_, *d_model_, *heads_, *ffn_, *seq_, *batch_, *steps_, *seed_, *threads_, *block_size_;
+  QSpinBox *layers_, *d_model_, *heads_, *ffn_, *seq_, *batch_, *steps_, *seed_, *threads_,
+      *block_size_;
   QCheckBox *standard_, *full_, *block_, *other_;
   QComboBox* other_scheme_;  // a named scheme or "NAME:key=value,..." (docs/schemes.md)
   QPushButton *start_, *stop_, *save_;

@@ -51,7 +51,8 @@ class StaleOverlay : public QWidget {
     font.setBold(true);
     painter.setFont(font);
     const QRectF box = QRectF(rect()).adjusted(8, 8, -8, -8);
-    const QRectF text = painter.boundingRect(box, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, reason_);
+    const QRectF text =
+        painter.boundingRect(box, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, reason_);
     painter.fillRect(text.adjusted(-6, -3, 6, 3), QColor(255, 244, 214, 235));
     painter.setPen(QColor(120, 80, 0));
     painter.drawText(box, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, reason_);
@@ -68,7 +69,9 @@ std::vector<QWidget*> chart_widgets(QWidget* root) {
   std::vector<QWidget*> out;
   if (root == nullptr) return out;
   for (auto* w : root->findChildren<QWidget*>()) {
-    if (dynamic_cast<ChartPanel*>(w) || dynamic_cast<HeatmapWidget*>(w) || dynamic_cast<GanttWidget*>(w)) out.push_back(w);
+    if (dynamic_cast<ChartPanel*>(w) || dynamic_cast<HeatmapWidget*>(w) ||
+        dynamic_cast<GanttWidget*>(w))
+      out.push_back(w);
   }
   return out;
 }
@@ -109,7 +112,8 @@ View::View(std::string name, QString title, ViewHost host, QWidget* parent)
   banner_->setWordWrap(true);
   banner_->setTextFormat(Qt::PlainText);
   banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  banner_->setStyleSheet("QLabel { background: #fde2e1; color: #8a1c1c; padding: 6px; border: 1px solid #e0a3a0; }");
+  banner_->setStyleSheet(
+      "QLabel { background: #fde2e1; color: #8a1c1c; padding: 6px; border: 1px solid #e0a3a0; }");
   banner_->setVisible(false);
   pending_timer_ = new QTimer(this);
   pending_timer_->setSingleShot(true);
@@ -122,7 +126,8 @@ View::View(std::string name, QString title, ViewHost host, QWidget* parent)
 View::~View() = default;
 
 void View::show_error(const std::string& message, const std::vector<QWidget*>& fields) {
-  // Plain text, escaped like the CLI's messages: bytes from hostile files never reach the screen raw.
+  // Plain text, escaped like the CLI's messages: bytes from hostile files never reach the screen
+  // raw.
   banner_->setText(QString::fromStdString("error: " + printable_text(message)));
   banner_->setVisible(true);
   for (const auto& field : error_fields_) {
@@ -147,7 +152,9 @@ void View::clear_error() {
   error_fields_.clear();
 }
 
-std::string View::error_text() const { return banner_->isHidden() ? std::string() : banner_->text().toStdString(); }
+std::string View::error_text() const {
+  return banner_->isHidden() ? std::string() : banner_->text().toStdString();
+}
 
 std::vector<QWidget*> View::error_fields() const {
   std::vector<QWidget*> out;
@@ -185,8 +192,10 @@ void View::place_banner() {
   if (content_ != nullptr && content_->isVisible()) {
     area = QRect(content_->mapTo(this, QPoint(0, 0)), content_->size());
   }
-  const int height = std::min(banner_->heightForWidth(area.width()), std::max(40, area.height() / 2));
-  banner_->setGeometry(area.left(), area.top(), area.width(), std::max(height, banner_->sizeHint().height()));
+  const int height =
+      std::min(banner_->heightForWidth(area.width()), std::max(40, area.height() / 2));
+  banner_->setGeometry(area.left(), area.top(), area.width(),
+                       std::max(height, banner_->sizeHint().height()));
   banner_->raise();
 }
 

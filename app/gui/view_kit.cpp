@@ -13,15 +13,15 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSlider>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QTimer>
 #include <QToolButton>
-#include <QScrollArea>
-#include <QScrollBar>
-#include <QSlider>
 #include <QVBoxLayout>
 #include <array>
 #include <cmath>
@@ -93,19 +93,24 @@ ExplanationPanel::ExplanationPanel(const QString& html, QWidget* parent) : QWidg
 void ExplanationPanel::set_collapsed(bool collapsed) {
   text_->setVisible(!collapsed);
   toggle_->setText(collapsed ? "◂ ?" : "hide ▸");
-  toggle_->setToolTip(collapsed ? "Show the explanation (what you see, the formula, what to try); View > Explanations"
-                                : "Hide the explanation to give the charts the room (View > Explanations)");
+  toggle_->setToolTip(
+      collapsed
+          ? "Show the explanation (what you see, the formula, what to try); View > Explanations"
+          : "Hide the explanation to give the charts the room (View > Explanations)");
   setMaximumWidth(collapsed ? toggle_->sizeHint().width() + 4 : 330);
   setMinimumWidth(collapsed ? 0 : 200);
 }
 
-bool ExplanationPanel::collapsed() const { return text_->isHidden(); }
+bool ExplanationPanel::collapsed() const {
+  return text_->isHidden();
+}
 
 QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const QString& html) {
   auto* layout = new QHBoxLayout(view);
   layout->setContentsMargins(6, 6, 6, 6);
-  // The inputs scroll instead of being clipped (a projector's 1024 x 700) and never squeeze the charts.
-  // Long combo entries do not widen the column (their full text is in the list and the tooltip).
+  // The inputs scroll instead of being clipped (a projector's 1024 x 700) and never squeeze the
+  // charts. Long combo entries do not widen the column (their full text is in the list and the
+  // tooltip).
   for (auto* combo : inputs->findChildren<QComboBox*>()) {
     if (combo->sizeAdjustPolicy() == QComboBox::AdjustToContentsOnFirstShow) {
       combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -118,7 +123,8 @@ QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const 
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  const int width = inputs->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 6;
+  const int width =
+      inputs->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 6;
   scroll->setFixedWidth(std::max(width, 220));
   scroll->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Expanding);
   layout->addWidget(scroll);
@@ -137,7 +143,8 @@ QWidget* with_slider(QSpinBox* box, const char* name) {
   slider->setObjectName(name);
   slider->setRange(box->minimum(), box->maximum());
   slider->setValue(box->value());
-  slider->setToolTip(box->toolTip().isEmpty() ? QString("Drag to change the value beside it") : box->toolTip());
+  slider->setToolTip(box->toolTip().isEmpty() ? QString("Drag to change the value beside it")
+                                              : box->toolTip());
   slider->setMinimumWidth(60);
   layout->addWidget(box);
   layout->addWidget(slider, 1);
@@ -168,9 +175,11 @@ QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name) {
   auto* slider = new QSlider(Qt::Horizontal);
   slider->setObjectName(name);
   const double unit = box->singleStep();
-  slider->setRange(static_cast<int>(std::lround(box->minimum() / unit)), static_cast<int>(std::lround(slider_max / unit)));
+  slider->setRange(static_cast<int>(std::lround(box->minimum() / unit)),
+                   static_cast<int>(std::lround(slider_max / unit)));
   slider->setValue(static_cast<int>(std::lround(box->value() / unit)));
-  slider->setToolTip(box->toolTip().isEmpty() ? QString("Drag to change the value beside it") : box->toolTip());
+  slider->setToolTip(box->toolTip().isEmpty() ? QString("Drag to change the value beside it")
+                                              : box->toolTip());
   slider->setMinimumWidth(60);
   layout->addWidget(box);
   layout->addWidget(slider, 1);
@@ -186,23 +195,30 @@ QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name) {
 }
 
 // Coalesces many input changes into one recompute.
-void on_change(QWidget* owner, const std::vector<QWidget*>& inputs, const std::function<void()>& action) {
+void on_change(QWidget* owner, const std::vector<QWidget*>& inputs,
+               const std::function<void()>& action) {
   auto* timer = new QTimer(owner);
   timer->setSingleShot(true);
   timer->setInterval(0);  // coalesces the changes of one event-loop pass
   QObject::connect(timer, &QTimer::timeout, owner, action);
   for (QWidget* input : inputs) {
-    if (auto* s = qobject_cast<QSpinBox*>(input)) QObject::connect(s, &QSpinBox::valueChanged, timer, qOverload<>(&QTimer::start));
-    if (auto* d = qobject_cast<QDoubleSpinBox*>(input)) QObject::connect(d, &QDoubleSpinBox::valueChanged, timer, qOverload<>(&QTimer::start));
+    if (auto* s = qobject_cast<QSpinBox*>(input))
+      QObject::connect(s, &QSpinBox::valueChanged, timer, qOverload<>(&QTimer::start));
+    if (auto* d = qobject_cast<QDoubleSpinBox*>(input))
+      QObject::connect(d, &QDoubleSpinBox::valueChanged, timer, qOverload<>(&QTimer::start));
     if (auto* c = qobject_cast<QComboBox*>(input)) {
       QObject::connect(c, &QComboBox::currentIndexChanged, timer, qOverload<>(&QTimer::start));
-      if (c->isEditable()) {  // a typed entry counts when Enter is pressed; a chosen one even if unchanged
+      if (c->isEditable()) {  // a typed entry counts when Enter is pressed; a chosen one even if
+                              // unchanged
         QObject::connect(c, &QComboBox::activated, timer, qOverload<>(&QTimer::start));
-        QObject::connect(c->lineEdit(), &QLineEdit::editingFinished, timer, qOverload<>(&QTimer::start));
+        QObject::connect(c->lineEdit(), &QLineEdit::editingFinished, timer,
+                         qOverload<>(&QTimer::start));
       }
     }
-    if (auto* b = qobject_cast<QCheckBox*>(input)) QObject::connect(b, &QCheckBox::toggled, timer, qOverload<>(&QTimer::start));
-    if (auto* e = qobject_cast<QLineEdit*>(input)) QObject::connect(e, &QLineEdit::editingFinished, timer, qOverload<>(&QTimer::start));
+    if (auto* b = qobject_cast<QCheckBox*>(input))
+      QObject::connect(b, &QCheckBox::toggled, timer, qOverload<>(&QTimer::start));
+    if (auto* e = qobject_cast<QLineEdit*>(input))
+      QObject::connect(e, &QLineEdit::editingFinished, timer, qOverload<>(&QTimer::start));
   }
 }
 
@@ -210,7 +226,8 @@ QComboBox* named_scheme_picker(const std::string& current) {
   auto* combo = new QComboBox;
   for (const auto& name : scheme_names()) {
     combo->addItem(QString::fromStdString(name), QString::fromStdString(name));
-    combo->setItemData(combo->count() - 1, QString::fromStdString(scheme_summary(name)), Qt::ToolTipRole);
+    combo->setItemData(combo->count() - 1, QString::fromStdString(scheme_summary(name)),
+                       Qt::ToolTipRole);
   }
   combo->setCurrentText(QString::fromStdString(current));
   return combo;

@@ -50,7 +50,8 @@ QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name);
 // A spin box's range (e.g. S <= L when the model changes), its slider's with it.
 void set_spin_range(QSpinBox* box, int low, int high);
 // Coalesces the changes of `inputs` in one event-loop pass into one call of `action`.
-void on_change(QWidget* owner, const std::vector<QWidget*>& inputs, const std::function<void()>& action);
+void on_change(QWidget* owner, const std::vector<QWidget*>& inputs,
+               const std::function<void()>& action);
 // The hardware presets.
 QComboBox* hardware_combo();
 // A picker of the cost engine's named schemes (docs/scheme-costs.md); the item data is the name.

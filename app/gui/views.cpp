@@ -1,5 +1,4 @@
 #include "views.hpp"
-#include "view_kit.hpp"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -41,6 +40,7 @@
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
 #include "training_view.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 
@@ -48,10 +48,11 @@ namespace fs = std::filesystem;
 
 fs::path shipped_models_directory() {
   // Set but empty: no shipped models (every model view starts on the random model).
-  if (qEnvironmentVariableIsSet("ATTNRES_MODELS_DIR")) return fs::path(qgetenv("ATTNRES_MODELS_DIR").toStdString());
+  if (qEnvironmentVariableIsSet("ATTNRES_MODELS_DIR"))
+    return fs::path(qgetenv("ATTNRES_MODELS_DIR").toStdString());
   if (QCoreApplication::instance() != nullptr) {
-    const fs::path installed =
-        fs::path(QCoreApplication::applicationDirPath().toStdString()) / ".." / "share" / "attnres" / "models";
+    const fs::path installed = fs::path(QCoreApplication::applicationDirPath().toStdString()) /
+                               ".." / "share" / "attnres" / "models";
     std::error_code error;
     if (fs::is_directory(installed, error)) return installed.lexically_normal();
   }
@@ -74,7 +75,8 @@ std::vector<ShippedModel> available_shipped_models() {
   for (const auto& [name, label] : shipped) {
     const fs::path dir = root / name;
     std::error_code e1, e2;
-    if (fs::is_regular_file(dir / "config.json", e1) && fs::is_regular_file(dir / "model.safetensors", e2)) {
+    if (fs::is_regular_file(dir / "config.json", e1) &&
+        fs::is_regular_file(dir / "model.safetensors", e2)) {
       models.push_back({name, label, dir});
     }
   }
@@ -126,16 +128,19 @@ std::string training_log_summary(const fs::path& train_log_csv, const std::strin
   if (!last_val || steps < 0) return {};
   char loss[96];
   if (first_val && *first_val != *last_val) {
-    std::snprintf(loss, sizeof loss, "validation loss %.2f \u2192 %.2f nats/token", *first_val, *last_val);
+    std::snprintf(loss, sizeof loss, "validation loss %.2f \u2192 %.2f nats/token", *first_val,
+                  *last_val);
   } else {
     std::snprintf(loss, sizeof loss, "validation loss %.2f nats/token", *last_val);
   }
-  return "trained " + std::to_string(steps) + " steps" + (data.empty() ? "" : " on " + data) + ", " + loss;
+  return "trained " + std::to_string(steps) + " steps" + (data.empty() ? "" : " on " + data) +
+         ", " + loss;
 }
 
 std::vector<View*> make_views(const ViewHost& host, QWidget* parent) {
-  std::vector<View*> views = {make_cost_view(host),     make_depth_attention_view(host), make_magnitudes_view(host),
-                              make_pipeline_view(host), make_duality_view(host),         make_scaling_view(host),
+  std::vector<View*> views = {make_cost_view(host),       make_depth_attention_view(host),
+                              make_magnitudes_view(host), make_pipeline_view(host),
+                              make_duality_view(host),    make_scaling_view(host),
                               new TrainingView(host)};
   for (View* view : views) view->setParent(parent);
   return views;

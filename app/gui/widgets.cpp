@@ -39,17 +39,21 @@ QFont pixel_font(double pixels) {
 using charts::wrap_lines;
 
 // A readout box (rounded, white, thin border) with `text` near `anchor`, kept inside `bounds`.
-void draw_readout_box(QPainter& painter, const QString& text, QPointF anchor, const QRectF& bounds, const QFont& font) {
+void draw_readout_box(QPainter& painter, const QString& text, QPointF anchor, const QRectF& bounds,
+                      const QFont& font) {
   const QFontMetricsF metrics(font);
   const QRectF text_rect =
-      metrics.boundingRect(QRectF(0, 0, std::max(60.0, bounds.width() - 16), 1e6), Qt::AlignLeft | Qt::TextWordWrap, text);
+      metrics.boundingRect(QRectF(0, 0, std::max(60.0, bounds.width() - 16), 1e6),
+                           Qt::AlignLeft | Qt::TextWordWrap, text);
   const double pad = 0.35 * metrics.height();
   QRectF box(QPointF(0, 0), QSizeF(text_rect.width() + 2 * pad, text_rect.height() + 2 * pad));
   box.moveBottomLeft(anchor + QPointF(12, -10));
   if (box.right() > bounds.right() - 2) box.moveRight(anchor.x() - 12);
   if (box.top() < bounds.top() + 2) box.moveTop(anchor.y() + 14);
-  box.moveLeft(std::clamp(box.left(), bounds.left() + 2, std::max(bounds.left() + 2, bounds.right() - 2 - box.width())));
-  box.moveTop(std::clamp(box.top(), bounds.top() + 2, std::max(bounds.top() + 2, bounds.bottom() - 2 - box.height())));
+  box.moveLeft(std::clamp(box.left(), bounds.left() + 2,
+                          std::max(bounds.left() + 2, bounds.right() - 2 - box.width())));
+  box.moveTop(std::clamp(box.top(), bounds.top() + 2,
+                         std::max(bounds.top() + 2, bounds.bottom() - 2 - box.height())));
   painter.save();
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setPen(QPen(QColor(90, 90, 90), 1.0));
@@ -57,16 +61,23 @@ void draw_readout_box(QPainter& painter, const QString& text, QPointF anchor, co
   painter.drawRoundedRect(box, 3, 3);
   painter.setFont(font);
   painter.setPen(Qt::black);
-  painter.drawText(box.adjusted(pad, pad, -pad + 2, -pad), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, text);
+  painter.drawText(box.adjusted(pad, pad, -pad + 2, -pad),
+                   Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, text);
   painter.restore();
 }
 
-QString number(double v) { return QString::number(v, 'g', 6); }
+QString number(double v) {
+  return QString::number(v, 'g', 6);
+}
 
 }  // namespace
 
-void set_chart_font_scale(double scale) { g_font_scale = std::isfinite(scale) ? std::clamp(scale, 0.5, 4.0) : 1.0; }
-double chart_font_scale() { return g_font_scale; }
+void set_chart_font_scale(double scale) {
+  g_font_scale = std::isfinite(scale) ? std::clamp(scale, 0.5, 4.0) : 1.0;
+}
+double chart_font_scale() {
+  return g_font_scale;
+}
 
 // ----------------------------------------------------------------------------------------------
 // HeatmapWidget
@@ -77,8 +88,8 @@ HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {
 }
 
 void HeatmapWidget::set_data(std::string title, std::vector<std::vector<double>> values,
-                             std::vector<std::string> row_labels, std::vector<std::string> column_labels,
-                             double low, double high) {
+                             std::vector<std::string> row_labels,
+                             std::vector<std::string> column_labels, double low, double high) {
   HeatmapSpec spec;
   spec.title = std::move(title);
   spec.values = std::move(values);
@@ -99,13 +110,27 @@ charts::HeatmapLayout HeatmapWidget::plan() const {
   return charts::heatmap_layout(spec_, QSizeF(size()), chart_font_scale());
 }
 
-std::vector<int> HeatmapWidget::drawn_row_labels() const { return plan().rows; }
-std::vector<int> HeatmapWidget::drawn_column_labels() const { return plan().columns; }
-QRectF HeatmapWidget::cells_rect() const { return plan().area; }
-QRectF HeatmapWidget::colour_bar_rect() const { return plan().bar; }
-QRectF HeatmapWidget::row_label_rect(int row) const { return plan().row_label_rect(row); }
-QPointF HeatmapWidget::cell_center(int row, int col) const { return plan().cell_center(row, col); }
-std::pair<int, int> HeatmapWidget::cell_at(QPointF point) const { return plan().cell_at(point); }
+std::vector<int> HeatmapWidget::drawn_row_labels() const {
+  return plan().rows;
+}
+std::vector<int> HeatmapWidget::drawn_column_labels() const {
+  return plan().columns;
+}
+QRectF HeatmapWidget::cells_rect() const {
+  return plan().area;
+}
+QRectF HeatmapWidget::colour_bar_rect() const {
+  return plan().bar;
+}
+QRectF HeatmapWidget::row_label_rect(int row) const {
+  return plan().row_label_rect(row);
+}
+QPointF HeatmapWidget::cell_center(int row, int col) const {
+  return plan().cell_center(row, col);
+}
+std::pair<int, int> HeatmapWidget::cell_at(QPointF point) const {
+  return plan().cell_at(point);
+}
 
 void HeatmapWidget::paintEvent(QPaintEvent*) {
   QPainter painter(this);
@@ -130,7 +155,9 @@ void HeatmapWidget::mouseMoveEvent(QMouseEvent* event) {
   QToolTip::showText(event->globalPosition().toPoint(), text, this);
 }
 
-std::string HeatmapWidget::csv() const { return heatmap_csv(spec_); }
+std::string HeatmapWidget::csv() const {
+  return heatmap_csv(spec_);
+}
 
 void HeatmapWidget::export_image(const std::filesystem::path& path) {
   QByteArray bytes;
@@ -146,7 +173,8 @@ void HeatmapWidget::export_image(const std::filesystem::path& path) {
   } else {
     grab().toImage().save(&buffer, "PNG");
   }
-  write_file_atomically(path, std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
+  write_file_atomically(
+      path, std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -237,7 +265,9 @@ void GanttWidget::pan_by_pixels(double dx) {
   set_window(start + dt, end + dt);
 }
 
-void GanttWidget::reset_zoom() { set_window(0, charts::gantt_extent(spec_)); }
+void GanttWidget::reset_zoom() {
+  set_window(0, charts::gantt_extent(spec_));
+}
 
 QString GanttWidget::window_note() const {
   const double extent = charts::gantt_extent(spec_);
@@ -246,12 +276,14 @@ QString GanttWidget::window_note() const {
   if (spec_.boxes.empty()) return {};
   const bool narrow = width() < 560;  // the window alone, without the hints
   if (end_ <= start_) {
-    const QString whole = "whole chart, 0-" + QString::number(extent, 'f', decimals_for(extent)) + suffix;
+    const QString whole =
+        "whole chart, 0-" + QString::number(extent, 'f', decimals_for(extent)) + suffix;
     return narrow ? whole : whole + " - wheel or +/- zooms around the cursor, drag pans";
   }
   const int d = decimals_for(end_ - start_);
-  const QString window = "showing " + QString::number(start_, 'f', d) + "-" + QString::number(end_, 'f', d) + suffix +
-                         " of 0-" + QString::number(extent, 'f', decimals_for(extent)) + suffix + " (x" +
+  const QString window = "showing " + QString::number(start_, 'f', d) + "-" +
+                         QString::number(end_, 'f', d) + suffix + " of 0-" +
+                         QString::number(extent, 'f', decimals_for(extent)) + suffix + " (x" +
                          QString::number(extent / (end_ - start_), 'f', 1) + ")";
   return narrow ? window : window + " - drag or arrows pan, 0 or double-click: whole chart";
 }
@@ -278,7 +310,8 @@ int GanttWidget::box_at(QPointF pos) const {
     const ChartBox& box = spec_.boxes[i];
     if (box.lane != lane || is_transfer(box.category) != transfers) continue;
     const QRectF r = layout.box_rect(box);
-    const double distance = pos.x() < r.left() ? r.left() - pos.x() : (pos.x() > r.right() ? pos.x() - r.right() : 0.0);
+    const double distance =
+        pos.x() < r.left() ? r.left() - pos.x() : (pos.x() > r.right() ? pos.x() - r.right() : 0.0);
     if (distance > 3.0) continue;
     const double score = 1e6 * distance + std::abs(pos.x() - r.center().x());
     if (score < best_score) {
@@ -302,8 +335,8 @@ QString GanttWidget::readout_at(QPointF pos) const {
   const int d = std::max(decimals_for(box.x1 - box.x0), decimals_for(box.x1));
   QString text = lane + " - " + category;
   if (!box.label.empty()) text += "\n" + QString::fromStdString(box.label);
-  text += "\n" + QString::number(box.x0, 'f', d) + " to " + QString::number(box.x1, 'f', d) + suffix + " (" +
-          QString::number(box.x1 - box.x0, 'g', 4) + suffix + ")";
+  text += "\n" + QString::number(box.x0, 'f', d) + " to " + QString::number(box.x1, 'f', d) +
+          suffix + " (" + QString::number(box.x1 - box.x0, 'g', 4) + suffix + ")";
   return text;
 }
 
@@ -325,8 +358,10 @@ void GanttWidget::paintEvent(QPaintEvent*) {
   view.highlight = hover_box_;
   charts::paint_gantt(painter, spec_, QRectF(rect()), view);
   if (!hover_text_.isEmpty() && !dragging_) {
-    const double fit = std::clamp(std::sqrt(width() * height() / (640.0 * 260.0)), 0.75, 1.0);  // as the chart's type
-    draw_readout_box(painter, hover_text_, hover_pos_, QRectF(rect()), pixel_font(12 * chart_font_scale() * fit));
+    const double fit = std::clamp(std::sqrt(width() * height() / (640.0 * 260.0)), 0.75,
+                                  1.0);  // as the chart's type
+    draw_readout_box(painter, hover_text_, hover_pos_, QRectF(rect()),
+                     pixel_font(12 * chart_font_scale() * fit));
   }
 }
 
@@ -484,15 +519,19 @@ ChartPanel::Hit ChartPanel::hit_at(QPointF pos) const {
     for (qsizetype i = 0; i < points.size(); ++i) {
       const QPointF scene = shown->mapToScene(shown->mapToPosition(points[i], series));
       const QPointF at = to_view.map(scene);
-      const double d2 = (at.x() - pos.x()) * (at.x() - pos.x()) + (at.y() - pos.y()) * (at.y() - pos.y());
+      const double d2 =
+          (at.x() - pos.x()) * (at.x() - pos.x()) + (at.y() - pos.y()) * (at.y() - pos.y());
       if (d2 > best) continue;
       best = d2;
       const QPointF value = charts::series_point(shown, series, i);
-      const bool secondary = static_cast<std::size_t>(s) < spec_.series.size() && spec_.series[static_cast<std::size_t>(s)].secondary_axis;
+      const bool secondary = static_cast<std::size_t>(s) < spec_.series.size() &&
+                             spec_.series[static_cast<std::size_t>(s)].secondary_axis;
       const std::string& y_label = secondary ? spec_.y2_label : spec_.y_label;
-      hit.text = series->name() + "\n" + (spec_.x_label.empty() ? QString("x") : QString::fromStdString(spec_.x_label)) +
-                 ": " + number(value.x()) + "\n" + (y_label.empty() ? QString("y") : QString::fromStdString(y_label)) +
-                 ": " + number(value.y());
+      hit.text = series->name() + "\n" +
+                 (spec_.x_label.empty() ? QString("x") : QString::fromStdString(spec_.x_label)) +
+                 ": " + number(value.x()) + "\n" +
+                 (y_label.empty() ? QString("y") : QString::fromStdString(y_label)) + ": " +
+                 number(value.y());
       hit.scene_position = scene;
       hit.colour = series->color();
     }
@@ -500,15 +539,19 @@ ChartPanel::Hit ChartPanel::hit_at(QPointF pos) const {
   return hit;
 }
 
-QString ChartPanel::readout_at(QPointF pos) const { return hit_at(pos).text; }
+QString ChartPanel::readout_at(QPointF pos) const {
+  return hit_at(pos).text;
+}
 
 QPointF ChartPanel::point_position(std::size_t series, std::size_t point) const {
   QChart* shown = chart();
-  if (!shown || series >= spec_.series.size() || point >= spec_.series[series].points.size()) return {};
+  if (!shown || series >= spec_.series.size() || point >= spec_.series[series].points.size())
+    return {};
   const QList<QAbstractSeries*> all = shown->series();
   if (static_cast<qsizetype>(series) >= all.size()) return {};
   const auto [x, y] = spec_.series[series].points[point];
-  const QPointF position = charts::chart_position(shown, QPointF(x, y), all[static_cast<qsizetype>(series)]);
+  const QPointF position =
+      charts::chart_position(shown, QPointF(x, y), all[static_cast<qsizetype>(series)]);
   return viewportTransform().map(shown->mapToScene(position));
 }
 
@@ -546,6 +589,5 @@ void ChartPanel::drawForeground(QPainter* painter, const QRectF& rect) {
   const QRectF bounds = mapToScene(viewport()->rect()).boundingRect();
   draw_readout_box(*painter, hover_text_, hover_point_, bounds, pixel_font(11 * effective_scale()));
 }
-
 
 }  // namespace attnres::gui

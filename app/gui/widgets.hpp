@@ -29,8 +29,9 @@ class HeatmapWidget : public QWidget {
  public:
   explicit HeatmapWidget(QWidget* parent = nullptr);
   // values (rows x cols), NaN = no value (grey); colours scale from `low` to `high`.
-  void set_data(std::string title, std::vector<std::vector<double>> values, std::vector<std::string> row_labels,
-                std::vector<std::string> column_labels, double low = 0.0, double high = 1.0);
+  void set_data(std::string title, std::vector<std::vector<double>> values,
+                std::vector<std::string> row_labels, std::vector<std::string> column_labels,
+                double low = 0.0, double high = 1.0);
   // The whole map as core data (the builders of core/model_charts.hpp make these).
   void set_spec(HeatmapSpec spec);
   const HeatmapSpec& spec() const { return spec_; }
@@ -75,8 +76,9 @@ class GanttWidget : public QWidget {
   // the cursor, dragging or Shift+wheel (horizontal wheel) and the arrow keys pan, a
   // double-click or 0 shows the whole chart again.
   std::pair<double, double> visible_range() const;
-  void zoom_at(double factor, double widget_x);  // factor > 1 zooms in, keeping widget_x's time in place
-  void pan_by_pixels(double dx);                 // dx > 0 shows later times
+  void zoom_at(double factor,
+               double widget_x);  // factor > 1 zooms in, keeping widget_x's time in place
+  void pan_by_pixels(double dx);  // dx > 0 shows later times
   void reset_zoom();
   // Where box `index` of spec().boxes is drawn (widget coordinates, before the painter's
   // one-pixel minimum), and the box under a point (-1 if none).
@@ -100,7 +102,8 @@ class GanttWidget : public QWidget {
 
  private:
   QString window_note() const;
-  // The visible window, the type scale and the note under the legend: how the chart is laid out now.
+  // The visible window, the type scale and the note under the legend: how the chart is laid out
+  // now.
   charts::GanttView current_view() const;
   void set_window(double start, double end);
   void hover(QPointF pos);

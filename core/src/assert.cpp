@@ -2,7 +2,8 @@
 
 namespace attnres {
 
-void assertion_failed(const char* file, int line, const char* condition, const std::string& message) {
+void assertion_failed(const char* file, int line, const char* condition,
+                      const std::string& message) {
   // Appended piece by piece: GCC 12 reports a false -Wrestrict on "literal" + std::string.
   std::string text = file;
   text += ':';

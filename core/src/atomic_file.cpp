@@ -12,8 +12,8 @@ namespace fs = std::filesystem;
 
 void write_file_atomically(const fs::path& path, std::string_view content) {
   std::random_device entropy;
-  const fs::path temporary =
-      path.parent_path() / (path.filename().string() + ".tmp" + std::to_string(entropy() % 1000000));
+  const fs::path temporary = path.parent_path() / (path.filename().string() + ".tmp" +
+                                                   std::to_string(entropy() % 1000000));
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out) throw Error("cannot write '" + path.string() + "': cannot create a temporary file");

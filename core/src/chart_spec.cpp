@@ -12,7 +12,8 @@ std::string chart_csv(const ChartSpec& spec) {
   out.precision(12);
   out << "series,x,y\n";
   for (const auto& series : spec.series) {
-    for (const auto& [x, y] : series.points) out << '"' << series.name << "\"," << x << "," << y << "\n";
+    for (const auto& [x, y] : series.points)
+      out << '"' << series.name << "\"," << x << "," << y << "\n";
   }
   return out.str();
 }
@@ -24,15 +25,17 @@ std::string heatmap_csv(const HeatmapSpec& spec) {
   out << "\n";
   for (std::size_t r = 0; r < spec.row_labels.size() && r < spec.values.size(); ++r) {
     out << spec.row_labels[r];
-    for (double v : spec.values[r]) out << "," << (std::isnan(v) ? std::string() : format_number(v));
+    for (double v : spec.values[r])
+      out << "," << (std::isnan(v) ? std::string() : format_number(v));
     out << "\n";
   }
   return out.str();
 }
 
 bool same_heatmap(const HeatmapSpec& a, const HeatmapSpec& b) {
-  if (a.id != b.id || a.title != b.title || a.row_labels != b.row_labels || a.column_labels != b.column_labels ||
-      a.low != b.low || a.high != b.high || a.caption != b.caption || a.values.size() != b.values.size()) {
+  if (a.id != b.id || a.title != b.title || a.row_labels != b.row_labels ||
+      a.column_labels != b.column_labels || a.low != b.low || a.high != b.high ||
+      a.caption != b.caption || a.values.size() != b.values.size()) {
     return false;
   }
   for (std::size_t r = 0; r < a.values.size(); ++r) {

@@ -1,15 +1,17 @@
 #include "attnres/cost.hpp"
-#include "attnres/cost_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "attnres/checked_math.hpp"
+#include "attnres/cost_metrics.hpp"
 
 namespace attnres {
 
-std::string to_string(DType dtype) { return enum_name(kDTypeNames, dtype); }
+std::string to_string(DType dtype) {
+  return enum_name(kDTypeNames, dtype);
+}
 
 DType parse_dtype(const std::string& text, const std::string& where) {
   return parse_enum(kDTypeNames, text, where, "unknown dtype");
@@ -18,9 +20,12 @@ DType parse_dtype(const std::string& text, const std::string& where) {
 int bytes_per_element(DType dtype) {
   switch (dtype) {
     case DType::bf16:
-    case DType::fp16: return 2;
-    case DType::fp32: return 4;
-    case DType::fp8: return 1;
+    case DType::fp16:
+      return 2;
+    case DType::fp32:
+      return 4;
+    case DType::fp8:
+      return 1;
   }
   return 0;
 }
@@ -108,12 +113,16 @@ ScheduleChoice best_full_schedule_block(std::int64_t sublayers, std::int64_t d) 
 
 // ---------------------------------------------------------------- docs/math.md §3.2
 
-std::int64_t history_vectors_full(std::int64_t sublayers) { return sublayers + 1; }
-std::int64_t history_vectors_block(std::int64_t blocks) { return blocks + 1; }
+std::int64_t history_vectors_full(std::int64_t sublayers) {
+  return sublayers + 1;
+}
+std::int64_t history_vectors_block(std::int64_t blocks) {
+  return blocks + 1;
+}
 
 PrefillMemory prefill_history_bytes(std::int64_t batch, std::int64_t tokens, std::int64_t blocks,
-                                    std::int64_t d, int bytes_per_element,
-                                    std::int64_t seq_shards, std::int64_t chunk_tokens) {
+                                    std::int64_t d, int bytes_per_element, std::int64_t seq_shards,
+                                    std::int64_t chunk_tokens) {
   const std::string what = "prefill history bytes (B·b·N·T·d)";
   const std::int64_t per_token = checked_multiply(
       checked_multiply(checked_multiply(batch, bytes_per_element, what), blocks, what), d, what);
@@ -218,7 +227,8 @@ std::int64_t depth_read_source_pairs(ResidualMode mode, std::int64_t sublayers,
   const std::string what = "depth-attention source count";
   switch (mode) {
     case ResidualMode::standard:
-    case ResidualMode::mhc: return 0;  // no reads over stored sources
+    case ResidualMode::mhc:
+      return 0;  // no reads over stored sources
     case ResidualMode::full:
     case ResidualMode::denseformer:
     case ResidualMode::rescaled:
@@ -228,7 +238,8 @@ std::int64_t depth_read_source_pairs(ResidualMode mode, std::int64_t sublayers,
       // The i-th sublayer of block n sees n sources, plus the partial sum when i >= 2; the final
       // read sees N + 1.
       const std::int64_t S = block_size, N = block_count(L, S), last_size = L - (N - 1) * S;
-      const std::int64_t full_blocks = checked_multiply(S, checked_multiply(N - 1, N, what) / 2, what);
+      const std::int64_t full_blocks =
+          checked_multiply(S, checked_multiply(N - 1, N, what) / 2, what);
       return checked_add(checked_add(full_blocks, checked_multiply(N, last_size, what), what),
                          (L - N) + (N + 1), what);
     }
@@ -265,8 +276,12 @@ double model_flops_per_token(std::int64_t sublayers, std::int64_t d, std::int64_
 
 // ---------------------------------------------------------------- docs/math.md §3.5
 
-double ScalingFit::loss_at(double compute) const { return A * std::pow(compute, -a); }
-double ScalingFit::compute_for(double loss) const { return std::pow(A / loss, 1.0 / a); }
+double ScalingFit::loss_at(double compute) const {
+  return A * std::pow(compute, -a);
+}
+double ScalingFit::compute_for(double loss) const {
+  return std::pow(A / loss, 1.0 / a);
+}
 
 const std::array<ScalingFit, 3>& paper_scaling_fits() {
   static const std::array<ScalingFit, 3> fits = {ScalingFit{"baseline", 1.891, 0.057},
@@ -315,7 +330,8 @@ std::string join(const std::vector<std::string>& words) {
   return out;
 }
 
-std::string with_hint(std::string message, const std::string& word, const std::vector<std::string>& candidates) {
+std::string with_hint(std::string message, const std::string& word,
+                      const std::vector<std::string>& candidates) {
   const std::string hint = did_you_mean(word, candidates);
   if (!hint.empty()) {
     message += " (did you mean '";
@@ -326,9 +342,9 @@ std::string with_hint(std::string message, const std::string& word, const std::v
 }
 
 const std::vector<std::string>& spec_keys() {
-  static const std::vector<std::string> keys = {"block_size", "gate",   "key_norm", "window",
-                                                "heads",      "query_source", "mixing", "streams",
-                                                "dynamic",    "sinkhorn_iterations"};
+  static const std::vector<std::string> keys = {
+      "block_size",   "gate",   "key_norm", "window",  "heads",
+      "query_source", "mixing", "streams",  "dynamic", "sinkhorn_iterations"};
   return keys;
 }
 
@@ -338,9 +354,9 @@ struct SchemeSizes {
   std::int64_t N = 0, S = 0;  // Block: its own blocks; Full layout: the two-phase schedule block
   std::int64_t window = 0;    // the effective window: 0 when off or W >= L (Full AttnRes)
   std::int64_t m = 0;
-  bool full_layout = false;   // Full, DenseFormer (and rescaled): every output is a source
+  bool full_layout = false;  // Full, DenseFormer (and rescaled): every output is a source
   bool input_query = false;
-  bool values_only = false;   // weights known ahead: DenseFormer, mixing = scalars
+  bool values_only = false;  // weights known ahead: DenseFormer, mixing = scalars
 };
 
 SchemeSizes sizes_of(const AttnResConfig& scheme, const CostInputs& in) {
@@ -355,7 +371,8 @@ SchemeSizes sizes_of(const AttnResConfig& scheme, const CostInputs& in) {
   }
   z.full_layout = scheme.mode == ResidualMode::full || scheme.mode == ResidualMode::denseformer ||
                   scheme.mode == ResidualMode::rescaled;
-  if (scheme.mode == ResidualMode::full && scheme.window > 0 && scheme.window < z.L) z.window = scheme.window;
+  if (scheme.mode == ResidualMode::full && scheme.window > 0 && scheme.window < z.L)
+    z.window = scheme.window;
   z.m = scheme.streams;
   z.input_query = scheme.uses_query() && scheme.query_source == QuerySource::input;
   z.values_only = scheme.mode == ResidualMode::denseformer ||
@@ -365,7 +382,8 @@ SchemeSizes sizes_of(const AttnResConfig& scheme, const CostInputs& in) {
 
 // (read, source) pairs of the scheme's layout over the L + 1 reads.
 std::int64_t pairs_of(const AttnResConfig& scheme, const SchemeSizes& z) {
-  if (scheme.mode == ResidualMode::block) return depth_read_source_pairs(ResidualMode::block, z.L, z.S);
+  if (scheme.mode == ResidualMode::block)
+    return depth_read_source_pairs(ResidualMode::block, z.L, z.S);
   return depth_read_source_pairs_window(z.L, z.window);
 }
 
@@ -375,9 +393,10 @@ std::string pairs_formula(const AttnResConfig& scheme, const SchemeSizes& z) {
   return "P = (L + 1)(L + 2)/2";
 }
 
-// The I/O row; formula and schedule text only when asked for (sweeps evaluate millions of settings).
-ResidualIo io_row(const AttnResConfig& scheme, const CostInputs& in, bool one_shot, std::string* formula,
-                  std::string* schedule) {
+// The I/O row; formula and schedule text only when asked for (sweeps evaluate millions of
+// settings).
+ResidualIo io_row(const AttnResConfig& scheme, const CostInputs& in, bool one_shot,
+                  std::string* formula, std::string* schedule) {
   const SchemeSizes z = sizes_of(scheme, in);
   auto say = [&](const char* f, const char* s) {
     if (formula) *formula = f;
@@ -391,13 +410,15 @@ ResidualIo io_row(const AttnResConfig& scheme, const CostInputs& in, bool one_sh
       say("3d", "running mean h <- (r h + v)/(r + 1): read h and v, write h (the standard row)");
       return io_standard(z.d);
     case ResidualMode::mhc:
-      say("(8m + 2)d + 2m^2 + 4m", scheme.dynamic ? "stream update (paper Table 1)"
-                                                  : "stream update (paper Table 1's row; static coefficients "
-                                                    "are not subtracted)");
+      say("(8m + 2)d + 2m^2 + 4m", scheme.dynamic
+                                       ? "stream update (paper Table 1)"
+                                       : "stream update (paper Table 1's row; static coefficients "
+                                         "are not subtracted)");
       return io_mhc(z.m, z.d);
     case ResidualMode::full:
     case ResidualMode::block:
-    case ResidualMode::denseformer: break;
+    case ResidualMode::denseformer:
+      break;
   }
   if (!one_shot && !z.input_query && z.window == 0) {
     if (z.full_layout) {
@@ -440,7 +461,17 @@ ResidualIo io_row(const AttnResConfig& scheme, const CostInputs& in, bool one_sh
 namespace {
 
 // The named schemes (docs/scheme-costs.md "Named schemes"), in table order.
-enum class Variant { none, static_mhc, sigmoid, sigmoid_normalized, no_key_norm, window, multihead, input_query, scalars };
+enum class Variant {
+  none,
+  static_mhc,
+  sigmoid,
+  sigmoid_normalized,
+  no_key_norm,
+  window,
+  multihead,
+  input_query,
+  scalars
+};
 struct NamedScheme {
   const char* name;
   ResidualMode mode;
@@ -449,24 +480,34 @@ struct NamedScheme {
 };
 constexpr NamedScheme kNamedSchemes[] = {
     {"standard", ResidualMode::standard, Variant::none, "standard residual h <- h + f(h)"},
-    {"full", ResidualMode::full, Variant::none, "Full AttnRes: every earlier output is a source (paper defaults)"},
-    {"block", ResidualMode::block, Variant::none, "Block AttnRes: block summaries are the sources (paper defaults)"},
+    {"full", ResidualMode::full, Variant::none,
+     "Full AttnRes: every earlier output is a source (paper defaults)"},
+    {"block", ResidualMode::block, Variant::none,
+     "Block AttnRes: block summaries are the sources (paper defaults)"},
     {"denseformer", ResidualMode::denseformer, Variant::none,
      "DenseFormer: learned unnormalised weights over every earlier output"},
-    {"rescaled", ResidualMode::rescaled, Variant::none, "rescaled residual: the running mean of the outputs"},
-    {"mhc", ResidualMode::mhc, Variant::none, "mHC: m streams, dynamic coefficients, Sinkhorn-projected mixing"},
-    {"mhc_static", ResidualMode::mhc, Variant::static_mhc, "mHC with static coefficients (biases only)"},
-    {"full_sigmoid", ResidualMode::full, Variant::sigmoid, "Full AttnRes, sigmoid gate (unnormalised)"},
+    {"rescaled", ResidualMode::rescaled, Variant::none,
+     "rescaled residual: the running mean of the outputs"},
+    {"mhc", ResidualMode::mhc, Variant::none,
+     "mHC: m streams, dynamic coefficients, Sinkhorn-projected mixing"},
+    {"mhc_static", ResidualMode::mhc, Variant::static_mhc,
+     "mHC with static coefficients (biases only)"},
+    {"full_sigmoid", ResidualMode::full, Variant::sigmoid,
+     "Full AttnRes, sigmoid gate (unnormalised)"},
     {"full_sigmoid_normalized", ResidualMode::full, Variant::sigmoid_normalized,
      "Full AttnRes, sigmoid gate divided by its sum"},
-    {"full_no_key_norm", ResidualMode::full, Variant::no_key_norm, "Full AttnRes scoring the raw sources (no key norm)"},
-    {"full_window", ResidualMode::full, Variant::window, "Full AttnRes reading the embedding and the last 8 outputs"},
+    {"full_no_key_norm", ResidualMode::full, Variant::no_key_norm,
+     "Full AttnRes scoring the raw sources (no key norm)"},
+    {"full_window", ResidualMode::full, Variant::window,
+     "Full AttnRes reading the embedding and the last 8 outputs"},
     {"full_multihead", ResidualMode::full, Variant::multihead,
      "Full AttnRes with 16 depth-attention heads (or the largest divisor of d below 16)"},
     {"full_input_query", ResidualMode::full, Variant::input_query,
      "Full AttnRes with a query computed from the latest source"},
-    {"full_scalars", ResidualMode::full, Variant::scalars, "Full AttnRes with learned input-independent logits"},
-    {"block_sigmoid", ResidualMode::block, Variant::sigmoid, "Block AttnRes, sigmoid gate (unnormalised)"},
+    {"full_scalars", ResidualMode::full, Variant::scalars,
+     "Full AttnRes with learned input-independent logits"},
+    {"block_sigmoid", ResidualMode::block, Variant::sigmoid,
+     "Block AttnRes, sigmoid gate (unnormalised)"},
     {"block_sigmoid_normalized", ResidualMode::block, Variant::sigmoid_normalized,
      "Block AttnRes, sigmoid gate divided by its sum"},
     {"block_no_key_norm", ResidualMode::block, Variant::no_key_norm,
@@ -475,7 +516,8 @@ constexpr NamedScheme kNamedSchemes[] = {
      "Block AttnRes with 16 depth-attention heads (or the largest divisor of d below 16)"},
     {"block_input_query", ResidualMode::block, Variant::input_query,
      "Block AttnRes with a query computed from the latest source"},
-    {"block_scalars", ResidualMode::block, Variant::scalars, "Block AttnRes with learned input-independent logits"},
+    {"block_scalars", ResidualMode::block, Variant::scalars,
+     "Block AttnRes with learned input-independent logits"},
 };
 
 const NamedScheme* find_named(const std::string& name) {
@@ -489,21 +531,40 @@ AttnResConfig make_named(const NamedScheme& entry, const CostInputs& in) {
   AttnResConfig c;
   c.mode = entry.mode;
   if (c.mode == ResidualMode::block) {
-    c.block_size = in.block_size <= std::numeric_limits<int>::max() ? static_cast<int>(in.block_size) : 0;
+    c.block_size =
+        in.block_size <= std::numeric_limits<int>::max() ? static_cast<int>(in.block_size) : 0;
   }
   if (c.mode == ResidualMode::mhc) {
-    c.streams = static_cast<int>(std::min<std::int64_t>(in.streams, std::numeric_limits<int>::max()));
+    c.streams =
+        static_cast<int>(std::min<std::int64_t>(in.streams, std::numeric_limits<int>::max()));
   }
   switch (entry.variant) {
-    case Variant::none: break;
-    case Variant::static_mhc: c.dynamic = false; break;
-    case Variant::sigmoid: c.gate = DepthGate::sigmoid; break;
-    case Variant::sigmoid_normalized: c.gate = DepthGate::sigmoid_normalized; break;
-    case Variant::no_key_norm: c.key_norm = false; break;
-    case Variant::window: c.window = 8; break;  // the paper's "W = 1 + 8"
-    case Variant::multihead: c.heads = multihead_heads(in.d_model); break;
-    case Variant::input_query: c.query_source = QuerySource::input; break;
-    case Variant::scalars: c.mixing = DepthMixing::scalars; break;
+    case Variant::none:
+      break;
+    case Variant::static_mhc:
+      c.dynamic = false;
+      break;
+    case Variant::sigmoid:
+      c.gate = DepthGate::sigmoid;
+      break;
+    case Variant::sigmoid_normalized:
+      c.gate = DepthGate::sigmoid_normalized;
+      break;
+    case Variant::no_key_norm:
+      c.key_norm = false;
+      break;
+    case Variant::window:
+      c.window = 8;
+      break;  // the paper's "W = 1 + 8"
+    case Variant::multihead:
+      c.heads = multihead_heads(in.d_model);
+      break;
+    case Variant::input_query:
+      c.query_source = QuerySource::input;
+      break;
+    case Variant::scalars:
+      c.mixing = DepthMixing::scalars;
+      break;
   }
   return c;
 }
@@ -512,7 +573,8 @@ AttnResConfig make_named(const NamedScheme& entry, const CostInputs& in) {
 const std::array<const NamedScheme*, kSchemeIoKeyCount>& scheme_io_entries() {
   static const std::array<const NamedScheme*, kSchemeIoKeyCount> entries = [] {
     std::array<const NamedScheme*, kSchemeIoKeyCount> out{};
-    for (std::size_t i = 0; i < kSchemeIoKeyCount; ++i) out[i] = find_named(kSchemeIoKeys[i].scheme);
+    for (std::size_t i = 0; i < kSchemeIoKeyCount; ++i)
+      out[i] = find_named(kSchemeIoKeys[i].scheme);
     return out;
   }();
   return entries;
@@ -551,7 +613,8 @@ AttnResConfig parse_scheme_spec(const std::string& spec, const CostInputs& in) {
   if (colon == std::string::npos) return c;
   const std::string items = spec.substr(colon + 1);
   if (items.empty()) {
-    throw CostInputError("scheme", "'" + spec + "' has nothing after ':' (expected NAME:key=value[,key=value...])");
+    throw CostInputError(
+        "scheme", "'" + spec + "' has nothing after ':' (expected NAME:key=value[,key=value...])");
   }
   std::vector<std::string> seen;
   std::size_t start = 0;
@@ -561,12 +624,14 @@ AttnResConfig parse_scheme_spec(const std::string& spec, const CostInputs& in) {
     start = comma + 1;
     const auto equals = item.find('=');
     if (equals == std::string::npos || equals == 0) {
-      throw CostInputError("scheme", "'" + item + "' in '" + spec +
-                                         "' is not key=value (expected e.g. block:gate=sigmoid,block_size=4)");
+      throw CostInputError(
+          "scheme", "'" + item + "' in '" + spec +
+                        "' is not key=value (expected e.g. block:gate=sigmoid,block_size=4)");
     }
     const std::string key = item.substr(0, equals), value = item.substr(equals + 1);
     if (std::find(spec_keys().begin(), spec_keys().end(), key) == spec_keys().end()) {
-      std::string message = with_hint("unknown key '" + key + "' in '" + spec + "'", key, spec_keys());
+      std::string message =
+          with_hint("unknown key '" + key + "' in '" + spec + "'", key, spec_keys());
       message += "; expected one of: ";
       message += join(spec_keys());
       throw CostInputError("scheme", message);
@@ -623,14 +688,16 @@ std::string scheme_spec(const AttnResConfig& c) {
     item += value;
     items.push_back(std::move(item));
   };
-  if (c.mode == ResidualMode::block && c.block_size > 0) add("block_size", std::to_string(c.block_size));
+  if (c.mode == ResidualMode::block && c.block_size > 0)
+    add("block_size", std::to_string(c.block_size));
   if (c.gate != defaults.gate) add("gate", to_string(c.gate));
   if (c.key_norm != defaults.key_norm) add("key_norm", c.key_norm ? "true" : "false");
   if (c.window != defaults.window) add("window", std::to_string(c.window));
   if (c.heads != defaults.heads) add("heads", std::to_string(c.heads));
   if (c.query_source != defaults.query_source) add("query_source", to_string(c.query_source));
   if (c.mixing != defaults.mixing) add("mixing", to_string(c.mixing));
-  if (c.mode == ResidualMode::mhc || c.streams != defaults.streams) add("streams", std::to_string(c.streams));
+  if (c.mode == ResidualMode::mhc || c.streams != defaults.streams)
+    add("streams", std::to_string(c.streams));
   if (c.dynamic != defaults.dynamic) add("dynamic", c.dynamic ? "true" : "false");
   if (c.sinkhorn_iterations != defaults.sinkhorn_iterations) {
     add("sinkhorn_iterations", std::to_string(c.sinkhorn_iterations));
@@ -646,7 +713,8 @@ std::string scheme_spec(const AttnResConfig& c) {
 std::optional<CostInputProblem> scheme_problem(const AttnResConfig& c, const CostInputs& in) {
   const AttnResConfig defaults;
   const std::string mode = to_string(c.mode);
-  auto only_for = [&](bool applies, bool is_default, const char* key, const char* modes) -> Problem {
+  auto only_for = [&](bool applies, bool is_default, const char* key,
+                      const char* modes) -> Problem {
     if (applies || is_default) return std::nullopt;
     std::string message = key;
     message += " applies to ";
@@ -659,43 +727,52 @@ std::optional<CostInputProblem> scheme_problem(const AttnResConfig& c, const Cos
   if (c.mode == ResidualMode::block) {
     const std::int64_t S = c.block_size > 0 ? c.block_size : in.block_size;
     if (c.block_size < 0 || S > L) {
-      return CostInputProblem{"block_size", "block_size must be between 1 and L = " + std::to_string(L) +
-                                                " sublayers for Block AttnRes, got " + std::to_string(c.block_size)};
+      return CostInputProblem{
+          "block_size", "block_size must be between 1 and L = " + std::to_string(L) +
+                            " sublayers for Block AttnRes, got " + std::to_string(c.block_size)};
     }
-  } else if (auto p = only_for(false, c.block_size == 0, "block_size", "Block AttnRes (mode block)")) {
+  } else if (auto p =
+                 only_for(false, c.block_size == 0, "block_size", "Block AttnRes (mode block)")) {
     return p;
   }
-  const bool attention = c.attention_mode(), query = c.uses_query(), mhc = c.mode == ResidualMode::mhc;
+  const bool attention = c.attention_mode(), query = c.uses_query(),
+             mhc = c.mode == ResidualMode::mhc;
   const char* query_modes = "Full and Block AttnRes with mixing = attention";
-  if (auto p = only_for(attention, c.gate == defaults.gate, "gate", "Full and Block AttnRes")) return p;
-  if (auto p = only_for(attention, c.mixing == defaults.mixing, "mixing", "Full and Block AttnRes")) return p;
+  if (auto p = only_for(attention, c.gate == defaults.gate, "gate", "Full and Block AttnRes"))
+    return p;
+  if (auto p = only_for(attention, c.mixing == defaults.mixing, "mixing", "Full and Block AttnRes"))
+    return p;
   if (auto p = only_for(c.mode == ResidualMode::full, c.window == defaults.window, "window",
                         "Full AttnRes (mode full)")) {
     return p;
   }
   if (auto p = only_for(query, c.key_norm == defaults.key_norm, "key_norm", query_modes)) return p;
   if (auto p = only_for(query, c.heads == defaults.heads, "heads", query_modes)) return p;
-  if (auto p = only_for(query, c.query_source == defaults.query_source, "query_source", query_modes)) return p;
+  if (auto p =
+          only_for(query, c.query_source == defaults.query_source, "query_source", query_modes))
+    return p;
   if (auto p = only_for(mhc, c.streams == defaults.streams, "streams", "mHC (mode mhc)")) return p;
   if (auto p = only_for(mhc, c.dynamic == defaults.dynamic, "dynamic", "mHC (mode mhc)")) return p;
-  if (auto p = only_for(mhc, c.sinkhorn_iterations == defaults.sinkhorn_iterations, "sinkhorn_iterations",
-                        "mHC (mode mhc)")) {
+  if (auto p = only_for(mhc, c.sinkhorn_iterations == defaults.sinkhorn_iterations,
+                        "sinkhorn_iterations", "mHC (mode mhc)")) {
     return p;
   }
   if (c.window < 0) {
-    return CostInputProblem{"window", "window must be >= 0 (0 = no window), got " + std::to_string(c.window)};
+    return CostInputProblem{"window",
+                            "window must be >= 0 (0 = no window), got " + std::to_string(c.window)};
   }
   if (c.heads < 1 || in.d_model % c.heads != 0) {
-    return CostInputProblem{"heads", "heads (" + std::to_string(c.heads) + ") must be a positive divisor of d = " +
-                                         std::to_string(in.d_model)};
+    return CostInputProblem{
+        "heads", "heads (" + std::to_string(c.heads) +
+                     ") must be a positive divisor of d = " + std::to_string(in.d_model)};
   }
   if (c.streams < 1) {
     return CostInputProblem{"streams", "streams must be at least 1 (mHC needs a stream), got " +
                                            std::to_string(c.streams)};
   }
   if (c.sinkhorn_iterations < 1) {
-    return CostInputProblem{"sinkhorn_iterations",
-                            "sinkhorn_iterations must be at least 1, got " + std::to_string(c.sinkhorn_iterations)};
+    return CostInputProblem{"sinkhorn_iterations", "sinkhorn_iterations must be at least 1, got " +
+                                                       std::to_string(c.sinkhorn_iterations)};
   }
   return std::nullopt;
 }
@@ -705,7 +782,8 @@ ResidualIo scheme_io(const AttnResConfig& scheme, const CostInputs& in, bool one
 }
 
 SchemeCost scheme_cost(const AttnResConfig& scheme, const CostInputs& in) {
-  if (auto problem = scheme_problem(scheme, in)) throw CostInputError(problem->field, problem->message);
+  if (auto problem = scheme_problem(scheme, in))
+    throw CostInputError(problem->field, problem->message);
   SchemeCost out;
   out.scheme = scheme;
   const SchemeSizes z = sizes_of(scheme, in);
@@ -765,7 +843,8 @@ SchemeCost scheme_cost(const AttnResConfig& scheme, const CostInputs& in) {
     if (scheme.dynamic) {
       out.params = coefficients * (1.0 + m * D);
       out.params_formula = "L(2m + m^2)(1 + md)";
-      out.mixing_flops = L * ((2.0 * m * m * m + 6.0 * m * m + 6.0 * m) * D + 4.0 * I * m * m) + m * D;
+      out.mixing_flops =
+          L * ((2.0 * m * m * m + 6.0 * m * m + 6.0 * m) * D + 4.0 * I * m * m) + m * D;
       out.flops_formula = "L[(2m^3 + 6m^2 + 6m)d + 4Im^2] + md";
     } else {
       out.params = coefficients;
@@ -787,10 +866,12 @@ SchemeCost scheme_cost(const AttnResConfig& scheme, const CostInputs& in) {
     } else {
       per_pair = scheme.key_norm ? 6 : 4;
       per_read = (scheme.key_norm ? 1 : 0) + (normalised ? 1 : 0);
-      const double per_read_params = (scheme.key_norm ? 2.0 : 1.0) * D + (z.input_query ? D * D : 0.0);
+      const double per_read_params =
+          (scheme.key_norm ? 2.0 : 1.0) * D + (z.input_query ? D * D : 0.0);
       out.params = R * per_read_params;
-      out.params_formula = z.input_query ? (scheme.key_norm ? "(L + 1)(2d + d^2)" : "(L + 1)(d + d^2)")
-                                         : (scheme.key_norm ? "2(L + 1)d" : "(L + 1)d");
+      out.params_formula = z.input_query
+                               ? (scheme.key_norm ? "(L + 1)(2d + d^2)" : "(L + 1)(d + d^2)")
+                               : (scheme.key_norm ? "2(L + 1)d" : "(L + 1)d");
     }
     out.mixing_flops = P * per_pair * D + R * per_read * D;
     std::string f = std::to_string(per_pair) + "dP";
@@ -813,18 +894,21 @@ SchemeCost scheme_cost(const AttnResConfig& scheme, const CostInputs& in) {
   if (!out.two_phase) {
     out.two_phase_reason = limit;
   } else if (scheme.mode == ResidualMode::rescaled) {
-    out.two_phase_reason = "applies (fixed weights), but the running mean reads no history: the row counts the "
-                           "running update";
+    out.two_phase_reason =
+        "applies (fixed weights), but the running mean reads no history: the row counts the "
+        "running update";
   } else if (scheme.mode == ResidualMode::denseformer) {
     out.two_phase_reason = "applies: the weights are parameters, known before phase 1";
   } else if (scheme.mixing == DepthMixing::scalars) {
     out.two_phase_reason = "applies: the mixing logits are parameters, known before phase 1";
   } else {
     out.two_phase_reason = "applies: the static queries of a group are known before phase 1";
-    if (scheme.gate == DepthGate::sigmoid) out.two_phase_reason += "; unnormalised sums merge without a max";
+    if (scheme.gate == DepthGate::sigmoid)
+      out.two_phase_reason += "; unnormalised sums merge without a max";
   }
   if (out.two_phase && z.window > 0) {
-    out.two_phase_reason += "; the I/O row counts one-shot reads (no closed form for a windowed two-phase schedule)";
+    out.two_phase_reason +=
+        "; the I/O row counts one-shot reads (no closed form for a windowed two-phase schedule)";
   }
   return out;
 }
@@ -847,12 +931,14 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
   }
   if (in.layers != 0) {
     if (auto p = below(in.layers, 1, "layers", "transformer layers")) return p;
-    if (in.layers > (std::int64_t{1} << 61)) return problem("layers", "transformer layers is too large");
+    if (in.layers > (std::int64_t{1} << 61))
+      return problem("layers", "transformer layers is too large");
     const std::int64_t from_layers = 2 * in.layers;
     if (in.sublayers != 0 && in.sublayers != from_layers) {
-      return problem("sublayers", "sublayers L = " + std::to_string(in.sublayers) + " disagrees with " +
-                                      std::to_string(in.layers) + " transformer layers (L = " +
-                                      std::to_string(from_layers) + ")");
+      return problem("sublayers", "sublayers L = " + std::to_string(in.sublayers) +
+                                      " disagrees with " + std::to_string(in.layers) +
+                                      " transformer layers (L = " + std::to_string(from_layers) +
+                                      ")");
     }
     in.sublayers = from_layers;
   }
@@ -871,24 +957,25 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
     const std::int64_t n = block_count(L, in.block_size);
     if (in.blocks != 0 && in.blocks != n) {
       return problem("blocks", "blocks N = " + std::to_string(in.blocks) +
-                                   " disagrees with block size S = " + std::to_string(in.block_size) +
-                                   " (L = " + std::to_string(L) + " gives N = ceil(L/S) = " +
-                                   std::to_string(n) + ")");
+                                   " disagrees with block size S = " +
+                                   std::to_string(in.block_size) + " (L = " + std::to_string(L) +
+                                   " gives N = ceil(L/S) = " + std::to_string(n) + ")");
     }
     in.blocks = n;
   } else {
     if (auto p = below(in.blocks, 1, "blocks", "blocks N")) return p;
     if (in.blocks > L) {
-      return problem("blocks", "blocks N = " + std::to_string(in.blocks) + " exceeds L = " +
-                                   std::to_string(L) + " sublayers");
+      return problem("blocks", "blocks N = " + std::to_string(in.blocks) +
+                                   " exceeds L = " + std::to_string(L) + " sublayers");
     }
     in.block_size = (L + in.blocks - 1) / in.blocks;
     const std::int64_t n = block_count(L, in.block_size);
     if (n != in.blocks) {
-      return problem("blocks", "N = " + std::to_string(in.blocks) + " blocks cannot cover L = " +
-                                   std::to_string(L) + " sublayers with equal blocks (S = ceil(L/N) = " +
-                                   std::to_string(in.block_size) + " gives " + std::to_string(n) +
-                                   " blocks); give block_size instead");
+      return problem(
+          "blocks",
+          "N = " + std::to_string(in.blocks) + " blocks cannot cover L = " + std::to_string(L) +
+              " sublayers with equal blocks (S = ceil(L/N) = " + std::to_string(in.block_size) +
+              " gives " + std::to_string(n) + " blocks); give block_size instead");
     }
   }
   if (auto p = below(in.streams, 1, "streams", "residual streams m")) return p;
@@ -903,13 +990,14 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
   if (auto p = below(in.batch, 1, "batch", "batch B")) return p;
   if (auto p = below(in.seq_shards, 1, "seq_shards", "sequence shards")) return p;
   if (in.seq_shards > in.tokens) {
-    return problem("seq_shards", "sequence shards (" + std::to_string(in.seq_shards) +
-                                     ") exceed the sequence length T = " + std::to_string(in.tokens));
+    return problem("seq_shards",
+                   "sequence shards (" + std::to_string(in.seq_shards) +
+                       ") exceed the sequence length T = " + std::to_string(in.tokens));
   }
   if (auto p = below(in.chunk, 0, "chunk", "chunk length")) return p;
   if (in.chunk > in.tokens) {
-    return problem("chunk", "chunk length " + std::to_string(in.chunk) + " exceeds T = " +
-                                std::to_string(in.tokens));
+    return problem("chunk", "chunk length " + std::to_string(in.chunk) +
+                                " exceeds T = " + std::to_string(in.tokens));
   }
   if (auto p = below(in.pp, 1, "pp", "pipeline ranks P")) return p;
   if (auto p = below(in.vpp, 1, "vpp", "virtual stages V")) return p;
@@ -925,15 +1013,15 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
       __builtin_mul_overflow(product, in.blocks, &product) ||
       __builtin_mul_overflow(product, in.d_model, &product) ||
       __builtin_mul_overflow(product, in.tokens, &product)) {
-    return problem("tokens", "prefill history bytes B·b·N·T·d = " + std::to_string(in.batch) + " x " +
-                                 std::to_string(bytes_per_element(in.dtype)) + " x " +
+    return problem("tokens", "prefill history bytes B·b·N·T·d = " + std::to_string(in.batch) +
+                                 " x " + std::to_string(bytes_per_element(in.dtype)) + " x " +
                                  std::to_string(in.blocks) + " x " + std::to_string(in.tokens) +
                                  " x " + std::to_string(in.d_model) + " overflows 64-bit integers");
   }
   if (__builtin_mul_overflow(L + 1, L + 2, &product) ||
       __builtin_mul_overflow(L + 1, in.d_model, &product)) {
-    return problem("sublayers", "L = " + std::to_string(L) + " with d = " + std::to_string(in.d_model) +
-                                    " overflows 64-bit integers");
+    return problem("sublayers", "L = " + std::to_string(L) + " with d = " +
+                                    std::to_string(in.d_model) + " overflows 64-bit integers");
   }
   return std::nullopt;
 }
@@ -955,7 +1043,8 @@ CostReport evaluate_costs(const CostInputs& in) {
   r.io.full_naive = io_full_naive_mean(L, d);
   r.io.mhc = io_mhc(in.streams, d);
   for (std::size_t i = 0; i < kSchemeIoKeyCount; ++i) {
-    r.scheme_io[i] = scheme_io(make_named(*scheme_io_entries()[i], in), in, kSchemeIoKeys[i].one_shot);
+    r.scheme_io[i] =
+        scheme_io(make_named(*scheme_io_entries()[i], in), in, kSchemeIoKeys[i].one_shot);
   }
   r.full_best_schedule = best_full_schedule_block(L, d);
   r.history_full_vectors = history_vectors_full(L);

@@ -14,9 +14,9 @@ namespace attnres {
 
 namespace {
 
-CostInputField make(std::string_view key, std::int64_t CostInputs::*member, std::string_view section,
-                    std::string_view flag, std::string_view symbol, std::string_view label, std::string_view unit,
-                    std::string_view help) {
+CostInputField make(std::string_view key, std::int64_t CostInputs::*member,
+                    std::string_view section, std::string_view flag, std::string_view symbol,
+                    std::string_view label, std::string_view unit, std::string_view help) {
   CostInputField field;
   field.key = key;
   field.member = member;
@@ -31,15 +31,16 @@ CostInputField make(std::string_view key, std::int64_t CostInputs::*member, std:
 
 std::array<CostInputField, 13> build_fields() {
   std::array<CostInputField, 13> f = {
-      make("sublayers", &CostInputs::sublayers, "model", "sublayers", "L", "sublayers L", "sublayers",
-           "sublayers L (attention and MLP each count; 2 x transformer layers)"),
+      make("sublayers", &CostInputs::sublayers, "model", "sublayers", "L", "sublayers L",
+           "sublayers", "sublayers L (attention and MLP each count; 2 x transformer layers)"),
       make("layers", &CostInputs::layers, "model", "layers", "", "transformer layers", "layers",
            "transformer layers (L = 2 x layers), instead of sublayers"),
-      make("d_model", &CostInputs::d_model, "model", "d-model", "d", "width d", "elements", "hidden width d"),
+      make("d_model", &CostInputs::d_model, "model", "d-model", "d", "width d", "elements",
+           "hidden width d"),
       make("blocks", &CostInputs::blocks, "model", "blocks", "N", "blocks N", "blocks",
            "AttnRes blocks N (1 .. L; N = L is Full AttnRes)"),
-      make("block_size", &CostInputs::block_size, "model", "block-size", "S", "block size S", "sublayers",
-           "sublayers per block S (N = ceil(L/S)), instead of blocks"),
+      make("block_size", &CostInputs::block_size, "model", "block-size", "S", "block size S",
+           "sublayers", "sublayers per block S (N = ceil(L/S)), instead of blocks"),
       make("streams", &CostInputs::streams, "model", "streams", "m", "mHC streams m", "streams",
            "residual streams m of mHC"),
       make("ffn", &CostInputs::ffn, "model", "ffn", "F", "SwiGLU width F", "elements",
@@ -48,11 +49,12 @@ std::array<CostInputField, 13> build_fields() {
            "sequence length T in tokens"),
       make("batch", &CostInputs::batch, "sequence", "batch", "B", "batch B", "sequences",
            "sequences B processed together"),
-      make("seq_shards", &CostInputs::seq_shards, "sequence", "seq-shards", "", "sequence shards", "shards",
-           "sequence-parallel shards the prefill history is split over"),
+      make("seq_shards", &CostInputs::seq_shards, "sequence", "seq-shards", "", "sequence shards",
+           "shards", "sequence-parallel shards the prefill history is split over"),
       make("chunk", &CostInputs::chunk, "sequence", "chunk", "", "prefill chunk", "tokens",
            "chunked-prefill length in tokens (0: the whole sequence at once)"),
-      make("pp", &CostInputs::pp, "parallel", "pp", "P", "pipeline ranks P", "ranks", "pipeline ranks P"),
+      make("pp", &CostInputs::pp, "parallel", "pp", "P", "pipeline ranks P", "ranks",
+           "pipeline ranks P"),
       make("vpp", &CostInputs::vpp, "parallel", "vpp", "V", "virtual stages V", "stages per rank",
            "virtual stages V per rank (V > 1: interleaved)"),
   };
@@ -120,8 +122,8 @@ const std::vector<std::string>& sweep_parameters() {
 }
 
 bool is_pipeline_sweep_parameter(std::string_view parameter) {
-  return std::find(std::begin(kPipelineSweepParameters), std::end(kPipelineSweepParameters), parameter) !=
-         std::end(kPipelineSweepParameters);
+  return std::find(std::begin(kPipelineSweepParameters), std::end(kPipelineSweepParameters),
+                   parameter) != std::end(kPipelineSweepParameters);
 }
 
 void set_cost_input(CostInputs& in, const std::string& parameter, std::int64_t value) {
@@ -131,30 +133,39 @@ void set_cost_input(CostInputs& in, const std::string& parameter, std::int64_t v
     return;
   }
   if (is_pipeline_sweep_parameter(parameter)) {
-    throw Error("sweep parameter '" + parameter + "' belongs to the pipeline simulation: sweep it with a "
-                "scenario that has a [pipeline] table (attnres sweep --scenario FILE, or attnres report)");
+    throw Error(
+        "sweep parameter '" + parameter +
+        "' belongs to the pipeline simulation: sweep it with a "
+        "scenario that has a [pipeline] table (attnres sweep --scenario FILE, or attnres report)");
   }
   const std::string hint = did_you_mean(parameter, sweep_parameters());
-  throw Error("unknown sweep parameter '" + parameter + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  throw Error("unknown sweep parameter '" + parameter + "'" +
+              (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
 }
 
 std::vector<std::int64_t> expand_sweep_range(const SweepRange& range, const std::string& where) {
-  if ((range.step > 0) == (range.factor > 0)) throw Error(where + ": give exactly one of a step or a factor");
+  if ((range.step > 0) == (range.factor > 0))
+    throw Error(where + ": give exactly one of a step or a factor");
   if (range.to < range.from) {
-    throw Error(where + ": TO (" + std::to_string(range.to) + ") is below FROM (" + std::to_string(range.from) + ")");
+    throw Error(where + ": TO (" + std::to_string(range.to) + ") is below FROM (" +
+                std::to_string(range.from) + ")");
   }
   std::vector<std::int64_t> values;
   if (range.step > 0) {
     if ((range.to - range.from) / range.step + 1 > kMaxSweepAxisValues) {
-      throw Error(where + ": too many values (more than " + std::to_string(kMaxSweepAxisValues) + ")");
+      throw Error(where + ": too many values (more than " + std::to_string(kMaxSweepAxisValues) +
+                  ")");
     }
-    for (std::int64_t v = range.from; v <= range.to; v = v > range.to - range.step ? range.to + 1 : v + range.step) {
+    for (std::int64_t v = range.from; v <= range.to;
+         v = v > range.to - range.step ? range.to + 1 : v + range.step) {
       values.push_back(v);
     }
     return values;
   }
-  if (range.factor < 2 || range.from < 1) throw Error(where + ": a factor needs FROM >= 1 and FACTOR >= 2");
-  for (std::int64_t v = range.from; v <= range.to; v = v > range.to / range.factor ? range.to + 1 : v * range.factor) {
+  if (range.factor < 2 || range.from < 1)
+    throw Error(where + ": a factor needs FROM >= 1 and FACTOR >= 2");
+  for (std::int64_t v = range.from; v <= range.to;
+       v = v > range.to / range.factor ? range.to + 1 : v * range.factor) {
     values.push_back(v);
   }
   return values;
@@ -166,7 +177,9 @@ std::vector<std::int64_t> parse_sweep_values(const std::string& text, const std:
   const std::string forms = "expected 1,2,4 or divisors or FROM:TO[:STEP] or FROM:TO:xFACTOR";
   auto to_int = [&](std::string word) {
     const auto first = word.find_first_not_of(" \t");
-    word = first == std::string::npos ? std::string() : word.substr(first, word.find_last_not_of(" \t") - first + 1);
+    word = first == std::string::npos
+               ? std::string()
+               : word.substr(first, word.find_last_not_of(" \t") - first + 1);
     std::int64_t value = 0;
     const char* end = word.data() + word.size();
     const auto [ptr, ec] = std::from_chars(word.data(), end, value);
@@ -179,7 +192,8 @@ std::vector<std::int64_t> parse_sweep_values(const std::string& text, const std:
     std::vector<std::string> parts;
     std::stringstream stream(text);
     for (std::string part; std::getline(stream, part, ':');) parts.push_back(part);
-    if (parts.size() < 2 || parts.size() > 3) throw Error(where + ": expected FROM:TO[:STEP|:xFACTOR]");
+    if (parts.size() < 2 || parts.size() > 3)
+      throw Error(where + ": expected FROM:TO[:STEP|:xFACTOR]");
     SweepRange range;
     range.from = to_int(parts[0]);
     range.to = to_int(parts[1]);

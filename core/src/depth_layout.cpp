@@ -8,12 +8,17 @@ namespace attnres {
 
 std::string DepthSource::label() const {
   switch (kind) {
-    case Kind::embedding: return "emb";
+    case Kind::embedding:
+      return "emb";
     // (append, not "v" + to_string: GCC 12 raises a false -Wrestrict on the latter)
-    case Kind::sublayer_output: return std::string("v").append(std::to_string(first_member));
-    case Kind::block: return std::string("b").append(std::to_string(block));
-    case Kind::partial_block: return "partial";
-    case Kind::zero_placeholder: return "zero";
+    case Kind::sublayer_output:
+      return std::string("v").append(std::to_string(first_member));
+    case Kind::block:
+      return std::string("b").append(std::to_string(block));
+    case Kind::partial_block:
+      return "partial";
+    case Kind::zero_placeholder:
+      return "zero";
   }
   return "?";
 }
@@ -25,10 +30,12 @@ int DepthLayout::block_of_sublayer(int sublayer) const {
 
 DepthLayout make_depth_layout(const AttnResConfig& scheme, int sublayers, bool zero_placeholder) {
   switch (scheme.mode) {
-    case ResidualMode::standard: return make_depth_layout(ResidualMode::standard, sublayers, 0);
+    case ResidualMode::standard:
+      return make_depth_layout(ResidualMode::standard, sublayers, 0);
     case ResidualMode::block:
       return make_depth_layout(ResidualMode::block, sublayers, scheme.block_size, zero_placeholder);
-    default: break;
+    default:
+      break;
   }
   // Full AttnRes and the schemes that weight every earlier output (DenseFormer, rescaled, mHC's
   // effective weights) share the Full layout; only Full takes a window (docs/schemes.md).
@@ -69,8 +76,8 @@ DepthLayout make_depth_layout(ResidualMode mode, int sublayers, int block_size,
   }
 
   if (block_size < 1 || block_size > L) {
-    throw Error("block size S must be between 1 and L = " + std::to_string(L) +
-                " sublayers, got " + std::to_string(block_size));
+    throw Error("block size S must be between 1 and L = " + std::to_string(L) + " sublayers, got " +
+                std::to_string(block_size));
   }
   const int S = block_size;
   layout.block_size = S;

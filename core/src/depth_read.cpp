@@ -12,7 +12,9 @@
 
 namespace attnres {
 
-int depth_read_heads(const AttnResConfig& scheme) { return scheme.uses_query() ? scheme.heads : 1; }
+int depth_read_heads(const AttnResConfig& scheme) {
+  return scheme.uses_query() ? scheme.heads : 1;
+}
 
 template <typename Scalar>
 Matrix<Scalar> head_mean(const Matrix<Scalar>& alpha, int heads) {
@@ -50,7 +52,9 @@ Matrix<Scalar> apply_gate(DepthGate gate, const Matrix<Scalar>& scores, int head
                        "softmax depth weights sum to 1");
         break;
       }
-      case DepthGate::sigmoid: a = s.unaryExpr([](Scalar x) { return sigmoid(x); }); break;
+      case DepthGate::sigmoid:
+        a = s.unaryExpr([](Scalar x) { return sigmoid(x); });
+        break;
       case DepthGate::sigmoid_normalized: {
         a = s.unaryExpr([](Scalar x) { return sigmoid(x); });
         const Vector<Scalar> sum = a.rowwise().sum();
@@ -64,8 +68,8 @@ Matrix<Scalar> apply_gate(DepthGate gate, const Matrix<Scalar>& scores, int head
 
 // d loss / d scores from d loss / d alpha, through the gate.
 template <typename Scalar>
-Matrix<Scalar> gate_backward(DepthGate gate, const Matrix<Scalar>& scores, const Matrix<Scalar>& alpha,
-                             const Matrix<Scalar>& dalpha, int heads) {
+Matrix<Scalar> gate_backward(DepthGate gate, const Matrix<Scalar>& scores,
+                             const Matrix<Scalar>& alpha, const Matrix<Scalar>& dalpha, int heads) {
   const Eigen::Index n = scores.cols() / heads;
   Matrix<Scalar> dscores(scores.rows(), scores.cols());
   for (int c = 0; c < heads; ++c) {
@@ -82,10 +86,12 @@ Matrix<Scalar> gate_backward(DepthGate gate, const Matrix<Scalar>& scores, const
         ds = (da.array() * a.array() * (Scalar(1) - a.array())).matrix();
         break;
       case DepthGate::sigmoid_normalized: {  // a_i = sigma_i / S: d sigma_i = (da_i - sum a da) / S
-        const Matrix<Scalar> sig = scores.middleCols(c * n, n).unaryExpr([](Scalar x) { return sigmoid(x); });
+        const Matrix<Scalar> sig =
+            scores.middleCols(c * n, n).unaryExpr([](Scalar x) { return sigmoid(x); });
         const Vector<Scalar> total = sig.rowwise().sum();
         const Vector<Scalar> mean = (a.array() * da.array()).rowwise().sum().matrix();
-        const Matrix<Scalar> dsig = ((da.colwise() - mean).array().colwise() / total.array()).matrix();
+        const Matrix<Scalar> dsig =
+            ((da.colwise() - mean).array().colwise() / total.array()).matrix();
         ds = (dsig.array() * sig.array() * (Scalar(1) - sig.array())).matrix();
         break;
       }
@@ -101,10 +107,11 @@ Matrix<Scalar> group_inverse_rms(const Matrix<Scalar>& x, int heads, Scalar eps)
   const Eigen::Index width = x.cols() / heads;
   Matrix<Scalar> out(x.rows(), heads);
   for (int c = 0; c < heads; ++c) {
-    out.col(c) = (x.middleCols(c * width, width).rowwise().squaredNorm() / static_cast<Scalar>(width))
-                     .array()
-                     .unaryExpr([eps](Scalar m) { return Scalar(1) / std::sqrt(m + eps); })
-                     .matrix();
+    out.col(c) =
+        (x.middleCols(c * width, width).rowwise().squaredNorm() / static_cast<Scalar>(width))
+            .array()
+            .unaryExpr([eps](Scalar m) { return Scalar(1) / std::sqrt(m + eps); })
+            .matrix();
   }
   return out;
 }
@@ -114,8 +121,8 @@ Matrix<Scalar> group_inverse_rms(const Matrix<Scalar>& x, int heads, Scalar eps)
 // the cache's query and key-norm parts (attention).
 template <typename Scalar>
 Matrix<Scalar> subset_scores(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
-                             const std::vector<const Matrix<Scalar>*>& sources, Eigen::Index first, Eigen::Index n,
-                             Scalar eps, DepthReadCache<Scalar>& c) {
+                             const std::vector<const Matrix<Scalar>*>& sources, Eigen::Index first,
+                             Eigen::Index n, Scalar eps, DepthReadCache<Scalar>& c) {
   const Eigen::Index k = static_cast<Eigen::Index>(sources.size());
   const Eigen::Index T = sources.front()->rows();
   const Eigen::Index d = sources.front()->cols();
@@ -125,7 +132,8 @@ Matrix<Scalar> subset_scores(const AttnResConfig& scheme, const DepthReadWeights
   c.key_inv_rms.clear();
   if (scheme.mode == ResidualMode::rescaled) return Matrix<Scalar>::Zero(T, k);
   if (scheme.mode == ResidualMode::denseformer || scheme.mixing == DepthMixing::scalars) {
-    if (weights.mix.size() != n) throw Error("depth read: mixing weights do not match the read's sources");
+    if (weights.mix.size() != n)
+      throw Error("depth read: mixing weights do not match the read's sources");
     return weights.mix.segment(first, k).transpose().replicate(T, 1);
   }
   // Query: w, or w + W (u / rms(u)) with u the most recent source.
@@ -134,19 +142,24 @@ Matrix<Scalar> subset_scores(const AttnResConfig& scheme, const DepthReadWeights
     const Matrix<Scalar>& latest = *sources.back();
     c.query_inv_rms = row_inverse_rms(latest, eps);
     c.query_input = (latest.array().colwise() * c.query_inv_rms.array()).matrix();
-    c.query = (c.query_input * weights.query_proj.transpose()).rowwise() + weights.query.transpose();
+    c.query =
+        (c.query_input * weights.query_proj.transpose()).rowwise() + weights.query.transpose();
     query = c.query;
   } else {
     query = weights.query.transpose().replicate(T, 1);
   }
-  if (scheme.key_norm) query = (query.array().rowwise() * weights.key_norm_gain.transpose().array()).matrix();
+  if (scheme.key_norm)
+    query = (query.array().rowwise() * weights.key_norm_gain.transpose().array()).matrix();
   Matrix<Scalar> scores(T, heads * k);
   for (Eigen::Index i = 0; i < k; ++i) {
     const Matrix<Scalar>& x = *sources[static_cast<std::size_t>(i)];
-    c.key_inv_rms.push_back(scheme.key_norm ? group_inverse_rms(x, heads, eps) : Matrix<Scalar>::Ones(T, heads));
+    c.key_inv_rms.push_back(scheme.key_norm ? group_inverse_rms(x, heads, eps)
+                                            : Matrix<Scalar>::Ones(T, heads));
     for (int head = 0; head < heads; ++head) {
-      const Vector<Scalar> projected =
-          (x.middleCols(head * width, width).array() * query.middleCols(head * width, width).array()).rowwise().sum();
+      const Vector<Scalar> projected = (x.middleCols(head * width, width).array() *
+                                        query.middleCols(head * width, width).array())
+                                           .rowwise()
+                                           .sum();
       scores.col(head * k + i) = projected.cwiseProduct(c.key_inv_rms.back().col(head));
     }
   }
@@ -168,7 +181,8 @@ Matrix<Scalar> depth_read(const AttnResConfig& scheme, const DepthReadWeights<Sc
   const int heads = c.heads;
   const Eigen::Index width = d / heads;
   if (scheme.mode == ResidualMode::rescaled) {
-    c.alpha = Matrix<Scalar>::Constant(T, n, Scalar(1) / static_cast<Scalar>(n));  // the running mean
+    c.alpha =
+        Matrix<Scalar>::Constant(T, n, Scalar(1) / static_cast<Scalar>(n));  // the running mean
   } else if (scheme.mode == ResidualMode::denseformer) {
     c.alpha = c.scores;  // unnormalised learned weights
   } else {
@@ -199,7 +213,8 @@ bool normalised(const AttnResConfig& scheme) {
 
 // e_i of one source for every token, given the running max m (softmax) — see DepthReadStats.
 template <typename Scalar, typename Scores, typename Max>
-Vector<Scalar> unnormalised_weights(const AttnResConfig& scheme, const Scores& scores, const Max& max) {
+Vector<Scalar> unnormalised_weights(const AttnResConfig& scheme, const Scores& scores,
+                                    const Max& max) {
   if (scheme.mode == ResidualMode::rescaled) return Vector<Scalar>::Ones(scores.size());
   if (scheme.mode == ResidualMode::denseformer) return scores;
   if (scheme.gate == DepthGate::softmax) return (scores - max).array().exp().matrix();
@@ -209,11 +224,13 @@ Vector<Scalar> unnormalised_weights(const AttnResConfig& scheme, const Scores& s
 }  // namespace
 
 template <typename Scalar>
-DepthReadStats<Scalar> depth_read_stats(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
-                                        const std::vector<const Matrix<Scalar>*>& sources, Eigen::Index first,
-                                        Eigen::Index n, Scalar eps) {
+DepthReadStats<Scalar> depth_read_stats(const AttnResConfig& scheme,
+                                        const DepthReadWeights<Scalar>& weights,
+                                        const std::vector<const Matrix<Scalar>*>& sources,
+                                        Eigen::Index first, Eigen::Index n, Scalar eps) {
   if (scheme.uses_query() && scheme.query_source == QuerySource::input) {
-    throw Error("depth read: an input-dependent query has no two-phase statistics (docs/schemes.md)");
+    throw Error(
+        "depth read: an input-dependent query has no two-phase statistics (docs/schemes.md)");
   }
   const Eigen::Index k = static_cast<Eigen::Index>(sources.size());
   const Eigen::Index T = sources.front()->rows();
@@ -227,26 +244,31 @@ DepthReadStats<Scalar> depth_read_stats(const AttnResConfig& scheme, const Depth
   stats.l = Matrix<Scalar>::Zero(T, heads);
   stats.m = Matrix<Scalar>::Zero(T, heads);
   for (int head = 0; head < heads; ++head) {
-    if (uses_max(scheme)) stats.m.col(head) = stats.scores.middleCols(head * k, k).rowwise().maxCoeff();
+    if (uses_max(scheme))
+      stats.m.col(head) = stats.scores.middleCols(head * k, k).rowwise().maxCoeff();
     for (Eigen::Index i = 0; i < k; ++i) {
-      const Vector<Scalar> weight = unnormalised_weights<Scalar>(scheme, stats.scores.col(head * k + i), stats.m.col(head));
+      const Vector<Scalar> weight =
+          unnormalised_weights<Scalar>(scheme, stats.scores.col(head * k + i), stats.m.col(head));
       stats.l.col(head) += weight;
       stats.o.middleCols(head * width, width).array() +=
-          sources[static_cast<std::size_t>(i)]->middleCols(head * width, width).array().colwise() * weight.array();
+          sources[static_cast<std::size_t>(i)]->middleCols(head * width, width).array().colwise() *
+          weight.array();
     }
   }
   return stats;
 }
 
 template <typename Scalar>
-DepthReadStats<Scalar> merge_read_stats(const AttnResConfig& scheme, const DepthReadStats<Scalar>& a,
+DepthReadStats<Scalar> merge_read_stats(const AttnResConfig& scheme,
+                                        const DepthReadStats<Scalar>& a,
                                         const DepthReadStats<Scalar>& b) {
   const int heads = static_cast<int>(a.l.cols());
   const Eigen::Index width = a.o.cols() / heads;
   DepthReadStats<Scalar> out;
   out.scores.resize(a.scores.rows(), a.scores.cols() + b.scores.cols());
   const Eigen::Index ka = a.scores.cols() / heads, kb = b.scores.cols() / heads;
-  for (int head = 0; head < heads; ++head) {  // keep head-major order: a's then b's sources per head
+  for (int head = 0; head < heads;
+       ++head) {  // keep head-major order: a's then b's sources per head
     out.scores.middleCols(head * (ka + kb), ka) = a.scores.middleCols(head * ka, ka);
     out.scores.middleCols(head * (ka + kb) + ka, kb) = b.scores.middleCols(head * kb, kb);
   }
@@ -280,25 +302,31 @@ Matrix<Scalar> finish_read_stats(const AttnResConfig& scheme, const DepthReadSta
   alpha->resize(stats.scores.rows(), stats.scores.cols());
   for (int head = 0; head < heads; ++head) {
     for (Eigen::Index i = 0; i < n; ++i) {
-      alpha->col(head * n + i) = unnormalised_weights<Scalar>(scheme, stats.scores.col(head * n + i), stats.m.col(head));
-      if (normalised(scheme)) alpha->col(head * n + i) = alpha->col(head * n + i).cwiseQuotient(stats.l.col(head));
+      alpha->col(head * n + i) =
+          unnormalised_weights<Scalar>(scheme, stats.scores.col(head * n + i), stats.m.col(head));
+      if (normalised(scheme))
+        alpha->col(head * n + i) = alpha->col(head * n + i).cwiseQuotient(stats.l.col(head));
     }
-    if (normalised(scheme)) h.middleCols(head * width, width).array().colwise() /= stats.l.col(head).array();
+    if (normalised(scheme))
+      h.middleCols(head * width, width).array().colwise() /= stats.l.col(head).array();
   }
   return h;
 }
 
 template <typename Scalar>
 void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
-                         const std::vector<const Matrix<Scalar>*>& sources, Scalar /*eps: the cache has it*/,
-                         const DepthReadCache<Scalar>& c, const Matrix<Scalar>& dh,
-                         std::vector<Matrix<Scalar>>* dsources, DepthReadWeights<Scalar>* grad) {
+                         const std::vector<const Matrix<Scalar>*>& sources,
+                         Scalar /*eps: the cache has it*/, const DepthReadCache<Scalar>& c,
+                         const Matrix<Scalar>& dh, std::vector<Matrix<Scalar>>* dsources,
+                         DepthReadWeights<Scalar>* grad) {
   const Eigen::Index n = static_cast<Eigen::Index>(sources.size());
   const Eigen::Index T = dh.rows();
   const Eigen::Index d = dh.cols();
   const int heads = c.heads;
   const Eigen::Index width = d / heads;
-  auto source = [&](Eigen::Index i) -> const Matrix<Scalar>& { return *sources[static_cast<std::size_t>(i)]; };
+  auto source = [&](Eigen::Index i) -> const Matrix<Scalar>& {
+    return *sources[static_cast<std::size_t>(i)];
+  };
 
   // Value path: h = sum_i alpha_i x_i per head, so dx_i = alpha_i dh and dalpha_i = dh . x_i.
   dsources->assign(static_cast<std::size_t>(n), Matrix<Scalar>(T, d));
@@ -308,7 +336,8 @@ void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Sca
     for (Eigen::Index i = 0; i < n; ++i) {
       (*dsources)[static_cast<std::size_t>(i)].middleCols(head * width, width) =
           (dh_head.array().colwise() * c.alpha.col(head * n + i).array()).matrix();
-      dalpha.col(head * n + i) = (dh_head.array() * source(i).middleCols(head * width, width).array()).rowwise().sum();
+      dalpha.col(head * n + i) =
+          (dh_head.array() * source(i).middleCols(head * width, width).array()).rowwise().sum();
     }
   }
 
@@ -323,10 +352,13 @@ void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Sca
     return;
   }
 
-  // Score path: s_{c,i} = p_{c,i} r_{c,i}, p = sum_{j in c} q'_j x_ij, q' = q (x) g, r = 1/rms_c(x_i).
-  Matrix<Scalar> query = c.query.size() > 0 ? c.query : Matrix<Scalar>(weights.query.transpose().replicate(T, 1));
+  // Score path: s_{c,i} = p_{c,i} r_{c,i}, p = sum_{j in c} q'_j x_ij, q' = q (x) g, r =
+  // 1/rms_c(x_i).
+  Matrix<Scalar> query =
+      c.query.size() > 0 ? c.query : Matrix<Scalar>(weights.query.transpose().replicate(T, 1));
   Matrix<Scalar> scaled_query = query;  // q' = q * g (or q without the key norm)
-  if (scheme.key_norm) scaled_query = (query.array().rowwise() * weights.key_norm_gain.transpose().array()).matrix();
+  if (scheme.key_norm)
+    scaled_query = (query.array().rowwise() * weights.key_norm_gain.transpose().array()).matrix();
   Matrix<Scalar> dscaled_query = Matrix<Scalar>::Zero(T, d);  // d loss / d q'
   for (Eigen::Index i = 0; i < n; ++i) {
     const Matrix<Scalar>& x = source(i);
@@ -334,7 +366,7 @@ void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Sca
     for (int head = 0; head < heads; ++head) {
       const auto cols = [&](auto& m) { return m.middleCols(head * width, width); };
       const Vector<Scalar> r = c.key_inv_rms[static_cast<std::size_t>(i)].col(head);  // (T)
-      const Vector<Scalar> ds_r = dscores.col(head * n + i).cwiseProduct(r);        // ds r
+      const Vector<Scalar> ds_r = dscores.col(head * n + i).cwiseProduct(r);          // ds r
       cols(dscaled_query).array() += cols(x).array().colwise() * ds_r.array();
       cols(dx).array() += cols(scaled_query).array().colwise() * ds_r.array();
       if (scheme.key_norm) {  // d r / d x_j = -r^3 x_j / width
@@ -347,7 +379,8 @@ void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Sca
   }
   Matrix<Scalar> dquery = dscaled_query;  // d loss / d q
   if (scheme.key_norm) {
-    grad->key_norm_gain += (dscaled_query.array() * query.array()).colwise().sum().transpose().matrix();
+    grad->key_norm_gain +=
+        (dscaled_query.array() * query.array()).colwise().sum().transpose().matrix();
     dquery = (dscaled_query.array().rowwise() * weights.key_norm_gain.transpose().array()).matrix();
   }
   grad->query += dquery.colwise().sum().transpose();
@@ -360,23 +393,27 @@ void depth_read_backward(const AttnResConfig& scheme, const DepthReadWeights<Sca
     const Vector<Scalar> scale =
         (-c.query_inv_rms.array().cube() * dot.array() / static_cast<Scalar>(d)).matrix();
     Matrix<Scalar>& du = (*dsources)[static_cast<std::size_t>(n - 1)];
-    du.array() += dy.array().colwise() * c.query_inv_rms.array() + u.array().colwise() * scale.array();
+    du.array() +=
+        dy.array().colwise() * c.query_inv_rms.array() + u.array().colwise() * scale.array();
   }
 }
 
-#define ATTNRES_INSTANTIATE_DEPTH_READ(Scalar)                                                                 \
-  template Matrix<Scalar> head_mean(const Matrix<Scalar>&, int);                                               \
-  template Matrix<Scalar> depth_read(const AttnResConfig&, const DepthReadWeights<Scalar>&,                    \
-                                     const std::vector<const Matrix<Scalar>*>&, Scalar, DepthReadCache<Scalar>*); \
-  template DepthReadStats<Scalar> depth_read_stats(const AttnResConfig&, const DepthReadWeights<Scalar>&,      \
-                                                   const std::vector<const Matrix<Scalar>*>&, Eigen::Index,     \
-                                                   Eigen::Index, Scalar);                                       \
-  template DepthReadStats<Scalar> merge_read_stats(const AttnResConfig&, const DepthReadStats<Scalar>&,        \
-                                                   const DepthReadStats<Scalar>&);                              \
-  template Matrix<Scalar> finish_read_stats(const AttnResConfig&, const DepthReadStats<Scalar>&, Matrix<Scalar>*); \
-  template void depth_read_backward(const AttnResConfig&, const DepthReadWeights<Scalar>&,                     \
-                                    const std::vector<const Matrix<Scalar>*>&, Scalar, const DepthReadCache<Scalar>&, \
-                                    const Matrix<Scalar>&, std::vector<Matrix<Scalar>>*, DepthReadWeights<Scalar>*);
+#define ATTNRES_INSTANTIATE_DEPTH_READ(Scalar)                                                   \
+  template Matrix<Scalar> head_mean(const Matrix<Scalar>&, int);                                 \
+  template Matrix<Scalar> depth_read(const AttnResConfig&, const DepthReadWeights<Scalar>&,      \
+                                     const std::vector<const Matrix<Scalar>*>&, Scalar,          \
+                                     DepthReadCache<Scalar>*);                                   \
+  template DepthReadStats<Scalar> depth_read_stats(                                              \
+      const AttnResConfig&, const DepthReadWeights<Scalar>&,                                     \
+      const std::vector<const Matrix<Scalar>*>&, Eigen::Index, Eigen::Index, Scalar);            \
+  template DepthReadStats<Scalar> merge_read_stats(                                              \
+      const AttnResConfig&, const DepthReadStats<Scalar>&, const DepthReadStats<Scalar>&);       \
+  template Matrix<Scalar> finish_read_stats(const AttnResConfig&, const DepthReadStats<Scalar>&, \
+                                            Matrix<Scalar>*);                                    \
+  template void depth_read_backward(const AttnResConfig&, const DepthReadWeights<Scalar>&,       \
+                                    const std::vector<const Matrix<Scalar>*>&, Scalar,           \
+                                    const DepthReadCache<Scalar>&, const Matrix<Scalar>&,        \
+                                    std::vector<Matrix<Scalar>>*, DepthReadWeights<Scalar>*);
 ATTNRES_INSTANTIATE_DEPTH_READ(float)
 ATTNRES_INSTANTIATE_DEPTH_READ(double)
 

@@ -49,7 +49,8 @@ std::size_t utf8_sequence_length(const std::string& text, std::size_t i) {
     if ((byte(i + k) & 0xC0u) != 0x80u) return 0;
     code = (code << 6) | (byte(i + k) & 0x3Fu);
   }
-  if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10FFFF))) return 0;
+  if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10FFFF)))
+    return 0;
   if (code >= 0xD800 && code <= 0xDFFF) return 0;
   if (code >= 0x80 && code <= 0x9F) return 0;  // C1 controls
   return length;

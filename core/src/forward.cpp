@@ -7,9 +7,9 @@
 #include "attnres/depth_attention.hpp"
 #include "attnres/depth_read.hpp"
 #include "attnres/error.hpp"
-#include "attnres/mhc.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/layers.hpp"
+#include "attnres/mhc.hpp"
 
 namespace attnres {
 
@@ -37,7 +37,8 @@ std::vector<int> semiseparable_ranks(const Eigen::MatrixXd& mixing, double toler
 }
 
 template <typename Scalar>
-void require_finite(const Scalar* x, long rows, long cols, long row_stride, const std::string& what) {
+void require_finite(const Scalar* x, long rows, long cols, long row_stride,
+                    const std::string& what) {
   for (long r = 0; r < rows; ++r) {
     const Scalar* row = x + r * row_stride;
     for (long c = 0; c < cols; ++c) {
@@ -54,7 +55,9 @@ double rms_of(const Scalar* x, long rows, long cols, long row_stride) {
   if (rows * cols <= 0) return 0.0;
   double sum = 0.0;  // accumulated in double, one vectorised row at a time
   for (long r = 0; r < rows; ++r) {
-    sum += Eigen::Map<const Vector<Scalar>>(x + r * row_stride, cols).template cast<double>().squaredNorm();
+    sum += Eigen::Map<const Vector<Scalar>>(x + r * row_stride, cols)
+               .template cast<double>()
+               .squaredNorm();
   }
   return std::sqrt(sum / static_cast<double>(rows * cols));
 }
@@ -79,7 +82,8 @@ void check_tokens(const ModelConfig& config, const std::vector<int>& tokens) {
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= config.vocab_size) {
       throw Error("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
-                  " is out of range (the vocabulary has ids 0 .. " + std::to_string(config.vocab_size - 1) + ")");
+                  " is out of range (the vocabulary has ids 0 .. " +
+                  std::to_string(config.vocab_size - 1) + ")");
     }
   }
 }
@@ -87,7 +91,8 @@ void check_tokens(const ModelConfig& config, const std::vector<int>& tokens) {
 namespace {
 
 bool plain_mode(ResidualMode mode) {
-  return mode == ResidualMode::standard || mode == ResidualMode::full || mode == ResidualMode::block;
+  return mode == ResidualMode::standard || mode == ResidualMode::full ||
+         mode == ResidualMode::block;
 }
 
 }  // namespace
@@ -99,10 +104,13 @@ AttnResConfig resolve_scheme(const ModelConfig& config, const ForwardOptions& op
   if (mode != scheme.mode) {
     // The model's own tensors must serve the other mode: only standard / Full / Block with
     // attention mixing share them (docs/schemes.md "Comparing schemes").
-    const bool shares_tensors = plain_mode(mode) && plain_mode(scheme.mode) && scheme.mixing == DepthMixing::attention;
+    const bool shares_tensors =
+        plain_mode(mode) && plain_mode(scheme.mode) && scheme.mixing == DepthMixing::attention;
     if (!shares_tensors) {
-      throw Error("forward: a " + scheme.describe() + " model cannot be read as mode " + to_string(mode) +
-                  " with its own tensors; convert it to that scheme first (attnres forward --mode converts; "
+      throw Error("forward: a " + scheme.describe() + " model cannot be read as mode " +
+                  to_string(mode) +
+                  " with its own tensors; convert it to that scheme first (attnres forward --mode "
+                  "converts; "
                   "docs/schemes.md)");
     }
     if (mode == ResidualMode::standard) {
@@ -114,17 +122,21 @@ AttnResConfig resolve_scheme(const ModelConfig& config, const ForwardOptions& op
   }
   if (options.block_size) {
     if (scheme.mixing == DepthMixing::scalars && *options.block_size != scheme.block_size) {
-      throw Error("forward: the mixing logits of a mixing = scalars model are tied to its block size " +
-                  std::to_string(scheme.block_size) + "; convert the model to change it (docs/schemes.md)");
+      throw Error(
+          "forward: the mixing logits of a mixing = scalars model are tied to its block size " +
+          std::to_string(scheme.block_size) + "; convert the model to change it (docs/schemes.md)");
     }
     scheme.block_size = *options.block_size;
   }
   if (scheme.mode == ResidualMode::block && scheme.block_size == 0) {
-    throw Error("forward: block mode needs a block size S (1 <= S <= L = " + std::to_string(L) + " sublayers)");
+    throw Error("forward: block mode needs a block size S (1 <= S <= L = " + std::to_string(L) +
+                " sublayers)");
   }
   if (options.zero_placeholder && scheme.mode == ResidualMode::block &&
       (scheme.mixing != DepthMixing::attention || scheme.query_source != QuerySource::fixed)) {
-    throw Error("forward: the zero placeholder applies to Block AttnRes with mixing = attention and a static query only");
+    throw Error(
+        "forward: the zero placeholder applies to Block AttnRes with mixing = attention and a "
+        "static query only");
   }
   if (scheme.mode == ResidualMode::block && (scheme.block_size < 1 || scheme.block_size > L)) {
     throw Error("block size S must be between 1 and L = " + std::to_string(L) + " sublayers, got " +
@@ -137,7 +149,8 @@ AttnResConfig resolve_scheme(const ModelConfig& config, const ForwardOptions& op
 }
 
 DepthLayout resolve_layout(const ModelConfig& config, const ForwardOptions& options) {
-  return make_depth_layout(resolve_scheme(config, options), config.sublayers(), options.zero_placeholder);
+  return make_depth_layout(resolve_scheme(config, options), config.sublayers(),
+                           options.zero_placeholder);
 }
 
 ForwardTrace start_trace(const AttnResConfig& scheme, const DepthLayout& layout, int tokens,
@@ -175,7 +188,9 @@ std::size_t shared_history(const DepthLayout& layout, int first, int last) {
   for (int other = first + 1; other <= last; ++other) {
     const auto& other_sources = layout.reads[static_cast<std::size_t>(other)];
     std::size_t common = 0;
-    while (common < shared && common < other_sources.size() && other_sources[common] == sources[common]) ++common;
+    while (common < shared && common < other_sources.size() &&
+           other_sources[common] == sources[common])
+      ++common;
     shared = common;
   }
   return shared;
@@ -195,7 +210,8 @@ void record_mixing(ForwardTrace& trace, const ForwardOptions& options) {
       for (std::size_t j = 0; j < read.sources.size(); ++j) {
         const auto& source = read.sources[j];
         for (int member = source.first_member; member <= source.last_member; ++member) {
-          mixing(read.read, member) = read.alpha(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(j));
+          mixing(read.read, member) =
+              read.alpha(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(j));
         }
       }
     }
@@ -217,12 +233,14 @@ namespace {
 
 template <typename Scalar>
 void require_finite(const Matrix<Scalar>& x, const std::string& what) {
-  attnres::require_finite(x.data(), static_cast<long>(x.rows()), static_cast<long>(x.cols()), static_cast<long>(x.cols()), what);
+  attnres::require_finite(x.data(), static_cast<long>(x.rows()), static_cast<long>(x.cols()),
+                          static_cast<long>(x.cols()), what);
 }
 
 template <typename Scalar>
 double rms_of(const Matrix<Scalar>& x) {
-  return attnres::rms_of(x.data(), static_cast<long>(x.rows()), static_cast<long>(x.cols()), static_cast<long>(x.cols()));
+  return attnres::rms_of(x.data(), static_cast<long>(x.rows()), static_cast<long>(x.cols()),
+                         static_cast<long>(x.cols()));
 }
 
 // The values a read can draw on, as the forward pass produces them.
@@ -235,12 +253,16 @@ struct DepthState {
 
   const Matrix<Scalar>& value(const DepthSource& source) const {
     switch (source.kind) {
-      case DepthSource::Kind::embedding: return outputs.front();
+      case DepthSource::Kind::embedding:
+        return outputs.front();
       case DepthSource::Kind::sublayer_output:
         return outputs[static_cast<std::size_t>(source.first_member)];
-      case DepthSource::Kind::block: return blocks[static_cast<std::size_t>(source.block)];
-      case DepthSource::Kind::partial_block: return partial;
-      case DepthSource::Kind::zero_placeholder: return zero;
+      case DepthSource::Kind::block:
+        return blocks[static_cast<std::size_t>(source.block)];
+      case DepthSource::Kind::partial_block:
+        return partial;
+      case DepthSource::Kind::zero_placeholder:
+        return zero;
     }
     return zero;
   }
@@ -250,9 +272,9 @@ struct DepthState {
 template <typename Scalar>
 struct ScheduleGroup {
   int first_read = 0;
-  std::size_t history_size = 0;                 // sources shared by every read of the group
-  std::vector<SoftmaxStats<Scalar>> stats;      // per read of the group
-  std::vector<Matrix<Scalar>> history_scores;   // per history source: (T, reads in group)
+  std::size_t history_size = 0;                // sources shared by every read of the group
+  std::vector<SoftmaxStats<Scalar>> stats;     // per read of the group
+  std::vector<Matrix<Scalar>> history_scores;  // per history source: (T, reads in group)
 };
 
 // One read's result: the sublayer input h (T, d) and the weights alpha (T, sources).
@@ -271,7 +293,8 @@ Vector<Scalar> effective_query(const ModelWeights<Scalar>& model, int read) {
 }
 
 template <typename Scalar>
-Vector<Scalar> source_inverse_rms(const AttnResConfig& scheme, const Matrix<Scalar>& value, Scalar key_eps) {
+Vector<Scalar> source_inverse_rms(const AttnResConfig& scheme, const Matrix<Scalar>& value,
+                                  Scalar key_eps) {
   if (!scheme.key_norm) return Vector<Scalar>::Ones(value.rows());
   return key_inverse_rms(value, key_eps);
 }
@@ -280,7 +303,8 @@ Vector<Scalar> source_inverse_rms(const AttnResConfig& scheme, const Matrix<Scal
 // once. alpha keeps every head: (T, H * sources).
 template <typename Scalar>
 ReadResult<Scalar> one_shot_read(const ModelWeights<Scalar>& model, const AttnResConfig& scheme,
-                                 const DepthState<Scalar>& state, const std::vector<DepthSource>& sources, int read,
+                                 const DepthState<Scalar>& state,
+                                 const std::vector<DepthSource>& sources, int read,
                                  Scalar key_eps) {
   std::vector<const Matrix<Scalar>*> values;
   for (const auto& source : sources) values.push_back(&state.value(source));
@@ -294,25 +318,32 @@ ReadResult<Scalar> one_shot_read(const ModelWeights<Scalar>& model, const AttnRe
 // A read with some sources removed: the remaining weights renormalised, h recomputed from them.
 template <typename Scalar>
 ReadResult<Scalar> masked_read(const ModelWeights<Scalar>& model, const AttnResConfig& scheme,
-                               const DepthState<Scalar>& state, const std::vector<DepthSource>& sources, int read,
-                               Scalar key_eps, const std::vector<double>& keep) {
-  if (depth_read_heads(scheme) != 1 || !(scheme.gate == DepthGate::softmax || scheme.gate == DepthGate::sigmoid_normalized) ||
+                               const DepthState<Scalar>& state,
+                               const std::vector<DepthSource>& sources, int read, Scalar key_eps,
+                               const std::vector<double>& keep) {
+  if (depth_read_heads(scheme) != 1 ||
+      !(scheme.gate == DepthGate::softmax || scheme.gate == DepthGate::sigmoid_normalized) ||
       scheme.mode == ResidualMode::denseformer) {
-    throw Error("history masks need single-head weights that sum to 1 (softmax or sigmoid_normalized gate, "
-                "one head); " + scheme.describe() + " has others (docs/training.md)");
+    throw Error(
+        "history masks need single-head weights that sum to 1 (softmax or sigmoid_normalized gate, "
+        "one head); " +
+        scheme.describe() + " has others (docs/training.md)");
   }
   ReadResult<Scalar> out = one_shot_read(model, scheme, state, sources, read, key_eps);
   if (keep.size() != sources.size()) {
-    throw Error("forward: the depth mask of read " + std::to_string(read) + " lists " + std::to_string(keep.size()) +
-                " sources; the read has " + std::to_string(sources.size()));
+    throw Error("forward: the depth mask of read " + std::to_string(read) + " lists " +
+                std::to_string(keep.size()) + " sources; the read has " +
+                std::to_string(sources.size()));
   }
   if (std::all_of(keep.begin(), keep.end(), [](double k) { return k <= 0.0; })) return out;
-  for (std::size_t i = 0; i < keep.size(); ++i) out.alpha.col(static_cast<Eigen::Index>(i)) *= static_cast<Scalar>(keep[i]);
+  for (std::size_t i = 0; i < keep.size(); ++i)
+    out.alpha.col(static_cast<Eigen::Index>(i)) *= static_cast<Scalar>(keep[i]);
   const Vector<Scalar> kept = out.alpha.rowwise().sum();  // (T)
   out.alpha.array().colwise() /= kept.array();
   out.h.setZero();
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    out.h.array() += state.value(sources[i]).array().colwise() * out.alpha.col(static_cast<Eigen::Index>(i)).array();
+    out.h.array() += state.value(sources[i]).array().colwise() *
+                     out.alpha.col(static_cast<Eigen::Index>(i)).array();
   }
   return out;
 }
@@ -321,7 +352,8 @@ ReadResult<Scalar> masked_read(const ModelWeights<Scalar>& model, const AttnResC
 // completed history once, with their queries stacked.
 template <typename Scalar>
 ScheduleGroup<Scalar> phase_one(const ModelWeights<Scalar>& model, const DepthLayout& layout,
-                                const DepthState<Scalar>& state, int first, int last, Scalar key_eps) {
+                                const DepthState<Scalar>& state, int first, int last,
+                                Scalar key_eps) {
   const auto& sources = layout.reads[static_cast<std::size_t>(first)];
   ScheduleGroup<Scalar> group;
   group.first_read = first;
@@ -333,7 +365,8 @@ ScheduleGroup<Scalar> phase_one(const ModelWeights<Scalar>& model, const DepthLa
     history_inv_rms.push_back(source_inverse_rms(model.config.attn_res, *history.back(), key_eps));
   }
   Matrix<Scalar> queries(last - first + 1, model.config.hidden_size);  // (reads in group, d)
-  for (int q = first; q <= last; ++q) queries.row(q - first) = effective_query(model, q).transpose();
+  for (int q = first; q <= last; ++q)
+    queries.row(q - first) = effective_query(model, q).transpose();
   group.stats = phase_one_stats(history, history_inv_rms, queries, &group.history_scores);
   return group;
 }
@@ -341,9 +374,11 @@ ScheduleGroup<Scalar> phase_one(const ModelWeights<Scalar>& model, const DepthLa
 // Phase 2: read r merges the sources produced inside its group (not in the shared history), one
 // at a time, into its phase-1 statistics, and divides once.
 template <typename Scalar>
-ReadResult<Scalar> phase_two_read(const ModelWeights<Scalar>& model, const DepthState<Scalar>& state,
-                                  const ScheduleGroup<Scalar>& group, const std::vector<DepthSource>& sources,
-                                  int read, Scalar key_eps) {
+ReadResult<Scalar> phase_two_read(const ModelWeights<Scalar>& model,
+                                  const DepthState<Scalar>& state,
+                                  const ScheduleGroup<Scalar>& group,
+                                  const std::vector<DepthSource>& sources, int read,
+                                  Scalar key_eps) {
   const Eigen::Index q = read - group.first_read;
   const Eigen::Index T = state.outputs.front().rows();
   SoftmaxStats<Scalar> stats = group.stats[static_cast<std::size_t>(q)];
@@ -354,7 +389,8 @@ ReadResult<Scalar> phase_two_read(const ModelWeights<Scalar>& model, const Depth
   const Vector<Scalar> query = effective_query(model, read);
   for (std::size_t i = group.history_size; i < sources.size(); ++i) {
     const Matrix<Scalar>& value = state.value(sources[i]);
-    const Vector<Scalar> z = depth_scores(value, source_inverse_rms(model.config.attn_res, value, key_eps), query);
+    const Vector<Scalar> z =
+        depth_scores(value, source_inverse_rms(model.config.attn_res, value, key_eps), query);
     scores.col(static_cast<Eigen::Index>(i)) = z;
     stats = merge_stats(stats, single_source_stats(value, z));
   }
@@ -374,8 +410,9 @@ struct GenericGroup {
 };
 
 template <typename Scalar>
-GenericGroup<Scalar> generic_phase_one(const ModelWeights<Scalar>& model, const AttnResConfig& scheme,
-                                       const DepthLayout& layout, const DepthState<Scalar>& state, int first, int last,
+GenericGroup<Scalar> generic_phase_one(const ModelWeights<Scalar>& model,
+                                       const AttnResConfig& scheme, const DepthLayout& layout,
+                                       const DepthState<Scalar>& state, int first, int last,
                                        Scalar key_eps) {
   GenericGroup<Scalar> group;
   group.first_read = first;
@@ -393,13 +430,16 @@ GenericGroup<Scalar> generic_phase_one(const ModelWeights<Scalar>& model, const 
 // Phase 2: merge each source produced inside the group, then finish once.
 template <typename Scalar>
 ReadResult<Scalar> generic_phase_two(const ModelWeights<Scalar>& model, const AttnResConfig& scheme,
-                                     const DepthState<Scalar>& state, const GenericGroup<Scalar>& group,
-                                     const std::vector<DepthSource>& sources, int read, Scalar key_eps) {
+                                     const DepthState<Scalar>& state,
+                                     const GenericGroup<Scalar>& group,
+                                     const std::vector<DepthSource>& sources, int read,
+                                     Scalar key_eps) {
   DepthReadStats<Scalar> stats = group.stats[static_cast<std::size_t>(read - group.first_read)];
   const auto n = static_cast<Eigen::Index>(sources.size());
   for (std::size_t i = group.history_size; i < sources.size(); ++i) {
     const DepthReadStats<Scalar> local =
-        depth_read_stats(scheme, model.depth_read(read), {&state.value(sources[i])}, static_cast<Eigen::Index>(i), n, key_eps);
+        depth_read_stats(scheme, model.depth_read(read), {&state.value(sources[i])},
+                         static_cast<Eigen::Index>(i), n, key_eps);
     stats = merge_read_stats(scheme, stats, local);
   }
   ReadResult<Scalar> out;
@@ -425,8 +465,8 @@ void add_output(const DepthLayout& layout, DepthState<Scalar>& state, int r, Mat
 // alpha: (T, heads * sources); the trace keeps the mean over heads in `alpha` and every head in
 // `alpha_heads` (multi-head reads only).
 template <typename Scalar>
-void record_read(ForwardTrace& trace, int r, const std::vector<DepthSource>& sources, const Matrix<Scalar>& alpha,
-                 int heads = 1) {
+void record_read(ForwardTrace& trace, int r, const std::vector<DepthSource>& sources,
+                 const Matrix<Scalar>& alpha, int heads = 1) {
   ReadTrace read;
   read.read = r;
   read.target = read_target_name(r, trace.sublayers);
@@ -450,10 +490,12 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
   const ModelConfig& config = model.config;
   check_tokens(config, tokens);
   const AttnResConfig scheme = resolve_scheme(config, options);
-  const DepthLayout layout = make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
+  const DepthLayout layout =
+      make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
   const int L = layout.sublayers;
   const auto T = static_cast<Eigen::Index>(tokens.size());
-  const RopeTable<Scalar> rope = make_rope_table<Scalar>(static_cast<int>(T), config.head_dim(), config.rope_theta);
+  const RopeTable<Scalar> rope =
+      make_rope_table<Scalar>(static_cast<int>(T), config.head_dim(), config.rope_theta);
   const auto key_eps = static_cast<Scalar>(config.attn_res.key_norm_eps);
 
   ForwardResult<Scalar> result;
@@ -462,7 +504,8 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
 
   DepthState<Scalar> state;
   Matrix<Scalar> embedding(T, config.hidden_size);  // v_0 = h_1
-  for (Eigen::Index t = 0; t < T; ++t) embedding.row(t) = model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
+  for (Eigen::Index t = 0; t < T; ++t)
+    embedding.row(t) = model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
   require_finite(embedding, "the token embedding v_0");
   state.outputs.push_back(embedding);
   state.blocks.push_back(embedding);
@@ -470,10 +513,12 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
   state.partial = state.zero;
 
   auto run_sublayer = [&](int sublayer, const Matrix<Scalar>& h) {
-    report_progress(options.progress, static_cast<std::size_t>(sublayer), static_cast<std::size_t>(L), "forward pass");
+    report_progress(options.progress, static_cast<std::size_t>(sublayer),
+                    static_cast<std::size_t>(L), "forward pass");
     require_finite(h, "the input h of " + read_target_name(sublayer, L));
     trace.sublayer_input_rms.push_back(rms_of(h));
-    if (options.sublayer_inputs != nullptr) options.sublayer_inputs->push_back(h.template cast<double>());
+    if (options.sublayer_inputs != nullptr)
+      options.sublayer_inputs->push_back(h.template cast<double>());
     Matrix<Scalar> v = sublayer_forward(model, sublayer, h, rope);  // (T, d)
     require_finite(v, "the output v of " + read_target_name(sublayer, L));
     trace.sublayer_output_rms.push_back(rms_of(v));
@@ -495,7 +540,8 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
     const auto eps = static_cast<Scalar>(config.rms_norm_eps);
     for (int r = 0; r < L; ++r) {
       const MhcStep<Scalar> step = mhc_coefficients(scheme, model.depth_read(r), streams, eps);
-      record_read(trace, r, layout.reads[static_cast<std::size_t>(r)], coefficients.read_weights(step));
+      record_read(trace, r, layout.reads[static_cast<std::size_t>(r)],
+                  coefficients.read_weights(step));
       const Matrix<Scalar> v = run_sublayer(r, mhc_sublayer_input(step, streams));
       mhc_write(step, v, streams);
       coefficients.advance(step);
@@ -513,10 +559,11 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
       ReadResult<Scalar> read;
       if (options.mask) {
         if (options.mask->keep.size() != static_cast<std::size_t>(L + 1)) {
-          throw Error("forward: the depth mask lists " + std::to_string(options.mask->keep.size()) + " reads; the model has " +
-                      std::to_string(L + 1));
+          throw Error("forward: the depth mask lists " + std::to_string(options.mask->keep.size()) +
+                      " reads; the model has " + std::to_string(L + 1));
         }
-        read = masked_read(model, scheme, state, sources, r, key_eps, options.mask->keep[static_cast<std::size_t>(r)]);
+        read = masked_read(model, scheme, state, sources, r, key_eps,
+                           options.mask->keep[static_cast<std::size_t>(r)]);
       } else if (!trace.two_phase) {
         read = one_shot_read(model, scheme, state, sources, r, key_eps);
       } else if (!scheme.stacked_two_phase()) {
@@ -551,8 +598,9 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
   }
 
   require_finite(result.hidden_final, "the final read's output");
-  result.logits = rms_norm(result.hidden_final, model.norm, static_cast<Scalar>(config.rms_norm_eps)) *
-                  model.lm_head.transpose();  // (T, vocab)
+  result.logits =
+      rms_norm(result.hidden_final, model.norm, static_cast<Scalar>(config.rms_norm_eps)) *
+      model.lm_head.transpose();  // (T, vocab)
   require_finite(result.logits, "the logits");
   if (options.record_mixing) record_mixing(trace, options);
   return result;

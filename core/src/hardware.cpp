@@ -40,9 +40,15 @@ namespace detail {
 
 Hardware read_hardware_layers(const TomlReader& reader, const std::vector<HardwareLayer>& layers,
                               const std::string& fallback_name) {
-  const std::vector<std::string> keys = {"name", "source", "peak_bf16_flops", "hbm_bandwidth",
-                                         "intra_node_bandwidth", "scale_out_bandwidth",
-                                         "link_latency", "gpus_per_node", "efficiency"};
+  const std::vector<std::string> keys = {"name",
+                                         "source",
+                                         "peak_bf16_flops",
+                                         "hbm_bandwidth",
+                                         "intra_node_bandwidth",
+                                         "scale_out_bandwidth",
+                                         "link_latency",
+                                         "gpus_per_node",
+                                         "efficiency"};
   for (const auto& layer : layers) {
     std::vector<std::string> allowed = keys;
     allowed.insert(allowed.end(), layer.extra_keys.begin(), layer.extra_keys.end());
@@ -61,26 +67,31 @@ Hardware read_hardware_layers(const TomlReader& reader, const std::vector<Hardwa
       if (!sub) return Found{node, layer.prefix + key};
       if (!node->is_table()) reader.fail(node->source(), layer.prefix + key + " must be a table");
       reader.check_keys(*node->as_table(), layer.prefix + key + ".", {"compute", "memory", "link"});
-      if (const toml::node* inner = node->as_table()->get(sub)) return Found{inner, layer.prefix + key + "." + sub};
+      if (const toml::node* inner = node->as_table()->get(sub))
+        return Found{inner, layer.prefix + key + "." + sub};
     }
-    return Found{nullptr, layers.front().prefix + key + (sub ? std::string(".") + sub : std::string())};
+    return Found{nullptr,
+                 layers.front().prefix + key + (sub ? std::string(".") + sub : std::string())};
   };
   Hardware hw;
-  auto number = [&](const char* key, const char* sub, double& out, bool required, double minimum_exclusive,
-                    double maximum) {
+  auto number = [&](const char* key, const char* sub, double& out, bool required,
+                    double minimum_exclusive, double maximum) {
     const Found found = get(key, sub);
     if (!found.node) {
-      if (required) reader.fail(layers.front().table->source(), "missing '" + found.name + "' (a number)");
+      if (required)
+        reader.fail(layers.front().table->source(), "missing '" + found.name + "' (a number)");
       return;
     }
     out = reader.number(*found.node, found.name);
     if (!(out > minimum_exclusive) || !(out <= maximum)) {
-      reader.fail(found.node->source(), found.name + " must be in (" + format_number(minimum_exclusive) + ", " +
-                                            format_number(maximum) + "], got " + format_number(out));
+      reader.fail(found.node->source(),
+                  found.name + " must be in (" + format_number(minimum_exclusive) + ", " +
+                      format_number(maximum) + "], got " + format_number(out));
     }
   };
   if (const Found found = get("name"); found.node) hw.name = reader.string(*found.node, found.name);
-  if (const Found found = get("source"); found.node) hw.source = reader.string(*found.node, found.name);
+  if (const Found found = get("source"); found.node)
+    hw.source = reader.string(*found.node, found.name);
   constexpr double kHuge = 1e30;
   number("peak_bf16_flops", nullptr, hw.peak_flops, true, 0, kHuge);
   number("hbm_bandwidth", nullptr, hw.hbm_bandwidth, true, 0, kHuge);
@@ -95,7 +106,8 @@ Hardware read_hardware_layers(const TomlReader& reader, const std::vector<Hardwa
   }
   if (const Found found = get("gpus_per_node"); found.node) {
     const std::int64_t gpus = reader.integer(*found.node, found.name);
-    if (gpus < 1 || gpus > 1'000'000) reader.fail(found.node->source(), found.name + " must be a positive integer");
+    if (gpus < 1 || gpus > 1'000'000)
+      reader.fail(found.node->source(), found.name + " must be a positive integer");
     hw.gpus_per_node = static_cast<int>(gpus);
   }
   number("efficiency", "compute", hw.compute_efficiency, false, 0, 1);
@@ -115,7 +127,8 @@ Hardware parse_hardware(const std::string& text, const std::string& source) {
 
 Hardware load_hardware(const std::string& name_or_path) {
   for (const auto& preset : kHardwarePresets) {
-    if (name_or_path == preset.name) return parse_hardware(preset.text, std::string("preset ") + preset.name);
+    if (name_or_path == preset.name)
+      return parse_hardware(preset.text, std::string("preset ") + preset.name);
   }
   if (std::filesystem::exists(name_or_path) || name_or_path.find('/') != std::string::npos ||
       name_or_path.ends_with(".toml")) {

@@ -1,8 +1,8 @@
 #include "attnres/history_mask.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <algorithm>
 #include <random>
 
 #include "attnres/backward.hpp"
@@ -29,7 +29,8 @@ MaskSelection parse_mask_selection(const std::string& text, const std::string& w
     }
   }
   throw Error(where + ": unknown mask '" + printable_text(text) +
-              "' (expected embedding, distant:K (all but the K most recent sources) or recent:K (the K most "
+              "' (expected embedding, distant:K (all but the K most recent sources) or recent:K "
+              "(the K most "
               "recent sources), K >= 1)");
 }
 
@@ -55,13 +56,16 @@ DepthMask make_depth_mask(const DepthLayout& layout, const MaskSelection& select
   return mask;
 }
 
-MaskExperiment history_mask_experiment(const ModelWeights<double>& model, const std::vector<std::vector<int>>& windows,
-                                       const MaskSelection& selection, int random_masks, std::uint64_t seed,
-                                       const Progress& progress) {
+MaskExperiment history_mask_experiment(const ModelWeights<double>& model,
+                                       const std::vector<std::vector<int>>& windows,
+                                       const MaskSelection& selection, int random_masks,
+                                       std::uint64_t seed, const Progress& progress) {
   const DepthLayout layout = resolve_layout(model.config, {});
   if (layout.mode == ResidualMode::standard) {
-    throw Error("history masking needs a Full or Block AttnRes model; this model's residual is standard (no depth "
-                "attention to mask)");
+    throw Error(
+        "history masking needs a Full or Block AttnRes model; this model's residual is standard "
+        "(no depth "
+        "attention to mask)");
   }
   const std::size_t total = static_cast<std::size_t>(2 + std::max(0, random_masks));
   std::size_t done = 0;
@@ -75,7 +79,8 @@ MaskExperiment history_mask_experiment(const ModelWeights<double>& model, const 
 
   // Mean weight of every source of every read over all windows (no mask).
   std::vector<Eigen::VectorXd> mean_alpha(layout.reads.size());
-  for (std::size_t r = 0; r < layout.reads.size(); ++r) mean_alpha[r] = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(layout.reads[r].size()));
+  for (std::size_t r = 0; r < layout.reads.size(); ++r)
+    mean_alpha[r] = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(layout.reads[r].size()));
   double base_sum = 0.0;
   std::int64_t predicted = check_training_batch(model.config, windows, "history masking");
   report_progress(progress, done++, total, "history masking");
@@ -85,7 +90,8 @@ MaskExperiment history_mask_experiment(const ModelWeights<double>& model, const 
     const ForwardResult<double> result = forward(model, tokens, options);
     base_sum += next_token_cross_entropy_sum(result.logits, tokens);
     for (const auto& read : result.trace.reads) {
-      mean_alpha[static_cast<std::size_t>(read.read)] += read.alpha_mean / static_cast<double>(windows.size());
+      mean_alpha[static_cast<std::size_t>(read.read)] +=
+          read.alpha_mean / static_cast<double>(windows.size());
     }
   }
 
@@ -98,12 +104,14 @@ MaskExperiment history_mask_experiment(const ModelWeights<double>& model, const 
   for (std::size_t r = 0; r < chosen.keep.size(); ++r) {
     const auto& keep = chosen.keep[r];
     if (std::all_of(keep.begin(), keep.end(), [](double k) { return k == 1.0; })) continue;
-    for (std::size_t i = 0; i < keep.size(); ++i) target_mass[r] += (1.0 - keep[i]) * mean_alpha[r](static_cast<Eigen::Index>(i));
+    for (std::size_t i = 0; i < keep.size(); ++i)
+      target_mass[r] += (1.0 - keep[i]) * mean_alpha[r](static_cast<Eigen::Index>(i));
     mass_sum += target_mass[r];
     ++out.reads_masked;
   }
   if (out.reads_masked == 0) {
-    throw Error("history masking: '" + selection.text + "' removes no source of any read of this model (every read has "
+    throw Error("history masking: '" + selection.text +
+                "' removes no source of any read of this model (every read has "
                 "too few sources)");
   }
   out.mass_removed = mass_sum / out.reads_masked;
@@ -138,7 +146,8 @@ MaskExperiment history_mask_experiment(const ModelWeights<double>& model, const 
   if (!out.random_deltas.empty()) {
     const double count = static_cast<double>(out.random_deltas.size());
     for (double delta : out.random_deltas) out.random_mean += delta / count;
-    for (double delta : out.random_deltas) out.random_std += (delta - out.random_mean) * (delta - out.random_mean) / count;
+    for (double delta : out.random_deltas)
+      out.random_std += (delta - out.random_mean) * (delta - out.random_mean) / count;
     out.random_std = std::sqrt(out.random_std);
   }
   return out;

@@ -1,10 +1,10 @@
 #include "attnres/layers.hpp"
 
-#include "attnres/assert.hpp"
-#include "attnres/error.hpp"
-
 #include <cmath>
 #include <limits>
+
+#include "attnres/assert.hpp"
+#include "attnres/error.hpp"
 
 namespace attnres {
 
@@ -57,8 +57,8 @@ Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelC
   ATTNRES_ASSERT(x.cols() == layer.q_proj.cols() && layer.q_proj.rows() == heads * head_dim &&
                      layer.o_proj.cols() == heads * head_dim,
                  "the layer's projections agree with x and the config");
-  Matrix<Scalar> q = x * layer.q_proj.transpose();  // (T, H * hd)
-  Matrix<Scalar> k = x * layer.k_proj.transpose();  // (T, H_kv * hd)
+  Matrix<Scalar> q = x * layer.q_proj.transpose();        // (T, H * hd)
+  Matrix<Scalar> k = x * layer.k_proj.transpose();        // (T, H_kv * hd)
   const Matrix<Scalar> v = x * layer.v_proj.transpose();  // (T, H_kv * hd)
   apply_rope(q, heads, rope);
   apply_rope(k, kv_heads, rope);
@@ -67,14 +67,16 @@ Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelC
   for (int head = 0; head < heads; ++head) {
     const int kv_head = head / group;
     Matrix<Scalar> scores = q.middleCols(head * head_dim, head_dim) *
-                            k.middleCols(kv_head * head_dim, head_dim).transpose() * scale;  // (T, T)
+                            k.middleCols(kv_head * head_dim, head_dim).transpose() *
+                            scale;  // (T, T)
     for (Eigen::Index t = 0; t < T; ++t) {
       auto row = scores.row(t);
       row.tail(T - t - 1).setConstant(-std::numeric_limits<Scalar>::infinity());  // causal mask
       row.array() = (row.array() - row.maxCoeff()).exp();
       row /= row.sum();
     }
-    context.middleCols(head * head_dim, head_dim) = scores * v.middleCols(kv_head * head_dim, head_dim);
+    context.middleCols(head * head_dim, head_dim) =
+        scores * v.middleCols(kv_head * head_dim, head_dim);
   }
   return context * layer.o_proj.transpose();  // (T, d)
 }
@@ -85,7 +87,7 @@ Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>& layer, const Matrix<Scala
   const Matrix<Scalar> up = x * layer.up_proj.transpose();      // (T, F)
   const Matrix<Scalar> activated =
       (gate.array() / (Scalar(1) + (-gate.array()).exp()) * up.array()).matrix();  // silu(g) * u
-  return activated * layer.down_proj.transpose();  // (T, d)
+  return activated * layer.down_proj.transpose();                                  // (T, d)
 }
 
 template <typename Scalar>
@@ -104,12 +106,14 @@ Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>& model, int sublayer,
 Matrix<double> attention_probabilities(const ModelWeights<double>& model, int layer, int head,
                                        const Matrix<double>& h) {
   const ModelConfig& config = model.config;
-  if (layer < 0 || layer >= config.num_hidden_layers || head < 0 || head >= config.num_attention_heads) {
-    throw Error("attention probabilities: layer " + std::to_string(layer) + " / head " + std::to_string(head) +
-                " out of range");
+  if (layer < 0 || layer >= config.num_hidden_layers || head < 0 ||
+      head >= config.num_attention_heads) {
+    throw Error("attention probabilities: layer " + std::to_string(layer) + " / head " +
+                std::to_string(head) + " out of range");
   }
   if (h.cols() != config.hidden_size || h.rows() < 1) {
-    throw Error("attention probabilities: the layer input must be (T, " + std::to_string(config.hidden_size) + ")");
+    throw Error("attention probabilities: the layer input must be (T, " +
+                std::to_string(config.hidden_size) + ")");
   }
   const auto T = h.rows();
   const auto& weights = model.layers[static_cast<std::size_t>(layer)];
@@ -122,7 +126,8 @@ Matrix<double> attention_probabilities(const ModelWeights<double>& model, int la
   apply_rope(q, config.num_attention_heads, rope);
   apply_rope(k, config.num_key_value_heads, rope);
   Matrix<double> scores = q.middleCols(head * head_dim, head_dim) *
-                          k.middleCols(kv_head * head_dim, head_dim).transpose() / std::sqrt(double(head_dim));
+                          k.middleCols(kv_head * head_dim, head_dim).transpose() /
+                          std::sqrt(double(head_dim));
   for (Eigen::Index t = 0; t < T; ++t) {
     auto row = scores.row(t);
     row.tail(T - t - 1).setConstant(-std::numeric_limits<double>::infinity());
@@ -136,13 +141,16 @@ template <typename Scalar>
 Matrix<Scalar> rms_norm_backward(const Matrix<Scalar>& x, const Vector<Scalar>& gain, Scalar eps,
                                  const Matrix<Scalar>& dy, Vector<Scalar>* gain_grad) {
   // y = g * x * r with r = (mean(x^2) + eps)^(-1/2); dr/dx = -r^3 x / d.
-  const Vector<Scalar> inv_rms = row_inverse_rms(x, eps);                               // (T)
-  const Matrix<Scalar> normalised = (x.array().colwise() * inv_rms.array()).matrix();   // (T, d)
-  if (gain_grad) *gain_grad += (dy.array() * normalised.array()).colwise().sum().transpose().matrix();
-  const Matrix<Scalar> dn = (dy.array().rowwise() * gain.transpose().array()).matrix();  // d loss / d (x r)
+  const Vector<Scalar> inv_rms = row_inverse_rms(x, eps);                              // (T)
+  const Matrix<Scalar> normalised = (x.array().colwise() * inv_rms.array()).matrix();  // (T, d)
+  if (gain_grad)
+    *gain_grad += (dy.array() * normalised.array()).colwise().sum().transpose().matrix();
+  const Matrix<Scalar> dn =
+      (dy.array().rowwise() * gain.transpose().array()).matrix();  // d loss / d (x r)
   const Vector<Scalar> dot = (dn.array() * normalised.array()).rowwise().sum().matrix() /
-                             static_cast<Scalar>(x.cols());                              // (T)
-  return ((dn.array() - normalised.array().colwise() * dot.array()).colwise() * inv_rms.array()).matrix();
+                             static_cast<Scalar>(x.cols());  // (T)
+  return ((dn.array() - normalised.array().colwise() * dot.array()).colwise() * inv_rms.array())
+      .matrix();
 }
 
 template <typename Scalar>
@@ -191,7 +199,8 @@ Matrix<Scalar> attention_backward(const LayerWeights<Scalar>& layer, const Model
     const Matrix<Scalar> dp = dcontext_h * v_h.transpose();  // (T, T)
     // Softmax: ds = p * (dp - sum_j p_j dp_j); masked entries have p = 0.
     const Vector<Scalar> row_dot = (p.array() * dp.array()).rowwise().sum().matrix();
-    const Matrix<Scalar> ds = (p.array() * (dp.array().colwise() - row_dot.array())).matrix() * scale;
+    const Matrix<Scalar> ds =
+        (p.array() * (dp.array().colwise() - row_dot.array())).matrix() * scale;
     dq.middleCols(head * head_dim, head_dim) = ds * k_h;
     dk.middleCols(kv_head * head_dim, head_dim) += ds.transpose() * q_h;
   }
@@ -215,17 +224,18 @@ Matrix<Scalar> mlp_backward(const LayerWeights<Scalar>& layer, const Matrix<Scal
   const Matrix<Scalar> dactivated = dout * layer.down_proj;  // (T, F)
   const Matrix<Scalar> dup = (dactivated.array() * silu).matrix();
   // silu'(a) = s (1 + a (1 - s)).
-  const Matrix<Scalar> dgate =
-      (dactivated.array() * up.array() * sigmoid * (Scalar(1) + gate.array() * (Scalar(1) - sigmoid))).matrix();
+  const Matrix<Scalar> dgate = (dactivated.array() * up.array() * sigmoid *
+                                (Scalar(1) + gate.array() * (Scalar(1) - sigmoid)))
+                                   .matrix();
   grad.gate_proj += dgate.transpose() * x;
   grad.up_proj += dup.transpose() * x;
   return dgate * layer.gate_proj + dup * layer.up_proj;
 }
 
 template <typename Scalar>
-Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>& model, int sublayer, const Matrix<Scalar>& h,
-                                 const RopeTable<Scalar>& rope, const Matrix<Scalar>& dv,
-                                 ModelWeights<Scalar>& grad) {
+Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>& model, int sublayer,
+                                 const Matrix<Scalar>& h, const RopeTable<Scalar>& rope,
+                                 const Matrix<Scalar>& dv, ModelWeights<Scalar>& grad) {
   const auto index = static_cast<std::size_t>(sublayer / 2);
   const auto& layer = model.layers[index];
   auto& layer_grad = grad.layers[index];
@@ -237,29 +247,30 @@ Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>& model, int sublayer
   }
   const Matrix<Scalar> x = rms_norm(h, layer.post_attention_layernorm, eps);
   const Matrix<Scalar> dx = mlp_backward(layer, x, dv, layer_grad);
-  return rms_norm_backward(h, layer.post_attention_layernorm, eps, dx, &layer_grad.post_attention_layernorm);
+  return rms_norm_backward(h, layer.post_attention_layernorm, eps, dx,
+                           &layer_grad.post_attention_layernorm);
 }
 
-#define ATTNRES_INSTANTIATE_LAYERS(Scalar)                                                      \
-  template Matrix<Scalar> rms_norm(const Matrix<Scalar>&, const Vector<Scalar>&, Scalar);      \
-  template RopeTable<Scalar> make_rope_table<Scalar>(int, int, double);                        \
-  template void apply_rope(Matrix<Scalar>&, int, const RopeTable<Scalar>&);                     \
-  template Matrix<Scalar> attention_forward(const LayerWeights<Scalar>&, const ModelConfig&,   \
-                                            const Matrix<Scalar>&, const RopeTable<Scalar>&);  \
-  template Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>&, const Matrix<Scalar>&);     \
-  template Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>&, int,                   \
-                                           const Matrix<Scalar>&, const RopeTable<Scalar>&);  \
+#define ATTNRES_INSTANTIATE_LAYERS(Scalar)                                                        \
+  template Matrix<Scalar> rms_norm(const Matrix<Scalar>&, const Vector<Scalar>&, Scalar);         \
+  template RopeTable<Scalar> make_rope_table<Scalar>(int, int, double);                           \
+  template void apply_rope(Matrix<Scalar>&, int, const RopeTable<Scalar>&);                       \
+  template Matrix<Scalar> attention_forward(const LayerWeights<Scalar>&, const ModelConfig&,      \
+                                            const Matrix<Scalar>&, const RopeTable<Scalar>&);     \
+  template Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>&, const Matrix<Scalar>&);        \
+  template Matrix<Scalar> sublayer_forward(const ModelWeights<Scalar>&, int,                      \
+                                           const Matrix<Scalar>&, const RopeTable<Scalar>&);      \
   template Matrix<Scalar> rms_norm_backward(const Matrix<Scalar>&, const Vector<Scalar>&, Scalar, \
-                                            const Matrix<Scalar>&, Vector<Scalar>*);            \
-  template void apply_rope_inverse(Matrix<Scalar>&, int, const RopeTable<Scalar>&);             \
-  template Matrix<Scalar> attention_backward(const LayerWeights<Scalar>&, const ModelConfig&,  \
-                                             const Matrix<Scalar>&, const RopeTable<Scalar>&,  \
-                                             const Matrix<Scalar>&, LayerWeights<Scalar>&);    \
-  template Matrix<Scalar> mlp_backward(const LayerWeights<Scalar>&, const Matrix<Scalar>&,     \
-                                       const Matrix<Scalar>&, LayerWeights<Scalar>&);          \
-  template Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>&, int, const Matrix<Scalar>&, \
-                                            const RopeTable<Scalar>&, const Matrix<Scalar>&,   \
-                                            ModelWeights<Scalar>&);
+                                            const Matrix<Scalar>&, Vector<Scalar>*);              \
+  template void apply_rope_inverse(Matrix<Scalar>&, int, const RopeTable<Scalar>&);               \
+  template Matrix<Scalar> attention_backward(const LayerWeights<Scalar>&, const ModelConfig&,     \
+                                             const Matrix<Scalar>&, const RopeTable<Scalar>&,     \
+                                             const Matrix<Scalar>&, LayerWeights<Scalar>&);       \
+  template Matrix<Scalar> mlp_backward(const LayerWeights<Scalar>&, const Matrix<Scalar>&,        \
+                                       const Matrix<Scalar>&, LayerWeights<Scalar>&);             \
+  template Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>&, int,                     \
+                                            const Matrix<Scalar>&, const RopeTable<Scalar>&,      \
+                                            const Matrix<Scalar>&, ModelWeights<Scalar>&);
 ATTNRES_INSTANTIATE_LAYERS(float)
 ATTNRES_INSTANTIATE_LAYERS(double)
 

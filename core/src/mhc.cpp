@@ -19,7 +19,8 @@ Matrix<Scalar> sinkhorn(const Matrix<Scalar>& logits, int iterations) {
 }
 
 template <typename Scalar>
-Matrix<Scalar> sinkhorn_backward(const Matrix<Scalar>& logits, int iterations, const Matrix<Scalar>& doutput) {
+Matrix<Scalar> sinkhorn_backward(const Matrix<Scalar>& logits, int iterations,
+                                 const Matrix<Scalar>& doutput) {
   // Forward again, keeping every iterate: states[2 it] before the row step, [2 it + 1] before
   // the column step.
   std::vector<Matrix<Scalar>> states;
@@ -64,7 +65,8 @@ Scalar sigmoid(Scalar x) {
 }  // namespace
 
 template <typename Scalar>
-MhcStep<Scalar> mhc_coefficients(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
+MhcStep<Scalar> mhc_coefficients(const AttnResConfig& scheme,
+                                 const DepthReadWeights<Scalar>& weights,
                                  const std::vector<Matrix<Scalar>>& streams, Scalar eps) {
   const auto m = static_cast<Eigen::Index>(streams.size());
   const Eigen::Index T = streams.front().rows();
@@ -78,7 +80,8 @@ MhcStep<Scalar> mhc_coefficients(const AttnResConfig& scheme, const DepthReadWei
   step.res_logits = res_bias_flat.transpose().replicate(T, 1);
   if (scheme.dynamic) {
     step.flat.resize(T, m * d);
-    for (Eigen::Index j = 0; j < m; ++j) step.flat.middleCols(j * d, d) = streams[static_cast<std::size_t>(j)];
+    for (Eigen::Index j = 0; j < m; ++j)
+      step.flat.middleCols(j * d, d) = streams[static_cast<std::size_t>(j)];
     step.inv_rms = row_inverse_rms(step.flat, eps);
     step.flat.array().colwise() *= step.inv_rms.array();
     step.pre_logits += step.flat * weights.pre_proj.transpose();
@@ -97,7 +100,8 @@ MhcStep<Scalar> mhc_coefficients(const AttnResConfig& scheme, const DepthReadWei
 }
 
 template <typename Scalar>
-Matrix<Scalar> mhc_sublayer_input(const MhcStep<Scalar>& step, const std::vector<Matrix<Scalar>>& streams) {
+Matrix<Scalar> mhc_sublayer_input(const MhcStep<Scalar>& step,
+                                  const std::vector<Matrix<Scalar>>& streams) {
   Matrix<Scalar> u = Matrix<Scalar>::Zero(streams.front().rows(), streams.front().cols());
   for (std::size_t j = 0; j < streams.size(); ++j) {
     u.array() += streams[j].array().colwise() * step.pre.col(static_cast<Eigen::Index>(j)).array();
@@ -106,7 +110,8 @@ Matrix<Scalar> mhc_sublayer_input(const MhcStep<Scalar>& step, const std::vector
 }
 
 template <typename Scalar>
-void mhc_write(const MhcStep<Scalar>& step, const Matrix<Scalar>& v, std::vector<Matrix<Scalar>>& streams) {
+void mhc_write(const MhcStep<Scalar>& step, const Matrix<Scalar>& v,
+               std::vector<Matrix<Scalar>>& streams) {
   const auto m = static_cast<Eigen::Index>(streams.size());
   const Eigen::Index T = v.rows();
   std::vector<Matrix<Scalar>> next(streams.size(), Matrix<Scalar>(T, v.cols()));
@@ -115,17 +120,20 @@ void mhc_write(const MhcStep<Scalar>& step, const Matrix<Scalar>& v, std::vector
     for (Eigen::Index i = 0; i < m; ++i) {
       auto row = next[static_cast<std::size_t>(i)].row(t);
       row = step.post(t, i) * v.row(t);
-      for (Eigen::Index j = 0; j < m; ++j) row += res(i, j) * streams[static_cast<std::size_t>(j)].row(t);
+      for (Eigen::Index j = 0; j < m; ++j)
+        row += res(i, j) * streams[static_cast<std::size_t>(j)].row(t);
     }
   }
   streams = std::move(next);
 }
 
 template <typename Scalar>
-Matrix<Scalar> mhc_output_gradient(const MhcStep<Scalar>& step, const std::vector<Matrix<Scalar>>& dstreams) {
+Matrix<Scalar> mhc_output_gradient(const MhcStep<Scalar>& step,
+                                   const std::vector<Matrix<Scalar>>& dstreams) {
   Matrix<Scalar> dv = Matrix<Scalar>::Zero(dstreams.front().rows(), dstreams.front().cols());
   for (std::size_t i = 0; i < dstreams.size(); ++i) {
-    dv.array() += dstreams[i].array().colwise() * step.post.col(static_cast<Eigen::Index>(i)).array();
+    dv.array() +=
+        dstreams[i].array().colwise() * step.post.col(static_cast<Eigen::Index>(i)).array();
   }
   return dv;
 }
@@ -133,8 +141,8 @@ Matrix<Scalar> mhc_output_gradient(const MhcStep<Scalar>& step, const std::vecto
 template <typename Scalar>
 void mhc_step_backward(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
                        const std::vector<Matrix<Scalar>>& streams, const MhcStep<Scalar>& step,
-                       const Matrix<Scalar>& v, const Matrix<Scalar>& du, std::vector<Matrix<Scalar>>& dstreams,
-                       DepthReadWeights<Scalar>* grad) {
+                       const Matrix<Scalar>& v, const Matrix<Scalar>& du,
+                       std::vector<Matrix<Scalar>>& dstreams, DepthReadWeights<Scalar>* grad) {
   const auto m = static_cast<Eigen::Index>(streams.size());
   const Eigen::Index T = v.rows();
   const Eigen::Index d = v.cols();
@@ -147,7 +155,8 @@ void mhc_step_backward(const AttnResConfig& scheme, const DepthReadWeights<Scala
       const auto dx_new = dstreams[static_cast<std::size_t>(i)].row(t);
       // X_i' = sum_j H_res,ij X_j + H_post,i v
       const Scalar post = step.post(t, i);
-      dpost_logits(t, i) = dx_new.dot(v.row(t)) * post * (Scalar(1) - post / Scalar(2));  // d(2 sigma) = 2 s (1 - s)
+      dpost_logits(t, i) =
+          dx_new.dot(v.row(t)) * post * (Scalar(1) - post / Scalar(2));  // d(2 sigma) = 2 s (1 - s)
       for (Eigen::Index j = 0; j < m; ++j) {
         dres(i, j) = dx_new.dot(streams[static_cast<std::size_t>(j)].row(t));
         dbefore[static_cast<std::size_t>(j)].row(t) += res(i, j) * dx_new;
@@ -156,7 +165,8 @@ void mhc_step_backward(const AttnResConfig& scheme, const DepthReadWeights<Scala
     for (Eigen::Index j = 0; j < m; ++j) {
       // u = sum_j H_pre,j X_j
       const Scalar pre = step.pre(t, j);
-      dpre_logits(t, j) = du.row(t).dot(streams[static_cast<std::size_t>(j)].row(t)) * pre * (Scalar(1) - pre);
+      dpre_logits(t, j) =
+          du.row(t).dot(streams[static_cast<std::size_t>(j)].row(t)) * pre * (Scalar(1) - pre);
       dbefore[static_cast<std::size_t>(j)].row(t) += pre * du.row(t);
     }
     Matrix<Scalar> logits(m, m);
@@ -167,20 +177,23 @@ void mhc_step_backward(const AttnResConfig& scheme, const DepthReadWeights<Scala
   grad->pre_bias += dpre_logits.colwise().sum().transpose();
   grad->post_bias += dpost_logits.colwise().sum().transpose();
   const Vector<Scalar> dres_flat = dres_logits.colwise().sum().transpose();
-  for (Eigen::Index i = 0; i < m; ++i) grad->res_bias.row(i) += dres_flat.segment(i * m, m).transpose();
+  for (Eigen::Index i = 0; i < m; ++i)
+    grad->res_bias.row(i) += dres_flat.segment(i * m, m).transpose();
   if (scheme.dynamic) {
     grad->pre_proj += dpre_logits.transpose() * step.flat;
     grad->post_proj += dpost_logits.transpose() * step.flat;
     grad->res_proj += dres_logits.transpose() * step.flat;
     // x~ = x r over the m d values of vec X: dx = r dy - r^3 x (dy . x) / (m d), x = x~ / r.
-    const Matrix<Scalar> dflat =
-        dpre_logits * weights.pre_proj + dpost_logits * weights.post_proj + dres_logits * weights.res_proj;
-    const Vector<Scalar> dot = (dflat.array() * step.flat.array()).rowwise().sum();  // dy . x~ = r (dy . x)
+    const Matrix<Scalar> dflat = dpre_logits * weights.pre_proj + dpost_logits * weights.post_proj +
+                                 dres_logits * weights.res_proj;
+    const Vector<Scalar> dot =
+        (dflat.array() * step.flat.array()).rowwise().sum();  // dy . x~ = r (dy . x)
     for (Eigen::Index j = 0; j < m; ++j) {
       const auto dy = dflat.middleCols(j * d, d);
       const auto y = step.flat.middleCols(j * d, d);
       dbefore[static_cast<std::size_t>(j)].array() +=
-          (dy.array() - y.array().colwise() * (dot.array() / static_cast<Scalar>(m * d))).colwise() *
+          (dy.array() - y.array().colwise() * (dot.array() / static_cast<Scalar>(m * d)))
+              .colwise() *
           step.inv_rms.array();
     }
   }
@@ -192,7 +205,8 @@ Matrix<Scalar> MhcCoefficientsOfOutputs<Scalar>::read_weights(const MhcStep<Scal
   const Eigen::Index T = step.pre.rows();
   Matrix<Scalar> weights(T, static_cast<Eigen::Index>(coefficients.size()));
   for (std::size_t i = 0; i < coefficients.size(); ++i) {
-    weights.col(static_cast<Eigen::Index>(i)) = (coefficients[i].array() * step.pre.array()).rowwise().sum();
+    weights.col(static_cast<Eigen::Index>(i)) =
+        (coefficients[i].array() * step.pre.array()).rowwise().sum();
   }
   return weights;
 }
@@ -219,18 +233,21 @@ void MhcCoefficientsOfOutputs<Scalar>::advance(const MhcStep<Scalar>& step) {
   coefficients.push_back(step.post);
 }
 
-#define ATTNRES_INSTANTIATE_MHC(Scalar)                                                                      \
-  template Matrix<Scalar> sinkhorn(const Matrix<Scalar>&, int);                                              \
-  template Matrix<Scalar> sinkhorn_backward(const Matrix<Scalar>&, int, const Matrix<Scalar>&);              \
-  template MhcStep<Scalar> mhc_coefficients(const AttnResConfig&, const DepthReadWeights<Scalar>&,           \
-                                            const std::vector<Matrix<Scalar>>&, Scalar);                     \
-  template Matrix<Scalar> mhc_sublayer_input(const MhcStep<Scalar>&, const std::vector<Matrix<Scalar>>&);    \
-  template void mhc_write(const MhcStep<Scalar>&, const Matrix<Scalar>&, std::vector<Matrix<Scalar>>&);      \
-  template Matrix<Scalar> mhc_output_gradient(const MhcStep<Scalar>&, const std::vector<Matrix<Scalar>>&);   \
-  template void mhc_step_backward(const AttnResConfig&, const DepthReadWeights<Scalar>&,                     \
-                                  const std::vector<Matrix<Scalar>>&, const MhcStep<Scalar>&,                \
-                                  const Matrix<Scalar>&, const Matrix<Scalar>&, std::vector<Matrix<Scalar>>&, \
-                                  DepthReadWeights<Scalar>*);                                                \
+#define ATTNRES_INSTANTIATE_MHC(Scalar)                                                            \
+  template Matrix<Scalar> sinkhorn(const Matrix<Scalar>&, int);                                    \
+  template Matrix<Scalar> sinkhorn_backward(const Matrix<Scalar>&, int, const Matrix<Scalar>&);    \
+  template MhcStep<Scalar> mhc_coefficients(const AttnResConfig&, const DepthReadWeights<Scalar>&, \
+                                            const std::vector<Matrix<Scalar>>&, Scalar);           \
+  template Matrix<Scalar> mhc_sublayer_input(const MhcStep<Scalar>&,                               \
+                                             const std::vector<Matrix<Scalar>>&);                  \
+  template void mhc_write(const MhcStep<Scalar>&, const Matrix<Scalar>&,                           \
+                          std::vector<Matrix<Scalar>>&);                                           \
+  template Matrix<Scalar> mhc_output_gradient(const MhcStep<Scalar>&,                              \
+                                              const std::vector<Matrix<Scalar>>&);                 \
+  template void mhc_step_backward(const AttnResConfig&, const DepthReadWeights<Scalar>&,           \
+                                  const std::vector<Matrix<Scalar>>&, const MhcStep<Scalar>&,      \
+                                  const Matrix<Scalar>&, const Matrix<Scalar>&,                    \
+                                  std::vector<Matrix<Scalar>>&, DepthReadWeights<Scalar>*);        \
   template struct MhcCoefficientsOfOutputs<Scalar>;
 ATTNRES_INSTANTIATE_MHC(float)
 ATTNRES_INSTANTIATE_MHC(double)

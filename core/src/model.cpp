@@ -81,9 +81,12 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 
 const char* depth_mixing_parameter_kind(const std::string& name) {
   static const std::pair<const char*, const char*> kinds[] = {
-      {".query", "queries"},          {".query_proj.weight", "query projections"},
-      {".mix_logits", "mixing logits"}, {".dwa.weight", "weights"},
-      {".mhc.pre_proj.weight", "projections"}, {".mhc.post_proj.weight", "projections"},
+      {".query", "queries"},
+      {".query_proj.weight", "query projections"},
+      {".mix_logits", "mixing logits"},
+      {".dwa.weight", "weights"},
+      {".mhc.pre_proj.weight", "projections"},
+      {".mhc.post_proj.weight", "projections"},
       {".mhc.res_proj.weight", "projections"}};
   for (const auto& [suffix, kind] : kinds) {
     if (ends_with(name, suffix)) return kind;
@@ -107,12 +110,15 @@ ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOp
       std_dev = options.weight_std;
     }
     if (std_dev == 0.0) {  // zeros, or the start values allocate_model gave (gains, biases, dwa)
-      for (std::int64_t i = 0; i < count; ++i) tensor.data[i] = static_cast<double>(static_cast<float>(tensor.data[i]));
+      for (std::int64_t i = 0; i < count; ++i)
+        tensor.data[i] = static_cast<double>(static_cast<float>(tensor.data[i]));
       return;
     }
     for (std::int64_t i = 0; i < count; ++i) {
-      // Added to the start value: DenseFormer weights are 1 + N(0, sigma^2), the rest 0 + N(0, sigma^2).
-      tensor.data[i] = static_cast<double>(static_cast<float>(tensor.data[i] + std_dev * normal.next()));
+      // Added to the start value: DenseFormer weights are 1 + N(0, sigma^2), the rest 0 + N(0,
+      // sigma^2).
+      tensor.data[i] =
+          static_cast<double>(static_cast<float>(tensor.data[i] + std_dev * normal.next()));
     }
   });
   model.has_attn_res_tensors = true;
@@ -143,21 +149,22 @@ std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::strin
   std::uint64_t total = 0;
   auto add = [&](std::uint64_t a, std::uint64_t b, std::uint64_t times = 1) {
     std::uint64_t product = 0;
-    if (__builtin_mul_overflow(a, b, &product) || __builtin_mul_overflow(product, times, &product) ||
+    if (__builtin_mul_overflow(a, b, &product) ||
+        __builtin_mul_overflow(product, times, &product) ||
         __builtin_add_overflow(total, product, &total)) {
       throw Error(where + ": the model described is too large (its size overflows 64 bits)");
     }
   };
-  add(vocab, d, 2);                                   // embedding, LM head
+  add(vocab, d, 2);                                                         // embedding, LM head
   add(d, heads * head_dim + 2 * kv * head_dim + heads * head_dim, layers);  // q, k, v, o
-  add(d, 3 * ffn, layers);                            // gate, up, down
-  add(d, 8, layers);                                  // norms, queries, key-norm gains
-  add(d, 3);                                          // final norm, final read
+  add(d, 3 * ffn, layers);                                                  // gate, up, down
+  add(d, 8, layers);  // norms, queries, key-norm gains
+  add(d, 3);          // final norm, final read
   // Scheme tensors (docs/schemes.md): query projections, mixing logits / DenseFormer weights, mHC.
   const AttnResConfig& scheme = config.attn_res;
   const std::uint64_t reads = 2 * layers + 1;
   if (scheme.uses_query() && scheme.query_source == QuerySource::input) add(d * d, reads);
-  add(reads, reads);                                  // at most L + 1 logits or weights per read
+  add(reads, reads);  // at most L + 1 logits or weights per read
   if (scheme.mode == ResidualMode::mhc) {
     const auto m = static_cast<std::uint64_t>(scheme.streams);
     add(m * m + 2 * m, 2 * layers);
@@ -183,9 +190,10 @@ ModelWeights<double> load_model(const fs::path& directory) {
   const std::uint64_t file_bytes = fs::file_size(weights_path, size_error);
   const std::uint64_t available = available_memory_bytes();
   if (needed > available || (!size_error && file_bytes > available - std::min(available, needed))) {
-    throw Error(config_path.string() + ": the shapes it declares need " + std::to_string(needed / 1000000) +
-                " MB as float64 (plus " + std::to_string(size_error ? 0 : file_bytes / 1000000) +
-                " MB of file), but only " + std::to_string(available / 1000000) +
+    throw Error(config_path.string() + ": the shapes it declares need " +
+                std::to_string(needed / 1000000) + " MB as float64 (plus " +
+                std::to_string(size_error ? 0 : file_bytes / 1000000) + " MB of file), but only " +
+                std::to_string(available / 1000000) +
                 " MB of memory is available; refusing to load");
   }
   const SafetensorsFile file = SafetensorsFile::read(weights_path);
@@ -227,12 +235,13 @@ ModelWeights<double> load_model(const fs::path& directory) {
     }
   }
   if (present_attn_res > 0 && !missing_attn_res.empty()) {
-    throw Error(source + ": has some AttnRes tensors but not '" + missing_attn_res.front() +
-                "' (" + std::to_string(missing_attn_res.size()) +
+    throw Error(source + ": has some AttnRes tensors but not '" + missing_attn_res.front() + "' (" +
+                std::to_string(missing_attn_res.size()) +
                 " missing); a model has all of them or none");
   }
   model.has_attn_res_tensors = present_attn_res > 0;
-  if (!model.has_attn_res_tensors && !missing_attn_res.empty() && config.attn_res.mode != ResidualMode::standard) {
+  if (!model.has_attn_res_tensors && !missing_attn_res.empty() &&
+      config.attn_res.mode != ResidualMode::standard) {
     throw Error(source + ": config.json asks for attn_res mode '" +
                 to_string(config.attn_res.mode) + "' but the file has no AttnRes tensors (e.g. '" +
                 missing_attn_res.front() + "')");
@@ -240,7 +249,8 @@ ModelWeights<double> load_model(const fs::path& directory) {
   return model;
 }
 
-ModelWeights<double> convert_scheme(const ModelWeights<double>& model, const AttnResConfig& scheme) {
+ModelWeights<double> convert_scheme(const ModelWeights<double>& model,
+                                    const AttnResConfig& scheme) {
   ModelConfig config = model.config;
   config.attn_res = scheme;
   config.validate("scheme");

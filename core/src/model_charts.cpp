@@ -62,12 +62,15 @@ std::string alpha_title(const std::string& scheme, const ForwardTrace& trace, in
   return title;
 }
 
-HeatmapSpec alpha_heatmap(const ForwardTrace& trace, const std::string& title, int token, int head) {
+HeatmapSpec alpha_heatmap(const ForwardTrace& trace, const std::string& title, int token,
+                          int head) {
   HeatmapSpec map;
   map.id = "depth_attention";
   map.title = title;
-  map.caption = "The depth-attention weights alpha of every read (rows) over its sources (columns); empty: not a "
-                "source of that read.";
+  map.caption =
+      "The depth-attention weights alpha of every read (rows) over its sources (columns); empty: "
+      "not a "
+      "source of that read.";
   auto& columns = map.column_labels;
   if (trace.reads.empty()) {
     const int L = trace.sublayers;
@@ -83,17 +86,21 @@ HeatmapSpec alpha_heatmap(const ForwardTrace& trace, const std::string& title, i
   }
   for (const auto& read : trace.reads) {
     for (const auto& source : read.sources) {
-      if (std::find(columns.begin(), columns.end(), source.label()) == columns.end()) columns.push_back(source.label());
+      if (std::find(columns.begin(), columns.end(), source.label()) == columns.end())
+        columns.push_back(source.label());
     }
   }
-  std::stable_partition(columns.begin(), columns.end(), [](const std::string& l) { return l != "partial" && l != "zero"; });
+  std::stable_partition(columns.begin(), columns.end(),
+                        [](const std::string& l) { return l != "partial" && l != "zero"; });
   double low = 0.0, high = 1.0;
   for (const auto& read : trace.reads) {
     std::vector<double> row(columns.size(), kNaN);
     const auto sources = static_cast<Eigen::Index>(read.sources.size());
-    const bool one_head = head >= 0 && head < read.heads && read.alpha_heads.cols() == read.heads * sources;
+    const bool one_head =
+        head >= 0 && head < read.heads && read.alpha_heads.cols() == read.heads * sources;
     for (Eigen::Index j = 0; j < sources; ++j) {
-      const auto column = std::find(columns.begin(), columns.end(), read.sources[static_cast<std::size_t>(j)].label()) -
+      const auto column = std::find(columns.begin(), columns.end(),
+                                    read.sources[static_cast<std::size_t>(j)].label()) -
                           columns.begin();
       double v = 0.0;
       if (one_head) {
@@ -114,7 +121,8 @@ HeatmapSpec alpha_heatmap(const ForwardTrace& trace, const std::string& title, i
   return map;
 }
 
-std::array<ChartSpec, 2> magnitude_charts(const std::vector<MagnitudeCurve>& curves, const std::string& weights) {
+std::array<ChartSpec, 2> magnitude_charts(const std::vector<MagnitudeCurve>& curves,
+                                          const std::string& weights) {
   ChartSpec inputs, outputs;
   inputs.id = "magnitudes_input";
   inputs.title = "RMS of each sublayer's input h_l";
@@ -131,7 +139,8 @@ std::array<ChartSpec, 2> magnitude_charts(const std::vector<MagnitudeCurve>& cur
   outputs.caption = "The RMS of every sublayer's output v_l by depth.";
   for (const auto& curve : curves) {
     const ForwardTrace& trace = *curve.trace;
-    const auto style = curve.reference ? ChartSeries::Style::line : ChartSeries::Style::line_and_points;
+    const auto style =
+        curve.reference ? ChartSeries::Style::line : ChartSeries::Style::line_and_points;
     ChartSeries in{curve.name, {}, style, false}, out = in;
     for (std::size_t l = 0; l < trace.sublayer_input_rms.size(); ++l) {
       in.points.emplace_back(static_cast<double>(l + 1), trace.sublayer_input_rms[l]);
@@ -163,19 +172,22 @@ RankBound rank_bound(const ForwardTrace& trace) {
       bound.detail = "min(k, L+1−k, m): every cut factors through the m streams";
       if (s.dynamic) {
         bound.rule += ", per token";
-        bound.detail += "; with input-dependent coefficients each token's M obeys it, their mean need not";
+        bound.detail +=
+            "; with input-dependent coefficients each token's M obeys it, their mean need not";
       }
       bound.mean_bounded = !s.dynamic;
       break;
     case ResidualMode::block:
       bound.rule = "emb + blocks";
-      bound.detail = std::string("min(k, L+1−k, 1 + ⌈(k−1)/S⌉), S = ") + std::to_string(trace.block_size) +
+      bound.detail = std::string("min(k, L+1−k, 1 + ⌈(k−1)/S⌉), S = ") +
+                     std::to_string(trace.block_size) +
                      ": the outputs of one block share a column (N + 1 sources at most)";
       break;
     case ResidualMode::full:
       bound.rule = s.window > 0 ? "min(k, L+1−k, W)" : "min(k, L+1−k)";
-      bound.detail = s.window > 0 ? "the shape of M[k:, :k], and later reads see v_0 and the last W outputs"
-                                  : "the shape of M[k:, :k]: dense";
+      bound.detail = s.window > 0
+                         ? "the shape of M[k:, :k], and later reads see v_0 and the last W outputs"
+                         : "the shape of M[k:, :k]: dense";
       break;
     case ResidualMode::denseformer:
       bound.rule = "min(k, L+1−k)";
@@ -186,8 +198,12 @@ RankBound rank_bound(const ForwardTrace& trace) {
     int b = std::min(k, L + 1 - k);  // the shape of M[k:, :k]
     switch (s.mode) {
       case ResidualMode::standard:
-      case ResidualMode::rescaled: b = 1; break;
-      case ResidualMode::mhc: b = std::min(b, s.streams); break;
+      case ResidualMode::rescaled:
+        b = 1;
+        break;
+      case ResidualMode::mhc:
+        b = std::min(b, s.streams);
+        break;
       case ResidualMode::block: {
         const int S = std::max(1, trace.block_size);
         b = std::min(b, 1 + (k - 1 + S - 1) / S);  // columns of one block are equal
@@ -196,7 +212,8 @@ RankBound rank_bound(const ForwardTrace& trace) {
       case ResidualMode::full:
         if (s.window > 0) b = std::min(b, s.window);  // later reads see v_0 and the last W outputs
         break;
-      case ResidualMode::denseformer: break;
+      case ResidualMode::denseformer:
+        break;
     }
     bound.per_cut.push_back(b);
   }
@@ -207,8 +224,9 @@ HeatmapSpec mixing_heatmap(const ForwardTrace& trace, const std::string& scheme)
   HeatmapSpec map;
   map.id = "duality_mixing";
   map.title = "depth mixing M: " + scheme + " (token mean)";
-  map.caption = "The depth mixing matrix M (h_l = sum_i M(l, i) v_i), the mean over tokens; empty: above the "
-                "diagonal, not a source.";
+  map.caption =
+      "The depth mixing matrix M (h_l = sum_i M(l, i) v_i), the mean over tokens; empty: above the "
+      "diagonal, not a source.";
   const auto n = trace.mixing_mean.rows();
   for (Eigen::Index r = 0; r < n; ++r) {
     map.row_labels.push_back(read_short_label(static_cast<int>(r), static_cast<int>(n) - 1));
@@ -231,14 +249,19 @@ ChartSpec depth_rank_chart(const std::vector<const ForwardTrace*>& traces) {
   chart.title = "Semiseparable rank of the depth mixing matrix at each cut";
   chart.x_label = "cut k";
   chart.y_label = "rank of M[k:, :k]";
-  chart.caption = "The rank of the token-mean M below each cut k (SVD, singular values above 1e-6 of the largest) "
-                  "beside the largest rank the scheme can reach there.";
+  chart.caption =
+      "The rank of the token-mean M below each cut k (SVD, singular values above 1e-6 of the "
+      "largest) "
+      "beside the largest rank the scheme can reach there.";
   for (const ForwardTrace* trace : traces) {
     ChartSeries rank{trace->scheme.describe(), {}, ChartSeries::Style::line_and_points, false};
     for (std::size_t k = 0; k < trace->semiseparable_rank.size(); ++k) {
       rank.points.emplace_back(static_cast<double>(k + 1), trace->semiseparable_rank[k]);
     }
-    ChartSeries bound{std::string("bound: ") + to_string(trace->scheme.mode), {}, ChartSeries::Style::line, false};
+    ChartSeries bound{std::string("bound: ") + to_string(trace->scheme.mode),
+                      {},
+                      ChartSeries::Style::line,
+                      false};
     const RankBound bounds = rank_bound(*trace);
     for (std::size_t k = 0; k < bounds.per_cut.size(); ++k) {
       bound.points.emplace_back(static_cast<double>(k + 1), bounds.per_cut[k]);
@@ -267,7 +290,8 @@ HeatmapSpec running_sum_heatmap(int tokens) {
   HeatmapSpec map;
   map.id = "duality_running_sum";
   map.title = "sequence: running sum (RNN / linear attention)";
-  map.caption = "The running sum over the tokens: every earlier token with weight 1 (rank 1 at every cut).";
+  map.caption =
+      "The running sum over the tokens: every earlier token with weight 1 (rank 1 at every cut).";
   map.row_labels = map.column_labels = position_labels(tokens);
   map.values = rows_of(running);
   return map;
@@ -285,9 +309,11 @@ ChartSpec sequence_rank_chart(const Eigen::MatrixXd& attention, double tolerance
   chart.x_label = "cut t";
   chart.y_label = "rank of A[t:, :t]";
   ChartSeries sequence{"softmax attention", {}, ChartSeries::Style::line_and_points, false};
-  for (std::size_t k = 0; k < attention_ranks.size(); ++k) sequence.points.emplace_back(double(k + 1), attention_ranks[k]);
+  for (std::size_t k = 0; k < attention_ranks.size(); ++k)
+    sequence.points.emplace_back(double(k + 1), attention_ranks[k]);
   ChartSeries sum{"running sum", {}, ChartSeries::Style::line, false};
-  for (std::size_t k = 0; k < running_ranks.size(); ++k) sum.points.emplace_back(double(k + 1), running_ranks[k]);
+  for (std::size_t k = 0; k < running_ranks.size(); ++k)
+    sum.points.emplace_back(double(k + 1), running_ranks[k]);
   chart.series = {sequence, sum};
   return chart;
 }

@@ -11,35 +11,43 @@ namespace attnres {
 
 using nlohmann::json;
 
-std::string to_string(ResidualMode mode) { return enum_name(kResidualModeNames, mode); }
+std::string to_string(ResidualMode mode) {
+  return enum_name(kResidualModeNames, mode);
+}
 
 ResidualMode parse_residual_mode(const std::string& text, const std::string& what) {
   return parse_enum(kResidualModeNames, text, what, "unknown residual mode");
 }
 
-std::string to_string(DepthGate gate) { return enum_name(kDepthGateNames, gate); }
+std::string to_string(DepthGate gate) {
+  return enum_name(kDepthGateNames, gate);
+}
 
 DepthGate parse_depth_gate(const std::string& text, const std::string& what) {
   return parse_enum(kDepthGateNames, text, what, "unknown gate");
 }
 
-std::string to_string(QuerySource source) { return enum_name(kQuerySourceNames, source); }
+std::string to_string(QuerySource source) {
+  return enum_name(kQuerySourceNames, source);
+}
 
 QuerySource parse_query_source(const std::string& text, const std::string& what) {
   return parse_enum(kQuerySourceNames, text, what, "unknown query source");
 }
 
-std::string to_string(DepthMixing mixing) { return enum_name(kDepthMixingNames, mixing); }
+std::string to_string(DepthMixing mixing) {
+  return enum_name(kDepthMixingNames, mixing);
+}
 
 DepthMixing parse_depth_mixing(const std::string& text, const std::string& what) {
   return parse_enum(kDepthMixingNames, text, what, "unknown mixing");
 }
 
 bool AttnResConfig::operator==(const AttnResConfig& o) const {
-  return mode == o.mode && block_size == o.block_size && key_norm_eps == o.key_norm_eps && gate == o.gate &&
-         key_norm == o.key_norm && window == o.window && heads == o.heads && query_source == o.query_source &&
-         mixing == o.mixing && streams == o.streams && dynamic == o.dynamic &&
-         sinkhorn_iterations == o.sinkhorn_iterations;
+  return mode == o.mode && block_size == o.block_size && key_norm_eps == o.key_norm_eps &&
+         gate == o.gate && key_norm == o.key_norm && window == o.window && heads == o.heads &&
+         query_source == o.query_source && mixing == o.mixing && streams == o.streams &&
+         dynamic == o.dynamic && sinkhorn_iterations == o.sinkhorn_iterations;
 }
 
 bool AttnResConfig::paper_defaults() const {
@@ -49,15 +57,18 @@ bool AttnResConfig::paper_defaults() const {
 }
 
 bool AttnResConfig::stacked_two_phase() const {
-  return attention_mode() && gate == DepthGate::softmax && heads == 1 && query_source == QuerySource::fixed &&
-         mixing == DepthMixing::attention;
+  return attention_mode() && gate == DepthGate::softmax && heads == 1 &&
+         query_source == QuerySource::fixed && mixing == DepthMixing::attention;
 }
 
 std::string AttnResConfig::two_phase_limit() const {
   switch (mode) {
-    case ResidualMode::standard: return "the standard residual keeps a running sum (no reads)";
-    case ResidualMode::mhc: return "mHC updates its stream state in place (no reads over a stored history)";
-    default: break;
+    case ResidualMode::standard:
+      return "the standard residual keeps a running sum (no reads)";
+    case ResidualMode::mhc:
+      return "mHC updates its stream state in place (no reads over a stored history)";
+    default:
+      break;
   }
   if (attention_mode() && mixing == DepthMixing::attention && query_source == QuerySource::input) {
     return "an input-dependent query needs each read's latest source, which phase 1 does not have";
@@ -90,11 +101,18 @@ std::string AttnResConfig::settings_label() const {
 std::string AttnResConfig::describe() const {
   std::string out;
   switch (mode) {
-    case ResidualMode::standard: return "standard residual";
-    case ResidualMode::full: out = "Full AttnRes"; break;
-    case ResidualMode::block: out = "Block AttnRes (S = " + std::to_string(block_size) + ")"; break;
-    case ResidualMode::denseformer: return "DenseFormer";
-    case ResidualMode::rescaled: return "rescaled residual (running mean)";
+    case ResidualMode::standard:
+      return "standard residual";
+    case ResidualMode::full:
+      out = "Full AttnRes";
+      break;
+    case ResidualMode::block:
+      out = "Block AttnRes (S = " + std::to_string(block_size) + ")";
+      break;
+    case ResidualMode::denseformer:
+      return "DenseFormer";
+    case ResidualMode::rescaled:
+      return "rescaled residual (running mean)";
     case ResidualMode::mhc:
       return std::string(dynamic ? "mHC" : "static mHC") + " (m = " + std::to_string(streams) + ")";
   }
@@ -135,8 +153,8 @@ void ModelConfig::validate(const std::string& where,
   }
   if (head_dim() % 2 != 0) {
     throw Error(where + ": head_dim = " + name("hidden_size") + " / " +
-                name("num_attention_heads") + " = " +
-                std::to_string(head_dim()) + " must be even for RoPE");
+                name("num_attention_heads") + " = " + std::to_string(head_dim()) +
+                " must be even for RoPE");
   }
   if (!(rms_norm_eps > 0.0) || !std::isfinite(rms_norm_eps)) {
     throw Error(where + ": " + name("rms_norm_eps") + " must be a positive finite number");
@@ -149,9 +167,9 @@ void ModelConfig::validate(const std::string& where,
   }
   if (attn_res.mode == ResidualMode::block &&
       (attn_res.block_size < 1 || attn_res.block_size > sublayers())) {
-    throw Error(where + ": " + name("attn_res.block_size") + " must be between 1 and L = " +
-                std::to_string(sublayers()) + " sublayers for block mode, got " +
-                std::to_string(attn_res.block_size));
+    throw Error(where + ": " + name("attn_res.block_size") +
+                " must be between 1 and L = " + std::to_string(sublayers()) +
+                " sublayers for block mode, got " + std::to_string(attn_res.block_size));
   }
   // Scheme keys (docs/schemes.md): each applies to some modes only.
   const AttnResConfig defaults;
@@ -163,29 +181,33 @@ void ModelConfig::validate(const std::string& where,
   };
   const bool attention = attn_res.attention_mode();
   only_for(attention, attn_res.gate == defaults.gate, "attn_res.gate", "Full and Block AttnRes");
-  only_for(attention, attn_res.mixing == defaults.mixing, "attn_res.mixing", "Full and Block AttnRes");
-  only_for(attn_res.mode == ResidualMode::full, attn_res.window == defaults.window, "attn_res.window",
-           "Full AttnRes (mode full)");
+  only_for(attention, attn_res.mixing == defaults.mixing, "attn_res.mixing",
+           "Full and Block AttnRes");
+  only_for(attn_res.mode == ResidualMode::full, attn_res.window == defaults.window,
+           "attn_res.window", "Full AttnRes (mode full)");
   const bool query = attn_res.uses_query();
   const std::string query_modes = "Full and Block AttnRes with mixing = attention";
   only_for(query, attn_res.key_norm == defaults.key_norm, "attn_res.key_norm", query_modes);
   only_for(query, attn_res.heads == defaults.heads, "attn_res.heads", query_modes);
-  only_for(query, attn_res.query_source == defaults.query_source, "attn_res.query_source", query_modes);
+  only_for(query, attn_res.query_source == defaults.query_source, "attn_res.query_source",
+           query_modes);
   const bool mhc = attn_res.mode == ResidualMode::mhc;
   only_for(mhc, attn_res.streams == defaults.streams, "attn_res.streams", "mHC (mode mhc)");
   only_for(mhc, attn_res.dynamic == defaults.dynamic, "attn_res.dynamic", "mHC (mode mhc)");
-  only_for(mhc, attn_res.sinkhorn_iterations == defaults.sinkhorn_iterations, "attn_res.sinkhorn_iterations",
-           "mHC (mode mhc)");
+  only_for(mhc, attn_res.sinkhorn_iterations == defaults.sinkhorn_iterations,
+           "attn_res.sinkhorn_iterations", "mHC (mode mhc)");
   if (attn_res.window < 0) {
     throw Error(where + ": " + name("attn_res.window") + " must be >= 0 (0 = no window), got " +
                 std::to_string(attn_res.window));
   }
   if (attn_res.heads < 1 || hidden_size % attn_res.heads != 0) {
     throw Error(where + ": " + name("attn_res.heads") + " (" + std::to_string(attn_res.heads) +
-                ") must be a positive divisor of " + name("hidden_size") + " (" + std::to_string(hidden_size) + ")");
+                ") must be a positive divisor of " + name("hidden_size") + " (" +
+                std::to_string(hidden_size) + ")");
   }
   if (attn_res.streams < 1) {
-    throw Error(where + ": " + name("attn_res.streams") + " must be at least 1 (mHC needs a stream), got " +
+    throw Error(where + ": " + name("attn_res.streams") +
+                " must be at least 1 (mHC needs a stream), got " +
                 std::to_string(attn_res.streams));
   }
   if (attn_res.sinkhorn_iterations < 1) {
@@ -258,12 +280,14 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (auto attn = root.find("attn_res"); attn != root.end() && !attn->is_null()) {
     const std::string where = source + ": attn_res";
     if (!attn->is_object()) throw Error(where + " must be an object");
-    static const char* const kKeys[] = {"mode", "block_size", "key_norm_eps", "gate", "key_norm", "window", "heads",
-                                        "query_source", "mixing", "streams", "dynamic", "sinkhorn_iterations"};
+    static const char* const kKeys[] = {
+        "mode",  "block_size",   "key_norm_eps", "gate",    "key_norm", "window",
+        "heads", "query_source", "mixing",       "streams", "dynamic",  "sinkhorn_iterations"};
     for (const auto& [key, value] : attn->items()) {
       if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
         throw Error(where + ": unknown key '" + key +
-                    "' (expected mode, block_size, key_norm_eps, gate, key_norm, window, heads, query_source, "
+                    "' (expected mode, block_size, key_norm_eps, gate, key_norm, window, heads, "
+                    "query_source, "
                     "mixing, streams, dynamic, sinkhorn_iterations; docs/schemes.md)");
       }
     }
@@ -276,7 +300,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     auto flag = [&](const char* key, bool fallback) {
       auto it = attn->find(key);
       if (it == attn->end()) return fallback;
-      if (!it->is_boolean()) throw Error(where + "." + key + " must be true or false, got " + it->dump());
+      if (!it->is_boolean())
+        throw Error(where + "." + key + " must be true or false, got " + it->dump());
       return it->get<bool>();
     };
     AttnResConfig& a = config.attn_res;
@@ -287,7 +312,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     a.key_norm = flag("key_norm", a.key_norm);
     a.window = read_int(*attn, "window", where, a.window);
     a.heads = read_int(*attn, "heads", where, a.heads);
-    if (auto query = text("query_source")) a.query_source = parse_query_source(*query, where + ".query_source");
+    if (auto query = text("query_source"))
+      a.query_source = parse_query_source(*query, where + ".query_source");
     if (auto mixing = text("mixing")) a.mixing = parse_depth_mixing(*mixing, where + ".mixing");
     a.streams = read_int(*attn, "streams", where, a.streams);
     a.dynamic = flag("dynamic", a.dynamic);

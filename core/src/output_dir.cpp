@@ -25,7 +25,9 @@ namespace {
 
 constexpr const char* kStagingPrefix = ".attnres-staging.";
 
-std::string quoted(const fs::path& path) { return "'" + printable_text(path.string()) + "'"; }
+std::string quoted(const fs::path& path) {
+  return "'" + printable_text(path.string()) + "'";
+}
 
 // The marker: for each set, the relative paths (generic form) attnres wrote.
 using Sets = std::map<std::string, std::set<std::string>>;
@@ -57,15 +59,19 @@ Marker read_marker(const fs::path& directory) {
 void write_marker(const fs::path& directory, const Sets& sets) {
   nlohmann::json json = {{"tool", "attnres"},
                          {"version", kVersion},
-                         {"about", "files attnres wrote in this directory, by command; attnres "
-                                   "replaces only these (see docs/output-safety.md)"}};
+                         {"about",
+                          "files attnres wrote in this directory, by command; attnres "
+                          "replaces only these (see docs/output-safety.md)"}};
   nlohmann::json by_set = nlohmann::json::object();
-  for (const auto& [name, files] : sets) by_set[name] = std::vector<std::string>(files.begin(), files.end());
+  for (const auto& [name, files] : sets)
+    by_set[name] = std::vector<std::string>(files.begin(), files.end());
   json["sets"] = by_set;
   write_file_atomically(directory / kOutputMarkerName, json.dump(2) + "\n");
 }
 
-bool is_staging_name(const std::string& name) { return name.rfind(kStagingPrefix, 0) == 0; }
+bool is_staging_name(const std::string& name) {
+  return name.rfind(kStagingPrefix, 0) == 0;
+}
 
 // pid of a staging folder's owner, or 0 when the name is not ours.
 long staging_pid(const std::string& name) {
@@ -120,7 +126,8 @@ bool has_prefix_dir(const std::string& file, const std::string& directory) {
 
 // Canonical paths of the inputs relative to `directory` ("" entries dropped): the inputs that
 // lie inside it.
-std::vector<std::string> inputs_inside(const fs::path& directory, const std::vector<fs::path>& inputs) {
+std::vector<std::string> inputs_inside(const fs::path& directory,
+                                       const std::vector<fs::path>& inputs) {
   std::vector<std::string> inside;
   std::error_code error;
   const fs::path root = fs::weakly_canonical(directory, error);
@@ -157,43 +164,52 @@ Ownership inspect(const fs::path& directory) {
     if (!owned.count(file)) o.foreign_files.push_back(file);
   }
   for (const auto& dir : o.listing.directories) {
-    const bool holds_owned = std::any_of(owned.begin(), owned.end(),
-                                         [&](const std::string& file) { return has_prefix_dir(file, dir); });
+    const bool holds_owned = std::any_of(owned.begin(), owned.end(), [&](const std::string& file) {
+      return has_prefix_dir(file, dir);
+    });
     if (!holds_owned) o.foreign_directories.push_back(dir);
   }
   return o;
 }
 
 // "notes.txt, data/, s.toml" (top-level names, at most 5, then "and N more").
-std::string describe_entries(const std::vector<std::string>& files, const std::vector<std::string>& directories) {
+std::string describe_entries(const std::vector<std::string>& files,
+                             const std::vector<std::string>& directories) {
   std::vector<std::string> names;
   auto add = [&](const std::string& entry, bool is_directory) {
     const std::size_t slash = entry.find('/');
-    const std::string top = slash == std::string::npos ? entry + (is_directory ? "/" : "") : entry.substr(0, slash + 1);
+    const std::string top =
+        slash == std::string::npos ? entry + (is_directory ? "/" : "") : entry.substr(0, slash + 1);
     if (std::find(names.begin(), names.end(), top) == names.end()) names.push_back(top);
   };
   for (const auto& f : files) add(f, false);
   for (const auto& d : directories) add(d, true);
   std::string text;
-  for (std::size_t i = 0; i < names.size() && i < 5; ++i) text += (i ? ", " : "") + printable_text(names[i]);
+  for (std::size_t i = 0; i < names.size() && i < 5; ++i)
+    text += (i ? ", " : "") + printable_text(names[i]);
   if (names.size() > 5) text += " and " + std::to_string(names.size() - 5) + " more";
   return text;
 }
 
-void check_ownership(const fs::path& target, const OutputDirectoryOptions& options, const Ownership& o,
-                     const std::vector<std::string>& inputs) {
+void check_ownership(const fs::path& target, const OutputDirectoryOptions& options,
+                     const Ownership& o, const std::vector<std::string>& inputs) {
   if (options.force) return;
   if (!o.foreign_files.empty() || !o.foreign_directories.empty()) {
     std::string inputs_note;
     for (const auto& input : inputs) {
-      if (std::find(o.foreign_files.begin(), o.foreign_files.end(), input) != o.foreign_files.end()) {
-        inputs_note = " (it holds this command's input " + printable_text(input) + ", which is never removed)";
+      if (std::find(o.foreign_files.begin(), o.foreign_files.end(), input) !=
+          o.foreign_files.end()) {
+        inputs_note = " (it holds this command's input " + printable_text(input) +
+                      ", which is never removed)";
         break;
       }
     }
-    throw Error(options.flag + " " + quoted(target) + ": the directory holds files attnres did not write (" +
+    throw Error(options.flag + " " + quoted(target) +
+                ": the directory holds files attnres did not write (" +
                 describe_entries(o.foreign_files, o.foreign_directories) + ")" + inputs_note +
-                (o.marker.present && !o.marker.readable ? "; its " + std::string(kOutputMarkerName) + " is unreadable" : "") +
+                (o.marker.present && !o.marker.readable
+                     ? "; its " + std::string(kOutputMarkerName) + " is unreadable"
+                     : "") +
                 "; choose a new or empty directory, or pass --force to replace its contents");
   }
 }
@@ -208,7 +224,8 @@ void remove_quietly(const fs::path& path) {
 // An exclusive lock on the directory for the commit (several commands may share a directory).
 class DirectoryLock {
  public:
-  explicit DirectoryLock(const fs::path& directory) : fd_(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+  explicit DirectoryLock(const fs::path& directory)
+      : fd_(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
     if (fd_ >= 0) ::flock(fd_, LOCK_EX);
   }
   ~DirectoryLock() {
@@ -230,7 +247,8 @@ std::vector<std::string> output_directory_notes(const OutputDirectoryResult& res
                     ", a staging folder left by an interrupted run");
   }
   for (const auto& path : result.legacy_staging) {
-    notes.push_back(printable_text(path.string()) + " looks like a staging folder left by an older attnres "
+    notes.push_back(printable_text(path.string()) +
+                    " looks like a staging folder left by an older attnres "
                     "run; remove it if no attnres command is running");
   }
   return notes;
@@ -251,7 +269,8 @@ void validate_output_name(const std::string& name, const std::string& flag) {
   };
   if (name.empty()) fail("is empty");
   if (name == "." || name == "..") fail("is not a file name");
-  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos) fail("contains a path separator");
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos)
+    fail("contains a path separator");
   if (name.front() == '.') fail("starts with '.' (hidden files are attnres's own)");
   for (const unsigned char c : name) {
     if (c < 0x20 || c == 0x7f) fail("contains a control character");
@@ -267,7 +286,8 @@ void refuse_overwriting_inputs(const fs::path& output, const std::vector<fs::pat
   for (const auto& input : inputs) {
     const fs::path in = fs::weakly_canonical(input, error);
     if (error) continue;
-    if (in == out || (!out.lexically_relative(in).empty() && *out.lexically_relative(in).begin() != "..")) {
+    if (in == out ||
+        (!out.lexically_relative(in).empty() && *out.lexically_relative(in).begin() != "..")) {
       throw Error(flag + " " + quoted(output) + " would overwrite " + quoted(input) +
                   ", an input of this command; choose another path");
     }
@@ -284,7 +304,8 @@ void check_output_directory(const fs::path& target, const OutputDirectoryOptions
   check_ownership(target, options, inspect(target), inputs_inside(target, options.inputs));
 }
 
-OutputDirectoryResult write_output_directory(const fs::path& target, const OutputDirectoryOptions& options,
+OutputDirectoryResult write_output_directory(const fs::path& target,
+                                             const OutputDirectoryOptions& options,
                                              const std::function<void(const fs::path&)>& build) {
   check_output_directory(target, options);
   OutputDirectoryResult result;
@@ -317,7 +338,8 @@ OutputDirectoryResult write_output_directory(const fs::path& target, const Outpu
 
   // Staging folders of attnres 0.1, which staged beside the target (".NAME.partialN"): reported,
   // not removed (their owner cannot be told).
-  const std::string legacy = "." + fs::absolute(target).lexically_normal().filename().string() + ".partial";
+  const std::string legacy =
+      "." + fs::absolute(target).lexically_normal().filename().string() + ".partial";
   for (const auto& entry : fs::directory_iterator(fs::absolute(target).parent_path(), error)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(legacy, 0) == 0) result.legacy_staging.push_back(entry.path());
@@ -328,7 +350,8 @@ OutputDirectoryResult write_output_directory(const fs::path& target, const Outpu
   try {
     fs::create_directory(staging, error);
     if (error) {
-      throw Error("cannot write into " + options.flag + " directory " + quoted(target) + ": " + error.message());
+      throw Error("cannot write into " + options.flag + " directory " + quoted(target) + ": " +
+                  error.message());
     }
     build(staging);
     report_progress(options.progress, 1, 1, "writing " + target.string());
@@ -341,7 +364,8 @@ OutputDirectoryResult write_output_directory(const fs::path& target, const Outpu
     result.written = staged.files;
 
     Sets sets = o.marker.sets;
-    const std::set<std::string> previous = sets.count(options.owner) ? sets[options.owner] : std::set<std::string>{};
+    const std::set<std::string> previous =
+        sets.count(options.owner) ? sets[options.owner] : std::set<std::string>{};
     for (const auto& file : staged.files) {
       if (protects(inputs, file)) {
         throw Error(options.flag + " " + quoted(target) + ": writing " + printable_text(file) +
@@ -350,7 +374,8 @@ OutputDirectoryResult write_output_directory(const fs::path& target, const Outpu
       for (const auto& [name, files] : sets) {
         if (name != options.owner && files.count(file) && !options.force) {
           throw Error(options.flag + " " + quoted(target) + ": " + printable_text(file) +
-                      " belongs to the output '" + name + "' in that directory; choose another name or directory "
+                      " belongs to the output '" + name +
+                      "' in that directory; choose another name or directory "
                       "(or pass --force)");
         }
       }
@@ -369,7 +394,8 @@ OutputDirectoryResult write_output_directory(const fs::path& target, const Outpu
     for (const auto& file : staged.files) {
       const fs::path destination = target / file;
       fs::create_directories(destination.parent_path());
-      if (fs::is_directory(fs::symlink_status(destination))) fs::remove_all(destination);  // --force only
+      if (fs::is_directory(fs::symlink_status(destination)))
+        fs::remove_all(destination);  // --force only
       fs::rename(staging / file, destination);
     }
     for (const auto& file : to_remove) {
@@ -380,8 +406,8 @@ OutputDirectoryResult write_output_directory(const fs::path& target, const Outpu
     std::vector<std::string> directories = o.listing.directories;
     std::sort(directories.rbegin(), directories.rend());
     for (const auto& dir : directories) {
-      const bool foreign = std::find(o.foreign_directories.begin(), o.foreign_directories.end(), dir) !=
-                           o.foreign_directories.end();
+      const bool foreign = std::find(o.foreign_directories.begin(), o.foreign_directories.end(),
+                                     dir) != o.foreign_directories.end();
       if (foreign && !options.force) continue;
       if (protects(inputs, dir)) continue;
       if (fs::is_empty(target / dir, error) && !error && fs::remove(target / dir, error)) {
@@ -393,12 +419,14 @@ OutputDirectoryResult write_output_directory(const fs::path& target, const Outpu
       for (const auto& file : to_remove) files.erase(file);
     }
     sets[options.owner] = written;
-    for (auto it = sets.begin(); it != sets.end();) it = it->second.empty() ? sets.erase(it) : std::next(it);
+    for (auto it = sets.begin(); it != sets.end();)
+      it = it->second.empty() ? sets.erase(it) : std::next(it);
     write_marker(target, sets);
   } catch (const fs::filesystem_error& failure) {
     remove_quietly(staging);
     undo_creation();
-    throw Error("cannot write " + options.flag + " directory " + quoted(target) + ": " + failure.code().message());
+    throw Error("cannot write " + options.flag + " directory " + quoted(target) + ": " +
+                failure.code().message());
   } catch (const Cancelled&) {
     remove_quietly(staging);
     undo_creation();
@@ -409,7 +437,8 @@ OutputDirectoryResult write_output_directory(const fs::path& target, const Outpu
     undo_creation();
     std::string message = failure.what();
     const std::string hidden = staging.string();
-    for (std::size_t at = message.find(hidden); at != std::string::npos; at = message.find(hidden, at)) {
+    for (std::size_t at = message.find(hidden); at != std::string::npos;
+         at = message.find(hidden, at)) {
       message.replace(at, hidden.size(), target.string());
     }
     throw Error(message);

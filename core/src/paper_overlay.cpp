@@ -15,7 +15,8 @@ std::string paper_fig6_warning(const SweepSpec& spec, const CostInputs& base) {
   if (sublayers == paper::kFig6Sublayers) return {};
   const std::string fig6_l = std::to_string(paper::kFig6Sublayers);
   std::string warning = "Warning: the paper's Fig. 6 losses come from its ";
-  warning += fig6_l + "-sublayer ablation model (N = " + fig6_l + " / S), not from this sweep's model (L = ";
+  warning += fig6_l + "-sublayer ablation model (N = " + fig6_l +
+             " / S), not from this sweep's model (L = ";
   warning += std::to_string(sublayers);
   warning += "): they are drawn for orientation only.";
   return warning;

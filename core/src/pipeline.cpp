@@ -1,14 +1,15 @@
 #include "attnres/pipeline.hpp"
 
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 
 #include "attnres/error.hpp"
 
 namespace attnres {
 
-std::string to_string(CachePolicy policy) { return enum_name(kCachePolicyNames, policy); }
+std::string to_string(CachePolicy policy) {
+  return enum_name(kCachePolicyNames, policy);
+}
 
 CachePolicy parse_cache_policy(const std::string& text, const std::string& where) {
   return parse_enum(kCachePolicyNames, text, where, "unknown cache policy");
@@ -18,14 +19,18 @@ namespace {
 
 std::int64_t sent_vectors(const BoundaryPayload& b, CachePolicy policy) {
   switch (policy) {
-    case CachePolicy::naive: return b.naive_vectors;
-    case CachePolicy::cached: return b.cached_vectors;
-    case CachePolicy::cached_own: return b.cached_own_vectors;
+    case CachePolicy::naive:
+      return b.naive_vectors;
+    case CachePolicy::cached:
+      return b.cached_vectors;
+    case CachePolicy::cached_own:
+      return b.cached_own_vectors;
   }
   return 0;
 }
 
-PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode, double bandwidth) {
+PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode,
+                                    double bandwidth) {
   const CostInputs& in = s.model;
   const int P = static_cast<int>(in.pp), V = static_cast<int>(in.vpp), C = P * V;
   const ResidualScheme scheme = mode == ResidualMode::standard ? ResidualScheme::standard
@@ -37,7 +42,8 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
   const double tokens = static_cast<double>(in.batch) * static_cast<double>(in.tokens);
   const double b = bytes_per_element(in.dtype);
   const double vector_bytes = static_cast<double>(in.d_model) * tokens * b;
-  const double activation_per_sublayer = 17.0 * tokens * static_cast<double>(in.d_model) * (b / 2.0);
+  const double activation_per_sublayer =
+      17.0 * tokens * static_cast<double>(in.d_model) * (b / 2.0);
 
   PipelineSimInputs sim;
   sim.ranks = P;
@@ -59,8 +65,9 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
     }
     sim.forward_seconds.push_back(forward);
     sim.backward_seconds.push_back(2.0 * forward);
-    sim.activation_bytes.push_back(activation_per_sublayer *
-                                   static_cast<double>(last[static_cast<std::size_t>(c)] - first + 1));
+    sim.activation_bytes.push_back(
+        activation_per_sublayer *
+        static_cast<double>(last[static_cast<std::size_t>(c)] - first + 1));
   }
   const auto boundaries = pipeline_boundaries(mode, in.sublayers, in.block_size, in.pp, in.vpp);
   sim.history_bytes.assign(static_cast<std::size_t>(C), 0.0);
@@ -80,15 +87,20 @@ std::optional<CostInputProblem> moe_problem(const MoeShape& moe) {
   auto problem = [](const char* field, const std::string& message) {
     return std::optional<CostInputProblem>(CostInputProblem{field, message});
   };
-  if (moe.experts < 0) return problem("experts", "experts must be >= 0 (0: a dense MLP), got " + std::to_string(moe.experts));
+  if (moe.experts < 0)
+    return problem("experts",
+                   "experts must be >= 0 (0: a dense MLP), got " + std::to_string(moe.experts));
   if (moe.experts == 0) return std::nullopt;
   if (moe.active < 1 || moe.active > moe.experts) {
-    return problem("active", "active experts must be between 1 and the " + std::to_string(moe.experts) +
-                                 " experts, got " + std::to_string(moe.active));
+    return problem("active", "active experts must be between 1 and the " +
+                                 std::to_string(moe.experts) + " experts, got " +
+                                 std::to_string(moe.active));
   }
-  if (moe.shared < 0) return problem("shared", "shared experts must be >= 0, got " + std::to_string(moe.shared));
+  if (moe.shared < 0)
+    return problem("shared", "shared experts must be >= 0, got " + std::to_string(moe.shared));
   if (moe.expert_ffn < 1) {
-    return problem("expert_ffn", "the expert SwiGLU width must be >= 1, got " + std::to_string(moe.expert_ffn));
+    return problem("expert_ffn",
+                   "the expert SwiGLU width must be >= 1, got " + std::to_string(moe.expert_ffn));
   }
   return std::nullopt;
 }
@@ -101,15 +113,20 @@ std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings
     return problem("mode", "mode must be block or full (the standard residual is the comparison)");
   }
   if (s.microbatches < 1 || s.microbatches > kMaxMicrobatches) {
-    return problem("microbatches", "micro-batches m must be between 1 and " + std::to_string(kMaxMicrobatches) +
-                                       ", got " + std::to_string(s.microbatches));
+    return problem("microbatches", "micro-batches m must be between 1 and " +
+                                       std::to_string(kMaxMicrobatches) + ", got " +
+                                       std::to_string(s.microbatches));
   }
   if (s.schedule == PipelineSchedule::one_f_one_b && s.model.vpp > 1) {
-    return problem("schedule", "the 1f1b schedule runs one stage per rank (V = 1); use the interleaved schedule "
-                               "with V = " + std::to_string(s.model.vpp));
+    return problem(
+        "schedule",
+        "the 1f1b schedule runs one stage per rank (V = 1); use the interleaved schedule "
+        "with V = " +
+            std::to_string(s.model.vpp));
   }
   if (s.link_bandwidth < 0 || std::isnan(s.link_bandwidth)) {
-    return problem("link_bandwidth", "the link bandwidth must be > 0 (or ideal links for free transfers)");
+    return problem("link_bandwidth",
+                   "the link bandwidth must be > 0 (or ideal links for free transfers)");
   }
   return moe_problem(s.moe);
 }
@@ -119,12 +136,13 @@ PipelineSchedule default_pipeline_schedule(std::int64_t vpp) {
 }
 
 PipelineReport evaluate_pipeline(const PipelineSettings& s) {
-  if (const auto problem = pipeline_settings_problem(s)) throw Error("pipeline: " + problem->message);
+  if (const auto problem = pipeline_settings_problem(s))
+    throw Error("pipeline: " + problem->message);
   PipelineReport report;
   report.settings = s;
   report.link_bandwidth = s.link_bandwidth > 0 ? s.link_bandwidth
-                          : s.intra_node_link ? s.hardware.intra_node_bandwidth
-                                              : s.hardware.scale_out_bandwidth;
+                          : s.intra_node_link  ? s.hardware.intra_node_bandwidth
+                                               : s.hardware.scale_out_bandwidth;
   if (!s.ideal_links && s.model.pp > 1 && !(report.link_bandwidth > 0)) {
     throw Error("pipeline: link bandwidth must be > 0 (or use ideal links)");
   }
@@ -141,9 +159,10 @@ PipelineReport evaluate_pipeline(const PipelineSettings& s) {
   report.iteration_time_s = report.attnres.iteration_seconds;
   report.bubble_fraction = report.attnres.bubble_fraction;
   report.exposed_comm_s = report.iteration_time_s - report.ideal_links_seconds;
-  report.attnres_overhead_fraction = report.iteration_time_s / report.standard.iteration_seconds - 1.0;
-  report.peak_memory_bytes_per_rank =
-      *std::max_element(report.attnres.peak_memory_bytes.begin(), report.attnres.peak_memory_bytes.end());
+  report.attnres_overhead_fraction =
+      report.iteration_time_s / report.standard.iteration_seconds - 1.0;
+  report.peak_memory_bytes_per_rank = *std::max_element(report.attnres.peak_memory_bytes.begin(),
+                                                        report.attnres.peak_memory_bytes.end());
   report.closed_form_bubble = closed_form_bubble(s.schedule, static_cast<int>(s.model.pp),
                                                  static_cast<int>(s.model.vpp), s.microbatches);
   report.chunk_forward_seconds = attnres.forward_seconds;

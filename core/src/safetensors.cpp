@@ -18,14 +18,20 @@ using nlohmann::json;
 static_assert(std::endian::native == std::endian::little,
               "safetensors is little-endian; a big-endian host needs byte swapping");
 
-std::string to_string(TensorDType dtype) { return enum_name(kTensorDTypeNames, dtype); }
+std::string to_string(TensorDType dtype) {
+  return enum_name(kTensorDTypeNames, dtype);
+}
 
 std::size_t element_size(TensorDType dtype) {
   switch (dtype) {
-    case TensorDType::f64: return 8;
-    case TensorDType::f32: return 4;
-    case TensorDType::f16: return 2;
-    case TensorDType::bf16: return 2;
+    case TensorDType::f64:
+      return 8;
+    case TensorDType::f32:
+      return 4;
+    case TensorDType::f16:
+      return 2;
+    case TensorDType::bf16:
+      return 2;
   }
   return 0;
 }
@@ -141,7 +147,8 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
     if (!entry["dtype"].is_string()) throw Error(where + ": dtype must be a string");
     TensorInfo info;
     info.name = name;
-    info.dtype = parse_enum(kTensorDTypeNames, entry["dtype"].get<std::string>(), where, "unsupported dtype");
+    info.dtype = parse_enum(kTensorDTypeNames, entry["dtype"].get<std::string>(), where,
+                            "unsupported dtype");
     const json& shape = entry["shape"];
     if (!shape.is_array()) throw Error(where + ": shape must be an array of integers");
     std::uint64_t element_count = 1;
@@ -184,8 +191,8 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
             [](const TensorInfo* a, const TensorInfo* b) { return a->begin < b->begin; });
   for (std::size_t i = 1; i < by_offset.size(); ++i) {
     if (by_offset[i]->begin < by_offset[i - 1]->end) {
-      throw Error(source + ": tensors '" + by_offset[i - 1]->name + "' and '" +
-                  by_offset[i]->name + "' overlap in the data section");
+      throw Error(source + ": tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
+                  "' overlap in the data section");
     }
   }
   file.bytes_ = std::move(bytes);

@@ -1,23 +1,23 @@
 #include "attnres/scenario.hpp"
-#include "attnres/cost.hpp"
+
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <set>
-#include <toml++/toml.h>
-
-#include "hardware_reader.hpp"
-#include "toml_reader.hpp"
+#include <sstream>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/cost.hpp"
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/history_mask.hpp"
+#include "hardware_reader.hpp"
+#include "toml_reader.hpp"
 
 namespace attnres {
 
@@ -58,8 +58,9 @@ AttnResConfig ScenarioTraining::scheme_of(const std::string& spec) const {
 }
 
 const std::vector<std::string>& scenario_sections() {
-  static const std::vector<std::string> sections = {"io",    "history", "prefill", "pipeline", "boundaries",
-                                                    "flops", "scaling", "time",    "pipeline_sim", "training"};
+  static const std::vector<std::string> sections = {
+      "io",    "history", "prefill", "pipeline",     "boundaries",
+      "flops", "scaling", "time",    "pipeline_sim", "training"};
   return sections;
 }
 
@@ -89,8 +90,10 @@ class ScenarioReader : public detail::TomlReader {
     if (node.is_string()) {
       const std::string text = node.as_string()->get();
       if (text != "divisors") {
-        fail(node.source(), name + ": expected an array of integers, \"divisors\" or a table "
-                                   "{from, to, step|factor}, got \"" + text + "\"");
+        fail(node.source(), name +
+                                ": expected an array of integers, \"divisors\" or a table "
+                                "{from, to, step|factor}, got \"" +
+                                text + "\"");
       }
       return divisors(scenario.inputs.sublayers);
     }
@@ -107,7 +110,8 @@ class ScenarioReader : public detail::TomlReader {
       if (!from || !to) fail(node.source(), name + " needs 'from' and 'to'");
       const std::int64_t first = integer(*from, name + ".from");
       const std::int64_t last = integer(*to, name + ".to");
-      if (last < first) fail(to->source(), name + ".to (" + std::to_string(last) + ") is below from");
+      if (last < first)
+        fail(to->source(), name + ".to (" + std::to_string(last) + ") is below from");
       const toml::node* step = range.get("step");
       const toml::node* factor = range.get("factor");
       if ((step == nullptr) == (factor == nullptr)) {
@@ -130,15 +134,18 @@ class ScenarioReader : public detail::TomlReader {
         fail(node.source(), error.what());
       }
     }
-    fail(node.source(), name + ": expected an array of integers, \"divisors\" or a table "
-                               "{from, to, step|factor}, got " + type_name(node));
+    fail(node.source(), name +
+                            ": expected an array of integers, \"divisors\" or a table "
+                            "{from, to, step|factor}, got " +
+                            type_name(node));
   }
 
   Scenario read(const toml::table& root) {
     Scenario s;
     s.source = source();
-    check_keys(root, "", {"title", "description", "sections", "model", "sequence", "parallel",
-                          "scaling", "sweep", "hardware", "moe", "pipeline", "train"});
+    check_keys(root, "",
+               {"title", "description", "sections", "model", "sequence", "parallel", "scaling",
+                "sweep", "hardware", "moe", "pipeline", "train"});
     if (const toml::node* n = root.get("title")) s.title = string(*n, "title");
     if (const toml::node* n = root.get("description")) s.description = string(*n, "description");
 
@@ -160,15 +167,18 @@ class ScenarioReader : public detail::TomlReader {
     read_scaling(root, s);
     read_training(root, s);
     if (s.training && !root.get("sections")) s.sections.push_back("training");
-    if (!s.training && std::find(s.sections.begin(), s.sections.end(), "training") != s.sections.end()) {
+    if (!s.training &&
+        std::find(s.sections.begin(), s.sections.end(), "training") != s.sections.end()) {
       fail(root.get("sections")->source(), "section 'training' needs a [train] table");
     }
-    const bool only_scaling = std::all_of(s.sections.begin(), s.sections.end(),
-                                          [](const std::string& x) { return x == "scaling" || x == "training"; });
+    const bool only_scaling =
+        std::all_of(s.sections.begin(), s.sections.end(),
+                    [](const std::string& x) { return x == "scaling" || x == "training"; });
     const toml::table* model = table(root, "model");
     if (!model) {
       if (only_scaling && !root.get("sweep")) return s;
-      fail(root.source(), "missing table [model] (sublayers or layers, d_model, blocks or block_size)");
+      fail(root.source(),
+           "missing table [model] (sublayers or layers, d_model, blocks or block_size)");
     }
     s.has_model = true;
     CostInputs& in = s.inputs;
@@ -209,14 +219,16 @@ class ScenarioReader : public detail::TomlReader {
     }
     for (const auto& section : s.sections) {
       if ((section == "time" && !s.hardware) || (section == "pipeline_sim" && !s.pipeline)) {
-        fail(root.get("sections")->source(), "section '" + section + "' needs " +
-                                                 (section == "time" ? "[hardware]" : "a [pipeline] table"));
+        fail(root.get("sections")->source(),
+             "section '" + section + "' needs " +
+                 (section == "time" ? "[hardware]" : "a [pipeline] table"));
       }
     }
     if (const toml::node* n = root.get("sweep")) {
       if (!n->is_array_of_tables()) fail(n->source(), "sweep must be written as [[sweep]] tables");
       std::set<std::string> names;
-      for (const auto& item : *n->as_array()) s.sweeps.push_back(read_sweep(*item.as_table(), s, names));
+      for (const auto& item : *n->as_array())
+        s.sweeps.push_back(read_sweep(*item.as_table(), s, names));
     }
     return s;
   }
@@ -275,19 +287,24 @@ class ScenarioReader : public detail::TomlReader {
   void read_training(const toml::table& root, Scenario& s) const {
     const toml::table* train = table(root, "train");
     if (!train) return;
-    check_keys(*train, "train.", {"data", "layers", "d_model", "heads", "kv_heads", "ffn", "schemes", "blocks", "steps",
-                                  "seq", "batch", "lr", "seeds", "eval_every", "threads", "save_models", "masks"});
+    check_keys(
+        *train, "train.",
+        {"data", "layers", "d_model", "heads", "kv_heads", "ffn", "schemes", "blocks", "steps",
+         "seq", "batch", "lr", "seeds", "eval_every", "threads", "save_models", "masks"});
     ScenarioTraining t;
     const toml::node* data = train->get("data");
-    if (!data) fail(train->source(), "[train] needs 'data': a text file to train on (relative to this scenario file)");
+    if (!data)
+      fail(train->source(),
+           "[train] needs 'data': a text file to train on (relative to this scenario file)");
     t.data = string(*data, "train.data");
     t.data_path = std::filesystem::path(source()).parent_path() / t.data;
     auto bounded = [&](const char* key, int& out, std::int64_t lowest, std::int64_t highest) {
       if (const toml::node* n = train->get(key)) {
         const std::int64_t value = integer(*n, std::string("train.") + key);
         if (value < lowest || value > highest) {
-          fail(n->source(), std::string("train.") + key + " must be between " + std::to_string(lowest) + " and " +
-                                std::to_string(highest) + ", got " + std::to_string(value));
+          fail(n->source(), std::string("train.") + key + " must be between " +
+                                std::to_string(lowest) + " and " + std::to_string(highest) +
+                                ", got " + std::to_string(value));
         }
         out = static_cast<int>(value);
       }
@@ -304,14 +321,20 @@ class ScenarioReader : public detail::TomlReader {
     bounded("threads", t.threads, 0, 1024);
     if (const toml::node* n = train->get("lr")) {
       t.lr = number(*n, "train.lr");
-      if (!(t.lr > 0.0 && t.lr < 10.0)) fail(n->source(), "train.lr must be a positive number below 10");
+      if (!(t.lr > 0.0 && t.lr < 10.0))
+        fail(n->source(), "train.lr must be a positive number below 10");
     }
-    if (const toml::node* n = train->get("save_models")) t.save_models = boolean(*n, "train.save_models");
+    if (const toml::node* n = train->get("save_models"))
+      t.save_models = boolean(*n, "train.save_models");
     const toml::node* schemes_node = train->get("schemes");
     if (schemes_node) {
-      if (!schemes_node->is_array()) fail(schemes_node->source(), "train.schemes must be an array of scheme names such as \"standard\", \"full\", \"block:block_size=4\"");
+      if (!schemes_node->is_array())
+        fail(schemes_node->source(),
+             "train.schemes must be an array of scheme names such as \"standard\", \"full\", "
+             "\"block:block_size=4\"");
       t.schemes.clear();
-      for (const auto& item : *schemes_node->as_array()) t.schemes.push_back(string(item, "train.schemes entry"));
+      for (const auto& item : *schemes_node->as_array())
+        t.schemes.push_back(string(item, "train.schemes entry"));
     }
     const int L = t.sublayers();
     if (const toml::node* n = train->get("blocks")) {
@@ -319,13 +342,14 @@ class ScenarioReader : public detail::TomlReader {
       for (const auto& item : *n->as_array()) {
         const std::int64_t blocks = integer(item, "train.blocks entry");
         if (blocks < 1 || blocks > L || L % blocks != 0) {
-          fail(item.source(), "train.blocks entry " + std::to_string(blocks) + " must divide L = " + std::to_string(L) +
-                                  " sublayers (2 x train.layers)");
+          fail(item.source(), "train.blocks entry " + std::to_string(blocks) + " must divide L = " +
+                                  std::to_string(L) + " sublayers (2 x train.layers)");
         }
         t.blocks.push_back(static_cast<int>(blocks));
       }
     }
-    if (t.schemes.empty() && t.blocks.empty()) fail(train->source(), "[train] has no schemes and no blocks to train");
+    if (t.schemes.empty() && t.blocks.empty())
+      fail(train->source(), "[train] has no schemes and no blocks to train");
     if (schemes_node) {
       std::size_t index = 0;
       for (const auto& item : *schemes_node->as_array()) {
@@ -337,7 +361,9 @@ class ScenarioReader : public detail::TomlReader {
       }
     }
     if (const toml::node* n = train->get("masks")) {
-      if (!n->is_array()) fail(n->source(), "train.masks must be an array of masks such as \"embedding\", \"distant:2\"");
+      if (!n->is_array())
+        fail(n->source(),
+             "train.masks must be an array of masks such as \"embedding\", \"distant:2\"");
       for (const auto& item : *n->as_array()) {
         const std::string mask = string(item, "train.masks entry");
         try {
@@ -349,7 +375,8 @@ class ScenarioReader : public detail::TomlReader {
       }
     }
     if (const toml::node* n = train->get("seeds")) {
-      if (!n->is_array() || n->as_array()->empty()) fail(n->source(), "train.seeds must be a non-empty array of integers");
+      if (!n->is_array() || n->as_array()->empty())
+        fail(n->source(), "train.seeds must be a non-empty array of integers");
       t.seeds.clear();
       for (const auto& item : *n->as_array()) {
         const std::int64_t seed = integer(item, "train.seeds entry");
@@ -358,10 +385,12 @@ class ScenarioReader : public detail::TomlReader {
       }
     }
     if (t.d_model % t.heads != 0 || (t.d_model / t.heads) % 2 != 0) {
-      fail(train->source(), "[train]: heads (" + std::to_string(t.heads) + ") must divide d_model (" +
-                                std::to_string(t.d_model) + ") into an even head size (RoPE)");
+      fail(train->source(), "[train]: heads (" + std::to_string(t.heads) +
+                                ") must divide d_model (" + std::to_string(t.d_model) +
+                                ") into an even head size (RoPE)");
     }
-    if (t.kv_heads > 0 && t.heads % t.kv_heads != 0) fail(train->source(), "[train]: kv_heads must divide heads");
+    if (t.kv_heads > 0 && t.heads % t.kv_heads != 0)
+      fail(train->source(), "[train]: kv_heads must divide heads");
     s.training = t;
   }
 
@@ -382,23 +411,28 @@ class ScenarioReader : public detail::TomlReader {
     read("active", s.moe.active, true);
     read("expert_ffn", s.moe.expert_ffn, true);
     read("shared", s.moe.shared, false);
-    if (s.moe.experts < 1) fail(moe->get("experts")->source(), "moe.experts must be >= 1 (leave [moe] out for a dense MLP)");
+    if (s.moe.experts < 1)
+      fail(moe->get("experts")->source(),
+           "moe.experts must be >= 1 (leave [moe] out for a dense MLP)");
     if (const auto problem = moe_problem(s.moe)) {
       const toml::node* node = moe->get(problem->field);
-      fail(node ? node->source() : moe->source(), "moe." + problem->field + ": " + problem->message);
+      fail(node ? node->source() : moe->source(),
+           "moe." + problem->field + ": " + problem->message);
     }
   }
 
   void read_pipeline(const toml::table& root, Scenario& s) const {
     const toml::table* pipe = table(root, "pipeline");
     if (!pipe) return;
-    check_keys(*pipe, "pipeline.", {"microbatches", "schedule", "cache", "mode", "overlap",
-                                    "ideal_links", "link", "link_bandwidth"});
+    check_keys(*pipe, "pipeline.",
+               {"microbatches", "schedule", "cache", "mode", "overlap", "ideal_links", "link",
+                "link_bandwidth"});
     PipelineSettings p;
     p.schedule = default_pipeline_schedule(s.inputs.vpp);
     if (const toml::node* n = pipe->get("microbatches")) {
       const std::int64_t m = integer(*n, "pipeline.microbatches");
-      // Its range is the core's rule (pipeline_settings_problem, below); only the int conversion here.
+      // Its range is the core's rule (pipeline_settings_problem, below); only the int conversion
+      // here.
       p.microbatches = static_cast<int>(std::clamp<std::int64_t>(m, std::numeric_limits<int>::min(),
                                                                  std::numeric_limits<int>::max()));
     }
@@ -411,24 +445,32 @@ class ScenarioReader : public detail::TomlReader {
         fail(n->source(), error.what());
       }
     };
-    choice("schedule", [&](const std::string& t) { p.schedule = parse_pipeline_schedule(t, "pipeline.schedule"); });
-    choice("cache", [&](const std::string& t) { p.cache = parse_cache_policy(t, "pipeline.cache"); });
+    choice("schedule", [&](const std::string& t) {
+      p.schedule = parse_pipeline_schedule(t, "pipeline.schedule");
+    });
+    choice("cache",
+           [&](const std::string& t) { p.cache = parse_cache_policy(t, "pipeline.cache"); });
     choice("mode", [&](const std::string& t) { p.mode = parse_residual_mode(t, "pipeline.mode"); });
     choice("link", [&](const std::string& t) {
-      if (t != "scale_out" && t != "intra_node") throw Error("pipeline.link must be \"scale_out\" or \"intra_node\"");
+      if (t != "scale_out" && t != "intra_node")
+        throw Error("pipeline.link must be \"scale_out\" or \"intra_node\"");
       p.intra_node_link = t == "intra_node";
     });
     if (const toml::node* n = pipe->get("overlap")) p.overlap = boolean(*n, "pipeline.overlap");
-    if (const toml::node* n = pipe->get("ideal_links")) p.ideal_links = boolean(*n, "pipeline.ideal_links");
+    if (const toml::node* n = pipe->get("ideal_links"))
+      p.ideal_links = boolean(*n, "pipeline.ideal_links");
     if (const toml::node* n = pipe->get("link_bandwidth")) {
       p.link_bandwidth = number(*n, "pipeline.link_bandwidth");
-      if (!(p.link_bandwidth > 0)) fail(n->source(), "pipeline.link_bandwidth must be > 0 bytes/s (or set ideal_links = true)");
+      if (!(p.link_bandwidth > 0))
+        fail(n->source(),
+             "pipeline.link_bandwidth must be > 0 bytes/s (or set ideal_links = true)");
     }
     p.model = s.inputs;
     p.moe = s.moe;
     if (const auto problem = pipeline_settings_problem(p)) {
       const toml::node* node = pipe->get(problem->field);
-      fail(node ? node->source() : pipe->source(), "pipeline." + problem->field + ": " + problem->message);
+      fail(node ? node->source() : pipe->source(),
+           "pipeline." + problem->field + ": " + problem->message);
     }
     if (!s.hardware) {
       fail(pipe->source(), "[pipeline] needs [hardware]: chunk times come from its roofline model");
@@ -443,9 +485,11 @@ class ScenarioReader : public detail::TomlReader {
     s.pipeline = p;
   }
 
-  SweepSpec read_sweep(const toml::table& t, const Scenario& s, std::set<std::string>& names) const {
-    check_keys(t, "sweep.", {"name", "title", "x", "values", "y", "y_values", "metrics", "log_x",
-                             "log_y", "overlay", "threshold", "claim", "max_points"});
+  SweepSpec read_sweep(const toml::table& t, const Scenario& s,
+                       std::set<std::string>& names) const {
+    check_keys(t, "sweep.",
+               {"name", "title", "x", "values", "y", "y_values", "metrics", "log_x", "log_y",
+                "overlay", "threshold", "claim", "max_points"});
     SweepSpec spec;
     auto required = [&](const char* key) -> const toml::node& {
       const toml::node* node = t.get(key);
@@ -454,13 +498,15 @@ class ScenarioReader : public detail::TomlReader {
     };
     const toml::node& name = required("name");
     spec.name = string(name, "sweep.name");
-    if (spec.name.empty() || spec.name.find_first_not_of(
-                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-                                 std::string::npos) {
+    if (spec.name.empty() ||
+        spec.name.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+            std::string::npos) {
       fail(name.source(), "sweep.name must be letters, digits, '_' or '-' (it names files), got '" +
                               spec.name + "'");
     }
-    if (!names.insert(spec.name).second) fail(name.source(), "duplicate sweep name '" + spec.name + "'");
+    if (!names.insert(spec.name).second)
+      fail(name.source(), "duplicate sweep name '" + spec.name + "'");
     if (const toml::node* n = t.get("title")) spec.title = string(*n, "sweep.title");
     auto parameter = [&](const toml::node& node, const char* what) {
       std::string p = string(node, what);
@@ -485,7 +531,8 @@ class ScenarioReader : public detail::TomlReader {
                                   static_cast<std::int64_t>(spec.y ? spec.y->values.size() : 1);
     if (const toml::node* n = t.get("max_points")) {
       const std::int64_t limit = integer(*n, "sweep.max_points");
-      if (limit < 1) fail(n->source(), "sweep.max_points must be >= 1, got " + std::to_string(limit));
+      if (limit < 1)
+        fail(n->source(), "sweep.max_points must be >= 1, got " + std::to_string(limit));
       spec.max_points = static_cast<std::size_t>(limit);
     }
     if (settings > static_cast<std::int64_t>(spec.max_points)) {
@@ -500,7 +547,8 @@ class ScenarioReader : public detail::TomlReader {
     std::string unit;
     for (const auto& item : *metrics.as_array()) {
       const std::string key = string(item, "sweep.metrics entry");
-      const std::string problem = sweep_metric_problem(key, s.hardware.has_value(), s.pipeline.has_value(), unit);
+      const std::string problem =
+          sweep_metric_problem(key, s.hardware.has_value(), s.pipeline.has_value(), unit);
       if (!problem.empty()) fail(item.source(), problem);
       const CostMetric* metric = find_cost_metric(key);
       if (unit.empty()) unit = metric->unit;
@@ -564,7 +612,8 @@ std::string toml_number(double value) {
 
 std::string values_array(const std::vector<std::int64_t>& values) {
   std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(values[i]);
   return out + "]";
 }
 
@@ -576,7 +625,8 @@ std::string scenario_to_toml(const Scenario& s) {
   if (!s.title.empty()) out << "title = " << quoted(s.title) << "\n";
   if (!s.description.empty()) out << "description = " << quoted(s.description) << "\n";
   out << "sections = [";
-  for (std::size_t i = 0; i < s.sections.size(); ++i) out << (i ? ", " : "") << quoted(s.sections[i]);
+  for (std::size_t i = 0; i < s.sections.size(); ++i)
+    out << (i ? ", " : "") << quoted(s.sections[i]);
   out << "]\n";
   if (s.has_model) {
     // Every primary input of the one table, in its TOML table (derived aliases are left out).
@@ -584,9 +634,11 @@ std::string scenario_to_toml(const Scenario& s) {
     for (const char* section : {"model", "sequence", "parallel"}) {
       out << "\n[" << section << "]\n";
       for (const auto& field : cost_input_fields()) {
-        if (field.section == section && !field.derived) out << field.key << " = " << in.*field.member << "\n";
+        if (field.section == section && !field.derived)
+          out << field.key << " = " << in.*field.member << "\n";
       }
-      if (std::string_view(section) == "sequence") out << "dtype = " << quoted(to_string(in.dtype)) << "\n";
+      if (std::string_view(section) == "sequence")
+        out << "dtype = " << quoted(to_string(in.dtype)) << "\n";
     }
   }
   out << "\n[scaling]\ntarget_loss = " << toml_number(s.scaling.target_loss) << "\nloss_range = ["
@@ -595,11 +647,14 @@ std::string scenario_to_toml(const Scenario& s) {
     // In full (a preset name would lose overrides).
     const Hardware& hw = *s.hardware;
     out << "\n[hardware]\nname = " << quoted(hw.name) << "\nsource = " << quoted(hw.source)
-        << "\npeak_bf16_flops = " << toml_number(hw.peak_flops) << "\nhbm_bandwidth = " << toml_number(hw.hbm_bandwidth)
-        << "\nintra_node_bandwidth = " << toml_number(hw.intra_node_bandwidth) << "\nscale_out_bandwidth = "
-        << toml_number(hw.scale_out_bandwidth) << "\nlink_latency = " << toml_number(hw.link_latency)
-        << "\ngpus_per_node = " << hw.gpus_per_node << "\nefficiency = { compute = "
-        << toml_number(hw.compute_efficiency) << ", memory = " << toml_number(hw.memory_efficiency)
+        << "\npeak_bf16_flops = " << toml_number(hw.peak_flops)
+        << "\nhbm_bandwidth = " << toml_number(hw.hbm_bandwidth)
+        << "\nintra_node_bandwidth = " << toml_number(hw.intra_node_bandwidth)
+        << "\nscale_out_bandwidth = " << toml_number(hw.scale_out_bandwidth)
+        << "\nlink_latency = " << toml_number(hw.link_latency)
+        << "\ngpus_per_node = " << hw.gpus_per_node
+        << "\nefficiency = { compute = " << toml_number(hw.compute_efficiency)
+        << ", memory = " << toml_number(hw.memory_efficiency)
         << ", link = " << toml_number(hw.link_efficiency) << " }\n";
   }
   if (s.training) {
@@ -612,10 +667,11 @@ std::string scenario_to_toml(const Scenario& s) {
     };
     std::vector<std::string> schemes;
     for (const auto& scheme : t.schemes) schemes.push_back(quoted(scheme));
-    out << "\n[train]\ndata = " << quoted(t.data) << "\nlayers = " << t.layers << "\nd_model = " << t.d_model
-        << "\nheads = " << t.heads << "\nkv_heads = " << t.kv_heads << "\nffn = " << t.ffn << "\nschemes = "
-        << list(schemes) << "\nblocks = " << list(t.blocks) << "\nsteps = " << t.steps << "\nseq = " << t.seq
-        << "\nbatch = " << t.batch << "\nlr = " << toml_number(t.lr) << "\nseeds = " << list(t.seeds)
+    out << "\n[train]\ndata = " << quoted(t.data) << "\nlayers = " << t.layers
+        << "\nd_model = " << t.d_model << "\nheads = " << t.heads << "\nkv_heads = " << t.kv_heads
+        << "\nffn = " << t.ffn << "\nschemes = " << list(schemes) << "\nblocks = " << list(t.blocks)
+        << "\nsteps = " << t.steps << "\nseq = " << t.seq << "\nbatch = " << t.batch
+        << "\nlr = " << toml_number(t.lr) << "\nseeds = " << list(t.seeds)
         << "\neval_every = " << t.eval_every << "\nthreads = " << t.threads
         << "\nsave_models = " << (t.save_models ? "true" : "false") << "\n";
     std::vector<std::string> masks;
@@ -623,29 +679,37 @@ std::string scenario_to_toml(const Scenario& s) {
     if (!masks.empty()) out << "masks = " << list(masks) << "\n";
   }
   if (s.moe.experts > 0) {
-    out << "\n[moe]\nexperts = " << s.moe.experts << "\nactive = " << s.moe.active << "\nshared = "
-        << s.moe.shared << "\nexpert_ffn = " << s.moe.expert_ffn << "\n";
+    out << "\n[moe]\nexperts = " << s.moe.experts << "\nactive = " << s.moe.active
+        << "\nshared = " << s.moe.shared << "\nexpert_ffn = " << s.moe.expert_ffn << "\n";
   }
   if (s.pipeline) {
     const PipelineSettings& p = *s.pipeline;
-    out << "\n[pipeline]\nmicrobatches = " << p.microbatches << "\nschedule = " << quoted(to_string(p.schedule))
+    out << "\n[pipeline]\nmicrobatches = " << p.microbatches
+        << "\nschedule = " << quoted(to_string(p.schedule))
         << "\ncache = " << quoted(to_string(p.cache)) << "\nmode = " << quoted(to_string(p.mode))
-        << "\noverlap = " << (p.overlap ? "true" : "false") << "\nideal_links = " << (p.ideal_links ? "true" : "false")
+        << "\noverlap = " << (p.overlap ? "true" : "false")
+        << "\nideal_links = " << (p.ideal_links ? "true" : "false")
         << "\nlink = " << quoted(p.intra_node_link ? "intra_node" : "scale_out") << "\n";
     if (p.link_bandwidth > 0) out << "link_bandwidth = " << toml_number(p.link_bandwidth) << "\n";
   }
   for (const auto& sweep : s.sweeps) {
     out << "\n[[sweep]]\nname = " << quoted(sweep.name) << "\n";
     if (!sweep.title.empty()) out << "title = " << quoted(sweep.title) << "\n";
-    out << "x = " << quoted(sweep.x.parameter) << "\nvalues = " << values_array(sweep.x.values) << "\n";
-    if (sweep.y) out << "y = " << quoted(sweep.y->parameter) << "\ny_values = " << values_array(sweep.y->values) << "\n";
+    out << "x = " << quoted(sweep.x.parameter) << "\nvalues = " << values_array(sweep.x.values)
+        << "\n";
+    if (sweep.y)
+      out << "y = " << quoted(sweep.y->parameter)
+          << "\ny_values = " << values_array(sweep.y->values) << "\n";
     out << "metrics = [";
-    for (std::size_t i = 0; i < sweep.metrics.size(); ++i) out << (i ? ", " : "") << quoted(sweep.metrics[i]);
-    out << "]\nlog_x = " << (sweep.log_x ? "true" : "false") << "\nlog_y = " << (sweep.log_y ? "true" : "false") << "\n";
+    for (std::size_t i = 0; i < sweep.metrics.size(); ++i)
+      out << (i ? ", " : "") << quoted(sweep.metrics[i]);
+    out << "]\nlog_x = " << (sweep.log_x ? "true" : "false")
+        << "\nlog_y = " << (sweep.log_y ? "true" : "false") << "\n";
     if (!sweep.overlay.empty()) out << "overlay = " << quoted(sweep.overlay) << "\n";
     if (!std::isnan(sweep.threshold)) out << "threshold = " << toml_number(sweep.threshold) << "\n";
     if (!sweep.claim.empty()) out << "claim = " << quoted(sweep.claim) << "\n";
-    if (sweep.max_points != SweepSpec::kDefaultMaxSweepPoints) out << "max_points = " << sweep.max_points << "\n";
+    if (sweep.max_points != SweepSpec::kDefaultMaxSweepPoints)
+      out << "max_points = " << sweep.max_points << "\n";
   }
   return out.str();
 }

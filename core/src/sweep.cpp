@@ -1,17 +1,17 @@
 #include "attnres/sweep.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <algorithm>
-#include <map>
 #include <sstream>
 
 #include "attnres/cancel.hpp"
 #include "attnres/cost_metrics.hpp"
-#include "attnres/format.hpp"
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 #include "attnres/paper_reference.hpp"
 
 namespace attnres {
@@ -21,7 +21,8 @@ Evaluation EvaluatedScenario::view() const {
           pipeline ? &*pipeline : nullptr};
 }
 
-EvaluatedScenario evaluate_scenario(const ScenarioInputs& in, bool time, bool pipeline, bool timeline) {
+EvaluatedScenario evaluate_scenario(const ScenarioInputs& in, bool time, bool pipeline,
+                                    bool timeline) {
   EvaluatedScenario out{evaluate_costs(in.cost), std::nullopt, std::nullopt, std::nullopt};
   if (time && in.hardware) {
     out.prefill = stack_time(in.cost, in.moe, Phase::prefill, *in.hardware);
@@ -45,7 +46,8 @@ void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::i
     }
     if (parameter == "microbatches") {
       if (value < 1 || value > 1'000'000'000) {
-        throw Error("microbatches m = " + std::to_string(value) + " is out of range (1 .. 1000000000)");
+        throw Error("microbatches m = " + std::to_string(value) +
+                    " is out of range (1 .. 1000000000)");
       }
       in.pipeline->microbatches = static_cast<int>(value);
     } else {
@@ -70,7 +72,8 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 }
 
 SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec, const Progress& progress) {
-  return run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, SweepRun{progress, {}, true});
+  return run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec,
+                   SweepRun{progress, {}, true});
 }
 
 SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const Progress& progress) {
@@ -95,7 +98,8 @@ std::string sweep_parameter_problem(const std::string& parameter, bool has_pipel
   const auto& known = sweep_parameters();
   if (std::find(known.begin(), known.end(), parameter) == known.end()) {
     const std::string hint = did_you_mean(parameter, known);
-    return "unknown parameter '" + parameter + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)");
+    return "unknown parameter '" + parameter + "'" +
+           (hint.empty() ? "" : " (did you mean '" + hint + "'?)");
   }
   if (is_pipeline_sweep_parameter(parameter) && !has_pipeline) {
     return "'" + parameter + "' belongs to the pipeline simulation and needs a [pipeline] table";
@@ -111,13 +115,14 @@ std::string sweep_metric_problem(const std::string& key, bool has_hardware, bool
     return "unknown metric '" + key + "'" +
            (hint.empty() ? " (attnres metrics lists the keys)" : " (did you mean '" + hint + "'?)");
   }
-  if (metric->needs == CostMetric::Needs::time && !has_hardware) return "metric '" + key + "' needs [hardware]";
+  if (metric->needs == CostMetric::Needs::time && !has_hardware)
+    return "metric '" + key + "' needs [hardware]";
   if (metric->needs == CostMetric::Needs::pipeline && !has_pipeline) {
     return "metric '" + key + "' needs a [pipeline] table";
   }
   if (!first_unit.empty() && metric->unit != first_unit) {
-    return "metric '" + key + "' is in " + metric->unit + " but the chart's first metric is in " + first_unit +
-           "; put them in separate sweeps";
+    return "metric '" + key + "' is in " + metric->unit + " but the chart's first metric is in " +
+           first_unit + "; put them in separate sweeps";
   }
   return "";
 }
@@ -131,8 +136,9 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
   std::vector<const CostMetric*> metrics;
   bool needs_time = false, needs_pipeline = false;
   for (const auto& key : spec.metrics) {
-    const std::string problem = sweep_metric_problem(key, base.hardware.has_value(), base.pipeline.has_value(),
-                                                     metrics.empty() ? "" : metrics.front()->unit);
+    const std::string problem =
+        sweep_metric_problem(key, base.hardware.has_value(), base.pipeline.has_value(),
+                             metrics.empty() ? "" : metrics.front()->unit);
     if (!problem.empty()) throw Error("sweep '" + spec.name + "': " + problem);
     const CostMetric* metric = find_cost_metric(key);
     needs_time = needs_time || metric->needs == CostMetric::Needs::time;
@@ -141,21 +147,24 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
   }
   SweepResult result;
   result.spec = spec;
-  const std::vector<std::int64_t> y_values =
-      spec.y ? spec.y->values : std::vector<std::int64_t>{0};
+  const std::vector<std::int64_t> y_values = spec.y ? spec.y->values : std::vector<std::int64_t>{0};
   const std::size_t nx = spec.x.values.size(), ny = y_values.size();
   if (nx != 0 && ny > spec.max_points / nx) {
-    throw Error("sweep '" + spec.name + "' has " + std::to_string(nx) + (spec.y ? " x " + std::to_string(ny) : "") +
-                " settings, more than the limit of " + std::to_string(spec.max_points) +
-                "; sweep fewer values or raise the limit (attnres sweep --max-points, a scenario sweep's max_points)");
+    throw Error("sweep '" + spec.name + "' has " + std::to_string(nx) +
+                (spec.y ? " x " + std::to_string(ny) : "") + " settings, more than the limit of " +
+                std::to_string(spec.max_points) +
+                "; sweep fewer values or raise the limit (attnres sweep --max-points, a scenario "
+                "sweep's max_points)");
   }
   const std::size_t total = nx * ny;
   const std::vector<bool> keep_y = spread(ny, run.keep_points ? ny : SweepRun::kChartSeries);
   const std::vector<bool> keep_x = spread(nx, run.keep_points ? nx : SweepRun::kChartPoints);
   if (!run.keep_points && (nx > SweepRun::kChartPoints || ny > SweepRun::kChartSeries)) {
-    result.decimated = "the chart shows " + std::to_string(std::min(ny, SweepRun::kChartSeries)) + " of " +
-                       std::to_string(ny) + " series and " + std::to_string(std::min(nx, SweepRun::kChartPoints)) +
-                       " of " + std::to_string(nx) + " points per series, evenly spaced; the CSV and JSON have every setting";
+    result.decimated = "the chart shows " + std::to_string(std::min(ny, SweepRun::kChartSeries)) +
+                       " of " + std::to_string(ny) + " series and " +
+                       std::to_string(std::min(nx, SweepRun::kChartPoints)) + " of " +
+                       std::to_string(nx) +
+                       " points per series, evenly spaced; the CSV and JSON have every setting";
   }
   std::size_t done = 0;
   for (std::size_t iy = 0; iy < ny; ++iy) {
@@ -185,7 +194,8 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
         skip(problem->message);
       } else {
         try {
-          const EvaluatedScenario evaluated = evaluate_scenario(in, needs_time, needs_pipeline, false);
+          const EvaluatedScenario evaluated =
+              evaluate_scenario(in, needs_time, needs_pipeline, false);
           const Evaluation view = evaluated.view();
           SweepPoint point{x, spec.y ? std::optional<std::int64_t>(y) : std::nullopt, {}};
           point.values.reserve(metrics.size());
@@ -201,13 +211,14 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
       }
       ++done;
       if (run.progress && (done % 64 == 0 || done == total) && !run.progress(done, total)) {
-        throw Cancelled("sweep '" + spec.name + "' cancelled after " + std::to_string(done) + " of " +
-                        std::to_string(total) + " settings");
+        throw Cancelled("sweep '" + spec.name + "' cancelled after " + std::to_string(done) +
+                        " of " + std::to_string(total) + " settings");
       }
     }
   }
   if (result.skipped_count > result.skipped.size()) {
-    result.skipped.push_back("... and " + std::to_string(result.skipped_count - result.skipped.size()) +
+    result.skipped.push_back("... and " +
+                             std::to_string(result.skipped_count - result.skipped.size()) +
                              " more settings rejected");
   }
   return result;
@@ -254,10 +265,12 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
   }
   std::map<std::string, std::int64_t> current = {
       {"microbatches", scenario.pipeline ? scenario.pipeline->microbatches : 0},
-      {"link_bandwidth_gbps", scenario.pipeline && scenario.pipeline->link_bandwidth > 0
-                                  ? static_cast<std::int64_t>(scenario.pipeline->link_bandwidth / 1e9)
-                                  : 0}};
-  for (const auto& field : cost_input_fields()) current[std::string(field.key)] = cost_input_value(resolved, field);
+      {"link_bandwidth_gbps",
+       scenario.pipeline && scenario.pipeline->link_bandwidth > 0
+           ? static_cast<std::int64_t>(scenario.pipeline->link_bandwidth / 1e9)
+           : 0}};
+  for (const auto& field : cost_input_fields())
+    current[std::string(field.key)] = cost_input_value(resolved, field);
   if (auto it = current.find(spec.x.parameter); it != current.end() && it->second > 0) {
     chart.marker_x = static_cast<double>(it->second);
     chart.marker_label = "scenario: " + spec.x.parameter + " = " + std::to_string(it->second);
@@ -271,29 +284,36 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
       losses.points.emplace_back(x, point.loss);
     }
     ChartSeries baseline{"paper baseline loss 1.766", {}, ChartSeries::Style::line, true};
-    const auto [lowest, highest] = std::minmax_element(
-        losses.points.begin(), losses.points.end(),
-        [](const auto& a, const auto& b) { return a.first < b.first; });
-    baseline.points = {{lowest->first, paper::kFig6Baseline}, {highest->first, paper::kFig6Baseline}};
+    const auto [lowest, highest] =
+        std::minmax_element(losses.points.begin(), losses.points.end(),
+                            [](const auto& a, const auto& b) { return a.first < b.first; });
+    baseline.points = {{lowest->first, paper::kFig6Baseline},
+                       {highest->first, paper::kFig6Baseline}};
     chart.series.push_back(std::move(losses));
     chart.series.push_back(std::move(baseline));
     chart.y2_label = "validation loss (paper)";
   }
   if (!std::isnan(spec.threshold)) {
     // The claim's own words when it has them ("claim: training overhead < 4%"), else the bound.
-    ChartSeries line{spec.claim.empty() ? "claim: < " + format_number(spec.threshold) : "claim: " + spec.claim, {},
-                     ChartSeries::Style::line, false};
+    ChartSeries line{
+        spec.claim.empty() ? "claim: < " + format_number(spec.threshold) : "claim: " + spec.claim,
+        {},
+        ChartSeries::Style::line,
+        false};
     const auto [lowest, highest] = std::minmax_element(spec.x.values.begin(), spec.x.values.end());
-    line.points = {{static_cast<double>(*lowest), spec.threshold}, {static_cast<double>(*highest), spec.threshold}};
+    line.points = {{static_cast<double>(*lowest), spec.threshold},
+                   {static_cast<double>(*highest), spec.threshold}};
     chart.series.push_back(std::move(line));
   }
   chart.caption = "Sweep of " + spec.x.parameter +
                   (spec.y ? " x " + spec.y->parameter : std::string()) + "; " +
                   std::to_string(std::max(result.valid_count, result.points.size())) + " settings" +
-                  (result.skipped_count == 0 ? "" : ", " + std::to_string(result.skipped_count) +
-                                                        " rejected as impossible") + "." +
-                  (result.decimated.empty() ? "" : " Decimated: " + result.decimated + ".");
-  if (const std::string warning = paper_fig6_warning(spec, base); !warning.empty()) chart.caption += " " + warning;
+                  (result.skipped_count == 0
+                       ? ""
+                       : ", " + std::to_string(result.skipped_count) + " rejected as impossible") +
+                  "." + (result.decimated.empty() ? "" : " Decimated: " + result.decimated + ".");
+  if (const std::string warning = paper_fig6_warning(spec, base); !warning.empty())
+    chart.caption += " " + warning;
   return chart;
 }
 
@@ -301,7 +321,8 @@ std::string sweep_conclusion(const SweepResult& result) {
   const SweepSpec& spec = result.spec;
   if (std::isnan(spec.threshold) || result.points.empty()) return "";
   std::ostringstream out;
-  const std::string claim = spec.claim.empty() ? "metric < " + format_number(spec.threshold) : spec.claim;
+  const std::string claim =
+      spec.claim.empty() ? "metric < " + format_number(spec.threshold) : spec.claim;
   std::vector<std::optional<std::int64_t>> ys;
   for (const auto& point : result.points) {
     if (std::find(ys.begin(), ys.end(), point.y) == ys.end()) ys.push_back(point.y);
@@ -336,9 +357,11 @@ std::string sweep_conclusion(const SweepResult& result) {
       } else if (holds.back() < fails.front()) {
         out << "holds for " << spec.x.parameter << " <= " << holds.back() << " and fails above";
       } else {
-        out << "holds for " << spec.x.parameter << " in {" << list(holds) << "}, fails for {" << list(fails) << "}";
+        out << "holds for " << spec.x.parameter << " in {" << list(holds) << "}, fails for {"
+            << list(fails) << "}";
       }
-      out << "; largest value " << format_number(worst) << " at " << spec.x.parameter << " = " << worst_x << ".\n";
+      out << "; largest value " << format_number(worst) << " at " << spec.x.parameter << " = "
+          << worst_x << ".\n";
     }
   }
   return out.str();
@@ -375,7 +398,8 @@ std::string sweep_point_json(const SweepSpec& spec, const SweepPoint& point) {
     return error == std::errc() ? std::string(buffer, end) : std::string("null");
   };
   std::string text = "{" + nlohmann::json(spec.x.parameter).dump() + ": " + std::to_string(point.x);
-  if (point.y && spec.y) text += ", " + nlohmann::json(spec.y->parameter).dump() + ": " + std::to_string(*point.y);
+  if (point.y && spec.y)
+    text += ", " + nlohmann::json(spec.y->parameter).dump() + ": " + std::to_string(*point.y);
   for (std::size_t m = 0; m < point.values.size() && m < spec.metrics.size(); ++m) {
     text += ", " + nlohmann::json(spec.metrics[m]).dump() + ": " + number(point.values[m]);
   }

@@ -6,9 +6,13 @@
 
 namespace attnres {
 
-std::string to_string(Phase phase) { return enum_name(kPhaseNames, phase); }
+std::string to_string(Phase phase) {
+  return enum_name(kPhaseNames, phase);
+}
 
-std::string to_string(ResidualScheme scheme) { return enum_name(kResidualSchemeNames, scheme); }
+std::string to_string(ResidualScheme scheme) {
+  return enum_name(kResidualSchemeNames, scheme);
+}
 
 ResidualScheme parse_residual_scheme(const std::string& text, const std::string& where) {
   return parse_enum(kResidualSchemeNames, text, where, "unknown residual scheme");
@@ -28,16 +32,20 @@ double transfer_seconds(double bytes, double bandwidth, double latency, double l
 double residual_io_elements(const CostInputs& in, ResidualScheme scheme) {
   const std::int64_t d = in.d_model;
   switch (scheme) {
-    case ResidualScheme::standard: return io_standard(d).total();
-    case ResidualScheme::block_two_phase: return io_block_two_phase(in.blocks, in.block_size, d).total();
+    case ResidualScheme::standard:
+      return io_standard(d).total();
+    case ResidualScheme::block_two_phase:
+      return io_block_two_phase(in.blocks, in.block_size, d).total();
     case ResidualScheme::block_one_shot: {
-      const double mean_sources =
-          static_cast<double>(depth_read_source_pairs(ResidualMode::block, in.sublayers, in.block_size)) /
-          static_cast<double>(in.sublayers + 1);
+      const double mean_sources = static_cast<double>(depth_read_source_pairs(
+                                      ResidualMode::block, in.sublayers, in.block_size)) /
+                                  static_cast<double>(in.sublayers + 1);
       return (2.0 * mean_sources + 1.0) * static_cast<double>(d);
     }
-    case ResidualScheme::full_two_phase: return best_full_schedule_block(in.sublayers, d).io_elements;
-    case ResidualScheme::full_naive: return io_full_naive_mean(in.sublayers, d).total();
+    case ResidualScheme::full_two_phase:
+      return best_full_schedule_block(in.sublayers, d).io_elements;
+    case ResidualScheme::full_naive:
+      return io_full_naive_mean(in.sublayers, d).total();
   }
   return 0;
 }
@@ -45,7 +53,8 @@ double residual_io_elements(const CostInputs& in, ResidualScheme scheme) {
 namespace {
 
 double tokens_in_step(const CostInputs& in, Phase phase) {
-  return static_cast<double>(in.batch) * (phase == Phase::prefill ? static_cast<double>(in.tokens) : 1.0);
+  return static_cast<double>(in.batch) *
+         (phase == Phase::prefill ? static_cast<double>(in.tokens) : 1.0);
 }
 
 }  // namespace
@@ -77,8 +86,9 @@ OpCost mlp_cost(const CostInputs& in, const MoeShape& moe, Phase phase, const Ha
   // read are those of the experts some token in the step uses (at most all of them).
   const double expert_weights = 3.0 * d * static_cast<double>(moe.expert_ffn) * b;
   const double active = static_cast<double>(moe.active + moe.shared);
-  const double touched = std::min(static_cast<double>(moe.experts), tokens * static_cast<double>(moe.active)) +
-                         static_cast<double>(moe.shared);
+  const double touched =
+      std::min(static_cast<double>(moe.experts), tokens * static_cast<double>(moe.active)) +
+      static_cast<double>(moe.shared);
   return roofline(tokens * 6.0 * d * static_cast<double>(moe.expert_ffn) * active,
                   touched * expert_weights + tokens * 2.0 * d * b, hw);
 }
@@ -88,7 +98,8 @@ OpCost residual_cost(const CostInputs& in, ResidualScheme scheme, Phase phase, c
   const double bytes = residual_io_elements(in, scheme) * tokens * bytes_per_element(in.dtype);
   double flops = 0;
   if (scheme != ResidualScheme::standard) {
-    const bool full = scheme == ResidualScheme::full_two_phase || scheme == ResidualScheme::full_naive;
+    const bool full =
+        scheme == ResidualScheme::full_two_phase || scheme == ResidualScheme::full_naive;
     flops = depth_attention_flops(full ? ResidualMode::full : ResidualMode::block, in.sublayers,
                                   full ? 1 : in.block_size, in.d_model) /
             static_cast<double>(in.sublayers) * tokens;

@@ -9,11 +9,14 @@ namespace attnres {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 }  // namespace
 
-std::vector<int> parse_token_ids(const std::string& text, const std::string& field, std::optional<int> vocab_size) {
+std::vector<int> parse_token_ids(const std::string& text, const std::string& field,
+                                 std::optional<int> vocab_size) {
   const std::string expected = "; expected non-negative integers separated by spaces or commas";
   std::vector<int> ids;
   std::size_t position = 0;
@@ -23,8 +26,8 @@ std::vector<int> parse_token_ids(const std::string& text, const std::string& fie
     const char c = text[position];
     if (c == ',') {
       if (after_comma) {
-        throw Error(field + ": empty token id (token " + std::to_string(index) + ") in '" + printable_text(text) +
-                    "'" + expected);
+        throw Error(field + ": empty token id (token " + std::to_string(index) + ") in '" +
+                    printable_text(text) + "'" + expected);
       }
       after_comma = true;
       ++position;
@@ -41,12 +44,13 @@ std::vector<int> parse_token_ids(const std::string& text, const std::string& fie
     int value = 0;
     const auto [ptr, error] = std::from_chars(word.data(), word.data() + word.size(), value);
     if (error != std::errc() || ptr != word.data() + word.size() || value < 0) {
-      throw Error(field + ": '" + printable_text(word) + "' (token " + std::to_string(index) + ") is not a token id" +
-                  expected);
+      throw Error(field + ": '" + printable_text(word) + "' (token " + std::to_string(index) +
+                  ") is not a token id" + expected);
     }
     if (vocab_size && value >= *vocab_size) {
-      throw Error(field + ": '" + word + "' (token " + std::to_string(index) + ") is not a token id in 0 .. " +
-                  std::to_string(*vocab_size - 1) + " (the model's vocabulary)");
+      throw Error(field + ": '" + word + "' (token " + std::to_string(index) +
+                  ") is not a token id in 0 .. " + std::to_string(*vocab_size - 1) +
+                  " (the model's vocabulary)");
     }
     ids.push_back(value);
     ++index;

@@ -13,7 +13,8 @@ toml::table TomlReader::parse(const std::string& text) const {
   try {
     return toml::parse(text, source_);
   } catch (const toml::parse_error& error) {
-    throw Error(location(error.source()) + ": TOML syntax error: " + std::string(error.description()));
+    throw Error(location(error.source()) +
+                ": TOML syntax error: " + std::string(error.description()));
   }
 }
 
@@ -55,7 +56,8 @@ std::int64_t TomlReader::integer(const toml::node& node, const std::string& name
 
 double TomlReader::number(const toml::node& node, const std::string& name) const {
   if (node.is_integer()) return static_cast<double>(node.as_integer()->get());
-  if (!node.is_floating_point()) fail(node.source(), name + " must be a number, got " + type_name(node));
+  if (!node.is_floating_point())
+    fail(node.source(), name + " must be a number, got " + type_name(node));
   return node.as_floating_point()->get();
 }
 
@@ -65,19 +67,27 @@ std::string TomlReader::string(const toml::node& node, const std::string& name) 
 }
 
 bool TomlReader::boolean(const toml::node& node, const std::string& name) const {
-  if (!node.is_boolean()) fail(node.source(), name + " must be true or false, got " + type_name(node));
+  if (!node.is_boolean())
+    fail(node.source(), name + " must be true or false, got " + type_name(node));
   return node.as_boolean()->get();
 }
 
 std::string TomlReader::type_name(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date/time";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date/time";
   }
 }
 

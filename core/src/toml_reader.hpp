@@ -26,7 +26,8 @@ class TomlReader {
   [[noreturn]] void fail(const toml::source_region& where, const std::string& message) const;
 
   // Unknown keys are errors with a did-you-mean suggestion and the list of keys expected.
-  void check_keys(const toml::table& table, const std::string& prefix, const std::vector<std::string>& allowed) const;
+  void check_keys(const toml::table& table, const std::string& prefix,
+                  const std::vector<std::string>& allowed) const;
   // A sub-table, or nullptr when absent; anything else under `key` is an error.
   const toml::table* table(const toml::table& parent, const char* key) const;
 

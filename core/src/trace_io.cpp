@@ -65,7 +65,8 @@ json trace_to_json(const ForwardTrace& trace, const Eigen::MatrixXd& logits,
                      {"sources", sources},
                      {"alpha", matrix_to_json(read.alpha)},
                      {"alpha_mean", mean}});
-    if (read.heads > 1) {  // alpha above is the mean over heads; every head here, column c * sources + i
+    if (read.heads >
+        1) {  // alpha above is the mean over heads; every head here, column c * sources + i
       reads.back()["heads"] = read.heads;
       reads.back()["alpha_heads"] = matrix_to_json(read.alpha_heads);
     }
@@ -93,7 +94,8 @@ std::vector<TensorToWrite> forward_dump_tensors(const ForwardTrace& trace,
   tensors.push_back(matrix_tensor("hidden_final", hidden_final, f64));
   for (const auto& read : trace.reads) {
     if (read.heads > 1) {  // every head: (T, H, sources) (docs/schemes.md)
-      TensorToWrite heads = matrix_tensor("alpha." + std::to_string(read.read), read.alpha_heads, f64);
+      TensorToWrite heads =
+          matrix_tensor("alpha." + std::to_string(read.read), read.alpha_heads, f64);
       heads.shape = {read.alpha_heads.rows(), read.heads, read.alpha_heads.cols() / read.heads};
       tensors.push_back(std::move(heads));
     } else {
@@ -110,13 +112,16 @@ std::vector<TensorToWrite> gradient_dump_tensors(const Gradients<Scalar>& gradie
   const bool f64 = sizeof(Scalar) == sizeof(double);
   std::vector<TensorToWrite> tensors;
   tensors.push_back(vector_tensor("loss", {gradients.loss}, f64));
-  visit_tensors(const_cast<ModelWeights<Scalar>&>(gradients.grad), [&](const TensorRef<Scalar>& tensor) {
-    if (tensor.attn_res && !gradients.grad.has_attn_res_tensors) return;
-    TensorToWrite out{"grad." + tensor.name, tensor.shape, {}, {}, f64};
-    for (std::int64_t i = 0; i < tensor.element_count(); ++i) append(out, static_cast<double>(tensor.data[i]));
-    tensors.push_back(std::move(out));
-  });
-  tensors.push_back(vector_tensor("sublayer_output_grad_rms", gradients.sublayer_output_grad_rms, f64));
+  visit_tensors(const_cast<ModelWeights<Scalar>&>(gradients.grad),
+                [&](const TensorRef<Scalar>& tensor) {
+                  if (tensor.attn_res && !gradients.grad.has_attn_res_tensors) return;
+                  TensorToWrite out{"grad." + tensor.name, tensor.shape, {}, {}, f64};
+                  for (std::int64_t i = 0; i < tensor.element_count(); ++i)
+                    append(out, static_cast<double>(tensor.data[i]));
+                  tensors.push_back(std::move(out));
+                });
+  tensors.push_back(
+      vector_tensor("sublayer_output_grad_rms", gradients.sublayer_output_grad_rms, f64));
   return tensors;
 }
 

@@ -42,7 +42,6 @@ namespace attnres::engine {
 
 namespace {
 
-
 // 64-byte aligned storage (see fast_forward.cpp: a fixed alignment keeps Eigen's vectorised
 // reductions, and so the last bit, the same from call to call).
 template <typename Scalar>
@@ -55,8 +54,13 @@ struct Shape {
   Eigen::Index d = 0, H = 0, Hkv = 0, hd = 0, F = 0, vocab = 0, qc = 0, kvc = 0, qkvc = 0;
   int L = 0;
   explicit Shape(const ModelConfig& c)
-      : d(c.hidden_size), H(c.num_attention_heads), Hkv(c.num_key_value_heads), hd(c.head_dim()),
-        F(c.intermediate_size), vocab(c.vocab_size), L(c.sublayers()) {
+      : d(c.hidden_size),
+        H(c.num_attention_heads),
+        Hkv(c.num_key_value_heads),
+        hd(c.head_dim()),
+        F(c.intermediate_size),
+        vocab(c.vocab_size),
+        L(c.sublayers()) {
     qc = H * hd;
     kvc = Hkv * hd;
     qkvc = qc + 2 * kvc;
@@ -75,9 +79,9 @@ struct Plan {
   bool standard = true, block = false;
   int values = 0, slots = 1, zero_value = -1;
   std::vector<std::vector<int>> read_value;  // per read, per source: value index
-  std::vector<std::vector<int>> read_slot;   // per read, per source: gradient slot (-1: placeholder)
-  std::vector<int> partial_of_read;          // per read: block whose partial it copies, or -1
-  std::vector<int> output_slot;              // per sublayer r: slot of v_{r+1}
+  std::vector<std::vector<int>> read_slot;  // per read, per source: gradient slot (-1: placeholder)
+  std::vector<int> partial_of_read;         // per read: block whose partial it copies, or -1
+  std::vector<int> output_slot;             // per sublayer r: slot of v_{r+1}
   std::vector<int> group_first, group_last;  // per read: its schedule group's reads
   std::vector<int> group_shared;             // per read: the group's shared history size
   Eigen::Index max_sources = 1, max_group = 1, max_shared = 1;
@@ -96,7 +100,9 @@ Plan make_plan(const ModelConfig& config, const ForwardOptions& options) {
   plan.values = plan.block ? N + 1 + L + 1 : L + 1;
   plan.slots = plan.block ? N + 1 : L + 1;
   plan.zero_value = plan.block ? N + 1 + L : -1;
-  for (int r = 0; r < L; ++r) plan.output_slot[static_cast<std::size_t>(r)] = plan.block ? layout.block_of_sublayer(r + 1) : r + 1;
+  for (int r = 0; r < L; ++r)
+    plan.output_slot[static_cast<std::size_t>(r)] =
+        plan.block ? layout.block_of_sublayer(r + 1) : r + 1;
   const std::vector<int> group_of = schedule_groups(layout, options);
   plan.read_value.resize(static_cast<std::size_t>(L + 1));
   plan.read_slot.resize(static_cast<std::size_t>(L + 1));
@@ -109,20 +115,30 @@ Plan make_plan(const ModelConfig& config, const ForwardOptions& options) {
     for (const DepthSource& source : layout.reads[ru]) {
       int value = 0, slot = 0;
       switch (source.kind) {
-        case DepthSource::Kind::embedding: value = slot = 0; break;
-        case DepthSource::Kind::sublayer_output: value = slot = source.first_member; break;
-        case DepthSource::Kind::block: value = slot = source.block; break;
+        case DepthSource::Kind::embedding:
+          value = slot = 0;
+          break;
+        case DepthSource::Kind::sublayer_output:
+          value = slot = source.first_member;
+          break;
+        case DepthSource::Kind::block:
+          value = slot = source.block;
+          break;
         case DepthSource::Kind::partial_block:
           value = N + 1 + r;
           slot = source.block;
           plan.partial_of_read[ru] = source.block;
           break;
-        case DepthSource::Kind::zero_placeholder: value = plan.zero_value; slot = -1; break;
+        case DepthSource::Kind::zero_placeholder:
+          value = plan.zero_value;
+          slot = -1;
+          break;
       }
       plan.read_value[ru].push_back(value);
       plan.read_slot[ru].push_back(slot);
     }
-    plan.max_sources = std::max<Eigen::Index>(plan.max_sources, static_cast<Eigen::Index>(layout.reads[ru].size()));
+    plan.max_sources = std::max<Eigen::Index>(plan.max_sources,
+                                              static_cast<Eigen::Index>(layout.reads[ru].size()));
     int first = r, last = r;
     while (first > 0 && group_of[static_cast<std::size_t>(first - 1)] == group_of[ru]) --first;
     while (last < L && group_of[static_cast<std::size_t>(last + 1)] == group_of[ru]) ++last;
@@ -159,12 +175,13 @@ struct Worker {
   std::vector<Scalar*> dacc;              // per gradient slot (T, d)
   Scalar *h = nullptr, *v = nullptr;      // (T, d) read output / running h, sublayer output
   Scalar *o = nullptr, *m = nullptr, *l = nullptr, *zhist = nullptr;  // two-phase statistics
-  Scalar* logits = nullptr;                                             // (T, vocab)
-  Scalar *dh = nullptr, *dx = nullptr, *dctx = nullptr, *dqkv = nullptr, *dgu = nullptr, *dact = nullptr;
+  Scalar* logits = nullptr;                                           // (T, vocab)
+  Scalar *dh = nullptr, *dx = nullptr, *dctx = nullptr, *dqkv = nullptr, *dgu = nullptr,
+         *dact = nullptr;
   Scalar *scores = nullptr, *dscores = nullptr;  // (kTile, T) attention tile scratch
-  Vector<Scalar> dquery;                          // (d)
-  Vector<Scalar> dalpha;                          // (sources)
-  Buffer<Scalar> rope_cos, rope_sin;              // (rope_T, hd / 2), prefix rows valid for any T
+  Vector<Scalar> dquery;                         // (d)
+  Vector<Scalar> dalpha;                         // (sources)
+  Buffer<Scalar> rope_cos, rope_sin;             // (rope_T, hd / 2), prefix rows valid for any T
   Eigen::Index rope_T = 0;
   // Gradients and sums of this worker's sequences.
   ModelWeights<Scalar> grad;
@@ -199,7 +216,8 @@ struct Worker {
       take_many(value, static_cast<std::size_t>(plan.values), Tz * dz);
       take_many(value_inv, static_cast<std::size_t>(plan.values), Tz);
       alpha.resize(plan.read_value.size());
-      for (std::size_t r = 0; r < alpha.size(); ++r) alpha[r] = take(Tz * plan.read_value[r].size());
+      for (std::size_t r = 0; r < alpha.size(); ++r)
+        alpha[r] = take(Tz * plan.read_value[r].size());
       take_many(dacc, static_cast<std::size_t>(plan.slots), Tz * dz);
       h = take(Tz * dz);
       v = take(Tz * dz);
@@ -219,11 +237,14 @@ struct Worker {
       dscores = take(static_cast<std::size_t>(kTile) * Tz);
       if (pass == 0 && arena.size() < offset) arena.resize(offset);
     }
-    if (rope_T < T || rope_theta != theta || rope_hd != s.hd) {  // the reference's table (pos, i), rows independent of T
+    if (rope_T < T || rope_theta != theta ||
+        rope_hd != s.hd) {  // the reference's table (pos, i), rows independent of T
       const int half = static_cast<int>(s.hd / 2);
       const auto rope = make_rope_table<Scalar>(static_cast<int>(T), static_cast<int>(s.hd), theta);
-      rope_cos.assign(rope.cos.data(), rope.cos.data() + static_cast<std::size_t>(T) * static_cast<std::size_t>(half));
-      rope_sin.assign(rope.sin.data(), rope.sin.data() + static_cast<std::size_t>(T) * static_cast<std::size_t>(half));
+      rope_cos.assign(rope.cos.data(), rope.cos.data() + static_cast<std::size_t>(T) *
+                                                             static_cast<std::size_t>(half));
+      rope_sin.assign(rope.sin.data(), rope.sin.data() + static_cast<std::size_t>(T) *
+                                                             static_cast<std::size_t>(half));
       rope_T = T;
       rope_theta = theta;
       rope_hd = s.hd;
@@ -246,8 +267,8 @@ struct Context {
 
 // x = RMSNorm(h) = g * (h r), r = 1 / sqrt(mean(h^2) + eps); keeps r and h r for the backward.
 template <typename Scalar>
-void norm_forward(const Scalar* h, const Vector<Scalar>& gain, Scalar eps, Eigen::Index T, Eigen::Index d,
-                      Scalar* inv, Scalar* nhat, Scalar* x) {
+void norm_forward(const Scalar* h, const Vector<Scalar>& gain, Scalar eps, Eigen::Index T,
+                  Eigen::Index d, Scalar* inv, Scalar* nhat, Scalar* x) {
   for (Eigen::Index t = 0; t < T; ++t) {
     const Scalar r = inverse_rms_of_row(h + t * d, d, eps);
     inv[t] = r;
@@ -260,8 +281,9 @@ void norm_forward(const Scalar* h, const Vector<Scalar>& gain, Scalar eps, Eigen
 // d loss / d h of x = g * (h r) (rms_norm_backward in core/src/layers.cpp); adds sum_t dy * (h r)
 // to the gain's gradient.
 template <typename Scalar>
-void norm_backward(const Scalar* dy, const Scalar* inv, const Scalar* nhat, const Vector<Scalar>& gain,
-                       Eigen::Index T, Eigen::Index d, Scalar* dh, Vector<Scalar>& gain_grad) {
+void norm_backward(const Scalar* dy, const Scalar* inv, const Scalar* nhat,
+                   const Vector<Scalar>& gain, Eigen::Index T, Eigen::Index d, Scalar* dh,
+                   Vector<Scalar>& gain_grad) {
   for (Eigen::Index t = 0; t < T; ++t) {
     const ConstVectorMap<Scalar> g(dy + t * d, d), n(nhat + t * d, d);
     gain_grad += g.cwiseProduct(n);
@@ -275,8 +297,9 @@ void norm_backward(const Scalar* dy, const Scalar* inv, const Scalar* nhat, cons
 // RoPE (rotate_half) on `heads` heads of width hd starting at column `first` of rows of stride
 // `stride`; `sign` -1 applies the inverse rotation (the gradient of RoPE).
 template <typename Scalar>
-void rope(Scalar* data, Eigen::Index stride, Eigen::Index first, Eigen::Index heads, Eigen::Index hd, Eigen::Index T,
-          const Scalar* cos_table, const Scalar* sin_table, Scalar sign) {
+void rope(Scalar* data, Eigen::Index stride, Eigen::Index first, Eigen::Index heads,
+          Eigen::Index hd, Eigen::Index T, const Scalar* cos_table, const Scalar* sin_table,
+          Scalar sign) {
   const Eigen::Index half = hd / 2;
   for (Eigen::Index t = 0; t < T; ++t) {
     const ConstVectorMap<Scalar> c(cos_table + t * half, half);
@@ -326,9 +349,12 @@ struct SequenceRun {
       const Eigen::Index kv = head / group;
       for (Eigen::Index q0 = 0; q0 < T; q0 += kTile) {
         const Eigen::Index rows = std::min(kTile, T - q0), keys = q0 + rows;  // keys 0 .. last row
-        const ConstStridedMap<Scalar> Q(qkv + q0 * s.qkvc + head * s.hd, rows, s.hd, Eigen::OuterStride<>(s.qkvc));
-        const ConstStridedMap<Scalar> K(qkv + s.qc + kv * s.hd, keys, s.hd, Eigen::OuterStride<>(s.qkvc));
-        const ConstStridedMap<Scalar> V(qkv + s.qc + s.kvc + kv * s.hd, keys, s.hd, Eigen::OuterStride<>(s.qkvc));
+        const ConstStridedMap<Scalar> Q(qkv + q0 * s.qkvc + head * s.hd, rows, s.hd,
+                                        Eigen::OuterStride<>(s.qkvc));
+        const ConstStridedMap<Scalar> K(qkv + s.qc + kv * s.hd, keys, s.hd,
+                                        Eigen::OuterStride<>(s.qkvc));
+        const ConstStridedMap<Scalar> V(qkv + s.qc + s.kvc + kv * s.hd, keys, s.hd,
+                                        Eigen::OuterStride<>(s.qkvc));
         Map<Scalar> S(w.scores, rows, keys);
         S.noalias() = Q * K.transpose();
         for (Eigen::Index i = 0; i < rows; ++i) {
@@ -342,7 +368,8 @@ struct SequenceRun {
           if (visible < keys) S.row(i).tail(keys - visible).setZero();
           lse[head * T + q0 + i] = top + std::log(sum);
         }
-        StridedMap<Scalar>(ctx + q0 * s.qc + head * s.hd, rows, s.hd, Eigen::OuterStride<>(s.qc)).noalias() = S * V;
+        StridedMap<Scalar>(ctx + q0 * s.qc + head * s.hd, rows, s.hd, Eigen::OuterStride<>(s.qc))
+            .noalias() = S * V;
       }
     }
   }
@@ -361,10 +388,14 @@ struct SequenceRun {
       const Eigen::Index kv = head / group;
       for (Eigen::Index q0 = 0; q0 < T; q0 += kTile) {
         const Eigen::Index rows = std::min(kTile, T - q0), keys = q0 + rows;
-        const ConstStridedMap<Scalar> Q(qkv + q0 * s.qkvc + head * s.hd, rows, s.hd, Eigen::OuterStride<>(s.qkvc));
-        const ConstStridedMap<Scalar> K(qkv + s.qc + kv * s.hd, keys, s.hd, Eigen::OuterStride<>(s.qkvc));
-        const ConstStridedMap<Scalar> V(qkv + s.qc + s.kvc + kv * s.hd, keys, s.hd, Eigen::OuterStride<>(s.qkvc));
-        const ConstStridedMap<Scalar> dO(w.dctx + q0 * s.qc + head * s.hd, rows, s.hd, Eigen::OuterStride<>(s.qc));
+        const ConstStridedMap<Scalar> Q(qkv + q0 * s.qkvc + head * s.hd, rows, s.hd,
+                                        Eigen::OuterStride<>(s.qkvc));
+        const ConstStridedMap<Scalar> K(qkv + s.qc + kv * s.hd, keys, s.hd,
+                                        Eigen::OuterStride<>(s.qkvc));
+        const ConstStridedMap<Scalar> V(qkv + s.qc + s.kvc + kv * s.hd, keys, s.hd,
+                                        Eigen::OuterStride<>(s.qkvc));
+        const ConstStridedMap<Scalar> dO(w.dctx + q0 * s.qc + head * s.hd, rows, s.hd,
+                                         Eigen::OuterStride<>(s.qc));
         Map<Scalar> P(w.scores, rows, keys);
         Map<Scalar> dP(w.dscores, rows, keys);
         P.noalias() = Q * K.transpose();
@@ -381,12 +412,14 @@ struct SequenceRun {
             dP.row(i).tail(keys - visible).setZero();
           }
         }
-        StridedMap<Scalar>(w.dqkv + s.qc + s.kvc + kv * s.hd, keys, s.hd, Eigen::OuterStride<>(s.qkvc)).noalias() +=
-            P.transpose() * dO;
-        StridedMap<Scalar>(w.dqkv + q0 * s.qkvc + head * s.hd, rows, s.hd, Eigen::OuterStride<>(s.qkvc)).noalias() =
-            dP * K;
-        StridedMap<Scalar>(w.dqkv + s.qc + kv * s.hd, keys, s.hd, Eigen::OuterStride<>(s.qkvc)).noalias() +=
-            dP.transpose() * Q;
+        StridedMap<Scalar>(w.dqkv + s.qc + s.kvc + kv * s.hd, keys, s.hd,
+                           Eigen::OuterStride<>(s.qkvc))
+            .noalias() += P.transpose() * dO;
+        StridedMap<Scalar>(w.dqkv + q0 * s.qkvc + head * s.hd, rows, s.hd,
+                           Eigen::OuterStride<>(s.qkvc))
+            .noalias() = dP * K;
+        StridedMap<Scalar>(w.dqkv + s.qc + kv * s.hd, keys, s.hd, Eigen::OuterStride<>(s.qkvc))
+            .noalias() += dP.transpose() * Q;
       }
     }
   }
@@ -403,18 +436,24 @@ struct SequenceRun {
     if (r % 2 == 0) {
       norm_forward(h, weights.input_layernorm, c.eps, T, s.d, w.inv[ru], w.nhat[ru], w.x[ru]);
       Map<Scalar>(w.qkv[lu], T, s.qkvc).noalias() = X * c.prepared.qkv[lu].transpose();
-      rope(w.qkv[lu], s.qkvc, Eigen::Index(0), s.H + s.Hkv, s.hd, T, w.rope_cos.data(), w.rope_sin.data(), Scalar(1));
+      rope(w.qkv[lu], s.qkvc, Eigen::Index(0), s.H + s.Hkv, s.hd, T, w.rope_cos.data(),
+           w.rope_sin.data(), Scalar(1));
       attention_forward(layer);
-      Map<Scalar>(v, T, s.d).noalias() = ConstMap<Scalar>(w.ctx[lu], T, s.qc) * weights.o_proj.transpose();
+      Map<Scalar>(v, T, s.d).noalias() =
+          ConstMap<Scalar>(w.ctx[lu], T, s.qc) * weights.o_proj.transpose();
     } else {
-      norm_forward(h, weights.post_attention_layernorm, c.eps, T, s.d, w.inv[ru], w.nhat[ru], w.x[ru]);
+      norm_forward(h, weights.post_attention_layernorm, c.eps, T, s.d, w.inv[ru], w.nhat[ru],
+                   w.x[ru]);
       Map<Scalar>(w.gu[lu], T, 2 * s.F).noalias() = X * c.prepared.gate_up[lu].transpose();
       for (Eigen::Index t = 0; t < T; ++t) {
-        const ConstVectorMap<Scalar> gate(w.gu[lu] + t * 2 * s.F, s.F), up(w.gu[lu] + t * 2 * s.F + s.F, s.F);
+        const ConstVectorMap<Scalar> gate(w.gu[lu] + t * 2 * s.F, s.F),
+            up(w.gu[lu] + t * 2 * s.F + s.F, s.F);
         VectorMap<Scalar>(w.act[lu] + t * s.F, s.F) =
-            (gate.array() / (Scalar(1) + (-gate.array()).exp()) * up.array()).matrix();  // silu(g) * u
+            (gate.array() / (Scalar(1) + (-gate.array()).exp()) * up.array())
+                .matrix();  // silu(g) * u
       }
-      Map<Scalar>(v, T, s.d).noalias() = ConstMap<Scalar>(w.act[lu], T, s.F) * weights.down_proj.transpose();
+      Map<Scalar>(v, T, s.d).noalias() =
+          ConstMap<Scalar>(w.act[lu], T, s.F) * weights.down_proj.transpose();
     }
   }
 
@@ -433,11 +472,13 @@ struct SequenceRun {
       grad.o_proj.noalias() += dv.transpose() * ConstMap<Scalar>(w.ctx[lu], T, s.qc);
       Map<Scalar>(w.dctx, T, s.qc).noalias() = dv * weights.o_proj;
       attention_backward(layer);
-      rope(w.dqkv, s.qkvc, Eigen::Index(0), s.H + s.Hkv, s.hd, T, w.rope_cos.data(), w.rope_sin.data(), Scalar(-1));
+      rope(w.dqkv, s.qkvc, Eigen::Index(0), s.H + s.Hkv, s.hd, T, w.rope_cos.data(),
+           w.rope_sin.data(), Scalar(-1));
       const ConstMap<Scalar> dqkv(w.dqkv, T, s.qkvc);
       w.dqkv_w[lu].noalias() += dqkv.transpose() * X;
       dx.noalias() = dqkv * c.prepared.qkv[lu];
-      norm_backward(w.dx, w.inv[ru], w.nhat[ru], weights.input_layernorm, T, s.d, dh, grad.input_layernorm);
+      norm_backward(w.dx, w.inv[ru], w.nhat[ru], weights.input_layernorm, T, s.d, dh,
+                    grad.input_layernorm);
     } else {
       grad.down_proj.noalias() += dv.transpose() * ConstMap<Scalar>(w.act[lu], T, s.F);
       Map<Scalar>(w.dact, T, s.F).noalias() = dv * weights.down_proj;
@@ -450,13 +491,14 @@ struct SequenceRun {
         dgate = (Scalar(1) / (Scalar(1) + (-gate).exp())).matrix();  // sigmoid, kept in dgate's row
         dup = (da * (gate * dgate.array())).matrix();                // d up = da * silu(g)
         // silu'(g) = s (1 + g (1 - s)).
-        dgate = (da * up * dgate.array() * (Scalar(1) + gate * (Scalar(1) - dgate.array()))).matrix();
+        dgate =
+            (da * up * dgate.array() * (Scalar(1) + gate * (Scalar(1) - dgate.array()))).matrix();
       }
       const ConstMap<Scalar> dgu(w.dgu, T, 2 * s.F);
       w.dgate_up_w[lu].noalias() += dgu.transpose() * X;
       dx.noalias() = dgu * c.prepared.gate_up[lu];
       norm_backward(w.dx, w.inv[ru], w.nhat[ru], weights.post_attention_layernorm, T, s.d, dh,
-                        grad.post_attention_layernorm);
+                    grad.post_attention_layernorm);
     }
   }
 
@@ -464,7 +506,8 @@ struct SequenceRun {
   void set_inverse_rms(int value) {
     const Scalar* data = w.value[static_cast<std::size_t>(value)];
     Scalar* inv = w.value_inv[static_cast<std::size_t>(value)];
-    for (Eigen::Index t = 0; t < T; ++t) inv[t] = inverse_rms_of_row(data + t * c.s.d, c.s.d, c.key_eps);
+    for (Eigen::Index t = 0; t < T; ++t)
+      inv[t] = inverse_rms_of_row(data + t * c.s.d, c.s.d, c.key_eps);
   }
 
   // Read r with the two-phase schedule (core/src/forward.cpp: phase_one, phase_two_read): writes
@@ -490,14 +533,18 @@ struct SequenceRun {
       for (Eigen::Index t = 0; t < T; ++t) {
         for (Eigen::Index k = 0; k < q; ++k) {
           Scalar top = -std::numeric_limits<Scalar>::infinity();
-          for (Eigen::Index i = 0; i < shared; ++i) top = std::max(top, w.zhist[(i * T + t) * q + k]);
+          for (Eigen::Index i = 0; i < shared; ++i)
+            top = std::max(top, w.zhist[(i * T + t) * q + k]);
           VectorMap<Scalar> o(w.o + (k * T + t) * d, d);
           o.setZero();
           Scalar sum = 0;
           for (Eigen::Index i = 0; i < shared; ++i) {
             const Scalar weight = std::exp(w.zhist[(i * T + t) * q + k] - top);
             sum += weight;
-            o += weight * ConstVectorMap<Scalar>(w.value[static_cast<std::size_t>(values[static_cast<std::size_t>(i)])] + t * d, d);
+            o += weight *
+                 ConstVectorMap<Scalar>(
+                     w.value[static_cast<std::size_t>(values[static_cast<std::size_t>(i)])] + t * d,
+                     d);
           }
           w.m[k * T + t] = top;
           w.l[k * T + t] = sum;
@@ -548,7 +595,8 @@ struct SequenceRun {
       const Scalar* a = alpha + t * n;
       Scalar mean = 0;
       for (Eigen::Index i = 0; i < n; ++i) {
-        dalpha[i] = g.dot(ConstVectorMap<Scalar>(w.value[static_cast<std::size_t>(values[static_cast<std::size_t>(i)])] + t * d, d));
+        dalpha[i] = g.dot(ConstVectorMap<Scalar>(
+            w.value[static_cast<std::size_t>(values[static_cast<std::size_t>(i)])] + t * d, d));
         mean += a[i] * dalpha[i];
       }
       for (Eigen::Index i = 0; i < n; ++i) {
@@ -584,7 +632,8 @@ struct SequenceRun {
     };
     auto squares = [&](const Scalar* data) {
       double sum = 0.0;
-      for (Eigen::Index t = 0; t < T; ++t) sum += ConstVectorMap<Scalar>(data + t * d, d).template cast<double>().squaredNorm();
+      for (Eigen::Index t = 0; t < T; ++t)
+        sum += ConstVectorMap<Scalar>(data + t * d, d).template cast<double>().squaredNorm();
       return sum;
     };
 
@@ -597,10 +646,12 @@ struct SequenceRun {
     if (!plan.standard) {
       set_inverse_rms(0);
       if (plan.zero_value >= 0) {
-        std::fill(w.value[static_cast<std::size_t>(plan.zero_value)], w.value[static_cast<std::size_t>(plan.zero_value)] + plane, Scalar(0));
+        std::fill(w.value[static_cast<std::size_t>(plan.zero_value)],
+                  w.value[static_cast<std::size_t>(plan.zero_value)] + plane, Scalar(0));
         set_inverse_rms(plan.zero_value);
       }
-      if (plan.block) std::fill(w.value[1], w.value[1] + plane, Scalar(0));  // block 1's partial sum
+      if (plan.block)
+        std::fill(w.value[1], w.value[1] + plane, Scalar(0));  // block 1's partial sum
     }
     for (int r = 0; r <= L; ++r) {
       step();
@@ -614,7 +665,8 @@ struct SequenceRun {
       const int partial = plan.partial_of_read[static_cast<std::size_t>(r)];
       if (partial >= 0) {  // the partial sum as this read sees it
         const int copy = plan.read_value[static_cast<std::size_t>(r)].back();
-        std::copy(w.value[static_cast<std::size_t>(partial)], w.value[static_cast<std::size_t>(partial)] + plane,
+        std::copy(w.value[static_cast<std::size_t>(partial)],
+                  w.value[static_cast<std::size_t>(partial)] + plane,
                   w.value[static_cast<std::size_t>(copy)]);
         set_inverse_rms(copy);
       }
@@ -623,7 +675,8 @@ struct SequenceRun {
       const int sublayer = r + 1;  // 1-based
       if (!plan.block) {
         sublayer_forward(r, w.h, w.value[static_cast<std::size_t>(sublayer)]);
-        w.output_squares[static_cast<std::size_t>(r)] += squares(w.value[static_cast<std::size_t>(sublayer)]);
+        w.output_squares[static_cast<std::size_t>(r)] +=
+            squares(w.value[static_cast<std::size_t>(sublayer)]);
         set_inverse_rms(sublayer);
       } else {
         const int n = plan.layout.block_of_sublayer(sublayer);
@@ -632,7 +685,9 @@ struct SequenceRun {
         add(w.value[static_cast<std::size_t>(n)], w.v);
         if (sublayer % plan.layout.block_size == 0 || sublayer == L) {  // block n complete: b_n
           set_inverse_rms(n);
-          if (sublayer < L) std::fill(w.value[static_cast<std::size_t>(n + 1)], w.value[static_cast<std::size_t>(n + 1)] + plane, Scalar(0));
+          if (sublayer < L)
+            std::fill(w.value[static_cast<std::size_t>(n + 1)],
+                      w.value[static_cast<std::size_t>(n + 1)] + plane, Scalar(0));
         }
       }
     }
@@ -667,12 +722,14 @@ struct SequenceRun {
     // ---- Backward sweep over reads L .. 0 (core/src/backward.cpp): when sublayer r is reached
     // every later read has passed its gradient back, so its output's slot holds d loss / d v_{r+1}.
     for (int slot = 0; slot < plan.slots; ++slot) {
-      std::fill(w.dacc[static_cast<std::size_t>(slot)], w.dacc[static_cast<std::size_t>(slot)] + plane, Scalar(0));
+      std::fill(w.dacc[static_cast<std::size_t>(slot)],
+                w.dacc[static_cast<std::size_t>(slot)] + plane, Scalar(0));
     }
     for (int r = L; r >= 0; --r) {
       step();
       if (r < L) {
-        const Scalar* dv = w.dacc[static_cast<std::size_t>(plan.output_slot[static_cast<std::size_t>(r)])];
+        const Scalar* dv =
+            w.dacc[static_cast<std::size_t>(plan.output_slot[static_cast<std::size_t>(r)])];
         w.grad_squares[static_cast<std::size_t>(r)] += squares(dv);
         sublayer_backward(r, dv, w.dh);
       }
@@ -683,7 +740,8 @@ struct SequenceRun {
       }
     }
     for (Eigen::Index t = 0; t < T; ++t) {
-      w.grad.embed_tokens.row(tokens[static_cast<std::size_t>(t)]) += ConstVectorMap<Scalar>(w.dacc[0] + t * d, d).transpose();
+      w.grad.embed_tokens.row(tokens[static_cast<std::size_t>(t)]) +=
+          ConstVectorMap<Scalar>(w.dacc[0] + t * d, d).transpose();
     }
   }
 };
@@ -700,15 +758,18 @@ template <typename Scalar>
 bool same_shapes(const ModelWeights<Scalar>& a, const ModelWeights<Scalar>& b) {
   if (a.layers.size() != b.layers.size()) return false;
   std::vector<std::vector<std::int64_t>> shapes_a, shapes_b;
-  visit_tensors(const_cast<ModelWeights<Scalar>&>(a), [&](const TensorRef<Scalar>& tensor) { shapes_a.push_back(tensor.shape); });
-  visit_tensors(const_cast<ModelWeights<Scalar>&>(b), [&](const TensorRef<Scalar>& tensor) { shapes_b.push_back(tensor.shape); });
+  visit_tensors(const_cast<ModelWeights<Scalar>&>(a),
+                [&](const TensorRef<Scalar>& tensor) { shapes_a.push_back(tensor.shape); });
+  visit_tensors(const_cast<ModelWeights<Scalar>&>(b),
+                [&](const TensorRef<Scalar>& tensor) { shapes_b.push_back(tensor.shape); });
   return shapes_a == shapes_b;
 }
 
 }  // namespace
 
 template <typename Scalar>
-FastBackward<Scalar>::FastBackward(const ModelConfig&, int threads) : state_(std::make_unique<State>(threads)) {}
+FastBackward<Scalar>::FastBackward(const ModelConfig&, int threads)
+    : state_(std::make_unique<State>(threads)) {}
 
 template <typename Scalar>
 FastBackward<Scalar>::~FastBackward() = default;
@@ -719,7 +780,8 @@ int FastBackward<Scalar>::threads() const {
 }
 
 template <typename Scalar>
-void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model, const std::vector<std::vector<int>>& batch,
+void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model,
+                                   const std::vector<std::vector<int>>& batch,
                                    const ForwardOptions& options, Gradients<Scalar>& out) {
   State& state = *state_;
   const ModelConfig& config = model.config;
@@ -749,7 +811,8 @@ void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model, const std:
   }
 
   // Workers: contiguous chunks of the batch, at most one per sequence.
-  const int parts = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(state.pool.size()), batch.size()));
+  const int parts = static_cast<int>(
+      std::min<std::size_t>(static_cast<std::size_t>(state.pool.size()), batch.size()));
   for (int k = 0; k < parts; ++k) {
     Worker<Scalar>& w = state.workers[static_cast<std::size_t>(k)];
     if (!same_shapes(w.grad, model)) {
@@ -805,19 +868,20 @@ void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model, const std:
   });
 
   // Split the fused gradients, then sum the workers in order.
-  state.pool.parallel_for(static_cast<std::size_t>(parts), [&](std::size_t begin, std::size_t end, int) {
-    for (std::size_t k = begin; k < end; ++k) {
-      Worker<Scalar>& w = state.workers[k];
-      for (std::size_t i = 0; i < model.layers.size(); ++i) {
-        LayerWeights<Scalar>& g = w.grad.layers[i];
-        g.q_proj = w.dqkv_w[i].topRows(shape.qc);
-        g.k_proj = w.dqkv_w[i].middleRows(shape.qc, shape.kvc);
-        g.v_proj = w.dqkv_w[i].bottomRows(shape.kvc);
-        g.gate_proj = w.dgate_up_w[i].topRows(shape.F);
-        g.up_proj = w.dgate_up_w[i].bottomRows(shape.F);
-      }
-    }
-  });
+  state.pool.parallel_for(static_cast<std::size_t>(parts),
+                          [&](std::size_t begin, std::size_t end, int) {
+                            for (std::size_t k = begin; k < end; ++k) {
+                              Worker<Scalar>& w = state.workers[k];
+                              for (std::size_t i = 0; i < model.layers.size(); ++i) {
+                                LayerWeights<Scalar>& g = w.grad.layers[i];
+                                g.q_proj = w.dqkv_w[i].topRows(shape.qc);
+                                g.k_proj = w.dqkv_w[i].middleRows(shape.qc, shape.kvc);
+                                g.v_proj = w.dqkv_w[i].bottomRows(shape.kvc);
+                                g.gate_proj = w.dgate_up_w[i].topRows(shape.F);
+                                g.up_proj = w.dgate_up_w[i].bottomRows(shape.F);
+                              }
+                            }
+                          });
   if (!same_shapes(out.grad, model)) out.grad = zero_like(model);
   out.grad.config = config;
   out.grad.has_attn_res_tensors = model.has_attn_res_tensors;
@@ -827,16 +891,18 @@ void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model, const std:
   std::vector<std::vector<const Scalar*>> sources(static_cast<std::size_t>(parts));
   std::vector<std::int64_t> counts;
   for (int k = 0; k < parts; ++k) {
-    visit_tensors(state.workers[static_cast<std::size_t>(k)].grad, [&](const TensorRef<Scalar>& tensor) {
-      sources[static_cast<std::size_t>(k)].push_back(tensor.data);
-      if (k == 0) counts.push_back(tensor.element_count());
-    });
+    visit_tensors(state.workers[static_cast<std::size_t>(k)].grad,
+                  [&](const TensorRef<Scalar>& tensor) {
+                    sources[static_cast<std::size_t>(k)].push_back(tensor.data);
+                    if (k == 0) counts.push_back(tensor.element_count());
+                  });
   }
   state.pool.parallel_for(targets.size(), [&](std::size_t begin, std::size_t end, int) {
     for (std::size_t i = begin; i < end; ++i) {
       VectorMap<Scalar> target(targets[i], counts[i]);
       target = ConstVectorMap<Scalar>(sources[0][i], counts[i]);
-      for (int k = 1; k < parts; ++k) target += ConstVectorMap<Scalar>(sources[static_cast<std::size_t>(k)][i], counts[i]);
+      for (int k = 1; k < parts; ++k)
+        target += ConstVectorMap<Scalar>(sources[static_cast<std::size_t>(k)][i], counts[i]);
     }
   });
   Worker<Scalar>& first = state.workers[0];
@@ -852,7 +918,8 @@ void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model, const std:
   }
   out.predicted = predicted;
   double elements = 0.0;
-  for (const auto& tokens : batch) elements += static_cast<double>(tokens.size()) * static_cast<double>(shape.d);
+  for (const auto& tokens : batch)
+    elements += static_cast<double>(tokens.size()) * static_cast<double>(shape.d);
   out.sublayer_output_rms.resize(Lu);
   out.sublayer_output_grad_rms.resize(Lu);
   for (std::size_t r = 0; r < Lu; ++r) {

@@ -9,8 +9,8 @@
 #include "attnres/cancel.hpp"
 #include "attnres/error.hpp"
 #include "attnres/forward_steps.hpp"
-#include "attnres/layers.hpp"
 #include "attnres/kernels.hpp"
+#include "attnres/layers.hpp"
 #include "attnres/tensor.hpp"
 #include "cpu/eigen_maps.hpp"
 #include "cpu/thread_pool.hpp"
@@ -18,7 +18,6 @@
 namespace attnres::engine {
 
 namespace {
-
 
 constexpr int kTile = 64;  // attention query/key tile
 
@@ -40,13 +39,13 @@ using Buffer = std::vector<Scalar, Eigen::aligned_allocator<Scalar>>;
 template <typename Scalar>
 struct Workspace {
   int T = -1;
-  Buffer<Scalar> arena;         // (slots, T, d)
-  Buffer<Scalar> h, xn, v;      // (T, d)
-  Buffer<Scalar> qkv;           // (T, qkv columns)
-  Buffer<Scalar> context;       // (T, H*hd)
-  Buffer<Scalar> gate_up;       // (T, 2F)
-  Buffer<Scalar> activated;     // (T, F)
-  Buffer<Scalar> m, l, o;       // two-phase statistics: (q, T), (q, T), (q, T, d)
+  Buffer<Scalar> arena;                         // (slots, T, d)
+  Buffer<Scalar> h, xn, v;                      // (T, d)
+  Buffer<Scalar> qkv;                           // (T, qkv columns)
+  Buffer<Scalar> context;                       // (T, H*hd)
+  Buffer<Scalar> gate_up;                       // (T, 2F)
+  Buffer<Scalar> activated;                     // (T, F)
+  Buffer<Scalar> m, l, o;                       // two-phase statistics: (q, T), (q, T), (q, T, d)
   Buffer<Scalar> history_scores, extra_scores;  // (q, T, n) and (n, T)
   Buffer<Scalar> rope_cos, rope_sin;            // (T, hd/2)
 };
@@ -85,8 +84,7 @@ struct FastForward<Scalar>::State {
   std::vector<AttentionScratch<Scalar>> scratch;  // one per worker
   int d, H, Hkv, hd, F, L, vocab, q_columns, kv_columns;
 
-  State(const ModelWeights<Scalar>& weights, int threads)
-      : model(weights), pool(threads) {
+  State(const ModelWeights<Scalar>& weights, int threads) : model(weights), pool(threads) {
     const ModelConfig& c = model.config;
     d = c.hidden_size;
     H = c.num_attention_heads;
@@ -133,7 +131,8 @@ struct FastForward<Scalar>::State {
       pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end, int) {
         const auto columns = static_cast<Eigen::Index>(end - begin);
         StridedMap<Scalar>(out + begin, T, columns, Eigen::OuterStride<>(n)).noalias() =
-            ConstMap<Scalar>(in, T, k) * W.middleRows(static_cast<Eigen::Index>(begin), columns).transpose();
+            ConstMap<Scalar>(in, T, k) *
+            W.middleRows(static_cast<Eigen::Index>(begin), columns).transpose();
       });
     }
   }
@@ -154,13 +153,15 @@ struct FastForward<Scalar>::State {
   void prepare(int T, const DepthLayout& layout, const std::vector<int>& group_of) {
     Workspace<Scalar>& w = work;
     const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d);
-    const std::size_t slots = layout.mode == ResidualMode::full    ? static_cast<std::size_t>(L) + 1
-                              : layout.mode == ResidualMode::block ? static_cast<std::size_t>(layout.blocks) + 1
-                                                                   : 0;
+    const std::size_t slots = layout.mode == ResidualMode::full ? static_cast<std::size_t>(L) + 1
+                              : layout.mode == ResidualMode::block
+                                  ? static_cast<std::size_t>(layout.blocks) + 1
+                                  : 0;
     std::size_t max_group = 1, max_sources = 1;
     for (std::size_t r = 0; r < layout.reads.size(); ++r) {
       max_sources = std::max(max_sources, layout.reads[r].size());
-      const auto count = static_cast<std::size_t>(std::count(group_of.begin(), group_of.end(), group_of[r]));
+      const auto count =
+          static_cast<std::size_t>(std::count(group_of.begin(), group_of.end(), group_of[r]));
       max_group = std::max(max_group, count);
     }
     resize(w.arena, slots * arena_slot_stride<Scalar>(Tz, dz));
@@ -180,7 +181,8 @@ struct FastForward<Scalar>::State {
       const int half = hd / 2;
       w.rope_cos.assign(Tz * static_cast<std::size_t>(half), Scalar(0));
       w.rope_sin.assign(Tz * static_cast<std::size_t>(half), Scalar(0));
-      const auto rope = make_rope_table<Scalar>(T, hd, model.config.rope_theta);  // the reference's table
+      const auto rope =
+          make_rope_table<Scalar>(T, hd, model.config.rope_theta);  // the reference's table
       std::copy(rope.cos.data(), rope.cos.data() + rope.cos.size(), w.rope_cos.begin());
       std::copy(rope.sin.data(), rope.sin.data() + rope.sin.size(), w.rope_sin.begin());
       w.T = T;
@@ -215,49 +217,53 @@ struct FastForward<Scalar>::State {
     const int group = H / Hkv;
     const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(hd));
     const Scalar* qkv = work.qkv.data();
-    pool.parallel_for(static_cast<std::size_t>(H) * static_cast<std::size_t>(tiles),
-                      [&](std::size_t begin, std::size_t end, int worker) {
-      AttentionScratch<Scalar>& s = scratch[static_cast<std::size_t>(worker)];
-      for (std::size_t item = begin; item < end; ++item) {
-        const int head = static_cast<int>(item / static_cast<std::size_t>(tiles));
-        const int tile = static_cast<int>(item % static_cast<std::size_t>(tiles));
-        const int kv_head = head / group;
-        const int q0 = tile * kTile, rows = std::min(kTile, T - q0);
-        const ConstStridedMap<Scalar> Q(qkv + static_cast<long>(q0) * columns + head * hd, rows, hd,
-                                        Eigen::OuterStride<>(columns));
-        auto acc = s.accumulator.topRows(rows);
-        acc.setZero();
-        s.row_max.head(rows).setConstant(-std::numeric_limits<Scalar>::infinity());
-        s.row_sum.head(rows).setZero();
-        for (int key_tile = 0; key_tile <= tile; ++key_tile) {
-          const int k0 = key_tile * kTile, keys = std::min(kTile, T - k0);
-          const ConstStridedMap<Scalar> K(qkv + static_cast<long>(k0) * columns + q_columns + kv_head * hd, keys,
-                                          hd, Eigen::OuterStride<>(columns));
-          const ConstStridedMap<Scalar> V(qkv + static_cast<long>(k0) * columns + q_columns + kv_columns + kv_head * hd,
-                                          keys, hd, Eigen::OuterStride<>(columns));
-          auto S = s.scores.topLeftCorner(rows, keys);
-          S.noalias() = Q * K.transpose();
-          S *= scale;
-          for (int i = 0; i < rows; ++i) {
-            // On the diagonal tile, key k0 + j is visible to query q0 + i only when j <= i.
-            const int visible = key_tile == tile ? std::min(keys, i + 1) : keys;
-            auto row = S.row(i);
-            const Scalar old_max = s.row_max(i);
-            const Scalar new_max = std::max(old_max, row.head(visible).maxCoeff());
-            row.head(visible).array() = (row.head(visible).array() - new_max).exp();
-            if (visible < keys) row.tail(keys - visible).setZero();
-            const Scalar correction = std::exp(old_max - new_max);  // 0 on the first tile
-            s.row_sum(i) = s.row_sum(i) * correction + row.head(visible).sum();
-            if (correction != Scalar(1)) acc.row(i) *= correction;
-            s.row_max(i) = new_max;
+    pool.parallel_for(
+        static_cast<std::size_t>(H) * static_cast<std::size_t>(tiles),
+        [&](std::size_t begin, std::size_t end, int worker) {
+          AttentionScratch<Scalar>& s = scratch[static_cast<std::size_t>(worker)];
+          for (std::size_t item = begin; item < end; ++item) {
+            const int head = static_cast<int>(item / static_cast<std::size_t>(tiles));
+            const int tile = static_cast<int>(item % static_cast<std::size_t>(tiles));
+            const int kv_head = head / group;
+            const int q0 = tile * kTile, rows = std::min(kTile, T - q0);
+            const ConstStridedMap<Scalar> Q(qkv + static_cast<long>(q0) * columns + head * hd, rows,
+                                            hd, Eigen::OuterStride<>(columns));
+            auto acc = s.accumulator.topRows(rows);
+            acc.setZero();
+            s.row_max.head(rows).setConstant(-std::numeric_limits<Scalar>::infinity());
+            s.row_sum.head(rows).setZero();
+            for (int key_tile = 0; key_tile <= tile; ++key_tile) {
+              const int k0 = key_tile * kTile, keys = std::min(kTile, T - k0);
+              const ConstStridedMap<Scalar> K(
+                  qkv + static_cast<long>(k0) * columns + q_columns + kv_head * hd, keys, hd,
+                  Eigen::OuterStride<>(columns));
+              const ConstStridedMap<Scalar> V(
+                  qkv + static_cast<long>(k0) * columns + q_columns + kv_columns + kv_head * hd,
+                  keys, hd, Eigen::OuterStride<>(columns));
+              auto S = s.scores.topLeftCorner(rows, keys);
+              S.noalias() = Q * K.transpose();
+              S *= scale;
+              for (int i = 0; i < rows; ++i) {
+                // On the diagonal tile, key k0 + j is visible to query q0 + i only when j <= i.
+                const int visible = key_tile == tile ? std::min(keys, i + 1) : keys;
+                auto row = S.row(i);
+                const Scalar old_max = s.row_max(i);
+                const Scalar new_max = std::max(old_max, row.head(visible).maxCoeff());
+                row.head(visible).array() = (row.head(visible).array() - new_max).exp();
+                if (visible < keys) row.tail(keys - visible).setZero();
+                const Scalar correction = std::exp(old_max - new_max);  // 0 on the first tile
+                s.row_sum(i) = s.row_sum(i) * correction + row.head(visible).sum();
+                if (correction != Scalar(1)) acc.row(i) *= correction;
+                s.row_max(i) = new_max;
+              }
+              acc.noalias() += S * V;
+            }
+            StridedMap<Scalar> out(
+                work.context.data() + static_cast<long>(q0) * q_columns + head * hd, rows, hd,
+                Eigen::OuterStride<>(q_columns));
+            out = acc.array().colwise() / s.row_sum.head(rows).array();
           }
-          acc.noalias() += S * V;
-        }
-        StridedMap<Scalar> out(work.context.data() + static_cast<long>(q0) * q_columns + head * hd, rows, hd,
-                               Eigen::OuterStride<>(q_columns));
-        out = acc.array().colwise() / s.row_sum.head(rows).array();
-      }
-    });
+        });
   }
 
   // v (T, d) = the sublayer's output f(h), PreNorm included.
@@ -278,7 +284,8 @@ struct FastForward<Scalar>::State {
           const Scalar* gu = work.gate_up.data() + t * 2 * static_cast<std::size_t>(F);
           const Eigen::Map<const Vector<Scalar>> gate(gu, F), up(gu + F, F);
           Eigen::Map<Vector<Scalar>>(work.activated.data() + t * static_cast<std::size_t>(F), F) =
-              (gate.array() / (Scalar(1) + (-gate.array()).exp()) * up.array()).matrix();  // silu(g) * u
+              (gate.array() / (Scalar(1) + (-gate.array()).exp()) * up.array())
+                  .matrix();  // silu(g) * u
         }
       });
       gemm(v, work.activated.data(), layer.down_proj, T);
@@ -299,7 +306,8 @@ int FastForward<Scalar>::threads() const {
 }
 
 template <typename Scalar>
-ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& tokens, const ForwardOptions& options) {
+ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& tokens,
+                                                   const ForwardOptions& options) {
   State& s = *state_;
   const ModelConfig& config = s.model.config;
   check_tokens(config, tokens);
@@ -308,12 +316,13 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
     throw Error("the fast engines run the paper's Full / Block AttnRes only; " + scheme.describe() +
                 " runs on the reference engine (docs/schemes.md)");
   }
-  const DepthLayout layout = make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
+  const DepthLayout layout =
+      make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
   const int L = s.L, d = s.d, T = static_cast<int>(tokens.size());
   const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d), plane = Tz * dz;
   const std::size_t slot_stride = arena_slot_stride<Scalar>(Tz, dz);
-  const std::vector<int> group_of = layout.mode == ResidualMode::standard ? std::vector<int>{}
-                                                                            : schedule_groups(layout, options);
+  const std::vector<int> group_of =
+      layout.mode == ResidualMode::standard ? std::vector<int>{} : schedule_groups(layout, options);
   s.prepare(T, layout, group_of);
   Workspace<Scalar>& w = s.work;
   const auto key_eps = static_cast<Scalar>(config.attn_res.key_norm_eps);
@@ -333,12 +342,15 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
   require_finite(embedding, T, d, d, "the token embedding v_0");
 
   auto run_sublayer = [&](int r, const Scalar* h, Scalar* v) {
-    report_progress(options.progress, static_cast<std::size_t>(r), static_cast<std::size_t>(L), "forward pass");
+    report_progress(options.progress, static_cast<std::size_t>(r), static_cast<std::size_t>(L),
+                    "forward pass");
     // The message (a string) is built only when there is something to report.
-    if (!all_finite(h, T, d, d)) require_finite(h, T, d, d, "the input h of " + read_target_name(r, L));
+    if (!all_finite(h, T, d, d))
+      require_finite(h, T, d, d, "the input h of " + read_target_name(r, L));
     trace.sublayer_input_rms.push_back(rms_of(h, T, d, d));
     s.sublayer(r, h, v, T);
-    if (!all_finite(v, T, d, d)) require_finite(v, T, d, d, "the output v of " + read_target_name(r, L));
+    if (!all_finite(v, T, d, d))
+      require_finite(v, T, d, d, "the output v of " + read_target_name(r, L));
     trace.sublayer_output_rms.push_back(rms_of(v, T, d, d));
   };
 
@@ -346,15 +358,19 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
   if (layout.mode == ResidualMode::standard) {
     for (int r = 0; r < L; ++r) {
       run_sublayer(r, w.h.data(), w.v.data());
-      Eigen::Map<Vector<Scalar>>(w.h.data(), T * d) += Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
+      Eigen::Map<Vector<Scalar>>(w.h.data(), T * d) +=
+          Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
     }
   } else {
     // Arena slot of a source (see fast_forward.hpp): the sources of every read are slots 0 .. n-1.
     auto slot = [&](const DepthSource& source) {
       switch (source.kind) {
-        case DepthSource::Kind::embedding: return 0;
-        case DepthSource::Kind::sublayer_output: return source.first_member;
-        default: return source.block;  // block, partial_block, zero_placeholder
+        case DepthSource::Kind::embedding:
+          return 0;
+        case DepthSource::Kind::sublayer_output:
+          return source.first_member;
+        default:
+          return source.block;  // block, partial_block, zero_placeholder
       }
     };
     // Every read's trace entry and alpha matrix, allocated here rather than in the layer loop.
@@ -371,7 +387,8 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       trace.reads.push_back(std::move(read));
     }
     int group_first = -1, group_shared = 0;
-    if (layout.mode == ResidualMode::block) std::fill(w.arena.data() + slot_stride, w.arena.data() + slot_stride + plane, Scalar(0));
+    if (layout.mode == ResidualMode::block)
+      std::fill(w.arena.data() + slot_stride, w.arena.data() + slot_stride + plane, Scalar(0));
     for (int r = 0; r <= L; ++r) {
       const auto& sources = layout.reads[static_cast<std::size_t>(r)];
       const int n = static_cast<int>(sources.size());
@@ -379,8 +396,9 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       int j = 0, shared = n;
       if (!options.two_phase) {
         s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-          cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), n, T, d, s.queries.row(r).data(), 1, key_eps,
-                               w.m.data(), w.l.data(), w.o.data(), w.history_scores.data(), static_cast<int>(b),
+          cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), n, T, d,
+                               s.queries.row(r).data(), 1, key_eps, w.m.data(), w.l.data(),
+                               w.o.data(), w.history_scores.data(), static_cast<int>(b),
                                static_cast<int>(e));
         });
       } else {
@@ -392,9 +410,10 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
           group_shared = static_cast<int>(shared_history(layout, r, last));
           const int q = last - r + 1;
           s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-            cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), group_shared, T, d, s.queries.row(r).data(),
-                                 q, key_eps, w.m.data(), w.l.data(), w.o.data(), w.history_scores.data(),
-                                 static_cast<int>(b), static_cast<int>(e));
+            cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), group_shared, T, d,
+                                 s.queries.row(r).data(), q, key_eps, w.m.data(), w.l.data(),
+                                 w.o.data(), w.history_scores.data(), static_cast<int>(b),
+                                 static_cast<int>(e));
           });
         }
         j = r - group_first;
@@ -403,14 +422,17 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       Scalar* m = w.m.data() + static_cast<std::size_t>(j) * Tz;
       Scalar* l = w.l.data() + static_cast<std::size_t>(j) * Tz;
       Scalar* o = w.o.data() + static_cast<std::size_t>(j) * plane;
-      const Scalar* history_scores = w.history_scores.data() + static_cast<std::size_t>(j) * Tz * static_cast<std::size_t>(shared);
+      const Scalar* history_scores = w.history_scores.data() + static_cast<std::size_t>(j) * Tz *
+                                                                   static_cast<std::size_t>(shared);
       Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
       s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
         for (int i = shared; i < n; ++i) {  // phase 2: sources produced inside the group
-          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(slot(sources[static_cast<std::size_t>(i)])) * slot_stride,
+          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(
+                                                       slot(sources[static_cast<std::size_t>(i)])) *
+                                                       slot_stride,
                                   T, d, s.queries.row(r).data(), key_eps, m, l, o,
-                                  w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz, static_cast<int>(b),
-                                  static_cast<int>(e));
+                                  w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz,
+                                  static_cast<int>(b), static_cast<int>(e));
         }
         cpu::depth_finish(o, l, d, read_output, static_cast<int>(b), static_cast<int>(e));
       });
@@ -418,8 +440,12 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       ReadTrace& read = trace.reads[static_cast<std::size_t>(r)];  // allocated before the loop
       for (int t = 0; t < T; ++t) {
         for (int i = 0; i < n; ++i) {
-          const Scalar z = i < shared ? history_scores[static_cast<std::size_t>(t) * static_cast<std::size_t>(shared) + static_cast<std::size_t>(i)]
-                                      : w.extra_scores[static_cast<std::size_t>(i - shared) * Tz + static_cast<std::size_t>(t)];
+          const Scalar z =
+              i < shared
+                  ? history_scores[static_cast<std::size_t>(t) * static_cast<std::size_t>(shared) +
+                                   static_cast<std::size_t>(i)]
+                  : w.extra_scores[static_cast<std::size_t>(i - shared) * Tz +
+                                   static_cast<std::size_t>(t)];
           read.alpha(t, i) = static_cast<double>(std::exp(z - m[t]) / l[t]);
         }
       }
@@ -429,22 +455,29 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       // The sublayer, and where its output goes.
       const int sublayer = r + 1;  // 1-based
       if (layout.mode == ResidualMode::full) {
-        run_sublayer(r, read_output, w.arena.data() + static_cast<std::size_t>(sublayer) * slot_stride);
+        run_sublayer(r, read_output,
+                     w.arena.data() + static_cast<std::size_t>(sublayer) * slot_stride);
       } else {
-        Scalar* partial = w.arena.data() + static_cast<std::size_t>(layout.block_of_sublayer(sublayer)) * slot_stride;
+        Scalar* partial =
+            w.arena.data() +
+            static_cast<std::size_t>(layout.block_of_sublayer(sublayer)) * slot_stride;
         run_sublayer(r, read_output, w.v.data());
-        Eigen::Map<Vector<Scalar>>(partial, T * d) += Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
+        Eigen::Map<Vector<Scalar>>(partial, T * d) +=
+            Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
       }
       // A block that starts at the next sublayer begins from zero (also the zero placeholder's
       // value at its first read).
       if (layout.mode == ResidualMode::block && sublayer < L && sublayer % layout.block_size == 0) {
-        Scalar* next = w.arena.data() + static_cast<std::size_t>(layout.block_of_sublayer(sublayer + 1)) * slot_stride;
+        Scalar* next =
+            w.arena.data() +
+            static_cast<std::size_t>(layout.block_of_sublayer(sublayer + 1)) * slot_stride;
         std::fill(next, next + plane, Scalar(0));
       }
     }
     if (layout.mode == ResidualMode::block) {
       for (int b = 0; b <= layout.blocks; ++b) {
-        trace.block_summary_rms.push_back(rms_of(w.arena.data() + static_cast<std::size_t>(b) * slot_stride, T, d, d));
+        trace.block_summary_rms.push_back(
+            rms_of(w.arena.data() + static_cast<std::size_t>(b) * slot_stride, T, d, d));
       }
     }
   }

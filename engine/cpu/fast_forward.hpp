@@ -2,10 +2,10 @@
 // attnres::forward (core/src/forward.cpp), computed with:
 //   - fused weights: one (q|k|v) projection GEMM and one (gate|up) GEMM per layer;
 //   - one preallocated history arena, (slots, T, d): Full AttnRes keeps v_0 .. v_L in slots
-//     0 .. L (slots a little more than T * d apart, see arena_slot_stride), Block AttnRes keeps b_0 .. b_N in slots 0 .. N with the running partial sum of block
-//     n living in slot n (it becomes b_n when the block completes, and is zero when the block
-//     starts, which is also the zero placeholder's value); every read's sources are contiguous
-//     slots, read in place, never copied;
+//     0 .. L (slots a little more than T * d apart, see arena_slot_stride), Block AttnRes keeps b_0
+//     .. b_N in slots 0 .. N with the running partial sum of block n living in slot n (it becomes
+//     b_n when the block completes, and is zero when the block starts, which is also the zero
+//     placeholder's value); every read's sources are contiguous slots, read in place, never copied;
 //   - the two-phase depth read through the kernels/ interface (cpu::depth_phase_one,
 //     depth_merge_source, depth_finish);
 //   - causal attention over 64-token tiles with an online softmax: key tiles above the diagonal

@@ -24,7 +24,8 @@ std::pair<std::size_t, std::size_t> ThreadPool::chunk(std::size_t count, int par
 
 void ThreadPool::run(std::size_t count, const void* callable, Invoke invoke) {
   if (count == 0) return;
-  const int parts = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), count));
+  const int parts =
+      static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), count));
   if (parts == 1) {
     invoke(callable, 0, count, 0);
     return;

@@ -29,7 +29,8 @@ class ThreadPool {
   template <typename Work>
   void parallel_for(std::size_t count, Work&& work) {
     run(count, &work, [](const void* callable, std::size_t begin, std::size_t end, int worker) {
-      (*static_cast<std::remove_reference_t<Work>*>(const_cast<void*>(callable)))(begin, end, worker);
+      (*static_cast<std::remove_reference_t<Work>*>(const_cast<void*>(callable)))(begin, end,
+                                                                                  worker);
     });
   }
 

@@ -7,10 +7,10 @@
 //             stacked into one ((H + 2 H_kv) hd, d) matrix and gate/up into one (2F, d) matrix,
 //             so each is a single GEMM
 //   arena     the depth-read history, one (T, d) slot per source value: Full AttnRes slot i = v_i
-//             (i = 0 .. L, written in place by the sublayer's last GEMM); Block AttnRes slot 0 = b_0
-//             (the embedding), slot n = block n (the running partial sum while the block is open,
-//             its summary once complete: "partial" and "b_n" are the same slot), slot N + 1 = the
-//             zero placeholder's zeros when that option is on
+//             (i = 0 .. L, written in place by the sublayer's last GEMM); Block AttnRes slot 0 =
+//             b_0 (the embedding), slot n = block n (the running partial sum while the block is
+//             open, its summary once complete: "partial" and "b_n" are the same slot), slot N + 1 =
+//             the zero placeholder's zeros when that option is on
 //   alpha     every read's weights (T, sources), copied back once at the end
 //   workspace h, the RMS-normalised input, v, qkv, the attention context, gate/up, SwiGLU output,
 //             logits: grown on demand, kept between calls
@@ -100,8 +100,8 @@ class DeviceBuffer {
     const cudaError_t status = cudaMalloc(&p, bytes);
     if (status != cudaSuccess) {
       cudaGetLastError();
-      throw Error("CUDA engine: cannot allocate " + mib(bytes) + " of GPU memory for " + what + ": " +
-                  cudaGetErrorString(status));
+      throw Error("CUDA engine: cannot allocate " + mib(bytes) + " of GPU memory for " + what +
+                  ": " + cudaGetErrorString(status));
     }
     ptr_ = p;
     bytes_ = bytes;
@@ -116,11 +116,14 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-std::size_t product(std::size_t a, std::size_t b) { return a * b; }
+std::size_t product(std::size_t a, std::size_t b) {
+  return a * b;
+}
 
 // Grid for a grid-stride loop over `count` elements.
 unsigned int grid_for(std::size_t count, int threads) {
-  const std::size_t blocks = (count + static_cast<std::size_t>(threads) - 1) / static_cast<std::size_t>(threads);
+  const std::size_t blocks =
+      (count + static_cast<std::size_t>(threads) - 1) / static_cast<std::size_t>(threads);
   return static_cast<unsigned int>(std::clamp<std::size_t>(blocks, 1, std::size_t{1} << 20));
 }
 
@@ -146,8 +149,8 @@ __global__ void embedding_kernel(float* __restrict__ out, const float* __restric
 
 // out = g * x / sqrt(mean(x^2) + eps) per row (layers.cpp rms_norm, tensor.hpp inverse_rms_of_row).
 __global__ void __launch_bounds__(kRowThreads)
-rms_norm_kernel(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ gain,
-                float eps, int T, int d) {
+    rms_norm_kernel(float* __restrict__ out, const float* __restrict__ x,
+                    const float* __restrict__ gain, float eps, int T, int d) {
   __shared__ float scratch[reduce::kMaxWarps];
   for (int t = blockIdx.x; t < T; t += gridDim.x) {
     const float* row = x + static_cast<std::size_t>(t) * d;
@@ -187,9 +190,9 @@ __global__ void rope_kernel(float* __restrict__ x, int stride, const float* __re
 // accumulated in global memory (the block owns its rows of the context). qkv rows hold the
 // heads' q, then the kv heads' k, then their v (already rotated); context (T, heads * hd).
 __global__ void __launch_bounds__(kAttentionThreads)
-causal_attention_kernel(float* __restrict__ context, int context_stride, const float* __restrict__ qkv,
-                        int qkv_stride, int T, int heads, int kv_heads, int head_dim, int tile,
-                        int shared_qo, float scale) {
+    causal_attention_kernel(float* __restrict__ context, int context_stride,
+                            const float* __restrict__ qkv, int qkv_stride, int T, int heads,
+                            int kv_heads, int head_dim, int tile, int shared_qo, float scale) {
   extern __shared__ float smem[];
   const int head = static_cast<int>(blockIdx.y);
   const int kv_head = head / (heads / kv_heads);
@@ -199,20 +202,22 @@ causal_attention_kernel(float* __restrict__ context, int context_stride, const f
   const int ld = head_dim + 1;
   const int tid = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
-  float* keys = smem;                      // (tile, ld)
-  float* values = keys + tile * ld;        // (tile, ld)
-  float* probs = values + tile * ld;       // (tile, tile): scores, then exp(score - max)
-  float* row_max = probs + tile * tile;    // (tile)
-  float* row_sum = row_max + tile;         // (tile)
-  float* row_scale = row_sum + tile;       // (tile)
+  float* keys = smem;                    // (tile, ld)
+  float* values = keys + tile * ld;      // (tile, ld)
+  float* probs = values + tile * ld;     // (tile, tile): scores, then exp(score - max)
+  float* row_max = probs + tile * tile;  // (tile)
+  float* row_sum = row_max + tile;       // (tile)
+  float* row_scale = row_sum + tile;     // (tile)
 
-  float* out = context + static_cast<std::size_t>(q0) * context_stride + static_cast<std::size_t>(head) * head_dim;
-  const float* q_global = qkv + static_cast<std::size_t>(q0) * qkv_stride + static_cast<std::size_t>(head) * head_dim;
+  float* out = context + static_cast<std::size_t>(q0) * context_stride +
+               static_cast<std::size_t>(head) * head_dim;
+  const float* q_global =
+      qkv + static_cast<std::size_t>(q0) * qkv_stride + static_cast<std::size_t>(head) * head_dim;
   const float* q_base;
   float* o_base;
   std::size_t q_ld, o_ld;
   if (shared_qo) {
-    float* q_shared = row_scale + tile;    // (tile, ld)
+    float* q_shared = row_scale + tile;      // (tile, ld)
     float* o_shared = q_shared + tile * ld;  // (tile, ld)
     for (int e = tid; e < rows * head_dim; e += threads) {
       const int i = e / head_dim, c = e % head_dim;
@@ -294,12 +299,14 @@ causal_attention_kernel(float* __restrict__ context, int context_stride, const f
   }
   for (int e = tid; e < rows * head_dim; e += threads) {
     const int i = e / head_dim, c = e % head_dim;
-    out[static_cast<std::size_t>(i) * context_stride + c] = o_base[static_cast<std::size_t>(i) * o_ld + c] / row_sum[i];
+    out[static_cast<std::size_t>(i) * context_stride + c] =
+        o_base[static_cast<std::size_t>(i) * o_ld + c] / row_sum[i];
   }
 }
 
 // act (T, F) = silu(gate) * up, gate_up rows = [gate (F), up (F)].
-__global__ void swiglu_kernel(float* __restrict__ act, const float* __restrict__ gate_up, int T, int F) {
+__global__ void swiglu_kernel(float* __restrict__ act, const float* __restrict__ gate_up, int T,
+                              int F) {
   const std::size_t count = static_cast<std::size_t>(T) * F;
   for (std::size_t e = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; e < count;
        e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -319,13 +326,15 @@ __global__ void add_kernel(float* __restrict__ y, const float* __restrict__ x, s
 }
 
 __device__ __forceinline__ double warp_sum_double(double value) {
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
   return value;
 }
 
 // Sum of squares in double (as rms_of), step 1: one partial per block, in a fixed order.
 __global__ void __launch_bounds__(kStatsThreads)
-sum_squares_kernel(const float* __restrict__ x, std::size_t count, double* __restrict__ partials) {
+    sum_squares_kernel(const float* __restrict__ x, std::size_t count,
+                       double* __restrict__ partials) {
   __shared__ double warp_totals[kStatsThreads / 32];
   double accumulator = 0.0;
   for (std::size_t e = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; e < count;
@@ -344,7 +353,8 @@ sum_squares_kernel(const float* __restrict__ x, std::size_t count, double* __res
 }
 
 // Step 2: one warp adds the partials into *out.
-__global__ void finish_sum_kernel(const double* __restrict__ partials, int count, double* __restrict__ out) {
+__global__ void finish_sum_kernel(const double* __restrict__ partials, int count,
+                                  double* __restrict__ out) {
   double accumulator = 0.0;
   for (int i = static_cast<int>(threadIdx.x); i < count; i += 32) accumulator += partials[i];
   accumulator = warp_sum_double(accumulator);
@@ -393,15 +403,18 @@ bool available(std::string* why_not) {
   if (count == 0) return fail("the CUDA runtime found none");
   int device = 0, major = 0, minor = 0;
   status = cudaGetDevice(&device);
-  if (status == cudaSuccess) status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  if (status == cudaSuccess) status = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (status == cudaSuccess)
+    status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (status == cudaSuccess)
+    status = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   if (status != cudaSuccess) {
     cudaGetLastError();
     return fail(cudaGetErrorString(status));
   }
   if (major * 10 + minor < 75) {
-    return fail("device " + std::to_string(device) + " has compute capability " + std::to_string(major) +
-                "." + std::to_string(minor) + "; this build needs 7.5 or newer");
+    return fail("device " + std::to_string(device) + " has compute capability " +
+                std::to_string(major) + "." + std::to_string(minor) +
+                "; this build needs 7.5 or newer");
   }
   return true;
 }
@@ -426,7 +439,7 @@ struct CudaForward::Impl {
   const float* final_norm = nullptr;  // (d)
   const float* lm_head = nullptr;     // (vocab, d)
   std::vector<DeviceLayer> layers;
-  std::vector<DeviceRead> reads;      // r = 0 .. L
+  std::vector<DeviceRead> reads;  // r = 0 .. L
 
   // Workspaces (grown on demand).
   DeviceBuffer tokens, rope_cos, rope_sin, arena, h, normed, v, qkv, context, gate_up, act, logits,
@@ -450,14 +463,16 @@ struct CudaForward::Impl {
   void fetch_stats(int first, int count);
   double checked_rms(const float* x, int T, int slot, const std::string& what);
   void sublayer(int s, const float* input, float* output, int T);
-  void prepare(int T, std::size_t alpha_count, std::size_t slot_count, int arena_slots, int stats_slots);
+  void prepare(int T, std::size_t alpha_count, std::size_t slot_count, int arena_slots,
+               int stats_slots);
   ForwardResult<float> run(const std::vector<int>& tokens, const ForwardOptions& options);
 };
 
 void CudaForward::Impl::upload(const float* host, std::size_t count, const float* device_ptr) {
   // On the engine's stream (a plain cudaMemcpy from pageable memory may return before the data
   // lands, and the legacy stream does not order work on a non-blocking stream); init waits once.
-  check(cudaMemcpyAsync(const_cast<float*>(device_ptr), host, count * sizeof(float), cudaMemcpyHostToDevice, stream),
+  check(cudaMemcpyAsync(const_cast<float*>(device_ptr), host, count * sizeof(float),
+                        cudaMemcpyHostToDevice, stream),
         "copying the weights to the GPU");
 }
 
@@ -471,25 +486,26 @@ void CudaForward::Impl::init(const ModelWeights<float>& model) {
   L = config.sublayers();
   if (d < 1 || heads < 1 || kv_heads < 1 || ffn < 1 || vocab < 1 || config.num_hidden_layers < 1 ||
       d % heads != 0 || heads % kv_heads != 0 || (d / heads) % 2 != 0) {
-    throw Error("CUDA engine: the model's shape is not valid (d = " + std::to_string(d) + ", heads = " +
-                std::to_string(heads) + ", kv heads = " + std::to_string(kv_heads) + ", ffn = " +
-                std::to_string(ffn) + ", vocab = " + std::to_string(vocab) + ", layers = " +
-                std::to_string(config.num_hidden_layers) + ")");
+    throw Error("CUDA engine: the model's shape is not valid (d = " + std::to_string(d) +
+                ", heads = " + std::to_string(heads) + ", kv heads = " + std::to_string(kv_heads) +
+                ", ffn = " + std::to_string(ffn) + ", vocab = " + std::to_string(vocab) +
+                ", layers = " + std::to_string(config.num_hidden_layers) + ")");
   }
   if (heads > 65535) throw Error("CUDA engine: at most 65535 attention heads are supported");
   head_dim = config.head_dim();
   qkv_width = (heads + 2 * kv_heads) * head_dim;
   context_width = heads * head_dim;
   if (static_cast<long>(model.layers.size()) != config.num_hidden_layers) {
-    throw Error("CUDA engine: the model has " + std::to_string(model.layers.size()) + " layers, its config " +
-                std::to_string(config.num_hidden_layers));
+    throw Error("CUDA engine: the model has " + std::to_string(model.layers.size()) +
+                " layers, its config " + std::to_string(config.num_hidden_layers));
   }
   expect_shape(model.embed_tokens, vocab, d, "model.embed_tokens");
   expect_shape(model.lm_head, vocab, d, "lm_head");
   expect_shape(model.norm, d, 1, "model.norm");
   for (int r = 0; r <= L; ++r) {
     expect_shape(model.depth_read(r).query, d, 1, "the pseudo-query of read " + std::to_string(r));
-    expect_shape(model.depth_read(r).key_norm_gain, d, 1, "the key-norm gain of read " + std::to_string(r));
+    expect_shape(model.depth_read(r).key_norm_gain, d, 1,
+                 "the key-norm gain of read " + std::to_string(r));
   }
   for (std::size_t l = 0; l < model.layers.size(); ++l) {
     const auto& layer = model.layers[l];
@@ -537,7 +553,8 @@ void CudaForward::Impl::init(const ModelWeights<float>& model) {
   }
   if (!found) {
     throw Error("CUDA engine: head_dim " + std::to_string(head_dim) +
-                " is too large for the attention kernel's shared memory (" + std::to_string(budget) + " bytes)");
+                " is too large for the attention kernel's shared memory (" +
+                std::to_string(budget) + " bytes)");
   }
 
   // Weights: one allocation, each tensor aligned to 256 bytes.
@@ -590,12 +607,14 @@ void CudaForward::Impl::init(const ModelWeights<float>& model) {
     const auto k_size = static_cast<std::size_t>(layer.k_proj.size());
     upload(layer.q_proj.data(), q_size, dev.qkv);  // rows stacked: q, k, v (row-major (out, in))
     upload(layer.k_proj.data(), k_size, dev.qkv + q_size);
-    upload(layer.v_proj.data(), static_cast<std::size_t>(layer.v_proj.size()), dev.qkv + q_size + k_size);
+    upload(layer.v_proj.data(), static_cast<std::size_t>(layer.v_proj.size()),
+           dev.qkv + q_size + k_size);
     upload(layer.o_proj.data(), static_cast<std::size_t>(layer.o_proj.size()), dev.o);
     upload(layer.post_attention_layernorm.data(), D, dev.post_norm);
     const auto gate_size = static_cast<std::size_t>(layer.gate_proj.size());
     upload(layer.gate_proj.data(), gate_size, dev.gate_up);  // rows stacked: gate, up
-    upload(layer.up_proj.data(), static_cast<std::size_t>(layer.up_proj.size()), dev.gate_up + gate_size);
+    upload(layer.up_proj.data(), static_cast<std::size_t>(layer.up_proj.size()),
+           dev.gate_up + gate_size);
     upload(layer.down_proj.data(), static_cast<std::size_t>(layer.down_proj.size()), dev.down);
   }
   reads.resize(static_cast<std::size_t>(L + 1));
@@ -613,15 +632,18 @@ void CudaForward::Impl::init(const ModelWeights<float>& model) {
 
 // y (T, out) = x (T, in) W^T with W (out, in), all row-major. Column-major cuBLAS sees x as
 // (in, T), W as (in, out) and y as (out, T), so y^T = W^T' x^T: op(A) = A^T with A = W.
-void CudaForward::Impl::gemm(const float* x, int T, int in, const float* weight, int out, float* y) {
+void CudaForward::Impl::gemm(const float* x, int T, int in, const float* weight, int out,
+                             float* y) {
   const float one = 1.0f, zero = 0.0f;
-  check(cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, T, in, &one, weight, in, x, in, &zero, y, out),
+  check(cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, T, in, &one, weight, in, x, in, &zero, y,
+                    out),
         "cublasSgemm");
 }
 
 void CudaForward::Impl::rms_norm(float* out, const float* x, const float* gain, int T) {
   const auto blocks = static_cast<unsigned int>(std::min(T, 1 << 20));
-  rms_norm_kernel<<<blocks, kRowThreads, 0, stream>>>(out, x, gain, static_cast<float>(config.rms_norm_eps), T, d);
+  rms_norm_kernel<<<blocks, kRowThreads, 0, stream>>>(
+      out, x, gain, static_cast<float>(config.rms_norm_eps), T, d);
   check(cudaGetLastError(), "the RMSNorm kernel launch");
 }
 
@@ -638,7 +660,8 @@ void CudaForward::Impl::sum_squares(const float* x, std::size_t count, int slot)
 // Waits for the stream and copies stats[first .. first + count) to the host.
 void CudaForward::Impl::fetch_stats(int first, int count) {
   check(cudaMemcpyAsync(stats_host.data() + first, stats.as<double>() + first,
-                        static_cast<std::size_t>(count) * sizeof(double), cudaMemcpyDeviceToHost, stream),
+                        static_cast<std::size_t>(count) * sizeof(double), cudaMemcpyDeviceToHost,
+                        stream),
         "copying statistics from the GPU");
   check(cudaStreamSynchronize(stream), "the forward pass on the GPU");
 }
@@ -651,7 +674,8 @@ double CudaForward::Impl::checked_rms(const float* x, int T, int slot, const std
   const std::size_t count = static_cast<std::size_t>(T) * static_cast<std::size_t>(d);
   if (!std::isfinite(squares)) {
     std::vector<float> host(count);
-    check(cudaMemcpyAsync(host.data(), x, count * sizeof(float), cudaMemcpyDeviceToHost, stream), "copying from the GPU");
+    check(cudaMemcpyAsync(host.data(), x, count * sizeof(float), cudaMemcpyDeviceToHost, stream),
+          "copying from the GPU");
     check(cudaStreamSynchronize(stream), "copying from the GPU");
     require_finite(host.data(), T, d, d, what);
     throw Error("forward: a non-finite value first appeared in " + what);  // (not reached)
@@ -676,23 +700,23 @@ void CudaForward::Impl::sublayer(int s, const float* input, float* output, int T
                     static_cast<unsigned int>(heads));
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     causal_attention_kernel<<<grid, kAttentionThreads, attention_shared_bytes, stream>>>(
-        context.as<float>(), context_width, q, qkv_width, T, heads, kv_heads, head_dim, attention_tile,
-        attention_shared_qo ? 1 : 0, scale);
+        context.as<float>(), context_width, q, qkv_width, T, heads, kv_heads, head_dim,
+        attention_tile, attention_shared_qo ? 1 : 0, scale);
     check(cudaGetLastError(), "the attention kernel launch");
     gemm(context.as<float>(), T, context_width, layer.o, d, output);  // (T, d)
   } else {
     rms_norm(x, input, layer.post_norm, T);
     gemm(x, T, d, layer.gate_up, 2 * ffn, gate_up.as<float>());  // (T, 2F)
     const std::size_t count = static_cast<std::size_t>(T) * ffn;
-    swiglu_kernel<<<grid_for(count, kElementThreads), kElementThreads, 0, stream>>>(act.as<float>(),
-                                                                                   gate_up.as<float>(), T, ffn);
+    swiglu_kernel<<<grid_for(count, kElementThreads), kElementThreads, 0, stream>>>(
+        act.as<float>(), gate_up.as<float>(), T, ffn);
     check(cudaGetLastError(), "the SwiGLU kernel launch");
     gemm(act.as<float>(), T, ffn, layer.down, d, output);  // (T, d)
   }
 }
 
-void CudaForward::Impl::prepare(int T, std::size_t alpha_count, std::size_t slot_count, int arena_slots,
-                                int stats_slots) {
+void CudaForward::Impl::prepare(int T, std::size_t alpha_count, std::size_t slot_count,
+                                int arena_slots, int stats_slots) {
   const auto Ts = static_cast<std::size_t>(T);
   const std::size_t activation = Ts * static_cast<std::size_t>(d) * sizeof(float);
   tokens.reserve(Ts * sizeof(int), "the token ids");
@@ -701,7 +725,8 @@ void CudaForward::Impl::prepare(int T, std::size_t alpha_count, std::size_t slot
   normed.reserve(activation, "activations");
   v.reserve(activation, "activations");
   qkv.reserve(Ts * static_cast<std::size_t>(qkv_width) * sizeof(float), "q, k and v");
-  context.reserve(Ts * static_cast<std::size_t>(context_width) * sizeof(float), "the attention context");
+  context.reserve(Ts * static_cast<std::size_t>(context_width) * sizeof(float),
+                  "the attention context");
   gate_up.reserve(Ts * 2 * static_cast<std::size_t>(ffn) * sizeof(float), "the MLP activations");
   act.reserve(Ts * static_cast<std::size_t>(ffn) * sizeof(float), "the MLP activations");
   logits.reserve(Ts * static_cast<std::size_t>(vocab) * sizeof(float), "the logits");
@@ -710,28 +735,33 @@ void CudaForward::Impl::prepare(int T, std::size_t alpha_count, std::size_t slot
   stats.reserve(static_cast<std::size_t>(stats_slots) * sizeof(double), "statistics");
   stats_host.assign(static_cast<std::size_t>(stats_slots), 0.0);
   if (T > rope_tokens) {
-    const RopeTable<float> rope = make_rope_table<float>(T, head_dim, config.rope_theta);  // (T, hd/2)
+    const RopeTable<float> rope =
+        make_rope_table<float>(T, head_dim, config.rope_theta);  // (T, hd/2)
     const std::size_t bytes = static_cast<std::size_t>(rope.cos.size()) * sizeof(float);
     rope_tokens = 0;  // (until the new table is in place)
     rope_cos.reserve(bytes, "the RoPE table");
     rope_sin.reserve(bytes, "the RoPE table");
-    check(cudaMemcpyAsync(rope_cos.as<float>(), rope.cos.data(), bytes, cudaMemcpyHostToDevice, stream),
+    check(cudaMemcpyAsync(rope_cos.as<float>(), rope.cos.data(), bytes, cudaMemcpyHostToDevice,
+                          stream),
           "copying the RoPE table");
-    check(cudaMemcpyAsync(rope_sin.as<float>(), rope.sin.data(), bytes, cudaMemcpyHostToDevice, stream),
+    check(cudaMemcpyAsync(rope_sin.as<float>(), rope.sin.data(), bytes, cudaMemcpyHostToDevice,
+                          stream),
           "copying the RoPE table");
     check(cudaStreamSynchronize(stream), "copying the RoPE table");  // before `rope` goes away
     rope_tokens = T;
   }
 }
 
-ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, const ForwardOptions& options) {
+ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids,
+                                            const ForwardOptions& options) {
   check_tokens(config, token_ids);
   const AttnResConfig scheme = resolve_scheme(config, options);
   if (!scheme.paper_defaults()) {
     throw Error("the fast engines run the paper's Full / Block AttnRes only; " + scheme.describe() +
                 " runs on the reference engine (docs/schemes.md)");
   }
-  const DepthLayout layout = make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
+  const DepthLayout layout =
+      make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
   if (token_ids.size() > static_cast<std::size_t>(INT_MAX)) throw Error("forward: too many tokens");
   const int T = static_cast<int>(token_ids.size());
   const float key_eps = static_cast<float>(config.attn_res.key_norm_eps);
@@ -759,13 +789,22 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, c
     for (const auto& source : sources) {
       int slot = 0;
       switch (source.kind) {
-        case DepthSource::Kind::embedding: slot = 0; break;
-        case DepthSource::Kind::sublayer_output: slot = source.first_member; break;
+        case DepthSource::Kind::embedding:
+          slot = 0;
+          break;
+        case DepthSource::Kind::sublayer_output:
+          slot = source.first_member;
+          break;
         case DepthSource::Kind::block:
-        case DepthSource::Kind::partial_block: slot = source.block; break;
-        case DepthSource::Kind::zero_placeholder: slot = zero_slot; break;
+        case DepthSource::Kind::partial_block:
+          slot = source.block;
+          break;
+        case DepthSource::Kind::zero_placeholder:
+          slot = zero_slot;
+          break;
       }
-      if (slot < 0 || slot >= arena_slots) throw Error("CUDA engine: a depth source has no arena slot");
+      if (slot < 0 || slot >= arena_slots)
+        throw Error("CUDA engine: a depth source has no arena slot");
       slot_list.push_back(slot);
     }
     alpha_count += Ts * sources.size();
@@ -775,7 +814,8 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, c
   const int stats_slots = block_stats + (block ? layout.blocks + 1 : 0);
   prepare(T, alpha_count, slot_list.size(), arena_slots, stats_slots);
 
-  check(cudaMemcpyAsync(tokens.as<int>(), token_ids.data(), Ts * sizeof(int), cudaMemcpyHostToDevice, stream),
+  check(cudaMemcpyAsync(tokens.as<int>(), token_ids.data(), Ts * sizeof(int),
+                        cudaMemcpyHostToDevice, stream),
         "copying the tokens to the GPU");
   if (!slot_list.empty()) {
     check(cudaMemcpyAsync(slots.as<int>(), slot_list.data(), slot_list.size() * sizeof(int),
@@ -786,8 +826,10 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, c
   auto slot_ptr = [&](int slot) { return history + static_cast<std::size_t>(slot) * activation; };
   if (block) {
     // Block sums accumulate in place; the zero placeholder stays zero.
-    check(cudaMemsetAsync(history, 0, static_cast<std::size_t>(arena_slots) * activation * sizeof(float), stream),
-          "clearing the depth-read history");
+    check(
+        cudaMemsetAsync(history, 0,
+                        static_cast<std::size_t>(arena_slots) * activation * sizeof(float), stream),
+        "clearing the depth-read history");
   }
 
   float* h_buffer = h.as<float>();
@@ -803,17 +845,21 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, c
   // One sublayer: progress, then v = f(h), the reference's checks and RMS traces of h and v.
   // `after` enqueues work that must follow the sublayer (the block sum) before the host waits.
   auto run_sublayer = [&](int s, float* output, auto&& after) {
-    report_progress(options.progress, static_cast<std::size_t>(s), static_cast<std::size_t>(L), "forward pass");
+    report_progress(options.progress, static_cast<std::size_t>(s), static_cast<std::size_t>(L),
+                    "forward pass");
     sum_squares(h_buffer, activation, 1 + 2 * s);
     sublayer(s, h_buffer, output, T);
     sum_squares(output, activation, 2 + 2 * s);
     after();
     fetch_stats(1 + 2 * s, 2);
-    trace.sublayer_input_rms.push_back(checked_rms(h_buffer, T, 1 + 2 * s, "the input h of " + read_target_name(s, L)));
-    trace.sublayer_output_rms.push_back(checked_rms(output, T, 2 + 2 * s, "the output v of " + read_target_name(s, L)));
+    trace.sublayer_input_rms.push_back(
+        checked_rms(h_buffer, T, 1 + 2 * s, "the input h of " + read_target_name(s, L)));
+    trace.sublayer_output_rms.push_back(
+        checked_rms(output, T, 2 + 2 * s, "the output v of " + read_target_name(s, L)));
   };
   auto add = [&](float* y, const float* x) {
-    add_kernel<<<grid_for(activation, kElementThreads), kElementThreads, 0, stream>>>(y, x, activation);
+    add_kernel<<<grid_for(activation, kElementThreads), kElementThreads, 0, stream>>>(y, x,
+                                                                                      activation);
     check(cudaGetLastError(), "the residual add kernel launch");
   };
 
@@ -831,8 +877,8 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, c
       const DeviceRead& weights_r = reads[static_cast<std::size_t>(r)];
       attnres::cuda::depth_attention_forward_device(
           h_buffer, alpha.as<float>() + alpha_at[static_cast<std::size_t>(r)], history, activation,
-          slots.as<int>() + slot_at[static_cast<std::size_t>(r)], weights_r.query, weights_r.gain, key_eps, n, T,
-          d, stream);
+          slots.as<int>() + slot_at[static_cast<std::size_t>(r)], weights_r.query, weights_r.gain,
+          key_eps, n, T, d, stream);
       if (r == L) break;
       if (block) {
         const int block_number = r / layout.block_size + 1;  // the block sublayer r + 1 belongs to
@@ -842,11 +888,13 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, c
       }
     }
     if (block) {
-      for (int n = 0; n <= layout.blocks; ++n) sum_squares(slot_ptr(n), activation, block_stats + n);
+      for (int n = 0; n <= layout.blocks; ++n)
+        sum_squares(slot_ptr(n), activation, block_stats + n);
       fetch_stats(block_stats, layout.blocks + 1);
       for (int n = 0; n <= layout.blocks; ++n) {
         trace.block_summary_rms.push_back(
-            std::sqrt(stats_host[static_cast<std::size_t>(block_stats + n)] / static_cast<double>(activation)));
+            std::sqrt(stats_host[static_cast<std::size_t>(block_stats + n)] /
+                      static_cast<double>(activation)));
       }
     }
   }
@@ -857,23 +905,25 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids, c
   result.hidden_final.resize(T, d);
   result.logits.resize(T, vocab);
   std::vector<float> alpha_host(alpha_count);
-  check(cudaMemcpyAsync(result.hidden_final.data(), h_buffer, activation * sizeof(float), cudaMemcpyDeviceToHost,
-                        stream),
+  check(cudaMemcpyAsync(result.hidden_final.data(), h_buffer, activation * sizeof(float),
+                        cudaMemcpyDeviceToHost, stream),
         "copying the final hidden state from the GPU");
-  check(cudaMemcpyAsync(result.logits.data(), logits.as<float>(), Ts * static_cast<std::size_t>(vocab) * sizeof(float),
+  check(cudaMemcpyAsync(result.logits.data(), logits.as<float>(),
+                        Ts * static_cast<std::size_t>(vocab) * sizeof(float),
                         cudaMemcpyDeviceToHost, stream),
         "copying the logits from the GPU");
   if (alpha_count > 0) {
-    check(cudaMemcpyAsync(alpha_host.data(), alpha.as<float>(), alpha_count * sizeof(float), cudaMemcpyDeviceToHost,
-                          stream),
+    check(cudaMemcpyAsync(alpha_host.data(), alpha.as<float>(), alpha_count * sizeof(float),
+                          cudaMemcpyDeviceToHost, stream),
           "copying the depth-attention weights from the GPU");
   }
   check(cudaStreamSynchronize(stream), "the forward pass on the GPU");
 
   for (int r = 0; !standard && r <= L; ++r) {
     const auto& sources = layout.reads[static_cast<std::size_t>(r)];
-    const Eigen::Map<const Matrix<float>> weights_r(alpha_host.data() + alpha_at[static_cast<std::size_t>(r)], T,
-                                                    static_cast<Eigen::Index>(sources.size()));
+    const Eigen::Map<const Matrix<float>> weights_r(
+        alpha_host.data() + alpha_at[static_cast<std::size_t>(r)], T,
+        static_cast<Eigen::Index>(sources.size()));
     ReadTrace read{r, read_target_name(r, L), sources, weights_r.cast<double>(), {}};
     read.alpha_mean = read.alpha.colwise().mean().transpose();
     trace.reads.push_back(std::move(read));
@@ -893,7 +943,8 @@ CudaForward::CudaForward(const ModelWeights<float>& model) {
 
 CudaForward::~CudaForward() = default;
 
-ForwardResult<float> CudaForward::forward(const std::vector<int>& tokens, const ForwardOptions& options) {
+ForwardResult<float> CudaForward::forward(const std::vector<int>& tokens,
+                                          const ForwardOptions& options) {
   check(cudaSetDevice(impl_->device), "selecting the GPU");
   try {
     return impl_->run(tokens, options);

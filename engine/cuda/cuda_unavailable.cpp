@@ -7,7 +7,8 @@ namespace attnres::cuda_engine {
 
 namespace {
 constexpr const char* kWhy =
-    "this build has no CUDA (nvcc was not found when it was configured, or ATTNRES_ENABLE_CUDA=OFF)";
+    "this build has no CUDA (nvcc was not found when it was configured, or "
+    "ATTNRES_ENABLE_CUDA=OFF)";
 }
 
 bool available(std::string* why_not) {
@@ -17,7 +18,9 @@ bool available(std::string* why_not) {
 
 struct CudaForward::Impl {};
 
-CudaForward::CudaForward(const ModelWeights<float>&) { throw Error(std::string("--device cuda: ") + kWhy); }
+CudaForward::CudaForward(const ModelWeights<float>&) {
+  throw Error(std::string("--device cuda: ") + kWhy);
+}
 CudaForward::~CudaForward() = default;
 ForwardResult<float> CudaForward::forward(const std::vector<int>&, const ForwardOptions&) {
   throw Error(std::string("--device cuda: ") + kWhy);

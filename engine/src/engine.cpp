@@ -9,8 +9,12 @@
 
 namespace attnres {
 
-std::string to_string(EngineKind engine) { return enum_name(kEngineKindNames, engine); }
-std::string to_string(Device device) { return enum_name(kDeviceNames, device); }
+std::string to_string(EngineKind engine) {
+  return enum_name(kEngineKindNames, engine);
+}
+std::string to_string(Device device) {
+  return enum_name(kDeviceNames, device);
+}
 
 EngineKind parse_engine(const std::string& text, const std::string& where) {
   return parse_enum(kEngineKindNames, text, where, "unknown engine");
@@ -25,7 +29,9 @@ int default_thread_count() {
   return cores == 0 ? 1 : static_cast<int>(cores);
 }
 
-bool cuda_engine_available(std::string* why_not) { return cuda_engine::available(why_not); }
+bool cuda_engine_available(std::string* why_not) {
+  return cuda_engine::available(why_not);
+}
 
 template <typename Scalar>
 struct ForwardEngine<Scalar>::Impl {
@@ -34,9 +40,11 @@ struct ForwardEngine<Scalar>::Impl {
 };
 
 template <typename Scalar>
-ForwardEngine<Scalar>::ForwardEngine(const ModelWeights<Scalar>& model, const EngineOptions& options)
+ForwardEngine<Scalar>::ForwardEngine(const ModelWeights<Scalar>& model,
+                                     const EngineOptions& options)
     : model_(model), options_(options), impl_(std::make_unique<Impl>()) {
-  if (options_.threads < 0) throw Error("threads must be >= 1 (0: every core), got " + std::to_string(options_.threads));
+  if (options_.threads < 0)
+    throw Error("threads must be >= 1 (0: every core), got " + std::to_string(options_.threads));
   if (options_.threads == 0) options_.threads = default_thread_count();
   if (options_.device == Device::cuda) {
     if (options_.engine == EngineKind::reference) {
@@ -49,7 +57,8 @@ ForwardEngine<Scalar>::ForwardEngine(const ModelWeights<Scalar>& model, const En
     }
     return;
   }
-  if (options_.engine == EngineKind::fast) impl_->fast = std::make_unique<engine::FastForward<Scalar>>(model, options_.threads);
+  if (options_.engine == EngineKind::fast)
+    impl_->fast = std::make_unique<engine::FastForward<Scalar>>(model, options_.threads);
 }
 
 template <typename Scalar>
@@ -61,7 +70,8 @@ int ForwardEngine<Scalar>::threads() const {
 }
 
 template <typename Scalar>
-ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tokens, const ForwardOptions& options) {
+ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tokens,
+                                                     const ForwardOptions& options) {
   // Masked reads and recorded sublayer inputs: the reference only.
   if (options.mask || options.sublayer_inputs) return attnres::forward(model_, tokens, options);
   // Schemes beyond the paper's defaults run on the reference code (docs/schemes.md); the CUDA
@@ -77,16 +87,17 @@ ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tok
 }
 
 template <typename Scalar>
-ForwardResult<Scalar> engine_forward(const ModelWeights<Scalar>& model, const std::vector<int>& tokens,
-                                     const ForwardOptions& options, const EngineOptions& engine) {
+ForwardResult<Scalar> engine_forward(const ModelWeights<Scalar>& model,
+                                     const std::vector<int>& tokens, const ForwardOptions& options,
+                                     const EngineOptions& engine) {
   ForwardEngine<Scalar> prepared(model, engine);
   return prepared.forward(tokens, options);
 }
 
 template class ForwardEngine<float>;
 template class ForwardEngine<double>;
-template ForwardResult<float> engine_forward(const ModelWeights<float>&, const std::vector<int>&, const ForwardOptions&,
-                                             const EngineOptions&);
+template ForwardResult<float> engine_forward(const ModelWeights<float>&, const std::vector<int>&,
+                                             const ForwardOptions&, const EngineOptions&);
 template ForwardResult<double> engine_forward(const ModelWeights<double>&, const std::vector<int>&,
                                               const ForwardOptions&, const EngineOptions&);
 

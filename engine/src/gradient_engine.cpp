@@ -11,9 +11,12 @@
 namespace attnres {
 
 template <typename Scalar>
-GradientEngine<Scalar>::GradientEngine(const ModelConfig& config, const EngineOptions& options) : options_(options) {
+GradientEngine<Scalar>::GradientEngine(const ModelConfig& config, const EngineOptions& options)
+    : options_(options) {
   if (options.device != Device::cpu) {
-    throw Error("gradients: only the CPU computes gradients (--device cpu); the CUDA engine is forward-only");
+    throw Error(
+        "gradients: only the CPU computes gradients (--device cpu); the CUDA engine is "
+        "forward-only");
   }
   if (options.engine == EngineKind::fast) {
     fast_ = std::make_unique<engine::FastBackward<Scalar>>(
@@ -30,7 +33,8 @@ int GradientEngine<Scalar>::threads() const {
 }
 
 template <typename Scalar>
-void GradientEngine<Scalar>::compute(const ModelWeights<Scalar>& model, const std::vector<std::vector<int>>& batch,
+void GradientEngine<Scalar>::compute(const ModelWeights<Scalar>& model,
+                                     const std::vector<std::vector<int>>& batch,
                                      const ForwardOptions& options, Gradients<Scalar>& out) {
   if (fast_ && resolve_scheme(model.config, options).paper_defaults()) {
     fast_->compute(model, batch, options, out);
@@ -47,7 +51,8 @@ void GradientEngine<Scalar>::compute(const ModelWeights<Scalar>& model, const st
 template <typename Scalar>
 void GradientEngine<Scalar>::reference_in_parallel(const ModelWeights<Scalar>& model,
                                                    const std::vector<std::vector<int>>& batch,
-                                                   const ForwardOptions& options, Gradients<Scalar>& out) {
+                                                   const ForwardOptions& options,
+                                                   Gradients<Scalar>& out) {
   const std::int64_t predicted = check_training_batch(model.config, batch, "gradients");
   const int parts = std::min<int>(fast_->threads(), static_cast<int>(batch.size()));
   std::vector<Gradients<Scalar>> slices(static_cast<std::size_t>(parts));
@@ -61,7 +66,8 @@ void GradientEngine<Scalar>::reference_in_parallel(const ModelWeights<Scalar>& m
       const std::vector<std::vector<int>> slice(batch.begin() + static_cast<std::ptrdiff_t>(begin),
                                                 batch.begin() + static_cast<std::ptrdiff_t>(end));
       for (const auto& sequence : slice) {
-        elements[static_cast<std::size_t>(k)] += static_cast<double>(sequence.size()) * model.config.hidden_size;
+        elements[static_cast<std::size_t>(k)] +=
+            static_cast<double>(sequence.size()) * model.config.hidden_size;
       }
       slices[static_cast<std::size_t>(k)] = loss_and_gradients(model, slice, slice_options);
     } catch (...) {
@@ -81,21 +87,25 @@ void GradientEngine<Scalar>::reference_in_parallel(const ModelWeights<Scalar>& m
     for (double e : elements) sum += e;
     return sum;
   }();
-  auto weight = [&](std::size_t k) { return static_cast<double>(slices[k].predicted) / static_cast<double>(predicted); };
+  auto weight = [&](std::size_t k) {
+    return static_cast<double>(slices[k].predicted) / static_cast<double>(predicted);
+  };
   const std::size_t L = slices.front().sublayer_output_rms.size();
   std::vector<double> output_squares(L, 0.0), grad_squares(L, 0.0);
   for (std::size_t k = 0; k < slices.size(); ++k) {
     for (std::size_t l = 0; l < L; ++l) {
       output_squares[l] += std::pow(slices[k].sublayer_output_rms[l], 2) * elements[k];
       // The slice's gradients are of its own mean loss; rescale to the batch mean.
-      grad_squares[l] += std::pow(slices[k].sublayer_output_grad_rms[l] * weight(k), 2) * elements[k];
+      grad_squares[l] +=
+          std::pow(slices[k].sublayer_output_grad_rms[l] * weight(k), 2) * elements[k];
     }
   }
   const double first = weight(0);
   out = std::move(slices.front());
   out.loss *= first;
   visit_tensors(out.grad, [&](const TensorRef<Scalar>& tensor) {
-    for (std::int64_t i = 0; i < tensor.element_count(); ++i) tensor.data[i] *= static_cast<Scalar>(first);
+    for (std::int64_t i = 0; i < tensor.element_count(); ++i)
+      tensor.data[i] *= static_cast<Scalar>(first);
   });
   for (std::size_t k = 1; k < slices.size(); ++k) {
     out.loss += slices[k].loss * weight(k);
@@ -104,7 +114,8 @@ void GradientEngine<Scalar>::reference_in_parallel(const ModelWeights<Scalar>& m
     std::size_t index = 0;
     visit_tensors(slices[k].grad, [&](const TensorRef<Scalar>& tensor) {
       Scalar* sum = sums[index++];
-      for (std::int64_t i = 0; i < tensor.element_count(); ++i) sum[i] += static_cast<Scalar>(weight(k)) * tensor.data[i];
+      for (std::int64_t i = 0; i < tensor.element_count(); ++i)
+        sum[i] += static_cast<Scalar>(weight(k)) * tensor.data[i];
     });
   }
   out.predicted = predicted;

@@ -15,7 +15,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 }  // namespace
 
@@ -30,13 +32,14 @@ std::vector<int> benchmark_tokens(int count, int vocab, int seed) {
 }
 
 template <typename Scalar>
-ForwardTiming time_forward(ForwardEngine<Scalar>& engine, const std::vector<int>& tokens, const ForwardOptions& options,
-                           int repeat, const Progress& progress) {
+ForwardTiming time_forward(ForwardEngine<Scalar>& engine, const std::vector<int>& tokens,
+                           const ForwardOptions& options, int repeat, const Progress& progress) {
   ForwardTiming timing;
   report_progress(progress, 0, static_cast<std::size_t>(repeat) + 1, "benchmark");
   engine.forward(tokens, options);  // warm-up: workspaces, caches, page faults
   for (int k = 0; k < repeat; ++k) {
-    report_progress(progress, static_cast<std::size_t>(k) + 1, static_cast<std::size_t>(repeat) + 1, "benchmark");
+    report_progress(progress, static_cast<std::size_t>(k) + 1, static_cast<std::size_t>(repeat) + 1,
+                    "benchmark");
     const auto start = Clock::now();
     engine.forward(tokens, options);
     timing.seconds.push_back(since(start));
@@ -49,27 +52,32 @@ ForwardTiming time_forward(ForwardEngine<Scalar>& engine, const std::vector<int>
   return timing;
 }
 
-template ForwardTiming time_forward(ForwardEngine<float>&, const std::vector<int>&, const ForwardOptions&, int,
-                                    const Progress&);
-template ForwardTiming time_forward(ForwardEngine<double>&, const std::vector<int>&, const ForwardOptions&, int,
-                                    const Progress&);
+template ForwardTiming time_forward(ForwardEngine<float>&, const std::vector<int>&,
+                                    const ForwardOptions&, int, const Progress&);
+template ForwardTiming time_forward(ForwardEngine<double>&, const std::vector<int>&,
+                                    const ForwardOptions&, int, const Progress&);
 
 Bandwidth measure_depth_read(int sources, int T, int d, int threads, int repeat) {
   const auto plane = static_cast<std::size_t>(T) * static_cast<std::size_t>(d);
-  std::vector<float> arena(static_cast<std::size_t>(sources) * plane), h(plane), o(plane), m(static_cast<std::size_t>(T)),
-      l(static_cast<std::size_t>(T)), scores(static_cast<std::size_t>(T) * static_cast<std::size_t>(sources));
+  std::vector<float> arena(static_cast<std::size_t>(sources) * plane), h(plane), o(plane),
+      m(static_cast<std::size_t>(T)), l(static_cast<std::size_t>(T)),
+      scores(static_cast<std::size_t>(T) * static_cast<std::size_t>(sources));
   std::vector<float> query(static_cast<std::size_t>(d));
-  for (std::size_t i = 0; i < arena.size(); ++i) arena[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
-  for (int c = 0; c < d; ++c) query[static_cast<std::size_t>(c)] = 0.01f * static_cast<float>(c % 7);
+  for (std::size_t i = 0; i < arena.size(); ++i)
+    arena[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+  for (int c = 0; c < d; ++c)
+    query[static_cast<std::size_t>(c)] = 0.01f * static_cast<float>(c % 7);
   engine::ThreadPool pool(threads);
   Bandwidth result;
-  result.bytes = static_cast<double>((static_cast<std::size_t>(sources) + 1) * plane * sizeof(float));
+  result.bytes =
+      static_cast<double>((static_cast<std::size_t>(sources) + 1) * plane * sizeof(float));
   result.seconds = 1e30;
   for (int k = 0; k < repeat + 1; ++k) {
     const auto start = Clock::now();
     pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t b, std::size_t e, int) {
-      cpu::depth_phase_one(arena.data(), static_cast<long>(plane), sources, T, d, query.data(), 1, 1e-6f, m.data(),
-                           l.data(), o.data(), scores.data(), static_cast<int>(b), static_cast<int>(e));
+      cpu::depth_phase_one(arena.data(), static_cast<long>(plane), sources, T, d, query.data(), 1,
+                           1e-6f, m.data(), l.data(), o.data(), scores.data(), static_cast<int>(b),
+                           static_cast<int>(e));
       cpu::depth_finish(o.data(), l.data(), d, h.data(), static_cast<int>(b), static_cast<int>(e));
     });
     if (k > 0) result.seconds = std::min(result.seconds, since(start));  // the first is a warm-up

@@ -18,11 +18,12 @@ using nlohmann::json;
 namespace {
 
 struct SchemeSpec {
-  std::string name;       // as listed: "standard", "full", "full_sigmoid", "block N=2", ...
-  std::string directory;  // "standard", "full", "block_N2", "full_sigmoid", "block_block_size_4", ...
-  AttnResConfig config;   // the scheme (docs/schemes.md)
-  int blocks;             // N (Block), L (Full), 0 otherwise
-  int block_size;         // S (Block), 1 (Full), 0 otherwise
+  std::string name;  // as listed: "standard", "full", "full_sigmoid", "block N=2", ...
+  std::string
+      directory;  // "standard", "full", "block_N2", "full_sigmoid", "block_block_size_4", ...
+  AttnResConfig config;  // the scheme (docs/schemes.md)
+  int blocks;            // N (Block), L (Full), 0 otherwise
+  int block_size;        // S (Block), 1 (Full), 0 otherwise
 };
 
 std::vector<SchemeSpec> schemes_of(const ScenarioTraining& t) {
@@ -30,7 +31,9 @@ std::vector<SchemeSpec> schemes_of(const ScenarioTraining& t) {
   std::vector<SchemeSpec> out;
   auto add = [&](const std::string& name, AttnResConfig config) {
     const std::string directory = scheme_file_name(name);
-    const int S = config.mode == ResidualMode::block ? config.block_size : config.mode == ResidualMode::full ? 1 : 0;
+    const int S = config.mode == ResidualMode::block  ? config.block_size
+                  : config.mode == ResidualMode::full ? 1
+                                                      : 0;
     out.push_back({name, directory, config, S > 0 ? (L + S - 1) / S : 0, S});
   };
   for (const auto& spec : t.schemes) add(spec, t.scheme_of(spec));
@@ -44,7 +47,9 @@ std::vector<SchemeSpec> schemes_of(const ScenarioTraining& t) {
   return out;
 }
 
-ModelConfig model_config_of(const ScenarioTraining& t) { return t.model_config(); }
+ModelConfig model_config_of(const ScenarioTraining& t) {
+  return t.model_config();
+}
 
 // Spearman rank correlation of two equally long lists (average ranks for ties).
 double rank_correlation(const std::vector<double>& a, const std::vector<double>& b) {
@@ -117,8 +122,8 @@ Progress check_progress(const Progress& progress) {
   return [progress](std::size_t, std::size_t) { return progress(0, 0); };
 }
 
-std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training, const Progress& progress,
-                                               int steps_override) {
+std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
+                                               const Progress& progress, int steps_override) {
   const std::vector<SchemeSpec> schemes = schemes_of(training);
   const ModelConfig config = model_config_of(training);
   config.validate("[train]");
@@ -129,15 +134,18 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
   options.lr = training.lr;
   options.eval_every = training.eval_every;
   options.engine.threads = training.threads;
-  const TextData data = load_text_data(training.data_path, options.validation_fraction, training.seq);
-  const std::size_t total = schemes.size() * training.seeds.size() * static_cast<std::size_t>(options.steps);
+  const TextData data =
+      load_text_data(training.data_path, options.validation_fraction, training.seq);
+  const std::size_t total =
+      schemes.size() * training.seeds.size() * static_cast<std::size_t>(options.steps);
   std::size_t done = 0;
   std::vector<TrainingRun> runs;
   for (const auto& scheme : schemes) {
     for (std::uint64_t seed : training.seeds) {
       TrainingRun run;
       run.scheme = scheme.name;
-      run.directory = scheme.directory + (training.seeds.size() > 1 ? "_seed" + std::to_string(seed) : "");
+      run.directory =
+          scheme.directory + (training.seeds.size() > 1 ? "_seed" + std::to_string(seed) : "");
       run.mode = scheme.config.mode;
       run.config = scheme.config;
       run.blocks = scheme.blocks;
@@ -160,30 +168,38 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
         report_progress(progress, done, total, "training");
         const auto step_start = std::chrono::steady_clock::now();
         trainer.step(step_progress);
-        train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+        train_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
         ++done;
       }
       run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      run.tokens_per_s = train_seconds > 0 ? static_cast<double>(trainer.tokens_seen()) / train_seconds : 0.0;
+      run.tokens_per_s =
+          train_seconds > 0 ? static_cast<double>(trainer.tokens_seen()) / train_seconds : 0.0;
       run.log = trainer.log();
       const auto windows = validation_windows(data, training.seq, 1);
       run.trace = trainer.forward(windows.front()).trace;
-      const bool maskable = scheme.config.attention_mode() && scheme.config.heads == 1 &&
-                            scheme.config.gate != DepthGate::sigmoid;  // weights that sum to 1 (docs/training.md)
+      const bool maskable =
+          scheme.config.attention_mode() && scheme.config.heads == 1 &&
+          scheme.config.gate != DepthGate::sigmoid;  // weights that sum to 1 (docs/training.md)
       if (!training.masks.empty() && maskable && seed == training.seeds.front()) {
         const ModelWeights<double> model = trainer.model();
-        // A quick look (steps_override) also shrinks the masking experiment: 2 windows, 2 random masks.
+        // A quick look (steps_override) also shrinks the masking experiment: 2 windows, 2 random
+        // masks.
         const bool quick = steps_override > 0;
         const auto mask_windows = validation_windows(data, training.seq, quick ? 2 : 8);
         const DepthLayout layout = make_depth_layout(scheme.config, config.sublayers());
         for (const auto& mask : training.masks) {
-          const DepthMask removed = make_depth_mask(layout, parse_mask_selection(mask, "train.masks"));
-          const bool removes_any = std::any_of(removed.keep.begin(), removed.keep.end(), [](const auto& keep) {
-            return std::any_of(keep.begin(), keep.end(), [](double k) { return k < 1.0; });
-          });
-          if (!removes_any) continue;  // e.g. distant:2 with N = 1: no read has more than two sources
-          run.masks.push_back(history_mask_experiment(model, mask_windows, parse_mask_selection(mask, "train.masks"),
-                                                      quick ? 2 : 8, seed, check_progress(progress)));
+          const DepthMask removed =
+              make_depth_mask(layout, parse_mask_selection(mask, "train.masks"));
+          const bool removes_any =
+              std::any_of(removed.keep.begin(), removed.keep.end(), [](const auto& keep) {
+                return std::any_of(keep.begin(), keep.end(), [](double k) { return k < 1.0; });
+              });
+          if (!removes_any)
+            continue;  // e.g. distant:2 with N = 1: no read has more than two sources
+          run.masks.push_back(history_mask_experiment(
+              model, mask_windows, parse_mask_selection(mask, "train.masks"), quick ? 2 : 8, seed,
+              check_progress(progress)));
         }
       }
       if (training.save_models) {
@@ -198,16 +214,18 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
   return runs;
 }
 
-void add_training_section(const ScenarioTraining& training, const std::vector<TrainingRun>& runs, Report& report) {
+void add_training_section(const ScenarioTraining& training, const std::vector<TrainingRun>& runs,
+                          Report& report) {
   if (runs.empty()) return;
   const ModelConfig config = model_config_of(training);
   const int L = config.sublayers();
   const std::int64_t d = config.hidden_size;
   const std::int64_t steps = runs.front().log.back().step;
-  const std::string setup = std::to_string(config.num_hidden_layers) + " layers (L = " + std::to_string(L) +
-                            " sublayers), d = " + std::to_string(d) + ", " + std::to_string(steps) + " steps of " +
-                            std::to_string(training.batch) + " x " + std::to_string(training.seq) +
-                            " byte tokens from " + training.data + ", seeds";
+  const std::string setup =
+      std::to_string(config.num_hidden_layers) + " layers (L = " + std::to_string(L) +
+      " sublayers), d = " + std::to_string(d) + ", " + std::to_string(steps) + " steps of " +
+      std::to_string(training.batch) + " x " + std::to_string(training.seq) + " byte tokens from " +
+      training.data + ", seeds";
   std::string seeds;
   for (auto seed : training.seeds) seeds += " " + std::to_string(seed);
 
@@ -220,40 +238,50 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
   }
 
   // ---- Quality against N, beside the tiny model's costs.
-  ReportTable quality{"train_quality",
-                      "Measured quality (this tool's training) against the number of blocks N",
-                      {"scheme", "N", "S", "val loss mean (nats/token)", "min", "max", "seeds",
-                       "vs standard, paired by seed", "residual I/O per sublayer (x d)",
-                       "stored history (vectors/token)",
-                       "alpha entropy / uniform", "paper Table 4 loss"},
-                      {},
-                      "Measured here: " + setup + seeds + " (docs/training.md). These are tiny models trained for "
-                      "seconds, not the paper's 1.6B-parameter runs: compare the trend, not the values, with the "
-                      "paper's Fig. 6. \"vs standard\": the mean over seeds of (this scheme's loss - the standard "
-                      "residual's loss with the same seed), which removes most of the seed-to-seed spread. Entropy: mean over reads of the entropy of the mean depth-attention "
-                      "row, divided by log(#sources) (1 = uniform mean).",
-                      "train_loss_vs_blocks"};
+  ReportTable quality{
+      "train_quality",
+      "Measured quality (this tool's training) against the number of blocks N",
+      {"scheme", "N", "S", "val loss mean (nats/token)", "min", "max", "seeds",
+       "vs standard, paired by seed", "residual I/O per sublayer (x d)",
+       "stored history (vectors/token)", "alpha entropy / uniform", "paper Table 4 loss"},
+      {},
+      "Measured here: " + setup + seeds +
+          " (docs/training.md). These are tiny models trained for "
+          "seconds, not the paper's 1.6B-parameter runs: compare the trend, not the values, with "
+          "the "
+          "paper's Fig. 6. \"vs standard\": the mean over seeds of (this scheme's loss - the "
+          "standard "
+          "residual's loss with the same seed), which removes most of the seed-to-seed spread. "
+          "Entropy: mean over reads of the entropy of the mean depth-attention "
+          "row, divided by log(#sources) (1 = uniform mean).",
+      "train_loss_vs_blocks"};
   ChartSpec vs_blocks;
   vs_blocks.id = "train_loss_vs_blocks";
   vs_blocks.title = "Measured validation loss against N (tiny model, mean and seed range)";
   vs_blocks.x_label = "blocks N";
   vs_blocks.y_label = "validation loss (nats/token)";
   vs_blocks.log_x = true;
-  vs_blocks.caption = "Block AttnRes at each N (mean, min and max over seeds); Full AttnRes is N = L and the standard "
-                      "residual is drawn flat for reference. Measured by this tool: " + setup + seeds + ".";
-  ChartSeries mean_series{"Block/Full AttnRes, mean over seeds", {}, ChartSeries::Style::line_and_points};
+  vs_blocks.caption =
+      "Block AttnRes at each N (mean, min and max over seeds); Full AttnRes is N = L and the "
+      "standard "
+      "residual is drawn flat for reference. Measured by this tool: " +
+      setup + seeds + ".";
+  ChartSeries mean_series{
+      "Block/Full AttnRes, mean over seeds", {}, ChartSeries::Style::line_and_points};
   ChartSeries low{"min over seeds", {}, ChartSeries::Style::scatter};
   ChartSeries high{"max over seeds", {}, ChartSeries::Style::scatter};
   double standard_mean = std::nan("");
   std::map<std::uint64_t, double> standard_by_seed;
   if (by_scheme.count("standard")) {
-    for (const TrainingRun* run : by_scheme["standard"]) standard_by_seed[run->seed] = final_val(*run);
+    for (const TrainingRun* run : by_scheme["standard"])
+      standard_by_seed[run->seed] = final_val(*run);
   }
   json quality_json = json::array();
   std::vector<std::pair<int, std::array<double, 3>>> curve;
   std::vector<double> table4_measured, table4_paper, table4_low, table4_high;
   std::vector<std::pair<std::string, std::string>> table4_rows;  // (scheme, the paper's wording)
-  json table4_json;  // the rank correlation with the paper's Table 4, when >= 3 rows have a paper value
+  json table4_json;  // the rank correlation with the paper's Table 4, when >= 3 rows have a paper
+                     // value
   for (const auto& scheme : order) {
     const auto& group = by_scheme[scheme];
     double sum = 0.0, lowest = INFINITY, highest = -INFINITY, entropy = 0.0, uniform = 0.0;
@@ -281,18 +309,22 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
     CostInputs sizes;
     sizes.sublayers = L;
     sizes.d_model = d;
-    // Block: its own S; every other scheme: Full's best two-phase schedule block (docs/math.md §3.1).
-    sizes.block_size = first.config.mode == ResidualMode::block ? first.config.block_size
-                                                                : best_full_schedule_block(L, d).block_size;
+    // Block: its own S; every other scheme: Full's best two-phase schedule block (docs/math.md
+    // §3.1).
+    sizes.block_size = first.config.mode == ResidualMode::block
+                           ? first.config.block_size
+                           : best_full_schedule_block(L, d).block_size;
     if (first.config.mode == ResidualMode::mhc) sizes.streams = first.config.streams;
     const SchemeCost cost = scheme_cost(first.config, resolve_cost_inputs(sizes));
-    const std::string io = format_number(cost.io.total() / static_cast<double>(d)) + " (" + cost.io_schedule + ")";
+    const std::string io =
+        format_number(cost.io.total() / static_cast<double>(d)) + " (" + cost.io_schedule + ")";
     const std::string history = std::to_string(cost.history_vectors);
     std::string ratio = "-";
     if (first.mode == ResidualMode::standard) standard_mean = mean;
     // Entropy against uniform only means something for weights that sum to 1.
-    const bool normalised = first.mode == ResidualMode::rescaled ||
-                            (first.config.attention_mode() && first.config.gate != DepthGate::sigmoid);
+    const bool normalised =
+        first.mode == ResidualMode::rescaled ||
+        (first.config.attention_mode() && first.config.gate != DepthGate::sigmoid);
     if (normalised) ratio = fixed(entropy / uniform, 3);
     if (first.config.paper_defaults() && first.mode != ResidualMode::standard) {
       curve.push_back({first.blocks, {mean, lowest, highest}});
@@ -312,44 +344,59 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
     }
     quality.rows.push_back({scheme, first.blocks ? std::to_string(first.blocks) : "-",
                             first.block_size ? std::to_string(first.block_size) : "-",
-                            fixed(mean, 4), fixed(lowest, 4), fixed(highest, 4), std::to_string(group.size()),
+                            fixed(mean, 4), fixed(lowest, 4), fixed(highest, 4),
+                            std::to_string(group.size()),
                             (paired_mean > 0 ? "+" : "") + fixed(paired_mean, 4), io, history,
                             ratio, fixed(paper_loss, 3)});
-    quality_json.push_back({{"scheme", scheme},
-                            {"spec", cost.spec},
-                            {"description", first.config.describe()},
-                            {"mode", to_string(first.mode)},
-                            {"blocks", first.blocks},
-                            {"block_size", first.block_size},
-                            {"val_loss_mean", mean},
-                            {"val_loss_min", lowest},
-                            {"val_loss_max", highest},
-                            {"val_loss_minus_standard_paired", std::isnan(paired_mean) ? json() : json(paired_mean)},
-                            {"paper_table4_loss", std::isnan(paper_loss) ? json() : json(paper_loss)},
-                            {"alpha_entropy", first.mode == ResidualMode::standard ? json() : json(entropy / static_cast<double>(group.size()))},
-                            {"alpha_uniform_entropy", first.mode == ResidualMode::standard ? json() : json(uniform / static_cast<double>(group.size()))}});
+    quality_json.push_back(
+        {{"scheme", scheme},
+         {"spec", cost.spec},
+         {"description", first.config.describe()},
+         {"mode", to_string(first.mode)},
+         {"blocks", first.blocks},
+         {"block_size", first.block_size},
+         {"val_loss_mean", mean},
+         {"val_loss_min", lowest},
+         {"val_loss_max", highest},
+         {"val_loss_minus_standard_paired", std::isnan(paired_mean) ? json() : json(paired_mean)},
+         {"paper_table4_loss", std::isnan(paper_loss) ? json() : json(paper_loss)},
+         {"alpha_entropy", first.mode == ResidualMode::standard
+                               ? json()
+                               : json(entropy / static_cast<double>(group.size()))},
+         {"alpha_uniform_entropy", first.mode == ResidualMode::standard
+                                       ? json()
+                                       : json(uniform / static_cast<double>(group.size()))}});
   }
   std::optional<ChartSpec> table4_chart;
   std::optional<ReportTable> table4_table;
   if (table4_measured.size() >= 3) {
     const double rho = rank_correlation(table4_measured, table4_paper);
-    const std::string verdict = rho >= 0.8   ? "the tiny scale reproduces the paper's order closely"
-                                : rho >= 0.5 ? "the tiny scale reproduces the paper's order only roughly"
-                                             : "the tiny scale does not reproduce the paper's order";
-    quality.note += " Paper column: Table 4 of the paper (its 32-sublayer ablation model; Block rows S = 4, window "
-                    "W = 8, multi-head H = 16; the baseline row is its standard residual). Spearman rank correlation "
-                    "between the measured means and the paper's losses over the " +
-                    std::to_string(table4_measured.size()) + " rows that have one: " + fixed(rho, 3) +
-                    " (1 = the same order, 0 = unrelated): " + verdict + ". Every row uses the same learning rate, "
-                    "schedule, data and seeds (no per-row tuning).";
+    const std::string verdict = rho >= 0.8 ? "the tiny scale reproduces the paper's order closely"
+                                : rho >= 0.5
+                                    ? "the tiny scale reproduces the paper's order only roughly"
+                                    : "the tiny scale does not reproduce the paper's order";
+    quality.note +=
+        " Paper column: Table 4 of the paper (its 32-sublayer ablation model; Block rows S = 4, "
+        "window "
+        "W = 8, multi-head H = 16; the baseline row is its standard residual). Spearman rank "
+        "correlation "
+        "between the measured means and the paper's losses over the " +
+        std::to_string(table4_measured.size()) + " rows that have one: " + fixed(rho, 3) +
+        " (1 = the same order, 0 = unrelated): " + verdict +
+        ". Every row uses the same learning rate, "
+        "schedule, data and seeds (no per-row tuning).";
     ChartSpec chart;
     chart.id = "train_table4";
     chart.title = "Measured validation loss against the paper's Table 4";
     chart.x_label = "paper's validation loss (Table 4)";
     chart.y_label = "measured validation loss (nats/token)";
-    chart.caption = "One point per scheme of the table above: the paper's loss across, this tool's tiny-model loss up "
-                    "(mean, min and max over seeds). The same order would put the points on a rising curve; Spearman "
-                    "rho = " + fixed(rho, 3) + ".";
+    chart.caption =
+        "One point per scheme of the table above: the paper's loss across, this tool's tiny-model "
+        "loss up "
+        "(mean, min and max over seeds). The same order would put the points on a rising curve; "
+        "Spearman "
+        "rho = " +
+        fixed(rho, 3) + ".";
     ChartSeries means{"measured mean over seeds", {}, ChartSeries::Style::scatter};
     ChartSeries lows{"min over seeds", {}, ChartSeries::Style::scatter};
     ChartSeries highs{"max over seeds", {}, ChartSeries::Style::scatter};
@@ -364,26 +411,30 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
     auto ranks = [](const std::vector<double>& values) {
       std::vector<int> rank(values.size());
       for (std::size_t i = 0; i < values.size(); ++i) {
-        rank[i] = 1 + static_cast<int>(std::count_if(values.begin(), values.end(), [&](double v) { return v < values[i]; }));
+        rank[i] = 1 + static_cast<int>(std::count_if(values.begin(), values.end(),
+                                                     [&](double v) { return v < values[i]; }));
       }
       return rank;
     };
     const auto measured_rank = ranks(table4_measured), paper_rank = ranks(table4_paper);
     ReportTable table{"train_table4",
                       "A tiny Table 4: measured validation loss beside the paper's",
-                      {"scheme", "paper's row", "paper loss", "paper rank", "measured mean (nats/token)",
-                       "seed range", "measured rank"},
+                      {"scheme", "paper's row", "paper loss", "paper rank",
+                       "measured mean (nats/token)", "seed range", "measured rank"},
                       {},
                       "Rank 1 = the lowest loss. Spearman rho = " + fixed(rho, 3) + ": " + verdict +
-                          ". Measured: " + setup + seeds + "; the paper: its 32-sublayer ablation model.",
+                          ". Measured: " + setup + seeds +
+                          "; the paper: its 32-sublayer ablation model.",
                       "train_table4"};
     for (std::size_t i = 0; i < table4_rows.size(); ++i) {
       table.rows.push_back({table4_rows[i].first, table4_rows[i].second, fixed(table4_paper[i], 3),
                             std::to_string(paper_rank[i]), fixed(table4_measured[i], 4),
-                            fixed(table4_low[i], 4) + " .. " + fixed(table4_high[i], 4), std::to_string(measured_rank[i])});
+                            fixed(table4_low[i], 4) + " .. " + fixed(table4_high[i], 4),
+                            std::to_string(measured_rank[i])});
     }
     table4_table = std::move(table);
-    table4_json = {{"rank_correlation", std::isnan(rho) ? json() : json(rho)}, {"rows", table4_measured.size()}};
+    table4_json = {{"rank_correlation", std::isnan(rho) ? json() : json(rho)},
+                   {"rows", table4_measured.size()}};
   }
   std::sort(curve.begin(), curve.end());
   for (const auto& [n, values] : curve) {
@@ -393,19 +444,24 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
   }
   vs_blocks.series = {mean_series, low, high};
   if (!std::isnan(standard_mean) && !curve.empty()) {
-    vs_blocks.series.push_back({"standard residual (mean)", {{curve.front().first, standard_mean}, {curve.back().first, standard_mean}},
-                                ChartSeries::Style::line});
+    vs_blocks.series.push_back(
+        {"standard residual (mean)",
+         {{curve.front().first, standard_mean}, {curve.back().first, standard_mean}},
+         ChartSeries::Style::line});
   }
   if (curve.empty()) {  // only the standard residual: plot it at N = 1 so the chart is not empty
-    vs_blocks.series = {{"standard residual (mean)", {{1, standard_mean}}, ChartSeries::Style::scatter}};
+    vs_blocks.series = {
+        {"standard residual (mean)", {{1, standard_mean}}, ChartSeries::Style::scatter}};
   }
 
   // ---- Every run, with the loss curves.
-  ReportTable run_table{"train_runs", "Training runs (loss curves)",
-                        {"scheme", "seed", "initial val loss", "final val loss", "final train loss", "steps", "tokens/s",
-                         "seconds"},
+  ReportTable run_table{"train_runs",
+                        "Training runs (loss curves)",
+                        {"scheme", "seed", "initial val loss", "final val loss", "final train loss",
+                         "steps", "tokens/s", "seconds"},
                         {},
-                        "Validation loss of the fixed validation windows at every evaluation; tokens/s counts training "
+                        "Validation loss of the fixed validation windows at every evaluation; "
+                        "tokens/s counts training "
                         "steps only (evaluation excluded).",
                         "train_loss_curves"};
   ChartSpec curves;
@@ -413,18 +469,25 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
   curves.title = "Validation loss during training (mean over seeds)";
   curves.x_label = "step";
   curves.y_label = "validation loss (nats/token)";
-  curves.caption = "Each scheme's validation loss at the evaluation steps, averaged over its seeds.";
+  curves.caption =
+      "Each scheme's validation loss at the evaluation steps, averaged over its seeds.";
   json runs_json = json::array();
   for (const auto& run : runs) {
-    run_table.rows.push_back({run.scheme, std::to_string(run.seed), fixed(run.log.front().val_loss, 4),
-                              fixed(final_val(run), 4), fixed(run.log.back().train_loss, 4), std::to_string(run.log.back().step),
+    run_table.rows.push_back({run.scheme, std::to_string(run.seed),
+                              fixed(run.log.front().val_loss, 4), fixed(final_val(run), 4),
+                              fixed(run.log.back().train_loss, 4),
+                              std::to_string(run.log.back().step),
                               format_number(std::round(run.tokens_per_s)), fixed(run.seconds, 1)});
     json curve_json = json::array();
     for (const auto& row : run.log) {
-      if (!std::isnan(row.val_loss)) curve_json.push_back({{"step", row.step}, {"val_loss", row.val_loss}});
+      if (!std::isnan(row.val_loss))
+        curve_json.push_back({{"step", row.step}, {"val_loss", row.val_loss}});
     }
-    runs_json.push_back({{"scheme", run.scheme}, {"seed", run.seed}, {"final_val_loss", final_val(run)},
-                         {"tokens_per_s", run.tokens_per_s}, {"val_curve", curve_json}});
+    runs_json.push_back({{"scheme", run.scheme},
+                         {"seed", run.seed},
+                         {"final_val_loss", final_val(run)},
+                         {"tokens_per_s", run.tokens_per_s},
+                         {"val_curve", curve_json}});
   }
   for (const auto& scheme : order) {
     const auto& group = by_scheme[scheme];
@@ -437,7 +500,8 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
       }
     }
     ChartSeries series{scheme, {}, ChartSeries::Style::line_and_points};
-    for (const auto& [step, sum] : at_step) series.points.push_back({static_cast<double>(step), sum.first / sum.second});
+    for (const auto& [step, sum] : at_step)
+      series.points.push_back({static_cast<double>(step), sum.first / sum.second});
     curves.series.push_back(std::move(series));
   }
 
@@ -450,27 +514,32 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
     chart.x_label = "sublayer l";
     chart.y_label = gradient ? "RMS of d loss / d v_l" : "RMS of v_l";
     chart.log_y = gradient;
-    chart.caption = std::string(gradient ? "Fig. 5c at tiny scale: gradient reaching each sublayer's output"
-                                         : "Fig. 5b at tiny scale: output magnitude of each sublayer") +
-                    ", from the last training step's batch, averaged over seeds.";
+    chart.caption =
+        std::string(gradient ? "Fig. 5c at tiny scale: gradient reaching each sublayer's output"
+                             : "Fig. 5b at tiny scale: output magnitude of each sublayer") +
+        ", from the last training step's batch, averaged over seeds.";
     std::vector<std::vector<double>> columns;
     for (const auto& scheme : order) {
       table.header.push_back(scheme);
       std::vector<double> mean(static_cast<std::size_t>(L), 0.0);
       for (const TrainingRun* run : by_scheme[scheme]) {
-        const auto& values = gradient ? run->log.back().output_grad_rms : run->log.back().output_rms;
+        const auto& values =
+            gradient ? run->log.back().output_grad_rms : run->log.back().output_rms;
         for (int l = 0; l < L && l < static_cast<int>(values.size()); ++l) {
-          mean[static_cast<std::size_t>(l)] += values[static_cast<std::size_t>(l)] / static_cast<double>(by_scheme[scheme].size());
+          mean[static_cast<std::size_t>(l)] +=
+              values[static_cast<std::size_t>(l)] / static_cast<double>(by_scheme[scheme].size());
         }
       }
       ChartSeries series{scheme, {}, ChartSeries::Style::line_and_points};
-      for (int l = 0; l < L; ++l) series.points.push_back({l + 1, mean[static_cast<std::size_t>(l)]});
+      for (int l = 0; l < L; ++l)
+        series.points.push_back({l + 1, mean[static_cast<std::size_t>(l)]});
       chart.series.push_back(std::move(series));
       columns.push_back(std::move(mean));
     }
     for (int l = 0; l < L; ++l) {
       std::vector<std::string> row{std::to_string(l + 1)};
-      for (const auto& column : columns) row.push_back(format_number(column[static_cast<std::size_t>(l)]));
+      for (const auto& column : columns)
+        row.push_back(format_number(column[static_cast<std::size_t>(l)]));
       table.rows.push_back(std::move(row));
     }
     report.tables.push_back(std::move(table));
@@ -485,46 +554,58 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
   }
   report.tables.push_back(std::move(run_table));
   report.charts.push_back(std::move(curves));
-  depth_table("train_output_rms", "Output magnitude by depth after training (Fig. 5b, tiny scale)", false);
-  depth_table("train_output_grad_rms", "Output-gradient magnitude by depth after training (Fig. 5c, tiny scale)", true);
+  depth_table("train_output_rms", "Output magnitude by depth after training (Fig. 5b, tiny scale)",
+              false);
+  depth_table("train_output_grad_rms",
+              "Output-gradient magnitude by depth after training (Fig. 5c, tiny scale)", true);
 
   // ---- History masking on the trained AttnRes models.
   json masks_json = json::array();
-  ReportTable masks{"train_history_masks",
-                    "History masking on the trained models: chosen sources against random masks of equal mass",
-                    {"scheme", "drop", "masked reads", "mass removed", "loss change (nats/token)",
-                     "random masks: loss change (mean ± std)"},
-                    {},
-                    "Each mask removes the named sources from every depth read of the trained model (first seed) and "
-                    "renormalises the rest; the random masks remove the same mean weight from every masked read, taken "
-                    "from its sources in a random order (8 masks). A chosen mask that hurts more than random masks of "
-                    "equal mass marks sources the model relies on beyond their share of the weight (docs/training.md). A "
-                    "mask that would remove nothing from a scheme (every read too short) is left out.",
-                    ""};
+  ReportTable masks{
+      "train_history_masks",
+      "History masking on the trained models: chosen sources against random masks of equal mass",
+      {"scheme", "drop", "masked reads", "mass removed", "loss change (nats/token)",
+       "random masks: loss change (mean ± std)"},
+      {},
+      "Each mask removes the named sources from every depth read of the trained model (first seed) "
+      "and "
+      "renormalises the rest; the random masks remove the same mean weight from every masked read, "
+      "taken "
+      "from its sources in a random order (8 masks). A chosen mask that hurts more than random "
+      "masks of "
+      "equal mass marks sources the model relies on beyond their share of the weight "
+      "(docs/training.md). A "
+      "mask that would remove nothing from a scheme (every read too short) is left out.",
+      ""};
   for (const auto& run : runs) {
     for (const auto& e : run.masks) {
-      masks.rows.push_back({run.scheme, e.selection, std::to_string(e.reads_masked), fixed(e.mass_removed, 3),
-                            (e.delta >= 0 ? "+" : "") + fixed(e.delta, 4),
-                            (e.random_mean >= 0 ? "+" : "") + fixed(e.random_mean, 4) + " ± " + fixed(e.random_std, 4)});
-      masks_json.push_back({{"scheme", run.scheme}, {"drop", e.selection}, {"base_loss", e.base_loss},
-                            {"delta", e.delta}, {"mass_removed", e.mass_removed}, {"random_mean", e.random_mean},
-                            {"random_std", e.random_std}, {"random_deltas", e.random_deltas}});
+      masks.rows.push_back({run.scheme, e.selection, std::to_string(e.reads_masked),
+                            fixed(e.mass_removed, 3), (e.delta >= 0 ? "+" : "") + fixed(e.delta, 4),
+                            (e.random_mean >= 0 ? "+" : "") + fixed(e.random_mean, 4) + " ± " +
+                                fixed(e.random_std, 4)});
+      masks_json.push_back({{"scheme", run.scheme},
+                            {"drop", e.selection},
+                            {"base_loss", e.base_loss},
+                            {"delta", e.delta},
+                            {"mass_removed", e.mass_removed},
+                            {"random_mean", e.random_mean},
+                            {"random_std", e.random_std},
+                            {"random_deltas", e.random_deltas}});
     }
   }
   if (!masks.rows.empty()) report.tables.push_back(std::move(masks));
 
-  report.json["training"] = {{"setup", setup + seeds},
-                             {"data", training.data},
-                             {"steps", steps},
-                             {"quality", quality_json},
-                             {"runs", runs_json},
-                             {"history_masks", masks_json}};
+  report.json["training"] = {{"setup", setup + seeds}, {"data", training.data},
+                             {"steps", steps},         {"quality", quality_json},
+                             {"runs", runs_json},      {"history_masks", masks_json}};
   if (!table4_json.is_null()) report.json["training"]["table4"] = table4_json;
   if (training.save_models) {
     for (const auto& run : runs) {
       report.files.push_back({"models/" + run.directory + "/config.json", run.model_config_json});
-      report.files.push_back({"models/" + run.directory + "/model.safetensors", run.model_safetensors});
-      report.files.push_back({"models/" + run.directory + "/train_log.csv", train_log_csv(run.log, L)});
+      report.files.push_back(
+          {"models/" + run.directory + "/model.safetensors", run.model_safetensors});
+      report.files.push_back(
+          {"models/" + run.directory + "/train_log.csv", train_log_csv(run.log, L)});
     }
   }
 }

@@ -33,16 +33,22 @@ std::int64_t TrainOptions::evaluation_interval() const {
 void TrainOptions::validate() const {
   auto fail = [](const std::string& what) { throw Error("train: " + what); };
   if (steps < 1) fail("--steps must be at least 1, got " + std::to_string(steps));
-  if (sequence_length < 2) fail("--seq must be at least 2 tokens (position p predicts token p + 1), got " + std::to_string(sequence_length));
+  if (sequence_length < 2)
+    fail("--seq must be at least 2 tokens (position p predicts token p + 1), got " +
+         std::to_string(sequence_length));
   if (batch < 1) fail("--batch must be at least 1, got " + std::to_string(batch));
-  if (!(lr > 0.0) || !std::isfinite(lr)) fail("--lr must be a positive number, got " + format_number(lr));
-  if (!(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0)) fail("--min-lr-ratio must be in [0, 1], got " + format_number(min_lr_ratio));
-  if (warmup > steps) fail("--warmup " + std::to_string(warmup) + " is longer than --steps " + std::to_string(steps));
+  if (!(lr > 0.0) || !std::isfinite(lr))
+    fail("--lr must be a positive number, got " + format_number(lr));
+  if (!(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0))
+    fail("--min-lr-ratio must be in [0, 1], got " + format_number(min_lr_ratio));
+  if (warmup > steps)
+    fail("--warmup " + std::to_string(warmup) + " is longer than --steps " + std::to_string(steps));
   if (!(adamw.weight_decay >= 0.0)) fail("--weight-decay must be >= 0");
   if (!std::isfinite(clip)) fail("--clip must be a number");
   if (eval_every < 0) fail("--eval-every must be >= 0 (0 = steps / 10)");
   if (eval_sequences < 1) fail("--eval-sequences must be at least 1");
-  if (!(validation_fraction > 0.0 && validation_fraction < 1.0)) fail("--val-fraction must be between 0 and 1");
+  if (!(validation_fraction > 0.0 && validation_fraction < 1.0))
+    fail("--val-fraction must be between 0 and 1");
 }
 
 Trainer::~Trainer() = default;
@@ -51,7 +57,8 @@ Trainer::Trainer(const ModelWeights<double>& initial, TextData data, const Train
     : options_(options), data_(std::move(data)) {
   options_.validate();
   ModelWeights<double> start = initial;
-  const AttnResConfig scheme = resolve_scheme(start.config, options_.forward);  // checks mode / block size
+  const AttnResConfig scheme =
+      resolve_scheme(start.config, options_.forward);  // checks mode / block size
   start.config.attn_res = scheme;
   if (scheme.mode != ResidualMode::block) start.config.attn_res.block_size = 0;
   start.has_attn_res_tensors = scheme.mode != ResidualMode::standard;
@@ -73,17 +80,22 @@ void Trainer::prepare() {
   }
   if (static_cast<std::size_t>(options_.sequence_length) + 1 > data_.train.size() ||
       static_cast<std::size_t>(options_.sequence_length) + 1 > data_.validation.size()) {
-    throw Error("train: " + data_.source.string() + " is too short for --seq " + std::to_string(options_.sequence_length));
+    throw Error("train: " + data_.source.string() + " is too short for --seq " +
+                std::to_string(options_.sequence_length));
   }
   engine_ = std::make_unique<GradientEngine<float>>(model_.config, options_.engine);
 }
 
-int Trainer::threads() const { return engine_->threads(); }
+int Trainer::threads() const {
+  return engine_->threads();
+}
 
 const TrainLogRow& Trainer::step(const Progress& progress) {
-  if (finished()) throw Error("train: the run already finished its " + std::to_string(options_.steps) + " steps");
+  if (finished())
+    throw Error("train: the run already finished its " + std::to_string(options_.steps) + " steps");
   const std::int64_t next = step_ + 1;
-  const auto batch = training_batch(data_, options_.batch, options_.sequence_length, options_.seed, next);
+  const auto batch =
+      training_batch(data_, options_.batch, options_.sequence_length, options_.seed, next);
   ForwardOptions forward = options_.forward;
   forward.record_mixing = false;
   forward.progress = progress;
@@ -97,12 +109,15 @@ const TrainLogRow& Trainer::step(const Progress& progress) {
   row.output_rms = gradients_.sublayer_output_rms;
   row.output_grad_rms = gradients_.sublayer_output_grad_rms;
   if (!std::isfinite(row.train_loss) || !std::isfinite(row.grad_norm)) {
-    throw Error("train: the loss or the gradient became non-finite at step " + std::to_string(next) +
-                " (loss " + format_number(row.train_loss) + "); try a smaller --lr");
+    throw Error("train: the loss or the gradient became non-finite at step " +
+                std::to_string(next) + " (loss " + format_number(row.train_loss) +
+                "); try a smaller --lr");
   }
-  adamw_update(model_, gradients_.grad, adam_, next, row.lr, clip_scale(row.grad_norm, options_.clip), options_.adamw);
+  adamw_update(model_, gradients_.grad, adam_, next, row.lr,
+               clip_scale(row.grad_norm, options_.clip), options_.adamw);
   step_ = next;
-  if (next % options_.evaluation_interval() == 0 || next == options_.steps) row.val_loss = evaluate();
+  if (next % options_.evaluation_interval() == 0 || next == options_.steps)
+    row.val_loss = evaluate();
   log_.push_back(std::move(row));
   return log_.back();
 }
@@ -122,7 +137,9 @@ double Trainer::evaluate(const Progress& progress) const {
   return sum / static_cast<double>(predicted);
 }
 
-ModelWeights<double> Trainer::model() const { return model_.cast<double>(); }
+ModelWeights<double> Trainer::model() const {
+  return model_.cast<double>();
+}
 
 ForwardResult<float> Trainer::forward(const std::vector<int>& tokens) const {
   ForwardOptions forward = options_.forward;
@@ -181,7 +198,9 @@ TrainOptions options_from_json(const json& j) {
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot read (is this a checkpoint directory written by attnres train?)");
+  if (!in)
+    throw Error(path.string() +
+                ": cannot read (is this a checkpoint directory written by attnres train?)");
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -203,7 +222,11 @@ void Trainer::write_checkpoint(const fs::path& directory) const {
   auto add = [&](const std::string& prefix, const ModelWeights<float>& tensors) {
     visit_tensors(const_cast<ModelWeights<float>&>(tensors), [&](const TensorRef<float>& t) {
       if (t.attn_res && !model_.has_attn_res_tensors) return;
-      moments.push_back({prefix + t.name, t.shape, std::vector<float>(t.data, t.data + t.element_count()), {}, false});
+      moments.push_back({prefix + t.name,
+                         t.shape,
+                         std::vector<float>(t.data, t.data + t.element_count()),
+                         {},
+                         false});
     });
   };
   add("exp_avg.", adam_.first);
@@ -223,30 +246,33 @@ void Trainer::write_checkpoint(const fs::path& directory) const {
   write_file_atomically(directory / kTrainLogFile, train_log_csv(log_, sublayers()));
 }
 
-std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData data, std::int64_t steps,
-                                         const EngineOptions* engine) {
+std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData data,
+                                         std::int64_t steps, const EngineOptions* engine) {
   const fs::path state_path = directory / kTrainStateFile;
   json state;
   TrainOptions options;
   std::int64_t step = 0;
   try {
     state = json::parse(read_text(state_path));
-    if (state.at("format").get<std::string>() != "attnres-train-state") throw Error("not a training state");
+    if (state.at("format").get<std::string>() != "attnres-train-state")
+      throw Error("not a training state");
     options = options_from_json(state.at("options"));
     step = state.at("step").get<std::int64_t>();
   } catch (const json::exception& error) {
-    throw Error(state_path.string() + ": not a valid training state (" + std::string(error.what()) + ")");
+    throw Error(state_path.string() + ": not a valid training state (" + std::string(error.what()) +
+                ")");
   }
   const std::string fingerprint = state["data"].value("fnv1a64", "");
   if (fingerprint != std::to_string(data.fingerprint)) {
-    throw Error("train --resume: " + data.source.string() + " is not the data this run started with (" +
+    throw Error("train --resume: " + data.source.string() +
+                " is not the data this run started with (" +
                 state["data"].value("path", std::string("?")) + "); its fingerprint differs");
   }
   if (steps > 0) options.steps = steps;
   if (engine) options.engine = *engine;
   if (step > options.steps) {
-    throw Error("train --resume: the checkpoint is at step " + std::to_string(step) + ", past --steps " +
-                std::to_string(options.steps));
+    throw Error("train --resume: the checkpoint is at step " + std::to_string(step) +
+                ", past --steps " + std::to_string(options.steps));
   }
   std::unique_ptr<Trainer> trainer(new Trainer());
   trainer->options_ = options;
@@ -265,7 +291,8 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
       const TensorInfo* info = moments.find(prefix + t.name);
       if (!info || info->shape != t.shape) {
         throw Error((directory / kOptimizerFile).string() + ": tensor " + prefix + t.name +
-                    (info ? " has the wrong shape" : " is missing") + " (the optimizer state does not match the model)");
+                    (info ? " has the wrong shape" : " is missing") +
+                    " (the optimizer state does not match the model)");
       }
       const std::vector<double> values = moments.values(*info);
       for (std::size_t i = 0; i < values.size(); ++i) t.data[i] = static_cast<float>(values[i]);
@@ -287,11 +314,13 @@ std::string train_log_csv(const std::vector<TrainLogRow>& rows, int sublayers) {
   for (int l = 1; l <= sublayers; ++l) text += ",output_grad_rms_" + std::to_string(l);
   text += "\n";
   for (const auto& row : rows) {
-    text += std::to_string(row.step) + "," + std::to_string(row.tokens) + "," + number_text(row.train_loss) + "," +
-            number_text(row.val_loss) + "," + number_text(row.lr) + "," + number_text(row.grad_norm);
+    text += std::to_string(row.step) + "," + std::to_string(row.tokens) + "," +
+            number_text(row.train_loss) + "," + number_text(row.val_loss) + "," +
+            number_text(row.lr) + "," + number_text(row.grad_norm);
     auto cell = [&](const std::vector<double>& values, int l) {
       text += ',';
-      if (static_cast<std::size_t>(l) < values.size()) text += number_text(values[static_cast<std::size_t>(l)]);
+      if (static_cast<std::size_t>(l) < values.size())
+        text += number_text(values[static_cast<std::size_t>(l)]);
     };
     for (int l = 0; l < sublayers; ++l) cell(row.output_rms, l);
     for (int l = 0; l < sublayers; ++l) cell(row.output_grad_rms, l);
@@ -300,7 +329,8 @@ std::string train_log_csv(const std::vector<TrainLogRow>& rows, int sublayers) {
   return text;
 }
 
-std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublayers, const std::string& source) {
+std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublayers,
+                                             const std::string& source) {
   std::vector<TrainLogRow> rows;
   std::istringstream in(text);
   std::string line;
@@ -316,8 +346,9 @@ std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublay
     while (std::getline(fields, cell, ',')) cells.push_back(cell);
     if (!line.empty() && line.back() == ',') cells.emplace_back();
     if (cells.size() != columns) {
-      throw Error(source + ":" + std::to_string(line_number) + ": expected " + std::to_string(columns) +
-                  " comma-separated columns, found " + std::to_string(cells.size()));
+      throw Error(source + ":" + std::to_string(line_number) + ": expected " +
+                  std::to_string(columns) + " comma-separated columns, found " +
+                  std::to_string(cells.size()));
     }
     auto number = [&](std::size_t i) {
       if (cells[i].empty()) return std::numeric_limits<double>::quiet_NaN();
@@ -327,8 +358,9 @@ std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublay
         if (used != cells[i].size()) throw std::invalid_argument("trailing text");
         return value;
       } catch (const std::exception&) {
-        throw Error(source + ":" + std::to_string(line_number) + ": column " + std::to_string(i + 1) + " ('" +
-                    printable_text(cells[i]) + "') is not a number");
+        throw Error(source + ":" + std::to_string(line_number) + ": column " +
+                    std::to_string(i + 1) + " ('" + printable_text(cells[i]) +
+                    "') is not a number");
       }
     };
     TrainLogRow row;
@@ -339,7 +371,8 @@ std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublay
     row.lr = number(4);
     row.grad_norm = number(5);
     if (row.step > 0) {
-      for (int l = 0; l < sublayers; ++l) row.output_rms.push_back(number(6 + static_cast<std::size_t>(l)));
+      for (int l = 0; l < sublayers; ++l)
+        row.output_rms.push_back(number(6 + static_cast<std::size_t>(l)));
       for (int l = 0; l < sublayers; ++l) {
         row.output_grad_rms.push_back(number(6 + static_cast<std::size_t>(sublayers + l)));
       }

@@ -32,8 +32,9 @@ Scalar inverse_rms(const ConstRow<Scalar>& v, Scalar eps) {
 }  // namespace
 
 template <typename Scalar>
-void depth_phase_one(const Scalar* sources, long source_stride, int n, int T, int d, const Scalar* queries, int q,
-                     Scalar eps, Scalar* m, Scalar* l, Scalar* o, Scalar* scores, int t_begin, int t_end) {
+void depth_phase_one(const Scalar* sources, long source_stride, int n, int T, int d,
+                     const Scalar* queries, int q, Scalar eps, Scalar* m, Scalar* l, Scalar* o,
+                     Scalar* scores, int t_begin, int t_end) {
   const Eigen::Map<const RowMatrix<Scalar>> Q(queries, q, d);  // (q, d)
   // Scores of one token: (q, n), kept on the stack for the common sizes.
   constexpr int kStack = 4096;
@@ -75,8 +76,8 @@ void depth_phase_one(const Scalar* sources, long source_stride, int n, int T, in
 }
 
 template <typename Scalar>
-void depth_merge_source(const Scalar* source, int /*T*/, int d, const Scalar* query, Scalar eps, Scalar* m, Scalar* l,
-                        Scalar* o, Scalar* scores, int t_begin, int t_end) {
+void depth_merge_source(const Scalar* source, int /*T*/, int d, const Scalar* query, Scalar eps,
+                        Scalar* m, Scalar* l, Scalar* o, Scalar* scores, int t_begin, int t_end) {
   const ConstRow<Scalar> w(query, d);
   for (int t = t_begin; t < t_end; ++t) {
     const ConstRow<Scalar> v(source + static_cast<long>(t) * d, d);
@@ -95,15 +96,16 @@ void depth_merge_source(const Scalar* source, int /*T*/, int d, const Scalar* qu
 template <typename Scalar>
 void depth_finish(const Scalar* o, const Scalar* l, int d, Scalar* h, int t_begin, int t_end) {
   for (int t = t_begin; t < t_end; ++t) {
-    Row<Scalar>(h + static_cast<long>(t) * d, d) = ConstRow<Scalar>(o + static_cast<long>(t) * d, d) / l[t];
+    Row<Scalar>(h + static_cast<long>(t) * d, d) =
+        ConstRow<Scalar>(o + static_cast<long>(t) * d, d) / l[t];
   }
 }
 
-#define ATTNRES_INSTANTIATE_TWO_PHASE(Scalar)                                                                   \
-  template void depth_phase_one(const Scalar*, long, int, int, int, const Scalar*, int, Scalar, Scalar*, Scalar*, \
-                                Scalar*, Scalar*, int, int);                                                    \
-  template void depth_merge_source(const Scalar*, int, int, const Scalar*, Scalar, Scalar*, Scalar*, Scalar*,     \
-                                   Scalar*, int, int);                                                          \
+#define ATTNRES_INSTANTIATE_TWO_PHASE(Scalar)                                                   \
+  template void depth_phase_one(const Scalar*, long, int, int, int, const Scalar*, int, Scalar, \
+                                Scalar*, Scalar*, Scalar*, Scalar*, int, int);                  \
+  template void depth_merge_source(const Scalar*, int, int, const Scalar*, Scalar, Scalar*,     \
+                                   Scalar*, Scalar*, Scalar*, int, int);                        \
   template void depth_finish(const Scalar*, const Scalar*, int, Scalar*, int, int);
 ATTNRES_INSTANTIATE_TWO_PHASE(float)
 ATTNRES_INSTANTIATE_TWO_PHASE(double)

@@ -30,14 +30,14 @@ void check(cudaError_t status, const char* what) {
 }
 
 __global__ void __launch_bounds__(kThreads)
-depth_attention_kernel(float* __restrict__ h,              // (T, d)
-                       float* __restrict__ alpha,          // (T, n)
-                       const float* __restrict__ arena,    // slots of (T, d)
-                       std::size_t slot_stride,            // floats between slots
-                       const int* __restrict__ slots,      // (n)
-                       const float* __restrict__ query,    // (d)
-                       const float* __restrict__ gain,     // (d)
-                       float eps, int n, int T, int d) {
+    depth_attention_kernel(float* __restrict__ h,            // (T, d)
+                           float* __restrict__ alpha,        // (T, n)
+                           const float* __restrict__ arena,  // slots of (T, d)
+                           std::size_t slot_stride,          // floats between slots
+                           const int* __restrict__ slots,    // (n)
+                           const float* __restrict__ query,  // (d)
+                           const float* __restrict__ gain,   // (d)
+                           float eps, int n, int T, int d) {
   __shared__ float scratch[device::kMaxWarps];
   for (int t = blockIdx.x; t < T; t += gridDim.x) {
     const std::size_t row = static_cast<std::size_t>(t) * static_cast<std::size_t>(d);
@@ -84,8 +84,9 @@ bool available(std::string* why_not) {
   if (status != cudaSuccess || count == 0) {
     if (status != cudaSuccess) cudaGetLastError();  // clear the error for later calls
     if (why_not) {
-      *why_not = status != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorString(status)
-                                       : "no CUDA device found";
+      *why_not = status != cudaSuccess
+                     ? std::string("no CUDA device: ") + cudaGetErrorString(status)
+                     : "no CUDA device found";
     }
     return false;
   }
@@ -110,7 +111,8 @@ void depth_attention_forward(float* h, float* alpha, const float* sources, const
                              const float* gain, float eps, int n, int T, int d) {
   const std::size_t slot = static_cast<std::size_t>(T) * static_cast<std::size_t>(d);
   const std::size_t source_bytes = static_cast<std::size_t>(n) * slot * sizeof(float);
-  float *d_h = nullptr, *d_alpha = nullptr, *d_sources = nullptr, *d_query = nullptr, *d_gain = nullptr;
+  float *d_h = nullptr, *d_alpha = nullptr, *d_sources = nullptr, *d_query = nullptr,
+        *d_gain = nullptr;
   int* d_slots = nullptr;
   auto release = [&] {
     cudaFree(d_h);

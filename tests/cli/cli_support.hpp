@@ -38,4 +38,37 @@ inline void expect_non_blank_png(const std::filesystem::path& path) {
   EXPECT_GT(colours.size(), 5u) << path << " looks blank";
 }
 
+// A random Block AttnRes model (L = 4 sublayers, d = 32, query std 1) written by `init-model` into
+// DIR/m; the tests of forward, bench and --chart read it. Returns its directory.
+inline std::string make_block_test_model(const std::filesystem::path& dir, int block_size) {
+  const std::string path = (dir / "m").string();
+  const CliRun made = run_cli({"init-model",
+                               "--layers",
+                               "2",
+                               "--d-model",
+                               "32",
+                               "--heads",
+                               "4",
+                               "--kv-heads",
+                               "2",
+                               "--ffn",
+                               "40",
+                               "--vocab",
+                               "50",
+                               "--mode",
+                               "block",
+                               "--block-size",
+                               std::to_string(block_size),
+                               "--seed",
+                               "4",
+                               "--query-std",
+                               "1",
+                               "--weight-std",
+                               "0.3",
+                               "--out",
+                               path});
+  EXPECT_EQ(made.status, 0) << made.err;
+  return path;
+}
+
 }  // namespace attnres::test

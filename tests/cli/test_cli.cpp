@@ -23,9 +23,10 @@ using test::run_cli;
 // init-model for a 2-layer (L = 4) model; returns the directory.
 std::string make_model(const test::TempDir& dir, const std::vector<std::string>& extra = {}) {
   const std::string path = (dir / "model").string();
-  std::vector<std::string> args = {"init-model", "--layers", "2", "--d-model", "16", "--heads", "4",
-                                   "--kv-heads", "2", "--ffn", "24", "--vocab", "20", "--seed", "3",
-                                   "--query-std", "0.5", "--out", path};
+  std::vector<std::string> args = {"init-model",  "--layers", "2",          "--d-model", "16",
+                                   "--heads",     "4",        "--kv-heads", "2",         "--ffn",
+                                   "24",          "--vocab",  "20",         "--seed",    "3",
+                                   "--query-std", "0.5",      "--out",      path};
   args.insert(args.end(), extra.begin(), extra.end());
   const CliRun run = run_cli(args);
   EXPECT_EQ(run.status, 0) << run.err;
@@ -73,8 +74,9 @@ TEST(Cli, InitModelRejectsImpossibleShapesAndWritesNothing) {
   test::TempDir dir;
   const std::string out = (dir / "m").string();
   auto init = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"init-model", "--layers", "2", "--d-model", "16", "--heads",
-                                     "4", "--ffn", "24", "--vocab", "20", "--out", out};
+    std::vector<std::string> args = {"init-model", "--layers", "2",     "--d-model", "16",
+                                     "--heads",    "4",        "--ffn", "24",        "--vocab",
+                                     "20",         "--out",    out};
     for (std::size_t i = 0; i + 1 < extra.size(); i += 2) {
       auto it = std::find(args.begin(), args.end(), extra[i]);
       if (it != args.end()) {
@@ -88,7 +90,8 @@ TEST(Cli, InitModelRejectsImpossibleShapesAndWritesNothing) {
   };
   const CliRun heads = init({"--heads", "3"});
   EXPECT_EQ(heads.status, cli::kExitUsage);
-  EXPECT_NE(heads.err.find("--heads (3) must divide --d-model (16)"), std::string::npos) << heads.err;
+  EXPECT_NE(heads.err.find("--heads (3) must divide --d-model (16)"), std::string::npos)
+      << heads.err;
   const CliRun zero = init({"--layers", "0"});
   EXPECT_NE(zero.err.find("--layers must be a positive integer"), std::string::npos) << zero.err;
   const CliRun block = init({"--mode", "block", "--block-size", "5"});
@@ -103,10 +106,11 @@ TEST(Cli, InitModelRejectsImpossibleShapesAndWritesNothing) {
 TEST(Cli, ForwardPrintsASummaryWithNormsAndWeights) {
   test::TempDir dir;
   const std::string model = make_model(dir);
-  const CliRun run = run_cli({"forward", "--model", model, "--tokens", "1, 2 3,4", "--mode", "block",
-                           "--block-size", "2"});
+  const CliRun run = run_cli({"forward", "--model", model, "--tokens", "1, 2 3,4", "--mode",
+                              "block", "--block-size", "2"});
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_NE(run.out.find("Block AttnRes, S = 2 sublayers per block, N = 2 blocks"), std::string::npos);
+  EXPECT_NE(run.out.find("Block AttnRes, S = 2 sublayers per block, N = 2 blocks"),
+            std::string::npos);
   EXPECT_NE(run.out.find("T = 4"), std::string::npos);
   EXPECT_NE(run.out.find("output RMS"), std::string::npos);
   EXPECT_NE(run.out.find("partial"), std::string::npos);
@@ -119,7 +123,7 @@ TEST(Cli, DumpAndTraceHoldTheForwardPassOutputs) {
   const std::string dump = (dir / "out.safetensors").string();
   const std::string trace = (dir / "trace.json").string();
   const CliRun run = run_cli({"forward", "--model", model, "--tokens", "5 6 7", "--mode", "full",
-                           "--precision", "f64", "--dump", dump, "--trace", trace});
+                              "--precision", "f64", "--dump", dump, "--trace", trace});
   ASSERT_EQ(run.status, 0) << run.err;
 
   // The dump equals a direct library forward pass (F32 storage of f64 values).
@@ -146,7 +150,8 @@ TEST(Cli, DumpAndTraceHoldTheForwardPassOutputs) {
   EXPECT_EQ(json["reads"].size(), 5u);
   EXPECT_EQ(json["reads"][4]["target"], "final");
   EXPECT_EQ(json["reads"][2]["sources"][1]["label"], "v1");
-  EXPECT_NEAR(json["reads"][3]["alpha_mean"][0].get<double>(), direct.trace.reads[3].alpha_mean(0), 1e-12);
+  EXPECT_NEAR(json["reads"][3]["alpha_mean"][0].get<double>(), direct.trace.reads[3].alpha_mean(0),
+              1e-12);
 }
 
 TEST(Cli, StandardModelDumpHasNoAlpha) {
@@ -170,13 +175,15 @@ TEST(Cli, ForwardBadInputGivesClearErrorsAndWritesNothing) {
   };
   const CliRun vocab = forward_with({"--tokens", "1 25"});
   EXPECT_EQ(vocab.status, cli::kExitFailure);
-  EXPECT_NE(vocab.err.find("token id 25 at position 1 is out of range"), std::string::npos) << vocab.err;
+  EXPECT_NE(vocab.err.find("token id 25 at position 1 is out of range"), std::string::npos)
+      << vocab.err;
   const CliRun text = forward_with({"--tokens", "1 x"});
   EXPECT_EQ(text.status, cli::kExitUsage);
   EXPECT_NE(text.err.find("'x' (token 1) is not a token id"), std::string::npos) << text.err;
   const CliRun zero = forward_with({"--tokens", "1", "--mode", "block", "--block-size", "0"});
   EXPECT_EQ(zero.status, cli::kExitUsage);
-  EXPECT_NE(zero.err.find("--block-size 0 is out of range: expected 1 <= S <= L = 4"), std::string::npos);
+  EXPECT_NE(zero.err.find("--block-size 0 is out of range: expected 1 <= S <= L = 4"),
+            std::string::npos);
   const CliRun big = forward_with({"--tokens", "1", "--mode", "block", "--block-size", "5"});
   EXPECT_EQ(big.status, cli::kExitUsage);
   const CliRun no_size = forward_with({"--tokens", "1", "--mode", "block"});
@@ -187,10 +194,12 @@ TEST(Cli, ForwardBadInputGivesClearErrorsAndWritesNothing) {
   EXPECT_NE(precision.err.find("--precision must be f32 or f64"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dump));
 
-  const CliRun missing = run_cli({"forward", "--model", (dir / "absent").string(), "--tokens", "1"});
+  const CliRun missing =
+      run_cli({"forward", "--model", (dir / "absent").string(), "--tokens", "1"});
   EXPECT_EQ(missing.status, cli::kExitFailure);
   EXPECT_NE(missing.err.find("absent"), std::string::npos);
-  const CliRun bad_dir = forward_with({"--tokens", "1", "--trace", (dir / "no/dir/t.json").string()});
+  const CliRun bad_dir =
+      forward_with({"--tokens", "1", "--trace", (dir / "no/dir/t.json").string()});
   EXPECT_EQ(bad_dir.status, cli::kExitUsage);
   EXPECT_NE(bad_dir.err.find("does not exist"), std::string::npos);
 }
@@ -210,7 +219,8 @@ TEST(Cli, CorruptOrNonFiniteModelFilesAreReportedWithTheTensor) {
   write_file_atomically(weights, bytes);
   const CliRun nan = run_cli({"forward", "--model", model, "--tokens", "1"});
   EXPECT_EQ(nan.status, cli::kExitFailure);
-  EXPECT_NE(nan.err.find("'" + first.name + "' holds a non-finite value"), std::string::npos) << nan.err;
+  EXPECT_NE(nan.err.find("'" + first.name + "' holds a non-finite value"), std::string::npos)
+      << nan.err;
   write_file_atomically(weights, bytes.substr(0, 5));
   const CliRun truncated = run_cli({"forward", "--model", model, "--tokens", "1"});
   EXPECT_EQ(truncated.status, cli::kExitFailure);
@@ -229,7 +239,8 @@ TEST(Cli, RealBinaryExitCodes) {
   EXPECT_EQ(status("--no-such-flag"), 2);
   EXPECT_EQ(status("forward --bogus 1"), 2);
   const std::string model = (dir / "m").string();
-  EXPECT_EQ(status("init-model --layers 1 --d-model 8 --heads 2 --ffn 8 --vocab 9 --out " + model), 0);
+  EXPECT_EQ(status("init-model --layers 1 --d-model 8 --heads 2 --ffn 8 --vocab 9 --out " + model),
+            0);
   EXPECT_EQ(status("forward --model " + model + " --tokens '1,2'"), 0);
   EXPECT_EQ(status("forward --model " + model + " --tokens 9"), 1);
 }

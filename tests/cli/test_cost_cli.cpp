@@ -2,10 +2,6 @@
 // numbers.
 #include <gtest/gtest.h>
 
-#include <sstream>
-
-#include "text_table.hpp"
-
 #include <QImage>
 #include <algorithm>
 #include <functional>
@@ -20,6 +16,7 @@
 #include "cli.hpp"
 #include "cli_support.hpp"
 #include "test_support.hpp"
+#include "text_table.hpp"
 
 namespace attnres {
 namespace {
@@ -62,13 +59,16 @@ TEST(CostCli, JsonHasThePaperTable1NumbersUnderTheDocumentedKeys) {
 }
 
 TEST(CostCli, LayersAndBlockSizeAndCsvAndTable) {
-  const json j = run_json({"cost", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--format", "json"});
+  const json j = run_json(
+      {"cost", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--format", "json"});
   EXPECT_EQ(j["inputs"]["sublayers"], 54);
   EXPECT_EQ(j["inputs"]["blocks"], 9);
-  const CliRun csv = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10", "--format", "csv"});
+  const CliRun csv =
+      run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10", "--format", "csv"});
   ASSERT_EQ(csv.status, 0);
   EXPECT_EQ(csv.out.rfind("metric,value,unit\n", 0), 0u);
-  EXPECT_NE(csv.out.find("io_elements_per_sublayer.standard,30,elements/token/sublayer"), std::string::npos);
+  EXPECT_NE(csv.out.find("io_elements_per_sublayer.standard,30,elements/token/sublayer"),
+            std::string::npos);
   const CliRun table = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10"});
   EXPECT_NE(table.out.find("Residual-mechanism memory I/O per sublayer"), std::string::npos);
   EXPECT_NE(table.out.find("GiB"), std::string::npos);
@@ -81,21 +81,28 @@ TEST(CostCli, ImpossibleSettingsNameTheFlag) {
     EXPECT_EQ(run.status, cli::kExitUsage) << run.out;
     EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
   };
-  expect_usage({"--sublayers", "8", "--blocks", "9", "--d-model", "4"}, "--blocks: blocks N = 9 exceeds L = 8");
+  expect_usage({"--sublayers", "8", "--blocks", "9", "--d-model", "4"},
+               "--blocks: blocks N = 9 exceeds L = 8");
   expect_usage({"--sublayers", "8", "--blocks", "0", "--d-model", "4"}, "--blocks");
-  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "0"}, "--d-model: width d must be >= 1");
-  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--pp", "4", "--vpp", "4"}, "--pp: P·V = 4 x 4");
-  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--seq", "1000000000", "--batch", "1000000000"},
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "0"},
+               "--d-model: width d must be >= 1");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--pp", "4", "--vpp", "4"},
+               "--pp: P·V = 4 x 4");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--seq", "1000000000",
+                "--batch", "1000000000"},
                "overflows");
-  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--dtype", "int4"}, "unknown dtype 'int4'");
-  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--format", "xml"}, "--format must be one of");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--dtype", "int4"},
+               "unknown dtype 'int4'");
+  expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--format", "xml"},
+               "--format must be one of");
   expect_usage({"--sublayers", "8", "--blocks", "2", "--d-model", "4", "--colour"}, "--colour");
-  expect_usage({"--sublayers=-8", "--blocks", "2", "--d-model", "4"}, "--sublayers: sublayers L must be >= 1");
+  expect_usage({"--sublayers=-8", "--blocks", "2", "--d-model", "4"},
+               "--sublayers: sublayers L must be >= 1");
 }
 
 TEST(CostCli, JsonHasEverySchemeBesideThePaperRows) {
-  const json j = run_json({"cost", "--sublayers", "128", "--blocks", "8", "--d-model", "1000", "--streams", "4",
-                           "--format", "json"});
+  const json j = run_json({"cost", "--sublayers", "128", "--blocks", "8", "--d-model", "1000",
+                           "--streams", "4", "--format", "json"});
   const auto& io = j["io_elements_per_sublayer"];
   // Today's keys, unchanged.
   EXPECT_EQ(io["standard"], 3000.0);
@@ -104,16 +111,16 @@ TEST(CostCli, JsonHasEverySchemeBesideThePaperRows) {
   EXPECT_EQ(io["full_naive"], 128000.0);
   EXPECT_EQ(io["mhc"], 34048.0);
   // Static-query variants keep the two-phase rows (docs/scheme-costs.md).
-  for (const char* key : {"denseformer", "full_sigmoid", "full_sigmoid_normalized", "full_no_key_norm",
-                          "full_multihead", "full_scalars"}) {
+  for (const char* key : {"denseformer", "full_sigmoid", "full_sigmoid_normalized",
+                          "full_no_key_norm", "full_multihead", "full_scalars"}) {
     EXPECT_EQ(io[key], 24000.0) << key;
   }
-  for (const char* key : {"block_sigmoid", "block_sigmoid_normalized", "block_no_key_norm", "block_multihead",
-                          "block_scalars"}) {
+  for (const char* key : {"block_sigmoid", "block_sigmoid_normalized", "block_no_key_norm",
+                          "block_multihead", "block_scalars"}) {
     EXPECT_EQ(io[key], 5500.0) << key;
   }
-  EXPECT_EQ(io["rescaled"], 3000.0);    // the running mean: the standard row
-  EXPECT_EQ(io["mhc_static"], 34048.0);  // the mHC row
+  EXPECT_EQ(io["rescaled"], 3000.0);               // the running mean: the standard row
+  EXPECT_EQ(io["mhc_static"], 34048.0);            // the mHC row
   EXPECT_EQ(io["denseformer_one_shot"], 64500.0);  // ((L - 1)/2 + 1)d, values only
   EXPECT_EQ(io["full_window"], 16437.5);           // (W(2L - W - 1)/L + 1)d = (8·247/128 + 1)d
   EXPECT_EQ(io["full_input_query"], 129000.0);     // naive L·d plus reading u
@@ -130,19 +137,22 @@ TEST(CostCli, JsonHasEverySchemeBesideThePaperRows) {
   EXPECT_EQ(schemes["full"]["history"]["vectors_per_token"], 129);
   EXPECT_EQ(schemes["full_input_query"]["two_phase"]["applies"], false);
   EXPECT_EQ(schemes["block"]["two_phase"]["applies"], true);
-  const CliRun csv = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10", "--format", "csv"});
-  EXPECT_NE(csv.out.find("io_elements_per_sublayer.rescaled,30,elements/token/sublayer"), std::string::npos);
+  const CliRun csv =
+      run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10", "--format", "csv"});
+  EXPECT_NE(csv.out.find("io_elements_per_sublayer.rescaled,30,elements/token/sublayer"),
+            std::string::npos);
 }
 
 TEST(CostCli, SchemeAgainstAnotherInEveryFormat) {
-  const std::vector<std::string> base = {"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "16",
-                                         "--streams", "2"};
+  const std::vector<std::string> base = {"cost",      "--sublayers", "8",         "--blocks", "2",
+                                         "--d-model", "16",          "--streams", "2"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> args = base;
     args.insert(args.end(), more.begin(), more.end());
     return args;
   };
-  const json j = run_json(with({"--scheme", "block", "--gate", "sigmoid", "--compare", "full", "--format", "json"}));
+  const json j = run_json(
+      with({"--scheme", "block", "--gate", "sigmoid", "--compare", "full", "--format", "json"}));
   ASSERT_EQ(j["schemes"].size(), 2u);
   EXPECT_EQ(j["schemes"][0]["name"], "block:block_size=4,gate=sigmoid");
   EXPECT_EQ(j["schemes"][0]["io_elements_per_sublayer"]["total"], 88.0);  // (N/S + 5)d = 5.5·16
@@ -163,13 +173,15 @@ TEST(CostCli, SchemeAgainstAnotherInEveryFormat) {
     if (line.rfind("  ", 0) == 0) break;  // the note under the table
     EXPECT_LE(cli::display_width(line), 120u) << line;
   }
-  EXPECT_NE(table.out.find("denseformer vs mhc:dynamic=false: I/O x"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("denseformer vs mhc:dynamic=false: I/O x"), std::string::npos)
+      << table.out;
   EXPECT_NE(table.out.find("two-phase: does not apply: mHC"), std::string::npos) << table.out;
   const CliRun markdown = run_cli(with({"--scheme", "all", "--format", "markdown"}));
   ASSERT_EQ(markdown.status, 0) << markdown.err;
   EXPECT_EQ(markdown.out.rfind("### Residual schemes at L = 8", 0), 0u) << markdown.out;
   // L·d + d = 9d; W = 8 >= L makes full_window plain Full AttnRes here, (S + N)d = 6d.
-  EXPECT_NE(markdown.out.find("| full_input_query | 9 | Ld + d |"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("| full_input_query | 9 | Ld + d |"), std::string::npos)
+      << markdown.out;
   EXPECT_NE(markdown.out.find("| full_window | 6 | (S + N)d |"), std::string::npos) << markdown.out;
   const CliRun csv = run_cli(with({"--scheme", "all", "--format", "csv"}));
   ASSERT_EQ(csv.status, 0) << csv.err;
@@ -183,24 +195,31 @@ TEST(CostCli, SchemeAgainstAnotherInEveryFormat) {
 
 TEST(CostCli, BadSchemesNameTheFlag) {
   auto expect_usage = [](std::vector<std::string> more, const std::string& needle) {
-    std::vector<std::string> args = {"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "16"};
+    std::vector<std::string> args = {"cost", "--sublayers", "8", "--blocks",
+                                     "2",    "--d-model",   "16"};
     args.insert(args.end(), more.begin(), more.end());
     const CliRun run = run_cli(args);
     EXPECT_EQ(run.status, cli::kExitUsage) << run.out;
     EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
   };
-  expect_usage({"--scheme", "blok"}, "--scheme: unknown scheme 'blok' (did you mean 'block'?); expected one of:");
+  expect_usage({"--scheme", "blok"},
+               "--scheme: unknown scheme 'blok' (did you mean 'block'?); expected one of:");
   expect_usage({"--scheme", "full", "--compare", "mhcc"}, "--compare: unknown scheme 'mhcc'");
-  expect_usage({"--scheme", "block", "--window", "4"}, "--window: window applies to Full AttnRes (mode full) only");
+  expect_usage({"--scheme", "block", "--window", "4"},
+               "--window: window applies to Full AttnRes (mode full) only");
   expect_usage({"--scheme", "block:window=4"}, "--scheme: window applies to Full AttnRes");
-  expect_usage({"--scheme", "full:gate=sigmoid", "--gate", "softmax"}, "--gate and 'gate=' in --scheme");
-  expect_usage({"--scheme", "full", "--key-norm", "maybe"}, "--key-norm must be on or off, got 'maybe'");
+  expect_usage({"--scheme", "full:gate=sigmoid", "--gate", "softmax"},
+               "--gate and 'gate=' in --scheme");
+  expect_usage({"--scheme", "full", "--key-norm", "maybe"},
+               "--key-norm must be on or off, got 'maybe'");
   expect_usage({"--scheme", "full", "--gate", "relu"}, "--gate: unknown gate 'relu'");
-  expect_usage({"--scheme", "full", "--depth-heads", "3"}, "--depth-heads: heads (3) must be a positive divisor of d = 16");
+  expect_usage({"--scheme", "full", "--depth-heads", "3"},
+               "--depth-heads: heads (3) must be a positive divisor of d = 16");
   expect_usage({"--gate", "sigmoid"}, "--gate refines --scheme");
   expect_usage({"--compare", "full"}, "--compare needs --scheme");
   expect_usage({"--scheme", "all", "--compare", "full"}, "--compare compares with one --scheme");
-  expect_usage({"--scheme", "block:block_size=9"}, "--scheme: block_size must be between 1 and L = 8");
+  expect_usage({"--scheme", "block:block_size=9"},
+               "--scheme: block_size must be between 1 and L = 8");
 }
 
 TEST(ScalingCli, MultipliersAtTheTargetLoss) {
@@ -212,43 +231,72 @@ TEST(ScalingCli, MultipliersAtTheTargetLoss) {
 }
 
 TEST(SweepCli, CsvOnStdoutAndADirectoryWithAChart) {
-  const CliRun csv = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
-                              "--values", "divisors", "--metric", "io_multiples_of_d.block_two_phase"});
+  const CliRun csv =
+      run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
+               "--values", "divisors", "--metric", "io_multiples_of_d.block_two_phase"});
   ASSERT_EQ(csv.status, 0) << csv.err;
-  EXPECT_EQ(csv.out, "blocks,io_multiples_of_d.block_two_phase\n1,5.0625\n2,5.25\n4,6\n8,9\n16,21\n");
+  EXPECT_EQ(csv.out,
+            "blocks,io_multiples_of_d.block_two_phase\n1,5.0625\n2,5.25\n4,6\n8,9\n16,21\n");
   test::TempDir dir;
-  const CliRun grid = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "pp",
-                               "--values", "1:8:x2", "--y", "vpp", "--y-values", "1,2,4", "--metric",
-                               "pipeline_exact_elements_per_token.naive", "--metric",
-                               "pipeline_exact_elements_per_token.cached", "--name", "grid", "--out",
+  const CliRun grid = run_cli({"sweep",
+                               "--sublayers",
+                               "16",
+                               "--blocks",
+                               "4",
+                               "--d-model",
+                               "8",
+                               "--x",
+                               "pp",
+                               "--values",
+                               "1:8:x2",
+                               "--y",
+                               "vpp",
+                               "--y-values",
+                               "1,2,4",
+                               "--metric",
+                               "pipeline_exact_elements_per_token.naive",
+                               "--metric",
+                               "pipeline_exact_elements_per_token.cached",
+                               "--name",
+                               "grid",
+                               "--out",
                                (dir / "sw").string()});
   ASSERT_EQ(grid.status, 0) << grid.err;
-  EXPECT_NE(grid.out.find("1 rejected as impossible"), std::string::npos) << grid.out;  // 8 x 4 > 16
+  EXPECT_NE(grid.out.find("1 rejected as impossible"), std::string::npos)
+      << grid.out;  // 8 x 4 > 16
   expect_non_blank_png(dir / "sw/grid.png");
   EXPECT_NE(read_file(dir / "sw/grid.svg").find("<svg"), std::string::npos);
   EXPECT_EQ(json::parse(read_file(dir / "sw/grid.json"))["points"].size(), 11u);
-  const CliRun bad = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
-                              "--values", "1,2", "--metric", "io_multiples_of_d.blok_two_phase"});
+  const CliRun bad =
+      run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
+               "--values", "1,2", "--metric", "io_multiples_of_d.blok_two_phase"});
   EXPECT_EQ(bad.status, cli::kExitUsage);
-  EXPECT_NE(bad.err.find("did you mean 'io_multiples_of_d.block_two_phase'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("did you mean 'io_multiples_of_d.block_two_phase'"), std::string::npos)
+      << bad.err;
 }
 
 TEST(SweepCli, TakesAScenarioForItsPipelineParametersAndTimeMetrics) {
   // Without a scenario, the pipeline parameters and the time metrics are refused with a pointer to
   // --scenario; with one, they run, and each value equals the core's evaluation of that setting.
   const std::string file = std::string(ATTNRES_SCENARIOS_DIR) + "/paper-overhead-claims.toml";
-  const CliRun refused = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x",
-                                  "microbatches", "--values", "4,8", "--metric", "io_multiples_of_d.standard"});
+  const CliRun refused =
+      run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x",
+               "microbatches", "--values", "4,8", "--metric", "io_multiples_of_d.standard"});
   EXPECT_EQ(refused.status, cli::kExitUsage);
-  EXPECT_NE(refused.err.find("--x: 'microbatches' belongs to the pipeline simulation"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--x: 'microbatches' belongs to the pipeline simulation"),
+            std::string::npos)
+      << refused.err;
   EXPECT_NE(refused.err.find("give --scenario"), std::string::npos) << refused.err;
-  const CliRun no_hardware = run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
-                                      "--values", "1,2", "--metric", "time.prefill_overhead_block_two_phase"});
+  const CliRun no_hardware =
+      run_cli({"sweep", "--sublayers", "16", "--blocks", "4", "--d-model", "8", "--x", "blocks",
+               "--values", "1,2", "--metric", "time.prefill_overhead_block_two_phase"});
   EXPECT_EQ(no_hardware.status, cli::kExitUsage);
-  EXPECT_NE(no_hardware.err.find("needs [hardware] (give --scenario with it)"), std::string::npos) << no_hardware.err;
+  EXPECT_NE(no_hardware.err.find("needs [hardware] (give --scenario with it)"), std::string::npos)
+      << no_hardware.err;
 
-  const CliRun run = run_cli({"sweep", "--scenario", file, "--x", "microbatches", "--values", "8,16", "--metric",
-                              "pipeline.attnres_overhead_fraction", "--format", "json"});
+  const CliRun run =
+      run_cli({"sweep", "--scenario", file, "--x", "microbatches", "--values", "8,16", "--metric",
+               "pipeline.attnres_overhead_fraction", "--format", "json"});
   ASSERT_EQ(run.status, 0) << run.err;
   const json j = json::parse(run.out);
   ASSERT_EQ(j["points"].size(), 2u);
@@ -257,18 +305,24 @@ TEST(SweepCli, TakesAScenarioForItsPipelineParametersAndTimeMetrics) {
     ScenarioInputs in = scenario.scenario_inputs();
     in.pipeline->microbatches = point["microbatches"].get<int>();
     const EvaluatedScenario evaluated = evaluate_scenario(in, false, true, false);
-    const double expected = find_cost_metric("pipeline.attnres_overhead_fraction")->value(evaluated.view());
-    EXPECT_NEAR(point["pipeline.attnres_overhead_fraction"].get<double>(), expected, 1e-12 * std::abs(expected));
+    const double expected =
+        find_cost_metric("pipeline.attnres_overhead_fraction")->value(evaluated.view());
+    EXPECT_NEAR(point["pipeline.attnres_overhead_fraction"].get<double>(), expected,
+                1e-12 * std::abs(expected));
   }
   // Model flags override the scenario's inputs: d = 1000 instead of the scenario's width.
-  const json wide = json::parse(run_cli({"sweep", "--scenario", file, "--d-model", "1000", "--x", "blocks",
-                                         "--values", "1", "--metric", "io_elements_per_sublayer.standard",
-                                         "--format", "json"}).out);
+  const json wide = json::parse(
+      run_cli({"sweep", "--scenario", file, "--d-model", "1000", "--x", "blocks", "--values", "1",
+               "--metric", "io_elements_per_sublayer.standard", "--format", "json"})
+          .out);
   EXPECT_EQ(wide["inputs"]["d_model"], 1000);
   EXPECT_EQ(wide["points"][0]["io_elements_per_sublayer.standard"], 3000.0);
-  const CliRun missing = run_cli({"sweep", "--x", "blocks", "--values", "1", "--metric", "io_multiples_of_d.standard"});
+  const CliRun missing = run_cli(
+      {"sweep", "--x", "blocks", "--values", "1", "--metric", "io_multiples_of_d.standard"});
   EXPECT_EQ(missing.status, cli::kExitUsage);
-  EXPECT_NE(missing.err.find("'--d-model' is required but missing (or give --scenario)"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("'--d-model' is required but missing (or give --scenario)"),
+            std::string::npos)
+      << missing.err;
 }
 
 TEST(CostCli, ModelFlagsComeFromTheTableOfCostInputs) {
@@ -280,35 +334,48 @@ TEST(CostCli, ModelFlagsComeFromTheTableOfCostInputs) {
   for (const auto& field : cost_input_fields()) {
     const std::string flag = "--" + std::string(field.flag);
     EXPECT_NE(cost.out.find(flag + " "), std::string::npos) << flag;
-    EXPECT_NE(cost.out.find(std::string(field.help).substr(0, 30)), std::string::npos) << field.help;
+    EXPECT_NE(cost.out.find(std::string(field.help).substr(0, 30)), std::string::npos)
+        << field.help;
     if (field.key == "batch") continue;
     EXPECT_EQ(pipeline.out.find(flag + " ") != std::string::npos, field.pipeline_flag) << flag;
   }
   EXPECT_NE(pipeline.out.find("--micro-batch-size"), std::string::npos);
   // An engine error names the flag of the field it is about (tokens: --seq).
-  const CliRun bad = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "8", "--seq", "100",
-                              "--chunk", "200"});
+  const CliRun bad = run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "8",
+                              "--seq", "100", "--chunk", "200"});
   EXPECT_EQ(bad.status, cli::kExitUsage);
   EXPECT_EQ(bad.err.rfind("attnres cost: --chunk: ", 0), 0u) << bad.err;
 }
 
 TEST(PipelineCli, JsonHasTheDocumentedKeys) {
-  const json j = run_json({"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--seq", "4096",
-                           "--micro-batch-size", "1", "--microbatches", "8", "--pp", "4", "--vpp", "2",
-                           "--schedule", "interleaved", "--cache", "cached", "--hardware", "h100", "--overlap", "on",
-                           "--format", "json"});
-  for (const char* key : {"iteration_time_s", "bubble_fraction", "exposed_comm_s", "attnres_overhead_fraction",
-                          "peak_memory_bytes_per_rank"}) {
+  const json j = run_json({"pipeline",    "--layers",
+                           "27",          "--block-size",
+                           "6",           "--d-model",
+                           "2304",        "--seq",
+                           "4096",        "--micro-batch-size",
+                           "1",           "--microbatches",
+                           "8",           "--pp",
+                           "4",           "--vpp",
+                           "2",           "--schedule",
+                           "interleaved", "--cache",
+                           "cached",      "--hardware",
+                           "h100",        "--overlap",
+                           "on",          "--format",
+                           "json"});
+  for (const char* key : {"iteration_time_s", "bubble_fraction", "exposed_comm_s",
+                          "attnres_overhead_fraction", "peak_memory_bytes_per_rank"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_GT(j["iteration_time_s"].get<double>(), j["standard_iteration_time_s"].get<double>());
   EXPECT_NEAR(j["closed_form_bubble"].get<double>(), 3.0 / 16, 1e-12);
   EXPECT_EQ(j["peak_memory_bytes_by_rank"].size(), 4u);
   // Free transfers: nothing exposed, and the bubble is back near the closed form.
-  const json ideal = run_json({"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--pp", "4",
-                               "--vpp", "2", "--ideal-links", "--format", "json"});
+  const json ideal =
+      run_json({"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--pp", "4",
+                "--vpp", "2", "--ideal-links", "--format", "json"});
   EXPECT_EQ(ideal["exposed_comm_s"], 0.0);
-  const CliRun table = run_cli({"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--pp", "2"});
+  const CliRun table = run_cli(
+      {"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--pp", "2"});
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("AttnRes overhead (%)"), std::string::npos);
   EXPECT_NE(table.out.find("Residual-mechanism time overhead"), std::string::npos);
@@ -316,14 +383,17 @@ TEST(PipelineCli, JsonHasTheDocumentedKeys) {
 
 TEST(PipelineCli, ImpossibleSchedulesAreUsageErrors) {
   auto expect_usage = [](std::vector<std::string> extra, const std::string& needle) {
-    std::vector<std::string> args = {"pipeline", "--layers", "4", "--block-size", "2", "--d-model", "64"};
+    std::vector<std::string> args = {"pipeline", "--layers",  "4", "--block-size",
+                                     "2",        "--d-model", "64"};
     args.insert(args.end(), extra.begin(), extra.end());
     const CliRun run = run_cli(args);
     EXPECT_EQ(run.status, cli::kExitUsage) << run.out;
     EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
   };
-  expect_usage({"--microbatches", "0"}, "--microbatches: micro-batches m must be between 1 and 1000000, got 0");
-  expect_usage({"--pp", "2", "--vpp", "2", "--schedule", "1f1b"}, "--schedule: the 1f1b schedule runs one stage per rank");
+  expect_usage({"--microbatches", "0"},
+               "--microbatches: micro-batches m must be between 1 and 1000000, got 0");
+  expect_usage({"--pp", "2", "--vpp", "2", "--schedule", "1f1b"},
+               "--schedule: the 1f1b schedule runs one stage per rank");
   expect_usage({"--pp", "4", "--vpp", "4"}, "--pp: P·V = 4 x 4 chunks exceed L = 8");
   expect_usage({"--pp", "2", "--link-bandwidth", "0"}, "--link-bandwidth must be > 0");
   expect_usage({"--hardware", "tpu"}, "unknown hardware preset 'tpu'");
@@ -331,25 +401,31 @@ TEST(PipelineCli, ImpossibleSchedulesAreUsageErrors) {
   expect_usage({"--overlap", "maybe"}, "--overlap must be on or off");
   expect_usage({"--experts", "4", "--active-experts", "8", "--expert-ffn", "16"},
                "--active-experts: active experts must be between 1 and the 4 experts, got 8");
-  expect_usage({"--experts", "4", "--active-experts", "2", "--expert-ffn", "0"}, "--expert-ffn: the expert SwiGLU width");
-  expect_usage({"--pp", "2", "--vpp", "2", "--microbatches", "3"}, "needs the micro-batches m to be a multiple of P = 2");
+  expect_usage({"--experts", "4", "--active-experts", "2", "--expert-ffn", "0"},
+               "--expert-ffn: the expert SwiGLU width");
+  expect_usage({"--pp", "2", "--vpp", "2", "--microbatches", "3"},
+               "needs the micro-batches m to be a multiple of P = 2");
   test::TempDir dir;
   write_file_atomically(dir / "gpu.toml", "peak_bf16_flops = 1e15\n");
   // A hardware *file* that is wrong is a bad input file (exit 1), not a bad flag.
-  const CliRun bad_file = run_cli({"pipeline", "--layers", "4", "--block-size", "2", "--d-model", "64", "--hardware",
-                                   (dir / "gpu.toml").string()});
+  const CliRun bad_file = run_cli({"pipeline", "--layers", "4", "--block-size", "2", "--d-model",
+                                   "64", "--hardware", (dir / "gpu.toml").string()});
   EXPECT_EQ(bad_file.status, cli::kExitFailure) << bad_file.err;
-  EXPECT_NE(bad_file.err.find("gpu.toml:1:1: missing 'hbm_bandwidth'"), std::string::npos) << bad_file.err;
+  EXPECT_NE(bad_file.err.find("gpu.toml:1:1: missing 'hbm_bandwidth'"), std::string::npos)
+      << bad_file.err;
 }
 
 TEST(ReportCli, BadScenarioReportsTheLocationAndWritesNothing) {
   test::TempDir dir;
   write_file_atomically(dir / "bad.toml", "[model]\nsublayers = 8\nd_model = 16\nblocks = 12\n");
-  const CliRun run = run_cli({"report", (dir / "bad.toml").string(), "--out", (dir / "rep").string()});
+  const CliRun run =
+      run_cli({"report", (dir / "bad.toml").string(), "--out", (dir / "rep").string()});
   EXPECT_EQ(run.status, cli::kExitFailure);
-  EXPECT_NE(run.err.find("bad.toml:4:10: blocks N = 12 exceeds L = 8"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("bad.toml:4:10: blocks N = 12 exceeds L = 8"), std::string::npos)
+      << run.err;
   EXPECT_FALSE(fs::exists(dir / "rep"));
-  const CliRun missing = run_cli({"report", (dir / "none.toml").string(), "--out", (dir / "rep").string()});
+  const CliRun missing =
+      run_cli({"report", (dir / "none.toml").string(), "--out", (dir / "rep").string()});
   EXPECT_EQ(missing.status, cli::kExitFailure);
   EXPECT_NE(missing.err.find("none.toml"), std::string::npos);
 }
@@ -358,7 +434,8 @@ TEST(ReportCli, BadScenarioReportsTheLocationAndWritesNothing) {
 using Check = std::function<void(const json&)>;
 const std::map<std::string, Check>& scenario_checks() {
   static const std::map<std::string, Check> checks = {
-      {"paper-table1", [](const json& r) {
+      {"paper-table1",
+       [](const json& r) {
          const auto& io = r["io_multiples_of_d"];
          EXPECT_EQ(io["standard"], 3.0);
          EXPECT_EQ(io["block_two_phase"], 5.5);
@@ -366,7 +443,8 @@ const std::map<std::string, Check>& scenario_checks() {
          EXPECT_EQ(io["full_naive"], 128.0);
          EXPECT_EQ(r["io_elements_per_sublayer"]["mhc"], 34.0 * 7168 + 48);
        }},
-      {"kimi-linear-48b", [](const json& r) {
+      {"kimi-linear-48b",
+       [](const json& r) {
          EXPECT_EQ(r["inputs"]["sublayers"], 54);
          EXPECT_EQ(r["history_vectors_per_token"]["block"], 10.0);  // embedding + 9 blocks
          const auto& grid = r["sweeps"][0]["points"];
@@ -378,13 +456,15 @@ const std::map<std::string, Check>& scenario_checks() {
            }
          }
        }},
-      {"prefill-128k", [](const json& r) {
+      {"prefill-128k",
+       [](const json& r) {
          EXPECT_NEAR(r["prefill_history_gb"]["total"].get<double>(), 15.0, 0.05);
          EXPECT_NEAR(r["prefill_history_gb"]["per_device"].get<double>(), 1.88, 0.005);
          EXPECT_NEAR(r["prefill_history_gb"]["per_device_chunked"].get<double>(), 0.235, 0.0005);
          EXPECT_EQ(r["prefill_history_gib"]["total"], 14.0);
        }},
-      {"pipeline-cache", [](const json& r) {
+      {"pipeline-cache",
+       [](const json& r) {
          EXPECT_EQ(r["pipeline_comm_elements_per_token"]["naive_per_d"], 28.0);
          EXPECT_EQ(r["pipeline_comm_elements_per_token"]["cached_per_d"], 22.0);
          for (const auto& point : r["sweeps"][0]["points"]) {
@@ -394,7 +474,8 @@ const std::map<std::string, Check>& scenario_checks() {
            }
          }
        }},
-      {"block-size-tradeoff", [](const json& r) {
+      {"block-size-tradeoff",
+       [](const json& r) {
          EXPECT_EQ(r["inputs"]["sublayers"], 32);
          const auto& io = r["sweeps"][0]["points"];
          ASSERT_EQ(io.size(), 6u);  // N over the divisors of 32
@@ -405,20 +486,25 @@ const std::map<std::string, Check>& scenario_checks() {
          EXPECT_EQ(training["quality"].size(), 5u);
          EXPECT_EQ(training["runs"].size(), 15u);
          for (const auto& run : training["runs"]) {
-           EXPECT_LT(run["final_val_loss"].get<double>(), run["val_curve"][0]["val_loss"].get<double>());
+           EXPECT_LT(run["final_val_loss"].get<double>(),
+                     run["val_curve"][0]["val_loss"].get<double>());
          }
-         // History masking on every AttnRes scheme: 3 masks, except distant:2 on N = 1 (reads too short).
+         // History masking on every AttnRes scheme: 3 masks, except distant:2 on N = 1 (reads too
+         // short).
          EXPECT_EQ(training["history_masks"].size(), 11u);
          for (const auto& mask : training["history_masks"]) {
            EXPECT_GT(mask["mass_removed"].get<double>(), 0.0);
-           EXPECT_EQ(mask["random_deltas"].size(), 2u);  // --train-steps: 2 random masks (8 in a full run)
+           EXPECT_EQ(mask["random_deltas"].size(),
+                     2u);  // --train-steps: 2 random masks (8 in a full run)
          }
        }},
-      {"paper-overhead-claims", [](const json& r) {
+      {"paper-overhead-claims",
+       [](const json& r) {
          EXPECT_EQ(r["inputs"]["sublayers"], 54);
          EXPECT_GT(r["pipeline"]["attnres_overhead_fraction"].get<double>(), 0.0);
          EXPECT_GE(r["pipeline"]["bubble_fraction"].get<double>(), 0.0);
-         EXPECT_GT(r["pipeline"]["iteration_time_s"].get<double>(), r["pipeline"]["standard_iteration_time_s"].get<double>());
+         EXPECT_GT(r["pipeline"]["iteration_time_s"].get<double>(),
+                   r["pipeline"]["standard_iteration_time_s"].get<double>());
          // The bandwidth sweep must show both sides of the 4% line, and say so in words.
          const auto& bandwidth = r["sweeps"][0];
          EXPECT_EQ(bandwidth["name"], "training_vs_link_bandwidth");
@@ -430,7 +516,9 @@ const std::map<std::string, Check>& scenario_checks() {
          }
          EXPECT_LT(lowest, 0.04);
          EXPECT_GT(highest, 0.04);
-         EXPECT_NE(bandwidth["conclusion"].get<std::string>().find("holds for link_bandwidth_gbps >="), std::string::npos);
+         EXPECT_NE(
+             bandwidth["conclusion"].get<std::string>().find("holds for link_bandwidth_gbps >="),
+             std::string::npos);
          // Overhead falls as links get faster.
          const auto& points = bandwidth["points"];
          for (std::size_t i = 1; i < points.size(); ++i) {
@@ -443,12 +531,14 @@ const std::map<std::string, Check>& scenario_checks() {
                      point["time.prefill_overhead_block_one_shot"].get<double>());
          }
        }},
-      {"shipped-models", [](const json& r) {
+      {"shipped-models",
+       [](const json& r) {
          EXPECT_EQ(r["training"]["quality"].size(), 4u);  // standard, full, N = 4, N = 2
          EXPECT_EQ(r["training"]["runs"].size(), 4u);
          EXPECT_EQ(r["training"]["history_masks"].size(), 9u);
        }},
-      {"table4-tiny", [](const json& r) {
+      {"table4-tiny",
+       [](const json& r) {
          // The standard residual and the eleven rows of the paper's Table 4, three seeds each.
          EXPECT_EQ(r["training"]["quality"].size(), 12u);
          EXPECT_EQ(r["training"]["runs"].size(), 36u);
@@ -457,7 +547,8 @@ const std::map<std::string, Check>& scenario_checks() {
            EXPECT_TRUE(row["paper_table4_loss"].is_number()) << row["scheme"];
          }
        }},
-      {"scaling-law", [](const json& r) {
+      {"scaling-law",
+       [](const json& r) {
          EXPECT_NEAR(r["scaling"]["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);
        }},
   };
@@ -472,9 +563,11 @@ TEST(ShippedScenarios, EachReportsItsKeyNumbersWithChartsAndTables) {
     const std::string name = entry.path().stem().string();
     SCOPED_TRACE(name);
     auto check = scenario_checks().find(name);
-    ASSERT_NE(check, scenario_checks().end()) << "shipped scenario " << name << " has no test of its numbers";
+    ASSERT_NE(check, scenario_checks().end())
+        << "shipped scenario " << name << " has no test of its numbers";
     test::TempDir dir;
-    std::vector<std::string> args = {"report", entry.path().string(), "--out", (dir / "r").string()};
+    std::vector<std::string> args = {"report", entry.path().string(), "--out",
+                                     (dir / "r").string()};
     // Scenarios that train tiny models are checked with a few steps here (their full runs are
     // the main job and the shipped models; a test never trains for minutes).
     if (read_file(entry.path()).find("\n[train]") != std::string::npos) {

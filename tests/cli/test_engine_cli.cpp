@@ -17,25 +17,23 @@ using test::CliRun;
 using test::run_cli;
 
 std::string make_model(const test::TempDir& dir) {
-  const std::string path = (dir / "m").string();
-  const CliRun made = run_cli({"init-model", "--layers", "2", "--d-model", "32", "--heads", "4", "--kv-heads", "2",
-                               "--ffn", "40", "--vocab", "50", "--mode", "block", "--block-size", "3", "--seed", "4",
-                               "--query-std", "1", "--weight-std", "0.3", "--out", path});
-  EXPECT_EQ(made.status, 0) << made.err;
-  return path;
+  return test::make_block_test_model(dir.path(), 3);
 }
 
 TEST(EngineCli, F64DumpsOfBothEnginesAgreeTo1e12) {
   test::TempDir dir;
   const std::string model = make_model(dir);
-  const std::vector<std::string> base = {"forward", "--model", model, "--tokens", "3 1 4 1 5 9 2 6", "--precision", "f64"};
+  const std::vector<std::string> base = {"forward",         "--model",     model, "--tokens",
+                                         "3 1 4 1 5 9 2 6", "--precision", "f64"};
   auto with = [&](std::vector<std::string> extra) {
     auto args = base;
     args.insert(args.end(), extra.begin(), extra.end());
     return run_cli(args);
   };
-  const CliRun fast = with({"--engine", "fast", "--threads", "2", "--dump", (dir / "fast.safetensors").string()});
-  const CliRun reference = with({"--engine", "reference", "--dump", (dir / "ref.safetensors").string()});
+  const CliRun fast =
+      with({"--engine", "fast", "--threads", "2", "--dump", (dir / "fast.safetensors").string()});
+  const CliRun reference =
+      with({"--engine", "reference", "--dump", (dir / "ref.safetensors").string()});
   ASSERT_EQ(fast.status, 0) << fast.err;
   ASSERT_EQ(reference.status, 0) << reference.err;
   const auto a = SafetensorsFile::read(dir / "fast.safetensors");
@@ -55,9 +53,11 @@ TEST(EngineCli, F64DumpsOfBothEnginesAgreeTo1e12) {
     EXPECT_LE(diff / scale, 1e-12) << tensor.name;
   }
   // At f32 the dump stays F32.
-  const CliRun f32 = run_cli({"forward", "--model", model, "--tokens", "1 2", "--dump", (dir / "f32.safetensors").string()});
+  const CliRun f32 = run_cli({"forward", "--model", model, "--tokens", "1 2", "--dump",
+                              (dir / "f32.safetensors").string()});
   ASSERT_EQ(f32.status, 0) << f32.err;
-  EXPECT_EQ(SafetensorsFile::read(dir / "f32.safetensors").tensors().front().dtype, TensorDType::f32);
+  EXPECT_EQ(SafetensorsFile::read(dir / "f32.safetensors").tensors().front().dtype,
+            TensorDType::f32);
 }
 
 TEST(EngineCli, EngineFlagsAreChecked) {
@@ -72,8 +72,12 @@ TEST(EngineCli, EngineFlagsAreChecked) {
       {{"--engine", "quick"}, cli::kExitUsage, "unknown engine 'quick'"},
       {{"--device", "gpu"}, cli::kExitUsage, "unknown device 'gpu'"},
       {{"--threads", "-2"}, cli::kExitUsage, "--threads must be >= 1"},
-      {{"--device", "cuda", "--engine", "reference"}, cli::kExitUsage, "--device cuda runs the fast engine"},
-      {{"--device", "cuda", "--precision", "f64"}, cli::kExitUsage, "--device cuda computes in f32"},
+      {{"--device", "cuda", "--engine", "reference"},
+       cli::kExitUsage,
+       "--device cuda runs the fast engine"},
+      {{"--device", "cuda", "--precision", "f64"},
+       cli::kExitUsage,
+       "--device cuda computes in f32"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"forward", "--model", model, "--tokens", "1"};
@@ -94,8 +98,9 @@ TEST(EngineCli, EngineFlagsAreChecked) {
 TEST(EngineCli, BenchForwardPrintsTheAgreedKeys) {
   test::TempDir dir;
   const std::string model = make_model(dir);
-  const CliRun run = run_cli({"bench", "forward", "--model", model, "--seq", "16", "--repeat", "3", "--threads", "2",
-                              "--mode", "full", "--bandwidth", "off", "--format", "json"});
+  const CliRun run =
+      run_cli({"bench", "forward", "--model", model, "--seq", "16", "--repeat", "3", "--threads",
+               "2", "--mode", "full", "--bandwidth", "off", "--format", "json"});
   ASSERT_EQ(run.status, 0) << run.err;
   const auto json = nlohmann::json::parse(run.out);
   for (const char* key : {"tokens_per_s", "seconds_per_forward", "threads", "engine", "device"}) {
@@ -105,25 +110,32 @@ TEST(EngineCli, BenchForwardPrintsTheAgreedKeys) {
   EXPECT_EQ(json["engine"], "fast");
   EXPECT_EQ(json["device"], "cpu");
   EXPECT_EQ(json["seconds"].size(), 3u);
-  EXPECT_NEAR(json["tokens_per_s"].get<double>() * json["seconds_per_forward"].get<double>(), 16.0, 1e-6);
-  const CliRun reference = run_cli({"bench", "forward", "--model", model, "--seq", "4", "--repeat", "1", "--engine",
-                                    "reference", "--bandwidth", "off", "--format", "json"});
+  EXPECT_NEAR(json["tokens_per_s"].get<double>() * json["seconds_per_forward"].get<double>(), 16.0,
+              1e-6);
+  const CliRun reference =
+      run_cli({"bench", "forward", "--model", model, "--seq", "4", "--repeat", "1", "--engine",
+               "reference", "--bandwidth", "off", "--format", "json"});
   ASSERT_EQ(reference.status, 0) << reference.err;
   EXPECT_EQ(nlohmann::json::parse(reference.out)["threads"], 1);
-  const CliRun table = run_cli({"bench", "forward", "--model", model, "--seq", "8", "--repeat", "1", "--bandwidth", "off"});
+  const CliRun table = run_cli(
+      {"bench", "forward", "--model", model, "--seq", "8", "--repeat", "1", "--bandwidth", "off"});
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("tokens_per_s"), std::string::npos);
   EXPECT_EQ(run_cli({"bench", "backward"}).status, cli::kExitUsage);
   EXPECT_EQ(run_cli({"bench", "forward", "--model", model, "--seq", "0"}).status, cli::kExitUsage);
-  EXPECT_EQ(run_cli({"bench", "forward", "--model", model, "--seq", "4", "--mode", "standard", "--block-size", "2"}).status,
+  EXPECT_EQ(run_cli({"bench", "forward", "--model", model, "--seq", "4", "--mode", "standard",
+                     "--block-size", "2"})
+                .status,
             cli::kExitUsage);
 }
 
 TEST(EngineCli, BenchmarkTokensAreThePeersFormula) {
   // t -> (1103515245 (seed + t) + 12345) mod 2^31 mod vocab, as bench/peers/attnres_peer.py.
   const auto tokens = benchmark_tokens(3, 1024, 0);
-  EXPECT_EQ(tokens, (std::vector<int>{static_cast<int>(12345 % 1024), static_cast<int>((1103515245ull + 12345) % 2147483648ull % 1024),
-                                      static_cast<int>((2 * 1103515245ull + 12345) % 2147483648ull % 1024)}));
+  EXPECT_EQ(tokens, (std::vector<int>{
+                        static_cast<int>(12345 % 1024),
+                        static_cast<int>((1103515245ull + 12345) % 2147483648ull % 1024),
+                        static_cast<int>((2 * 1103515245ull + 12345) % 2147483648ull % 1024)}));
 }
 
 }  // namespace

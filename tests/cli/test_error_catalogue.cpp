@@ -43,7 +43,7 @@ Catalogue read_catalogue() {
       std::getline(in, line);
       entry.command = line.substr(2);  // "$ attnres ..."
       std::getline(in, entry.message);
-      std::getline(in, line);          // "[exit N]"
+      std::getline(in, line);  // "[exit N]"
       entry.status = std::stoi(line.substr(6));
       catalogue.entries.push_back(entry);
     }
@@ -75,10 +75,11 @@ std::vector<std::string> words(const std::string& command) {
 
 void make_fixtures(const fs::path& root) {
   std::ostringstream out, err;
-  ASSERT_EQ(cli::run({"init-model", "--layers", "2", "--d-model", "16", "--heads", "4", "--kv-heads", "2", "--ffn",
-                      "24", "--vocab", "20", "--seed", "3", "--out", (root / "m").string()},
-                     out, err),
-            0)
+  ASSERT_EQ(
+      cli::run({"init-model", "--layers", "2", "--d-model", "16", "--heads", "4", "--kv-heads", "2",
+                "--ffn", "24", "--vocab", "20", "--seed", "3", "--out", (root / "m").string()},
+               out, err),
+      0)
       << err.str();
   for (const char* name : {"m-truncated", "m-nan", "m-missing", "m-badjson", "m-hostile"}) {
     fs::copy(root / "m", root / name);
@@ -106,7 +107,9 @@ void make_fixtures(const fs::path& root) {
   write_safetensors(root / "m-missing/model.safetensors", kept);
   write_file_atomically(root / "m-badjson/config.json", "{ \"hidden_size\": 16,\n");
   write_file_atomically(root / "m-hostile/config.json", "{\"hidden_size\xff\x1b[31m\": 16}\n");
-  write_file_atomically(root / "binary.bin", std::string("\x7f" "ELF\0\x01 not text", 15));
+  write_file_atomically(root / "binary.bin", std::string("\x7f"
+                                                         "ELF\0\x01 not text",
+                                                         15));
 }
 
 TEST(ErrorCatalogue, EveryEntryPrintsItsDocumentedMessage) {
@@ -129,7 +132,8 @@ TEST(ErrorCatalogue, EveryEntryPrintsItsDocumentedMessage) {
     const int status = cli::run(args, out, err);
     EXPECT_EQ(status, entry.status);
     EXPECT_EQ(err.str(), entry.message + "\n");
-    EXPECT_FALSE(fs::exists("x") || fs::exists("r") || fs::exists("s")) << "a failed command left output behind";
+    EXPECT_FALSE(fs::exists("x") || fs::exists("r") || fs::exists("s"))
+        << "a failed command left output behind";
     EXPECT_EQ(printable_text(err.str()), err.str()) << "the message is not safe text";
     if (fs::exists("mine")) {
       EXPECT_EQ(read_file("mine/notes.txt"), "my notes\n");

@@ -19,26 +19,23 @@ using test::CliRun;
 using test::run_cli;
 
 std::string make_model(const test::TempDir& dir) {
-  const std::string path = (dir / "m").string();
-  const CliRun made = run_cli({"init-model", "--layers", "2", "--d-model", "32", "--heads", "4", "--kv-heads", "2",
-                               "--ffn", "40", "--vocab", "50", "--mode", "block", "--block-size", "2", "--seed", "4",
-                               "--query-std", "1", "--weight-std", "0.3", "--out", path});
-  EXPECT_EQ(made.status, 0) << made.err;
-  return path;
+  return test::make_block_test_model(dir.path(), 2);
 }
 
-const std::vector<std::string> kStems = {"depth_attention", "duality_mixing", "magnitudes_input", "magnitudes_output",
-                                         "duality_ranks"};
+const std::vector<std::string> kStems = {"depth_attention", "duality_mixing", "magnitudes_input",
+                                         "magnitudes_output", "duality_ranks"};
 
 TEST(ForwardChart, WritesTheModelViewsFiguresAsPngSvgAndCsv) {
   test::TempDir dir;
   const std::string model = make_model(dir);
   const fs::path out = dir / "charts";
-  const CliRun run = run_cli({"forward", "--model", model, "--tokens", "1 7 42 7 9", "--precision", "f64", "--engine",
-                              "reference", "--chart", out.string()});
+  const CliRun run = run_cli({"forward", "--model", model, "--tokens", "1 7 42 7 9", "--precision",
+                              "f64", "--engine", "reference", "--chart", out.string()});
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_NE(run.out.find("wrote " + out.string() + ": depth_attention, duality_mixing, magnitudes_input"),
-            std::string::npos) << run.out;
+  EXPECT_NE(
+      run.out.find("wrote " + out.string() + ": depth_attention, duality_mixing, magnitudes_input"),
+      std::string::npos)
+      << run.out;
   for (const auto& stem : kStems) {
     for (const char* extension : {".png", ".svg", ".csv"}) {
       EXPECT_TRUE(fs::is_regular_file(out / (stem + extension))) << stem << extension;
@@ -50,16 +47,20 @@ TEST(ForwardChart, WritesTheModelViewsFiguresAsPngSvgAndCsv) {
   const ModelWeights<double> weights = load_model(model);
   const ForwardTrace trace = forward(weights, {1, 7, 42, 7, 9}).trace;
   const std::string scheme = trace.scheme.describe();
-  EXPECT_EQ(read_file(out / "depth_attention.csv"), heatmap_csv(alpha_heatmap(trace, alpha_title(scheme, trace, -1, -1))));
+  EXPECT_EQ(read_file(out / "depth_attention.csv"),
+            heatmap_csv(alpha_heatmap(trace, alpha_title(scheme, trace, -1, -1))));
   EXPECT_EQ(read_file(out / "duality_mixing.csv"), heatmap_csv(mixing_heatmap(trace, scheme)));
-  const ForwardTrace standard = forward(convert_scheme(weights, AttnResConfig{}), {1, 7, 42, 7, 9}).trace;
-  const auto magnitudes =
-      magnitude_charts({{scheme, &trace, false}, {standard.scheme.describe() + " (reference)", &standard, true}}, "");
+  const ForwardTrace standard =
+      forward(convert_scheme(weights, AttnResConfig{}), {1, 7, 42, 7, 9}).trace;
+  const auto magnitudes = magnitude_charts(
+      {{scheme, &trace, false}, {standard.scheme.describe() + " (reference)", &standard, true}},
+      "");
   EXPECT_EQ(read_file(out / "magnitudes_input.csv"), chart_csv(magnitudes[0]));
   EXPECT_EQ(read_file(out / "magnitudes_output.csv"), chart_csv(magnitudes[1]));
   EXPECT_EQ(read_file(out / "duality_ranks.csv"), chart_csv(depth_rank_chart({&trace})));
   // A second run into the directory it wrote needs no --force (attnres's own files).
-  const CliRun again = run_cli({"forward", "--model", model, "--tokens", "3 4", "--chart", out.string()});
+  const CliRun again =
+      run_cli({"forward", "--model", model, "--tokens", "3 4", "--chart", out.string()});
   EXPECT_EQ(again.status, 0) << again.err;
 }
 
@@ -69,7 +70,8 @@ TEST(ForwardChart, ForeignFilesNeedForceAndBadDirectoriesNameTheFlag) {
   const fs::path out = dir / "mine";
   fs::create_directories(out);
   write_file_atomically(out / "notes.txt", "keep me\n");
-  const CliRun refused = run_cli({"forward", "--model", model, "--tokens", "1 2", "--chart", out.string()});
+  const CliRun refused =
+      run_cli({"forward", "--model", model, "--tokens", "1 2", "--chart", out.string()});
   EXPECT_EQ(refused.status, cli::kExitFailure);
   EXPECT_NE(refused.err.find("--chart"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("notes.txt"), std::string::npos) << refused.err;
@@ -77,14 +79,16 @@ TEST(ForwardChart, ForeignFilesNeedForceAndBadDirectoriesNameTheFlag) {
   EXPECT_EQ(read_file(out / "notes.txt"), "keep me\n");
   EXPECT_FALSE(fs::exists(out / "depth_attention.png"));
 
-  const CliRun forced = run_cli({"forward", "--model", model, "--tokens", "1 2", "--chart", out.string(), "--force"});
+  const CliRun forced =
+      run_cli({"forward", "--model", model, "--tokens", "1 2", "--chart", out.string(), "--force"});
   EXPECT_EQ(forced.status, 0) << forced.err;
   EXPECT_TRUE(fs::exists(out / "depth_attention.png"));
   EXPECT_FALSE(fs::exists(out / "notes.txt"));
 
   // A directory that cannot be made (its parent is a file).
   write_file_atomically(dir / "file", "x");
-  const CliRun unwritable = run_cli({"forward", "--model", model, "--tokens", "1 2", "--chart", (dir / "file/sub").string()});
+  const CliRun unwritable = run_cli(
+      {"forward", "--model", model, "--tokens", "1 2", "--chart", (dir / "file/sub").string()});
   EXPECT_EQ(unwritable.status, cli::kExitFailure);
   EXPECT_NE(unwritable.err.find("--chart"), std::string::npos) << unwritable.err;
 
@@ -101,7 +105,8 @@ TEST(ForwardChart, AFailedPassLeavesNoDirectory) {
   test::TempDir dir;
   const std::string model = make_model(dir);
   const fs::path out = dir / "charts";
-  const CliRun run = run_cli({"forward", "--model", model, "--tokens", "1 2 999", "--chart", out.string()});
+  const CliRun run =
+      run_cli({"forward", "--model", model, "--tokens", "1 2 999", "--chart", out.string()});
   EXPECT_EQ(run.status, cli::kExitFailure) << run.err;
   EXPECT_NE(run.err.find("out of range"), std::string::npos) << run.err;
   EXPECT_FALSE(fs::exists(out / "depth_attention.png"));
@@ -110,12 +115,15 @@ TEST(ForwardChart, AFailedPassLeavesNoDirectory) {
 
 TEST(ReportCli, PaperFig6OverlayOnAnotherModelPrintsAWarning) {
   test::TempDir dir;
-  write_file_atomically(dir / "s.toml", "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n\n[[sweep]]\nname = \"tradeoff\"\n"
-                                        "x = \"blocks\"\nvalues = \"divisors\"\n"
-                                        "metrics = [\"io_multiples_of_d.block_two_phase\"]\noverlay = \"paper_fig6\"\n");
+  write_file_atomically(
+      dir / "s.toml",
+      "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n\n[[sweep]]\nname = \"tradeoff\"\n"
+      "x = \"blocks\"\nvalues = \"divisors\"\n"
+      "metrics = [\"io_multiples_of_d.block_two_phase\"]\noverlay = \"paper_fig6\"\n");
   const CliRun run = run_cli({"report", (dir / "s.toml").string(), "--out", (dir / "r").string()});
   ASSERT_EQ(run.status, 0) << run.err;
-  const std::string warning = "Warning: the paper's Fig. 6 losses come from its 32-sublayer ablation model";
+  const std::string warning =
+      "Warning: the paper's Fig. 6 losses come from its 32-sublayer ablation model";
   EXPECT_NE(run.out.find("note: sweep tradeoff: " + warning), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("(L = 8)"), std::string::npos) << run.out;
   EXPECT_NE(read_file(dir / "r/report.md").find(warning), std::string::npos);

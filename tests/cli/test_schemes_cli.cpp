@@ -18,8 +18,10 @@ namespace fs = std::filesystem;
 using test::run_cli;
 
 std::vector<std::string> init_args(const fs::path& out, std::vector<std::string> extra) {
-  std::vector<std::string> args = {"init-model", "--layers", "2", "--d-model", "16", "--heads", "4", "--ffn", "24",
-                                   "--vocab", "20", "--seed", "3", "--weight-std", "0.3", "--out", out.string()};
+  std::vector<std::string> args = {"init-model", "--layers",  "2",     "--d-model",    "16",
+                                   "--heads",    "4",         "--ffn", "24",           "--vocab",
+                                   "20",         "--seed",    "3",     "--weight-std", "0.3",
+                                   "--out",      out.string()};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -35,7 +37,8 @@ Eigen::MatrixXd dumped(const fs::path& file, const std::string& name) {
 
 TEST(SchemesCli, InitModelWritesTheSchemeAndForwardReadsIt) {
   test::TempDir dir;
-  const auto made = run_cli(init_args(dir / "mhc", {"--mode", "mhc", "--streams", "2", "--static-mhc"}));
+  const auto made =
+      run_cli(init_args(dir / "mhc", {"--mode", "mhc", "--streams", "2", "--static-mhc"}));
   ASSERT_EQ(made.status, 0) << made.err;
   EXPECT_NE(made.out.find("static mHC (m = 2)"), std::string::npos) << made.out;
   const auto config = nlohmann::json::parse(read_file(dir / "mhc/config.json"));
@@ -51,8 +54,10 @@ TEST(SchemesCli, ForwardConvertsTheSameWeightsToAnotherScheme) {
   test::TempDir dir;
   ASSERT_EQ(run_cli(init_args(dir / "full", {"--mode", "full"})).status, 0);
   auto forward = [&](const std::string& name, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"forward", "--model", (dir / "full").string(), "--tokens", "4 8 15 16",
-                                     "--precision", "f64", "--dump", (dir / (name + ".safetensors")).string()};
+    std::vector<std::string> args = {
+        "forward",  "--model",   (dir / "full").string(),
+        "--tokens", "4 8 15 16", "--precision",
+        "f64",      "--dump",    (dir / (name + ".safetensors")).string()};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_cli(args);
   };
@@ -61,8 +66,11 @@ TEST(SchemesCli, ForwardConvertsTheSameWeightsToAnotherScheme) {
   const auto dense = forward("dense", {"--mode", "denseformer"});
   ASSERT_EQ(dense.status, 0) << dense.err;
   EXPECT_NE(dense.out.find("DenseFormer"), std::string::npos);
-  EXPECT_LT((dumped(dir / "dense.safetensors", "logits") - dumped(dir / "standard.safetensors", "logits")).cwiseAbs().maxCoeff(),
-            1e-12);
+  EXPECT_LT(
+      (dumped(dir / "dense.safetensors", "logits") - dumped(dir / "standard.safetensors", "logits"))
+          .cwiseAbs()
+          .maxCoeff(),
+      1e-12);
   // A sigmoid gate with zero queries gives every source the weight 1/2; its reads merge two-phase
   // statistics (sums without a max).
   const auto sigmoid = forward("sigmoid", {"--gate", "sigmoid"});
@@ -76,8 +84,12 @@ TEST(SchemesCli, ForwardConvertsTheSameWeightsToAnotherScheme) {
   // An input-dependent query says why it cannot use the two-phase schedule.
   const auto input = forward("input", {"--query-source", "input"});
   ASSERT_EQ(input.status, 0) << input.err;
-  EXPECT_NE(input.out.find("one-shot reads (an input-dependent query needs each read's latest source, which phase 1 "
-                           "does not have)"), std::string::npos) << input.out;
+  EXPECT_NE(
+      input.out.find(
+          "one-shot reads (an input-dependent query needs each read's latest source, which phase 1 "
+          "does not have)"),
+      std::string::npos)
+      << input.out;
 }
 
 TEST(SchemesCli, BadSettingsNameTheFlagAndWriteNothing) {
@@ -90,19 +102,46 @@ TEST(SchemesCli, BadSettingsNameTheFlagAndWriteNothing) {
   };
   refused({"--mode", "block", "--block-size", "2", "--window", "4"},
           "--window applies to Full AttnRes (mode full) only, not to mode block");
-  refused({"--mode", "full", "--depth-heads", "3"}, "--depth-heads (3) must be a positive divisor of --d-model (16)");
+  refused({"--mode", "full", "--depth-heads", "3"},
+          "--depth-heads (3) must be a positive divisor of --d-model (16)");
   refused({"--mode", "mhc", "--streams", "0"}, "--streams must be at least 1");
   refused({"--mode", "full", "--gate", "relu"}, "--gate: unknown gate 'relu'");
-  refused({"--mode", "denseformer", "--gate", "sigmoid"}, "--gate applies to Full and Block AttnRes only");
+  refused({"--mode", "denseformer", "--gate", "sigmoid"},
+          "--gate applies to Full and Block AttnRes only");
 }
 
 TEST(SchemesCli, TrainBuildsAModelWithTheSchemeAndLearns) {
   test::TempDir dir;
   write_file_atomically(dir / "data.txt", test::sample_text(4000));
-  const auto run = run_cli({"train", "--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "24", "--mode", "full",
-                            "--gate", "sigmoid_normalized", "--depth-heads", "2", "--data", (dir / "data.txt").string(),
-                            "--steps", "6", "--seq", "16", "--batch", "2", "--eval-every", "3", "--threads", "2",
-                            "--out", (dir / "run").string()});
+  const auto run = run_cli({"train",
+                            "--layers",
+                            "1",
+                            "--d-model",
+                            "16",
+                            "--heads",
+                            "2",
+                            "--ffn",
+                            "24",
+                            "--mode",
+                            "full",
+                            "--gate",
+                            "sigmoid_normalized",
+                            "--depth-heads",
+                            "2",
+                            "--data",
+                            (dir / "data.txt").string(),
+                            "--steps",
+                            "6",
+                            "--seq",
+                            "16",
+                            "--batch",
+                            "2",
+                            "--eval-every",
+                            "3",
+                            "--threads",
+                            "2",
+                            "--out",
+                            (dir / "run").string()});
   ASSERT_EQ(run.status, 0) << run.err;
   const auto config = nlohmann::json::parse(read_file(dir / "run/config.json"));
   EXPECT_EQ(config["attn_res"]["gate"], "sigmoid_normalized");
@@ -110,16 +149,21 @@ TEST(SchemesCli, TrainBuildsAModelWithTheSchemeAndLearns) {
   const auto json = nlohmann::json::parse(run.out.substr(run.out.rfind("\n{")));
   EXPECT_LT(json["final_val_loss"].get<double>(), json["initial_val_loss"].get<double>());
   // A model made by init-model with a scheme trains with its own scheme.
-  ASSERT_EQ(run_cli({"init-model", "--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "24", "--vocab", "256",
-                     "--mode", "mhc", "--streams", "2", "--out", (dir / "mhc").string()}).status, 0);
-  const auto own = run_cli({"train", "--model", (dir / "mhc").string(), "--data", (dir / "data.txt").string(), "--steps",
-                            "2", "--seq", "16", "--batch", "2", "--threads", "1", "--out", (dir / "mhc_run").string()});
+  ASSERT_EQ(run_cli({"init-model", "--layers", "1", "--d-model", "16", "--heads", "2", "--ffn",
+                     "24", "--vocab", "256", "--mode", "mhc", "--streams", "2", "--out",
+                     (dir / "mhc").string()})
+                .status,
+            0);
+  const auto own = run_cli({"train", "--model", (dir / "mhc").string(), "--data",
+                            (dir / "data.txt").string(), "--steps", "2", "--seq", "16", "--batch",
+                            "2", "--threads", "1", "--out", (dir / "mhc_run").string()});
   ASSERT_EQ(own.status, 0) << own.err;
-  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "mhc_run/config.json"))["attn_res"]["mode"], "mhc");
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "mhc_run/config.json"))["attn_res"]["mode"],
+            "mhc");
   // A loaded model cannot change its scheme in train (it would silently drop or add tensors).
-  const auto refused = run_cli({"train", "--model", (dir / "run").string(), "--mode", "mhc", "--data",
-                                (dir / "data.txt").string(), "--steps", "2", "--seq", "16", "--batch", "2", "--out",
-                                (dir / "again").string()});
+  const auto refused = run_cli({"train", "--model", (dir / "run").string(), "--mode", "mhc",
+                                "--data", (dir / "data.txt").string(), "--steps", "2", "--seq",
+                                "16", "--batch", "2", "--out", (dir / "again").string()});
   EXPECT_EQ(refused.status, 2);
   EXPECT_NE(refused.err.find("build a new model"), std::string::npos) << refused.err;
 }

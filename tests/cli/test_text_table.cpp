@@ -48,8 +48,8 @@ TEST(TextTable, NumbersRightTextLeft) {
 }
 
 TEST(TextTable, WideTablesFitTheWidthByWrappingHeadersFirstThenText) {
-  TextTable table({"scheme", "reads (elements/token)", "writes (elements/token)", "total (elements/token)",
-                   "total (bytes/token)", "formula"});
+  TextTable table({"scheme", "reads (elements/token)", "writes (elements/token)",
+                   "total (elements/token)", "total (bytes/token)", "formula"});
   table.add_row({"Full AttnRes, naive (mean over l)", "910336", "7168", "917504", "1835008",
                  "2(l-1)d + d, mean = L·d over every read of the model"});
   table.add_row({"standard", "14336", "7168", "21504", "43008", "2d + d"});
@@ -62,8 +62,8 @@ TEST(TextTable, WideTablesFitTheWidthByWrappingHeadersFirstThenText) {
     all += line + " ";
   }
   // Every word is still there, and the numbers are never split.
-  for (const char* word : {"reads", "(elements/token)", "(bytes/token)", "910336", "1835008", "L·d", "model", "standard",
-                           "43008"}) {
+  for (const char* word : {"reads", "(elements/token)", "(bytes/token)", "910336", "1835008", "L·d",
+                           "model", "standard", "43008"}) {
     EXPECT_NE(all.find(word), std::string::npos) << word << "\n" << out.str();
   }
   // The header took more than one line (it wrapped before the cells did).

@@ -32,11 +32,13 @@ std::string read_file(const fs::path& path) {
   return buffer.str();
 }
 
-
-std::vector<std::string> train_args(const fs::path& data, const fs::path& out, const std::string& steps = "6") {
-  return {"train", "--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "24", "--mode", "block",
-          "--block-size", "1", "--data", data.string(), "--steps", steps, "--seq", "16", "--batch", "2",
-          "--eval-every", "3", "--threads", "1", "--out", out.string()};
+std::vector<std::string> train_args(const fs::path& data, const fs::path& out,
+                                    const std::string& steps = "6") {
+  return {"train", "--layers", "1",           "--d-model",    "16",    "--heads",
+          "2",     "--ffn",    "24",          "--mode",       "block", "--block-size",
+          "1",     "--data",   data.string(), "--steps",      steps,   "--seq",
+          "16",    "--batch",  "2",           "--eval-every", "3",     "--threads",
+          "1",     "--out",    out.string()};
 }
 
 TEST(TrainCli, WritesACheckpointAndEndsWithJson) {
@@ -44,7 +46,8 @@ TEST(TrainCli, WritesACheckpointAndEndsWithJson) {
   write_file_atomically(dir / "data.txt", test::sample_text(4000));
   const auto run = run_cli(train_args(dir / "data.txt", dir / "run"));
   ASSERT_EQ(run.status, 0) << run.err;
-  for (const char* file : {"config.json", "model.safetensors", "optimizer.safetensors", "train_state.json", "train_log.csv"}) {
+  for (const char* file : {"config.json", "model.safetensors", "optimizer.safetensors",
+                           "train_state.json", "train_log.csv"}) {
     EXPECT_TRUE(fs::exists(dir / "run" / file)) << file;
   }
   const auto json = nlohmann::json::parse(run.out.substr(run.out.rfind("\n{")));
@@ -55,9 +58,13 @@ TEST(TrainCli, WritesACheckpointAndEndsWithJson) {
   EXPECT_LT(json["final_val_loss"].get<double>(), json["initial_val_loss"].get<double>());
   const std::string log = read_file(dir / "run/train_log.csv");
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 8);  // header + steps 0..6
-  EXPECT_EQ(log.rfind("step,tokens,train_loss,val_loss,lr,grad_norm,output_rms_1,output_rms_2,output_grad_rms_1", 0), 0u);
+  EXPECT_EQ(log.rfind("step,tokens,train_loss,val_loss,lr,grad_norm,output_rms_1,output_rms_2,"
+                      "output_grad_rms_1",
+                      0),
+            0u);
   // The trained model loads in the other commands.
-  const auto forward = run_cli({"forward", "--model", (dir / "run").string(), "--tokens", "104 101 108 108 111"});
+  const auto forward =
+      run_cli({"forward", "--model", (dir / "run").string(), "--tokens", "104 101 108 108 111"});
   EXPECT_EQ(forward.status, 0) << forward.err;
   // --format json prints only the object.
   const auto quiet = run_cli([&] {
@@ -73,7 +80,10 @@ TEST(TrainCli, BadInputsAreClearErrorsWithoutOutput) {
   test::TempDir dir;
   write_file_atomically(dir / "data.txt", test::sample_text(4000));
   write_file_atomically(dir / "empty.txt", "");
-  write_file_atomically(dir / "binary.bin", std::string("\x7f" "ELF\0\0\0", 7) + test::sample_text(100));
+  write_file_atomically(dir / "binary.bin", std::string("\x7f"
+                                                        "ELF\0\0\0",
+                                                        7) +
+                                                test::sample_text(100));
   struct Case {
     std::vector<std::string> args;
     int status;
@@ -109,8 +119,10 @@ TEST(TrainCli, BadInputsAreClearErrorsWithoutOutput) {
     EXPECT_FALSE(fs::exists(dir / "out")) << c.message;
   }
   // Neither a model nor a shape; both; resume with settings.
-  EXPECT_EQ(run_cli({"train", "--data", (dir / "data.txt").string(), "--steps", "2", "--seq", "8", "--batch", "1",
-                     "--out", (dir / "out").string()}).status, 2);
+  EXPECT_EQ(run_cli({"train", "--data", (dir / "data.txt").string(), "--steps", "2", "--seq", "8",
+                     "--batch", "1", "--out", (dir / "out").string()})
+                .status,
+            2);
   // An --out directory holding other files is refused and left alone.
   fs::create_directories(dir / "busy");
   write_file_atomically(dir / "busy/notes.txt", "mine");
@@ -131,14 +143,17 @@ TEST(TrainCli, CorruptCheckpointIsAClearError) {
   ASSERT_EQ(run_cli(train_args(dir / "data.txt", dir / "run")).status, 0);
   const std::string bytes = read_file(dir / "run/optimizer.safetensors");
   write_file_atomically(dir / "run/optimizer.safetensors", bytes.substr(0, bytes.size() / 2));
-  const auto run = run_cli({"train", "--data", (dir / "data.txt").string(), "--resume", (dir / "run").string(),
-                            "--out", (dir / "run").string(), "--steps", "8"});
+  const auto run =
+      run_cli({"train", "--data", (dir / "data.txt").string(), "--resume", (dir / "run").string(),
+               "--out", (dir / "run").string(), "--steps", "8"});
   EXPECT_EQ(run.status, 1);
   EXPECT_NE(run.err.find("optimizer.safetensors"), std::string::npos) << run.err;
-  const auto settings = run_cli({"train", "--data", (dir / "data.txt").string(), "--resume", (dir / "run").string(),
-                                 "--out", (dir / "run").string(), "--lr", "1"});
+  const auto settings =
+      run_cli({"train", "--data", (dir / "data.txt").string(), "--resume", (dir / "run").string(),
+               "--out", (dir / "run").string(), "--lr", "1"});
   EXPECT_EQ(settings.status, 2);
-  EXPECT_NE(settings.err.find("--lr cannot change a resumed run"), std::string::npos) << settings.err;
+  EXPECT_NE(settings.err.find("--lr cannot change a resumed run"), std::string::npos)
+      << settings.err;
 }
 
 // Runs the real binary, waits until it has written its first checkpoint (the test hook holds it
@@ -178,21 +193,28 @@ TEST(TrainCli, CtrlCSavesACheckpointAndResumeEqualsAnUninterruptedRun) {
   const int stopped_at = state["step"].get<int>();
   EXPECT_GE(stopped_at, 3);
   EXPECT_LT(stopped_at, 9);
-  const auto resumed = run_cli({"train", "--data", (dir / "data.txt").string(), "--resume", (dir / "cut").string(),
-                                "--out", (dir / "cut").string()});
+  const auto resumed = run_cli({"train", "--data", (dir / "data.txt").string(), "--resume",
+                                (dir / "cut").string(), "--out", (dir / "cut").string()});
   ASSERT_EQ(resumed.status, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find("resumed at step " + std::to_string(stopped_at)), std::string::npos) << resumed.out;
-  EXPECT_EQ(read_file(dir / "cut/model.safetensors"), read_file(dir / "straight/model.safetensors"));
-  EXPECT_EQ(read_file(dir / "cut/optimizer.safetensors"), read_file(dir / "straight/optimizer.safetensors"));
+  EXPECT_NE(resumed.out.find("resumed at step " + std::to_string(stopped_at)), std::string::npos)
+      << resumed.out;
+  EXPECT_EQ(read_file(dir / "cut/model.safetensors"),
+            read_file(dir / "straight/model.safetensors"));
+  EXPECT_EQ(read_file(dir / "cut/optimizer.safetensors"),
+            read_file(dir / "straight/optimizer.safetensors"));
   EXPECT_EQ(read_file(dir / "cut/train_log.csv"), read_file(dir / "straight/train_log.csv"));
 }
 
 TEST(ForwardGrad, DumpsLossAndEveryGradient) {
   test::TempDir dir;
-  ASSERT_EQ(run_cli({"init-model", "--layers", "1", "--d-model", "8", "--heads", "2", "--ffn", "8", "--vocab", "20",
-                     "--mode", "full", "--query-std", "0.5", "--out", (dir / "m").string()}).status, 0);
-  const auto run = run_cli({"forward", "--model", (dir / "m").string(), "--tokens", "1 2 3", "--grad", "--precision",
-                            "f64", "--dump", (dir / "g.safetensors").string()});
+  ASSERT_EQ(run_cli({"init-model", "--layers", "1", "--d-model", "8", "--heads", "2", "--ffn", "8",
+                     "--vocab", "20", "--mode", "full", "--query-std", "0.5", "--out",
+                     (dir / "m").string()})
+                .status,
+            0);
+  const auto run =
+      run_cli({"forward", "--model", (dir / "m").string(), "--tokens", "1 2 3", "--grad",
+               "--precision", "f64", "--dump", (dir / "g.safetensors").string()});
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("nats/token over 2 predicted positions"), std::string::npos) << run.out;
   const auto file = SafetensorsFile::read(dir / "g.safetensors");

@@ -37,7 +37,8 @@ TEST(CostIo, BestFullScheduleIsTheBruteForceMinimumNearSqrtL) {
     const auto choice = best_full_schedule_block(L, 1);
     EXPECT_EQ(choice.block_size + choice.blocks, best) << "L = " << L;
     EXPECT_EQ(choice.blocks, block_count(L, choice.block_size));
-    EXPECT_LE(std::abs(static_cast<double>(choice.block_size) - std::sqrt(L)), std::sqrt(L) / 2 + 1);
+    EXPECT_LE(std::abs(static_cast<double>(choice.block_size) - std::sqrt(L)),
+              std::sqrt(L) / 2 + 1);
   }
   EXPECT_EQ(best_full_schedule_block(128, 1).io_elements, 23.0);  // S=11 or 12: 11 + 12 = 23
   EXPECT_EQ(best_full_schedule_block(1'000'000, 1).io_elements, 2000.0);  // 2 sqrt(L)
@@ -139,7 +140,8 @@ TEST(CostPipeline, RejectsMoreChunksThanSublayers) {
 TEST(CostFlops, SourcePairCountsMatchTheLayouts) {
   for (std::int64_t L : {1, 2, 5, 8, 13}) {
     for (std::int64_t S = 1; S <= L; ++S) {
-      const auto layout = make_depth_layout(ResidualMode::block, static_cast<int>(L), static_cast<int>(S));
+      const auto layout =
+          make_depth_layout(ResidualMode::block, static_cast<int>(L), static_cast<int>(S));
       std::int64_t pairs = 0;
       for (const auto& read : layout.reads) pairs += static_cast<std::int64_t>(read.size());
       EXPECT_EQ(depth_read_source_pairs(ResidualMode::block, L, S), pairs) << L << " " << S;
@@ -270,7 +272,9 @@ CostInputs small_inputs() {
   return resolve_cost_inputs(in);
 }
 
-SchemeCost cost_of(const std::string& spec, const CostInputs& in) { return scheme_cost(parse_scheme_spec(spec, in), in); }
+SchemeCost cost_of(const std::string& spec, const CostInputs& in) {
+  return scheme_cost(parse_scheme_spec(spec, in), in);
+}
 
 TEST(SchemeCost, PaperTable1RowsAtL128N8S16M4) {
   CostInputs in = paper_inputs();
@@ -287,8 +291,10 @@ TEST(SchemeCost, PaperTable1RowsAtL128N8S16M4) {
   EXPECT_EQ(cost_of("mhc", in).io_formula, "(8m + 2)d + 2m^2 + 4m");
   EXPECT_EQ(cost_of("standard", in).io_formula, "3d");
   // The paper's defaults reuse the depth-attention FLOPs of docs/math.md §3.
-  EXPECT_DOUBLE_EQ(cost_of("full", in).mixing_flops, depth_attention_flops(ResidualMode::full, 128, 1, 1000));
-  EXPECT_DOUBLE_EQ(cost_of("block", in).mixing_flops, depth_attention_flops(ResidualMode::block, 128, 16, 1000));
+  EXPECT_DOUBLE_EQ(cost_of("full", in).mixing_flops,
+                   depth_attention_flops(ResidualMode::full, 128, 1, 1000));
+  EXPECT_DOUBLE_EQ(cost_of("block", in).mixing_flops,
+                   depth_attention_flops(ResidualMode::block, 128, 16, 1000));
 }
 
 TEST(SchemeCost, IoRowsByHandAtL8N2S4D16M2) {
@@ -297,14 +303,14 @@ TEST(SchemeCost, IoRowsByHandAtL8N2S4D16M2) {
   EXPECT_DOUBLE_EQ(cost_of("standard", in).io.total(), 48);
   EXPECT_DOUBLE_EQ(cost_of("rescaled", in).io.total(), 48);
   // Full two-phase (S + N - 2)d + 2d = 4·16 + 32 = 96 = 6d; every static-query variant the same.
-  for (const char* name : {"full", "full_sigmoid", "full_sigmoid_normalized", "full_no_key_norm", "full_multihead",
-                           "full_scalars", "denseformer"}) {
+  for (const char* name : {"full", "full_sigmoid", "full_sigmoid_normalized", "full_no_key_norm",
+                           "full_multihead", "full_scalars", "denseformer"}) {
     EXPECT_DOUBLE_EQ(cost_of(name, in).io.total(), 96) << name;
     EXPECT_TRUE(cost_of(name, in).two_phase) << name;
   }
   // Block two-phase (N/S + 3)d + 2d = (0.5 + 5)·16 = 88.
-  for (const char* name : {"block", "block_sigmoid", "block_sigmoid_normalized", "block_no_key_norm",
-                           "block_multihead", "block_scalars"}) {
+  for (const char* name : {"block", "block_sigmoid", "block_sigmoid_normalized",
+                           "block_no_key_norm", "block_multihead", "block_scalars"}) {
     EXPECT_DOUBLE_EQ(cost_of(name, in).io.total(), 88) << name;
   }
   // Full naive: mean over l of 2(l-1)d + d = (L-1)d + d = 7·16 + 16 = 128.
@@ -398,7 +404,8 @@ TEST(SchemeCost, OneSourceOfTruthWithTheOtherRows) {
       // The window row is the naive row with l - 1 capped at W: brute force.
       double reads = 0;
       for (std::int64_t l = 1; l <= L; ++l) reads += 2.0 * static_cast<double>(std::min(l - 1, W));
-      EXPECT_DOUBLE_EQ(io_full_window_mean(L, W, 1).reads, reads / static_cast<double>(L)) << L << " " << W;
+      EXPECT_DOUBLE_EQ(io_full_window_mean(L, W, 1).reads, reads / static_cast<double>(L))
+          << L << " " << W;
       std::int64_t pairs = 0;
       for (std::int64_t r = 0; r <= L; ++r) pairs += 1 + std::min(r, W);
       EXPECT_EQ(depth_read_source_pairs_window(L, W), pairs) << L << " " << W;
@@ -408,7 +415,8 @@ TEST(SchemeCost, OneSourceOfTruthWithTheOtherRows) {
   // Block one-shot is the time model's row.
   CostInputs in = paper_inputs();
   in = resolve_cost_inputs(in);
-  EXPECT_DOUBLE_EQ(io_block_one_shot(128, 16, 7168).total(), residual_io_elements(in, ResidualScheme::block_one_shot));
+  EXPECT_DOUBLE_EQ(io_block_one_shot(128, 16, 7168).total(),
+                   residual_io_elements(in, ResidualScheme::block_one_shot));
   // evaluate_costs carries every extra row, equal to scheme_cost's.
   const CostReport report = evaluate_costs(in);
   for (std::size_t i = 0; i < kSchemeIoKeyCount; ++i) {
@@ -416,8 +424,10 @@ TEST(SchemeCost, OneSourceOfTruthWithTheOtherRows) {
     const ResidualIo& expected = kSchemeIoKeys[i].one_shot ? cost.io_one_shot : cost.io;
     EXPECT_DOUBLE_EQ(report.scheme_io[i].total(), expected.total()) << kSchemeIoKeys[i].key;
   }
-  EXPECT_DOUBLE_EQ(scheme_io(named_scheme("full", in), in).total(), report.io.full_two_phase.total());
-  EXPECT_DOUBLE_EQ(scheme_io(named_scheme("full", in), in, true).total(), report.io.full_naive.total());
+  EXPECT_DOUBLE_EQ(scheme_io(named_scheme("full", in), in).total(),
+                   report.io.full_two_phase.total());
+  EXPECT_DOUBLE_EQ(scheme_io(named_scheme("full", in), in, true).total(),
+                   report.io.full_naive.total());
   // A window of at least L is Full AttnRes.
   EXPECT_DOUBLE_EQ(cost_of("full:window=128", in).io.total(), report.io.full_two_phase.total());
   // Rescaled equals the standard row; DenseFormer's two-phase row is Full's.
@@ -453,7 +463,8 @@ TEST(SchemeCost, SpecsAndProblemsNameTheKey) {
   EXPECT_EQ(c.gate, DepthGate::sigmoid);
   EXPECT_FALSE(c.key_norm);
   EXPECT_EQ(scheme_spec(c), "block:block_size=4,gate=sigmoid,key_norm=false");
-  auto expect_error = [&](const std::string& spec, const std::string& field, const std::string& needle) {
+  auto expect_error = [&](const std::string& spec, const std::string& field,
+                          const std::string& needle) {
     try {
       scheme_cost(parse_scheme_spec(spec, in), in);
       ADD_FAILURE() << spec << " accepted";
@@ -466,7 +477,8 @@ TEST(SchemeCost, SpecsAndProblemsNameTheKey) {
   expect_error("block:gat=sigmoid", "scheme", "unknown key 'gat'");
   expect_error("block:gate", "scheme", "not key=value");
   expect_error("block:gate=relu", "gate", "unknown gate 'relu'");
-  expect_error("block:window=4", "window", "window applies to Full AttnRes (mode full) only, not to mode block");
+  expect_error("block:window=4", "window",
+               "window applies to Full AttnRes (mode full) only, not to mode block");
   expect_error("full:heads=3", "heads", "positive divisor of d = 16");
   expect_error("full:block_size=2", "block_size", "applies to Block AttnRes");
   expect_error("block:block_size=9", "block_size", "between 1 and L = 8");

@@ -27,7 +27,9 @@ TEST(CostInputFields, EveryIntegerInputOnceWithItsOwnMember) {
     EXPECT_TRUE(keys.insert(std::string(field.key)).second) << field.key;
     EXPECT_TRUE(flags.insert(std::string(field.flag)).second) << field.flag;
     EXPECT_FALSE(field.help.empty()) << field.key;
-    EXPECT_TRUE(field.section == "model" || field.section == "sequence" || field.section == "parallel") << field.key;
+    EXPECT_TRUE(field.section == "model" || field.section == "sequence" ||
+                field.section == "parallel")
+        << field.key;
     EXPECT_LE(field.input_min, field.input_max) << field.key;
     CostInputs probe;
     const CostInputs before = probe;
@@ -53,8 +55,11 @@ TEST(CostInputFields, SettingOneOfTwoAlternativesClearsTheOther) {
   EXPECT_EQ(in.sublayers, 0);
   set_cost_input(in, "seq_shards", 3);
   EXPECT_EQ(in.seq_shards, 3);
-  EXPECT_NE(test::error_message([&] { set_cost_input(in, "blokcs", 1); }).find("did you mean 'blocks'"), std::string::npos);
-  EXPECT_NE(test::error_message([&] { set_cost_input(in, "microbatches", 1); }).find("[pipeline]"), std::string::npos);
+  EXPECT_NE(
+      test::error_message([&] { set_cost_input(in, "blokcs", 1); }).find("did you mean 'blocks'"),
+      std::string::npos);
+  EXPECT_NE(test::error_message([&] { set_cost_input(in, "microbatches", 1); }).find("[pipeline]"),
+            std::string::npos);
 }
 
 TEST(CostInputFields, ScenarioReadsEveryKeyOfTheTableAndWritesItBack) {
@@ -62,8 +67,9 @@ TEST(CostInputFields, ScenarioReadsEveryKeyOfTheTableAndWritesItBack) {
   // must put each value in its member and the writer must give the same settings back.
   std::string model = "[model]\n", sequence = "[sequence]\n", parallel = "[parallel]\n";
   const std::map<std::string, std::int64_t> values = {
-      {"sublayers", 24}, {"d_model", 96}, {"block_size", 4}, {"streams", 3}, {"ffn", 200},
-      {"tokens", 512},   {"batch", 2},    {"seq_shards", 4}, {"chunk", 128}, {"pp", 2}, {"vpp", 3}};
+      {"sublayers", 24}, {"d_model", 96}, {"block_size", 4}, {"streams", 3},
+      {"ffn", 200},      {"tokens", 512}, {"batch", 2},      {"seq_shards", 4},
+      {"chunk", 128},    {"pp", 2},       {"vpp", 3}};
   for (const auto& field : cost_input_fields()) {
     auto it = values.find(std::string(field.key));
     if (field.derived) {
@@ -71,16 +77,21 @@ TEST(CostInputFields, ScenarioReadsEveryKeyOfTheTableAndWritesItBack) {
       continue;
     }
     ASSERT_NE(it, values.end()) << field.key << " has no value in this test";
-    std::string& table = field.section == "model" ? model : field.section == "sequence" ? sequence : parallel;
+    std::string& table = field.section == "model"      ? model
+                         : field.section == "sequence" ? sequence
+                                                       : parallel;
     table += std::string(field.key) + " = " + std::to_string(it->second) + "\n";
   }
   const Scenario s = parse_scenario(model + sequence + parallel, "table.toml");
-  for (const auto& [key, value] : values) EXPECT_EQ(s.inputs.*find_cost_input_field(key)->member, value) << key;
+  for (const auto& [key, value] : values)
+    EXPECT_EQ(s.inputs.*find_cost_input_field(key)->member, value) << key;
   EXPECT_EQ(s.inputs.blocks, 6);  // derived: ceil(24 / 4)
   const Scenario again = parse_scenario(scenario_to_toml(s), "again.toml");
-  for (const auto& field : cost_input_fields()) EXPECT_EQ(again.inputs.*field.member, s.inputs.*field.member) << field.key;
+  for (const auto& field : cost_input_fields())
+    EXPECT_EQ(again.inputs.*field.member, s.inputs.*field.member) << field.key;
   // A key of one table in another is refused with the table's own list.
-  const std::string wrong = test::error_message([] { parse_scenario("[model]\nd_model = 8\nsublayers = 4\npp = 2\n", "w.toml"); });
+  const std::string wrong = test::error_message(
+      [] { parse_scenario("[model]\nd_model = 8\nsublayers = 4\npp = 2\n", "w.toml"); });
   EXPECT_NE(wrong.find("w.toml:4:1: unknown key 'model.pp'"), std::string::npos) << wrong;
 }
 
@@ -94,7 +105,8 @@ TEST(CostInputFields, JsonInputsHaveEveryKeyOfTheTable) {
   EXPECT_EQ(j["layers"], 16);
   EXPECT_EQ(j["block_size"], 8);
   EXPECT_EQ(j["dtype"], "bf16");
-  for (const auto& field : cost_input_fields()) EXPECT_TRUE(j.contains(std::string(field.key))) << field.key;
+  for (const auto& field : cost_input_fields())
+    EXPECT_TRUE(j.contains(std::string(field.key))) << field.key;
 }
 
 TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
@@ -108,8 +120,9 @@ TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
   EXPECT_EQ(parse_sweep_values("3:100:x3", "--values", 0), (V{3, 9, 27, 81}));
   // No overflow next to the largest integer.
   const std::int64_t top = std::numeric_limits<std::int64_t>::max();
-  EXPECT_EQ(parse_sweep_values(std::to_string(top - 7) + ":" + std::to_string(top) + ":5", "--values", 0),
-            (V{top - 7, top - 2}));
+  EXPECT_EQ(
+      parse_sweep_values(std::to_string(top - 7) + ":" + std::to_string(top) + ":5", "--values", 0),
+      (V{top - 7, top - 2}));
   for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
            {"a,2", "--values: 'a' is not an integer"},
            {"", "--values: no values given"},
@@ -119,7 +132,8 @@ TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
            {"0:10:x2", "--values: a factor needs FROM >= 1 and FACTOR >= 2"},
            {"1:2:3:4", "--values: expected FROM:TO[:STEP|:xFACTOR]"},
            {"1:100000000", "--values: too many values"}}) {
-    const std::string message = test::error_message([&] { parse_sweep_values(text, "--values", 8); });
+    const std::string message =
+        test::error_message([&] { parse_sweep_values(text, "--values", 8); });
     EXPECT_EQ(message.rfind(expected, 0), 0u) << text << " -> " << message;
   }
   SweepRange both;
@@ -127,7 +141,9 @@ TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
   both.to = 4;
   both.step = 1;
   both.factor = 2;
-  EXPECT_NE(test::error_message([&] { expand_sweep_range(both, "sweep.values"); }).find("exactly one"), std::string::npos);
+  EXPECT_NE(
+      test::error_message([&] { expand_sweep_range(both, "sweep.values"); }).find("exactly one"),
+      std::string::npos);
 }
 
 TEST(SweepValues, ScenarioRangesAndCliTextGiveTheSameValues) {
@@ -145,21 +161,27 @@ TEST(SweepValues, ScenarioRangesAndCliTextGiveTheSameValues) {
 TEST(SweepRules, ParametersAndMetricsNeedWhatTheyMeasure) {
   EXPECT_EQ(sweep_parameter_problem("blocks", false), "");
   EXPECT_EQ(sweep_parameter_problem("microbatches", true), "");
-  EXPECT_NE(sweep_parameter_problem("microbatches", false).find("needs a [pipeline] table"), std::string::npos);
-  EXPECT_NE(sweep_parameter_problem("blocs", false).find("did you mean 'blocks'"), std::string::npos);
+  EXPECT_NE(sweep_parameter_problem("microbatches", false).find("needs a [pipeline] table"),
+            std::string::npos);
+  EXPECT_NE(sweep_parameter_problem("blocs", false).find("did you mean 'blocks'"),
+            std::string::npos);
   EXPECT_EQ(sweep_metric_problem("io_multiples_of_d.standard", false, false, ""), "");
-  EXPECT_NE(sweep_metric_problem("time.prefill_overhead_block_two_phase", false, false, "").find("needs [hardware]"),
+  EXPECT_NE(sweep_metric_problem("time.prefill_overhead_block_two_phase", false, false, "")
+                .find("needs [hardware]"),
             std::string::npos);
   EXPECT_EQ(sweep_metric_problem("time.prefill_overhead_block_two_phase", true, false, ""), "");
-  EXPECT_NE(sweep_metric_problem("pipeline.attnres_overhead_fraction", true, false, "").find("[pipeline]"),
+  EXPECT_NE(sweep_metric_problem("pipeline.attnres_overhead_fraction", true, false, "")
+                .find("[pipeline]"),
             std::string::npos);
   const CostMetric* io = find_cost_metric("io_multiples_of_d.standard");
   ASSERT_NE(io, nullptr);
-  EXPECT_NE(sweep_metric_problem("prefill_history_gb.total", false, false, io->unit).find("separate sweeps"),
+  EXPECT_NE(sweep_metric_problem("prefill_history_gb.total", false, false, io->unit)
+                .find("separate sweeps"),
             std::string::npos);
   // every sweep parameter is a table key or one of the two pipeline settings
   for (const auto& name : sweep_parameters()) {
-    EXPECT_TRUE(find_cost_input_field(name) != nullptr || is_pipeline_sweep_parameter(name)) << name;
+    EXPECT_TRUE(find_cost_input_field(name) != nullptr || is_pipeline_sweep_parameter(name))
+        << name;
   }
   EXPECT_EQ(sweep_parameters().size(), cost_input_fields().size() + 2);
 }

@@ -25,8 +25,8 @@ TEST(DepthAttention, WorkedExampleGivesTwentyThirds) {
   EXPECT_NEAR(first_two.o(0, 0) * std::exp(first_two.m(0)), 12.0, 1e-12);
   EXPECT_NEAR(first_two.l(0) * std::exp(first_two.m(0)), 3.0, 1e-12);
   // Adding value 8 with score ln6: (12 + 48) / (3 + 6) = 20/3.
-  const auto all = merge_stats(first_two,
-                               single_source_stats<double>(constant(8.0), Vec(Vec::Constant(1, std::log(6.0)))));
+  const auto all = merge_stats(
+      first_two, single_source_stats<double>(constant(8.0), Vec(Vec::Constant(1, std::log(6.0)))));
   EXPECT_NEAR(all.finish()(0, 0), 20.0 / 3.0, 1e-12);
   // Averaging the two local means (4 and 8) would give 6: the merge must not do that.
   EXPECT_GT(std::abs(all.finish()(0, 0) - 6.0), 0.5);
@@ -88,8 +88,7 @@ TEST(DepthAttention, PhaseOnePlusMergesEqualsOneShotAtFloat64) {
   const Mat query = read.query.cwiseProduct(read.key_norm_gain).transpose();  // (1, d)
   auto stats = phase_one_stats<double>(history, inv_rms, query, nullptr).front();
   for (std::size_t i = 4; i < values.size(); ++i) {
-    const Vec z = depth_scores(values[i], key_inverse_rms(values[i], eps),
-                               Vec(query.transpose()));
+    const Vec z = depth_scores(values[i], key_inverse_rms(values[i], eps), Vec(query.transpose()));
     stats = merge_stats(stats, single_source_stats<double>(values[i], z));
   }
   test::expect_tensor_near("two-phase vs one-shot", stats.finish(), reference, 1e-12);

@@ -86,7 +86,9 @@ TEST(DepthLayout, RejectsImpossibleBlockSizes) {
   EXPECT_THROW(make_depth_layout(ResidualMode::block, 8, 9), Error);
   EXPECT_THROW(make_depth_layout(ResidualMode::block, 8, -2), Error);
   EXPECT_THROW(make_depth_layout(ResidualMode::full, 0, 0), Error);
-  EXPECT_NE(test::error_message([] { make_depth_layout(ResidualMode::block, 8, 9); }).find("between 1 and L = 8"),
+  EXPECT_NE(test::error_message([] {
+              make_depth_layout(ResidualMode::block, 8, 9);
+            }).find("between 1 and L = 8"),
             std::string::npos);
 }
 

@@ -24,7 +24,8 @@ ModelConfig small_config(int layers = 3) {
 }
 
 ModelWeights<double> small_model(double query_std, int layers = 3, std::uint64_t seed = 7) {
-  return random_model(small_config(layers), {.seed = seed, .weight_std = 0.3, .query_std = query_std});
+  return random_model(small_config(layers),
+                      {.seed = seed, .weight_std = 0.3, .query_std = query_std});
 }
 
 const std::vector<int> kTokens = {1, 5, 9, 2, 33, 7};
@@ -56,7 +57,8 @@ TEST(Forward, ZeroQueryFirstReadIsTheEmbeddingNotASum) {
   const auto full = forward(model, kTokens, with(ResidualMode::full));
   const auto standard = forward(model, kTokens, with(ResidualMode::standard));
   EXPECT_NEAR(full.trace.sublayer_input_rms[0], standard.trace.sublayer_input_rms[0], 1e-15);
-  EXPECT_GT(std::abs(full.trace.sublayer_input_rms[1] - standard.trace.sublayer_input_rms[1]), 1e-6);
+  EXPECT_GT(std::abs(full.trace.sublayer_input_rms[1] - standard.trace.sublayer_input_rms[1]),
+            1e-6);
 }
 
 TEST(Forward, BlockSizeOneEqualsFullAttnRes) {
@@ -101,7 +103,7 @@ TEST(Forward, TwoPhaseEqualsOneShotAtFloat64) {
 TEST(Forward, OneBlockIsATwoWaySoftmaxNotTheStandardResidual) {
   // Zero queries: every read is (v_0 + partial) / 2, exactly half the standard residual's sum,
   // and the PreNorm RMSNorm removes that factor — so hidden_final is half, logits agree.
-  auto zero_query = small_model(0.0);  // L = 6
+  auto zero_query = small_model(0.0);       // L = 6
   zero_query.config.rms_norm_eps = 1e-300;  // RMSNorm then exactly scale-invariant
   const auto one_block = forward(zero_query, kTokens, with(ResidualMode::block, 6));
   const auto standard = forward(zero_query, kTokens, with(ResidualMode::standard));
@@ -109,7 +111,8 @@ TEST(Forward, OneBlockIsATwoWaySoftmaxNotTheStandardResidual) {
   EXPECT_EQ(final_read.sources.size(), 2u);
   EXPECT_NEAR(final_read.alpha_mean(0), 0.5, 1e-14);  // the embedding keeps half the mass
   const Matrix<double> half_standard = standard.hidden_final / 2.0;
-  test::expect_tensor_near("N=1, w=0: half the standard sum", one_block.hidden_final, half_standard, 1e-12);
+  test::expect_tensor_near("N=1, w=0: half the standard sum", one_block.hidden_final, half_standard,
+                           1e-12);
   // Learned queries move the 2-way weights away from 1/2: now the models differ.
   const auto queried = small_model(1.0);
   const auto a = forward(queried, kTokens, with(ResidualMode::block, 6));
@@ -125,13 +128,15 @@ TEST(Forward, ZeroPlaceholderHalvesTheEmbeddingAtTheFirstSublayer) {
   options.zero_placeholder = true;
   const auto placeholder = forward(model, kTokens, options);
   // With w = 0 the zero source takes half the softmax mass: h_1 = v_0 / 2.
-  EXPECT_NEAR(placeholder.trace.sublayer_input_rms[0], plain.trace.sublayer_input_rms[0] / 2, 1e-14);
+  EXPECT_NEAR(placeholder.trace.sublayer_input_rms[0], plain.trace.sublayer_input_rms[0] / 2,
+              1e-14);
   EXPECT_EQ(plain.trace.reads[0].sources.size(), 1u);
   EXPECT_EQ(placeholder.trace.reads[0].sources.size(), 2u);
   // Two-phase and one-shot agree with the placeholder too.
   options.two_phase = false;
   const auto one_shot = forward(model, kTokens, options);
-  test::expect_tensor_near("placeholder two-phase vs one-shot", placeholder.logits, one_shot.logits, 1e-12);
+  test::expect_tensor_near("placeholder two-phase vs one-shot", placeholder.logits, one_shot.logits,
+                           1e-12);
 }
 
 TEST(Forward, Float32TracksFloat64) {
@@ -206,7 +211,9 @@ TEST(Forward, RejectsBadTokensAndSizes) {
   EXPECT_THROW(forward(model, {-1}, with(ResidualMode::full)), Error);
   EXPECT_THROW(forward(model, {1}, with(ResidualMode::block, 7)), Error);
   EXPECT_THROW(forward(model, {1}, with(ResidualMode::block, 0)), Error);  // block mode, no S
-  EXPECT_NE(test::error_message([&] { forward(model, {1, 40}, with(ResidualMode::full)); }).find("token id 40 at position 1"),
+  EXPECT_NE(test::error_message([&] {
+              forward(model, {1, 40}, with(ResidualMode::full));
+            }).find("token id 40 at position 1"),
             std::string::npos);
 }
 

@@ -40,20 +40,27 @@ TEST(TokenIds, BadListsAreErrorsNamingTheField) {
   const std::string empty = error_of([] { parse_token_ids("", "--tokens"); });
   EXPECT_TRUE(starts(empty, "--tokens")) << empty;
   EXPECT_NE(empty.find("no token ids given"), std::string::npos) << empty;
-  EXPECT_NE(error_of([] { parse_token_ids(" \t ", "--tokens"); }).find("no token ids"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_token_ids(" \t ", "--tokens"); }).find("no token ids"),
+            std::string::npos);
   const std::string doubled = error_of([] { parse_token_ids("1,,2", "--tokens"); });
   EXPECT_TRUE(starts(doubled, "--tokens")) << doubled;
   EXPECT_NE(doubled.find("empty token id (token 1)"), std::string::npos) << doubled;
-  EXPECT_NE(error_of([] { parse_token_ids("1,2,", "--tokens"); }).find("ends with a comma"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_token_ids("1,2,", "--tokens"); }).find("ends with a comma"),
+            std::string::npos);
   const std::string garbage = error_of([] { parse_token_ids("1 x 3", "tokens"); });
   EXPECT_TRUE(starts(garbage, "tokens")) << garbage;
   EXPECT_NE(garbage.find("'x' (token 1) is not a token id"), std::string::npos) << garbage;
-  EXPECT_NE(error_of([] { parse_token_ids("-3", "--tokens"); }).find("'-3' (token 0) is not a token id"), std::string::npos);
+  EXPECT_NE(
+      error_of([] { parse_token_ids("-3", "--tokens"); }).find("'-3' (token 0) is not a token id"),
+      std::string::npos);
   EXPECT_NE(error_of([] { parse_token_ids("1.5", "--tokens"); }).find("'1.5'"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_token_ids("99999999999", "--tokens"); }).find("is not a token id"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_token_ids("99999999999", "--tokens"); }).find("is not a token id"),
+            std::string::npos);
   const std::string outside = error_of([] { parse_token_ids("1 40", "tokens", 40); });
-  EXPECT_EQ(outside, "tokens: '40' (token 1) is not a token id in 0 .. 39 (the model's vocabulary)");
-  EXPECT_TRUE(error_of([] { parse_token_ids("1 40", "tokens"); }).empty());  // no vocabulary: any id
+  EXPECT_EQ(outside,
+            "tokens: '40' (token 1) is not a token id in 0 .. 39 (the model's vocabulary)");
+  EXPECT_TRUE(
+      error_of([] { parse_token_ids("1 40", "tokens"); }).empty());  // no vocabulary: any id
 }
 
 ModelWeights<double> model_with(ResidualMode mode, int block_size = 0, int layers = 3) {
@@ -73,7 +80,8 @@ std::size_t column_of(const HeatmapSpec& map, const std::string& label) {
 }
 
 TEST(ModelCharts, AlphaHeatmapIsTheTracesAlphaAndEveryRowSumsToOne) {
-  for (const auto& [mode, block_size] : {std::pair{ResidualMode::full, 0}, std::pair{ResidualMode::block, 2}}) {
+  for (const auto& [mode, block_size] :
+       {std::pair{ResidualMode::full, 0}, std::pair{ResidualMode::block, 2}}) {
     const ForwardTrace trace = forward(model_with(mode, block_size), kTokens).trace;
     ASSERT_FALSE(trace.reads.empty());
     for (int token : {-1, 0, 4}) {
@@ -97,7 +105,8 @@ TEST(ModelCharts, AlphaHeatmapIsTheTracesAlphaAndEveryRowSumsToOne) {
           sum += v;
           ++sources;
         }
-        EXPECT_EQ(sources, static_cast<int>(read.sources.size()));  // every other cell: not a source
+        EXPECT_EQ(sources,
+                  static_cast<int>(read.sources.size()));  // every other cell: not a source
         EXPECT_NEAR(sum, 1.0, 1e-12) << "row " << r << " of " << to_string(mode);
       }
     }
@@ -132,7 +141,8 @@ TEST(ModelCharts, AlphaTitleNamesTokenAndHead) {
 TEST(ModelCharts, MagnitudeSeriesAreTheTracesNorms) {
   const ForwardTrace full = forward(model_with(ResidualMode::full), kTokens).trace;
   const ForwardTrace standard = forward(model_with(ResidualMode::standard), kTokens).trace;
-  const auto [inputs, outputs] = magnitude_charts({{"full", &full, false}, {"standard", &standard, true}}, "");
+  const auto [inputs, outputs] =
+      magnitude_charts({{"full", &full, false}, {"standard", &standard, true}}, "");
   EXPECT_EQ(inputs.id, "magnitudes_input");
   EXPECT_EQ(outputs.id, "magnitudes_output");
   EXPECT_TRUE(inputs.log_y);
@@ -143,12 +153,15 @@ TEST(ModelCharts, MagnitudeSeriesAreTheTracesNorms) {
     const ForwardTrace& trace = m == 0 ? full : standard;
     ASSERT_EQ(inputs.series[m].points.size(), 6u);  // L = 6 sublayers
     for (std::size_t l = 0; l < 6; ++l) {
-      EXPECT_EQ(inputs.series[m].points[l], std::make_pair(double(l + 1), trace.sublayer_input_rms[l]));
-      EXPECT_EQ(outputs.series[m].points[l], std::make_pair(double(l + 1), trace.sublayer_output_rms[l]));
+      EXPECT_EQ(inputs.series[m].points[l],
+                std::make_pair(double(l + 1), trace.sublayer_input_rms[l]));
+      EXPECT_EQ(outputs.series[m].points[l],
+                std::make_pair(double(l + 1), trace.sublayer_output_rms[l]));
     }
   }
   const auto titled = magnitude_charts({{"full", &full, false}}, "trained Full AttnRes model");
-  EXPECT_EQ(titled[0].title, "RMS of each sublayer's input h_l on the weights of the trained Full AttnRes model");
+  EXPECT_EQ(titled[0].title,
+            "RMS of each sublayer's input h_l on the weights of the trained Full AttnRes model");
 }
 
 TEST(ModelCharts, MixingHeatmapIsTheLowerTriangleOfMAndRowsSumToOne) {
@@ -163,7 +176,8 @@ TEST(ModelCharts, MixingHeatmapIsTheLowerTriangleOfMAndRowsSumToOne) {
   for (std::size_t r = 0; r < n; ++r) {
     double sum = 0.0;
     for (std::size_t c = 0; c < n; ++c) {
-      const double m = trace.mixing_mean(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c));
+      const double m =
+          trace.mixing_mean(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c));
       if (c <= r) {
         EXPECT_EQ(map.values[r][c], m);
         sum += map.values[r][c];
@@ -203,7 +217,8 @@ TEST(ModelCharts, SequenceSideAndCsv) {
   EXPECT_EQ(running.values, (std::vector<std::vector<double>>{{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}));
   const ChartSpec ranks = sequence_rank_chart(attention);
   ASSERT_EQ(ranks.series.size(), 2u);
-  EXPECT_EQ(ranks.series[1].points, (std::vector<std::pair<double, double>>{{1, 1}, {2, 1}}));  // running sum: rank 1
+  EXPECT_EQ(ranks.series[1].points,
+            (std::vector<std::pair<double, double>>{{1, 1}, {2, 1}}));  // running sum: rank 1
   HeatmapSpec small;
   small.row_labels = {"r0", "r1"};
   small.column_labels = {"a", "b"};
@@ -214,15 +229,23 @@ TEST(ModelCharts, SequenceSideAndCsv) {
 
 // The paper's Fig. 6 losses belong to its 32-sublayer model: a sweep of another model says so.
 TEST(Sweep, PaperFig6OverlayOnAnotherModelCarriesAWarning) {
-  SweepSpec spec{"io", "", {"blocks", {1, 2, 4, 8}}, std::nullopt,
-                 {"io_multiples_of_d.block_two_phase"}, true, false, "paper_fig6"};
+  SweepSpec spec{"io",
+                 "",
+                 {"blocks", {1, 2, 4, 8}},
+                 std::nullopt,
+                 {"io_multiples_of_d.block_two_phase"},
+                 true,
+                 false,
+                 "paper_fig6"};
   CostInputs other;
   other.sublayers = 64;
   other.blocks = 8;
   other.d_model = 100;
   const ChartSpec chart = sweep_chart(run_sweep(other, spec), other);
-  EXPECT_NE(chart.caption.find("Warning: the paper's Fig. 6 losses come from its 32-sublayer ablation model"),
-            std::string::npos) << chart.caption;
+  EXPECT_NE(chart.caption.find(
+                "Warning: the paper's Fig. 6 losses come from its 32-sublayer ablation model"),
+            std::string::npos)
+      << chart.caption;
   EXPECT_NE(chart.caption.find("(L = 64)"), std::string::npos) << chart.caption;
   EXPECT_EQ(paper_fig6_warning(spec, other).empty(), false);
   CostInputs paper = other;

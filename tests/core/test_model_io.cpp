@@ -55,7 +55,8 @@ void edit_weights(const std::filesystem::path& dir,
 TEST(ModelConfig, ParsesHuggingFaceKeysWithDefaults) {
   const auto config = parse_model_config(
       R"({"hidden_size":8,"num_hidden_layers":2,"num_attention_heads":2,"intermediate_size":12,
-          "vocab_size":10,"attn_res":{"mode":"block","block_size":3}})", "c.json");
+          "vocab_size":10,"attn_res":{"mode":"block","block_size":3}})",
+      "c.json");
   EXPECT_EQ(config.num_key_value_heads, 2);  // defaults to the head count
   EXPECT_EQ(config.rms_norm_eps, 1e-6);
   EXPECT_EQ(config.rope_theta, 10000.0);
@@ -82,27 +83,59 @@ TEST(ModelConfig, RoundTripsThroughJson) {
 
 TEST(ModelConfig, RejectsInconsistentShapesWithTheKeyName) {
   const std::string base = R"("num_hidden_layers":2,"intermediate_size":12,"vocab_size":10)";
-  expect_error_containing([&] { parse_model_config("{" + base + R"(,"hidden_size":10,"num_attention_heads":4})", "c.json"); },
-                          {"c.json", "num_attention_heads (4) must divide hidden_size (10)"});
-  expect_error_containing([&] { parse_model_config("{" + base + R"(,"hidden_size":8,"num_attention_heads":4,"num_key_value_heads":3})", "c.json"); },
-                          {"num_key_value_heads (3) must divide"});
-  expect_error_containing([&] { parse_model_config("{" + base + R"(,"hidden_size":0,"num_attention_heads":4})", "c.json"); },
-                          {"hidden_size must be a positive integer"});
-  expect_error_containing([&] { parse_model_config("{" + base + R"(,"hidden_size":"8","num_attention_heads":4})", "c.json"); },
-                          {"'hidden_size' must be an integer"});
-  expect_error_containing([&] { parse_model_config("{" + base + R"(,"hidden_size":8,"num_attention_heads":2,"attn_res":{"mode":"block","block_size":5}})", "c.json"); },
-                          {"block_size must be between 1 and L = 4"});
-  expect_error_containing([&] { parse_model_config("{" + base + R"(,"hidden_size":8,"num_attention_heads":2,"attn_res":{"mode":"sideways"}})", "c.json"); },
-                          {"unknown residual mode 'sideways'"});
-  expect_error_containing([&] { parse_model_config("{" + base + R"(,"hidden_size":8,"num_attention_heads":2,"attn_res":{"blocksize":2}})", "c.json"); },
-                          {"unknown key 'blocksize'"});
+  expect_error_containing(
+      [&] {
+        parse_model_config("{" + base + R"(,"hidden_size":10,"num_attention_heads":4})", "c.json");
+      },
+      {"c.json", "num_attention_heads (4) must divide hidden_size (10)"});
+  expect_error_containing(
+      [&] {
+        parse_model_config(
+            "{" + base + R"(,"hidden_size":8,"num_attention_heads":4,"num_key_value_heads":3})",
+            "c.json");
+      },
+      {"num_key_value_heads (3) must divide"});
+  expect_error_containing(
+      [&] {
+        parse_model_config("{" + base + R"(,"hidden_size":0,"num_attention_heads":4})", "c.json");
+      },
+      {"hidden_size must be a positive integer"});
+  expect_error_containing(
+      [&] {
+        parse_model_config("{" + base + R"(,"hidden_size":"8","num_attention_heads":4})", "c.json");
+      },
+      {"'hidden_size' must be an integer"});
+  expect_error_containing(
+      [&] {
+        parse_model_config(
+            "{" + base +
+                R"(,"hidden_size":8,"num_attention_heads":2,"attn_res":{"mode":"block","block_size":5}})",
+            "c.json");
+      },
+      {"block_size must be between 1 and L = 4"});
+  expect_error_containing(
+      [&] {
+        parse_model_config(
+            "{" + base +
+                R"(,"hidden_size":8,"num_attention_heads":2,"attn_res":{"mode":"sideways"}})",
+            "c.json");
+      },
+      {"unknown residual mode 'sideways'"});
+  expect_error_containing(
+      [&] {
+        parse_model_config(
+            "{" + base + R"(,"hidden_size":8,"num_attention_heads":2,"attn_res":{"blocksize":2}})",
+            "c.json");
+      },
+      {"unknown key 'blocksize'"});
   expect_error_containing([&] { parse_model_config("{" + base + "}", "c.json"); },
                           {"missing key 'hidden_size'"});
   expect_error_containing([&] { parse_model_config("{\"hidden_size\": 8,", "c.json"); },
                           {"c.json", "not valid JSON"});
   // Fuzzing found this: a number too large for a double is out_of_range in nlohmann/json.
-  expect_error_containing([&] { parse_model_config("{\"attn_res\": {\"key_norm_eps\": 1e3060}}", "c.json"); },
-                          {"c.json", "not valid JSON", "number overflow"});
+  expect_error_containing(
+      [&] { parse_model_config("{\"attn_res\": {\"key_norm_eps\": 1e3060}}", "c.json"); },
+      {"c.json", "not valid JSON", "number overflow"});
 }
 
 TEST(RandomModel, SameSeedSameWeightsOtherSeedOtherWeights) {
@@ -155,10 +188,12 @@ TEST(ModelFiles, MissingTensorIsNamed) {
   test::TempDir dir;
   save_model(random_model(tiny_config(), {}), dir.path());
   edit_weights(dir.path(), [](auto& tensors) {
-    std::erase_if(tensors, [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
+    std::erase_if(tensors,
+                  [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
   });
-  expect_error_containing([&] { load_model(dir.path()); },
-                          {"model.safetensors", "missing tensor 'model.layers.1.mlp.up_proj.weight'", "[12, 8]"});
+  expect_error_containing(
+      [&] { load_model(dir.path()); },
+      {"model.safetensors", "missing tensor 'model.layers.1.mlp.up_proj.weight'", "[12, 8]"});
 }
 
 TEST(ModelFiles, WrongShapeIsNamed) {
@@ -181,8 +216,9 @@ TEST(ModelFiles, NonFiniteWeightIsNamed) {
       if (t.name == "model.layers.0.self_attn.k_proj.weight") t.data[5] = NAN;
     }
   });
-  expect_error_containing([&] { load_model(dir.path()); },
-                          {"'model.layers.0.self_attn.k_proj.weight' holds a non-finite value", "flat index 5"});
+  expect_error_containing(
+      [&] { load_model(dir.path()); },
+      {"'model.layers.0.self_attn.k_proj.weight' holds a non-finite value", "flat index 5"});
 }
 
 TEST(ModelFiles, SomeButNotAllAttnResTensorsIsAnError) {
@@ -191,7 +227,8 @@ TEST(ModelFiles, SomeButNotAllAttnResTensorsIsAnError) {
   edit_weights(dir.path(), [](auto& tensors) {
     std::erase_if(tensors, [](const auto& t) { return t.name == "model.final_res.query"; });
   });
-  expect_error_containing([&] { load_model(dir.path()); }, {"'model.final_res.query'", "all of them or none"});
+  expect_error_containing([&] { load_model(dir.path()); },
+                          {"'model.final_res.query'", "all of them or none"});
 }
 
 TEST(ModelFiles, AttnResModeWithoutAttnResTensorsIsAnError) {
@@ -206,8 +243,11 @@ TEST(ModelFiles, AttnResModeWithoutAttnResTensorsIsAnError) {
 TEST(ModelFiles, UnexpectedTensorIsNamed) {
   test::TempDir dir;
   save_model(random_model(tiny_config(), {}), dir.path());
-  edit_weights(dir.path(), [](auto& tensors) { tensors.push_back({"model.layers.7.extra", {1}, {0.f}}); });
-  expect_error_containing([&] { load_model(dir.path()); }, {"unexpected tensor 'model.layers.7.extra'"});
+  edit_weights(dir.path(), [](auto& tensors) {
+    tensors.push_back({"model.layers.7.extra", {1}, {0.f}});
+  });
+  expect_error_containing([&] { load_model(dir.path()); },
+                          {"unexpected tensor 'model.layers.7.extra'"});
 }
 
 TEST(ModelFiles, MissingOrCorruptFilesAreNamed) {
@@ -216,7 +256,8 @@ TEST(ModelFiles, MissingOrCorruptFilesAreNamed) {
   save_model(random_model(tiny_config(), {}), dir.path());
   const std::string bytes = read_file(dir / "model.safetensors");
   write_file_atomically(dir / "model.safetensors", bytes.substr(0, bytes.size() / 2));
-  expect_error_containing([&] { load_model(dir.path()); }, {"model.safetensors", "runs past the end"});
+  expect_error_containing([&] { load_model(dir.path()); },
+                          {"model.safetensors", "runs past the end"});
   std::filesystem::remove(dir / "config.json");
   expect_error_containing([&] { load_model(dir.path()); }, {"config.json", "no such file"});
 }

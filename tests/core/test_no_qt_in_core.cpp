@@ -18,7 +18,8 @@ TEST(Layout, CoreHasNoQtInclude) {
     int number = 0;
     while (std::getline(in, line)) {
       ++number;
-      EXPECT_FALSE(std::regex_search(line, qt_include)) << entry.path() << ":" << number << ": " << line;
+      EXPECT_FALSE(std::regex_search(line, qt_include))
+          << entry.path() << ":" << number << ": " << line;
     }
   }
   EXPECT_GT(files, 5);

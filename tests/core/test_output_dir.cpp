@@ -56,7 +56,8 @@ TEST(OutputDirectory, ANewDirectoryGetsTheFilesAndAMarker) {
   const auto result = write_output_directory(dir / "out", owner("report"),
                                              writes({{"report.md", "r"}, {"tables/io.csv", "t"}}));
   EXPECT_EQ(result.written, (std::vector<std::string>{"report.md", "tables/io.csv"}));
-  EXPECT_EQ(entries(dir / "out"), (std::vector<std::string>{".attnres-output.json", "report.md", "tables", "tables/io.csv"}));
+  EXPECT_EQ(entries(dir / "out"), (std::vector<std::string>{".attnres-output.json", "report.md",
+                                                            "tables", "tables/io.csv"}));
   const auto marker = nlohmann::json::parse(read_file(dir / "out" / kOutputMarkerName));
   EXPECT_EQ(marker["sets"]["report"], nlohmann::json({"report.md", "tables/io.csv"}));
 }
@@ -77,13 +78,17 @@ TEST(OutputDirectory, ADirectoryWithForeignFilesIsRefusedAndUntouched) {
   const std::string message = error_of([&] {
     write_output_directory(dir / "study", owner("report"), writes({{"report.md", "r"}}));
   });
-  EXPECT_NE(message.find("the directory holds files attnres did not write (data/, notes.txt)"), std::string::npos)
+  EXPECT_NE(message.find("the directory holds files attnres did not write (data/, notes.txt)"),
+            std::string::npos)
       << message;
   EXPECT_NE(message.find("pass --force"), std::string::npos) << message;
   EXPECT_EQ(entries(dir / "study"), before);
   // An empty foreign folder counts as foreign too.
   fs::create_directories(dir / "empty-sub/inner");
-  EXPECT_NE(error_of([&] { write_output_directory(dir / "empty-sub", owner("r"), writes({{"a", "1"}})); }), "");
+  EXPECT_NE(error_of([&] {
+              write_output_directory(dir / "empty-sub", owner("r"), writes({{"a", "1"}}));
+            }),
+            "");
 }
 
 TEST(OutputDirectory, ForceReplacesTheContentsButNeverTheInputs) {
@@ -96,9 +101,11 @@ TEST(OutputDirectory, ForceReplacesTheContentsButNeverTheInputs) {
   options.force = true;
   options.inputs = {dir / "study/s.toml"};
   const auto result = write_output_directory(dir / "study", options, writes({{"report.md", "r"}}));
-  EXPECT_EQ(entries(dir / "study"), (std::vector<std::string>{".attnres-output.json", "report.md", "s.toml"}));
+  EXPECT_EQ(entries(dir / "study"),
+            (std::vector<std::string>{".attnres-output.json", "report.md", "s.toml"}));
   EXPECT_EQ(read_file(dir / "study/s.toml"), "scenario");
-  EXPECT_NE(std::find(result.removed.begin(), result.removed.end(), "notes.txt"), result.removed.end());
+  EXPECT_NE(std::find(result.removed.begin(), result.removed.end(), "notes.txt"),
+            result.removed.end());
   // An output that would land on an input is refused even with force.
   const std::string message = error_of([&] {
     write_output_directory(dir / "study", options, writes({{"s.toml", "overwritten"}}));
@@ -115,7 +122,8 @@ TEST(OutputDirectory, SeveralOwnersShareADirectoryAndEachReplacesOnlyItsOwnFiles
   EXPECT_EQ(read_file(dir / "s/prefill.csv"), "2");
   // io again, without its chart this time: its old chart goes, prefill stays.
   write_output_directory(dir / "s", owner("sweep:io"), writes({{"io.csv", "3"}}));
-  EXPECT_EQ(entries(dir / "s"), (std::vector<std::string>{".attnres-output.json", "io.csv", "prefill.csv"}));
+  EXPECT_EQ(entries(dir / "s"),
+            (std::vector<std::string>{".attnres-output.json", "io.csv", "prefill.csv"}));
   EXPECT_EQ(read_file(dir / "s/io.csv"), "3");
   // Another owner may not take a file that belongs to someone else.
   const std::string message = error_of([&] {
@@ -129,7 +137,10 @@ TEST(OutputDirectory, AFileAddedByTheUserToAnAttnresDirectoryMakesItForeign) {
   test::TempDir dir;
   write_output_directory(dir / "r", owner("report"), writes({{"report.md", "1"}}));
   write_file_atomically(dir / "r/notes.txt", "mine");
-  EXPECT_NE(error_of([&] { write_output_directory(dir / "r", owner("report"), writes({{"report.md", "2"}})); }), "");
+  EXPECT_NE(error_of([&] {
+              write_output_directory(dir / "r", owner("report"), writes({{"report.md", "2"}}));
+            }),
+            "");
   EXPECT_EQ(read_file(dir / "r/report.md"), "1");
   EXPECT_EQ(read_file(dir / "r/notes.txt"), "mine");
 }
@@ -148,10 +159,12 @@ TEST(OutputDirectory, AFailedOrCancelledBuildLeavesEverythingAsItWas) {
   EXPECT_EQ(read_file(dir / "r/report.md"), "old");
   OutputDirectoryOptions cancelling = owner("report");
   cancelling.progress = [](std::size_t, std::size_t) { return false; };
-  EXPECT_THROW(write_output_directory(dir / "r", cancelling, writes({{"report.md", "new"}})), Cancelled);
+  EXPECT_THROW(write_output_directory(dir / "r", cancelling, writes({{"report.md", "new"}})),
+               Cancelled);
   EXPECT_EQ(entries(dir / "r"), before);
   // A directory the command created itself is removed again.
-  EXPECT_THROW(write_output_directory(dir / "fresh/deeper", cancelling, writes({{"a", "1"}})), Cancelled);
+  EXPECT_THROW(write_output_directory(dir / "fresh/deeper", cancelling, writes({{"a", "1"}})),
+               Cancelled);
   EXPECT_FALSE(fs::exists(dir / "fresh/deeper"));
 }
 
@@ -159,10 +172,12 @@ TEST(OutputDirectory, MessagesNeverNameTheStagingFolder) {
   test::TempDir dir;
   const std::string message = error_of([&] {
     write_output_directory(dir / "r", owner("report"), [](const fs::path& staging) {
-      write_file_atomically(staging / "missing-folder" / "report.md", "x");  // fails: no such folder
+      write_file_atomically(staging / "missing-folder" / "report.md",
+                            "x");  // fails: no such folder
     });
   });
-  EXPECT_NE(message.find((dir / "r" / "missing-folder" / "report.md").string()), std::string::npos) << message;
+  EXPECT_NE(message.find((dir / "r" / "missing-folder" / "report.md").string()), std::string::npos)
+      << message;
   EXPECT_EQ(message.find("staging"), std::string::npos) << message;
 }
 
@@ -177,11 +192,13 @@ TEST(OutputDirectory, StagingLeftByAKilledProcessIsRemovedAndReported) {
   const std::string stale = ".attnres-staging." + std::to_string(child) + ".0";
   fs::create_directories(dir / "r" / stale / "charts");
   write_file_atomically(dir / "r" / stale / "charts/big.png", "half");
-  const auto result = write_output_directory(dir / "r", owner("report"), writes({{"report.md", "2"}}));
+  const auto result =
+      write_output_directory(dir / "r", owner("report"), writes({{"report.md", "2"}}));
   EXPECT_EQ(result.stale_staging, std::vector<std::string>{stale});
   EXPECT_FALSE(fs::exists(dir / "r" / stale));
   ASSERT_EQ(output_directory_notes(result).size(), 1u);
-  EXPECT_NE(output_directory_notes(result)[0].find("left by an interrupted run"), std::string::npos);
+  EXPECT_NE(output_directory_notes(result)[0].find("left by an interrupted run"),
+            std::string::npos);
   // A staging folder of a live process (this one, another command in flight) is left alone.
   const std::string live = ".attnres-staging." + std::to_string(getppid()) + ".7";
   fs::create_directories(dir / "r" / live);
@@ -203,7 +220,8 @@ TEST(OutputDirectory, TheCurrentDirectoryCanBeTheTarget) {
   test::TempDir dir;
   const fs::path previous = fs::current_path();
   fs::current_path(dir.path());
-  write_output_directory(clean_output_path("./", "--out"), owner("sweep:io"), writes({{"io.csv", "1"}}));
+  write_output_directory(clean_output_path("./", "--out"), owner("sweep:io"),
+                         writes({{"io.csv", "1"}}));
   fs::current_path(previous);
   EXPECT_EQ(read_file(dir / "io.csv"), "1");
   EXPECT_TRUE(fs::exists(dir / kOutputMarkerName));
@@ -212,8 +230,9 @@ TEST(OutputDirectory, TheCurrentDirectoryCanBeTheTarget) {
 TEST(OutputDirectory, AFileInThePlaceOfTheDirectoryIsRefused) {
   test::TempDir dir;
   write_file_atomically(dir / "plain", "x");
-  EXPECT_NE(error_of([&] { write_output_directory(dir / "plain", owner("r"), writes({{"a", "1"}})); })
-                .find("exists and is not a directory"),
+  EXPECT_NE(error_of([&] {
+              write_output_directory(dir / "plain", owner("r"), writes({{"a", "1"}}));
+            }).find("exists and is not a directory"),
             std::string::npos);
   EXPECT_EQ(read_file(dir / "plain"), "x");
 }
@@ -231,8 +250,10 @@ TEST(OutputDirectory, AFileOutputMayNotOverwriteAnInput) {
   test::TempDir dir;
   fs::create_directories(dir / "m");
   write_file_atomically(dir / "m/model.safetensors", "w");
-  EXPECT_THROW(refuse_overwriting_inputs(dir / "m/model.safetensors", {dir / "m"}, "--dump"), Error);
-  EXPECT_THROW(refuse_overwriting_inputs(dir / "m/../m/model.safetensors", {dir / "m"}, "--dump"), Error);
+  EXPECT_THROW(refuse_overwriting_inputs(dir / "m/model.safetensors", {dir / "m"}, "--dump"),
+               Error);
+  EXPECT_THROW(refuse_overwriting_inputs(dir / "m/../m/model.safetensors", {dir / "m"}, "--dump"),
+               Error);
   EXPECT_NO_THROW(refuse_overwriting_inputs(dir / "dump.safetensors", {dir / "m"}, "--dump"));
 }
 
@@ -241,7 +262,11 @@ bool valid_utf8(const std::string& text) {
   std::size_t i = 0;
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    std::size_t n = c < 0x80           ? 1
+                    : (c >> 5) == 0x6  ? 2
+                    : (c >> 4) == 0xE  ? 3
+                    : (c >> 3) == 0x1E ? 4
+                                       : 0;
     if (n == 0 || i + n > text.size()) return false;
     for (std::size_t k = 1; k < n; ++k) {
       if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
@@ -256,10 +281,10 @@ TEST(PrintableText, EscapesWhatIsNotPrintableUtf8) {
   EXPECT_EQ(printable_text("P·V = 4 × 4, α ≤ 1, 🙂"), "P·V = 4 × 4, α ≤ 1, 🙂");
   EXPECT_EQ(printable_text("key\xff\x1b[31mred"), "key\\xff\\x1b[31mred");
   EXPECT_EQ(printable_text(std::string("nul\0byte", 8)), "nul\\x00byte");
-  EXPECT_EQ(printable_text("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(printable_text("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(printable_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
-  EXPECT_EQ(printable_text("\xe2\x82"), "\\xe2\\x82");          // truncated sequence
-  EXPECT_EQ(printable_text("\xc2\x9b"), "\\xc2\\x9b");          // C1 control (CSI)
+  EXPECT_EQ(printable_text("\xe2\x82"), "\\xe2\\x82");           // truncated sequence
+  EXPECT_EQ(printable_text("\xc2\x9b"), "\\xc2\\x9b");           // C1 control (CSI)
   EXPECT_EQ(printable_text("del\x7f"), "del\\x7f");
   // Whatever goes in, valid UTF-8 without raw escapes comes out.
   std::mt19937 random(7);

@@ -7,8 +7,8 @@
 
 #include "attnres/cost.hpp"
 #include "attnres/error.hpp"
-#include "attnres/pipeline_sim.hpp"
 #include "attnres/pipeline.hpp"
+#include "attnres/pipeline_sim.hpp"
 
 namespace attnres {
 namespace {
@@ -33,7 +33,8 @@ TEST(PipelineSim, OneFOneBBubbleIsPMinusOneOverM) {
   for (int P : {1, 2, 3, 4, 8}) {
     for (int m : {1, 2, 3, 4, 7, 8, 16, 32}) {  // m < P included
       const auto result = simulate_pipeline(uniform(P, 1, m, PipelineSchedule::one_f_one_b));
-      EXPECT_NEAR(result.bubble_fraction, closed_form_bubble(PipelineSchedule::one_f_one_b, P, 1, m), 1e-12)
+      EXPECT_NEAR(result.bubble_fraction,
+                  closed_form_bubble(PipelineSchedule::one_f_one_b, P, 1, m), 1e-12)
           << "P=" << P << " m=" << m;
       EXPECT_NEAR(result.bubble_fraction, static_cast<double>(P - 1) / m, 1e-12);
     }
@@ -50,7 +51,8 @@ TEST(PipelineSim, InterleavedBubbleIsPMinusOneOverVM) {
       }
       for (int m = 1; m < P; ++m) {  // fewer micro-batches than ranks
         const auto result = simulate_pipeline(uniform(P, V, m, PipelineSchedule::interleaved));
-        EXPECT_NEAR(result.bubble_fraction, closed_form_bubble(PipelineSchedule::interleaved, P, V, m), 1e-12)
+        EXPECT_NEAR(result.bubble_fraction,
+                    closed_form_bubble(PipelineSchedule::interleaved, P, V, m), 1e-12)
             << "P=" << P << " V=" << V << " m=" << m;
       }
     }
@@ -126,7 +128,8 @@ TEST(PipelineSim, RejectsImpossibleSchedules) {
   in.ideal_links = false;
   in.link_bandwidth = 0;
   EXPECT_THROW(simulate_pipeline(in), Error);
-  EXPECT_THROW(simulate_pipeline(uniform(4, 3, 5, PipelineSchedule::interleaved)), Error);  // 5 % 4 != 0
+  EXPECT_THROW(simulate_pipeline(uniform(4, 3, 5, PipelineSchedule::interleaved)),
+               Error);  // 5 % 4 != 0
 }
 
 TEST(PipelineSim, EveryPermittedInterleavedSettingCompletes) {
@@ -205,7 +208,8 @@ TEST(PipelineEvaluate, FreeLinksGiveNoExposedCommunicationAndTheClosedFormBubble
   // simulated bubble is the schedule's own: positive, and the same in the standard-residual run's
   // schedule up to the residual work's share.
   EXPECT_DOUBLE_EQ(report.closed_form_bubble, 3.0 / 16.0);
-  EXPECT_DOUBLE_EQ(report.closed_form_bubble, closed_form_bubble(PipelineSchedule::interleaved, 4, 2, 8));
+  EXPECT_DOUBLE_EQ(report.closed_form_bubble,
+                   closed_form_bubble(PipelineSchedule::interleaved, 4, 2, 8));
   EXPECT_GT(report.bubble_fraction, 0.0);
   EXPECT_NEAR(report.bubble_fraction, report.standard.bubble_fraction, 0.05);
   // Unequal stages (54 sublayers over 8 chunks; the embedding and the head on the end ranks): the
@@ -232,11 +236,14 @@ TEST(PipelineRules, MoeAndPipelineSettingsNameTheFieldTheyAreAbout) {
   moe.shared = 1;
   moe.expert_ffn = 512;
   EXPECT_FALSE(moe_problem(moe));
-  auto field_of = [](const std::optional<CostInputProblem>& problem) { return problem ? problem->field : "none"; };
+  auto field_of = [](const std::optional<CostInputProblem>& problem) {
+    return problem ? problem->field : "none";
+  };
   MoeShape bad = moe;
   bad.active = 9;
   EXPECT_EQ(field_of(moe_problem(bad)), "active");
-  EXPECT_NE(moe_problem(bad)->message.find("between 1 and the 8 experts, got 9"), std::string::npos);
+  EXPECT_NE(moe_problem(bad)->message.find("between 1 and the 8 experts, got 9"),
+            std::string::npos);
   bad = moe;
   bad.active = 0;
   EXPECT_EQ(field_of(moe_problem(bad)), "active");

@@ -30,8 +30,14 @@ TEST(Sweep, DivisorsAreSortedAndComplete) {
 }
 
 TEST(Sweep, ImpossibleSettingsAreSkippedAndListed) {
-  SweepSpec spec{"s", "", {"blocks", {1, 8, 32, 33, 64}}, std::nullopt,
-                 {"io_multiples_of_d.block_two_phase"}, false, false, ""};
+  SweepSpec spec{"s",
+                 "",
+                 {"blocks", {1, 8, 32, 33, 64}},
+                 std::nullopt,
+                 {"io_multiples_of_d.block_two_phase"},
+                 false,
+                 false,
+                 ""};
   const auto result = run_sweep(base_inputs(), spec);
   ASSERT_EQ(result.points.size(), 3u);
   EXPECT_DOUBLE_EQ(result.points[1].values[0], 8.0 / 4.0 + 5.0);  // N = 8, S = 4
@@ -41,8 +47,14 @@ TEST(Sweep, ImpossibleSettingsAreSkippedAndListed) {
 }
 
 TEST(Sweep, GridAndCancellation) {
-  SweepSpec spec{"g", "", {"pp", {1, 2, 4}}, SweepAxis{"vpp", {1, 2}},
-                 {"pipeline_comm_elements_per_token.naive_per_d"}, false, false, ""};
+  SweepSpec spec{"g",
+                 "",
+                 {"pp", {1, 2, 4}},
+                 SweepAxis{"vpp", {1, 2}},
+                 {"pipeline_comm_elements_per_token.naive_per_d"},
+                 false,
+                 false,
+                 ""};
   const auto result = run_sweep(base_inputs(), spec);
   ASSERT_EQ(result.points.size(), 6u);
   // P = 4, V = 2: C = 8, C(C-1)/2 = 28 in units of N_p·d.
@@ -50,7 +62,8 @@ TEST(Sweep, GridAndCancellation) {
   const auto chart = sweep_chart(result, base_inputs());
   EXPECT_EQ(chart.series.size(), 2u);  // one per vpp value
   EXPECT_NE(chart.series[1].name.find("vpp=2"), std::string::npos);
-  EXPECT_THROW(run_sweep(base_inputs(), spec, [](std::size_t, std::size_t) { return false; }), Cancelled);
+  EXPECT_THROW(run_sweep(base_inputs(), spec, [](std::size_t, std::size_t) { return false; }),
+               Cancelled);
 }
 
 TEST(Sweep, StreamedSweepsSeeEveryPointAndKeepOnlyWhatAChartShows) {
@@ -71,7 +84,8 @@ TEST(Sweep, StreamedSweepsSeeEveryPointAndKeepOnlyWhatAChartShows) {
     ++seen;
     sum += point.values[0];
   };
-  const SweepResult result = run_sweep(ScenarioInputs{base_inputs(), std::nullopt, {}, std::nullopt}, spec, run);
+  const SweepResult result =
+      run_sweep(ScenarioInputs{base_inputs(), std::nullopt, {}, std::nullopt}, spec, run);
   // 18 valid y values x 2500 d values; 2 x 2500 impossible settings.
   EXPECT_EQ(seen, 18u * 2500u);
   EXPECT_EQ(result.valid_count, seen);
@@ -94,24 +108,39 @@ TEST(Sweep, StreamedSweepsSeeEveryPointAndKeepOnlyWhatAChartShows) {
 TEST(Sweep, ImpossibleParameterValuesAreSkippedWithTheValueGiven) {
   // Before: microbatches were clamped to 10^9, so a message showed a value nobody typed.
   ScenarioInputs in{base_inputs(), load_hardware("h100"), {}, PipelineSettings{}};
-  SweepSpec spec{"m", "", {"microbatches", {0, 4, 5'000'000'000}}, std::nullopt,
-                 {"pipeline.iteration_time_s"}, false, false, ""};
+  SweepSpec spec{"m",
+                 "",
+                 {"microbatches", {0, 4, 5'000'000'000}},
+                 std::nullopt,
+                 {"pipeline.iteration_time_s"},
+                 false,
+                 false,
+                 ""};
   const SweepResult result = run_sweep(in, spec);
   ASSERT_EQ(result.points.size(), 1u);
   ASSERT_EQ(result.skipped.size(), 2u);
-  EXPECT_NE(result.skipped[0].find("microbatches m = 0 is out of range"), std::string::npos) << result.skipped[0];
-  EXPECT_NE(result.skipped[1].find("microbatches m = 5000000000 is out of range"), std::string::npos);
+  EXPECT_NE(result.skipped[0].find("microbatches m = 0 is out of range"), std::string::npos)
+      << result.skipped[0];
+  EXPECT_NE(result.skipped[1].find("microbatches m = 5000000000 is out of range"),
+            std::string::npos);
 }
 
 TEST(Sweep, MoreSettingsThanTheLimitAreRefused) {
-  SweepSpec spec{"g", "", {"d_model", {8, 16, 32}}, SweepAxis{"blocks", {1, 2, 4}},
-                 {"io_multiples_of_d.block_two_phase"}, false, false, ""};
+  SweepSpec spec{"g",
+                 "",
+                 {"d_model", {8, 16, 32}},
+                 SweepAxis{"blocks", {1, 2, 4}},
+                 {"io_multiples_of_d.block_two_phase"},
+                 false,
+                 false,
+                 ""};
   spec.max_points = 8;
   try {
     run_sweep(base_inputs(), spec);
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("has 3 x 3 settings, more than the limit of 8"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("has 3 x 3 settings, more than the limit of 8"),
+              std::string::npos)
         << error.what();
   }
   spec.max_points = 9;
@@ -119,8 +148,14 @@ TEST(Sweep, MoreSettingsThanTheLimitAreRefused) {
 }
 
 TEST(Sweep, StreamedJsonAndCsvRowsMatchTheInMemoryTable) {
-  SweepSpec spec{"g", "", {"pp", {1, 2}}, SweepAxis{"vpp", {1, 2}},
-                 {"pipeline_comm_elements_per_token.naive_per_d"}, false, false, ""};
+  SweepSpec spec{"g",
+                 "",
+                 {"pp", {1, 2}},
+                 SweepAxis{"vpp", {1, 2}},
+                 {"pipeline_comm_elements_per_token.naive_per_d"},
+                 false,
+                 false,
+                 ""};
   const auto result = run_sweep(base_inputs(), spec);
   std::string rows = sweep_csv_header(spec);
   for (const auto& point : result.points) {
@@ -137,8 +172,14 @@ TEST(Sweep, StreamedJsonAndCsvRowsMatchTheInMemoryTable) {
 }
 
 TEST(Sweep, ChartMarksTheScenarioAndOverlaysFig6) {
-  SweepSpec spec{"t", "", {"blocks", divisors(32)}, std::nullopt,
-                 {"io_multiples_of_d.block_two_phase"}, true, false, "paper_fig6"};
+  SweepSpec spec{"t",
+                 "",
+                 {"blocks", divisors(32)},
+                 std::nullopt,
+                 {"io_multiples_of_d.block_two_phase"},
+                 true,
+                 false,
+                 "paper_fig6"};
   const auto chart = sweep_chart(run_sweep(base_inputs(), spec), base_inputs());
   ASSERT_TRUE(chart.marker_x.has_value());
   EXPECT_EQ(*chart.marker_x, 8.0);
@@ -157,7 +198,9 @@ TEST(Sweep, UnknownParameterOrMetricSuggests) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("did you mean 'block_size'"), std::string::npos);
   }
-  SweepSpec spec{"s", "", {"blocks", {1}}, std::nullopt, {"io_multiples_of_d.ful_two_phase"}, false, false, ""};
+  SweepSpec spec{
+      "s",   "", {"blocks", {1}}, std::nullopt, {"io_multiples_of_d.ful_two_phase"}, false,
+      false, ""};
   EXPECT_THROW(run_sweep(base_inputs(), spec), Error);
 }
 
@@ -174,7 +217,8 @@ name = "io_sweep"
 x = "blocks"
 values = "divisors"
 metrics = ["io_multiples_of_d.block_two_phase"]
-)", "small.toml");
+)",
+                        "small.toml");
 }
 
 TEST(Report, ASweepNamedLikeOneOfTheReportsTablesIsRefused) {
@@ -190,13 +234,15 @@ name = "io"
 x = "blocks"
 values = [1, 2]
 metrics = ["io_multiples_of_d.block_two_phase"]
-)", "clash.toml");
+)",
+                                           "clash.toml");
   try {
     build_report(scenario);
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()), "clash.toml: sweep 'io' has the name of the report's own table 'io' "
-                                         "(tables/io.csv); give the sweep another name");
+    EXPECT_EQ(std::string(error.what()),
+              "clash.toml: sweep 'io' has the name of the report's own table 'io' "
+              "(tables/io.csv); give the sweep another name");
   }
 }
 
@@ -242,14 +288,16 @@ link = "intra_node"
   const std::string markdown = report_markdown(report);
   EXPECT_NE(markdown.find("## Provenance"), std::string::npos);
   EXPECT_NE(markdown.find("Written by attnres " + std::string(kVersion)), std::string::npos);
-  EXPECT_NE(markdown.find("efficiency = { compute = 0.4 }"), std::string::npos) << "the scenario text is quoted";
+  EXPECT_NE(markdown.find("efficiency = { compute = 0.4 }"), std::string::npos)
+      << "the scenario text is quoted";
   EXPECT_NE(markdown.find("\"cache\": \"naive\""), std::string::npos);
 }
 
 TEST(Report, ACancelledBuildStopsEvenWithoutSweeps) {
   // Before: a scenario without sweeps never consulted the progress callback, so Ctrl-C was
   // swallowed and the report was still written.
-  const Scenario scenario = parse_scenario("sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 8\nblocks = 2\n", "s.toml");
+  const Scenario scenario = parse_scenario(
+      "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 8\nblocks = 2\n", "s.toml");
   EXPECT_THROW(build_report(scenario, [](std::size_t, std::size_t) { return false; }), Cancelled);
 }
 
@@ -257,13 +305,15 @@ TEST(Report, HoldsTablesChartsAndJson) {
   const Report report = build_report(small_scenario());
   std::vector<std::string> ids;
   for (const auto& table : report.tables) ids.push_back(table.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"io", "prefill", "scaling_fits", "scaling_multiplier", "io_sweep"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"io", "prefill", "scaling_fits", "scaling_multiplier",
+                                           "io_sweep"}));
   EXPECT_EQ(report.charts.size(), 3u);  // two scaling charts + the sweep
   EXPECT_EQ(report.json["io_elements_per_sublayer"]["standard"], 24.0);
   EXPECT_NEAR(report.json["scaling"]["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);
   const std::string markdown = report_markdown(report);
   EXPECT_NE(markdown.find("# small"), std::string::npos);
-  EXPECT_NE(markdown.find("![Loss against compute (paper fits)](charts/scaling_loss.png)"), std::string::npos);
+  EXPECT_NE(markdown.find("![Loss against compute (paper fits)](charts/scaling_loss.png)"),
+            std::string::npos);
   EXPECT_NE(markdown.find("](charts/io_sweep.png)"), std::string::npos);
   EXPECT_NE(markdown.find("GiB = 2^30 bytes"), std::string::npos);
   EXPECT_EQ(table_csv(ReportTable{"x", "", {"a", "b,c"}, {{"1", "say \"hi\""}}, "", ""}),
@@ -296,10 +346,12 @@ TEST(Report, WriteIsAllOrNothingAndKeepsThePreviousReport) {
   EXPECT_THROW(write_report(report, dir / "out", failing_renderer), Error);
   EXPECT_EQ(read_file(dir / "out/report.md"), before);
   int entries = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++entries;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    ++entries;
   EXPECT_EQ(entries, 1);
   for (const auto& entry : std::filesystem::directory_iterator(dir / "out")) {
-    EXPECT_EQ(entry.path().filename().string().find(".attnres-staging"), std::string::npos) << entry.path();
+    EXPECT_EQ(entry.path().filename().string().find(".attnres-staging"), std::string::npos)
+        << entry.path();
   }
   // And a first report that fails leaves nothing at all.
   drawn = 0;

@@ -54,8 +54,8 @@ TEST(Safetensors, HeaderIsPaddedToEightBytes) {
 TEST(Safetensors, DecodesHalfAndBfloat16Exactly) {
   EXPECT_EQ(half_to_float(0x3c00), 1.0f);
   EXPECT_EQ(half_to_float(0xc000), -2.0f);
-  EXPECT_EQ(half_to_float(0x7bff), 65504.0f);          // largest finite half
-  EXPECT_EQ(half_to_float(0x0001), 0x1p-24f);          // smallest subnormal
+  EXPECT_EQ(half_to_float(0x7bff), 65504.0f);  // largest finite half
+  EXPECT_EQ(half_to_float(0x0001), 0x1p-24f);  // smallest subnormal
   EXPECT_TRUE(std::isinf(half_to_float(0x7c00)));
   EXPECT_TRUE(std::isnan(half_to_float(0x7e00)));
   EXPECT_EQ(bfloat16_to_float(0x3f80), 1.0f);
@@ -65,14 +65,18 @@ TEST(Safetensors, DecodesHalfAndBfloat16Exactly) {
   for (std::uint16_t bits : {std::uint16_t{0x3c00}, std::uint16_t{0x3800}, std::uint16_t{0x4049}}) {
     data.append(reinterpret_cast<const char*>(&bits), 2);
   }
-  const auto file = SafetensorsFile::parse(
-      make_file(R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
-                R"("b":{"dtype":"BF16","shape":[1],"data_offsets":[4,6]}})", data), "mixed");
+  const auto file =
+      SafetensorsFile::parse(make_file(R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
+                                       R"("b":{"dtype":"BF16","shape":[1],"data_offsets":[4,6]}})",
+                                       data),
+                             "mixed");
   EXPECT_EQ(file.values(*file.find("h")), (std::vector<double>{1.0, 0.5}));
   EXPECT_EQ(file.values(*file.find("b")), (std::vector<double>{3.140625}));
 }
 
-TEST(Safetensors, RejectsTruncatedHeaderLength) { expect_rejected("abc", "truncated"); }
+TEST(Safetensors, RejectsTruncatedHeaderLength) {
+  expect_rejected("abc", "truncated");
+}
 
 TEST(Safetensors, RejectsHugeHeaderLength) {
   std::string bytes(16, '\0');
@@ -87,15 +91,20 @@ TEST(Safetensors, RejectsHeaderLongerThanTheFile) {
   expect_rejected(bytes, "truncated");
 }
 
-TEST(Safetensors, RejectsInvalidJson) { expect_rejected(make_file("{not json"), "not valid JSON"); }
+TEST(Safetensors, RejectsInvalidJson) {
+  expect_rejected(make_file("{not json"), "not valid JSON");
+}
 
 TEST(Safetensors, RejectsNumbersThatOverflowInTheHeader) {
   // Fuzzing found this: nlohmann/json reports it as out_of_range, not parse_error.
-  expect_rejected(make_file(R"({"t":{"dtype":"F32","shape":[11111e1131111110],"data_offsets":[0,4]}})"),
-                  "not valid JSON");
+  expect_rejected(
+      make_file(R"({"t":{"dtype":"F32","shape":[11111e1131111110],"data_offsets":[0,4]}})"),
+      "not valid JSON");
 }
 
-TEST(Safetensors, RejectsNonObjectHeader) { expect_rejected(make_file("[1,2]"), "JSON object"); }
+TEST(Safetensors, RejectsNonObjectHeader) {
+  expect_rejected(make_file("[1,2]"), "JSON object");
+}
 
 TEST(Safetensors, RejectsUnknownDtype) {
   expect_rejected(make_file(R"({"t":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", "x"),
@@ -103,15 +112,15 @@ TEST(Safetensors, RejectsUnknownDtype) {
 }
 
 TEST(Safetensors, RejectsShapeThatDisagreesWithTheByteRange) {
-  expect_rejected(make_file(R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
-                            std::string(8, '\0')),
-                  "needs 12");
+  expect_rejected(
+      make_file(R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", std::string(8, '\0')),
+      "needs 12");
 }
 
 TEST(Safetensors, RejectsRangePastTheEndOfTheData) {
-  expect_rejected(make_file(R"({"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
-                            std::string(8, '\0')),
-                  "runs past the end");
+  expect_rejected(
+      make_file(R"({"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", std::string(8, '\0')),
+      "runs past the end");
 }
 
 TEST(Safetensors, RejectsOverlappingTensors) {
@@ -129,12 +138,12 @@ TEST(Safetensors, RejectsDuplicateNames) {
 }
 
 TEST(Safetensors, RejectsReversedOffsetsNegativeShapesAndMissingFields) {
-  expect_rejected(make_file(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})",
-                            std::string(8, '\0')),
-                  "< begin");
-  expect_rejected(make_file(R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
-                            std::string(4, '\0')),
-                  "non-negative integer");
+  expect_rejected(
+      make_file(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", std::string(8, '\0')),
+      "< begin");
+  expect_rejected(
+      make_file(R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+      "non-negative integer");
   expect_rejected(make_file(R"({"t":{"dtype":"F32","shape":[1]}})"), "missing 'data_offsets'");
 }
 
@@ -150,7 +159,8 @@ TEST(Safetensors, ReadNamesAMissingFile) {
     SafetensorsFile::read("/nonexistent/dir/model.safetensors");
     ADD_FAILURE();
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("/nonexistent/dir/model.safetensors"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/dir/model.safetensors"),
+              std::string::npos);
   }
 }
 
@@ -162,7 +172,8 @@ TEST(Safetensors, WriteIsAtomicAndLeavesNoTemporaryFile) {
   EXPECT_NE(file.find("y"), nullptr);
   EXPECT_EQ(file.find("x"), nullptr);
   int entries = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++entries;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    ++entries;
   EXPECT_EQ(entries, 1);
   // Writing into a missing directory fails with the path and leaves nothing behind.
   EXPECT_THROW(write_safetensors(dir / "no/such/dir.safetensors", {{"x", {1}, {1.0f}}}), Error);

@@ -66,7 +66,8 @@ x = "block_size"
 values = "divisors"
 metrics = ["io_multiples_of_d.block_two_phase"]
 log_x = true
-)", "s.toml");
+)",
+                                "s.toml");
   EXPECT_EQ(s.title, "t");
   EXPECT_TRUE(s.has_model);
   EXPECT_EQ(s.inputs.sublayers, 54);
@@ -92,7 +93,8 @@ TEST(Scenario, SyntaxErrorsHaveLineAndColumn) {
 }
 
 TEST(Scenario, WrongTypesAreNamed) {
-  expect_error("[model]\nsublayers = \"many\"\n", "2:13", "model.sublayers must be an integer, got a string");
+  expect_error("[model]\nsublayers = \"many\"\n", "2:13",
+               "model.sublayers must be an integer, got a string");
   expect_error(kModel + "[sequence]\ndtype = \"bf17\"\n", "6:9", "unknown dtype 'bf17'");
   expect_error("sections = \"io\"\n" + kModel, "1:12", "sections must be an array");
 }
@@ -104,11 +106,14 @@ TEST(Scenario, UnknownKeysSuggestTheNearestOne) {
 }
 
 TEST(Scenario, ImpossibleSettingsPointAtTheKey) {
-  expect_error("[model]\nsublayers = 8\nd_model = 64\nblocks = 9\n", "4:10", "blocks N = 9 exceeds L = 8");
+  expect_error("[model]\nsublayers = 8\nd_model = 64\nblocks = 9\n", "4:10",
+               "blocks N = 9 exceeds L = 8");
   expect_error("[model]\nsublayers = 8\nd_model = 0\nblocks = 2\n", "3:11", "width d must be >= 1");
-  expect_error("[model]\nsublayers = -8\nd_model = 4\nblocks = 2\n", "2:13", "sublayers L must be >= 1");
+  expect_error("[model]\nsublayers = -8\nd_model = 4\nblocks = 2\n", "2:13",
+               "sublayers L must be >= 1");
   expect_error(kModel + "[parallel]\npp = 16\nvpp = 16\n", "6:6", "exceed L = 128");
-  expect_error(kModel + "[sequence]\ntokens = 1000000000\nbatch = 1000000000\n", "6:10", "overflows");
+  expect_error(kModel + "[sequence]\ntokens = 1000000000\nbatch = 1000000000\n", "6:10",
+               "overflows");
   expect_error("[model]\nsublayers = 8\nd_model = 4\n", "1:1", "give the number of blocks");
 }
 
@@ -116,18 +121,28 @@ TEST(Scenario, SweepErrorsAreLocated) {
   const std::string head = kModel + "[[sweep]]\nname = \"s\"\n";
   expect_error(head + "x = \"blocs\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\"]\n", "7:5",
                "did you mean 'blocks'?");
-  expect_error(head + "x = \"blocks\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mch\"]\n", "9:12",
-               "did you mean 'io_multiples_of_d.mhc'?");
-  expect_error(head + "x = \"blocks\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\", \"prefill_history_gb.total\"]\n",
+  expect_error(head + "x = \"blocks\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mch\"]\n",
+               "9:12", "did you mean 'io_multiples_of_d.mhc'?");
+  expect_error(head +
+                   "x = \"blocks\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\", "
+                   "\"prefill_history_gb.total\"]\n",
                "9:37", "put them in separate sweeps");
-  expect_error(head + "x = \"blocks\"\nvalues = { from = 1, to = 8 }\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
-               "8:10", "exactly one of 'step' or 'factor'");
-  expect_error(head + "x = \"blocks\"\nmetrics = [\"io_multiples_of_d.mhc\"]\n", "5:1", "needs 'values'");
-  expect_error(head + "x = \"tokens\"\nvalues = [1]\noverlay = \"paper_fig6\"\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
+  expect_error(
+      head +
+          "x = \"blocks\"\nvalues = { from = 1, to = 8 }\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
+      "8:10", "exactly one of 'step' or 'factor'");
+  expect_error(head + "x = \"blocks\"\nmetrics = [\"io_multiples_of_d.mhc\"]\n", "5:1",
+               "needs 'values'");
+  expect_error(head +
+                   "x = \"tokens\"\nvalues = [1]\noverlay = \"paper_fig6\"\nmetrics = "
+                   "[\"io_multiples_of_d.mhc\"]\n",
                "9:11", "needs x = \"blocks\"");
   expect_error(kModel + "[[sweep]]\nname = \"a b\"\n", "6:8", "letters, digits");
-  expect_error(kModel + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = { from = 1, to = 100000000, step = 1 }\n"
-               "metrics = [\"io_multiples_of_d.mhc\"]\n", "8:10", "too many values");
+  expect_error(
+      kModel +
+          "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = { from = 1, to = 100000000, step = 1 }\n"
+          "metrics = [\"io_multiples_of_d.mhc\"]\n",
+      "8:10", "too many values");
 }
 
 }  // namespace
@@ -152,7 +167,8 @@ TEST(ScenarioDocs, ListEveryMetricKey) {
 namespace attnres {
 namespace {
 
-const std::string kKimi = "[model]\nlayers = 27\nd_model = 2304\nblock_size = 6\n[parallel]\npp = 4\nvpp = 2\n";
+const std::string kKimi =
+    "[model]\nlayers = 27\nd_model = 2304\nblock_size = 6\n[parallel]\npp = 4\nvpp = 2\n";
 
 TEST(ScenarioPipeline, ReadsHardwareOverridesMoeAndPipeline) {
   const auto s = parse_scenario(kKimi + R"(
@@ -169,7 +185,8 @@ expert_ffn = 1024
 microbatches = 16
 cache = "naive"
 overlap = false
-)", "s.toml");
+)",
+                                "s.toml");
   ASSERT_TRUE(s.hardware && s.pipeline);
   EXPECT_EQ(s.hardware->scale_out_bandwidth, 25e9);
   EXPECT_EQ(s.hardware->compute_efficiency, 0.4);
@@ -187,7 +204,8 @@ TEST(ScenarioPipeline, AHardwareFilesOwnMistakesPointIntoThatFile) {
   // override in the scenario; a good file with an override reads both.
   test::TempDir dir;
   const std::string gpu = (dir / "gpu.toml").string();
-  const std::string ok = "peak_bf16_flops = 1e15\nhbm_bandwidth = 3e12\nintra_node_bandwidth = 4e11\n";
+  const std::string ok =
+      "peak_bf16_flops = 1e15\nhbm_bandwidth = 3e12\nintra_node_bandwidth = 4e11\n";
   auto message = [&](const std::string& file_text, const std::string& overrides) {
     write_file_atomically(gpu, file_text);
     try {
@@ -197,13 +215,15 @@ TEST(ScenarioPipeline, AHardwareFilesOwnMistakesPointIntoThatFile) {
     }
     return std::string("accepted");
   };
-  EXPECT_EQ(message(ok + "scale_out_bandwidth = -5\n", ""), gpu + ":4:23: scale_out_bandwidth must be in (0, 1e+30], got -5");
+  EXPECT_EQ(message(ok + "scale_out_bandwidth = -5\n", ""),
+            gpu + ":4:23: scale_out_bandwidth must be in (0, 1e+30], got -5");
   EXPECT_EQ(message(ok + "scale_out_bandwidth = 5e10\n", "scale_out_bandwidth = -5\n"),
             "s.toml:10:23: hardware.scale_out_bandwidth must be in (0, 1e+30], got -5");
   EXPECT_EQ(message(ok + "scale_out_bandwidth = \n", "").rfind(gpu + ":4:", 0), 0u);
   EXPECT_EQ(message(ok, "").rfind("s.toml:8:1: missing 'hardware.scale_out_bandwidth'", 0), 0u);
   write_file_atomically(gpu, ok + "scale_out_bandwidth = 5e10\n");
-  const Scenario s = parse_scenario(kKimi + "[hardware]\nfile = \"" + gpu + "\"\nhbm_bandwidth = 1e12\n", "s.toml");
+  const Scenario s = parse_scenario(
+      kKimi + "[hardware]\nfile = \"" + gpu + "\"\nhbm_bandwidth = 1e12\n", "s.toml");
   ASSERT_TRUE(s.hardware);
   EXPECT_EQ(s.hardware->hbm_bandwidth, 1e12);
   EXPECT_EQ(s.hardware->scale_out_bandwidth, 5e10);
@@ -212,26 +232,34 @@ TEST(ScenarioPipeline, AHardwareFilesOwnMistakesPointIntoThatFile) {
 TEST(ScenarioPipeline, BadSettingsAreLocated) {
   expect_error(kKimi + "[hardware]\npreset = \"h1000\"\n", "9:10", "did you mean 'h100'");
   expect_error(kKimi + "[hardware]\n", "8:1", "missing 'hardware.peak_bf16_flops'");
-  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nfile = \"x.toml\"\n", "10:8", "preset or file, not both");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nfile = \"x.toml\"\n", "10:8",
+               "preset or file, not both");
   // An override is located at its own key, not at the table (the preset's keys are read too).
-  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwidth = 0\n", "10:17", "hardware.hbm_bandwidth must be in (0");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwidth = 0\n", "10:17",
+               "hardware.hbm_bandwidth must be in (0");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\nefficiency = { compute = 2 }\n", "10:26",
                "hardware.efficiency.compute must be in (0, 1]");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\nhbm_bandwith = 1\n", "10:1",
                "unknown key 'hardware.hbm_bandwith' (did you mean 'hardware.hbm_bandwidth'?)");
   expect_error(kKimi + "[pipeline]\nmicrobatches = 8\n", "8:1", "needs [hardware]");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 0\n", "11:16",
-                        "between 1 and 1000000");
+               "between 1 and 1000000");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nschedule = \"1f1b\"\n", "11:12",
-                        "pipeline.schedule: the 1f1b schedule runs one stage per rank (V = 1)");
-  expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nlink_bandwidth = 0\n", "11:18", "must be > 0");
+               "pipeline.schedule: the 1f1b schedule runs one stage per rank (V = 1)");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\nlink_bandwidth = 0\n", "11:18",
+               "must be > 0");
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\ncache = \"sometimes\"\n", "11:9",
-                        "unknown cache policy");
-  expect_error(kKimi + "[moe]\nexperts = 4\nactive = 8\nexpert_ffn = 2\n", "10:10", "moe.active: active experts must be between 1 and the 4 experts, got 8");
-  expect_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"microbatches\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
-                        "10:5", "needs a [pipeline] table");
-  expect_error(kKimi + "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = [1]\nmetrics = [\"time.decode_overhead_block_two_phase\"]\n",
-                        "12:12", "needs [hardware]");
+               "unknown cache policy");
+  expect_error(kKimi + "[moe]\nexperts = 4\nactive = 8\nexpert_ffn = 2\n", "10:10",
+               "moe.active: active experts must be between 1 and the 4 experts, got 8");
+  expect_error(kKimi +
+                   "[[sweep]]\nname = \"s\"\nx = \"microbatches\"\nvalues = [1]\nmetrics = "
+                   "[\"io_multiples_of_d.mhc\"]\n",
+               "10:5", "needs a [pipeline] table");
+  expect_error(kKimi +
+                   "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = [1]\nmetrics = "
+                   "[\"time.decode_overhead_block_two_phase\"]\n",
+               "12:12", "needs [hardware]");
   expect_error("sections = [\"time\"]\n" + kKimi, "1:12", "needs [hardware]");
 }
 
@@ -242,7 +270,8 @@ namespace attnres {
 namespace {
 
 TEST(ScenarioWriter, RoundTripsEverySetting) {
-  const auto original = load_scenario(std::string(ATTNRES_CORE_DIR) + "/../scenarios/paper-overhead-claims.toml");
+  const auto original =
+      load_scenario(std::string(ATTNRES_CORE_DIR) + "/../scenarios/paper-overhead-claims.toml");
   const auto again = parse_scenario(scenario_to_toml(original), "written.toml");
   EXPECT_EQ(again.inputs.sublayers, original.inputs.sublayers);
   EXPECT_EQ(again.inputs.block_size, original.inputs.block_size);
@@ -270,8 +299,9 @@ namespace {
 const std::string kTrain = "[train]\ndata = \"corpus.txt\"\nlayers = 2\nd_model = 32\nheads = 2\n";
 
 TEST(ScenarioTraining, ReadsTheTrainTableAndResolvesTheDataPath) {
-  const auto s = parse_scenario(kModel + kTrain + "blocks = [1, 2, 4]\nseeds = [4, 5]\nsteps = 12\nlr = 0.01\n",
-                                "scenarios/s.toml");
+  const auto s = parse_scenario(
+      kModel + kTrain + "blocks = [1, 2, 4]\nseeds = [4, 5]\nsteps = 12\nlr = 0.01\n",
+      "scenarios/s.toml");
   ASSERT_TRUE(s.training);
   EXPECT_EQ(s.training->data_path, std::filesystem::path("scenarios/corpus.txt"));
   EXPECT_EQ(s.training->blocks, (std::vector<int>{1, 2, 4}));
@@ -297,8 +327,10 @@ TEST(ScenarioTraining, BadSettingsAreLocated) {
   expect_error(kModel + kTrain + "stpes = 3\n", "10:1", "did you mean 'train.steps'?");
   expect_error(kModel + kTrain + "masks = [\"distant:0\"]\n", "10:10", "unknown mask 'distant:0'");
   expect_error(kModel + kTrain + "steps = 0\n", "10:9", "train.steps must be between 1 and");
-  expect_error(kModel + "[train]\ndata = \"c.txt\"\nd_model = 30\nheads = 4\n", "5:1", "even head size");
-  expect_error("sections = [\"training\"]\n" + kModel, "1:12", "section 'training' needs a [train] table");
+  expect_error(kModel + "[train]\ndata = \"c.txt\"\nd_model = 30\nheads = 4\n", "5:1",
+               "even head size");
+  expect_error("sections = [\"training\"]\n" + kModel, "1:12",
+               "section 'training' needs a [train] table");
 }
 
 }  // namespace

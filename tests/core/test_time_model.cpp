@@ -35,20 +35,27 @@ TEST(Hardware, BadPresetsAreLocated) {
       EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
     }
   };
-  const std::string ok = "peak_bf16_flops = 1e15\nhbm_bandwidth = 3e12\nintra_node_bandwidth = 4e11\nscale_out_bandwidth = 5e10\n";
+  const std::string ok =
+      "peak_bf16_flops = 1e15\nhbm_bandwidth = 3e12\nintra_node_bandwidth = "
+      "4e11\nscale_out_bandwidth = 5e10\n";
   EXPECT_NO_THROW(parse_hardware(ok, "gpu.toml"));
   expect_error("peak_bf16_flops = 1e15\n", "gpu.toml:1:1: missing 'hbm_bandwidth'");
-  expect_error(ok + "hbm_bandwith = 1\n", "gpu.toml:5:1: unknown key 'hbm_bandwith' (did you mean 'hbm_bandwidth'?)");
-  expect_error("peak_bf16_flops = -1\nhbm_bandwidth = 3e12\nintra_node_bandwidth = 4e11\nscale_out_bandwidth = 5e10\n",
-               "gpu.toml:1:19: peak_bf16_flops must be in (0");
-  expect_error(ok + "[efficiency]\ncompute = 1.5\n", "gpu.toml:6:11: efficiency.compute must be in (0, 1]");
+  expect_error(ok + "hbm_bandwith = 1\n",
+               "gpu.toml:5:1: unknown key 'hbm_bandwith' (did you mean 'hbm_bandwidth'?)");
+  expect_error(
+      "peak_bf16_flops = -1\nhbm_bandwidth = 3e12\nintra_node_bandwidth = "
+      "4e11\nscale_out_bandwidth = 5e10\n",
+      "gpu.toml:1:19: peak_bf16_flops must be in (0");
+  expect_error(ok + "[efficiency]\ncompute = 1.5\n",
+               "gpu.toml:6:11: efficiency.compute must be in (0, 1]");
   expect_error(ok + "link_latency = \"fast\"\n", "link_latency must be a number");
   expect_error("peak_bf16_flops = = 1\n", "gpu.toml:1:19: TOML syntax error");
   try {
     load_hardware("h1000");
     ADD_FAILURE();
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("did you mean 'h100'"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("did you mean 'h100'"), std::string::npos)
+        << error.what();
   }
 }
 
@@ -61,7 +68,7 @@ TEST(TimeModel, RooflineTakesTheSlowerOfComputeAndMemory) {
   const OpCost compute_bound = roofline(1000, 10, hw);  // 20 s vs 1 s
   EXPECT_DOUBLE_EQ(compute_bound.seconds, 20.0);
   EXPECT_FALSE(compute_bound.memory_bound);
-  const OpCost memory_bound = roofline(10, 1000, hw);   // 0.2 s vs 100 s
+  const OpCost memory_bound = roofline(10, 1000, hw);  // 0.2 s vs 100 s
   EXPECT_DOUBLE_EQ(memory_bound.seconds, 100.0);
   EXPECT_TRUE(memory_bound.memory_bound);
   EXPECT_DOUBLE_EQ(transfer_seconds(1000, 100, 0.5, 0.5), 0.5 + 20.0);
@@ -92,12 +99,16 @@ TEST(TimeModel, OverheadsAreOrderedAndDecodeIsDominatedByWeights) {
   const Hardware hw = load_hardware("h100");
   const auto prefill = stack_time(kimi(), {}, Phase::prefill, hw);
   const auto decode = stack_time(kimi(), {}, Phase::decode, hw);
-  auto at = [](const StackTime& t, ResidualScheme s) { return t.overhead_fraction[static_cast<std::size_t>(s)]; };
+  auto at = [](const StackTime& t, ResidualScheme s) {
+    return t.overhead_fraction[static_cast<std::size_t>(s)];
+  };
   EXPECT_EQ(at(prefill, ResidualScheme::standard), 0.0);
   EXPECT_GT(at(prefill, ResidualScheme::block_two_phase), 0.0);
-  EXPECT_LT(at(prefill, ResidualScheme::block_two_phase), at(prefill, ResidualScheme::block_one_shot));
+  EXPECT_LT(at(prefill, ResidualScheme::block_two_phase),
+            at(prefill, ResidualScheme::block_one_shot));
   EXPECT_LT(at(prefill, ResidualScheme::full_two_phase), at(prefill, ResidualScheme::full_naive));
-  EXPECT_LT(at(decode, ResidualScheme::block_two_phase), at(prefill, ResidualScheme::block_two_phase));
+  EXPECT_LT(at(decode, ResidualScheme::block_two_phase),
+            at(prefill, ResidualScheme::block_two_phase));
   EXPECT_TRUE(decode.mlp.memory_bound);
 }
 

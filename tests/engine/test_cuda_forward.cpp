@@ -24,10 +24,10 @@
 namespace attnres {
 namespace {
 
-#define ATTNRES_REQUIRE_CUDA()                                              \
-  do {                                                                      \
-    std::string why_not_;                                                   \
-    if (!cuda_engine::available(&why_not_)) GTEST_SKIP() << why_not_;      \
+#define ATTNRES_REQUIRE_CUDA()                                        \
+  do {                                                                \
+    std::string why_not_;                                             \
+    if (!cuda_engine::available(&why_not_)) GTEST_SKIP() << why_not_; \
   } while (false)
 
 struct Shape {
@@ -41,20 +41,24 @@ struct Shape {
 // reference's f32 and f64 passes differ by ~1e-4.
 ModelWeights<float> make_model(const Shape& shape, std::uint64_t seed = 11) {
   const double scale = 0.8 / std::sqrt(static_cast<double>(shape.d));
-  const ModelConfig config = test::model_config(shape.layers, shape.d, shape.heads, shape.kv_heads, shape.ffn, shape.vocab);
-  return random_model(config, {.seed = seed, .weight_std = scale, .query_std = scale}).cast<float>();
+  const ModelConfig config = test::model_config(shape.layers, shape.d, shape.heads, shape.kv_heads,
+                                                shape.ffn, shape.vocab);
+  return random_model(config, {.seed = seed, .weight_std = scale, .query_std = scale})
+      .cast<float>();
 }
 
 std::vector<int> make_tokens(int T, int vocab, int seed = 0) {
   std::vector<int> tokens(static_cast<std::size_t>(T));
   for (int t = 0; t < T; ++t) {
     const auto x = 1103515245ull * static_cast<unsigned long long>(seed + t) + 12345ull;
-    tokens[static_cast<std::size_t>(t)] = static_cast<int>((x % 2147483648ull) % static_cast<unsigned long long>(vocab));
+    tokens[static_cast<std::size_t>(t)] =
+        static_cast<int>((x % 2147483648ull) % static_cast<unsigned long long>(vocab));
   }
   return tokens;
 }
 
-ForwardOptions with(ResidualMode mode, int block_size = 0, bool two_phase = true, bool zero_placeholder = false) {
+ForwardOptions with(ResidualMode mode, int block_size = 0, bool two_phase = true,
+                    bool zero_placeholder = false) {
   ForwardOptions options;
   options.mode = mode;
   if (block_size) options.block_size = block_size;
@@ -63,8 +67,8 @@ ForwardOptions with(ResidualMode mode, int block_size = 0, bool two_phase = true
   return options;
 }
 
-void expect_relative(const std::vector<double>& actual, const std::vector<double>& expected, double tolerance,
-                     const std::string& name) {
+void expect_relative(const std::vector<double>& actual, const std::vector<double>& expected,
+                     double tolerance, const std::string& name) {
   ASSERT_EQ(actual.size(), expected.size()) << name;
   for (std::size_t i = 0; i < actual.size(); ++i) {
     EXPECT_LE(std::abs(actual[i] - expected[i]), tolerance * std::max(std::abs(expected[i]), 1e-30))
@@ -74,7 +78,8 @@ void expect_relative(const std::vector<double>& actual, const std::vector<double
 
 // The CUDA result against the reference: numbers within the stated tolerances, the trace's
 // structure exactly.
-void expect_matches(const ForwardResult<float>& gpu, const ForwardResult<float>& ref, const std::string& name) {
+void expect_matches(const ForwardResult<float>& gpu, const ForwardResult<float>& ref,
+                    const std::string& name) {
   test::expect_tensor_near(name + " logits", gpu.logits, ref.logits, 1e-4);
   test::expect_tensor_near(name + " hidden_final", gpu.hidden_final, ref.hidden_final, 1e-4);
   const ForwardTrace& a = gpu.trace;
@@ -95,17 +100,21 @@ void expect_matches(const ForwardResult<float>& gpu, const ForwardResult<float>&
     EXPECT_EQ(x.sources, y.sources) << name << " read " << r;
     ASSERT_EQ(x.alpha.rows(), y.alpha.rows()) << name << " read " << r;
     ASSERT_EQ(x.alpha.cols(), y.alpha.cols()) << name << " read " << r;
-    EXPECT_LE(test::max_scaled_difference(x.alpha, y.alpha), 1e-5) << name << " alpha of read " << r;
+    EXPECT_LE(test::max_scaled_difference(x.alpha, y.alpha), 1e-5)
+        << name << " alpha of read " << r;
     ASSERT_EQ(x.alpha_mean.size(), y.alpha_mean.size()) << name;
-    EXPECT_LE(test::max_scaled_difference(x.alpha_mean, y.alpha_mean), 1e-5) << name << " alpha_mean " << r;
+    EXPECT_LE(test::max_scaled_difference(x.alpha_mean, y.alpha_mean), 1e-5)
+        << name << " alpha_mean " << r;
   }
   expect_relative(a.sublayer_input_rms, b.sublayer_input_rms, 1e-4, name + " sublayer_input_rms");
-  expect_relative(a.sublayer_output_rms, b.sublayer_output_rms, 1e-4, name + " sublayer_output_rms");
+  expect_relative(a.sublayer_output_rms, b.sublayer_output_rms, 1e-4,
+                  name + " sublayer_output_rms");
   expect_relative(a.block_summary_rms, b.block_summary_rms, 1e-4, name + " block_summary_rms");
   ASSERT_EQ(a.mixing_per_token.size(), b.mixing_per_token.size()) << name;
   ASSERT_EQ(a.mixing_mean.rows(), b.mixing_mean.rows()) << name;
   if (a.mixing_mean.size() > 0) {
-    EXPECT_LE(test::max_scaled_difference(a.mixing_mean, b.mixing_mean), 1e-5) << name << " mixing_mean";
+    EXPECT_LE(test::max_scaled_difference(a.mixing_mean, b.mixing_mean), 1e-5)
+        << name << " mixing_mean";
   }
   EXPECT_EQ(a.semiseparable_rank, b.semiseparable_rank) << name;
   EXPECT_EQ(a.semiseparable_rank_max, b.semiseparable_rank_max) << name;
@@ -124,7 +133,8 @@ TEST(CudaForward, AvailableGivesAReasonWhenItIsFalse) {
 TEST(CudaForward, ConstructingWithoutADeviceThrowsAnError) {
   std::string why_not;
   if (cuda_engine::available(&why_not)) GTEST_SKIP() << "a CUDA device is present";
-  const auto model = make_model({.d = 16, .layers = 1, .heads = 2, .kv_heads = 2, .ffn = 8, .vocab = 10});
+  const auto model =
+      make_model({.d = 16, .layers = 1, .heads = 2, .kv_heads = 2, .ffn = 8, .vocab = 10});
   try {
     cuda_engine::CudaForward engine(model);
     FAIL() << "constructed a CUDA engine without a usable device";
@@ -145,7 +155,9 @@ struct Case {
   int T = 37;
 };
 
-void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.name;
+}
 
 class CudaMatchesReference : public ::testing::TestWithParam<Case> {};
 
@@ -161,13 +173,17 @@ TEST_P(CudaMatchesReference, LogitsHiddenAndTrace) {
 }
 
 const Shape kGqa{.d = 64, .layers = 3, .heads = 8, .kv_heads = 2, .ffn = 96, .vocab = 101};
-const Shape kOdd{.d = 48, .layers = 3, .heads = 4, .kv_heads = 2, .ffn = 80, .vocab = 97};   // head_dim 12
-const Shape kWideHeads{.d = 256, .layers = 1, .heads = 2, .kv_heads = 1, .ffn = 64, .vocab = 50};  // head_dim 128
-const Shape kOneHead{.d = 256, .layers = 1, .heads = 1, .kv_heads = 1, .ffn = 64, .vocab = 50};    // head_dim 256
+const Shape kOdd{
+    .d = 48, .layers = 3, .heads = 4, .kv_heads = 2, .ffn = 80, .vocab = 97};  // head_dim 12
+const Shape kWideHeads{
+    .d = 256, .layers = 1, .heads = 2, .kv_heads = 1, .ffn = 64, .vocab = 50};  // head_dim 128
+const Shape kOneHead{
+    .d = 256, .layers = 1, .heads = 1, .kv_heads = 1, .ffn = 64, .vocab = 50};  // head_dim 256
 // head_dim 3072: Q and the output accumulator no longer fit in shared memory next to a K/V tile
 // (the attention kernel keeps them in global memory, one query row per block).
 const Shape kHugeHead{.d = 3072, .layers = 1, .heads = 1, .kv_heads = 1, .ffn = 16, .vocab = 16};
-const Shape kDeep{.d = 32, .layers = 8, .heads = 2, .kv_heads = 1, .ffn = 48, .vocab = 64};         // L = 16
+const Shape kDeep{
+    .d = 32, .layers = 8, .heads = 2, .kv_heads = 1, .ffn = 48, .vocab = 64};  // L = 16
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, CudaMatchesReference,
@@ -216,9 +232,9 @@ TEST(CudaForward, OneEngineServesManyCallsOfDifferentLengthsAndModes) {
   const auto model = make_model(kGqa);
   cuda_engine::CudaForward engine(model);
   const std::vector<std::pair<int, ForwardOptions>> runs = {
-      {5, with(ResidualMode::full)},          {300, with(ResidualMode::block, 2, true, true)},
-      {17, with(ResidualMode::standard)},     {64, with(ResidualMode::block, 4)},
-      {300, with(ResidualMode::full)},        {1, with(ResidualMode::block, 6)}};
+      {5, with(ResidualMode::full)},      {300, with(ResidualMode::block, 2, true, true)},
+      {17, with(ResidualMode::standard)}, {64, with(ResidualMode::block, 4)},
+      {300, with(ResidualMode::full)},    {1, with(ResidualMode::block, 6)}};
   for (const auto& [T, options] : runs) {
     const auto tokens = make_tokens(T, kGqa.vocab, 3 * T);
     expect_matches(engine.forward(tokens, options), forward(model, tokens, options),
@@ -258,7 +274,8 @@ TEST(CudaForward, ProgressIsCalledBeforeEachSublayerLikeTheReference) {
     forward(model, make_tokens(8, 101), options);
     EXPECT_EQ(gpu_calls, ref_calls) << to_string(mode);
     ASSERT_EQ(gpu_calls.size(), 6u);
-    for (std::size_t s = 0; s < gpu_calls.size(); ++s) EXPECT_EQ(gpu_calls[s], std::make_pair(s, std::size_t{6}));
+    for (std::size_t s = 0; s < gpu_calls.size(); ++s)
+      EXPECT_EQ(gpu_calls[s], std::make_pair(s, std::size_t{6}));
   }
 }
 
@@ -277,7 +294,8 @@ TEST(CudaForward, ProgressReturningFalseCancelsAndTheEngineStaysUsable) {
     EXPECT_THROW(engine.forward(tokens, options), Cancelled) << to_string(mode);
     EXPECT_EQ(calls, 4) << to_string(mode);
     options.progress = {};
-    expect_matches(engine.forward(tokens, options), forward(model, tokens, options), "after cancel");
+    expect_matches(engine.forward(tokens, options), forward(model, tokens, options),
+                   "after cancel");
   }
 }
 
@@ -289,16 +307,23 @@ TEST(CudaForward, BadTokensAndLayoutsGiveTheReferenceErrors) {
   using test::error_message;
   const std::vector<std::vector<int>> bad_tokens = {{}, {1, 101}, {-1}};
   for (const auto& tokens : bad_tokens) {
-    EXPECT_EQ(error_message([&] { engine.forward(tokens, {}); }), error_message([&] { forward(model, tokens, {}); }));
+    EXPECT_EQ(error_message([&] { engine.forward(tokens, {}); }),
+              error_message([&] { forward(model, tokens, {}); }));
   }
   for (int block_size : {0, 7}) {
     ForwardOptions options;
     options.mode = ResidualMode::block;
     options.block_size = block_size;
-    EXPECT_EQ(error_message([&] { engine.forward({1, 2}, options); }),
-              error_message([&] { forward(model, {1, 2}, options); }));
+    EXPECT_EQ(error_message([&] {
+                engine.forward({1, 2}, options);
+              }),
+              error_message([&] {
+                forward(model, {1, 2}, options);
+              }));
   }
-  EXPECT_FALSE(error_message([&] { engine.forward({1, 2}, with(ResidualMode::block, 0)); }).empty());
+  EXPECT_FALSE(error_message([&] {
+                 engine.forward({1, 2}, with(ResidualMode::block, 0));
+               }).empty());
 }
 
 // The message of a non-finite value without the value itself ("nan" / "-nan" depends on how the
@@ -329,7 +354,8 @@ TEST(CudaForward, NonFiniteValuesAreReportedWhereTheReferenceReportsThem) {
   };
   for (auto mode : {ResidualMode::standard, ResidualMode::full, ResidualMode::block}) {
     auto model = make_model({});
-    model.layers[1].o_proj(5, 3) = std::numeric_limits<float>::quiet_NaN();  // v of sublayer 3, channel 5
+    model.layers[1].o_proj(5, 3) =
+        std::numeric_limits<float>::quiet_NaN();  // v of sublayer 3, channel 5
     run_both(model, with(mode, 2));
     auto embedding = make_model({});
     embedding.embed_tokens(tokens[4], 7) = std::numeric_limits<float>::infinity();

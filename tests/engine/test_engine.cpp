@@ -17,10 +17,14 @@ struct Shape {
   int layers, d, heads, kv_heads, ffn, vocab;
 };
 
-ModelConfig config_of(const Shape& s) { return test::model_config(s.layers, s.d, s.heads, s.kv_heads, s.ffn, s.vocab); }
+ModelConfig config_of(const Shape& s) {
+  return test::model_config(s.layers, s.d, s.heads, s.kv_heads, s.ffn, s.vocab);
+}
 
 // The benchmark's deterministic token ids (one formula, shared with the PyTorch peer).
-std::vector<int> tokens_of(int T, int vocab, int seed = 0) { return benchmark_tokens(T, vocab, seed); }
+std::vector<int> tokens_of(int T, int vocab, int seed = 0) {
+  return benchmark_tokens(T, vocab, seed);
+}
 
 struct Case {
   std::string name;
@@ -31,8 +35,8 @@ struct Case {
 };
 
 template <typename Scalar>
-void expect_same(const ForwardResult<Scalar>& fast, const ForwardResult<Scalar>& reference, double tolerance,
-                 const std::string& label) {
+void expect_same(const ForwardResult<Scalar>& fast, const ForwardResult<Scalar>& reference,
+                 double tolerance, const std::string& label) {
   test::expect_tensor_near(label + " logits", fast.logits, reference.logits, tolerance);
   test::expect_tensor_near(label + " hidden", fast.hidden_final, reference.hidden_final, tolerance);
   const ForwardTrace& a = fast.trace;
@@ -50,24 +54,28 @@ void expect_same(const ForwardResult<Scalar>& fast, const ForwardResult<Scalar>&
     EXPECT_EQ(a.reads[r].sources, b.reads[r].sources) << label << " read " << r;
     ASSERT_EQ(a.reads[r].alpha.rows(), b.reads[r].alpha.rows());
     ASSERT_EQ(a.reads[r].alpha.cols(), b.reads[r].alpha.cols());
-    EXPECT_LE(test::max_scaled_difference(a.reads[r].alpha, b.reads[r].alpha), tolerance) << label << " alpha " << r;
+    EXPECT_LE(test::max_scaled_difference(a.reads[r].alpha, b.reads[r].alpha), tolerance)
+        << label << " alpha " << r;
     EXPECT_LE(test::max_scaled_difference(a.reads[r].alpha_mean, b.reads[r].alpha_mean), tolerance);
   }
-  auto close_lists = [&](const std::vector<double>& x, const std::vector<double>& y, const char* what) {
+  auto close_lists = [&](const std::vector<double>& x, const std::vector<double>& y,
+                         const char* what) {
     ASSERT_EQ(x.size(), y.size()) << label << " " << what;
-    for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], y[i], tolerance * std::max(1.0, std::abs(y[i]))) << what << " " << i;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      EXPECT_NEAR(x[i], y[i], tolerance * std::max(1.0, std::abs(y[i]))) << what << " " << i;
   };
   close_lists(a.sublayer_input_rms, b.sublayer_input_rms, "input rms");
   close_lists(a.sublayer_output_rms, b.sublayer_output_rms, "output rms");
   close_lists(a.block_summary_rms, b.block_summary_rms, "block rms");
   EXPECT_EQ(a.semiseparable_rank, b.semiseparable_rank) << label;
-  if (b.mixing_mean.size()) EXPECT_LE(test::max_scaled_difference(a.mixing_mean, b.mixing_mean), tolerance);
+  if (b.mixing_mean.size())
+    EXPECT_LE(test::max_scaled_difference(a.mixing_mean, b.mixing_mean), tolerance);
 }
 
 const std::vector<Shape> kShapes = {
-    {"gqa", 3, 48, 4, 2, 40, 37},    // L = 6, head_dim 12, kv heads < heads
-    {"tiny", 1, 8, 2, 2, 8, 11},     // L = 2
-    {"wide", 2, 64, 4, 1, 96, 50},   // multi-query
+    {"gqa", 3, 48, 4, 2, 40, 37},   // L = 6, head_dim 12, kv heads < heads
+    {"tiny", 1, 8, 2, 2, 8, 11},    // L = 2
+    {"wide", 2, 64, 4, 1, 96, 50},  // multi-query
 };
 
 const std::vector<Case> kCases = {
@@ -92,11 +100,14 @@ template <typename Scalar>
 void run_every_case(double tolerance, double weight_std) {
   for (const auto& shape : kShapes) {
     const ModelConfig config = config_of(shape);
-    const auto model = random_model(config, {.seed = 7, .weight_std = weight_std, .query_std = 1.0}).template cast<Scalar>();
+    const auto model = random_model(config, {.seed = 7, .weight_std = weight_std, .query_std = 1.0})
+                           .template cast<Scalar>();
     for (const auto& c : kCases) {
       ForwardOptions options;
       options.mode = c.mode;
-      if (c.mode == ResidualMode::block) options.block_size = c.block_size < 0 ? config.sublayers() : std::min(c.block_size, config.sublayers());
+      if (c.mode == ResidualMode::block)
+        options.block_size =
+            c.block_size < 0 ? config.sublayers() : std::min(c.block_size, config.sublayers());
       options.two_phase = c.two_phase;
       options.zero_placeholder = c.placeholder;
       options.full_schedule_block = std::min(c.schedule_block, config.sublayers());
@@ -107,19 +118,25 @@ void run_every_case(double tolerance, double weight_std) {
           ForwardEngine<Scalar> engine(model, {EngineKind::fast, Device::cpu, threads});
           const auto fast = engine.forward(tokens, options);
           expect_same(fast, reference, tolerance,
-                      shape.name + " / " + c.name + " / T=" + std::to_string(T) + " / threads=" + std::to_string(threads));
+                      shape.name + " / " + c.name + " / T=" + std::to_string(T) +
+                          " / threads=" + std::to_string(threads));
         }
       }
     }
   }
 }
 
-TEST(FastEngine, MatchesTheReferenceInFloat64) { run_every_case<double>(1e-12, 0.5); }
-TEST(FastEngine, MatchesTheReferenceInFloat32) { run_every_case<float>(1e-5, 0.02); }
+TEST(FastEngine, MatchesTheReferenceInFloat64) {
+  run_every_case<double>(1e-12, 0.5);
+}
+TEST(FastEngine, MatchesTheReferenceInFloat32) {
+  run_every_case<float>(1e-5, 0.02);
+}
 
 TEST(FastEngine, RerunsAreBitIdenticalForAGivenThreadCount) {
   const ModelConfig config = config_of({"x", 2, 64, 4, 2, 96, 50});
-  const auto model = random_model(config, {.seed = 3, .weight_std = 0.3, .query_std = 1.0}).cast<float>();
+  const auto model =
+      random_model(config, {.seed = 3, .weight_std = 0.3, .query_std = 1.0}).cast<float>();
   const auto tokens = tokens_of(200, 50);
   ForwardOptions options;
   options.mode = ResidualMode::block;
@@ -141,13 +158,15 @@ TEST(FastEngine, AWorkspaceReusedAcrossLengthsAndModesStaysCorrect) {
   const auto model = random_model(config, {.seed = 5, .weight_std = 0.4, .query_std = 1.0});
   ForwardEngine<double> engine(model, {EngineKind::fast, Device::cpu, 2});
   for (int T : {90, 3, 40}) {
-    for (ResidualMode mode : {ResidualMode::block, ResidualMode::full, ResidualMode::standard, ResidualMode::block}) {
+    for (ResidualMode mode :
+         {ResidualMode::block, ResidualMode::full, ResidualMode::standard, ResidualMode::block}) {
       ForwardOptions options;
       options.mode = mode;
       options.block_size = 3;
       options.zero_placeholder = mode == ResidualMode::block && T == 3;
       const auto tokens = tokens_of(T, 20, T);
-      expect_same(engine.forward(tokens, options), forward(model, tokens, options), 1e-12, "reuse T=" + std::to_string(T));
+      expect_same(engine.forward(tokens, options), forward(model, tokens, options), 1e-12,
+                  "reuse T=" + std::to_string(T));
     }
   }
 }
@@ -207,14 +226,15 @@ TEST(FastEngine, ReportsNonFiniteValuesWhereTheReferenceDoes) {
 TEST(FastEngine, LongSequencesNeedNoTokenByTokenMatrix) {
   // T = 1500 with 64-token tiles: compared with the reference on the last rows.
   const ModelConfig config = config_of({"x", 1, 32, 2, 2, 32, 30});
-  const auto model = random_model(config, {.seed = 2, .weight_std = 0.3, .query_std = 0.5}).cast<double>();
+  const auto model =
+      random_model(config, {.seed = 2, .weight_std = 0.3, .query_std = 0.5}).cast<double>();
   const auto tokens = tokens_of(1500, 30, 9);
   ForwardOptions options;
   options.mode = ResidualMode::block;
   options.block_size = 1;
   options.record_mixing = false;
-  expect_same(engine_forward(model, tokens, options, {EngineKind::fast, Device::cpu, 2}), forward(model, tokens, options),
-              1e-12, "T=1500");
+  expect_same(engine_forward(model, tokens, options, {EngineKind::fast, Device::cpu, 2}),
+              forward(model, tokens, options), 1e-12, "T=1500");
 }
 
 }  // namespace

@@ -26,12 +26,16 @@ const std::filesystem::path kFixtures = ATTNRES_GOLDEN_FIXTURES;
 
 const std::vector<std::string> kForcedModeCases = {"standard", "full", "block_incomplete",
                                                    "block_zero_placeholder"};
-const std::vector<std::string> kSchemeCases = {
-    "full_sigmoid",      "full_sigmoid_normalized", "full_no_key_norm", "full_window",
-    "full_heads",        "block_heads",             "full_input_query", "block_input_query",
-    "full_scalars",      "block_scalars",           "block_no_key_norm", "full_combined",
-    "block_combined",    "denseformer",             "rescaled",         "mhc",
-    "mhc_static",        "mhc_single_stream",       "mhc_sinkhorn_3"};
+const std::vector<std::string> kSchemeCases = {"full_sigmoid",      "full_sigmoid_normalized",
+                                               "full_no_key_norm",  "full_window",
+                                               "full_heads",        "block_heads",
+                                               "full_input_query",  "block_input_query",
+                                               "full_scalars",      "block_scalars",
+                                               "block_no_key_norm", "full_combined",
+                                               "block_combined",    "denseformer",
+                                               "rescaled",          "mhc",
+                                               "mhc_static",        "mhc_single_stream",
+                                               "mhc_sinkhorn_3"};
 
 // A fixture tensor as a row-major matrix: (rows) -> rows x 1, (rows, cols) as is, and
 // (rows, a, b, ...) flattened to rows x (a·b·...), so that a (T, H, n) alpha becomes (T, H·n).
@@ -58,12 +62,13 @@ int expected_heads(const SafetensorsFile& file, const std::string& name) {
 // per-head weights in a separate `alpha_heads` (T, H·n) and the mean over heads in `alpha` (T, n)
 // is checked on both (the mean over heads is what the heatmaps and M use).
 template <typename Read>
-void check_alpha(const std::string& tag, const Read& read, const Eigen::MatrixXd& expected, int heads,
-                 double tolerance) {
+void check_alpha(const std::string& tag, const Read& read, const Eigen::MatrixXd& expected,
+                 int heads, double tolerance) {
   const Eigen::Index n = expected.cols() / heads;
   if (heads > 1 && read.alpha.cols() == n) {
     Eigen::MatrixXd mean = Eigen::MatrixXd::Zero(expected.rows(), n);
-    for (int c = 0; c < heads; ++c) mean += expected.middleCols(c * n, n) / static_cast<double>(heads);
+    for (int c = 0; c < heads; ++c)
+      mean += expected.middleCols(c * n, n) / static_cast<double>(heads);
     test::expect_tensor_near(tag + " (mean over heads)", read.alpha, mean, tolerance);
     if constexpr (requires { read.alpha_heads; }) {
       test::expect_tensor_near(tag + " (per head)", read.alpha_heads, expected, tolerance);
@@ -89,16 +94,19 @@ void check_case(const std::string& name, bool two_phase, double tolerance) {
   const ResidualMode mode = parse_residual_mode(meta["mode"].get<std::string>(), "case.json");
   if (!own_scheme) options.mode = mode;
   const auto result = forward(model, meta["tokens"].get<std::vector<int>>(), options);
-  const std::string tag = name + (two_phase ? " two-phase" : " one-shot") +
-                          (sizeof(Scalar) == 8 ? " f64 " : " f32 ");
+  const std::string tag =
+      name + (two_phase ? " two-phase" : " one-shot") + (sizeof(Scalar) == 8 ? " f64 " : " f32 ");
   EXPECT_EQ(to_string(result.trace.mode), to_string(mode)) << tag << "the trace's mode";
-  test::expect_tensor_near(tag + "logits", result.logits, expected_tensor(expected, "logits"), tolerance);
+  test::expect_tensor_near(tag + "logits", result.logits, expected_tensor(expected, "logits"),
+                           tolerance);
   test::expect_tensor_near(tag + "hidden_final", result.hidden_final,
                            expected_tensor(expected, "hidden_final"), tolerance);
-  const Eigen::Map<const Eigen::VectorXd> output_rms(result.trace.sublayer_output_rms.data(),
-                                                      static_cast<Eigen::Index>(result.trace.sublayer_output_rms.size()));
-  const Eigen::Map<const Eigen::VectorXd> input_rms(result.trace.sublayer_input_rms.data(),
-                                                     static_cast<Eigen::Index>(result.trace.sublayer_input_rms.size()));
+  const Eigen::Map<const Eigen::VectorXd> output_rms(
+      result.trace.sublayer_output_rms.data(),
+      static_cast<Eigen::Index>(result.trace.sublayer_output_rms.size()));
+  const Eigen::Map<const Eigen::VectorXd> input_rms(
+      result.trace.sublayer_input_rms.data(),
+      static_cast<Eigen::Index>(result.trace.sublayer_input_rms.size()));
   test::expect_tensor_near(tag + "sublayer_output_rms", output_rms,
                            expected_tensor(expected, "sublayer_output_rms"), tolerance);
   test::expect_tensor_near(tag + "sublayer_input_rms", input_rms,

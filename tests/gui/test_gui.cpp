@@ -25,12 +25,12 @@
 #include "attnres/cancel.hpp"
 #include "attnres/colormap.hpp"
 #include "attnres/cost.hpp"
-#include "attnres/forward.hpp"
 #include "attnres/engine.hpp"
+#include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 #include "attnres/model_charts.hpp"
-#include "attnres/sweep.hpp"
 #include "attnres/report.hpp"
+#include "attnres/sweep.hpp"
 #include "gui_wait.hpp"
 #include "lesson_model.hpp"
 #include "main_window.hpp"
@@ -69,14 +69,13 @@ class ModelsDirectory {
   QByteArray old_;
 };
 
-
 TEST(Gui, EveryViewBuildsAndDraws) {
   MainWindow window(true);
   window.recompute_all();
   std::vector<std::string> names;
   for (View* view : window.views()) names.push_back(view->name());
-  EXPECT_EQ(names, (std::vector<std::string>{"cost", "depth-attention", "magnitudes", "pipeline", "duality", "scaling",
-                                             "training"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cost", "depth-attention", "magnitudes", "pipeline",
+                                             "duality", "scaling", "training"}));
   for (View* view : window.views()) {
     window.show_view(view->name());
     EXPECT_EQ(window.current_view(), view);
@@ -98,7 +97,8 @@ TEST(Gui, ChangingBlocksMovesTheCostChartsMarker) {
   // An impossible setting shows the engine's message and keeps the last charts.
   blocks->setValue(200);
   settle();
-  EXPECT_NE(window.error_text().find("blocks N = 200 exceeds L = 128"), std::string::npos) << window.error_text();
+  EXPECT_NE(window.error_text().find("blocks N = 200 exceeds L = 128"), std::string::npos)
+      << window.error_text();
   EXPECT_EQ(cost->charts().front().marker_x, 16.0);
 }
 
@@ -114,7 +114,8 @@ TEST(Gui, CostViewComparesTwoSchemesSideBySide) {
   ASSERT_NE(table, nullptr);
   auto cell = [table](const std::string& quantity, int column) {
     for (int r = 0; r < table->rowCount(); ++r) {
-      if (table->item(r, 0)->text().toStdString() == quantity) return table->item(r, column)->text().toStdString();
+      if (table->item(r, 0)->text().toStdString() == quantity)
+        return table->item(r, column)->text().toStdString();
     }
     return std::string("(no row '" + quantity + "')");
   };
@@ -139,7 +140,8 @@ TEST(Gui, CostViewComparesTwoSchemesSideBySide) {
 TEST(Gui, HeatmapCellCentreHasTheColormapColourOfItsValue) {
   HeatmapWidget map;
   map.resize(420, 320);
-  map.set_data("t", {{0.0, 0.25, 0.5}, {0.75, 1.0, NAN}}, {"r0", "r1"}, {"c0", "c1", "c2"}, 0.0, 1.0);
+  map.set_data("t", {{0.0, 0.25, 0.5}, {0.75, 1.0, NAN}}, {"r0", "r1"}, {"c0", "c1", "c2"}, 0.0,
+               1.0);
   const QImage image = map.grab().toImage();
   for (int r = 0; r < 2; ++r) {
     for (int c = 0; c < 3; ++c) {
@@ -164,7 +166,8 @@ TEST(Gui, BadScenarioShowsTheCliMessageAndTheWindowKeepsWorking) {
   MainWindow window(true);
   window.recompute_all();
   EXPECT_FALSE(window.open_scenario(dir / "bad.toml"));
-  EXPECT_NE(window.error_text().find("bad.toml:4:10: blocks N = 12 exceeds L = 8 sublayers"), std::string::npos)
+  EXPECT_NE(window.error_text().find("bad.toml:4:10: blocks N = 12 exceeds L = 8 sublayers"),
+            std::string::npos)
       << window.error_text();
   EXPECT_TRUE(window.open_scenario(fs::path(ATTNRES_SCENARIOS_DIR) / "paper-table1.toml"));
   EXPECT_EQ(window.error_text(), "");
@@ -202,7 +205,8 @@ TEST(Gui, ExportsChartsHeatmapsAndData) {
   test::TempDir dir;
   std::unique_ptr<MainWindow> owner;
   {
-    const ModelsDirectory no_models{fs::path()};  // the random model, whatever resources/models holds
+    const ModelsDirectory no_models{
+        fs::path()};  // the random model, whatever resources/models holds
     owner = std::make_unique<MainWindow>(true);
   }
   MainWindow& window = *owner;
@@ -273,10 +277,11 @@ TEST(Gui, DepthAttentionFollowsTheTokenChoiceAndALoadedModel) {
 // Small stand-ins for resources/models/ (2 layers, L = 4, d = 16, bytes), with a training log.
 void write_shipped_models(const fs::path& root) {
   ModelConfig config = test::model_config(2, 16, 2, 2, 24, 256);
-  const std::pair<const char*, AttnResConfig> models[] = {{"full", {ResidualMode::full, 0, 1e-6}},
-                                                          {"block_N4", {ResidualMode::block, 2, 1e-6}},
-                                                          {"block_N2", {ResidualMode::block, 4, 1e-6}},
-                                                          {"standard", {ResidualMode::standard, 0, 1e-6}}};
+  const std::pair<const char*, AttnResConfig> models[] = {
+      {"full", {ResidualMode::full, 0, 1e-6}},
+      {"block_N4", {ResidualMode::block, 2, 1e-6}},
+      {"block_N2", {ResidualMode::block, 4, 1e-6}},
+      {"standard", {ResidualMode::standard, 0, 1e-6}}};
   std::uint64_t seed = 11;
   for (const auto& [name, attn_res] : models) {
     config.attn_res = attn_res;
@@ -327,7 +332,9 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   EXPECT_EQ(combo->itemText(4), "random model (the settings below)");
   EXPECT_EQ(combo->currentText(), "trained: Full AttnRes");
   const std::string about = depth->findChild<QLabel*>("model_about")->text().toStdString();
-  EXPECT_NE(about.find("trained 60 steps on lab-corpus.txt, validation loss 5.55"), std::string::npos) << about;
+  EXPECT_NE(about.find("trained 60 steps on lab-corpus.txt, validation loss 5.55"),
+            std::string::npos)
+      << about;
   EXPECT_NE(about.find("2.52 nats/token"), std::string::npos) << about;
   // The trained model's shape, not editable; its tokens are the bytes of a sentence.
   auto* layers = depth->findChild<QSpinBox*>("layers");
@@ -339,7 +346,8 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   auto* token = depth->findChild<QComboBox*>("token");
   ASSERT_EQ(token->count(), 1 + 43);
   EXPECT_EQ(token->itemText(1), "token 0 ('A', id 65)");
-  // The scheme pickers: the model's own scheme first; compare with Block AttnRes on the same weights.
+  // The scheme pickers: the model's own scheme first; compare with Block AttnRes on the same
+  // weights.
   auto* scheme = depth->findChild<QComboBox*>("scheme");
   auto* compare = depth->findChild<QComboBox*>("compare");
   ASSERT_NE(scheme, nullptr);
@@ -353,8 +361,10 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   ASSERT_EQ(maps.size(), 2u);
   EXPECT_EQ(maps[0]->values().size(), 5u);  // L + 1 reads of the 2-layer model
   EXPECT_EQ(maps[0]->title(), "trained Full AttnRes: alpha (mean over tokens)");
-  EXPECT_EQ(maps[1]->title(), "Block AttnRes (S = 2) on the trained Full AttnRes model: alpha (mean over tokens)");
-  EXPECT_TRUE(depth->findChild<QSpinBox*>("block_size")->isEnabled());  // S of the Block reads on these weights
+  EXPECT_EQ(maps[1]->title(),
+            "Block AttnRes (S = 2) on the trained Full AttnRes model: alpha (mean over tokens)");
+  EXPECT_TRUE(depth->findChild<QSpinBox*>("block_size")
+                  ->isEnabled());  // S of the Block reads on these weights
 
   // A trained Block model: S is the model's own.
   choose(depth, "trained: Block AttnRes N = 2 (S = 4)");
@@ -363,10 +373,12 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   EXPECT_FALSE(block_size->isEnabled());
   EXPECT_EQ(scheme->currentText(), "model's own: Block AttnRes (S = 4)");
   EXPECT_EQ(maps[0]->title(), "trained Block AttnRes (S = 4): alpha (mean over tokens)");
-  EXPECT_EQ(maps[1]->title(), "trained Block AttnRes (S = 4): alpha (mean over tokens)");  // block at the model's S
+  EXPECT_EQ(maps[1]->title(),
+            "trained Block AttnRes (S = 4): alpha (mean over tokens)");  // block at the model's S
   scheme->setCurrentIndex(scheme->findData("full"));
   settle();
-  EXPECT_EQ(maps[0]->title(), "Full AttnRes on the trained Block AttnRes (S = 4) model: alpha (mean over tokens)");
+  EXPECT_EQ(maps[0]->title(),
+            "Full AttnRes on the trained Block AttnRes (S = 4) model: alpha (mean over tokens)");
   scheme->setCurrentIndex(0);
   settle();
   EXPECT_EQ(window->error_text(), "");
@@ -378,7 +390,7 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   EXPECT_TRUE(block_size->isEnabled());
   EXPECT_EQ(block_size->value(), 2);
   EXPECT_EQ(tokens->text(), "1 7 42 7 99 3");
-  EXPECT_EQ(maps[0]->values().size(), 9u);  // 4 layers: L + 1 = 9
+  EXPECT_EQ(maps[0]->values().size(), 9u);                        // 4 layers: L + 1 = 9
   EXPECT_EQ(scheme->currentText(), "model's own: Full AttnRes");  // the random model's queries
   EXPECT_EQ(maps[0]->title(), "Full AttnRes: alpha (mean over tokens)");
   EXPECT_EQ(maps[1]->title(), "Block AttnRes (S = 2): alpha (mean over tokens)");
@@ -409,19 +421,24 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   const auto charts = magnitudes->charts();
   ASSERT_FALSE(charts.empty());
   for (const auto& series : charts.front().series) names.push_back(series.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"trained Full AttnRes", "standard residual (reference)"}));
-  EXPECT_EQ(charts.front().title, "RMS of each sublayer's input h_l on the weights of the trained Full AttnRes model");
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"trained Full AttnRes", "standard residual (reference)"}));
+  EXPECT_EQ(charts.front().title,
+            "RMS of each sublayer's input h_l on the weights of the trained Full AttnRes model");
   View* duality = window->view("duality");
   EXPECT_EQ(window->findChild<QComboBox*>("model_choice")->currentText(), "trained: Full AttnRes");
   choose(duality, "trained: standard residual");
-  EXPECT_EQ(duality->findChild<QComboBox*>("scheme")->currentText(), "model's own: standard residual");
-  EXPECT_NE(duality->heatmaps()[0]->title().find("standard"), std::string::npos) << duality->heatmaps()[0]->title();
+  EXPECT_EQ(duality->findChild<QComboBox*>("scheme")->currentText(),
+            "model's own: standard residual");
+  EXPECT_NE(duality->heatmaps()[0]->title().find("standard"), std::string::npos)
+      << duality->heatmaps()[0]->title();
   EXPECT_EQ(window->error_text(), "");
 
   // File > Open model directory adds a "loaded" entry to every model view.
   ASSERT_TRUE(window->open_model(dir / "models" / "block_N4"));
   EXPECT_EQ(combo->count(), 6);
-  EXPECT_EQ(combo->currentText().toStdString(), "loaded: " + (dir / "models" / "block_N4").string());
+  EXPECT_EQ(combo->currentText().toStdString(),
+            "loaded: " + (dir / "models" / "block_N4").string());
   EXPECT_EQ(block_size->value(), 2);
   EXPECT_FALSE(block_size->isEnabled());
   EXPECT_EQ(maps[0]->title(), "loaded Block AttnRes (S = 2): alpha (mean over tokens)");
@@ -461,27 +478,30 @@ TEST(Gui, TrainingLogSummaryReadsTheLastValidationLoss) {
   EXPECT_EQ(training_log_summary(dir / "none.csv"), "");
   write_file_atomically(dir / "no_val.csv", "step,tokens,train_loss,val_loss,lr\n1,10,3.0,,0.1\n");
   EXPECT_EQ(training_log_summary(dir / "no_val.csv"), "");
-  write_file_atomically(dir / "one.csv", "step,tokens,train_loss,val_loss,lr\r\n0,0,,5.5,0\r\n600,9,1.4,1.523,0\r\n");
+  write_file_atomically(
+      dir / "one.csv", "step,tokens,train_loss,val_loss,lr\r\n0,0,,5.5,0\r\n600,9,1.4,1.523,0\r\n");
   EXPECT_EQ(training_log_summary(dir / "one.csv", "lab-corpus.txt"),
             "trained 600 steps on lab-corpus.txt, validation loss 5.50 \u2192 1.52 nats/token");
   write_file_atomically(dir / "last.csv", "step,val_loss\n10,2\n");
-  EXPECT_EQ(training_log_summary(dir / "last.csv"), "trained 10 steps, validation loss 2.00 nats/token");
+  EXPECT_EQ(training_log_summary(dir / "last.csv"),
+            "trained 10 steps, validation loss 2.00 nats/token");
 }
 
 TEST(Gui, CancelledBackgroundWorkIsDiscarded) {
   MainWindow window(false);
   bool applied = false;
-  window.run(window.current_view(), "test work", [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
+  window.run(window.current_view(), "test work",
+             [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
   window.cancel_background();
   QThreadPool::globalInstance()->waitForDone();
   settle();
   EXPECT_FALSE(applied);
-  window.run(window.current_view(), "test work", [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
+  window.run(window.current_view(), "test work",
+             [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
   QThreadPool::globalInstance()->waitForDone();
   settle();
   EXPECT_TRUE(applied);
 }
-
 
 // Background work that reports progress until its run is cancelled or `release` is set (or 30 s
 // pass, so that a failing test never hangs). Records what it saw.
@@ -526,7 +546,8 @@ TEST(Gui, CancelledRunIsNeverAppliedEvenAfterANewerRunStarts) {
     return [&] { applied_a = true; };
   });
   window.cancel_background();
-  window.run(window.current_view(), "run b", [&](const Progress&) -> std::function<void()> { return [&] { applied_b = true; }; });
+  window.run(window.current_view(), "run b",
+             [&](const Progress&) -> std::function<void()> { return [&] { applied_b = true; }; });
   release_a = true;
   ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
   settle();
@@ -571,28 +592,30 @@ TEST(Gui, CancelStopsARealForwardPassAtTheNextSublayer) {
   std::atomic<bool> at_second_sublayer{false}, cancel_clicked{false}, threw_cancelled{false};
   std::atomic<std::size_t> last_check{0};
   bool applied = false;
-  window.run(window.current_view(), "forward", [&](const Progress& progress) -> std::function<void()> {
-    ForwardOptions options;
-    options.mode = ResidualMode::full;
-    // Holds the pass at sublayer 1 until Cancel was pressed, then asks the run's callback.
-    options.progress = [&, progress](std::size_t done, std::size_t total) {
-      last_check = done;
-      if (done == 1) {
-        at_second_sublayer = true;
-        QElapsedTimer timer;
-        timer.start();
-        while (!cancel_clicked.load() && timer.elapsed() < 30000) QThread::msleep(1);
-      }
-      return progress(done, total);
-    };
-    try {
-      forward(model, tokens, options);
-    } catch (const Cancelled&) {
-      threw_cancelled = true;
-      throw;
-    }
-    return [&] { applied = true; };
-  });
+  window.run(window.current_view(), "forward",
+             [&](const Progress& progress) -> std::function<void()> {
+               ForwardOptions options;
+               options.mode = ResidualMode::full;
+               // Holds the pass at sublayer 1 until Cancel was pressed, then asks the run's
+               // callback.
+               options.progress = [&, progress](std::size_t done, std::size_t total) {
+                 last_check = done;
+                 if (done == 1) {
+                   at_second_sublayer = true;
+                   QElapsedTimer timer;
+                   timer.start();
+                   while (!cancel_clicked.load() && timer.elapsed() < 30000) QThread::msleep(1);
+                 }
+                 return progress(done, total);
+               };
+               try {
+                 forward(model, tokens, options);
+               } catch (const Cancelled&) {
+                 threw_cancelled = true;
+                 throw;
+               }
+               return [&] { applied = true; };
+             });
   ASSERT_TRUE(wait_until([&] { return at_second_sublayer.load(); }));
   window.cancel_background();
   cancel_clicked = true;
@@ -711,10 +734,12 @@ TEST(Gui, EveryViewComputesInTheBackground) {
 
 TEST(Gui, ScreenshotOfEveryViewIsNotBlank) {
   test::TempDir dir;
-  for (const char* view : {"cost", "depth-attention", "magnitudes", "pipeline", "duality", "scaling"}) {
+  for (const char* view :
+       {"cost", "depth-attention", "magnitudes", "pipeline", "duality", "scaling"}) {
     const fs::path png = dir / (std::string(view) + ".png");
-    const std::string command = "QT_QPA_PLATFORM=offscreen " + std::string(ATTNRES_GUI_BINARY) + " --view " + view +
-                                " --screenshot " + png.string() + " > " + (dir / "log.txt").string() + " 2>&1";
+    const std::string command = "QT_QPA_PLATFORM=offscreen " + std::string(ATTNRES_GUI_BINARY) +
+                                " --view " + view + " --screenshot " + png.string() + " > " +
+                                (dir / "log.txt").string() + " 2>&1";
     ASSERT_EQ(std::system(command.c_str()), 0) << view << ": " << read_file(dir / "log.txt");
     const QImage image(QString::fromStdString(png.string()));
     ASSERT_FALSE(image.isNull()) << view;
@@ -725,13 +750,14 @@ TEST(Gui, ScreenshotOfEveryViewIsNotBlank) {
     }
     EXPECT_GT(colours.size(), 20u) << view << " looks blank";
   }
-  const std::string bad = std::string(ATTNRES_GUI_BINARY) + " --view nowhere --screenshot x.png > /dev/null 2>&1";
+  const std::string bad =
+      std::string(ATTNRES_GUI_BINARY) + " --view nowhere --screenshot x.png > /dev/null 2>&1";
   const int status = std::system(("QT_QPA_PLATFORM=offscreen " + bad).c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 
-
-// ------------------------------------------------------------------ scheme pickers of the model views
+// ------------------------------------------------------------------ scheme pickers of the model
+// views
 
 // A window on the random model (4 layers, L = 8, d = 64, Full AttnRes with queries of std 0.5).
 std::unique_ptr<MainWindow> random_model_window(bool synchronous = true) {
@@ -751,7 +777,8 @@ void pick_scheme(View* view, const char* picker, const char* name) {
   const int index = combo->findData(QString(name));
   ASSERT_GE(index, 0) << name;
   combo->setCurrentIndex(index);
-  emit combo->activated(index);  // as a click in the list: counts even when the index was already that one
+  emit combo->activated(
+      index);  // as a click in the list: counts even when the index was already that one
   settle();
 }
 
@@ -765,7 +792,8 @@ void type_scheme(View* view, const char* picker, const QString& spec) {
 }
 
 // Every cell on or below the diagonal is `value` (within `tolerance`), every cell above it empty.
-void expect_lower_triangle(const std::vector<std::vector<double>>& values, double value, double tolerance) {
+void expect_lower_triangle(const std::vector<std::vector<double>>& values, double value,
+                           double tolerance) {
   for (std::size_t r = 0; r < values.size(); ++r) {
     for (std::size_t c = 0; c < values[r].size(); ++c) {
       if (c <= r) {
@@ -847,7 +875,8 @@ TEST(Gui, CompareModeDrawsTwoSchemesSideBySide) {
   EXPECT_EQ(maps[0]->title(), "Full AttnRes: alpha (mean over tokens)");
   EXPECT_EQ(maps[1]->title(), "Block AttnRes (S = 2): alpha (mean over tokens)");
   EXPECT_EQ(maps[1]->values().size(), 9u);
-  EXPECT_EQ(maps[1]->values()[0].size(), 1u + 4u + 1u);  // the embedding, blocks b1..b4 and the partial sum
+  EXPECT_EQ(maps[1]->values()[0].size(),
+            1u + 4u + 1u);  // the embedding, blocks b1..b4 and the partial sum
   // The model's own scheme can be the second one too.
   pick_scheme(depth, "scheme", "denseformer");
   pick_scheme(depth, "compare", "@own");
@@ -868,7 +897,8 @@ TEST(Gui, CompareModeDrawsTwoSchemesSideBySide) {
   };
   EXPECT_EQ(names(), (std::vector<std::string>{"Full AttnRes", "standard residual (reference)"}));
   pick_scheme(magnitudes, "compare", "mhc");
-  EXPECT_EQ(names(), (std::vector<std::string>{"Full AttnRes", "mHC (m = 4)", "standard residual (reference)"}));
+  EXPECT_EQ(names(), (std::vector<std::string>{"Full AttnRes", "mHC (m = 4)",
+                                               "standard residual (reference)"}));
   pick_scheme(magnitudes, "compare", "standard");
   EXPECT_EQ(names(), (std::vector<std::string>{"Full AttnRes", "standard residual"}));
   const auto charts = magnitudes->charts();
@@ -893,7 +923,8 @@ TEST(Gui, CompareModeDrawsTwoSchemesSideBySide) {
   ASSERT_EQ(duality_charts.size(), 2u);
   std::vector<std::string> series;
   for (const auto& s : duality_charts[0].series) series.push_back(s.name);
-  EXPECT_EQ(series, (std::vector<std::string>{"Full AttnRes", "bound: full", "standard residual", "bound: standard"}));
+  EXPECT_EQ(series, (std::vector<std::string>{"Full AttnRes", "bound: full", "standard residual",
+                                              "bound: standard"}));
   for (const auto& point : duality_charts[0].series[2].points) EXPECT_EQ(point.second, 1.0);
   series.clear();
   for (const auto& s : duality_charts[1].series) series.push_back(s.name);
@@ -913,8 +944,12 @@ TEST(Gui, DualityTaxonomyComesFromComputedMixingMatrices) {
     ADD_FAILURE() << "no row '" << scheme << "'";
     return 0;
   };
-  auto cell = [table](int row, int column) { return table->item(row, column)->text().toStdString(); };
-  auto rank = [&](const std::string& scheme, int column) { return std::stoi(cell(row_of(scheme), column)); };
+  auto cell = [table](int row, int column) {
+    return table->item(row, column)->text().toStdString();
+  };
+  auto rank = [&](const std::string& scheme, int column) {
+    return std::stoi(cell(row_of(scheme), column));
+  };
   const int mean = 2, per_token = 3, bound = 4, holds = 5;
   ASSERT_EQ(table->rowCount(), 1 + 7);  // the picked scheme, then the reference rows
   EXPECT_EQ(cell(0, 0), "scheme ▸ Full AttnRes");
@@ -961,8 +996,9 @@ TEST(Gui, BadSchemeShowsTheBannerAndTheViewsKeepWorking) {
   View* depth = window->view("depth-attention");
   HeatmapWidget* map = depth->heatmaps()[0];
   type_scheme(depth, "scheme", "full:heads=3");
-  EXPECT_NE(depth->error_text().find("scheme 'full:heads=3': attn_res.heads (3) must be a positive divisor of "
-                                      "hidden_size (64)"),
+  EXPECT_NE(depth->error_text().find(
+                "scheme 'full:heads=3': attn_res.heads (3) must be a positive divisor of "
+                "hidden_size (64)"),
             std::string::npos)
       << depth->error_text();
   EXPECT_EQ(map->title(), "Full AttnRes: alpha (mean over tokens)");  // the last map stays
@@ -974,8 +1010,9 @@ TEST(Gui, BadSchemeShowsTheBannerAndTheViewsKeepWorking) {
   EXPECT_EQ(depth->error_text(), "");
   EXPECT_EQ(map->title(), "Block AttnRes (S = 2): alpha (mean over tokens)");
   type_scheme(depth, "compare", "block:block_size=99");
-  EXPECT_NE(depth->error_text().find("compare with 'block:block_size=99': attn_res.block_size must be between 1 "
-                                      "and L = 8"),
+  EXPECT_NE(depth->error_text().find(
+                "compare with 'block:block_size=99': attn_res.block_size must be between 1 "
+                "and L = 8"),
             std::string::npos)
       << depth->error_text();
   EXPECT_EQ(depth->heatmaps().size(), 1u);
@@ -985,8 +1022,9 @@ TEST(Gui, BadSchemeShowsTheBannerAndTheViewsKeepWorking) {
   View* duality = window->view("duality");
   auto* table = duality->findChild<QTableWidget*>("scheme_taxonomy");
   type_scheme(duality, "compare", "block:heads=5");
-  EXPECT_NE(duality->error_text().find("compare with 'block:heads=5'"), std::string::npos) << duality->error_text();
-  EXPECT_EQ(depth->error_text(), "");  // errors belong to their tab
+  EXPECT_NE(duality->error_text().find("compare with 'block:heads=5'"), std::string::npos)
+      << duality->error_text();
+  EXPECT_EQ(depth->error_text(), "");   // errors belong to their tab
   EXPECT_EQ(table->rowCount(), 1 + 7);  // the last table stays
   pick_scheme(duality, "compare", "full_sigmoid");
   EXPECT_EQ(duality->error_text(), "");
@@ -994,7 +1032,8 @@ TEST(Gui, BadSchemeShowsTheBannerAndTheViewsKeepWorking) {
 
   View* magnitudes = window->view("magnitudes");
   type_scheme(magnitudes, "scheme", "mhc:streams=0");
-  EXPECT_NE(magnitudes->error_text().find("streams"), std::string::npos) << magnitudes->error_text();
+  EXPECT_NE(magnitudes->error_text().find("streams"), std::string::npos)
+      << magnitudes->error_text();
   pick_scheme(magnitudes, "scheme", "@own");
   EXPECT_EQ(magnitudes->error_text(), "");
 
@@ -1037,14 +1076,16 @@ TEST(Gui, CompareModeOfEveryModelViewDraws) {
       for (int x = 0; x < image.width(); x += 9) colours.insert(image.pixel(x, y));
     }
     EXPECT_GT(colours.size(), 20u) << name << " looks blank";
-    const fs::path png = (keep ? fs::path(keep) : dir.path()) / ("schemes-" + std::string(name) + ".png");
+    const fs::path png =
+        (keep ? fs::path(keep) : dir.path()) / ("schemes-" + std::string(name) + ".png");
     EXPECT_TRUE(image.save(QString::fromStdString(png.string()), "PNG")) << png;
   }
 }
 
 // ------------------------------------------------------------------ the Training view
 
-// The Training view, made the current tab (its errors are in its own banner: error_text() reads the current tab's).
+// The Training view, made the current tab (its errors are in its own banner: error_text() reads the
+// current tab's).
 TrainingView* training_view(MainWindow& window) {
   window.show_view("training");
   return dynamic_cast<TrainingView*>(window.view("training"));
@@ -1133,7 +1174,8 @@ TEST(Gui, TrainingViewTrainsTwoSchemesSideBySideAndSavesThem) {
   settle();
   EXPECT_EQ(window.error_text(), "");
   for (const char* scheme : {"standard", "full"}) {
-    for (const char* file : {"config.json", "model.safetensors", "optimizer.safetensors", "train_state.json", "train_log.csv"}) {
+    for (const char* file : {"config.json", "model.safetensors", "optimizer.safetensors",
+                             "train_state.json", "train_log.csv"}) {
       EXPECT_TRUE(fs::exists(dir / "models" / scheme / file)) << scheme << "/" << file;
     }
   }
@@ -1142,7 +1184,8 @@ TEST(Gui, TrainingViewTrainsTwoSchemesSideBySideAndSavesThem) {
   fs::create_directories(dir / "busy" / "full");
   write_file_atomically(dir / "busy" / "full" / "notes.txt", "mine");
   view->save_models(dir / "busy");
-  EXPECT_NE(window.error_text().find("holds files attnres did not write"), std::string::npos) << window.error_text();
+  EXPECT_NE(window.error_text().find("holds files attnres did not write"), std::string::npos)
+      << window.error_text();
   EXPECT_FALSE(fs::exists(dir / "busy" / "standard"));
   EXPECT_EQ(read_file(dir / "busy" / "full" / "notes.txt"), "mine");
 }
@@ -1155,11 +1198,13 @@ TEST(Gui, TrainingViewStopEndsTheWorkerPromptly) {
   child<QPushButton>(view, "train_start")->click();
   ASSERT_TRUE(wait_until([&] { return view->steps_done() >= 4; }, 120000));
   // Live updates reach the charts while the run goes on.
-  ASSERT_TRUE(wait_until([&] {
-    const std::vector<ChartSpec> charts = view->charts();  // by value: keep it while reading
-    const ChartSeries* train = series_named(charts[0], "Full AttnRes");
-    return train && train->points.size() >= 2;
-  }, 120000));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::vector<ChartSpec> charts = view->charts();  // by value: keep it while reading
+        const ChartSeries* train = series_named(charts[0], "Full AttnRes");
+        return train && train->points.size() >= 2;
+      },
+      120000));
   EXPECT_EQ(view->state(), TrainingView::State::running);
   QElapsedTimer timer;
   timer.start();
@@ -1193,7 +1238,9 @@ TEST(Gui, TrainingViewTrainsAnyOtherSchemeOfTheZoo) {
   // A spec that does not fit the model is refused before any work, in the banner.
   other->setCurrentText("full:heads=3");
   child<QPushButton>(view, "train_start")->click();
-  EXPECT_NE(window.error_text().find("attn_res.heads (3) must be a positive divisor of hidden_size (16)"), std::string::npos)
+  EXPECT_NE(
+      window.error_text().find("attn_res.heads (3) must be a positive divisor of hidden_size (16)"),
+      std::string::npos)
       << window.error_text();
   EXPECT_NE(view->state(), TrainingView::State::running);
   // mHC with two streams trains beside the standard residual and learns.
@@ -1215,35 +1262,44 @@ TEST(Gui, TrainingViewShowsBadInputsInTheBannerAndKeepsWorking) {
   TrainingView* view = training_view(window);
   ASSERT_NE(view, nullptr);
   configure_tiny_run(view, 2);
-  child<QLineEdit>(view, "train_data")->setText(QString::fromStdString((dir / "missing.txt").string()));
+  child<QLineEdit>(view, "train_data")
+      ->setText(QString::fromStdString((dir / "missing.txt").string()));
   child<QPushButton>(view, "train_start")->click();
   ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }));
   settle();
   EXPECT_EQ(view->state(), TrainingView::State::failed);
-  EXPECT_NE(window.error_text().find((dir / "missing.txt").string() + ": cannot read the data file"), std::string::npos)
+  EXPECT_NE(
+      window.error_text().find((dir / "missing.txt").string() + ": cannot read the data file"),
+      std::string::npos)
       << window.error_text();
   EXPECT_TRUE(child<QPushButton>(view, "train_start")->isEnabled());
   // A file too short for the sequence length: the core's message.
   write_file_atomically(dir / "short.txt", "tiny text");
-  child<QLineEdit>(view, "train_data")->setText(QString::fromStdString((dir / "short.txt").string()));
+  child<QLineEdit>(view, "train_data")
+      ->setText(QString::fromStdString((dir / "short.txt").string()));
   child<QPushButton>(view, "train_start")->click();
   ASSERT_TRUE(wait_until([&] { return run_ended(window, view); }));
   settle();
-  EXPECT_NE(window.error_text().find("each part needs at least 17"), std::string::npos) << window.error_text();
+  EXPECT_NE(window.error_text().find("each part needs at least 17"), std::string::npos)
+      << window.error_text();
   // No data, a bad shape and no scheme are refused before any work starts.
   child<QLineEdit>(view, "train_data")->setText("");
   child<QPushButton>(view, "train_start")->click();
-  EXPECT_NE(window.error_text().find("choose a text file"), std::string::npos) << window.error_text();
-  child<QLineEdit>(view, "train_data")->setText(QString::fromStdString((dir / "short.txt").string()));
+  EXPECT_NE(window.error_text().find("choose a text file"), std::string::npos)
+      << window.error_text();
+  child<QLineEdit>(view, "train_data")
+      ->setText(QString::fromStdString((dir / "short.txt").string()));
   child<QSpinBox>(view, "train_heads")->setValue(3);
   child<QPushButton>(view, "train_start")->click();
-  EXPECT_NE(window.error_text().find("heads (3) must divide d_model (16)"), std::string::npos) << window.error_text();
+  EXPECT_NE(window.error_text().find("heads (3) must divide d_model (16)"), std::string::npos)
+      << window.error_text();
   EXPECT_EQ(window.runs_in_flight(), 0u);
   child<QSpinBox>(view, "train_heads")->setValue(2);
   child<QCheckBox>(view, "train_standard")->setChecked(false);
   child<QCheckBox>(view, "train_full")->setChecked(false);
   child<QPushButton>(view, "train_start")->click();
-  EXPECT_NE(window.error_text().find("check at least one scheme"), std::string::npos) << window.error_text();
+  EXPECT_NE(window.error_text().find("check at least one scheme"), std::string::npos)
+      << window.error_text();
   // The window keeps working: the built-in text trains and the banner clears.
   child<QCheckBox>(view, "train_full")->setChecked(true);
   child<QPushButton>(view, "train_builtin")->click();
@@ -1261,7 +1317,8 @@ TEST(Gui, TrainingViewDefaultRunDrawsEveryPanel) {
   TrainingView* view = training_view(window);
   ASSERT_NE(view, nullptr);
   const char* shot = std::getenv("ATTNRES_TRAINING_SCREENSHOT");
-  if (!shot) child<QSpinBox>(view, "train_steps")->setValue(40);  // the whole 200 only for the picture
+  if (!shot)
+    child<QSpinBox>(view, "train_steps")->setValue(40);  // the whole 200 only for the picture
   child<QPushButton>(view, "train_builtin")->click();
   window.show_view("training");
   window.resize(1400, 900);
@@ -1273,7 +1330,8 @@ TEST(Gui, TrainingViewDefaultRunDrawsEveryPanel) {
   const auto charts = view->charts();
   EXPECT_EQ(charts[0].series.size(), 6u);  // three schemes, training and validation
   for (const auto& chart : charts) {
-    for (const auto& series : chart.series) EXPECT_FALSE(series.points.empty()) << chart.id << " " << series.name;
+    for (const auto& series : chart.series)
+      EXPECT_FALSE(series.points.empty()) << chart.id << " " << series.name;
   }
   EXPECT_EQ(view->heatmaps()[0]->values().size(), 5u);  // L + 1 reads
   auto* scheme = child<QComboBox>(view, "train_alpha_scheme");
@@ -1310,14 +1368,18 @@ TEST(Gui, ModelViewsShowTheCoreBuildersFigures) {
   ASSERT_EQ(scheme, "Full AttnRes");
 
   View* depth = window->view("depth-attention");
-  EXPECT_TRUE(same_heatmap(depth->heatmaps()[0]->spec(), alpha_heatmap(trace, alpha_title(scheme, trace, -1, -1))));
+  EXPECT_TRUE(same_heatmap(depth->heatmaps()[0]->spec(),
+                           alpha_heatmap(trace, alpha_title(scheme, trace, -1, -1))));
   depth->findChild<QComboBox*>("token")->setCurrentIndex(3);  // token 2
   settle();
-  EXPECT_TRUE(same_heatmap(depth->heatmaps()[0]->spec(), alpha_heatmap(trace, alpha_title(scheme, trace, 2, -1), 2)));
+  EXPECT_TRUE(same_heatmap(depth->heatmaps()[0]->spec(),
+                           alpha_heatmap(trace, alpha_title(scheme, trace, 2, -1), 2)));
 
   View* magnitudes = window->view("magnitudes");
   const ForwardTrace standard = pass(convert_scheme(*model, AttnResConfig{}), false);
-  const auto expected = magnitude_charts({{scheme, &trace, false}, {standard.scheme.describe() + " (reference)", &standard, true}}, "");
+  const auto expected = magnitude_charts(
+      {{scheme, &trace, false}, {standard.scheme.describe() + " (reference)", &standard, true}},
+      "");
   const auto charts = magnitudes->charts();
   ASSERT_EQ(charts.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {

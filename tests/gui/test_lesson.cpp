@@ -39,9 +39,9 @@
 #include "attnres/pipeline.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/version.hpp"
+#include "gui_wait.hpp"
 #include "lesson.hpp"
 #include "lesson_model.hpp"
-#include "gui_wait.hpp"
 #include "main_window.hpp"
 #include "view_kit.hpp"
 #include "widgets.hpp"
@@ -49,7 +49,9 @@
 namespace attnres::gui {
 namespace {
 
-bool wait_for(const std::function<bool()>& done, qint64 limit_ms = 60000) { return wait_until(done, limit_ms); }
+bool wait_for(const std::function<bool()>& done, qint64 limit_ms = 60000) {
+  return wait_until(done, limit_ms);
+}
 
 // Every change seen (the views coalesce changes in the next event-loop pass), every run finished
 // and its result applied.
@@ -152,7 +154,8 @@ void expect_uniform_rows(MainWindow& window) {
   ASSERT_EQ(rows.size(), 9u);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     ASSERT_EQ(rows[r].size(), r + 1);
-    for (double v : rows[r]) EXPECT_NEAR(v, 1.0 / static_cast<double>(rows[r].size()), 1e-9) << "read " << r;
+    for (double v : rows[r])
+      EXPECT_NEAR(v, 1.0 / static_cast<double>(rows[r].size()), 1e-9) << "read " << r;
   }
 }
 
@@ -169,7 +172,8 @@ void expect_sharp_rows(MainWindow& window) {
     ratio += *std::max_element(row.begin(), row.end()) * static_cast<double>(row.size());
     ++counted;
   }
-  EXPECT_GT(ratio / counted, 2.0);  // on average the top source gets more than twice its uniform share
+  EXPECT_GT(ratio / counted,
+            2.0);  // on average the top source gets more than twice its uniform share
 }
 
 // Step 4: Block with S = 1 reads what Full reads.
@@ -248,7 +252,8 @@ TEST(Lesson, TheReadmeSessionRunsWithRealInputEvents) {
   // Magnitudes, the random model with query std 0.
   click_tab(*window, "magnitudes");
   idle(*window);
-  ASSERT_TRUE(window->view("magnitudes")->isAncestorOf(lesson.panel()));  // the lesson model is here
+  ASSERT_TRUE(
+      window->view("magnitudes")->isAncestorOf(lesson.panel()));  // the lesson model is here
   if (lesson.random_button->isEnabled()) QTest::mouseClick(lesson.random_button, Qt::LeftButton);
   idle(*window);
   type_into(lesson.query_std, "0");
@@ -282,7 +287,8 @@ TEST(Lesson, TheReadmeSessionRunsWithRealInputEvents) {
   click_tab(*window, "duality");
   idle(*window);
   type_into(lesson.block_size, "2");
-  type_into(lesson.query_std, "0.5");  // softer reads: near one-hot rows would hide ranks below 1e-6
+  type_into(lesson.query_std,
+            "0.5");  // softer reads: near one-hot rows would hide ranks below 1e-6
   choose_with_keys(window->view("duality")->findChild<QComboBox*>("compare"), "standard");
   idle(*window);
   expect_ranks(*window);
@@ -314,8 +320,9 @@ TEST(Lesson, TheReadmeSessionRunsWithRealInputEvents) {
   EXPECT_LT(shown_overhead(*window), 0.04);
   // The 4 % line is drawn and labelled, the current bandwidth marked.
   const auto charts = window->view("pipeline")->charts();
-  const auto overhead = std::find_if(charts.begin(), charts.end(),
-                                     [](const ChartSpec& c) { return c.id == "pipeline_overhead_vs_link"; });
+  const auto overhead = std::find_if(charts.begin(), charts.end(), [](const ChartSpec& c) {
+    return c.id == "pipeline_overhead_vs_link";
+  });
   ASSERT_NE(overhead, charts.end());
   const ChartSeries* claim = series_named(overhead->series, "claim: training overhead < 4%");
   ASSERT_NE(claim, nullptr);
@@ -353,7 +360,8 @@ TEST(Lesson, TheLessonMenuStepsThroughTheSameSession) {
       [](MainWindow& w) { EXPECT_GT(shown_overhead(w), 0.04); },
       [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
       expect_multiplier};
-  auto* next = bar->findChildren<QPushButton*>().size() > 1 ? bar->findChildren<QPushButton*>()[1] : nullptr;
+  auto* next =
+      bar->findChildren<QPushButton*>().size() > 1 ? bar->findChildren<QPushButton*>()[1] : nullptr;
   ASSERT_NE(next, nullptr);
   ASSERT_EQ(next->text(), "Next ▶");
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -362,7 +370,8 @@ TEST(Lesson, TheLessonMenuStepsThroughTheSameSession) {
     EXPECT_EQ(window->lesson_index(), static_cast<int>(i));
     EXPECT_EQ(window->current_view()->name(), steps[i].view);
     const std::string text = window->findChild<QLabel*>("lesson_text")->text().toStdString();
-    EXPECT_NE(text.find("Step " + std::to_string(i + 1) + " of " + std::to_string(steps.size())), std::string::npos);
+    EXPECT_NE(text.find("Step " + std::to_string(i + 1) + " of " + std::to_string(steps.size())),
+              std::string::npos);
     checks[i](*window);
     if (i + 1 < steps.size()) QTest::mouseClick(next, Qt::LeftButton);
   }
@@ -372,10 +381,12 @@ TEST(Lesson, TheLessonMenuStepsThroughTheSameSession) {
 
 // docs/teaching.md's table has one row per step of the lesson, on the step's tab.
 TEST(Lesson, TheDocumentedLessonIsTheLessonMenu) {
-  const std::string doc = read_file(std::filesystem::path(ATTNRES_SCENARIOS_DIR) / ".." / "docs" / "teaching.md");
-  const std::map<std::string, std::string> tabs = {{"magnitudes", "Magnitudes"},  {"depth-attention", "Depth attention"},
-                                                   {"duality", "Duality"},        {"cost", "Cost explorer"},
-                                                   {"pipeline", "Pipeline"},      {"scaling", "Scaling law"}};
+  const std::string doc =
+      read_file(std::filesystem::path(ATTNRES_SCENARIOS_DIR) / ".." / "docs" / "teaching.md");
+  const std::map<std::string, std::string> tabs = {
+      {"magnitudes", "Magnitudes"}, {"depth-attention", "Depth attention"},
+      {"duality", "Duality"},       {"cost", "Cost explorer"},
+      {"pipeline", "Pipeline"},     {"scaling", "Scaling law"}};
   const auto& steps = lesson_steps();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const std::string row = "\n| " + std::to_string(i + 1) + " | " + tabs.at(steps[i].view) + " |";
@@ -385,7 +396,8 @@ TEST(Lesson, TheDocumentedLessonIsTheLessonMenu) {
 }
 
 // The sequence side of Duality: the attention of the chosen layer on that layer's real input (the
-// read entering its attention sublayer), not on the token embedding; the running sum's ranks computed.
+// read entering its attention sublayer), not on the token embedding; the running sum's ranks
+// computed.
 TEST(Lesson, DualitySequenceAttentionUsesTheLayersRealInput) {
   MainWindow window(true);
   window.recompute_all();
@@ -407,12 +419,15 @@ TEST(Lesson, DualitySequenceAttentionUsesTheLayersRealInput) {
   ASSERT_EQ(inputs.size(), 8u);
   const Eigen::MatrixXd expected = attention_probabilities(*model, 2, 1, inputs[4]);
   Eigen::MatrixXd embedding(static_cast<Eigen::Index>(tokens.size()), model->config.hidden_size);
-  for (std::size_t t = 0; t < tokens.size(); ++t) embedding.row(static_cast<Eigen::Index>(t)) = model->embed_tokens.row(tokens[t]);
+  for (std::size_t t = 0; t < tokens.size(); ++t)
+    embedding.row(static_cast<Eigen::Index>(t)) = model->embed_tokens.row(tokens[t]);
   const Eigen::MatrixXd on_embedding = attention_probabilities(*model, 2, 1, embedding);
-  EXPECT_GT((expected - on_embedding).cwiseAbs().maxCoeff(), 1e-3);  // the two inputs differ visibly
+  EXPECT_GT((expected - on_embedding).cwiseAbs().maxCoeff(),
+            1e-3);  // the two inputs differ visibly
   HeatmapWidget* sequence = nullptr;
   for (auto* map : duality->heatmaps()) {
-    if (map->title().rfind("sequence: softmax attention of layer 2, head 1", 0) == 0) sequence = map;
+    if (map->title().rfind("sequence: softmax attention of layer 2, head 1", 0) == 0)
+      sequence = map;
   }
   ASSERT_NE(sequence, nullptr);
   const auto& shown = sequence->values();
@@ -420,18 +435,22 @@ TEST(Lesson, DualitySequenceAttentionUsesTheLayersRealInput) {
   double worst = 0.0;
   for (std::size_t r = 0; r < shown.size(); ++r) {
     for (std::size_t c = 0; c < shown[r].size(); ++c) {
-      worst = std::max(worst, std::abs(shown[r][c] - expected(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c))));
+      worst = std::max(worst, std::abs(shown[r][c] - expected(static_cast<Eigen::Index>(r),
+                                                              static_cast<Eigen::Index>(c))));
     }
   }
   EXPECT_LT(worst, 1e-12);
   // Each row a distribution over the tokens so far (causal).
   for (Eigen::Index t = 0; t < expected.rows(); ++t) {
     EXPECT_NEAR(expected.row(t).sum(), 1.0, 1e-12);
-    if (t + 1 < expected.cols()) EXPECT_EQ(expected.row(t).tail(expected.cols() - t - 1).cwiseAbs().maxCoeff(), 0.0);
+    if (t + 1 < expected.cols())
+      EXPECT_EQ(expected.row(t).tail(expected.cols() - t - 1).cwiseAbs().maxCoeff(), 0.0);
   }
   // The running sum's ranks are computed: rank 1 at every cut.
   const auto charts = duality->charts();
-  const auto ranks = std::find_if(charts.begin(), charts.end(), [](const ChartSpec& c) { return c.id == "duality_sequence_ranks"; });
+  const auto ranks = std::find_if(charts.begin(), charts.end(), [](const ChartSpec& c) {
+    return c.id == "duality_sequence_ranks";
+  });
   ASSERT_NE(ranks, charts.end());
   const ChartSeries* running = series_named(ranks->series, "running sum");
   ASSERT_NE(running, nullptr);
@@ -444,7 +463,8 @@ TEST(Lesson, AboutSaysTheVersionAndWhereTheDocsAre) {
   EXPECT_TRUE(about.contains(QString("AttnRes Lab ") + kVersion)) << about.toStdString();
   const auto docs = QRegularExpression("Documentation: ([^ ]+) \\(").match(about);
   ASSERT_TRUE(docs.hasMatch()) << about.toStdString();
-  EXPECT_TRUE(std::filesystem::is_regular_file(docs.captured(1).toStdString() + "/teaching.md")) << about.toStdString();
+  EXPECT_TRUE(std::filesystem::is_regular_file(docs.captured(1).toStdString() + "/teaching.md"))
+      << about.toStdString();
 }
 
 TEST(Lesson, ErrorsBelongToTheirTabAndMarkItsChartsStale) {
@@ -459,7 +479,8 @@ TEST(Lesson, ErrorsBelongToTheirTabAndMarkItsChartsStale) {
   const QRect inputs_before = inputs->geometry();
   type_into(sublayers, "4");  // N = 8 > L = 4
   idle(*window);
-  EXPECT_NE(cost->error_text().find("blocks N = 8 exceeds L = 4"), std::string::npos) << cost->error_text();
+  EXPECT_NE(cost->error_text().find("blocks N = 8 exceeds L = 4"), std::string::npos)
+      << cost->error_text();
   EXPECT_EQ(cost->error_fields(), std::vector<QWidget*>{blocks});
   EXPECT_FALSE(cost->stale_reason().isEmpty());
   // The banner moves nothing.
@@ -492,7 +513,9 @@ TEST(Lesson, ErrorsBelongToTheirTabAndMarkItsChartsStale) {
   QTest::keyClick(lesson.tokens, Qt::Key_Return);
   idle(*window);
   View* depth = window->view("depth-attention");
-  EXPECT_NE(depth->error_text().find("tokens: '99999' (token 2) is not a token id in 0 .. "), std::string::npos) << depth->error_text();
+  EXPECT_NE(depth->error_text().find("tokens: '99999' (token 2) is not a token id in 0 .. "),
+            std::string::npos)
+      << depth->error_text();
   EXPECT_EQ(depth->error_fields(), std::vector<QWidget*>{lesson.tokens});
   EXPECT_FALSE(depth->stale_reason().isEmpty());
   EXPECT_EQ(window->view("cost")->error_text(), "");
@@ -511,7 +534,8 @@ TEST(Lesson, EveryViewFitsAProjectorWithoutClipping) {
     // Charts, heatmaps and Gantt charts get a usable area inside the view.
     const QRect area = view->rect();
     for (QWidget* chart : view->findChildren<QWidget*>()) {
-      if (!(dynamic_cast<ChartPanel*>(chart) || dynamic_cast<HeatmapWidget*>(chart) || dynamic_cast<GanttWidget*>(chart)))
+      if (!(dynamic_cast<ChartPanel*>(chart) || dynamic_cast<HeatmapWidget*>(chart) ||
+            dynamic_cast<GanttWidget*>(chart)))
         continue;
       if (!chart->isVisible()) continue;
       const QRect r(chart->mapTo(view, QPoint(0, 0)), chart->size());
@@ -526,7 +550,8 @@ TEST(Lesson, EveryViewFitsAProjectorWithoutClipping) {
         continue;
       if (!input->isVisible()) continue;
       QWidget* frame = input->parentWidget();
-      while (frame && !qobject_cast<QScrollArea*>(frame) && frame != view) frame = frame->parentWidget();
+      while (frame && !qobject_cast<QScrollArea*>(frame) && frame != view)
+        frame = frame->parentWidget();
       if (auto* scroll = qobject_cast<QScrollArea*>(frame)) {
         // Inside the column's width (it scrolls vertically only).
         const QRect inside(input->mapTo(scroll->viewport(), QPoint(0, 0)), input->size());
@@ -540,7 +565,8 @@ TEST(Lesson, EveryViewFitsAProjectorWithoutClipping) {
   }
   // The explanations collapse (more room for the charts) and come back.
   window->set_explanations(false);
-  for (auto* panel : window->findChildren<QWidget*>("explanation_panel")) EXPECT_LE(panel->maximumWidth(), 80);
+  for (auto* panel : window->findChildren<QWidget*>("explanation_panel"))
+    EXPECT_LE(panel->maximumWidth(), 80);
   window->set_explanations(true);
   // Presentation mode: larger fonts, no input columns.
   const double normal = QApplication::font().pointSizeF();
@@ -554,7 +580,8 @@ TEST(Lesson, EveryViewFitsAProjectorWithoutClipping) {
 TEST(Lesson, OpenScenarioFillsEveryTabAndSaveWritesEveryTab) {
   MainWindow window(true);
   window.recompute_all();
-  ASSERT_TRUE(window.open_scenario(std::filesystem::path(ATTNRES_SCENARIOS_DIR) / "paper-overhead-claims.toml"));
+  ASSERT_TRUE(window.open_scenario(std::filesystem::path(ATTNRES_SCENARIOS_DIR) /
+                                   "paper-overhead-claims.toml"));
   View* pipeline = window.view("pipeline");
   EXPECT_EQ(pipeline->findChild<QSpinBox*>("sublayers")->value(), 54);
   EXPECT_EQ(pipeline->findChild<QSpinBox*>("block_size")->value(), 6);
@@ -566,8 +593,9 @@ TEST(Lesson, OpenScenarioFillsEveryTabAndSaveWritesEveryTab) {
   EXPECT_EQ(pipeline->findChild<QComboBox*>("cache")->currentText(), "cached");
   EXPECT_EQ(pipeline->findChild<QComboBox*>("hardware")->currentText(), "h100");
   const Hardware h100 = load_hardware("h100");
-  EXPECT_DOUBLE_EQ(pipeline->findChild<QDoubleSpinBox*>("link_bandwidth")->value(),
-                   std::round(h100.scale_out_bandwidth / 1e9 * 10) / 10);  // the scenario's scale-out link
+  EXPECT_DOUBLE_EQ(
+      pipeline->findChild<QDoubleSpinBox*>("link_bandwidth")->value(),
+      std::round(h100.scale_out_bandwidth / 1e9 * 10) / 10);  // the scenario's scale-out link
   EXPECT_EQ(window.view("cost")->findChild<QSpinBox*>("sublayers")->value(), 54);
   EXPECT_EQ(pipeline->error_text(), "");
 
@@ -577,7 +605,8 @@ TEST(Lesson, OpenScenarioFillsEveryTabAndSaveWritesEveryTab) {
   pipeline->findChild<QDoubleSpinBox*>("link_bandwidth")->setValue(100);
   pipeline->findChild<QComboBox*>("cache")->setCurrentText("naive");
   QApplication::processEvents();
-  const std::filesystem::path file = std::filesystem::temp_directory_path() / "attnres-lesson-saved.toml";
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / "attnres-lesson-saved.toml";
   ASSERT_TRUE(window.save_scenario(file));
   const std::string text = read_file(file);
   EXPECT_NE(text.find("target_loss = 1.695\n"), std::string::npos) << text;
@@ -595,11 +624,13 @@ TEST(Lesson, OpenScenarioFillsEveryTabAndSaveWritesEveryTab) {
   ASSERT_TRUE(again.open_scenario(file));
   EXPECT_EQ(again.view("pipeline")->findChild<QSpinBox*>("microbatches")->value(), 16);
   EXPECT_EQ(again.view("pipeline")->findChild<QComboBox*>("cache")->currentText(), "naive");
-  EXPECT_DOUBLE_EQ(again.view("pipeline")->findChild<QDoubleSpinBox*>("link_bandwidth")->value(), 100.0);
+  EXPECT_DOUBLE_EQ(again.view("pipeline")->findChild<QDoubleSpinBox*>("link_bandwidth")->value(),
+                   100.0);
   std::filesystem::remove(file);
 
   // A scenario with a [train] table fills the Training tab's form (nothing starts).
-  ASSERT_TRUE(window.open_scenario(std::filesystem::path(ATTNRES_SCENARIOS_DIR) / "block-size-tradeoff.toml"));
+  ASSERT_TRUE(window.open_scenario(std::filesystem::path(ATTNRES_SCENARIOS_DIR) /
+                                   "block-size-tradeoff.toml"));
   View* training = window.view("training");
   EXPECT_EQ(training->findChild<QSpinBox*>("train_layers")->value(), 4);
   EXPECT_EQ(training->findChild<QSpinBox*>("train_d_model")->value(), 64);
@@ -618,13 +649,15 @@ TEST(Lesson, EveryInputHasATooltip) {
   for (View* view : window.views()) {
     window.show_view(view->name());
     for (QWidget* input : view->findChildren<QWidget*>()) {
-      const bool is_input = qobject_cast<QAbstractSpinBox*>(input) || qobject_cast<QComboBox*>(input) ||
-                            qobject_cast<QCheckBox*>(input) || qobject_cast<QSlider*>(input) ||
-                            (qobject_cast<QLineEdit*>(input) && !qobject_cast<QComboBox*>(input->parentWidget()) &&
-                             !qobject_cast<QAbstractSpinBox*>(input->parentWidget()));
+      const bool is_input =
+          qobject_cast<QAbstractSpinBox*>(input) || qobject_cast<QComboBox*>(input) ||
+          qobject_cast<QCheckBox*>(input) || qobject_cast<QSlider*>(input) ||
+          (qobject_cast<QLineEdit*>(input) && !qobject_cast<QComboBox*>(input->parentWidget()) &&
+           !qobject_cast<QAbstractSpinBox*>(input->parentWidget()));
       if (!is_input) continue;
       EXPECT_FALSE(input->toolTip().isEmpty())
-          << view->name() << ": " << input->metaObject()->className() << " '" << input->objectName().toStdString() << "'";
+          << view->name() << ": " << input->metaObject()->className() << " '"
+          << input->objectName().toStdString() << "'";
     }
   }
 }
@@ -671,7 +704,8 @@ TEST(Lesson, KnobToRepaintLatencyIsMeasured) {
     qint64 painted = -1;
     std::function<bool()> changed;
     bool eventFilter(QObject*, QEvent* event) override {
-      if (event->type() == QEvent::Paint && painted < 0 && changed && changed()) painted = clock.nsecsElapsed();
+      if (event->type() == QEvent::Paint && painted < 0 && changed && changed())
+        painted = clock.nsecsElapsed();
       return false;
     }
   } clock;
@@ -701,54 +735,64 @@ TEST(Lesson, KnobToRepaintLatencyIsMeasured) {
   };
   auto chart_changes = [](ChartPanel* target) {
     return [target]() -> std::function<bool()> {
-      auto state = [target] { return chart_csv(target->spec()) + std::to_string(target->spec().marker_x.value_or(-1)); };
+      auto state = [target] {
+        return chart_csv(target->spec()) + std::to_string(target->spec().marker_x.value_or(-1));
+      };
       auto before = std::make_shared<std::string>(state());
       return [state, before] { return state() != *before; };
     };
   };
   auto* slider = lesson.panel()->findChild<QSlider*>("query_std_slider");
   slider->setFocus();
-  measure("depth attention: query std slider step", [&] {
-    QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left);
-  }, map, heatmap_changes(map));
+  measure(
+      "depth attention: query std slider step",
+      [&] { QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left); }, map,
+      heatmap_changes(map));
   auto* s_slider = lesson.panel()->findChild<QSlider*>("block_size_slider");
   choose_with_keys(window->view("depth-attention")->findChild<QComboBox*>("compare"), "block");
   idle(*window);
   HeatmapWidget* second = window->view("depth-attention")->heatmaps()[1];
   s_slider->setFocus();
-  measure("depth attention: S slider step", [&] {
-    QTest::keyClick(s_slider, s_slider->value() < 4 ? Qt::Key_Right : Qt::Key_Left);
-  }, second, heatmap_changes(second));
+  measure(
+      "depth attention: S slider step",
+      [&] { QTest::keyClick(s_slider, s_slider->value() < 4 ? Qt::Key_Right : Qt::Key_Left); },
+      second, heatmap_changes(second));
   lesson.tokens->setFocus();
   int round = 0;
-  measure("depth attention: tokens edited", [&] {
-    lesson.tokens->selectAll();
-    QTest::keyClicks(lesson.tokens, round++ % 2 == 0 ? "1 7 42 7 99 4" : "1 7 42 7 99 3");
-    QTest::keyClick(lesson.tokens, Qt::Key_Return);
-  }, map, heatmap_changes(map));
+  measure(
+      "depth attention: tokens edited",
+      [&] {
+        lesson.tokens->selectAll();
+        QTest::keyClicks(lesson.tokens, round++ % 2 == 0 ? "1 7 42 7 99 4" : "1 7 42 7 99 3");
+        QTest::keyClick(lesson.tokens, Qt::Key_Return);
+      },
+      map, heatmap_changes(map));
   click_tab(*window, "magnitudes");
   idle(*window);
   auto* magnitudes_chart = window->view("magnitudes")->findChildren<ChartPanel*>()[0];
   slider = lesson.panel()->findChild<QSlider*>("query_std_slider");
   slider->setFocus();
-  measure("magnitudes: query std slider step", [&] {
-    QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left);
-  }, magnitudes_chart->viewport(), chart_changes(magnitudes_chart));
+  measure(
+      "magnitudes: query std slider step",
+      [&] { QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left); },
+      magnitudes_chart->viewport(), chart_changes(magnitudes_chart));
   click_tab(*window, "duality");
   idle(*window);
   HeatmapWidget* mixing = window->view("duality")->heatmaps()[0];
   slider->setFocus();
-  measure("duality: query std slider step", [&] {
-    QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left);
-  }, mixing, heatmap_changes(mixing));
+  measure(
+      "duality: query std slider step",
+      [&] { QTest::keyClick(slider, slider->value() < 40 ? Qt::Key_Right : Qt::Key_Left); }, mixing,
+      heatmap_changes(mixing));
   click_tab(*window, "cost");
   idle(*window);
   auto* n_slider = window->view("cost")->findChild<QSlider*>("blocks_slider");
   auto* io_chart = window->view("cost")->findChildren<ChartPanel*>()[0];
   n_slider->setFocus();
-  measure("cost explorer: N slider step", [&] {
-    QTest::keyClick(n_slider, n_slider->value() < 12 ? Qt::Key_Right : Qt::Key_Left);
-  }, io_chart->viewport(), chart_changes(io_chart));
+  measure(
+      "cost explorer: N slider step",
+      [&] { QTest::keyClick(n_slider, n_slider->value() < 12 ? Qt::Key_Right : Qt::Key_Left); },
+      io_chart->viewport(), chart_changes(io_chart));
   click_tab(*window, "depth-attention");
   idle(*window);
   // Dragging: many steps in a row queue at most one waiting run per view and label.

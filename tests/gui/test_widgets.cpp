@@ -4,6 +4,7 @@
 // sizes (every series named, clear of the x axis, from the first paint after a resize) and the
 // presentation-mode type scale. Offscreen platform, set before the application.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <QApplication>
 #include <QDir>
@@ -18,8 +19,6 @@
 #include <QtCharts/QLegend>
 #include <QtCharts/QLegendMarker>
 #include <QtCharts/QXYSeries>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -46,7 +45,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device entropy;
-    path_ = fs::temp_directory_path() / ("attnres-widgets-" + std::to_string(entropy()) + std::to_string(entropy()));
+    path_ = fs::temp_directory_path() /
+            ("attnres-widgets-" + std::to_string(entropy()) + std::to_string(entropy()));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -112,8 +112,10 @@ ChartSpec legend_spec() {
   spec.x_label = "blocks N";
   spec.y_label = "I/O (x d)";
   spec.series.push_back(line("standard residual", {{1, 3}, {2, 3}, {4, 3}, {8, 3}}));
-  spec.series.push_back(line("AttnRes overhead @ link_bandwidth_gbps=100 (Block AttnRes, cached)", {{1, 5}, {2, 6}, {4, 7}, {8, 9}}));
-  spec.series.push_back(line("Block AttnRes two-phase, standard layout", {{1, 4}, {2, 5}, {4, 6}, {8, 8}}));
+  spec.series.push_back(line("AttnRes overhead @ link_bandwidth_gbps=100 (Block AttnRes, cached)",
+                             {{1, 5}, {2, 6}, {4, 7}, {8, 9}}));
+  spec.series.push_back(
+      line("Block AttnRes two-phase, standard layout", {{1, 4}, {2, 5}, {4, 6}, {8, 8}}));
   ChartSeries claim = line("claim: < 0.04", {{1, 6.5}, {8, 6.5}});
   claim.style = ChartSeries::Style::line;
   spec.series.push_back(claim);
@@ -139,7 +141,8 @@ ChartSpec cost_like_spec() {
   }
   spec.series = {line("standard", standard), line("Block AttnRes (two-phase)", block),
                  line("Full AttnRes (two-phase)", full), line("mHC", mhc)};
-  ChartSeries paper = line("paper Fig. 6 loss (L = 32)", {{1, 1.757}, {2, 1.753}, {4, 1.748}, {8, 1.746}});
+  ChartSeries paper =
+      line("paper Fig. 6 loss (L = 32)", {{1, 1.757}, {2, 1.753}, {4, 1.748}, {8, 1.746}});
   paper.style = ChartSeries::Style::scatter;
   paper.secondary_axis = true;
   ChartSeries baseline = line("paper baseline loss 1.766", {{1, 1.766}, {32, 1.766}});
@@ -160,8 +163,15 @@ ChartSpec overhead_like_spec() {
   spec.x_label = "link_bandwidth_gbps";
   spec.y_label = "pipeline simulation overhead (fraction)";
   spec.log_x = spec.log_y = true;
-  spec.series = {line("AttnRes overhead", {{3, 1.2}, {6, 0.7}, {12, 0.33}, {25, 0.15}, {50, 0.08}, {100, 0.045},
-                                           {200, 0.031}, {400, 0.027}, {800, 0.025}})};
+  spec.series = {line("AttnRes overhead", {{3, 1.2},
+                                           {6, 0.7},
+                                           {12, 0.33},
+                                           {25, 0.15},
+                                           {50, 0.08},
+                                           {100, 0.045},
+                                           {200, 0.031},
+                                           {400, 0.027},
+                                           {800, 0.025}})};
   ChartSeries claim = line("claim: training overhead < 4%", {{3, 0.04}, {800, 0.04}});
   claim.style = ChartSeries::Style::line;
   spec.series.push_back(claim);
@@ -195,7 +205,8 @@ bool has_colour(const QImage& image, const QRectF& rect, const QColor& colour, i
   for (int y = r.top(); y <= r.bottom(); ++y) {
     for (int x = r.left(); x <= r.right(); ++x) {
       const QColor c = image.pixelColor(x, y);
-      if (std::abs(c.red() - colour.red()) <= tolerance && std::abs(c.green() - colour.green()) <= tolerance &&
+      if (std::abs(c.red() - colour.red()) <= tolerance &&
+          std::abs(c.green() - colour.green()) <= tolerance &&
           std::abs(c.blue() - colour.blue()) <= tolerance) {
         return true;
       }
@@ -211,7 +222,8 @@ bool has_text(const QImage& image, const QRectF& rect) {
   for (int y = r.top(); y <= r.bottom(); ++y) {
     for (int x = r.left(); x <= r.right(); ++x) {
       const QColor c = image.pixelColor(x, y);
-      const int spread = std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()});
+      const int spread =
+          std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()});
       if (spread <= 24 && qGray(c.rgb()) < 170) return true;
     }
   }
@@ -221,16 +233,21 @@ bool has_text(const QImage& image, const QRectF& rect) {
 double non_white_fraction(const QImage& image) {
   qint64 count = 0;
   for (int y = 0; y < image.height(); ++y) {
-    for (int x = 0; x < image.width(); ++x) count += image.pixelColor(x, y) != QColor(Qt::white) ? 1 : 0;
+    for (int x = 0; x < image.width(); ++x)
+      count += image.pixelColor(x, y) != QColor(Qt::white) ? 1 : 0;
   }
   return static_cast<double>(count) / (static_cast<double>(image.width()) * image.height());
 }
 
 // The pipeline view's memory chart (four short names, step curves).
-ChartSpec memory_spec() { return pipeline_memory_chart(pipeline_run(8)); }
+ChartSpec memory_spec() {
+  return pipeline_memory_chart(pipeline_run(8));
+}
 
 // The m = 64, P = 4, V = 2 interleaved schedule of the defect report: thousands of boxes.
-ChartSpec big_gantt() { return pipeline_gantt_chart(pipeline_run(64)); }
+ChartSpec big_gantt() {
+  return pipeline_gantt_chart(pipeline_run(64));
+}
 
 // ---------------------------------------------------------------------------------------------
 // The renderer: legend, log axes, marker readout (files and GUI alike).
@@ -241,9 +258,11 @@ TEST(ChartRender, FilesShowEveryLegendNameInFullAsPlainText) {
   charts::render_chart_files(spec, dir / "legend.png", dir / "legend.svg");
   const std::string svg = read_text(dir / "legend.svg");
   EXPECT_NE(svg.find("claim: &lt; 0.04"), std::string::npos);
-  EXPECT_NE(svg.find("AttnRes overhead @ link_bandwidth_gbps=100 (Block AttnRes, cached)"), std::string::npos);
+  EXPECT_NE(svg.find("AttnRes overhead @ link_bandwidth_gbps=100 (Block AttnRes, cached)"),
+            std::string::npos);
   EXPECT_NE(svg.find("Block AttnRes two-phase, standard layout"), std::string::npos);
-  EXPECT_NE(svg.find("I/O per sublayer &lt; 2x standard?"), std::string::npos);  // the title, rich text escaped
+  EXPECT_NE(svg.find("I/O per sublayer &lt; 2x standard?"),
+            std::string::npos);  // the title, rich text escaped
   QImage png;
   ASSERT_TRUE(png.load(QString::fromStdString((dir / "legend.png").string())));
   EXPECT_EQ(png.size(), QSize(960, 600));
@@ -253,7 +272,8 @@ TEST(ChartRender, FilesShowEveryLegendNameInFullAsPlainText) {
 TEST(ChartRender, LegendWrapsIntoRowsUnderThePlotInsteadOfTruncating) {
   ChartSpec spec = legend_spec();
   for (int i = 0; i < 4; ++i) {
-    spec.series.push_back(line("AttnRes overhead @ link_bandwidth_gbps=" + std::to_string(25 * (i + 1)) + " with a long tail",
+    spec.series.push_back(line("AttnRes overhead @ link_bandwidth_gbps=" +
+                                   std::to_string(25 * (i + 1)) + " with a long tail",
                                {{1.0, 2.0 + i}, {8.0, 3.0 + i}}));
   }
   LaidOut laid(spec, QSize(420, 340));
@@ -271,7 +291,8 @@ TEST(ChartRender, LegendWrapsIntoRowsUnderThePlotInsteadOfTruncating) {
     EXPECT_GT(rects[i].top(), plot.bottom()) << i;  // under the plot (and its axis labels)
     EXPECT_LE(rects[i].bottom(), 340.0) << i;
     rows.insert(static_cast<int>(std::lround(rects[i].top())));
-    for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(rects[i].intersects(rects[j])) << i << " and " << j;
+    for (std::size_t j = 0; j < i; ++j)
+      EXPECT_FALSE(rects[i].intersects(rects[j])) << i << " and " << j;
   }
   EXPECT_GE(rows.size(), 3u);
   EXPECT_GT(plot.height(), 60.0);  // the plot shrank but is still there
@@ -314,7 +335,8 @@ TEST(ChartRender, LogAxesLabelAtLeastThreeTicksAndStayLogarithmic) {
   const double y25 = charts::chart_position(laid.chart, {2, 2.5}, rms).y();
   EXPECT_NEAR(y16 - y2, y2 - y25, 0.5);  // 2 / 1.6 = 2.5 / 2
   // The data round-trip through the axes.
-  const QPointF back = charts::chart_value(laid.chart, charts::chart_position(laid.chart, {3, 1.9}, rms), rms);
+  const QPointF back =
+      charts::chart_value(laid.chart, charts::chart_position(laid.chart, {3, 1.9}, rms), rms);
   EXPECT_NEAR(back.x(), 3.0, 1e-6);
   EXPECT_NEAR(back.y(), 1.9, 1e-6);
   EXPECT_NEAR(charts::series_point(laid.chart, rms, 2).x(), 5.0, 1e-9);
@@ -324,7 +346,8 @@ TEST(ChartRender, LogAxesLabelAtLeastThreeTicksAndStayLogarithmic) {
   wide.series = {line("a", {{1, 1}, {1000, 100}})};
   LaidOut wide_laid(wide, QSize(600, 400));
   const QStringList decades = charts::axis_tick_labels(wide_laid.chart, Qt::Horizontal);
-  for (const char* label : {"1", "10", "100", "1000"}) EXPECT_TRUE(decades.contains(label)) << label;
+  for (const char* label : {"1", "10", "100", "1000"})
+    EXPECT_TRUE(decades.contains(label)) << label;
   ChartSpec blocks = spec;
   blocks.log_y = false;
   blocks.series = {line("a", {{1, 1}, {2, 2}, {4, 3}, {8, 4}, {16, 5}, {32, 6}})};
@@ -352,13 +375,15 @@ TEST(ChartRender, MarkerReadoutShowsEachSeriesValueInterpolatedInTheAxisScale) {
   const QRectF box = charts::marker_readout_rect(laid.chart);
   const QRectF plot = laid.chart->plotArea();
   ASSERT_FALSE(box.isEmpty());
-  EXPECT_TRUE(plot.contains(box)) << box.x() << "," << box.y() << " " << box.width() << "x" << box.height();
+  EXPECT_TRUE(plot.contains(box)) << box.x() << "," << box.y() << " " << box.width() << "x"
+                                  << box.height();
   QAbstractSeries* first = laid.chart->series().front();
   const double marker_x = charts::chart_position(laid.chart, {8, 0}, first).x();
   EXPECT_TRUE(box.right() < marker_x || box.left() > marker_x);  // beside the marker line
   for (std::size_t s = 0; s < spec.series.size(); ++s) {
     for (const auto& [x, y] : spec.series[s].points) {
-      EXPECT_FALSE(box.contains(charts::chart_position(laid.chart, {x, y}, laid.chart->series()[static_cast<qsizetype>(s)])))
+      EXPECT_FALSE(box.contains(charts::chart_position(
+          laid.chart, {x, y}, laid.chart->series()[static_cast<qsizetype>(s)])))
           << spec.series[s].name << " " << x;
     }
   }
@@ -389,7 +414,8 @@ TEST(ChartPanel, HoverShowsTheNearestPointsSeriesAndValues) {
   const QPointF at = panel.point_position(1, 2);  // (4, 7) of the long-named series
   ASSERT_FALSE(at.isNull());
   const QString readout = panel.readout_at(at + QPointF(3, -2));
-  EXPECT_TRUE(readout.startsWith("AttnRes overhead @ link_bandwidth_gbps=100 (Block AttnRes, cached)\n"))
+  EXPECT_TRUE(
+      readout.startsWith("AttnRes overhead @ link_bandwidth_gbps=100 (Block AttnRes, cached)\n"))
       << readout.toStdString();
   EXPECT_TRUE(readout.contains("blocks N: 4")) << readout.toStdString();
   EXPECT_TRUE(readout.contains("I/O (x d): 7")) << readout.toStdString();
@@ -410,14 +436,17 @@ TEST(ChartPanel, LegendGivesBackTheRoomOfEntriesAViewHides) {
   panel.resize(520, 380);
   panel.show();
   ChartSpec spec = legend_spec();
-  for (int i = 0; i < 3; ++i) spec.series.push_back(line("validation dots of scheme number " + std::to_string(i), {{1, 2.0 + i}}));
+  for (int i = 0; i < 3; ++i)
+    spec.series.push_back(
+        line("validation dots of scheme number " + std::to_string(i), {{1, 2.0 + i}}));
   panel.set_spec(spec);
   settle();
   const int before = panel.chart()->margins().bottom();
   const double plot_before = panel.chart()->plotArea().height();
   const auto series = panel.chart()->series();
   for (qsizetype i = 4; i < 7; ++i) {
-    for (QLegendMarker* marker : panel.chart()->legend()->markers(series[i])) marker->setVisible(false);
+    for (QLegendMarker* marker : panel.chart()->legend()->markers(series[i]))
+      marker->setVisible(false);
   }
   panel.grab();  // a paint notices the change and lays the legend out again
   settle();
@@ -446,7 +475,8 @@ TEST(ChartPanel, ShrinksAndScalesItsTypeForPresentationMode) {
   panel.refresh();
   EXPECT_NEAR(panel.chart()->titleFont().pointSizeF(), 1.5 * title, 0.01);
   EXPECT_NEAR(panel.chart()->legend()->font().pointSizeF(), 1.5 * legend, 0.01);
-  for (QAbstractAxis* axis : panel.chart()->axes()) EXPECT_GT(axis->labelsFont().pointSizeF(), 1.4 * 7.5 * 0.99);
+  for (QAbstractAxis* axis : panel.chart()->axes())
+    EXPECT_GT(axis->labelsFont().pointSizeF(), 1.4 * 7.5 * 0.99);
   EXPECT_EQ(qobject_cast<QXYSeries*>(panel.chart()->series().front())->color(), QColor(200, 0, 0));
   // New panels take the scale from set_spec.
   ChartPanel other;
@@ -499,7 +529,8 @@ void expect_clear_legend(const ChartPanel& panel, const QImage& image, const std
     const QString name = QString::fromStdString(spec.series[i].name);
     const QString entry = entries[static_cast<qsizetype>(i)];
     if (entry != name) {
-      EXPECT_TRUE(entry.endsWith(QChar(0x2026)) && entry.size() >= 4 && name.startsWith(entry.chopped(1)))
+      EXPECT_TRUE(entry.endsWith(QChar(0x2026)) && entry.size() >= 4 &&
+                  name.startsWith(entry.chopped(1)))
           << entry.toStdString() << " for " << name.toStdString();
     }
     const QRectF r = rects[i];
@@ -507,21 +538,25 @@ void expect_clear_legend(const ChartPanel& panel, const QImage& image, const std
     EXPECT_FALSE(r.intersects(plot)) << entry.toStdString();
     EXPECT_FALSE(r.intersects(x_title)) << entry.toStdString();
     for (const auto& text : texts) {
-      EXPECT_FALSE(r.intersects(text.rect)) << entry.toStdString() << " over '" << text.text.toStdString() << "'";
+      EXPECT_FALSE(r.intersects(text.rect))
+          << entry.toStdString() << " over '" << text.text.toStdString() << "'";
     }
     for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(r.intersects(rects[j])) << i << " and " << j;
     // Drawn: the series' colour (its swatch) and dark type (its name) where the query says.
     const QRectF on_image = to_image.mapRect(chart->mapRectToScene(r));
     const auto* series = qobject_cast<const QXYSeries*>(chart->series()[static_cast<qsizetype>(i)]);
     ASSERT_NE(series, nullptr);
-    EXPECT_TRUE(has_colour(image, on_image, series->color(), 24)) << entry.toStdString() << " has no swatch";
+    EXPECT_TRUE(has_colour(image, on_image, series->color(), 24))
+        << entry.toStdString() << " has no swatch";
     EXPECT_TRUE(has_text(image, on_image)) << entry.toStdString() << " has no name";
   }
   // The x axis under the plot: at least two tick labels, nothing elided.
   int x_labels = 0;
   for (const auto& text : texts) {
-    if (text.rect.top() < plot.bottom() - 1) continue;  // the y axes' labels reach down to the plot's bottom
-    EXPECT_FALSE(text.text.contains("...") || text.text.contains(QChar(0x2026))) << "'" << text.text.toStdString() << "'";
+    if (text.rect.top() < plot.bottom() - 1)
+      continue;  // the y axes' labels reach down to the plot's bottom
+    EXPECT_FALSE(text.text.contains("...") || text.text.contains(QChar(0x2026)))
+        << "'" << text.text.toStdString() << "'";
     bool number = false;
     text.text.toDouble(&number);
     x_labels += number ? 1 : 0;
@@ -535,17 +570,20 @@ TEST(ChartPanel, SmallPanelsNameEverySeriesClearOfTheXAxisRightAfterAResize) {
   // axis title. Both in the first paint after a resize or a restyle (what --screenshot grabs),
   // and then once Qt has caught up.
   FontScaleGuard guard;
-  const std::vector<std::pair<std::string, ChartSpec>> specs = {{"cost-like", cost_like_spec()},
-                                                                {"overhead-like", overhead_like_spec()},
-                                                                {"memory", memory_spec()},
-                                                                {"long names", legend_spec()}};
-  const std::vector<std::pair<double, QSize>> cases = {{1.0, QSize(330, 190)}, {1.4, QSize(330, 190)},
-                                                       {1.4, QSize(240, 200)}, {1.4, QSize(490, 180)},
+  const std::vector<std::pair<std::string, ChartSpec>> specs = {
+      {"cost-like", cost_like_spec()},
+      {"overhead-like", overhead_like_spec()},
+      {"memory", memory_spec()},
+      {"long names", legend_spec()}};
+  const std::vector<std::pair<double, QSize>> cases = {{1.0, QSize(330, 190)},
+                                                       {1.4, QSize(330, 190)},
+                                                       {1.4, QSize(240, 200)},
+                                                       {1.4, QSize(490, 180)},
                                                        {1.0, QSize(240, 160)}};
   for (const auto& [name, spec] : specs) {
     for (const auto& [scale, size] : cases) {
-      const std::string what = name + " at " + std::to_string(size.width()) + "x" + std::to_string(size.height()) +
-                               ", type x" + std::to_string(scale);
+      const std::string what = name + " at " + std::to_string(size.width()) + "x" +
+                               std::to_string(size.height()) + ", type x" + std::to_string(scale);
       set_chart_font_scale(1.0);
       ChartPanel panel;
       panel.resize(640, 480);
@@ -578,7 +616,8 @@ TEST(ChartPanel, ATooShortPanelDropsTheXAxisTitleBeforeTheNames) {
   panel.set_spec(cost_like_spec());
   panel.show();
   settle();
-  EXPECT_FALSE(charts::axis_title_rect(panel.chart(), Qt::Horizontal).isEmpty());  // room enough: shown
+  EXPECT_FALSE(
+      charts::axis_title_rect(panel.chart(), Qt::Horizontal).isEmpty());  // room enough: shown
   set_chart_font_scale(1.4);
   panel.refresh();
   panel.resize(240, 160);
@@ -592,7 +631,8 @@ TEST(ChartPanel, ATooShortPanelDropsTheXAxisTitleBeforeTheNames) {
   settle();
   EXPECT_FALSE(charts::axis_title_rect(panel.chart(), Qt::Horizontal).isEmpty());
   const QStringList entries = charts::legend_entries(panel.chart());
-  for (const auto& series : cost_like_spec().series) EXPECT_TRUE(entries.contains(QString::fromStdString(series.name)));
+  for (const auto& series : cost_like_spec().series)
+    EXPECT_TRUE(entries.contains(QString::fromStdString(series.name)));
   expect_clear_legend(panel, panel.grab().toImage(), "cost-like at 640x480");
 }
 
@@ -608,14 +648,17 @@ TEST(ChartPanel, HoveringAnElidedLegendEntryShowsTheFullName) {
   const std::vector<QRectF> rects = charts::legend_entry_rects(panel.chart());
   ASSERT_EQ(entries.size(), 4);
   qsizetype elided = -1;
-  for (qsizetype i = 0; i < entries.size() && elided < 0; ++i) elided = entries[i].endsWith(QChar(0x2026)) ? i : -1;
+  for (qsizetype i = 0; i < entries.size() && elided < 0; ++i)
+    elided = entries[i].endsWith(QChar(0x2026)) ? i : -1;
   ASSERT_GE(elided, 0) << entries.join(" | ").toStdString();
   const QPointF at = panel.viewportTransform().map(
       panel.chart()->mapToScene(rects[static_cast<std::size_t>(elided)].center()));
-  EXPECT_EQ(panel.readout_at(at).toStdString(), legend_spec().series[static_cast<std::size_t>(elided)].name);
+  EXPECT_EQ(panel.readout_at(at).toStdString(),
+            legend_spec().series[static_cast<std::size_t>(elided)].name);
   QTest::mouseMove(panel.viewport(), at.toPoint());
   settle();
-  EXPECT_EQ(panel.current_readout().toStdString(), legend_spec().series[static_cast<std::size_t>(elided)].name);
+  EXPECT_EQ(panel.current_readout().toStdString(),
+            legend_spec().series[static_cast<std::size_t>(elided)].name);
 }
 
 TEST(ChartRender, FilesKeepTheXAxisTitleAndTheLegendApart) {
@@ -623,12 +666,14 @@ TEST(ChartRender, FilesKeepTheXAxisTitleAndTheLegendApart) {
     LaidOut laid(spec, QSize(960, 600));
     const QRectF x_title = charts::axis_title_rect(laid.chart, Qt::Horizontal);
     ASSERT_FALSE(x_title.isEmpty()) << spec.title;
-    EXPECT_EQ(charts::legend_entries(laid.chart).size(), static_cast<qsizetype>(spec.series.size()));
+    EXPECT_EQ(charts::legend_entries(laid.chart).size(),
+              static_cast<qsizetype>(spec.series.size()));
     for (const QRectF& r : charts::legend_entry_rects(laid.chart)) {
       EXPECT_GT(r.top(), x_title.bottom() - 0.5) << spec.title;
       EXPECT_LE(r.bottom(), 600.0) << spec.title;
     }
-    for (const QString& entry : charts::legend_entries(laid.chart)) EXPECT_FALSE(entry.endsWith(QChar(0x2026)));
+    for (const QString& entry : charts::legend_entries(laid.chart))
+      EXPECT_FALSE(entry.endsWith(QChar(0x2026)));
   }
 }
 
@@ -663,8 +708,8 @@ TEST(GanttWidget, ZoomPanAndHoverAtSixtyFourMicroBatches) {
   EXPECT_LT(before.width(), 4.0);  // a sliver at full width: why zoom is needed
 
   // Wheel: five notches in around the box.
-  QWheelEvent wheel(before.center(), gantt.mapToGlobal(before.center()), QPoint(), QPoint(0, 600), Qt::NoButton,
-                    Qt::NoModifier, Qt::NoScrollPhase, false);
+  QWheelEvent wheel(before.center(), gantt.mapToGlobal(before.center()), QPoint(), QPoint(0, 600),
+                    Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
   QApplication::sendEvent(&gantt, &wheel);
   const auto [start1, end1] = gantt.visible_range();
   EXPECT_NEAR(extent / (end1 - start1), std::pow(1.0015, 600), 0.01);
@@ -688,8 +733,10 @@ TEST(GanttWidget, ZoomPanAndHoverAtSixtyFourMicroBatches) {
   // Hover readout at zoom: lane, category, the box's label, start and end.
   const QString readout = gantt.readout_at(close_up.center());
   EXPECT_TRUE(readout.startsWith("rank 0 - forward\n")) << readout.toStdString();
-  EXPECT_TRUE(readout.contains(QString::fromStdString(spec.boxes[chosen].label))) << readout.toStdString();
-  EXPECT_TRUE(readout.contains(QString::number(spec.boxes[chosen].x0, 'f', 2).left(5))) << readout.toStdString();
+  EXPECT_TRUE(readout.contains(QString::fromStdString(spec.boxes[chosen].label)))
+      << readout.toStdString();
+  EXPECT_TRUE(readout.contains(QString::number(spec.boxes[chosen].x0, 'f', 2).left(5)))
+      << readout.toStdString();
   EXPECT_EQ(gantt.box_at(close_up.center()), static_cast<int>(chosen));
   QTest::mouseMove(&gantt, close_up.center().toPoint());
   settle();
@@ -709,7 +756,8 @@ TEST(GanttWidget, ZoomPanAndHoverAtSixtyFourMicroBatches) {
   QTest::mouseMove(&gantt, from - QPoint(100, 0));
   QTest::mouseRelease(&gantt, Qt::LeftButton, Qt::NoModifier, from - QPoint(100, 0));
   const auto [start4, end4] = gantt.visible_range();
-  EXPECT_NEAR(start4 - start3, 100.0 / layout.plot.width() * (end3 - start3), 0.02 * (end3 - start3));
+  EXPECT_NEAR(start4 - start3, 100.0 / layout.plot.width() * (end3 - start3),
+              0.02 * (end3 - start3));
   EXPECT_NEAR(end4 - start4, end3 - start3, 1e-9 * extent);
 
   QTest::keyClick(&gantt, Qt::Key_0);
@@ -722,11 +770,14 @@ TEST(GanttWidget, ZoomPanAndHoverAtSixtyFourMicroBatches) {
 
 // The fraction of coloured pixels in rank 0's compute band that are exactly a category's colour
 // (separators or antialiasing would blend them into grey).
-double pure_colour_fraction(const QImage& image, const QRectF& band, double* forward, double* backward) {
+double pure_colour_fraction(const QImage& image, const QRectF& band, double* forward,
+                            double* backward) {
   const QColor colours[] = {QColor(76, 114, 176), QColor(221, 132, 82)};
   qint64 coloured = 0, pure = 0, f = 0, b = 0;
-  for (int y = static_cast<int>(std::ceil(band.top())) + 1; y < static_cast<int>(band.bottom()) - 1; ++y) {
-    for (int x = static_cast<int>(std::ceil(band.left())) + 1; x < static_cast<int>(band.right()) - 1; ++x) {
+  for (int y = static_cast<int>(std::ceil(band.top())) + 1; y < static_cast<int>(band.bottom()) - 1;
+       ++y) {
+    for (int x = static_cast<int>(std::ceil(band.left())) + 1;
+         x < static_cast<int>(band.right()) - 1; ++x) {
       const QColor pixel = image.pixelColor(x, y);
       if (pixel == QColor(Qt::white)) continue;
       ++coloured;
@@ -752,7 +803,8 @@ TEST(GanttWidget, ThousandsOfBoxesKeepTheirColoursInFilesAndOnScreen) {
     painter.setRenderHint(QPainter::Antialiasing);
     charts::paint_gantt(painter, spec, QRectF(QPointF(0, 0), QSizeF(size)));
   }
-  const charts::GanttLayout layout = charts::gantt_layout(spec, QRectF(QPointF(0, 0), QSizeF(size)));
+  const charts::GanttLayout layout =
+      charts::gantt_layout(spec, QRectF(QPointF(0, 0), QSizeF(size)));
   ChartBox lane0;
   lane0.x0 = 0;
   lane0.x1 = charts::gantt_extent(spec);
@@ -802,9 +854,12 @@ TEST(GanttWidget, PresentationScaleEnlargesTheType) {
 // HeatmapWidget
 
 std::vector<std::vector<double>> ramp(int rows, int cols) {
-  std::vector<std::vector<double>> values(static_cast<std::size_t>(rows), std::vector<double>(static_cast<std::size_t>(cols)));
+  std::vector<std::vector<double>> values(static_cast<std::size_t>(rows),
+                                          std::vector<double>(static_cast<std::size_t>(cols)));
   for (int r = 0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) values[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)] = (r + c) / double(rows + cols);
+    for (int c = 0; c < cols; ++c)
+      values[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)] =
+          (r + c) / double(rows + cols);
   }
   return values;
 }
@@ -838,8 +893,8 @@ TEST(HeatmapWidget, ThinsLabelsAndShrinksGracefully) {
   EXPECT_LE(map.minimumSizeHint().height(), 160);
   EXPECT_LE(map.minimumSize().width(), 220);
   EXPECT_LE(map.minimumSize().height(), 160);
-  map.set_data("alpha of Block AttnRes (S = 2), step 150 (mean over a validation window)", ramp(48, 48),
-               names("sublayer ", 48), names("source ", 48));
+  map.set_data("alpha of Block AttnRes (S = 2), step 150 (mean over a validation window)",
+               ramp(48, 48), names("sublayer ", 48), names("source ", 48));
   for (const QSize size : {QSize(460, 380), QSize(300, 240), QSize(220, 160)}) {
     map.resize(size);
     SCOPED_TRACE(std::to_string(size.width()) + "x" + std::to_string(size.height()));

@@ -17,7 +17,9 @@ struct OpCase {
 
 }  // namespace
 
-void PrintTo(KernelBackend backend, std::ostream* out) { *out << to_string(backend); }
+void PrintTo(KernelBackend backend, std::ostream* out) {
+  *out << to_string(backend);
+}
 
 namespace {
 
@@ -30,7 +32,8 @@ class BackendOps : public ::testing::TestWithParam<std::tuple<KernelBackend, OpC
 TEST_P(BackendOps, DepthAttentionMatchesTheReference) {
   const auto [backend, c] = GetParam();
   std::string why_not;
-  if (!kernel_backend_available(backend, &why_not)) GTEST_SKIP() << to_string(backend) << ": " << why_not;
+  if (!kernel_backend_available(backend, &why_not))
+    GTEST_SKIP() << to_string(backend) << ": " << why_not;
 
   std::mt19937 rng(static_cast<unsigned>(c.n * 131 + c.T * 17 + c.d));
   std::normal_distribution<float> normal;
@@ -41,24 +44,29 @@ TEST_P(BackendOps, DepthAttentionMatchesTheReference) {
   for (auto& x : gain) x = 1.0f + 0.1f * normal(rng);
   const float eps = 1e-6f;
 
-  std::vector<float> h(static_cast<std::size_t>(c.T) * c.d), alpha(static_cast<std::size_t>(c.T) * c.n);
-  depth_attention_forward(backend, h.data(), alpha.data(), sources.data(), query.data(), gain.data(),
-                          eps, c.n, c.T, c.d);
+  std::vector<float> h(static_cast<std::size_t>(c.T) * c.d),
+      alpha(static_cast<std::size_t>(c.T) * c.n);
+  depth_attention_forward(backend, h.data(), alpha.data(), sources.data(), query.data(),
+                          gain.data(), eps, c.n, c.T, c.d);
 
   std::vector<Matrix<double>> values;
   for (int i = 0; i < c.n; ++i) {
-    values.push_back(Eigen::Map<const Matrix<float>>(sources.data() + static_cast<std::size_t>(i) * c.T * c.d,
-                                                     c.T, c.d).cast<double>());
+    values.push_back(Eigen::Map<const Matrix<float>>(
+                         sources.data() + static_cast<std::size_t>(i) * c.T * c.d, c.T, c.d)
+                         .cast<double>());
   }
   std::vector<const Matrix<double>*> pointers;
   for (const auto& v : values) pointers.push_back(&v);
-  const DepthReadWeights<double> read{Eigen::Map<const Eigen::VectorXf>(query.data(), c.d).cast<double>(),
-                                      Eigen::Map<const Eigen::VectorXf>(gain.data(), c.d).cast<double>()};
+  const DepthReadWeights<double> read{
+      Eigen::Map<const Eigen::VectorXf>(query.data(), c.d).cast<double>(),
+      Eigen::Map<const Eigen::VectorXf>(gain.data(), c.d).cast<double>()};
   Matrix<double> h_reference, alpha_reference;
-  depth_attention_one_shot(pointers, read, static_cast<double>(eps), &h_reference, &alpha_reference);
+  depth_attention_one_shot(pointers, read, static_cast<double>(eps), &h_reference,
+                           &alpha_reference);
 
   const std::string name = to_string(backend) + " depth_attention";
-  test::expect_tensor_near(name + " h", Eigen::Map<const Matrix<float>>(h.data(), c.T, c.d), h_reference, 2e-5);
+  test::expect_tensor_near(name + " h", Eigen::Map<const Matrix<float>>(h.data(), c.T, c.d),
+                           h_reference, 2e-5);
   test::expect_tensor_near(name + " alpha", Eigen::Map<const Matrix<float>>(alpha.data(), c.T, c.n),
                            alpha_reference, 2e-5);
 }
@@ -72,12 +80,14 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       const auto& c = std::get<1>(info.param);
       return to_string(std::get<0>(info.param)) + "_n" + std::to_string(c.n) + "_T" +
-             std::to_string(c.T) + "_d" + std::to_string(c.d) + "_case" + std::to_string(info.index);
+             std::to_string(c.T) + "_d" + std::to_string(c.d) + "_case" +
+             std::to_string(info.index);
     });
 
 TEST(BackendOps, RejectsNonPositiveSizes) {
   float x = 0;
-  EXPECT_THROW(depth_attention_forward(KernelBackend::cpu, &x, &x, &x, &x, &x, 1e-6f, 0, 1, 1), Error);
+  EXPECT_THROW(depth_attention_forward(KernelBackend::cpu, &x, &x, &x, &x, &x, 1e-6f, 0, 1, 1),
+               Error);
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ namespace {
 // gradient path is exercised.
 ModelWeights<double> gradient_test_model(std::uint64_t seed) {
   return test::model_with_random_gains(test::model_config(2, 8, 2, 1, 12, 11),
-                                       {.seed = seed, .weight_std = 0.4, .query_std = 0.7}, seed + 99);
+                                       {.seed = seed, .weight_std = 0.4, .query_std = 0.7},
+                                       seed + 99);
 }
 
 using test::ModeCase;
@@ -36,7 +37,8 @@ TEST_P(FiniteDifferences, EveryElementOfEveryTensorMatchesCentralDifferences) {
   EXPECT_EQ(analytic.predicted, 6);
 
   std::map<std::string, const double*> analytic_by_name;
-  visit_tensors(analytic.grad, [&](const TensorRef<double>& t) { analytic_by_name[t.name] = t.data; });
+  visit_tensors(analytic.grad,
+                [&](const TensorRef<double>& t) { analytic_by_name[t.name] = t.data; });
   const double step = 1e-5;
   double worst = 0.0;
   std::string worst_tensor;
@@ -63,10 +65,12 @@ TEST_P(FiniteDifferences, EveryElementOfEveryTensorMatchesCentralDifferences) {
     // ~1e-11 of rounding noise, and some gradients are genuinely tiny (a read whose output only
     // feeds an RMSNorm is scale-invariant up to eps, e.g. the zero placeholder's first read).
     const double relative = error / std::max(largest, 1e-4);
-    EXPECT_LE(relative, 1e-6) << GetParam().name << ": " << tensor.name << " largest " << largest << " error " << error;
+    EXPECT_LE(relative, 1e-6) << GetParam().name << ": " << tensor.name << " largest " << largest
+                              << " error " << error;
     if (relative > worst) worst = relative, worst_tensor = tensor.name;
   });
-  std::cout << "[ " << GetParam().name << " ] worst relative gradient error " << worst << " (" << worst_tensor << ")\n";
+  std::cout << "[ " << GetParam().name << " ] worst relative gradient error " << worst << " ("
+            << worst_tensor << ")\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMode, FiniteDifferences, ::testing::ValuesIn(test::gradient_modes()),
@@ -90,8 +94,8 @@ TEST(Backward, StandardResidualLeavesDepthTensorsWithZeroGradient) {
 TEST(Backward, TwoTokenLossByHand) {
   ModelConfig config = test::model_config(1, 2, 1, 1, 2, 3);
   ModelWeights<double> model = allocate_model<double>(config);
-  model.embed_tokens << 1.0, 1.0,   //
-      3.0, -1.0,                    //
+  model.embed_tokens << 1.0, 1.0,  //
+      3.0, -1.0,                   //
       0.0, 2.0;
   model.lm_head << 1.0, 0.0,  //
       0.0, 1.0,               //
@@ -101,7 +105,8 @@ TEST(Backward, TwoTokenLossByHand) {
   options.mode = ResidualMode::standard;
   const double r = 1.0 / std::sqrt(1.0 + 1e-6);
   const double l0 = r, l1 = r, l2 = 2 * r;
-  const double expected = std::log(std::exp(l0) + std::exp(l1) + std::exp(l2)) - l1;  // target t_1 = 1
+  const double expected =
+      std::log(std::exp(l0) + std::exp(l1) + std::exp(l2)) - l1;  // target t_1 = 1
   const auto g = loss_and_gradients(model, {{0, 1}}, options);
   EXPECT_NEAR(g.loss, expected, 1e-14);
   EXPECT_NEAR(expected, 1.551444713932051, 1e-5);  // log(2e + e^2) - 1 worked out by hand
@@ -118,8 +123,10 @@ TEST(Backward, CrossEntropyGradientRowsSumToZero) {
   logits << 0.1, 2.0, -1.0, 0.5, 3.0, 3.0, 3.0, 3.0, 9.0, 1.0, 0.0, 0.0;
   Matrix<double> gradient;
   const double sum = next_token_cross_entropy_sum(logits, {0, 1, 2}, &gradient);
-  EXPECT_NEAR(sum, (std::log(std::exp(0.1) + std::exp(2.0) + std::exp(-1.0) + std::exp(0.5)) - 2.0) +
-                       (std::log(4.0) + 3.0 - 3.0), 1e-12);
+  EXPECT_NEAR(sum,
+              (std::log(std::exp(0.1) + std::exp(2.0) + std::exp(-1.0) + std::exp(0.5)) - 2.0) +
+                  (std::log(4.0) + 3.0 - 3.0),
+              1e-12);
   for (int p = 0; p < 2; ++p) EXPECT_NEAR(gradient.row(p).sum(), 0.0, 1e-15);
   EXPECT_EQ(gradient.row(2).cwiseAbs().maxCoeff(), 0.0);  // the last position predicts nothing
 }
@@ -141,7 +148,8 @@ TEST(Backward, BadBatchesAreClearErrors) {
     loss_and_gradients(model, {{1, 2}, {3}});
     FAIL();
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("sequence 1 has 1 token(s)"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("sequence 1 has 1 token(s)"), std::string::npos)
+        << error.what();
   }
   EXPECT_THROW(loss_and_gradients(model, {{1, 11}}), Error);
 }

@@ -22,7 +22,8 @@ namespace {
 // values, so that every gradient path is exercised (as in test_backward.cpp).
 ModelWeights<double> fast_test_model(std::uint64_t seed) {
   return test::model_with_random_gains(test::model_config(2, 16, 4, 2, 24, 13),
-                                       {.seed = seed, .weight_std = 0.3, .query_std = 0.7}, seed + 17);
+                                       {.seed = seed, .weight_std = 0.3, .query_std = 0.7},
+                                       seed + 17);
 }
 
 // Sequences of different lengths: T = 2, a few short ones, and T = 70 (two 64-row attention tiles).
@@ -54,7 +55,9 @@ double compare(const Gradients<Scalar>& fast, const Gradients<Scalar>& reference
   std::map<std::string, std::pair<const Scalar*, std::int64_t>> expected;
   auto& reference_grad = const_cast<ModelWeights<Scalar>&>(reference.grad);
   auto& fast_grad = const_cast<ModelWeights<Scalar>&>(fast.grad);
-  visit_tensors(reference_grad, [&](const TensorRef<Scalar>& t) { expected[t.name] = {t.data, t.element_count()}; });
+  visit_tensors(reference_grad, [&](const TensorRef<Scalar>& t) {
+    expected[t.name] = {t.data, t.element_count()};
+  });
   std::size_t seen = 0;
   visit_tensors(fast_grad, [&](const TensorRef<Scalar>& t) {
     ++seen;
@@ -68,7 +71,8 @@ double compare(const Gradients<Scalar>& fast, const Gradients<Scalar>& reference
   check("loss", std::abs(fast.loss - reference.loss) / std::max(1.0, std::abs(reference.loss)));
   EXPECT_EQ(fast.sublayer_output_rms.size(), reference.sublayer_output_rms.size());
   EXPECT_EQ(fast.sublayer_output_grad_rms.size(), reference.sublayer_output_grad_rms.size());
-  for (std::size_t r = 0; r < reference.sublayer_output_rms.size() && r < fast.sublayer_output_rms.size(); ++r) {
+  for (std::size_t r = 0;
+       r < reference.sublayer_output_rms.size() && r < fast.sublayer_output_rms.size(); ++r) {
     const double a = reference.sublayer_output_rms[r], b = reference.sublayer_output_grad_rms[r];
     // Relative: the gradient RMS of a batch is small (d loss / d v scales with 1 / predicted).
     auto relative = [](double actual, double expected_value) {
@@ -91,8 +95,10 @@ TEST_P(FastBackwardModes, MatchesTheReferenceAtF64WithOneTwoAndThreeThreads) {
     GradientEngine<double> engine(model.config, {.engine = EngineKind::fast, .threads = threads});
     Gradients<double> fast;
     engine.compute(model, batch, options, fast);
-    const double worst = compare(fast, reference, 1e-10, GetParam().name + " x" + std::to_string(threads));
-    std::cout << "[ " << GetParam().name << " x" << threads << " ] worst f64 difference " << worst << "\n";
+    const double worst =
+        compare(fast, reference, 1e-10, GetParam().name + " x" + std::to_string(threads));
+    std::cout << "[ " << GetParam().name << " x" << threads << " ] worst f64 difference " << worst
+              << "\n";
   }
 }
 
@@ -117,7 +123,8 @@ std::vector<std::vector<unsigned char>> bytes_of(Gradients<Scalar>& g) {
   std::vector<std::vector<unsigned char>> bytes;
   visit_tensors(g.grad, [&](const TensorRef<Scalar>& t) {
     const auto* begin = reinterpret_cast<const unsigned char*>(t.data);
-    bytes.emplace_back(begin, begin + t.element_count() * static_cast<std::int64_t>(sizeof(Scalar)));
+    bytes.emplace_back(begin,
+                       begin + t.element_count() * static_cast<std::int64_t>(sizeof(Scalar)));
   });
   return bytes;
 }
@@ -136,20 +143,23 @@ TEST(FastBackward, RerunsAreBitIdenticalAndWorkspacesAreReusedCorrectly) {
 
     // A different batch (other lengths, other mode) in between, then the first again: the same
     // bytes as a fresh engine.
-    const std::vector<std::vector<int>> other = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-                                                  12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
-                                                  10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7,
-                                                  8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
-                                                 {3, 4}};
+    const std::vector<std::vector<int>> other = {
+        {1,  2,  3,  4, 5,  6,  7,  8, 9,  10, 11, 12, 0, 1,  2,  3,  4, 5,  6,  7,  8, 9,
+         10, 11, 12, 0, 1,  2,  3,  4, 5,  6,  7,  8,  9, 10, 11, 12, 0, 1,  2,  3,  4, 5,
+         6,  7,  8,  9, 10, 11, 12, 0, 1,  2,  3,  4,  5, 6,  7,  8,  9, 10, 11, 12, 0, 1,
+         2,  3,  4,  5, 6,  7,  8,  9, 10, 11, 12, 0,  1, 2,  3,  4,  5, 6,  7,  8,  9, 10},
+        {3, 4}};
     Gradients<float> scratch;
     engine.compute(model, other, options_for({"full", ResidualMode::full, 0, false}), scratch);
     Gradients<float> reused = scratch;  // buffers of the right shapes: reused in place
     engine.compute(model, batch, options, reused);
-    GradientEngine<float> fresh_engine(model.config, {.engine = EngineKind::fast, .threads = threads});
+    GradientEngine<float> fresh_engine(model.config,
+                                       {.engine = EngineKind::fast, .threads = threads});
     Gradients<float> fresh;
     fresh_engine.compute(model, batch, options, fresh);
     EXPECT_EQ(reused.loss, fresh.loss);
-    EXPECT_TRUE(bytes_of(reused) == bytes_of(fresh)) << "after another batch, " << threads << " thread(s)";
+    EXPECT_TRUE(bytes_of(reused) == bytes_of(fresh))
+        << "after another batch, " << threads << " thread(s)";
     EXPECT_EQ(reused.sublayer_output_grad_rms, fresh.sublayer_output_grad_rms);
   }
 }
@@ -163,7 +173,8 @@ TEST(FastBackward, BadBatchesAreErrorsAndCancellationStops) {
     engine.compute(model, {{1, 2}, {3}}, {}, g);
     FAIL() << "a 1-token sequence must be refused";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("sequence 1 has 1 token(s)"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("sequence 1 has 1 token(s)"), std::string::npos)
+        << error.what();
   }
   EXPECT_THROW(engine.compute(model, {{1, 13}}, {}, g), Error);
   EXPECT_THROW(engine.compute(model, {{1, -1, 2}}, {}, g), Error);
@@ -185,7 +196,8 @@ TEST(FastBackward, BadBatchesAreErrorsAndCancellationStops) {
   EXPECT_EQ(count, 3u * (2 * 4 + 2));
   EXPECT_EQ(last_total, count);
   // The engine is still usable after a cancelled call.
-  const Gradients<double> reference = loss_and_gradients(model, {{1, 2, 3}, {4, 5, 6}, {7, 8}}, options);
+  const Gradients<double> reference =
+      loss_and_gradients(model, {{1, 2, 3}, {4, 5, 6}, {7, 8}}, options);
   EXPECT_LE(compare(g, reference, 1e-10, "after cancel"), 1e-10);
 }
 

@@ -27,17 +27,21 @@ TEST(HistoryMask, SelectionsPickTheNamedSources) {
 }
 
 TEST(HistoryMask, MaskedReadsRenormaliseTheRest) {
-  const auto model = random_model(test::model_config(2, 8, 2, 2, 12, 11), {.seed = 2, .query_std = 0.8});
+  const auto model =
+      random_model(test::model_config(2, 8, 2, 2, 12, 11), {.seed = 2, .query_std = 0.8});
   ForwardOptions options;
   options.mode = ResidualMode::full;
   const auto plain = forward(model, {1, 2, 3}, options);
   DepthMask all_kept;
-  for (const auto& read : plain.trace.reads) all_kept.keep.push_back(std::vector<double>(read.sources.size(), 1.0));
+  for (const auto& read : plain.trace.reads)
+    all_kept.keep.push_back(std::vector<double>(read.sources.size(), 1.0));
   options.mask = &all_kept;
   const auto same = forward(model, {1, 2, 3}, options);
-  EXPECT_LT((same.logits - plain.logits).cwiseAbs().maxCoeff(), 1e-12);  // keeping everything changes nothing
+  EXPECT_LT((same.logits - plain.logits).cwiseAbs().maxCoeff(),
+            1e-12);  // keeping everything changes nothing
 
-  const DepthMask embedding = make_depth_mask(make_depth_layout(ResidualMode::full, 4, 1), parse_mask_selection("embedding", "x"));
+  const DepthMask embedding = make_depth_mask(make_depth_layout(ResidualMode::full, 4, 1),
+                                              parse_mask_selection("embedding", "x"));
   options.mask = &embedding;
   const auto masked = forward(model, {1, 2, 3}, options);
   const auto& alpha = masked.trace.reads[3].alpha;  // read 3 has sources emb, v1, v2, v3
@@ -49,11 +53,13 @@ TEST(HistoryMask, MaskedReadsRenormaliseTheRest) {
 }
 
 TEST(HistoryMask, ExperimentComparesWithRandomMasksOfEqualMass) {
-  const auto model = random_model(test::model_config(2, 8, 2, 2, 12, 11), {.seed = 4, .query_std = 0.8});
+  const auto model =
+      random_model(test::model_config(2, 8, 2, 2, 12, 11), {.seed = 4, .query_std = 0.8});
   auto full = model;
   full.config.attn_res.mode = ResidualMode::full;
   const std::vector<std::vector<int>> windows = {{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}};
-  const MaskExperiment e = history_mask_experiment(full, windows, parse_mask_selection("embedding", "x"), 5, 3);
+  const MaskExperiment e =
+      history_mask_experiment(full, windows, parse_mask_selection("embedding", "x"), 5, 3);
   EXPECT_EQ(e.reads_masked, 4);  // reads 1 .. 4 (read 0 has only the embedding)
   EXPECT_GT(e.mass_removed, 0.0);
   EXPECT_LT(e.mass_removed, 1.0);
@@ -62,10 +68,12 @@ TEST(HistoryMask, ExperimentComparesWithRandomMasksOfEqualMass) {
   ASSERT_EQ(e.random_deltas.size(), 5u);
   EXPECT_GT(e.random_std, 0.0);  // different random masks, different losses
   // Same seed, same result.
-  const MaskExperiment again = history_mask_experiment(full, windows, parse_mask_selection("embedding", "x"), 5, 3);
+  const MaskExperiment again =
+      history_mask_experiment(full, windows, parse_mask_selection("embedding", "x"), 5, 3);
   EXPECT_EQ(again.random_deltas, e.random_deltas);
   // The standard residual has nothing to mask.
-  EXPECT_THROW(history_mask_experiment(model, windows, parse_mask_selection("embedding", "x")), Error);
+  EXPECT_THROW(history_mask_experiment(model, windows, parse_mask_selection("embedding", "x")),
+               Error);
 }
 
 }  // namespace

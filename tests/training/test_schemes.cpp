@@ -9,8 +9,8 @@
 
 #include "attnres/backward.hpp"
 #include "attnres/error.hpp"
-#include "attnres/mhc.hpp"
 #include "attnres/gradient_engine.hpp"
+#include "attnres/mhc.hpp"
 #include "test_support.hpp"
 
 namespace attnres {
@@ -112,7 +112,8 @@ TEST_P(SchemeGradients, EveryElementOfEveryTensorMatchesCentralDifferences) {
     EXPECT_LE(error / std::max(largest, 1e-4), 1e-6)
         << GetParam().name << ": " << tensor.name << " largest " << largest << " error " << error;
   });
-  if (GetParam().scheme.mode != ResidualMode::rescaled) EXPECT_GT(depth_tensors, 0) << "no depth-mixing tensors checked";
+  if (GetParam().scheme.mode != ResidualMode::rescaled)
+    EXPECT_GT(depth_tensors, 0) << "no depth-mixing tensors checked";
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryScheme, SchemeGradients, ::testing::ValuesIn(scheme_cases()),
@@ -125,14 +126,17 @@ ForwardResult<double> run(const ModelWeights<double>& model, const AttnResConfig
 }
 
 ModelWeights<double> base_model(double query_std = 0.0) {
-  return random_model(small_config(make(ResidualMode::full)), {.seed = 11, .weight_std = 0.3, .query_std = query_std});
+  return random_model(small_config(make(ResidualMode::full)),
+                      {.seed = 11, .weight_std = 0.3, .query_std = query_std});
 }
 
 TEST(SchemeInvariants, TwoPhaseEqualsOneShotForEverySchemeThatAllowsIt) {
-  ModelConfig config = test::model_config(3, 8, 2, 1, 12, 11);  // L = 6: schedule groups of round(sqrt(6)) = 2
+  ModelConfig config =
+      test::model_config(3, 8, 2, 1, 12, 11);  // L = 6: schedule groups of round(sqrt(6)) = 2
   for (const auto& c : scheme_cases()) {
     config.attn_res = c.scheme;
-    if (c.scheme.mode == ResidualMode::block) config.attn_res.block_size = 4;  // an incomplete last block
+    if (c.scheme.mode == ResidualMode::block)
+      config.attn_res.block_size = 4;  // an incomplete last block
     const ModelWeights<double> model =
         test::model_with_random_gains(config, {.seed = 8, .weight_std = 0.4, .query_std = 0.6}, 21);
     ForwardOptions one_shot;
@@ -142,8 +146,9 @@ TEST(SchemeInvariants, TwoPhaseEqualsOneShotForEverySchemeThatAllowsIt) {
     EXPECT_EQ(scheduled.trace.two_phase, c.scheme.two_phase_limit().empty()) << c.name;
     test::expect_tensor_near(c.name + " logits", scheduled.logits, reference.logits, 1e-12);
     for (std::size_t r = 0; r < reference.trace.reads.size(); ++r) {
-      test::expect_tensor_near(c.name + " alpha." + std::to_string(r), scheduled.trace.reads[r].alpha,
-                               reference.trace.reads[r].alpha, 1e-12);
+      test::expect_tensor_near(c.name + " alpha." + std::to_string(r),
+                               scheduled.trace.reads[r].alpha, reference.trace.reads[r].alpha,
+                               1e-12);
     }
   }
 }
@@ -152,14 +157,16 @@ TEST(SchemeInvariants, ZeroStartsGiveTheMeanForSoftmaxNormalisedSigmoidAndScalar
   const ModelWeights<double> model = base_model();
   const auto mean = run(model, make(ResidualMode::rescaled));
   for (const auto& r : mean.trace.reads) {
-    EXPECT_TRUE(r.alpha.isApproxToConstant(1.0 / static_cast<double>(r.sources.size()), 1e-15)) << r.read;
+    EXPECT_TRUE(r.alpha.isApproxToConstant(1.0 / static_cast<double>(r.sources.size()), 1e-15))
+        << r.read;
   }
   AttnResConfig normalised = make(ResidualMode::full);
   normalised.gate = DepthGate::sigmoid_normalized;
   AttnResConfig scalars = make(ResidualMode::full);
   scalars.mixing = DepthMixing::scalars;
   for (const auto& scheme : {make(ResidualMode::full), normalised, scalars}) {
-    test::expect_tensor_near(scheme.describe(), run(model, scheme).hidden_final, mean.hidden_final, 1e-12);
+    test::expect_tensor_near(scheme.describe(), run(model, scheme).hidden_final, mean.hidden_final,
+                             1e-12);
   }
   AttnResConfig sigmoid = make(ResidualMode::full);
   sigmoid.gate = DepthGate::sigmoid;
@@ -179,7 +186,8 @@ TEST(SchemeInvariants, OneHeadWindowAtLeastLAndZeroProjectionAreTheirLimits) {
   one_shot.two_phase = false;
   AttnResConfig one_head = make(ResidualMode::full);
   one_head.heads = 1;
-  test::expect_tensor_near("heads = 1 one-shot", run(model, one_head, one_shot).logits, full.logits, 1e-12);
+  test::expect_tensor_near("heads = 1 one-shot", run(model, one_head, one_shot).logits, full.logits,
+                           1e-12);
   // A window smaller than L really drops sources.
   window.window = 2;
   EXPECT_EQ(run(model, window).trace.reads.back().sources.size(), 3u);
@@ -196,7 +204,8 @@ TEST(SchemeInvariants, DenseFormerAndMhcStartAsTheStandardResidual) {
       mhc.streams = m;
       mhc.dynamic = dynamic;
       const auto result = run(model, mhc);
-      test::expect_tensor_near("mhc m = " + std::to_string(m), result.hidden_final, standard.hidden_final, 1e-12);
+      test::expect_tensor_near("mhc m = " + std::to_string(m), result.hidden_final,
+                               standard.hidden_final, 1e-12);
       // Its mixing matrix is the standard residual's all-ones lower triangle, rank 1 at every cut.
       for (int rank : result.trace.semiseparable_rank) EXPECT_EQ(rank, 1);
     }
@@ -221,7 +230,8 @@ TEST(SchemeInvariants, SinkhornIsDoublyStochasticAndItsGradientMatchesDifference
       up(i, j) += 1e-6;
       down(i, j) -= 1e-6;
       const double numeric = ((sinkhorn(up, 7).array() * weight.array()).sum() -
-                              (sinkhorn(down, 7).array() * weight.array()).sum()) / 2e-6;
+                              (sinkhorn(down, 7).array() * weight.array()).sum()) /
+                             2e-6;
       EXPECT_NEAR(analytic(i, j), numeric, 1e-8);
     }
   }
@@ -232,15 +242,18 @@ TEST(SchemeInvariants, SemiseparableRanksFollowTheTaxonomy) {
   ModelConfig config = test::model_config(4, 16, 2, 1, 24, 11);  // L = 8
   config.attn_res = make(ResidualMode::mhc);
   config.attn_res.streams = 2;
-  const ModelWeights<double> mhc_model = random_model(config, {.seed = 4, .weight_std = 0.3, .query_std = 0.5});
+  const ModelWeights<double> mhc_model =
+      random_model(config, {.seed = 4, .weight_std = 0.3, .query_std = 0.5});
   const auto mhc = forward(mhc_model, {1, 2, 3, 4, 5});
   int largest = 0;
   for (int rank : mhc.trace.semiseparable_rank_max) largest = std::max(largest, rank);
   EXPECT_LE(largest, 2) << "mHC with m = 2 streams has rank <= 2 at every cut";
   EXPECT_EQ(largest, 2) << "and reaches it with random coefficients";
   config.attn_res = make(ResidualMode::full);
-  const auto full = forward(random_model(config, {.seed = 4, .weight_std = 0.3, .query_std = 0.5}), {1, 2, 3, 4, 5});
-  EXPECT_EQ(full.trace.semiseparable_rank_max[4], 4) << "Full AttnRes is dense: min(k, L + 1 - k) at k = 5";
+  const auto full = forward(random_model(config, {.seed = 4, .weight_std = 0.3, .query_std = 0.5}),
+                            {1, 2, 3, 4, 5});
+  EXPECT_EQ(full.trace.semiseparable_rank_max[4], 4)
+      << "Full AttnRes is dense: min(k, L + 1 - k) at k = 5";
 }
 
 TEST(SchemeInvariants, BadSettingsAreRejectedWithTheKeyNamed) {
@@ -254,16 +267,22 @@ TEST(SchemeInvariants, BadSettingsAreRejectedWithTheKeyNamed) {
   };
   AttnResConfig s = make(ResidualMode::block, 2);
   s.window = 4;
-  EXPECT_EQ(message(s), "config.json: attn_res.window applies to Full AttnRes (mode full) only, not to mode block");
+  EXPECT_EQ(
+      message(s),
+      "config.json: attn_res.window applies to Full AttnRes (mode full) only, not to mode block");
   s = make(ResidualMode::full);
   s.heads = 3;
-  EXPECT_EQ(message(s), "config.json: attn_res.heads (3) must be a positive divisor of hidden_size (8)");
+  EXPECT_EQ(message(s),
+            "config.json: attn_res.heads (3) must be a positive divisor of hidden_size (8)");
   s = make(ResidualMode::mhc);
   s.streams = 0;
-  EXPECT_EQ(message(s), "config.json: attn_res.streams must be at least 1 (mHC needs a stream), got 0");
+  EXPECT_EQ(message(s),
+            "config.json: attn_res.streams must be at least 1 (mHC needs a stream), got 0");
   s = make(ResidualMode::denseformer);
   s.gate = DepthGate::sigmoid;
-  EXPECT_EQ(message(s), "config.json: attn_res.gate applies to Full and Block AttnRes only, not to mode denseformer");
+  EXPECT_EQ(
+      message(s),
+      "config.json: attn_res.gate applies to Full and Block AttnRes only, not to mode denseformer");
 }
 
 TEST(SchemeFiles, EverySchemeSavesAndLoadsExactly) {
@@ -275,7 +294,8 @@ TEST(SchemeFiles, EverySchemeSavesAndLoadsExactly) {
     save_model(model, dir);
     const ModelWeights<double> loaded = load_model(dir);
     EXPECT_EQ(loaded.config.attn_res, c.scheme) << c.name;
-    test::expect_tensor_near(c.name, forward(loaded, {1, 2, 3}).logits, forward(model, {1, 2, 3}).logits, 0.0);
+    test::expect_tensor_near(c.name, forward(loaded, {1, 2, 3}).logits,
+                             forward(model, {1, 2, 3}).logits, 0.0);
   }
 }
 
@@ -283,7 +303,8 @@ TEST(SchemeEngines, TheGradientEngineSplitsOtherSchemesOverThreadsWithTheSameRes
   AttnResConfig scheme = make(ResidualMode::full);
   scheme.gate = DepthGate::sigmoid;
   const ModelWeights<float> model =
-      random_model(small_config(scheme), {.seed = 5, .weight_std = 0.3, .query_std = 0.5}).cast<float>();
+      random_model(small_config(scheme), {.seed = 5, .weight_std = 0.3, .query_std = 0.5})
+          .cast<float>();
   const std::vector<std::vector<int>> batch = {{1, 2, 3, 4}, {5, 6, 7}, {8, 9, 10, 1, 2}};
   const Gradients<float> reference = loss_and_gradients(model, batch);
   GradientEngine<float> engine(model.config, {.engine = EngineKind::fast, .threads = 2});
@@ -291,7 +312,8 @@ TEST(SchemeEngines, TheGradientEngineSplitsOtherSchemesOverThreadsWithTheSameRes
   engine.compute(model, batch, {}, split);
   EXPECT_NEAR(split.loss, reference.loss, 1e-5);
   test::expect_tensor_near("lm_head grad", split.grad.lm_head, reference.grad.lm_head, 1e-5);
-  test::expect_tensor_near("final query grad", split.grad.final_res.query, reference.grad.final_res.query, 1e-5);
+  test::expect_tensor_near("final query grad", split.grad.final_res.query,
+                           reference.grad.final_res.query, 1e-5);
   for (std::size_t l = 0; l < reference.sublayer_output_grad_rms.size(); ++l) {
     EXPECT_NEAR(split.sublayer_output_grad_rms[l], reference.sublayer_output_grad_rms[l], 1e-5);
     EXPECT_NEAR(split.sublayer_output_rms[l], reference.sublayer_output_rms[l], 1e-5);

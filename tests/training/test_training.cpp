@@ -14,7 +14,6 @@
 namespace attnres {
 namespace {
 
-
 ModelWeights<double> tiny_byte_model(std::uint64_t seed) {
   return random_model(test::model_config(1, 16, 2, 2, 24, 256), {.seed = seed, .weight_std = 0.1});
 }
@@ -40,7 +39,8 @@ TEST(TextData, SplitsBytesIntoTrainingAndValidation) {
   ASSERT_EQ(data.validation.size(), 5u);
   EXPECT_EQ(data.train.front(), 'a');
   EXPECT_EQ(data.validation.front(), 'p');
-  EXPECT_NE(data.fingerprint, text_data_from_bytes("abcdefghijklmnopqrsu", "mem", 0.25, 3).fingerprint);
+  EXPECT_NE(data.fingerprint,
+            text_data_from_bytes("abcdefghijklmnopqrsu", "mem", 0.25, 3).fingerprint);
 }
 
 TEST(TextData, BadFilesAreClearErrors) {
@@ -55,7 +55,8 @@ TEST(TextData, BadFilesAreClearErrors) {
   EXPECT_NE(message("", 4).find("data.txt: the data file is empty"), std::string::npos);
   EXPECT_NE(message(std::string("abc\0def", 7), 2).find("binary"), std::string::npos);
   EXPECT_NE(message(std::string(100, '\x01'), 2).find("binary"), std::string::npos);
-  EXPECT_NE(message(test::sample_text(100), 64).find("each part needs at least 65"), std::string::npos);
+  EXPECT_NE(message(test::sample_text(100), 64).find("each part needs at least 65"),
+            std::string::npos);
   test::TempDir dir;
   EXPECT_THROW(load_text_data(dir / "missing.txt", 0.05, 4), Error);
 }
@@ -114,11 +115,15 @@ TEST(AdamW, OneStepByHand) {
 
 void expect_same_bits(const ModelWeights<float>& a, const ModelWeights<float>& b) {
   std::vector<TensorRef<float>> left, right;
-  visit_tensors(const_cast<ModelWeights<float>&>(a), [&](const TensorRef<float>& t) { left.push_back(t); });
-  visit_tensors(const_cast<ModelWeights<float>&>(b), [&](const TensorRef<float>& t) { right.push_back(t); });
+  visit_tensors(const_cast<ModelWeights<float>&>(a),
+                [&](const TensorRef<float>& t) { left.push_back(t); });
+  visit_tensors(const_cast<ModelWeights<float>&>(b),
+                [&](const TensorRef<float>& t) { right.push_back(t); });
   ASSERT_EQ(left.size(), right.size());
   for (std::size_t i = 0; i < left.size(); ++i) {
-    EXPECT_EQ(std::memcmp(left[i].data, right[i].data, sizeof(float) * static_cast<std::size_t>(left[i].element_count())), 0)
+    EXPECT_EQ(std::memcmp(left[i].data, right[i].data,
+                          sizeof(float) * static_cast<std::size_t>(left[i].element_count())),
+              0)
         << left[i].name;
   }
 }
@@ -177,7 +182,8 @@ TEST(Trainer, RejectsBadOptionsAndSmallVocabularies) {
     Trainer(random_model(test::model_config(1, 16, 2, 2, 24, 100), {}), data, options);
     FAIL();
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("needs at least 256"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("needs at least 256"), std::string::npos)
+        << error.what();
   }
 }
 
@@ -189,14 +195,13 @@ TEST(Trainer, ResumeRefusesOtherDataAndCorruptCheckpoints) {
   trainer.write_checkpoint(dir.path());
   const TextData other = text_data_from_bytes(test::sample_text(3001), "other.txt", 0.1, 16);
   EXPECT_THROW(Trainer::resume(dir.path(), other), Error);
-  {
-    std::ofstream(dir / "train_state.json") << "{ not json";
-  }
+  { std::ofstream(dir / "train_state.json") << "{ not json"; }
   try {
     Trainer::resume(dir.path(), data);
     FAIL();
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("train_state.json"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("train_state.json"), std::string::npos)
+        << error.what();
   }
 }
 

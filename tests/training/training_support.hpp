@@ -20,9 +20,12 @@ struct ModeCase {
 // Standard, Full, Block S = 1, 2, 3 (an incomplete last block at L = 4), S = 2 with the zero
 // placeholder, and S = 4 (one block).
 inline std::vector<ModeCase> gradient_modes() {
-  return {{"standard", ResidualMode::standard, 0, false}, {"full", ResidualMode::full, 0, false},
-          {"block_S1", ResidualMode::block, 1, false},     {"block_S2", ResidualMode::block, 2, false},
-          {"block_S3", ResidualMode::block, 3, false},     {"block_S2_placeholder", ResidualMode::block, 2, true},
+  return {{"standard", ResidualMode::standard, 0, false},
+          {"full", ResidualMode::full, 0, false},
+          {"block_S1", ResidualMode::block, 1, false},
+          {"block_S2", ResidualMode::block, 2, false},
+          {"block_S3", ResidualMode::block, 3, false},
+          {"block_S2_placeholder", ResidualMode::block, 2, true},
           {"block_S4", ResidualMode::block, 4, false}};
 }
 
@@ -36,7 +39,8 @@ inline ForwardOptions options_for(const ModeCase& mode) {
 
 // `bytes` of text made of a few repeated words and sentence ends (deterministic).
 inline std::string sample_text(std::size_t bytes, std::uint64_t seed = 7) {
-  const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat. ", "dogs ", "run ", "fast ", "and ", "far. "};
+  const char* words[] = {"the ",  "cat ", "sat ",  "on ",  "a ",   "mat. ",
+                         "dogs ", "run ", "fast ", "and ", "far. "};
   std::string text;
   std::uint64_t state = seed;
   while (text.size() < bytes) {

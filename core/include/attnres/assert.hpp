@@ -19,11 +19,12 @@ class InternalError : public std::logic_error {
 };
 
 // "FILE:LINE: assertion 'CONDITION' failed: MESSAGE", thrown as InternalError.
-[[noreturn]] void assertion_failed(const char* file, int line, const char* condition, const std::string& message);
+[[noreturn]] void assertion_failed(const char* file, int line, const char* condition,
+                                   const std::string& message);
 
 }  // namespace attnres
 
-#define ATTNRES_ASSERT(condition, message)                                            \
-  do {                                                                                \
+#define ATTNRES_ASSERT(condition, message)                                                    \
+  do {                                                                                        \
     if (!(condition)) ::attnres::assertion_failed(__FILE__, __LINE__, #condition, (message)); \
   } while (false)

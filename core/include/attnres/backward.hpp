@@ -28,9 +28,9 @@ namespace attnres {
 
 template <typename Scalar>
 struct Gradients {
-  double loss = 0.0;                    // mean cross-entropy (nats) over the predicted positions
-  std::int64_t predicted = 0;           // predicted positions in the batch (sum of T - 1)
-  ModelWeights<Scalar> grad;            // d loss / d parameter, every tensor of the model
+  double loss = 0.0;           // mean cross-entropy (nats) over the predicted positions
+  std::int64_t predicted = 0;  // predicted positions in the batch (sum of T - 1)
+  ModelWeights<Scalar> grad;   // d loss / d parameter, every tensor of the model
   std::vector<double> sublayer_output_rms;       // (L) RMS of v_l over the batch (Fig. 5b)
   std::vector<double> sublayer_output_grad_rms;  // (L) RMS of d loss / d v_l (Fig. 5c)
 };
@@ -61,7 +61,8 @@ ModelWeights<Scalar> zero_like(const ModelWeights<Scalar>& model);
 
 // Throws attnres::Error (prefixed by `what`) for an empty batch, a sequence shorter than two
 // tokens, or a token outside the vocabulary; returns the number of predicted positions.
-std::int64_t check_training_batch(const ModelConfig& config, const std::vector<std::vector<int>>& batch,
+std::int64_t check_training_batch(const ModelConfig& config,
+                                  const std::vector<std::vector<int>>& batch,
                                   const std::string& what);
 
 }  // namespace attnres

@@ -22,10 +22,11 @@ struct ChartSeries {
 // What a box of a pipeline Gantt chart is: a compute op, drawn in the upper part of its lane, or a
 // transfer to the next stage, drawn in the lower part. The names are the legend's.
 enum class GanttCategory { forward, backward, send_forward, send_backward };
-inline constexpr EnumNames<GanttCategory, 4> kGanttCategoryNames{{{GanttCategory::forward, "forward"},
-                                                                   {GanttCategory::backward, "backward"},
-                                                                   {GanttCategory::send_forward, "send (forward)"},
-                                                                   {GanttCategory::send_backward, "send (backward)"}}};
+inline constexpr EnumNames<GanttCategory, 4> kGanttCategoryNames{
+    {{GanttCategory::forward, "forward"},
+     {GanttCategory::backward, "backward"},
+     {GanttCategory::send_forward, "send (forward)"},
+     {GanttCategory::send_backward, "send (backward)"}}};
 inline bool is_transfer(GanttCategory category) {
   return category == GanttCategory::send_forward || category == GanttCategory::send_backward;
 }
@@ -41,7 +42,7 @@ struct ChartBox {
 
 struct ChartSpec {
   enum class Kind { xy, gantt };
-  std::string id;     // file stem: charts/<id>.png and .svg
+  std::string id;  // file stem: charts/<id>.png and .svg
   std::string title;
   std::string x_label, y_label, y2_label;  // with units
   bool log_x = false, log_y = false;
@@ -59,12 +60,12 @@ struct ChartSpec {
 // (colormap.hpp) from `low` to `high`; NaN cells have no value (grey: "not a source"). The
 // renderer in app/charts draws it for the CLI's files and for the GUI's HeatmapWidget alike.
 struct HeatmapSpec {
-  std::string id;     // file stem: <id>.png, .svg, .csv
+  std::string id;  // file stem: <id>.png, .svg, .csv
   std::string title;
   std::vector<std::string> row_labels, column_labels;
   std::vector<std::vector<double>> values;  // rows x columns
   double low = 0.0, high = 1.0;             // the colour scale (high > low)
-  std::string caption;  // one sentence: what the map shows
+  std::string caption;                      // one sentence: what the map shows
 };
 
 // The data behind a chart as CSV: "series,x,y" with one row per point.

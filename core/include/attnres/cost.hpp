@@ -16,8 +16,8 @@
 #pragma once
 
 #include <array>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,14 +42,14 @@ struct ResidualIo {
   double writes = 0;
   double total() const { return reads + writes; }
 };
-ResidualIo io_standard(std::int64_t d);                        // 2d + d = 3d
+ResidualIo io_standard(std::int64_t d);  // 2d + d = 3d
 ResidualIo io_block_two_phase(std::int64_t blocks, std::int64_t block_size,
-                              std::int64_t d);                 // (N/S + 3)d + 2d
+                              std::int64_t d);  // (N/S + 3)d + 2d
 ResidualIo io_full_two_phase(std::int64_t blocks, std::int64_t block_size,
-                             std::int64_t d);                  // (S + N - 2)d + 2d
-ResidualIo io_full_naive_at(std::int64_t sublayer, std::int64_t d);  // 2(l-1)d + d at sublayer l
+                             std::int64_t d);                           // (S + N - 2)d + 2d
+ResidualIo io_full_naive_at(std::int64_t sublayer, std::int64_t d);     // 2(l-1)d + d at sublayer l
 ResidualIo io_full_naive_mean(std::int64_t sublayers, std::int64_t d);  // mean over l = 1..L
-ResidualIo io_mhc(std::int64_t streams, std::int64_t d);       // (8m+2)d + 2m^2 + 4m
+ResidualIo io_mhc(std::int64_t streams, std::int64_t d);                // (8m+2)d + 2m^2 + 4m
 
 // One-shot Block AttnRes: keys and values of every source of every read, mean over the L + 1 reads,
 // plus the output write: (2·n̄ + 1)d with n̄ = depth_read_source_pairs(block) / (L + 1). The
@@ -85,8 +85,8 @@ struct PrefillMemory {
   std::int64_t per_device_chunked_bytes = 0;
 };
 PrefillMemory prefill_history_bytes(std::int64_t batch, std::int64_t tokens, std::int64_t blocks,
-                                    std::int64_t d, int bytes_per_element,
-                                    std::int64_t seq_shards, std::int64_t chunk_tokens);
+                                    std::int64_t d, int bytes_per_element, std::int64_t seq_shards,
+                                    std::int64_t chunk_tokens);
 
 // ------------------------------------------------------------------ pipeline (docs/math.md §3.3)
 // The paper's accounting with N_p = N / (P·V) block representations per chunk, elements per token.
@@ -114,9 +114,9 @@ struct BoundaryPayload {
   std::int64_t completed_blocks = 0;  // b_1.. finished by then
   bool partial = false;               // a block is open across the boundary
   // Vectors sent under each policy (embedding + blocks + partial, minus what the receiver has):
-  std::int64_t naive_vectors = 0;       // everything the receiver needs
-  std::int64_t cached_vectors = 0;      // receiver keeps what it received earlier (paper)
-  std::int64_t cached_own_vectors = 0;  // ... and also the blocks it produced itself
+  std::int64_t naive_vectors = 0;         // everything the receiver needs
+  std::int64_t cached_vectors = 0;        // receiver keeps what it received earlier (paper)
+  std::int64_t cached_own_vectors = 0;    // ... and also the blocks it produced itself
   std::int64_t naive_block_vectors = 0;   // the same three, completed blocks only (the paper's
   std::int64_t cached_block_vectors = 0;  // N_p accounting counts only these)
 };
@@ -178,9 +178,9 @@ struct CostInputs {
   std::int64_t batch = 1;       // B
   DType dtype = DType::bf16;
   std::int64_t seq_shards = 1;
-  std::int64_t chunk = 0;       // chunked prefill length; 0 = no chunking
-  std::int64_t pp = 1;          // P
-  std::int64_t vpp = 1;         // V
+  std::int64_t chunk = 0;  // chunked prefill length; 0 = no chunking
+  std::int64_t pp = 1;     // P
+  std::int64_t vpp = 1;    // V
 };
 
 // An invalid input: `field` is the CostInputs member name, so the CLI can name its flag and a
@@ -199,8 +199,8 @@ struct CostInputProblem {
 // Derives sublayers / blocks / block_size / ffn in place and returns the first problem, if any
 // (no exception: sweeps reject many settings and stay fast).
 std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& inputs);
-// As try_resolve_cost_inputs, throwing CostInputError. Derives and validates: sizes >= 1, N <= L, S <= L,
-// consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
+// As try_resolve_cost_inputs, throwing CostInputError. Derives and validates: sizes >= 1, N <= L, S
+// <= L, consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
 CostInputs resolve_cost_inputs(CostInputs inputs);
 
 // ------------------------------------------------------------------ every residual scheme
@@ -209,20 +209,21 @@ CostInputs resolve_cost_inputs(CostInputs inputs);
 // schedule block of Full two-phase (N, S) from CostInputs; Block's S from scheme.block_size (or
 // CostInputs::block_size when it is 0); mHC's m from scheme.streams.
 struct SchemeCost {
-  AttnResConfig scheme;       // as costed (block_size filled in for Block)
-  std::string spec;           // canonical spec string, e.g. "block:block_size=16,gate=sigmoid"
-  std::string description;    // scheme.describe()
-  // Residual memory I/O per token per sublayer, elements (paper Table 1 style), under `io_schedule`.
+  AttnResConfig scheme;     // as costed (block_size filled in for Block)
+  std::string spec;         // canonical spec string, e.g. "block:block_size=16,gate=sigmoid"
+  std::string description;  // scheme.describe()
+  // Residual memory I/O per token per sublayer, elements (paper Table 1 style), under
+  // `io_schedule`.
   ResidualIo io;
-  std::string io_formula;     // "(N/S + 5)d"
-  std::string io_schedule;    // "two-phase", "one-shot", "running sum", ...
+  std::string io_formula;   // "(N/S + 5)d"
+  std::string io_schedule;  // "two-phase", "one-shot", "running sum", ...
   // The one-shot schedule of the same scheme (every read reads its sources); equals `io` for the
   // schemes without reads over a history (standard, rescaled, mHC).
   ResidualIo io_one_shot;
   std::string io_one_shot_formula;
   // Stored depth history per token: d-wide vectors kept for later reads, and their bytes.
   std::int64_t history_vectors = 0;
-  double history_bytes = 0;   // history_vectors · d · b
+  double history_bytes = 0;  // history_vectors · d · b
   std::string history_formula;
   // Parameters the scheme adds to the whole model (every read, or every mHC sublayer).
   double params = 0;
@@ -232,18 +233,21 @@ struct SchemeCost {
   double mixing_flops = 0;
   double mixing_flops_per_sublayer = 0;
   std::string flops_formula;
-  // Whether the two-phase schedule (docs/math.md §2.4) applies, and why (AttnResConfig::two_phase_limit()).
+  // Whether the two-phase schedule (docs/math.md §2.4) applies, and why
+  // (AttnResConfig::two_phase_limit()).
   bool two_phase = false;
   std::string two_phase_reason;
 };
 
 // What is wrong with `scheme` for these sizes (a key that does not apply to its mode, a heads that
 // does not divide d, a block size outside 1..L, ...): `field` is the attn_res key.
-std::optional<CostInputProblem> scheme_problem(const AttnResConfig& scheme, const CostInputs& resolved);
+std::optional<CostInputProblem> scheme_problem(const AttnResConfig& scheme,
+                                               const CostInputs& resolved);
 // Every cost of `scheme`; throws CostInputError (field = the attn_res key) on a scheme_problem.
 SchemeCost scheme_cost(const AttnResConfig& scheme, const CostInputs& resolved);
 // The I/O rows only (no text): what evaluate_costs and sweeps use. `one_shot` picks io_one_shot.
-ResidualIo scheme_io(const AttnResConfig& scheme, const CostInputs& resolved, bool one_shot = false);
+ResidualIo scheme_io(const AttnResConfig& scheme, const CostInputs& resolved,
+                     bool one_shot = false);
 
 // The named schemes: the modes and the paper's Table 4 ablations, in table order —
 //   standard full block denseformer rescaled mhc mhc_static
@@ -301,7 +305,7 @@ struct CostReport {
   CostInputs inputs;  // resolved
   struct {
     ResidualIo standard, block_two_phase, full_two_phase, full_naive, mhc;
-  } io;                            // elements per token per sublayer
+  } io;  // elements per token per sublayer
   // One row per entry of kSchemeIoKeys, in that order: elements per token per sublayer.
   std::array<ResidualIo, kSchemeIoKeyCount> scheme_io{};
   ScheduleChoice full_best_schedule;

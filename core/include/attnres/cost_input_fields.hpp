@@ -6,9 +6,9 @@
 // it. Also here: the sweep value lists ("1,2,4", "divisors", ranges) that the CLI and scenario
 // files both accept, expanded by one function.
 //
-//   for (const CostInputField& f : cost_input_fields()) std::cout << f.key << " = " << in.*f.member;
-//   set_cost_input(in, "blocks", 8);            // clears block_size: N and S are one choice
-//   expand_sweep_range({1, 64, 0, 2}, "--values");  // 1, 2, 4, ..., 64
+//   for (const CostInputField& f : cost_input_fields()) std::cout << f.key << " = " <<
+//   in.*f.member; set_cost_input(in, "blocks", 8);            // clears block_size: N and S are one
+//   choice expand_sweep_range({1, 64, 0, 2}, "--values");  // 1, 2, 4, ..., 64
 #pragma once
 
 #include <cstdint>
@@ -23,14 +23,14 @@
 namespace attnres {
 
 struct CostInputField {
-  std::string_view key;                // "seq_shards"
-  std::int64_t CostInputs::*member;    // &CostInputs::seq_shards
-  std::string_view section;            // TOML table: "model", "sequence" or "parallel"
-  std::string_view flag;               // CLI flag without dashes: "seq-shards" (tokens: "seq")
-  std::string_view symbol;             // the docs' symbol ("T") or "" when there is none
-  std::string_view label;              // short name with the symbol: "sequence length T"
-  std::string_view unit;               // "tokens"
-  std::string_view help;               // one line for --help, tooltips and docs
+  std::string_view key;              // "seq_shards"
+  std::int64_t CostInputs::*member;  // &CostInputs::seq_shards
+  std::string_view section;          // TOML table: "model", "sequence" or "parallel"
+  std::string_view flag;             // CLI flag without dashes: "seq-shards" (tokens: "seq")
+  std::string_view symbol;           // the docs' symbol ("T") or "" when there is none
+  std::string_view label;            // short name with the symbol: "sequence length T"
+  std::string_view unit;             // "tokens"
+  std::string_view help;             // one line for --help, tooltips and docs
   // The other way to give the same quantity, cleared when this one is set (blocks <-> block_size,
   // sublayers <-> layers); empty when there is none.
   std::string_view alternative;
@@ -53,9 +53,10 @@ std::vector<std::string> cost_input_keys(std::string_view section);
 // The field a resolved input shows for `field` (layers: L / 2, the rest: the member).
 std::int64_t cost_input_value(const CostInputs& resolved, const CostInputField& field);
 
-// Names of the parameters a sweep may vary: every CostInputs field, plus the two pipeline-simulation
-// settings in kPipelineSweepParameters.
-inline constexpr std::string_view kPipelineSweepParameters[] = {"microbatches", "link_bandwidth_gbps"};
+// Names of the parameters a sweep may vary: every CostInputs field, plus the two
+// pipeline-simulation settings in kPipelineSweepParameters.
+inline constexpr std::string_view kPipelineSweepParameters[] = {"microbatches",
+                                                                "link_bandwidth_gbps"};
 const std::vector<std::string>& sweep_parameters();
 bool is_pipeline_sweep_parameter(std::string_view parameter);
 // Sets one field (and clears its alternative). Throws attnres::Error on an unknown name, with a

@@ -54,6 +54,7 @@ DepthLayout make_depth_layout(ResidualMode mode, int sublayers, int block_size,
                               bool zero_placeholder = false, int window = 0);
 // The layout of a scheme (docs/schemes.md): Block and Full as above (with its window);
 // DenseFormer, the rescaled residual and mHC list every earlier output v_0 .. v_r, like Full.
-DepthLayout make_depth_layout(const AttnResConfig& scheme, int sublayers, bool zero_placeholder = false);
+DepthLayout make_depth_layout(const AttnResConfig& scheme, int sublayers,
+                              bool zero_placeholder = false);
 
 }  // namespace attnres

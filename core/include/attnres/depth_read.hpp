@@ -24,11 +24,11 @@ namespace attnres {
 template <typename Scalar>
 struct DepthReadCache {
   int heads = 1;
-  Matrix<Scalar> alpha;         // (T, H n) weights after the gate
-  Matrix<Scalar> scores;        // (T, H n) scores before the gate (attention / scalars)
-  Matrix<Scalar> query;         // (T, d) per-token query w + W n (input-dependent query only)
-  Matrix<Scalar> query_input;   // (T, d) n = u / rms(u) of the latest source (input query only)
-  Vector<Scalar> query_inv_rms; // (T) 1 / rms(u)
+  Matrix<Scalar> alpha;          // (T, H n) weights after the gate
+  Matrix<Scalar> scores;         // (T, H n) scores before the gate (attention / scalars)
+  Matrix<Scalar> query;          // (T, d) per-token query w + W n (input-dependent query only)
+  Matrix<Scalar> query_input;    // (T, d) n = u / rms(u) of the latest source (input query only)
+  Vector<Scalar> query_inv_rms;  // (T) 1 / rms(u)
   std::vector<Matrix<Scalar>> key_inv_rms;  // per source (T, H): 1 / rms over each head's channels
 };
 
@@ -67,12 +67,14 @@ struct DepthReadStats {
 // Statistics of sources first .. first + k - 1 of a read with n sources (the subset in `sources`).
 // Not for an input-dependent query (its query needs the read's latest source).
 template <typename Scalar>
-DepthReadStats<Scalar> depth_read_stats(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& weights,
-                                        const std::vector<const Matrix<Scalar>*>& sources, Eigen::Index first,
-                                        Eigen::Index n, Scalar eps);
+DepthReadStats<Scalar> depth_read_stats(const AttnResConfig& scheme,
+                                        const DepthReadWeights<Scalar>& weights,
+                                        const std::vector<const Matrix<Scalar>*>& sources,
+                                        Eigen::Index first, Eigen::Index n, Scalar eps);
 // The statistics of the union of two disjoint subsets (a's sources first).
 template <typename Scalar>
-DepthReadStats<Scalar> merge_read_stats(const AttnResConfig& scheme, const DepthReadStats<Scalar>& a,
+DepthReadStats<Scalar> merge_read_stats(const AttnResConfig& scheme,
+                                        const DepthReadStats<Scalar>& a,
                                         const DepthReadStats<Scalar>& b);
 // The read's output h (T, d) and its weights alpha (T, H n) from the statistics of all n sources.
 template <typename Scalar>

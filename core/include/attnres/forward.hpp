@@ -11,11 +11,10 @@
 //   result.trace.reads[0].alpha;   // (T, sources of read 0)
 #pragma once
 
+#include <Eigen/Core>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "attnres/cancel.hpp"
 #include "attnres/depth_layout.hpp"
@@ -34,11 +33,11 @@ struct DepthMask {
 struct ForwardOptions {
   std::optional<ResidualMode> mode;  // default: the model's config
   std::optional<int> block_size;     // S in sublayers, default: the model's config
-  bool two_phase = true;             // the (o, m, l) schedule where the scheme allows it; off = one-shot
-  bool zero_placeholder = false;     // Block: a zero source at each block's first sublayer
-  int full_schedule_block = 0;       // Full two-phase schedule block; 0 = round(sqrt(L))
-  bool record_mixing = true;         // build M per token and its semiseparable ranks
-  double rank_tolerance = 1e-6;      // numerical rank: singular values > tol * sigma_max
+  bool two_phase = true;  // the (o, m, l) schedule where the scheme allows it; off = one-shot
+  bool zero_placeholder = false;  // Block: a zero source at each block's first sublayer
+  int full_schedule_block = 0;    // Full two-phase schedule block; 0 = round(sqrt(L))
+  bool record_mixing = true;      // build M per token and its semiseparable ranks
+  double rank_tolerance = 1e-6;   // numerical rank: singular values > tol * sigma_max
   // Full/Block only: reads use one-shot weights with these sources removed (the fast engines
   // hand a masked pass to the reference). Null: no mask.
   const DepthMask* mask = nullptr;
@@ -52,24 +51,24 @@ struct ForwardOptions {
 
 // One read's weights (docs/math.md §2.7).
 struct ReadTrace {
-  int read = 0;                      // r = 0 .. L (L = final read)
-  std::string target;                // "sublayer 3 (attn, layer 1)" or "final"
+  int read = 0;        // r = 0 .. L (L = final read)
+  std::string target;  // "sublayer 3 (attn, layer 1)" or "final"
   std::vector<DepthSource> sources;
-  Eigen::MatrixXd alpha;             // (T, sources); multi-head reads: the mean over heads
-  Eigen::VectorXd alpha_mean;        // (sources), mean over tokens
-  int heads = 1;                     // depth-attention heads (docs/schemes.md)
-  Eigen::MatrixXd alpha_heads;       // (T, heads * sources), column c * sources + i; heads > 1 only
+  Eigen::MatrixXd alpha;        // (T, sources); multi-head reads: the mean over heads
+  Eigen::VectorXd alpha_mean;   // (sources), mean over tokens
+  int heads = 1;                // depth-attention heads (docs/schemes.md)
+  Eigen::MatrixXd alpha_heads;  // (T, heads * sources), column c * sources + i; heads > 1 only
 };
 
 struct ForwardTrace {
   ResidualMode mode = ResidualMode::standard;
-  AttnResConfig scheme;              // every setting of the scheme that ran (docs/schemes.md)
-  int sublayers = 0;                 // L
-  int block_size = 0;                // S (block mode), 1 (full), 0 (standard)
-  int tokens = 0;                    // T
+  AttnResConfig scheme;  // every setting of the scheme that ran (docs/schemes.md)
+  int sublayers = 0;     // L
+  int block_size = 0;    // S (block mode), 1 (full), 0 (standard)
+  int tokens = 0;        // T
   bool two_phase = false;
   bool zero_placeholder = false;
-  std::vector<ReadTrace> reads;      // empty for the standard residual
+  std::vector<ReadTrace> reads;             // empty for the standard residual
   std::vector<double> sublayer_input_rms;   // (L) RMS over all T x d of h_l
   std::vector<double> sublayer_output_rms;  // (L) RMS of v_l
   std::vector<double> block_summary_rms;    // (N + 1) RMS of b_0 .. b_N, block mode only
@@ -78,8 +77,8 @@ struct ForwardTrace {
   std::vector<Eigen::MatrixXd> mixing_per_token;  // T x (L+1, L+1)
   Eigen::MatrixXd mixing_mean;                    // (L+1, L+1)
   double rank_tolerance = 0.0;
-  std::vector<int> semiseparable_rank;            // cut k = 1 .. L: rank(M_mean[k:, :k])
-  std::vector<int> semiseparable_rank_max;        // max over tokens of the per-token rank
+  std::vector<int> semiseparable_rank;      // cut k = 1 .. L: rank(M_mean[k:, :k])
+  std::vector<int> semiseparable_rank_max;  // max over tokens of the per-token rank
 };
 
 template <typename Scalar>

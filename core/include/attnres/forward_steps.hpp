@@ -46,7 +46,8 @@ void record_mixing(ForwardTrace& trace, const ForwardOptions& options);
 
 // Throws attnres::Error naming `what`, the token and the channel of the first NaN/Inf in x.
 template <typename Scalar>
-void require_finite(const Scalar* x, long rows, long cols, long row_stride, const std::string& what);
+void require_finite(const Scalar* x, long rows, long cols, long row_stride,
+                    const std::string& what);
 
 // True when every entry of the (rows, cols) block is finite (vectorised; no allocation).
 template <typename Scalar>

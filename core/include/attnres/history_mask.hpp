@@ -5,9 +5,9 @@
 // matters".
 //
 //   auto windows = validation_windows(data, 128, 8);
-//   MaskExperiment e = history_mask_experiment(model, windows, parse_mask_selection("embedding", "--drop"));
-//   e.delta;        // loss(masked) - loss(unmasked), nats/token
-//   e.random_mean;  // the same for random masks of equal mass
+//   MaskExperiment e = history_mask_experiment(model, windows, parse_mask_selection("embedding",
+//   "--drop")); e.delta;        // loss(masked) - loss(unmasked), nats/token e.random_mean;  // the
+//   same for random masks of equal mass
 #pragma once
 
 #include <cstdint>
@@ -40,11 +40,11 @@ DepthMask make_depth_mask(const DepthLayout& layout, const MaskSelection& select
 
 struct MaskExperiment {
   std::string selection;
-  double base_loss = 0.0;     // mean next-token cross-entropy, no mask (nats/token)
+  double base_loss = 0.0;  // mean next-token cross-entropy, no mask (nats/token)
   double masked_loss = 0.0;
-  double delta = 0.0;         // masked - base
-  int reads_masked = 0;       // reads that lose at least one source
-  double mass_removed = 0.0;  // mean over those reads of the token-mean weight removed
+  double delta = 0.0;                 // masked - base
+  int reads_masked = 0;               // reads that lose at least one source
+  double mass_removed = 0.0;          // mean over those reads of the token-mean weight removed
   std::vector<double> random_deltas;  // one per random mask removing the same mass per read
   double random_mass_removed = 0.0;   // the random masks' mean removed mass (equal by construction)
   double random_mean = 0.0, random_std = 0.0;
@@ -53,8 +53,9 @@ struct MaskExperiment {
 // Runs the experiment with the reference forward pass at f64 on `windows` (each >= 2 tokens).
 // Throws attnres::Error for a standard-residual model (no depth attention to mask) or when the
 // selection removes nothing. progress(done, total forward passes); false cancels.
-MaskExperiment history_mask_experiment(const ModelWeights<double>& model, const std::vector<std::vector<int>>& windows,
-                                       const MaskSelection& selection, int random_masks = 8, std::uint64_t seed = 0,
-                                       const Progress& progress = {});
+MaskExperiment history_mask_experiment(const ModelWeights<double>& model,
+                                       const std::vector<std::vector<int>>& windows,
+                                       const MaskSelection& selection, int random_masks = 8,
+                                       std::uint64_t seed = 0, const Progress& progress = {});
 
 }  // namespace attnres

@@ -73,7 +73,7 @@ void apply_rope_inverse(Matrix<Scalar>& x, int heads, const RopeTable<Scalar>& r
 
 template <typename Scalar>
 Matrix<Scalar> attention_backward(const LayerWeights<Scalar>& layer, const ModelConfig& config,
-                                  const Matrix<Scalar>& x,     // (T, d), RMS-normalised input
+                                  const Matrix<Scalar>& x,  // (T, d), RMS-normalised input
                                   const RopeTable<Scalar>& rope,
                                   const Matrix<Scalar>& dout,  // (T, d)
                                   LayerWeights<Scalar>& grad);

@@ -26,14 +26,14 @@ struct DepthReadWeights {
   Vector<Scalar> query;          // (d) pseudo-query w_l; zero makes the read a plain mean
   Vector<Scalar> key_norm_gain;  // (d) g of KeyNorm, ones by default (unused when key_norm = false)
   Matrix<Scalar> query_proj;     // (d, d) W_l of an input-dependent query; empty otherwise
-  Vector<Scalar> mix;            // (sources) mix_logits (mixing = scalars) or dwa weights (DenseFormer)
+  Vector<Scalar> mix;  // (sources) mix_logits (mixing = scalars) or dwa weights (DenseFormer)
   // mHC coefficients of the sublayer this read feeds (m streams); empty otherwise.
-  Vector<Scalar> pre_bias;       // (m)
-  Vector<Scalar> post_bias;      // (m)
-  Matrix<Scalar> res_bias;       // (m, m)
-  Matrix<Scalar> pre_proj;       // (m, m d), dynamic only
-  Matrix<Scalar> post_proj;      // (m, m d), dynamic only
-  Matrix<Scalar> res_proj;       // (m m, m d), dynamic only; row i m + j gives H_res(i, j)
+  Vector<Scalar> pre_bias;   // (m)
+  Vector<Scalar> post_bias;  // (m)
+  Matrix<Scalar> res_bias;   // (m, m)
+  Matrix<Scalar> pre_proj;   // (m, m d), dynamic only
+  Matrix<Scalar> post_proj;  // (m, m d), dynamic only
+  Matrix<Scalar> res_proj;   // (m m, m d), dynamic only; row i m + j gives H_res(i, j)
 };
 
 template <typename Scalar>
@@ -56,8 +56,8 @@ struct ModelWeights {
   ModelConfig config;
   Matrix<Scalar> embed_tokens;  // (vocab, d)
   std::vector<LayerWeights<Scalar>> layers;
-  Vector<Scalar> norm;          // (d) final RMSNorm gain
-  Matrix<Scalar> lm_head;       // (vocab, d), untied
+  Vector<Scalar> norm;                 // (d) final RMSNorm gain
+  Matrix<Scalar> lm_head;              // (vocab, d), untied
   DepthReadWeights<Scalar> final_res;  // the final read (l = L + 1)
   // False when the file had no AttnRes tensors: a standard-residual model, whose Full/Block
   // forward passes use zero queries and unit gains.
@@ -97,7 +97,8 @@ template <typename Scalar, typename Visit>
 void visit_tensors(ModelWeights<Scalar>& model, Visit&& visit);  // visit(const TensorRef<Scalar>&)
 
 using TensorVisit = TensorRef<double>;
-void for_each_tensor(ModelWeights<double>& model, const std::function<void(const TensorVisit&)>& visit);
+void for_each_tensor(ModelWeights<double>& model,
+                     const std::function<void(const TensorVisit&)>& visit);
 
 // Read-only view of the same table.
 using TensorView = TensorRef<const double>;

@@ -34,7 +34,8 @@ std::string alpha_title(const std::string& scheme, const ForwardTrace& trace, in
 // read weighs each earlier output v_0 .. v_{r} by 1. NaN: not a source of that read. Colours run
 // from min(0, smallest) to max(1, largest): unnormalised schemes (DenseFormer, sigmoid gates,
 // mHC) can leave [0, 1]. id "depth_attention".
-HeatmapSpec alpha_heatmap(const ForwardTrace& trace, const std::string& title, int token = -1, int head = -1);
+HeatmapSpec alpha_heatmap(const ForwardTrace& trace, const std::string& title, int token = -1,
+                          int head = -1);
 
 // ---------------------------------------------------------------- Magnitudes
 
@@ -49,7 +50,8 @@ struct MagnitudeCurve {
 // The RMS of every sublayer's input h_l (first, id "magnitudes_input") and output v_l (second,
 // "magnitudes_output") against l = 1..L, log y, one series per curve. `weights` ("trained Full
 // AttnRes model"; empty: none) names whose weights every curve reads, in the titles.
-std::array<ChartSpec, 2> magnitude_charts(const std::vector<MagnitudeCurve>& curves, const std::string& weights);
+std::array<ChartSpec, 2> magnitude_charts(const std::vector<MagnitudeCurve>& curves,
+                                          const std::string& weights);
 
 // ---------------------------------------------------------------- Duality
 

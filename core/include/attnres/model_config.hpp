@@ -22,12 +22,13 @@ namespace attnres {
 // docs/schemes.md): the standard residual, Full / Block AttnRes, DenseFormer, the rescaled
 // residual (running mean) and mHC.
 enum class ResidualMode { standard, full, block, denseformer, rescaled, mhc };
-inline constexpr EnumNames<ResidualMode, 6> kResidualModeNames{{{ResidualMode::standard, "standard"},
-                                                                 {ResidualMode::full, "full"},
-                                                                 {ResidualMode::block, "block"},
-                                                                 {ResidualMode::denseformer, "denseformer"},
-                                                                 {ResidualMode::rescaled, "rescaled"},
-                                                                 {ResidualMode::mhc, "mhc"}}};
+inline constexpr EnumNames<ResidualMode, 6> kResidualModeNames{
+    {{ResidualMode::standard, "standard"},
+     {ResidualMode::full, "full"},
+     {ResidualMode::block, "block"},
+     {ResidualMode::denseformer, "denseformer"},
+     {ResidualMode::rescaled, "rescaled"},
+     {ResidualMode::mhc, "mhc"}}};
 
 std::string to_string(ResidualMode mode);
 // Parses a mode name; throws attnres::Error naming `what` otherwise.
@@ -35,9 +36,10 @@ ResidualMode parse_residual_mode(const std::string& text, const std::string& wha
 
 // How scores become depth weights (docs/schemes.md "Gate").
 enum class DepthGate { softmax, sigmoid, sigmoid_normalized };
-inline constexpr EnumNames<DepthGate, 3> kDepthGateNames{{{DepthGate::softmax, "softmax"},
-                                                           {DepthGate::sigmoid, "sigmoid"},
-                                                           {DepthGate::sigmoid_normalized, "sigmoid_normalized"}}};
+inline constexpr EnumNames<DepthGate, 3> kDepthGateNames{
+    {{DepthGate::softmax, "softmax"},
+     {DepthGate::sigmoid, "sigmoid"},
+     {DepthGate::sigmoid_normalized, "sigmoid_normalized"}}};
 std::string to_string(DepthGate gate);
 DepthGate parse_depth_gate(const std::string& text, const std::string& what);
 
@@ -60,18 +62,18 @@ DepthMixing parse_depth_mixing(const std::string& text, const std::string& what)
 // AttnRes as in the paper.
 struct AttnResConfig {
   ResidualMode mode = ResidualMode::standard;
-  int block_size = 0;           // S in sublayers; 0 = not set (only meaningful for block mode)
-  double key_norm_eps = 1e-6;   // eps of KeyNorm (docs/math.md §2.2)
+  int block_size = 0;          // S in sublayers; 0 = not set (only meaningful for block mode)
+  double key_norm_eps = 1e-6;  // eps of KeyNorm (docs/math.md §2.2)
   // Full / Block reads.
   DepthGate gate = DepthGate::softmax;
-  bool key_norm = true;         // false: score the raw sources
-  int window = 0;               // Full only: the embedding plus the last W outputs; 0 = all
-  int heads = 1;                // depth-attention heads (channel groups of d / heads)
+  bool key_norm = true;  // false: score the raw sources
+  int window = 0;        // Full only: the embedding plus the last W outputs; 0 = all
+  int heads = 1;         // depth-attention heads (channel groups of d / heads)
   QuerySource query_source = QuerySource::fixed;
   DepthMixing mixing = DepthMixing::attention;
   // mHC.
-  int streams = 4;              // m
-  bool dynamic = true;          // input-dependent coefficients (false: static biases only)
+  int streams = 4;      // m
+  bool dynamic = true;  // input-dependent coefficients (false: static biases only)
   int sinkhorn_iterations = 20;
 
   // Full or Block AttnRes (the modes that take the read keys above).

@@ -37,20 +37,25 @@ ModelWeights<Scalar> allocate_model(const ModelConfig& config) {
     DepthReadWeights<Scalar> r;
     r.query = Vector<Scalar>::Zero(d);
     r.key_norm_gain = Vector<Scalar>::Ones(d);
-    if (scheme.uses_query() && scheme.query_source == QuerySource::input) r.query_proj = Matrix<Scalar>::Zero(d, d);
-    const auto sources = layout.reads.empty() ? Eigen::Index{0}
-                                              : static_cast<Eigen::Index>(layout.reads[static_cast<std::size_t>(read)].size());
-    if (scheme.attention_mode() && scheme.mixing == DepthMixing::scalars) r.mix = Vector<Scalar>::Zero(sources);
+    if (scheme.uses_query() && scheme.query_source == QuerySource::input)
+      r.query_proj = Matrix<Scalar>::Zero(d, d);
+    const auto sources =
+        layout.reads.empty()
+            ? Eigen::Index{0}
+            : static_cast<Eigen::Index>(layout.reads[static_cast<std::size_t>(read)].size());
+    if (scheme.attention_mode() && scheme.mixing == DepthMixing::scalars)
+      r.mix = Vector<Scalar>::Zero(sources);
     if (scheme.mode == ResidualMode::denseformer) r.mix = Vector<Scalar>::Ones(sources);
     if (scheme.mode == ResidualMode::mhc && read < config.sublayers()) {
       const Eigen::Index m = scheme.streams;
       // H_pre = sigmoid(b_pre) reads mostly stream read mod m, with weights summing to 1.
       const auto streams = static_cast<double>(m);
-      r.pre_bias = Vector<Scalar>::Constant(m, static_cast<Scalar>(std::log(1.0 / (2.0 * streams - 1.0))));
+      r.pre_bias =
+          Vector<Scalar>::Constant(m, static_cast<Scalar>(std::log(1.0 / (2.0 * streams - 1.0))));
       const double main_weight = (streams + 1.0) / (2.0 * streams);
       const double main_logit = m == 1 ? 37.0 : std::log(main_weight / (1.0 - main_weight));
       r.pre_bias(read % m) = static_cast<Scalar>(main_logit);
-      r.post_bias = Vector<Scalar>::Zero(m);                              // H_post = 2 sigmoid(0) = 1
+      r.post_bias = Vector<Scalar>::Zero(m);  // H_post = 2 sigmoid(0) = 1
       r.res_bias = Matrix<Scalar>::Identity(m, m) * static_cast<Scalar>(4);  // H_res close to I
       if (scheme.dynamic) {
         r.pre_proj = Matrix<Scalar>::Zero(m, m * d);
@@ -101,7 +106,8 @@ void visit_tensors(ModelWeights<Scalar>& model, Visit&& visit) {
       if (scheme.key_norm) vector(prefix + ".key_norm.weight", r.key_norm_gain, true);
       if (r.query_proj.size() > 0) matrix(prefix + ".query_proj.weight", r.query_proj, true);
     }
-    if (scheme.attention_mode() && scheme.mixing == DepthMixing::scalars) vector(prefix + ".mix_logits", r.mix, true);
+    if (scheme.attention_mode() && scheme.mixing == DepthMixing::scalars)
+      vector(prefix + ".mix_logits", r.mix, true);
     if (scheme.mode == ResidualMode::denseformer) vector(prefix + ".dwa.weight", r.mix, true);
     if (r.pre_bias.size() > 0) {
       vector(prefix + ".mhc.pre_bias", r.pre_bias, true);
@@ -139,11 +145,12 @@ template <typename Scalar>
 template <typename Other>
 ModelWeights<Other> ModelWeights<Scalar>::cast() const {
   auto read_cast = [](const DepthReadWeights<Scalar>& read) {
-    return DepthReadWeights<Other>{read.query.template cast<Other>(),    read.key_norm_gain.template cast<Other>(),
-                                   read.query_proj.template cast<Other>(), read.mix.template cast<Other>(),
-                                   read.pre_bias.template cast<Other>(),  read.post_bias.template cast<Other>(),
-                                   read.res_bias.template cast<Other>(),  read.pre_proj.template cast<Other>(),
-                                   read.post_proj.template cast<Other>(), read.res_proj.template cast<Other>()};
+    return DepthReadWeights<Other>{
+        read.query.template cast<Other>(),      read.key_norm_gain.template cast<Other>(),
+        read.query_proj.template cast<Other>(), read.mix.template cast<Other>(),
+        read.pre_bias.template cast<Other>(),   read.post_bias.template cast<Other>(),
+        read.res_bias.template cast<Other>(),   read.pre_proj.template cast<Other>(),
+        read.post_proj.template cast<Other>(),  read.res_proj.template cast<Other>()};
   };
   ModelWeights<Other> out;
   out.config = config;

@@ -37,10 +37,10 @@ struct OutputDirectoryOptions {
 };
 
 struct OutputDirectoryResult {
-  std::filesystem::path directory;             // where the files are (as the user wrote it, cleaned)
-  std::vector<std::string> written;            // relative paths of the set's files
-  std::vector<std::string> removed;            // relative paths removed (previous run or --force)
-  std::vector<std::string> stale_staging;      // staging folders of killed runs that were removed
+  std::filesystem::path directory;         // where the files are (as the user wrote it, cleaned)
+  std::vector<std::string> written;        // relative paths of the set's files
+  std::vector<std::string> removed;        // relative paths removed (previous run or --force)
+  std::vector<std::string> stale_staging;  // staging folders of killed runs that were removed
   std::vector<std::filesystem::path> legacy_staging;  // older attnres's ".NAME.partialN" beside it
 };
 
@@ -52,7 +52,8 @@ std::filesystem::path clean_output_path(const std::string& text, const std::stri
 
 // Checks, before any work, that `target` may be written with `options` (throws attnres::Error
 // with the reason otherwise). write_output_directory checks again when it commits.
-void check_output_directory(const std::filesystem::path& target, const OutputDirectoryOptions& options);
+void check_output_directory(const std::filesystem::path& target,
+                            const OutputDirectoryOptions& options);
 
 // Runs `build` on an empty staging folder and moves what it wrote into `target` under the rules
 // above. Throws attnres::Error (or Cancelled) and leaves `target` as it was on failure.

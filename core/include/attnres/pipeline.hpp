@@ -23,7 +23,9 @@ namespace attnres {
 
 enum class CachePolicy { naive, cached, cached_own };
 inline constexpr EnumNames<CachePolicy, 3> kCachePolicyNames{
-    {{CachePolicy::naive, "naive"}, {CachePolicy::cached, "cached"}, {CachePolicy::cached_own, "cached_own"}}};
+    {{CachePolicy::naive, "naive"},
+     {CachePolicy::cached, "cached"},
+     {CachePolicy::cached_own, "cached_own"}}};
 std::string to_string(CachePolicy policy);
 CachePolicy parse_cache_policy(const std::string& text, const std::string& where);
 
@@ -45,14 +47,14 @@ struct PipelineSettings {
 
 struct PipelineReport {
   PipelineSettings settings;
-  PipelineSimResult attnres;   // the AttnRes run
-  PipelineSimResult standard;  // the same run with the standard residual
+  PipelineSimResult attnres;       // the AttnRes run
+  PipelineSimResult standard;      // the same run with the standard residual
   double ideal_links_seconds = 0;  // the AttnRes run with free transfers
   double link_bandwidth = 0;       // bytes/s per direction actually used
   double iteration_time_s = 0;
-  double bubble_fraction = 0;      // of the busiest rank's compute time
-  double exposed_comm_s = 0;       // iteration - iteration with free transfers
-  double attnres_overhead_fraction = 0;  // iteration / standard iteration - 1
+  double bubble_fraction = 0;             // of the busiest rank's compute time
+  double exposed_comm_s = 0;              // iteration - iteration with free transfers
+  double attnres_overhead_fraction = 0;   // iteration / standard iteration - 1
   double peak_memory_bytes_per_rank = 0;  // max over ranks
   double closed_form_bubble = 0;
   std::vector<double> chunk_forward_seconds;  // AttnRes run

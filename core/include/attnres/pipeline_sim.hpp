@@ -25,9 +25,9 @@ std::string to_string(PipelineSchedule schedule);
 PipelineSchedule parse_pipeline_schedule(const std::string& text, const std::string& where);
 
 struct PipelineSimInputs {
-  int ranks = 1;          // P
-  int virtual_stages = 1; // V
-  int microbatches = 1;   // m
+  int ranks = 1;           // P
+  int virtual_stages = 1;  // V
+  int microbatches = 1;    // m
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<double> forward_seconds;   // (C) per chunk
   std::vector<double> backward_seconds;  // (C) per chunk
@@ -36,8 +36,9 @@ struct PipelineSimInputs {
   double link_latency = 0;               // s per transfer
   bool ideal_links = false;              // transfers take no time
   bool overlap = true;                   // transfers overlap compute
-  std::vector<double> activation_bytes;  // (C) held from a chunk's forward start to its backward end
-  std::vector<double> history_bytes;     // (C) received AttnRes history, held likewise
+  std::vector<double>
+      activation_bytes;               // (C) held from a chunk's forward start to its backward end
+  std::vector<double> history_bytes;  // (C) received AttnRes history, held likewise
   bool record_timeline = true;
   // (ops placed, ops in all) now and then; returning false stops with attnres::Cancelled.
   Progress progress;
@@ -60,9 +61,9 @@ struct MemoryPoint {
 
 struct PipelineSimResult {
   double iteration_seconds = 0;
-  double ideal_seconds = 0;      // the busiest rank's compute time
-  double bubble_fraction = 0;    // (iteration - ideal) / ideal
-  double transferred_bytes = 0;  // all transfers, both directions
+  double ideal_seconds = 0;                   // the busiest rank's compute time
+  double bubble_fraction = 0;                 // (iteration - ideal) / ideal
+  double transferred_bytes = 0;               // all transfers, both directions
   std::vector<double> peak_memory_bytes;      // (P)
   std::vector<double> peak_activation_bytes;  // (P), activations only
   std::vector<SimOp> ops;                     // when record_timeline
@@ -78,6 +79,7 @@ PipelineSimResult simulate_pipeline(const PipelineSimInputs& inputs);
 // Closed forms (with equal chunk times and free transfers): 1F1B (P-1)/m; interleaved
 // (P-1)/(V·m) when m >= P is a multiple of P, and ((P-m)·V + m - 1)/(V·m) when m < P (the
 // first micro-batch must cross all C chunks).
-double closed_form_bubble(PipelineSchedule schedule, int ranks, int virtual_stages, int microbatches);
+double closed_form_bubble(PipelineSchedule schedule, int ranks, int virtual_stages,
+                          int microbatches);
 
 }  // namespace attnres

@@ -18,7 +18,7 @@
 namespace attnres {
 
 struct ReportTable {
-  std::string id;     // tables/<id>.csv
+  std::string id;  // tables/<id>.csv
   std::string title;
   std::vector<std::string> header;  // with units
   std::vector<std::vector<std::string>> rows;
@@ -30,17 +30,19 @@ struct Report {
   std::string title, description, source;
   std::vector<ReportTable> tables;
   std::vector<ChartSpec> charts;
-  std::vector<std::string> notes;  // e.g. sweep settings rejected as impossible
+  std::vector<std::string> notes;        // e.g. sweep settings rejected as impossible
   std::vector<std::string> conclusions;  // claims checked by sweeps, in words
   nlohmann::json json;
-  nlohmann::json provenance;  // tool, version, scenario file and text, inputs (also json["provenance"])
+  nlohmann::json
+      provenance;  // tool, version, scenario file and text, inputs (also json["provenance"])
   // Further files (relative path, bytes), e.g. trained models under models/ (docs/training.md).
   std::vector<std::pair<std::string, std::string>> files;
 };
 
 // The tables of the cost sections, in this order where asked for: io, history, prefill,
 // pipeline, boundaries, flops. `attnres cost` prints these; reports embed them.
-std::vector<ReportTable> cost_tables(const CostReport& costs, const std::vector<std::string>& sections);
+std::vector<ReportTable> cost_tables(const CostReport& costs,
+                                     const std::vector<std::string>& sections);
 // The scaling-law tables and charts at a target loss (loss_from..loss_to for the curve).
 void add_scaling_section(const ScenarioScaling& scaling, Report& report);
 
@@ -74,6 +76,7 @@ using ChartRenderer = std::function<void(const ChartSpec&, const std::filesystem
 // `options.owner` is set to "report". `progress` is called after each file (false stops with
 // attnres::Cancelled; nothing is written).
 OutputDirectoryResult write_report(const Report& report, const std::filesystem::path& directory,
-                                   const ChartRenderer& render_chart, OutputDirectoryOptions options = {});
+                                   const ChartRenderer& render_chart,
+                                   OutputDirectoryOptions options = {});
 
 }  // namespace attnres

@@ -22,9 +22,9 @@ namespace attnres {
 enum class TensorDType { f64, f32, f16, bf16 };
 // In the order error messages list them.
 inline constexpr EnumNames<TensorDType, 4> kTensorDTypeNames{{{TensorDType::f32, "F32"},
-                                                               {TensorDType::f16, "F16"},
-                                                               {TensorDType::bf16, "BF16"},
-                                                               {TensorDType::f64, "F64"}}};
+                                                              {TensorDType::f16, "F16"},
+                                                              {TensorDType::bf16, "BF16"},
+                                                              {TensorDType::f64, "F64"}}};
 
 std::string to_string(TensorDType dtype);
 std::size_t element_size(TensorDType dtype);

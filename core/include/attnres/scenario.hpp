@@ -50,21 +50,22 @@ struct ScenarioScaling {
 // The [train] table: tiny models trained on the same data, steps and seeds for each scheme, so a
 // report can put measured losses beside the computed costs (docs/training.md).
 struct ScenarioTraining {
-  std::string data;                       // as written in the file
-  std::filesystem::path data_path;        // resolved against the scenario file's directory
-  int layers = 2, d_model = 64, heads = 4, kv_heads = 0, ffn = 0;  // kv_heads 0 = heads, ffn 0 = round(8d/3)
+  std::string data;                 // as written in the file
+  std::filesystem::path data_path;  // resolved against the scenario file's directory
+  int layers = 2, d_model = 64, heads = 4, kv_heads = 0,
+      ffn = 0;  // kv_heads 0 = heads, ffn 0 = round(8d/3)
   // Scheme specs (docs/schemes.md, docs/scenarios.md): a named scheme ("standard", "full",
   // "denseformer", "full_sigmoid", ...) optionally refined as "NAME:key=value,...".
   std::vector<std::string> schemes = {"standard", "full"};
-  std::vector<int> blocks;                // Block AttnRes with N blocks each (N divides L = 2 x layers)
+  std::vector<int> blocks;  // Block AttnRes with N blocks each (N divides L = 2 x layers)
   int steps = 200, seq = 64, batch = 8;
   double lr = 3e-3;
   std::vector<std::uint64_t> seeds = {1, 2, 3};
-  int eval_every = 0;                     // 0 = steps / 10
+  int eval_every = 0;  // 0 = steps / 10
   int threads = 0;
-  bool save_models = false;               // write models/<scheme>[_seed<k>]/ into the report
-  std::vector<std::string> masks;         // history-masking experiments on the trained AttnRes models
-                                          // ("embedding", "distant:K", "recent:K"; docs/training.md)
+  bool save_models = false;        // write models/<scheme>[_seed<k>]/ into the report
+  std::vector<std::string> masks;  // history-masking experiments on the trained AttnRes models
+                                   // ("embedding", "distant:K", "recent:K"; docs/training.md)
   int sublayers() const { return 2 * layers; }
   // The model shape of every run (byte vocabulary; ffn 0 = round(8d/3)).
   ModelConfig model_config() const;
@@ -83,11 +84,11 @@ struct Scenario {
   std::string title;
   std::string description;
   bool has_model = false;  // [model] given; optional when only "scaling" is reported
-  CostInputs inputs;   // resolved and validated (when has_model)
+  CostInputs inputs;       // resolved and validated (when has_model)
   std::vector<std::string> sections;
   std::vector<SweepSpec> sweeps;
   ScenarioScaling scaling;
-  std::optional<Hardware> hardware;          // enables the "time" section and time metrics
+  std::optional<Hardware> hardware;  // enables the "time" section and time metrics
   MoeShape moe;
   std::optional<PipelineSettings> pipeline;  // enables "pipeline_sim" and pipeline metrics
   std::optional<ScenarioTraining> training;  // enables the "training" section

@@ -39,7 +39,8 @@ struct EvaluatedScenario {
 };
 // `inputs.cost` must be resolved. Time and pipeline parts are evaluated when asked for and
 // available; the pipeline timeline is recorded when `timeline` is set.
-EvaluatedScenario evaluate_scenario(const ScenarioInputs& inputs, bool time, bool pipeline, bool timeline);
+EvaluatedScenario evaluate_scenario(const ScenarioInputs& inputs, bool time, bool pipeline,
+                                    bool timeline);
 
 // Sets one field of the scenario: a CostInputs field (set_cost_input, cost_input_fields.hpp) or a
 // pipeline-simulation setting (microbatches, link_bandwidth_gbps; needs inputs.pipeline).
@@ -69,7 +70,7 @@ struct SweepSpec {
   bool log_x = false, log_y = false;
   std::string overlay;  // "" or "paper_fig6" (the paper's block-size sweep losses)
   double threshold = std::numeric_limits<double>::quiet_NaN();  // a claim "metric < threshold"
-  std::string claim;    // its words, e.g. "training overhead < 4%"
+  std::string claim;  // its words, e.g. "training overhead < 4%"
   // Settings (x values times y values) a sweep may have; more is refused with a message that
   // names the override (`attnres sweep --max-points`, a scenario sweep's `max_points`).
   std::size_t max_points = kDefaultMaxSweepPoints;
@@ -87,10 +88,10 @@ struct SweepResult {
   // The valid settings in sweep order; with SweepRun::keep_points off, only those a chart can
   // show (see `decimated`).
   std::vector<SweepPoint> points;
-  std::vector<std::string> skipped;           // "blocks = 200: blocks N = 200 exceeds L = 128"
-  std::size_t valid_count = 0;                // valid settings (all of them, kept or not)
-  std::size_t skipped_count = 0;              // rejected settings (skipped lists the first 1000)
-  std::string decimated;                      // "" or what the kept points leave out, in words
+  std::vector<std::string> skipped;  // "blocks = 200: blocks N = 200 exceeds L = 128"
+  std::size_t valid_count = 0;       // valid settings (all of them, kept or not)
+  std::size_t skipped_count = 0;     // rejected settings (skipped lists the first 1000)
+  std::string decimated;             // "" or what the kept points leave out, in words
 };
 
 // How a sweep runs: `progress` (done, total) is called now and then and returning false
@@ -108,7 +109,8 @@ struct SweepRun {
 // Evaluates every setting; settings the engine rejects are listed in `skipped`. Throws
 // attnres::Error when the sweep has more than spec.max_points settings.
 SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const SweepRun& run);
-SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const Progress& progress = {});
+SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec,
+                      const Progress& progress = {});
 SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec, const Progress& progress = {});
 
 // Divisors of n in increasing order.

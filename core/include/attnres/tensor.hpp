@@ -31,7 +31,8 @@ Scalar inverse_rms_of_row(const Scalar* x, Eigen::Index d, Scalar eps) {
 template <typename Scalar>
 Vector<Scalar> row_inverse_rms(const Matrix<Scalar>& x, Scalar eps) {
   Vector<Scalar> inverse(x.rows());
-  for (Eigen::Index r = 0; r < x.rows(); ++r) inverse(r) = inverse_rms_of_row(x.data() + r * x.cols(), x.cols(), eps);
+  for (Eigen::Index r = 0; r < x.rows(); ++r)
+    inverse(r) = inverse_rms_of_row(x.data() + r * x.cols(), x.cols(), eps);
   return inverse;
 }
 

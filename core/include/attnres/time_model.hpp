@@ -16,7 +16,8 @@
 namespace attnres {
 
 enum class Phase { prefill, decode };
-inline constexpr EnumNames<Phase, 2> kPhaseNames{{{Phase::prefill, "prefill"}, {Phase::decode, "decode"}}};
+inline constexpr EnumNames<Phase, 2> kPhaseNames{
+    {{Phase::prefill, "prefill"}, {Phase::decode, "decode"}}};
 std::string to_string(Phase phase);
 
 // How the residual mechanism forms each sublayer's input.
@@ -57,7 +58,8 @@ double residual_io_elements(const CostInputs& resolved, ResidualScheme scheme);
 // One op of one sublayer for `batch` sequences of context T (inputs.tokens): prefill processes
 // all B·T tokens, decode one new token per sequence.
 OpCost attention_cost(const CostInputs& resolved, Phase phase, const Hardware& hardware);
-OpCost mlp_cost(const CostInputs& resolved, const MoeShape& moe, Phase phase, const Hardware& hardware);
+OpCost mlp_cost(const CostInputs& resolved, const MoeShape& moe, Phase phase,
+                const Hardware& hardware);
 OpCost residual_cost(const CostInputs& resolved, ResidualScheme scheme, Phase phase,
                      const Hardware& hardware);
 
@@ -65,10 +67,11 @@ OpCost residual_cost(const CostInputs& resolved, ResidualScheme scheme, Phase ph
 // each scheme's overhead over the standard residual as a fraction of the standard's time.
 struct StackTime {
   Phase phase = Phase::prefill;
-  OpCost attention, mlp;                  // one sublayer each
-  OpCost residual[kResidualSchemeNames.size()];                // indexed by ResidualScheme
-  double stack_seconds[kResidualSchemeNames.size()] = {};      // L sublayers, per scheme
-  double overhead_fraction[kResidualSchemeNames.size()] = {};  // (stack(scheme) - stack(standard)) / stack(standard)
+  OpCost attention, mlp;                                   // one sublayer each
+  OpCost residual[kResidualSchemeNames.size()];            // indexed by ResidualScheme
+  double stack_seconds[kResidualSchemeNames.size()] = {};  // L sublayers, per scheme
+  double overhead_fraction[kResidualSchemeNames.size()] =
+      {};  // (stack(scheme) - stack(standard)) / stack(standard)
 };
 StackTime stack_time(const CostInputs& resolved, const MoeShape& moe, Phase phase,
                      const Hardware& hardware);

@@ -38,7 +38,8 @@ nlohmann::json trace_to_json(const ForwardResult<Scalar>& result) {
 template <typename Scalar>
 std::vector<TensorToWrite> forward_dump_tensors(const ForwardResult<Scalar>& result) {
   return forward_dump_tensors(result.trace, result.logits.template cast<double>(),
-                              result.hidden_final.template cast<double>(), sizeof(Scalar) == sizeof(double));
+                              result.hidden_final.template cast<double>(),
+                              sizeof(Scalar) == sizeof(double));
 }
 
 }  // namespace attnres

@@ -35,10 +35,11 @@ inline constexpr int kByteVocabulary = 256;
 // Throws attnres::Error naming the file when it cannot be read, is empty, looks binary (a NUL
 // byte, or more than 5 % control bytes other than tab, newline, carriage return and form feed),
 // or when either part is shorter than `sequence_length` + 1 bytes. 0 < validation_fraction < 1.
-TextData load_text_data(const std::filesystem::path& path, double validation_fraction, int sequence_length);
+TextData load_text_data(const std::filesystem::path& path, double validation_fraction,
+                        int sequence_length);
 // The same from bytes held in memory (`source` names them in errors).
-TextData text_data_from_bytes(const std::string& bytes, const std::string& source, double validation_fraction,
-                              int sequence_length);
+TextData text_data_from_bytes(const std::string& bytes, const std::string& source,
+                              double validation_fraction, int sequence_length);
 
 std::uint64_t fnv1a64(const std::string& bytes);
 
@@ -49,13 +50,14 @@ std::vector<std::vector<int>> training_batch(const TextData& data, int batch, in
 
 // Up to `max_sequences` non-overlapping windows of `sequence_length` tokens from the validation
 // part, always the same ones.
-std::vector<std::vector<int>> validation_windows(const TextData& data, int sequence_length, int max_sequences);
+std::vector<std::vector<int>> validation_windows(const TextData& data, int sequence_length,
+                                                 int max_sequences);
 
 struct LearningRateSchedule {
-  double peak = 3e-3;          // reached at the end of warm-up
-  double minimum = 3e-4;       // reached at the last step
-  std::int64_t warmup = 0;     // linear warm-up steps (lr = peak * step / warmup)
-  std::int64_t total = 1;      // steps of the whole run
+  double peak = 3e-3;       // reached at the end of warm-up
+  double minimum = 3e-4;    // reached at the last step
+  std::int64_t warmup = 0;  // linear warm-up steps (lr = peak * step / warmup)
+  std::int64_t total = 1;   // steps of the whole run
 };
 
 // Learning rate at step 1..total: linear warm-up, then cosine decay from peak to minimum.
@@ -89,11 +91,12 @@ double gradient_norm(const ModelWeights<Scalar>& grad);
 double clip_scale(double norm, double max_norm);
 
 // One AdamW step (PyTorch's torch.optim.AdamW order): p *= 1 - lr * wd (matrices only);
-// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps),
-// with g = grad * grad_scale and t = step (1-based). AttnRes tensors of a model without them are
-// left alone.
+// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 -
+// b2^t) + eps), with g = grad * grad_scale and t = step (1-based). AttnRes tensors of a model
+// without them are left alone.
 template <typename Scalar>
-void adamw_update(ModelWeights<Scalar>& model, const ModelWeights<Scalar>& grad, AdamState<Scalar>& state,
-                  std::int64_t step, double lr, double grad_scale, const AdamWOptions& options);
+void adamw_update(ModelWeights<Scalar>& model, const ModelWeights<Scalar>& grad,
+                  AdamState<Scalar>& state, std::int64_t step, double lr, double grad_scale,
+                  const AdamWOptions& options);
 
 }  // namespace attnres

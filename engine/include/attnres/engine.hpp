@@ -75,7 +75,8 @@ class ForwardEngine {
 
 // Prepare and run once.
 template <typename Scalar>
-ForwardResult<Scalar> engine_forward(const ModelWeights<Scalar>& model, const std::vector<int>& tokens,
-                                     const ForwardOptions& options, const EngineOptions& engine);
+ForwardResult<Scalar> engine_forward(const ModelWeights<Scalar>& model,
+                                     const std::vector<int>& tokens, const ForwardOptions& options,
+                                     const EngineOptions& engine);
 
 }  // namespace attnres

@@ -44,7 +44,8 @@ class GradientEngine {
   int threads() const;
 
  private:
-  void reference_in_parallel(const ModelWeights<Scalar>& model, const std::vector<std::vector<int>>& batch,
+  void reference_in_parallel(const ModelWeights<Scalar>& model,
+                             const std::vector<std::vector<int>>& batch,
                              const ForwardOptions& options, Gradients<Scalar>& out);
   EngineOptions options_;
   std::unique_ptr<engine::FastBackward<Scalar>> fast_;

@@ -23,7 +23,8 @@ struct ForwardTiming {
 // One warm-up pass, then `repeat` timed passes (options.record_mixing should be off).
 template <typename Scalar>
 ForwardTiming time_forward(ForwardEngine<Scalar>& engine, const std::vector<int>& tokens,
-                           const ForwardOptions& options, int repeat, const Progress& progress = {});
+                           const ForwardOptions& options, int repeat,
+                           const Progress& progress = {});
 
 struct Bandwidth {
   double bytes = 0;    // bytes moved by one call
@@ -37,7 +38,8 @@ Bandwidth measure_depth_read(int sources, int T, int d, int threads, int repeat 
 // STREAM triad a = b + s c over three float arrays of `elements` each (3 * 4 bytes per element),
 // split over `threads`, best of `repeat`. The default arrays (3 x 256 MiB) are far larger than
 // the caches.
-Bandwidth measure_stream_triad(int threads, std::size_t elements = std::size_t(1) << 26, int repeat = 5);
+Bandwidth measure_stream_triad(int threads, std::size_t elements = std::size_t(1) << 26,
+                               int repeat = 5);
 
 // Peak resident memory of this process so far, in bytes.
 std::size_t peak_resident_bytes();

@@ -19,17 +19,18 @@
 namespace attnres {
 
 struct TrainingRun {
-  std::string scheme;        // "standard", "full", "block N=2"
-  std::string directory;     // models/<this>/ when saved: "standard", "full", "block_N2" (+ "_seed<k>")
+  std::string scheme;  // "standard", "full", "block N=2"
+  std::string
+      directory;  // models/<this>/ when saved: "standard", "full", "block_N2" (+ "_seed<k>")
   ResidualMode mode = ResidualMode::standard;
-  AttnResConfig config;      // every setting of the scheme (docs/schemes.md)
-  int blocks = 0;            // N (block), L (full), 0 (standard)
-  int block_size = 0;        // S (block)
+  AttnResConfig config;  // every setting of the scheme (docs/schemes.md)
+  int blocks = 0;        // N (block), L (full), 0 (standard)
+  int block_size = 0;    // S (block)
   std::uint64_t seed = 0;
   std::vector<TrainLogRow> log;
   double tokens_per_s = 0.0;
   double seconds = 0.0;
-  ForwardTrace trace;        // a forward pass of the trained model on the first validation window
+  ForwardTrace trace;  // a forward pass of the trained model on the first validation window
   std::string model_config_json;  // saved models only
   std::string model_safetensors;
   std::vector<MaskExperiment> masks;  // the [train] masks on this model (first seed, AttnRes only)
@@ -38,11 +39,13 @@ struct TrainingRun {
 // Trains every scheme x seed. `steps_override` > 0 replaces the table's steps (a quick look; the
 // masking experiments then use 2 validation windows and 2 random masks instead of 8 and 8).
 // progress(done steps, total steps); false stops with attnres::Cancelled.
-std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training, const Progress& progress = {},
+std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
+                                               const Progress& progress = {},
                                                int steps_override = 0);
 
 // Adds the tables, charts, json["training"] and (with save_models) the model files to `report`.
-void add_training_section(const ScenarioTraining& training, const std::vector<TrainingRun>& runs, Report& report);
+void add_training_section(const ScenarioTraining& training, const std::vector<TrainingRun>& runs,
+                          Report& report);
 
 // Shannon entropy (nats) of each row of `alpha_mean` rows, against log(#sources): the mean over
 // reads with at least two sources. Returns {mean entropy, mean uniform entropy}.

@@ -31,20 +31,20 @@
 namespace attnres {
 
 struct TrainOptions {
-  std::int64_t steps = 0;       // optimisation steps of the whole run
-  int sequence_length = 0;      // T tokens per sequence
-  int batch = 0;                // B sequences per step
-  double lr = 3e-3;             // peak learning rate
-  double min_lr_ratio = 0.1;    // the cosine ends at lr * this
-  std::int64_t warmup = -1;     // warm-up steps; -1 = min(100, steps / 10)
+  std::int64_t steps = 0;     // optimisation steps of the whole run
+  int sequence_length = 0;    // T tokens per sequence
+  int batch = 0;              // B sequences per step
+  double lr = 3e-3;           // peak learning rate
+  double min_lr_ratio = 0.1;  // the cosine ends at lr * this
+  std::int64_t warmup = -1;   // warm-up steps; -1 = min(100, steps / 10)
   AdamWOptions adamw;
   double clip = 1.0;            // max global gradient norm; <= 0 turns clipping off
   std::uint64_t seed = 0;       // batches (and, for shape-flag models, the initial weights)
   std::int64_t eval_every = 0;  // validation (and checkpoint) interval; 0 = max(1, steps / 10)
   int eval_sequences = 16;      // validation windows of T tokens
   double validation_fraction = 0.05;
-  ForwardOptions forward;       // residual mode and block size (else the model's)
-  EngineOptions engine;         // fast | reference, threads (CPU only)
+  ForwardOptions forward;  // residual mode and block size (else the model's)
+  EngineOptions engine;    // fast | reference, threads (CPU only)
 
   LearningRateSchedule schedule() const;
   std::int64_t evaluation_interval() const;
@@ -58,7 +58,7 @@ struct TrainLogRow {
   double train_loss = std::numeric_limits<double>::quiet_NaN();  // NaN at step 0
   double val_loss = std::numeric_limits<double>::quiet_NaN();    // NaN when not evaluated
   double lr = 0.0;
-  double grad_norm = std::numeric_limits<double>::quiet_NaN();   // before clipping
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();  // before clipping
   std::vector<double> output_rms;       // (L) sublayer_output_rms of the step's batch (Fig. 5b)
   std::vector<double> output_grad_rms;  // (L) sublayer_output_grad_rms (Fig. 5c)
 };
@@ -82,7 +82,8 @@ class Trainer {
   // changes the run's length (the schedule then differs from the original run's); `engine`
   // overrides the thread count / engine. Errors name the file and what is wrong.
   static std::unique_ptr<Trainer> resume(const std::filesystem::path& directory, TextData data,
-                                         std::int64_t steps = 0, const EngineOptions* engine = nullptr);
+                                         std::int64_t steps = 0,
+                                         const EngineOptions* engine = nullptr);
 
   // One optimisation step; the row is appended to the log (with a validation loss when the step
   // is an evaluation step or the last one). `progress` is checked inside the forward/backward;
@@ -127,6 +128,7 @@ class Trainer {
 // train_log.csv text of `rows` (header: step, tokens, train_loss, val_loss, lr, grad_norm,
 // output_rms_1..L, output_grad_rms_1..L), and back. Parsing errors name `source` and the line.
 std::string train_log_csv(const std::vector<TrainLogRow>& rows, int sublayers);
-std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublayers, const std::string& source);
+std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublayers,
+                                             const std::string& source);
 
 }  // namespace attnres
