@@ -78,34 +78,6 @@ struct InputFlags {
   }
 };
 
-// A sweep as JSON, streamed: the header fields, then one point at a time, then the rejected
-// settings. The same keys as a JSON object built in memory.
-class SweepJsonWriter {
- public:
-  SweepJsonWriter(std::ostream& out, const SweepSpec& spec, const nlohmann::json& inputs)
-      : out_(out), spec_(spec) {
-    out_ << "{\n  \"name\": " << nlohmann::json(spec.name).dump()
-         << ",\n  \"inputs\": " << inputs.dump()
-         << ",\n  \"x\": " << nlohmann::json(spec.x.parameter).dump() << ",\n  \"y\": "
-         << (spec.y ? nlohmann::json(spec.y->parameter) : nlohmann::json(nullptr)).dump()
-         << ",\n  \"metrics\": " << nlohmann::json(spec.metrics).dump() << ",\n  \"points\": [";
-  }
-  void point(const SweepPoint& point) {
-    out_ << (first_ ? "\n    " : ",\n    ") << sweep_point_json(spec_, point);
-    first_ = false;
-  }
-  void end(const SweepResult& result) {
-    out_ << (first_ ? "]" : "\n  ]") << ",\n  \"valid_count\": " << result.valid_count
-         << ",\n  \"skipped_count\": " << result.skipped_count
-         << ",\n  \"skipped\": " << nlohmann::json(result.skipped).dump() << "\n}\n";
-  }
-
- private:
-  std::ostream& out_;
-  const SweepSpec& spec_;
-  bool first_ = true;
-};
-
 std::ofstream open_output(const fs::path& path) {
   std::ofstream stream(path, std::ios::binary | std::ios::trunc);
   if (!stream)

@@ -150,23 +150,29 @@ std::vector<std::int64_t> expand_sweep_range(const SweepRange& range, const std:
     throw Error(where + ": TO (" + std::to_string(range.to) + ") is below FROM (" +
                 std::to_string(range.from) + ")");
   }
+  // Distances in unsigned arithmetic: no intermediate overflows, even next to the int64 limits.
+  const auto distance = [](std::int64_t from, std::int64_t to) {
+    return static_cast<std::uint64_t>(to) - static_cast<std::uint64_t>(from);
+  };
   std::vector<std::int64_t> values;
   if (range.step > 0) {
-    if ((range.to - range.from) / range.step + 1 > kMaxSweepAxisValues) {
+    const auto step = static_cast<std::uint64_t>(range.step);
+    if (distance(range.from, range.to) / step + 1 >
+        static_cast<std::uint64_t>(kMaxSweepAxisValues)) {
       throw Error(where + ": too many values (more than " + std::to_string(kMaxSweepAxisValues) +
                   ")");
     }
-    for (std::int64_t v = range.from; v <= range.to;
-         v = v > range.to - range.step ? range.to + 1 : v + range.step) {
+    for (std::int64_t v = range.from;; v += range.step) {
       values.push_back(v);
+      if (distance(v, range.to) < step) break;  // the next value would pass TO
     }
     return values;
   }
   if (range.factor < 2 || range.from < 1)
     throw Error(where + ": a factor needs FROM >= 1 and FACTOR >= 2");
-  for (std::int64_t v = range.from; v <= range.to;
-       v = v > range.to / range.factor ? range.to + 1 : v * range.factor) {
+  for (std::int64_t v = range.from;; v *= range.factor) {
     values.push_back(v);
+    if (v > range.to / range.factor) break;  // v * factor would pass TO (or overflow)
   }
   return values;
 }

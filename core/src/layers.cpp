@@ -8,6 +8,25 @@
 
 namespace attnres {
 
+namespace {
+
+// Row t of causal attention scores (T, T) -> the softmax over tokens 0..t. The masked entries are
+// set to exactly 0 after the exponential: exp(-inf) is 0 in scalar code, but Eigen's vectorised exp
+// clamps its input and gives about 1e-308 in some builds (the generic x86-64 one).
+template <typename Scalar>
+void causal_softmax_rows(Matrix<Scalar>& scores) {
+  const Eigen::Index T = scores.rows();
+  for (Eigen::Index t = 0; t < T; ++t) {
+    auto row = scores.row(t);
+    row.tail(T - t - 1).setConstant(-std::numeric_limits<Scalar>::infinity());
+    row.array() = (row.array() - row.maxCoeff()).exp();
+    row.tail(T - t - 1).setZero();
+    row /= row.sum();
+  }
+}
+
+}  // namespace
+
 template <typename Scalar>
 Matrix<Scalar> rms_norm(const Matrix<Scalar>& x, const Vector<Scalar>& gain, Scalar eps) {
   const Vector<Scalar> inv_rms = row_inverse_rms(x, eps);  // (T)
@@ -69,12 +88,7 @@ Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelC
     Matrix<Scalar> scores = q.middleCols(head * head_dim, head_dim) *
                             k.middleCols(kv_head * head_dim, head_dim).transpose() *
                             scale;  // (T, T)
-    for (Eigen::Index t = 0; t < T; ++t) {
-      auto row = scores.row(t);
-      row.tail(T - t - 1).setConstant(-std::numeric_limits<Scalar>::infinity());  // causal mask
-      row.array() = (row.array() - row.maxCoeff()).exp();
-      row /= row.sum();
-    }
+    causal_softmax_rows(scores);
     context.middleCols(head * head_dim, head_dim) =
         scores * v.middleCols(kv_head * head_dim, head_dim);
   }
@@ -128,12 +142,7 @@ Matrix<double> attention_probabilities(const ModelWeights<double>& model, int la
   Matrix<double> scores = q.middleCols(head * head_dim, head_dim) *
                           k.middleCols(kv_head * head_dim, head_dim).transpose() /
                           std::sqrt(double(head_dim));
-  for (Eigen::Index t = 0; t < T; ++t) {
-    auto row = scores.row(t);
-    row.tail(T - t - 1).setConstant(-std::numeric_limits<double>::infinity());
-    row.array() = (row.array() - row.maxCoeff()).exp();
-    row /= row.sum();
-  }
+  causal_softmax_rows(scores);
   return scores;
 }
 
@@ -187,12 +196,7 @@ Matrix<Scalar> attention_backward(const LayerWeights<Scalar>& layer, const Model
     const auto k_h = k.middleCols(kv_head * head_dim, head_dim);
     const auto v_h = v.middleCols(kv_head * head_dim, head_dim);
     Matrix<Scalar> p = q_h * k_h.transpose() * scale;  // (T, T) probabilities after the softmax
-    for (Eigen::Index t = 0; t < T; ++t) {
-      auto row = p.row(t);
-      row.tail(T - t - 1).setConstant(-std::numeric_limits<Scalar>::infinity());
-      row.array() = (row.array() - row.maxCoeff()).exp();
-      row /= row.sum();
-    }
+    causal_softmax_rows(p);
     context.middleCols(head * head_dim, head_dim) = p * v_h;
     const auto dcontext_h = dcontext.middleCols(head * head_dim, head_dim);
     dv.middleCols(kv_head * head_dim, head_dim) += p.transpose() * dcontext_h;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "attnres/cost_input_fields.hpp"
@@ -184,6 +185,39 @@ TEST(SweepRules, ParametersAndMetricsNeedWhatTheyMeasure) {
         << name;
   }
   EXPECT_EQ(sweep_parameters().size(), cost_input_fields().size() + 2);
+}
+
+TEST(SweepJson, TheStreamedObjectHoldsTheHeaderEveryPointAndTheRejectedSettings) {
+  // Written piece by piece, read back whole: the same points run_sweep returns, the counts, and a
+  // rejected setting (N = 64 > L = 32) with its reason.
+  CostInputs base;
+  base.sublayers = 32;
+  base.d_model = 8;
+  base.blocks = 4;
+  base = resolve_cost_inputs(base);
+  SweepSpec spec;
+  spec.name = "io";
+  spec.x = {"blocks", {1, 2, 64}};
+  spec.metrics = {"io_multiples_of_d.block_two_phase"};
+  std::ostringstream text;
+  SweepRun run;
+  SweepJsonWriter writer(text, spec, cost_inputs_to_json(base));
+  run.on_point = [&](const SweepPoint& point) { writer.point(point); };
+  const SweepResult result =
+      run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, run);
+  writer.end(result);
+  const nlohmann::json j = nlohmann::json::parse(text.str());
+  EXPECT_EQ(j["name"], "io");
+  EXPECT_EQ(j["x"], "blocks");
+  EXPECT_TRUE(j["y"].is_null());
+  EXPECT_EQ(j["inputs"]["sublayers"], 32);
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["points"][1]["blocks"], 2);
+  // (N/S + 5)d with N = 2, S = 16: 5.125
+  EXPECT_EQ(j["points"][1]["io_multiples_of_d.block_two_phase"], 5.125);
+  EXPECT_EQ(j["valid_count"], 2);
+  EXPECT_EQ(j["skipped_count"], 1);
+  EXPECT_NE(j["skipped"][0].get<std::string>().find("blocks = 64"), std::string::npos);
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -138,5 +140,34 @@ std::string sweep_csv_row(const SweepPoint& point);
 // One point as a JSON object text {"x": .., "y": .., "metric": value, ...} (shortest round-trip
 // numbers; non-finite values as null), for streamed JSON output.
 std::string sweep_point_json(const SweepSpec& spec, const SweepPoint& point);
+
+// A sweep as one JSON object, written while it runs (attnres sweep --format json and NAME.json):
+// the header fields, then one point at a time (sweep_point_json), then the counts and the
+// rejected settings.
+class SweepJsonWriter {
+ public:
+  SweepJsonWriter(std::ostream& out, const SweepSpec& spec, const nlohmann::json& inputs)
+      : out_(out), spec_(spec) {
+    out_ << "{\n  \"name\": " << nlohmann::json(spec.name).dump()
+         << ",\n  \"inputs\": " << inputs.dump()
+         << ",\n  \"x\": " << nlohmann::json(spec.x.parameter).dump() << ",\n  \"y\": "
+         << (spec.y ? nlohmann::json(spec.y->parameter) : nlohmann::json(nullptr)).dump()
+         << ",\n  \"metrics\": " << nlohmann::json(spec.metrics).dump() << ",\n  \"points\": [";
+  }
+  void point(const SweepPoint& point) {
+    out_ << (first_ ? "\n    " : ",\n    ") << sweep_point_json(spec_, point);
+    first_ = false;
+  }
+  void end(const SweepResult& result) {
+    out_ << (first_ ? "]" : "\n  ]") << ",\n  \"valid_count\": " << result.valid_count
+         << ",\n  \"skipped_count\": " << result.skipped_count
+         << ",\n  \"skipped\": " << nlohmann::json(result.skipped).dump() << "\n}\n";
+  }
+
+ private:
+  std::ostream& out_;
+  const SweepSpec& spec_;
+  bool first_ = true;
+};
 
 }  // namespace attnres
