@@ -84,49 +84,45 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
 }  // namespace
 
 std::optional<CostInputProblem> moe_problem(const MoeShape& moe) {
-  auto problem = [](const char* field, const std::string& message) {
-    return std::optional<CostInputProblem>(CostInputProblem{field, message});
-  };
   if (moe.experts < 0)
-    return problem("experts",
-                   "experts must be >= 0 (0: a dense MLP), got " + std::to_string(moe.experts));
+    return CostInputProblem{
+        "experts", "experts must be >= 0 (0: a dense MLP), got " + std::to_string(moe.experts)};
   if (moe.experts == 0) return std::nullopt;
   if (moe.active < 1 || moe.active > moe.experts) {
-    return problem("active", "active experts must be between 1 and the " +
-                                 std::to_string(moe.experts) + " experts, got " +
-                                 std::to_string(moe.active));
+    return CostInputProblem{"active", "active experts must be between 1 and the " +
+                                          std::to_string(moe.experts) + " experts, got " +
+                                          std::to_string(moe.active)};
   }
   if (moe.shared < 0)
-    return problem("shared", "shared experts must be >= 0, got " + std::to_string(moe.shared));
+    return CostInputProblem{"shared",
+                            "shared experts must be >= 0, got " + std::to_string(moe.shared)};
   if (moe.expert_ffn < 1) {
-    return problem("expert_ffn",
-                   "the expert SwiGLU width must be >= 1, got " + std::to_string(moe.expert_ffn));
+    return CostInputProblem{"expert_ffn", "the expert SwiGLU width must be >= 1, got " +
+                                              std::to_string(moe.expert_ffn)};
   }
   return std::nullopt;
 }
 
 std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings& s) {
-  auto problem = [](const char* field, const std::string& message) {
-    return std::optional<CostInputProblem>(CostInputProblem{field, message});
-  };
   if (s.mode == ResidualMode::standard) {
-    return problem("mode", "mode must be block or full (the standard residual is the comparison)");
+    return CostInputProblem{"mode",
+                            "mode must be block or full (the standard residual is the comparison)"};
   }
   if (s.microbatches < 1 || s.microbatches > kMaxMicrobatches) {
-    return problem("microbatches", "micro-batches m must be between 1 and " +
-                                       std::to_string(kMaxMicrobatches) + ", got " +
-                                       std::to_string(s.microbatches));
+    return CostInputProblem{"microbatches", "micro-batches m must be between 1 and " +
+                                                std::to_string(kMaxMicrobatches) + ", got " +
+                                                std::to_string(s.microbatches)};
   }
   if (s.schedule == PipelineSchedule::one_f_one_b && s.model.vpp > 1) {
-    return problem(
+    return CostInputProblem{
         "schedule",
         "the 1f1b schedule runs one stage per rank (V = 1); use the interleaved schedule "
         "with V = " +
-            std::to_string(s.model.vpp));
+            std::to_string(s.model.vpp)};
   }
   if (s.link_bandwidth < 0 || std::isnan(s.link_bandwidth)) {
-    return problem("link_bandwidth",
-                   "the link bandwidth must be > 0 (or ideal links for free transfers)");
+    return CostInputProblem{"link_bandwidth",
+                            "the link bandwidth must be > 0 (or ideal links for free transfers)"};
   }
   return moe_problem(s.moe);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -45,9 +46,11 @@ void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::i
       throw Error("sweep parameter '" + parameter + "' needs a [pipeline] table in the scenario");
     }
     if (parameter == "microbatches") {
-      if (value < 1 || value > 1'000'000'000) {
-        throw Error("microbatches m = " + std::to_string(value) +
-                    " is out of range (1 .. 1000000000)");
+      // The pipeline's own bound (kMaxMicrobatches), checked here so that the message shows the
+      // value as given (an int conversion first would change it).
+      if (value < 1 || value > kMaxMicrobatches) {
+        throw Error("microbatches m = " + std::to_string(value) + " is out of range (1 .. " +
+                    std::to_string(kMaxMicrobatches) + ")");
       }
       in.pipeline->microbatches = static_cast<int>(value);
     } else {

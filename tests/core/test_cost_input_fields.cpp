@@ -220,5 +220,23 @@ TEST(SweepJson, TheStreamedObjectHoldsTheHeaderEveryPointAndTheRejectedSettings)
   EXPECT_NE(j["skipped"][0].get<std::string>().find("blocks = 64"), std::string::npos);
 }
 
+TEST(SweepRules, AMicrobatchCountOutsideThePipelinesRuleIsASkippedSetting) {
+  // The sweep's bound is the pipeline's own (1 <= m <= kMaxMicrobatches): m = 1000001 is skipped
+  // here, not accepted by the sweep and refused later by the simulation.
+  const Scenario s =
+      load_scenario(std::string(ATTNRES_SCENARIOS_DIR) + "/paper-overhead-claims.toml");
+  SweepSpec spec;
+  spec.name = "m";
+  spec.x = {"microbatches", {0, 8, kMaxMicrobatches + 1}};
+  spec.metrics = {"pipeline.attnres_overhead_fraction"};
+  const SweepResult result = run_sweep(s.scenario_inputs(), spec);
+  ASSERT_EQ(result.points.size(), 1u);
+  EXPECT_EQ(result.points[0].x, 8);
+  ASSERT_EQ(result.skipped.size(), 2u);
+  for (const auto& why : result.skipped) {
+    EXPECT_NE(why.find("is out of range (1 .. 1000000)"), std::string::npos) << why;
+  }
+}
+
 }  // namespace
 }  // namespace attnres
