@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attnres/block_layout.hpp"
 #include "attnres/checked_math.hpp"
 #include "attnres/cost_metrics.hpp"
 
@@ -176,10 +177,12 @@ std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t
   if (mode == ResidualMode::block && (S < 1 || S > sublayers)) {
     throw Error("pipeline boundaries: block size must be between 1 and L");
   }
+  if (mode != ResidualMode::standard) {
+    return pipeline_boundaries(uniform_block_layout(sublayers, S), pp, vpp);
+  }
+  // The standard residual: the hidden state h is the whole payload of every boundary.
   const auto last = chunk_last_sublayers(sublayers, chunks);
-  auto completed = [&](std::int64_t e) { return e / S; };  // e < L at every boundary
   std::vector<BoundaryPayload> out;
-  out.reserve(static_cast<std::size_t>(chunks - 1));
   for (std::int64_t c = 0; c + 1 < chunks; ++c) {
     BoundaryPayload b;
     b.from_chunk = c;
@@ -187,33 +190,7 @@ std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t
     b.from_rank = c % pp;
     b.to_rank = (c + 1) % pp;
     b.last_sublayer = last[static_cast<std::size_t>(c)];
-    if (mode == ResidualMode::standard) {
-      // The hidden state h is the whole payload.
-      b.naive_vectors = b.cached_vectors = b.cached_own_vectors = 1;
-      out.push_back(b);
-      continue;
-    }
-    b.completed_blocks = completed(b.last_sublayer);
-    b.partial = b.last_sublayer % S != 0;
-    const std::int64_t k = c + 1;  // receiving chunk
-    const std::int64_t partial = b.partial ? 1 : 0;
-    b.naive_vectors = 1 + b.completed_blocks + partial;  // embedding + blocks + partial
-    b.naive_block_vectors = b.completed_blocks;
-    if (k < pp) {
-      // First visit of this rank: nothing cached yet.
-      b.cached_vectors = b.cached_own_vectors = b.naive_vectors;
-      b.cached_block_vectors = b.completed_blocks;
-    } else {
-      // The rank last ran chunk k - P: it received the blocks completed before that chunk
-      // (none for rank 0's chunk 0) and produced those completed by its end.
-      const std::int64_t previous = k - pp;
-      const std::int64_t received =
-          previous == 0 ? 0 : completed(last[static_cast<std::size_t>(previous - 1)]);
-      const std::int64_t produced = completed(last[static_cast<std::size_t>(previous)]);
-      b.cached_block_vectors = b.completed_blocks - received;
-      b.cached_vectors = b.cached_block_vectors + partial;
-      b.cached_own_vectors = b.completed_blocks - produced + partial;
-    }
+    b.naive_vectors = b.cached_vectors = b.cached_own_vectors = 1;
     out.push_back(b);
   }
   return out;
@@ -945,10 +922,43 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
   if (auto p = below(in.sublayers, 1, "sublayers", "sublayers L")) return p;
   if (auto p = below(in.d_model, 1, "d_model", "width d")) return p;
   const std::int64_t L = in.sublayers;
+  if (in.block_layers != 0) {
+    // K transformer layers per block are S = 2K sublayers (docs/math.md §3.6).
+    if (auto p = below(in.block_layers, 1, "block_layers", "layers per block K")) return p;
+    if (in.block_layers > L / 2) {
+      return problem("block_layers", "layers per block K = " + std::to_string(in.block_layers) +
+                                         " exceeds the model's " + std::to_string(L / 2) +
+                                         " transformer layers (L = " + std::to_string(L) +
+                                         " sublayers)");
+    }
+    const std::int64_t S = block_size_from_layers(in.block_layers);
+    if (in.block_size != 0 && in.block_size != S) {
+      return problem("block_layers", "layers per block K = " + std::to_string(in.block_layers) +
+                                         " (S = 2K = " + std::to_string(S) +
+                                         " sublayers) disagrees with block size S = " +
+                                         std::to_string(in.block_size));
+    }
+    in.block_size = S;
+    in.block_layers = 0;
+  }
+  if (!in.block_sizes.empty()) {
+    if (auto p = block_list_problem(in.block_sizes, L)) return p;
+    const auto n = static_cast<std::int64_t>(in.block_sizes.size());
+    const std::int64_t s = (L + n - 1) / n;
+    if ((in.blocks != 0 && in.blocks != n) || (in.block_size != 0 && in.block_size != s)) {
+      return problem("block_sizes", "the block_sizes list (" + std::to_string(n) +
+                                        " blocks) fixes N and S; give either the list or "
+                                        "blocks / block_size / block_layers, not both");
+    }
+    in.blocks = n;
+    in.block_size = s;
+  }
   if (in.blocks == 0 && in.block_size == 0) {
     return problem("blocks", "give the number of blocks N (or the block size S)");
   }
-  if (in.block_size != 0) {
+  if (!in.block_sizes.empty()) {
+    // N and S come from the list (above).
+  } else if (in.block_size != 0) {
     if (auto p = below(in.block_size, 1, "block_size", "block size S")) return p;
     if (in.block_size > L) {
       return problem("block_size", "block size S = " + std::to_string(in.block_size) +
@@ -1052,7 +1062,7 @@ CostReport evaluate_costs(const CostInputs& in) {
   r.prefill = prefill_history_bytes(in.batch, in.tokens, N, d, bytes_per_element(in.dtype),
                                     in.seq_shards, in.chunk);
   r.pipeline_paper = pipeline_comm_paper(in.pp, in.vpp, N, d);
-  r.boundaries = pipeline_boundaries(ResidualMode::block, L, S, in.pp, in.vpp);
+  r.boundaries = pipeline_boundaries(block_layout_of(in), in.pp, in.vpp);
   std::int64_t naive = 0, cached = 0, own = 0, peak_naive = 0, peak_cached = 0;
   for (const auto& b : r.boundaries) {
     naive += b.naive_vectors;

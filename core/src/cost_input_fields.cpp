@@ -6,6 +6,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "attnres/block_layout.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/sweep.hpp"
@@ -29,8 +30,8 @@ CostInputField make(std::string_view key, std::int64_t CostInputs::*member,
   return field;
 }
 
-std::array<CostInputField, 13> build_fields() {
-  std::array<CostInputField, 13> f = {
+std::array<CostInputField, 14> build_fields() {
+  std::array<CostInputField, 14> f = {
       make("sublayers", &CostInputs::sublayers, "model", "sublayers", "L", "sublayers L",
            "sublayers", "sublayers L (attention and MLP each count; 2 x transformer layers)"),
       make("layers", &CostInputs::layers, "model", "layers", "", "transformer layers", "layers",
@@ -41,6 +42,10 @@ std::array<CostInputField, 13> build_fields() {
            "AttnRes blocks N (1 .. L; N = L is Full AttnRes)"),
       make("block_size", &CostInputs::block_size, "model", "block-size", "S", "block size S",
            "sublayers", "sublayers per block S (N = ceil(L/S)), instead of blocks"),
+      make("block_layers", &CostInputs::block_layers, "model", "block-layers", "K",
+           "layers per block K", "layers",
+           "transformer layers per block K (S = 2K sublayers, as Megatron-LM counts), instead of "
+           "blocks or block size"),
       make("streams", &CostInputs::streams, "model", "streams", "m", "mHC streams m", "streams",
            "residual streams m of mHC"),
       make("ffn", &CostInputs::ffn, "model", "ffn", "F", "SwiGLU width F", "elements",
@@ -67,6 +72,10 @@ std::array<CostInputField, 13> build_fields() {
   at("blocks").alternative = "block_size";
   at("blocks").derived = true;
   at("block_size").alternative = "blocks";
+  at("block_layers").alternative = "blocks";
+  at("block_layers").derived = true;
+  at("block_layers").input_min = 0;
+  at("block_layers").input_max = 50'000;
   for (const char* key : {"streams", "seq_shards", "chunk"}) at(key).pipeline_flag = false;
   at("ffn").input_min = 0;
   at("chunk").input_min = 0;
@@ -87,7 +96,7 @@ std::array<CostInputField, 13> build_fields() {
 }  // namespace
 
 std::span<const CostInputField> cost_input_fields() {
-  static const std::array<CostInputField, 13> fields = build_fields();
+  static const std::array<CostInputField, 14> fields = build_fields();
   return fields;
 }
 
@@ -108,6 +117,7 @@ std::vector<std::string> cost_input_keys(std::string_view section) {
 
 std::int64_t cost_input_value(const CostInputs& resolved, const CostInputField& field) {
   if (field.key == "layers") return resolved.sublayers / 2;
+  if (field.key == "block_layers") return layers_per_block(resolved.block_size).value_or(0);
   return resolved.*field.member;
 }
 
@@ -130,6 +140,12 @@ void set_cost_input(CostInputs& in, const std::string& parameter, std::int64_t v
   if (const CostInputField* field = find_cost_input_field(parameter)) {
     in.*field->member = value;
     if (!field->alternative.empty()) in.*find_cost_input_field(field->alternative)->member = 0;
+    if (field->key == "blocks" || field->key == "block_size" || field->key == "block_layers") {
+      // N, S, K and a block list are one choice: the value set replaces the others.
+      for (const char* key : {"blocks", "block_size", "block_layers"})
+        if (field->key != key) in.*find_cost_input_field(key)->member = 0;
+      in.block_sizes.clear();
+    }
     return;
   }
   if (is_pipeline_sweep_parameter(parameter)) {

@@ -47,6 +47,7 @@ Hardware read_hardware_layers(const TomlReader& reader, const std::vector<Hardwa
                                          "intra_node_bandwidth",
                                          "scale_out_bandwidth",
                                          "link_latency",
+                                         "kernel_floor",
                                          "gpus_per_node",
                                          "efficiency"};
   for (const auto& layer : layers) {
@@ -101,6 +102,12 @@ Hardware read_hardware_layers(const TomlReader& reader, const std::vector<Hardwa
   if (const Found found = get("link_latency"); found.node) {
     hw.link_latency = reader.number(*found.node, found.name);
     if (!(hw.link_latency >= 0) || hw.link_latency > 1) {
+      reader.fail(found.node->source(), found.name + " must be in [0, 1] seconds");
+    }
+  }
+  if (const Found found = get("kernel_floor"); found.node) {
+    hw.kernel_floor = reader.number(*found.node, found.name);
+    if (!(hw.kernel_floor >= 0) || hw.kernel_floor > 1) {
       reader.fail(found.node->source(), found.name + " must be in [0, 1] seconds");
     }
   }

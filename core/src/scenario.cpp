@@ -652,6 +652,7 @@ std::string scenario_to_toml(const Scenario& s) {
         << "\nintra_node_bandwidth = " << toml_number(hw.intra_node_bandwidth)
         << "\nscale_out_bandwidth = " << toml_number(hw.scale_out_bandwidth)
         << "\nlink_latency = " << toml_number(hw.link_latency)
+        << "\nkernel_floor = " << toml_number(hw.kernel_floor)
         << "\ngpus_per_node = " << hw.gpus_per_node
         << "\nefficiency = { compute = " << toml_number(hw.compute_efficiency)
         << ", memory = " << toml_number(hw.memory_efficiency)

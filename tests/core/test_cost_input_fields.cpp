@@ -20,9 +20,10 @@ namespace attnres {
 namespace {
 
 TEST(CostInputFields, EveryIntegerInputOnceWithItsOwnMember) {
-  // CostInputs has 13 integer fields and dtype (cost.hpp); each row writes exactly its member.
+  // CostInputs has 14 integer fields (and the block_sizes list) and dtype (cost.hpp); each row
+  // writes exactly its member.
   const auto fields = cost_input_fields();
-  ASSERT_EQ(fields.size(), 13u);
+  ASSERT_EQ(fields.size(), 14u);
   std::set<std::string> keys, flags;
   for (const auto& field : fields) {
     EXPECT_TRUE(keys.insert(std::string(field.key)).second) << field.key;

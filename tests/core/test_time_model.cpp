@@ -14,7 +14,8 @@ TEST(Hardware, PresetsCarryTheDatasheetFigures) {
     double tflops, tbps, nvlink_gbps;
   };
   for (const auto& e : {Expected{"a100", 312, 2.04, 300}, Expected{"h100", 989, 3.35, 450},
-                        Expected{"h200", 989, 4.8, 450}, Expected{"b200", 2250, 7.7, 900}}) {
+                        Expected{"h200", 989, 4.8, 450}, Expected{"b200", 2250, 7.7, 900},
+                        Expected{"gb300", 2250, 8.0, 900}, Expected{"rtx5090", 209.5, 1.792, 64}}) {
     const Hardware hw = load_hardware(e.name);
     EXPECT_DOUBLE_EQ(hw.peak_flops, e.tflops * 1e12) << e.name;
     EXPECT_DOUBLE_EQ(hw.hbm_bandwidth, e.tbps * 1e12) << e.name;
@@ -22,8 +23,12 @@ TEST(Hardware, PresetsCarryTheDatasheetFigures) {
     EXPECT_FALSE(hw.source.empty());
     EXPECT_GT(hw.compute_efficiency, 0);
     EXPECT_LE(hw.compute_efficiency, 1);
+    EXPECT_GT(hw.kernel_floor, 1e-6) << e.name;  // a few µs per call (docs/math.md §3.6)
+    EXPECT_LT(hw.kernel_floor, 1e-5) << e.name;
   }
-  EXPECT_EQ(hardware_preset_names(), (std::vector<std::string>{"a100", "b200", "h100", "h200"}));
+  EXPECT_DOUBLE_EQ(load_hardware("gb300").kernel_floor, 4.16e-6);  // fitted to vLLM PR #50185
+  EXPECT_EQ(hardware_preset_names(),
+            (std::vector<std::string>{"a100", "b200", "gb300", "h100", "h200", "rtx5090"}));
 }
 
 TEST(Hardware, BadPresetsAreLocated) {
@@ -49,6 +54,8 @@ TEST(Hardware, BadPresetsAreLocated) {
   expect_error(ok + "[efficiency]\ncompute = 1.5\n",
                "gpu.toml:6:11: efficiency.compute must be in (0, 1]");
   expect_error(ok + "link_latency = \"fast\"\n", "link_latency must be a number");
+  expect_error(ok + "kernel_floor = -1e-6\n", "gpu.toml:5:16: kernel_floor must be in [0, 1]");
+  EXPECT_DOUBLE_EQ(parse_hardware(ok + "kernel_floor = 2e-6\n", "gpu.toml").kernel_floor, 2e-6);
   expect_error("peak_bf16_flops = = 1\n", "gpu.toml:1:19: TOML syntax error");
   try {
     load_hardware("h1000");

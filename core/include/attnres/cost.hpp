@@ -167,15 +167,20 @@ ScalingAtLoss scaling_at_loss(double target_loss);
 // The inputs of `attnres cost` and of a scenario. Fill sublayers (or layers), d_model and blocks
 // or block_size; resolve_cost_inputs derives the rest and validates.
 struct CostInputs {
-  std::int64_t sublayers = 0;   // L
-  std::int64_t layers = 0;      // transformer layers (L = 2 x layers) when sublayers is 0
-  std::int64_t d_model = 0;     // d
-  std::int64_t blocks = 0;      // N
-  std::int64_t block_size = 0;  // S
-  std::int64_t streams = 4;     // m of mHC
-  std::int64_t ffn = 0;         // F; 0 = round(8d/3)
-  std::int64_t tokens = 4096;   // T
-  std::int64_t batch = 1;       // B
+  std::int64_t sublayers = 0;     // L
+  std::int64_t layers = 0;        // transformer layers (L = 2 x layers) when sublayers is 0
+  std::int64_t d_model = 0;       // d
+  std::int64_t blocks = 0;        // N
+  std::int64_t block_size = 0;    // S
+  std::int64_t block_layers = 0;  // transformer layers per block K (S = 2K), instead of S or N
+  // Uneven blocks: sublayers per block in model order (sum = L), instead of N, S or K. The closed
+  // forms that assume equal blocks then use N = the list's length and S = ceil(L/N); the exact
+  // counts (strategies, layout, pipeline boundaries) use the list (block_layout.hpp).
+  std::vector<std::int64_t> block_sizes;
+  std::int64_t streams = 4;    // m of mHC
+  std::int64_t ffn = 0;        // F; 0 = round(8d/3)
+  std::int64_t tokens = 4096;  // T
+  std::int64_t batch = 1;      // B
   DType dtype = DType::bf16;
   std::int64_t seq_shards = 1;
   std::int64_t chunk = 0;  // chunked prefill length; 0 = no chunking
@@ -201,6 +206,8 @@ struct CostInputProblem {
 std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& inputs);
 // As try_resolve_cost_inputs, throwing CostInputError. Derives and validates: sizes >= 1, N <= L, S
 // <= L, consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
+// block_layers K becomes S = 2K (and is then cleared); a block_sizes list must sum to L and fixes
+// N and S (a given N, S or K must agree with it).
 CostInputs resolve_cost_inputs(CostInputs inputs);
 
 // ------------------------------------------------------------------ every residual scheme

@@ -17,6 +17,9 @@ struct Hardware {
   double intra_node_bandwidth = 0;  // bytes/s per GPU, one direction
   double scale_out_bandwidth = 0;   // bytes/s per GPU, one direction
   double link_latency = 0;          // seconds per transfer
+  // The shortest time one kernel call takes however little it moves: launch and small-kernel
+  // latency (docs/math.md §3.6), seconds.
+  double kernel_floor = 4e-6;
   int gpus_per_node = 8;
   double compute_efficiency = 0.5;  // achieved / peak
   double memory_efficiency = 0.8;

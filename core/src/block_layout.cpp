@@ -1,0 +1,242 @@
+#include "attnres/block_layout.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <numeric>
+#include <sstream>
+
+#include "attnres/checked_math.hpp"
+#include "attnres/error.hpp"
+
+namespace attnres {
+
+std::int64_t BlockLayout::sublayers() const {
+  std::int64_t sum = 0;
+  for (std::int64_t size : sizes) sum = checked_add(sum, size, "block layout sublayers");
+  return sum;
+}
+
+std::int64_t BlockLayout::last_sublayer(std::int64_t block) const {
+  ATTNRES_ASSERT(block >= 1 && block <= blocks(), "block out of range");
+  std::int64_t end = 0;
+  for (std::int64_t n = 0; n < block; ++n) end += sizes[static_cast<std::size_t>(n)];
+  return end;
+}
+
+std::int64_t BlockLayout::completed_after(std::int64_t e) const {
+  std::int64_t end = 0, done = 0;
+  for (std::int64_t size : sizes) {
+    end += size;
+    if (end > e) break;
+    ++done;
+  }
+  return done;
+}
+
+bool BlockLayout::equal() const {
+  return std::all_of(sizes.begin(), sizes.end(),
+                     [this](std::int64_t size) { return size == sizes.front(); });
+}
+
+std::string BlockLayout::describe() const {
+  if (sizes.empty()) return "(no blocks)";
+  if (equal()) return std::to_string(sizes.front()) + " x " + std::to_string(sizes.size());
+  std::string text;
+  for (std::int64_t size : sizes) text += (text.empty() ? "" : ", ") + std::to_string(size);
+  return text;
+}
+
+BlockLayout uniform_block_layout(std::int64_t sublayers, std::int64_t block_size) {
+  if (sublayers < 1 || block_size < 1 || block_size > sublayers) {
+    throw Error("block layout: need 1 <= S <= L, got S = " + std::to_string(block_size) +
+                ", L = " + std::to_string(sublayers));
+  }
+  BlockLayout layout;
+  for (std::int64_t start = 0; start < sublayers; start += block_size) {
+    layout.sizes.push_back(std::min(block_size, sublayers - start));
+  }
+  return layout;
+}
+
+BlockLayout block_layout_of(const CostInputs& resolved) {
+  if (!resolved.block_sizes.empty()) return BlockLayout{resolved.block_sizes};
+  return uniform_block_layout(resolved.sublayers, resolved.block_size);
+}
+
+std::int64_t block_size_from_layers(std::int64_t layers_per_block) {
+  return checked_multiply(2, layers_per_block, "block size from layers");
+}
+
+std::optional<std::int64_t> layers_per_block(std::int64_t block_size) {
+  if (block_size < 2 || block_size % 2 != 0) return std::nullopt;
+  return block_size / 2;
+}
+
+std::vector<std::int64_t> parse_block_list(const std::string& text, const std::string& where) {
+  const std::string expected = "expected block sizes in sublayers separated by commas, e.g. 6,6,4";
+  std::vector<std::int64_t> sizes;
+  std::stringstream stream(text);
+  for (std::string word; std::getline(stream, word, ',');) {
+    const auto first = word.find_first_not_of(" \t");
+    if (first == std::string::npos) throw Error(where + ": an empty entry (" + expected + ")");
+    word = word.substr(first, word.find_last_not_of(" \t") - first + 1);
+    std::int64_t value = 0;
+    const char* end = word.data() + word.size();
+    const auto [ptr, ec] = std::from_chars(word.data(), end, value);
+    if (ec != std::errc() || ptr != end) {
+      throw Error(where + ": '" + word + "' is not an integer (" + expected + ")");
+    }
+    if (value < 1) {
+      throw Error(where + ": block size " + word + " must be >= 1 (" + expected + ")");
+    }
+    sizes.push_back(value);
+    if (sizes.size() > kMaxListedBlocks) {
+      throw Error(where + ": more than " + std::to_string(kMaxListedBlocks) + " blocks");
+    }
+  }
+  if (sizes.empty()) throw Error(where + ": no block sizes given (" + expected + ")");
+  return sizes;
+}
+
+std::optional<CostInputProblem> block_list_problem(const std::vector<std::int64_t>& sizes,
+                                                   std::int64_t sublayers) {
+  if (sizes.empty()) return CostInputProblem{"block_sizes", "the block_sizes list is empty"};
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 1) {
+      return CostInputProblem{"block_sizes", "block " + std::to_string(i + 1) + " has size " +
+                                                 std::to_string(sizes[i]) + "; sizes must be >= 1"};
+    }
+    if (sizes[i] > sublayers || sum > sublayers) {
+      sum = -1;  // already more than L: stop before any overflow
+      break;
+    }
+    sum += sizes[i];  // at most 2L
+  }
+  if (sum != sublayers) {
+    const std::string total =
+        sum < 0 ? "more than " + std::to_string(sublayers) : std::to_string(sum);
+    return CostInputProblem{"block_sizes", "block sizes sum to " + total +
+                                               " sublayers, but L = " + std::to_string(sublayers) +
+                                               " (the list must cover every sublayer once)"};
+  }
+  return std::nullopt;
+}
+
+std::vector<ReadSources> read_sources(const BlockLayout& layout) {
+  const std::int64_t L = layout.sublayers();
+  std::vector<ReadSources> reads(static_cast<std::size_t>(L + 1));
+  reads[0].completed = 1;  // read 0 sees the embedding alone
+  std::int64_t start = 1, done = 0;
+  for (std::int64_t size : layout.sizes) {
+    const std::int64_t end = start + size - 1;
+    for (std::int64_t r = start; r <= end; ++r) {
+      ReadSources& read = reads[static_cast<std::size_t>(r)];
+      read.partial = r != end;  // the block stays open after sublayer r
+      read.completed = 1 + done + (r == end ? 1 : 0);
+      read.accumulates = r != start;
+    }
+    ++done;
+    start = end + 1;
+  }
+  return reads;
+}
+
+std::int64_t read_source_pairs(const BlockLayout& layout) {
+  std::int64_t pairs = 0;
+  for (const ReadSources& read : read_sources(layout)) pairs += read.sources();
+  return pairs;
+}
+
+std::vector<LayoutBlockRow> layout_rows(const BlockLayout& layout, std::int64_t pp,
+                                        std::int64_t vpp) {
+  const std::int64_t L = layout.sublayers();
+  const std::int64_t chunks = checked_multiply(pp, vpp, "pipeline chunks P·V");
+  if (pp < 1 || vpp < 1 || chunks > L) {
+    throw Error("layout: need 1 <= P·V <= L, got P·V = " + std::to_string(chunks) +
+                ", L = " + std::to_string(L));
+  }
+  const auto last = chunk_last_sublayers(L, chunks);
+  auto chunk_of = [&](std::int64_t sublayer) {
+    return static_cast<std::int64_t>(std::lower_bound(last.begin(), last.end(), sublayer) -
+                                     last.begin());
+  };
+  const auto reads = read_sources(layout);
+  std::vector<LayoutBlockRow> rows;
+  std::int64_t end = 0;
+  for (std::size_t n = 0; n < layout.sizes.size(); ++n) {
+    LayoutBlockRow row;
+    row.block = static_cast<std::int64_t>(n) + 1;
+    row.size = layout.sizes[n];
+    row.first_sublayer = end + 1;
+    end += row.size;
+    row.last_sublayer = end;
+    row.first_layer = (row.first_sublayer + 1) / 2;
+    row.last_layer = (row.last_sublayer + 1) / 2;
+    row.splits_layer = row.first_sublayer % 2 == 0 || row.last_sublayer % 2 == 1;
+    // The input of sublayer s is read s - 1.
+    row.sources_min = row.sources_max =
+        reads[static_cast<std::size_t>(row.first_sublayer - 1)].sources();
+    for (std::int64_t s = row.first_sublayer; s <= row.last_sublayer; ++s) {
+      const std::int64_t k = reads[static_cast<std::size_t>(s - 1)].sources();
+      row.sources_min = std::min(row.sources_min, k);
+      row.sources_max = std::max(row.sources_max, k);
+    }
+    row.first_chunk = chunk_of(row.first_sublayer);
+    row.last_chunk = chunk_of(row.last_sublayer);
+    row.crosses_stage = row.first_chunk != row.last_chunk;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std::int64_t pp,
+                                                 std::int64_t vpp) {
+  const std::int64_t L = layout.sublayers();
+  if (L < 1 || pp < 1 || vpp < 1) throw Error("pipeline boundaries: L, P and V must be >= 1");
+  const std::int64_t chunks = checked_multiply(pp, vpp, "pipeline chunks P·V");
+  if (chunks > L) {
+    throw Error("pipeline boundaries: P·V = " + std::to_string(chunks) +
+                " chunks exceed L = " + std::to_string(L) + " sublayers");
+  }
+  const auto last = chunk_last_sublayers(L, chunks);
+  auto completed = [&](std::int64_t e) { return layout.completed_after(e); };
+  auto block_ends_at = [&](std::int64_t e) {
+    return completed(e) > completed(e - 1);  // sublayer e closes a block
+  };
+  std::vector<BoundaryPayload> out;
+  out.reserve(static_cast<std::size_t>(chunks - 1));
+  for (std::int64_t c = 0; c + 1 < chunks; ++c) {
+    BoundaryPayload b;
+    b.from_chunk = c;
+    b.to_chunk = c + 1;
+    b.from_rank = c % pp;
+    b.to_rank = (c + 1) % pp;
+    b.last_sublayer = last[static_cast<std::size_t>(c)];
+    b.completed_blocks = completed(b.last_sublayer);
+    b.partial = !block_ends_at(b.last_sublayer);
+    const std::int64_t k = c + 1;  // receiving chunk
+    const std::int64_t partial = b.partial ? 1 : 0;
+    b.naive_vectors = 1 + b.completed_blocks + partial;  // embedding + blocks + partial
+    b.naive_block_vectors = b.completed_blocks;
+    if (k < pp) {
+      // First visit of this rank: nothing cached yet.
+      b.cached_vectors = b.cached_own_vectors = b.naive_vectors;
+      b.cached_block_vectors = b.completed_blocks;
+    } else {
+      // The rank last ran chunk k - P: it received the blocks completed before that chunk
+      // (none for rank 0's chunk 0) and produced those completed by its end.
+      const std::int64_t previous = k - pp;
+      const std::int64_t received =
+          previous == 0 ? 0 : completed(last[static_cast<std::size_t>(previous - 1)]);
+      const std::int64_t produced = completed(last[static_cast<std::size_t>(previous)]);
+      b.cached_block_vectors = b.completed_blocks - received;
+      b.cached_vectors = b.cached_block_vectors + partial;
+      b.cached_own_vectors = b.completed_blocks - produced + partial;
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace attnres
