@@ -35,6 +35,12 @@ void print_help(std::ostream& out) {
          "  bench        time whole forward passes (tokens/s) and the depth read's bandwidth\n"
          "  cost         memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
          "               residual scheme for one setting (table, JSON or CSV)\n"
+         "  strategies   bytes, launches, temporary and saved memory of each implementation\n"
+         "               strategy (stack, arena, fused), forward and backward; step and decode\n"
+         "               overheads (docs/math.md §3.6)\n"
+         "  layout       every block against the pipeline's stages (layers, sublayers, lists)\n"
+         "  recompute    memory per rank and recompute FLOPs with activation checkpointing\n"
+         "  calibrate    modelled vs measured for public AttnRes overhead measurements\n"
          "  scaling      the paper's scaling-law fits: compute to reach a loss, multipliers\n"
          "  sweep        the cost engine over one parameter or a grid of two (CSV/JSON, chart)\n"
          "  pipeline     simulate a pipelined training iteration (1F1B / interleaved): does\n"
@@ -314,18 +320,22 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (command == "sweep") return sweep_command(rest, out, err);
     if (command == "report") return report_command(rest, out, err);
     if (command == "pipeline") return pipeline_command(rest, out, err);
+    if (command == "strategies") return strategies_command(rest, out, err);
+    if (command == "layout") return layout_command(rest, out, err);
+    if (command == "recompute") return recompute_command(rest, out, err);
+    if (command == "calibrate") return calibrate_command(rest, out, err);
     if (command == "metrics") return metrics_command(rest, out, err);
     if (command == "bench") return bench_command(rest, out, err);
     if (command == "train") return train_command(rest, out, err);
     if (command == "mask") return mask_command(rest, out, err);
-    const std::vector<std::string> commands = {"init-model", "forward",  "cost",    "scaling",
-                                               "sweep",      "pipeline", "metrics", "report",
-                                               "bench",      "train",    "mask"};
+    const std::vector<std::string> commands = {
+        "init-model", "forward", "cost", "scaling", "sweep",     "pipeline",   "metrics",  "report",
+        "bench",      "train",   "mask", "layout",  "recompute", "strategies", "calibrate"};
     const std::string hint = did_you_mean(command, commands);
     err << "attnres: unknown command '" << printable_text(command) << "'"
         << (hint.empty() ? "" : " (did you mean '" + hint + "'?)")
-        << "; expected init-model, forward, train, mask, bench, cost, scaling, sweep, pipeline, "
-           "metrics or report "
+        << "; expected init-model, forward, train, mask, bench, cost, strategies, layout, "
+           "recompute, calibrate, scaling, sweep, pipeline, metrics or report "
            "(see attnres --help)\n";
     return kExitUsage;
   } catch (const UsageError& error) {

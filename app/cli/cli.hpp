@@ -32,6 +32,10 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
 int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int strategies_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int layout_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int recompute_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int train_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/block_layout.hpp"
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
@@ -19,6 +20,7 @@
 #include "attnres/pipeline.hpp"
 #include "attnres/report.hpp"
 #include "attnres/scenario.hpp"
+#include "attnres/strategy_report.hpp"
 #include "attnres/train_report.hpp"
 #include "chart_render.hpp"
 #include "cli.hpp"
@@ -40,6 +42,8 @@ struct InputFlags {
   bool pipeline =
       false;  // pipeline: --micro-batch-size instead of --batch, no prefill or mHC flags
   bool d_model_required = true;  // off for `sweep`, whose --scenario gives the model instead
+  bool block_list = false;       // --block-sizes LIST (uneven blocks): cost, strategies, layout
+  std::string block_sizes;
   static std::string flag_name(const CostInputField& field, bool for_pipeline) {
     return for_pipeline && field.key == "batch" ? "micro-batch-size" : std::string(field.flag);
   }
@@ -56,6 +60,11 @@ struct InputFlags {
       if (defaults.*field.member != 0) value->default_value(defaults.*field.member);
       if (field.key == "d_model" && d_model_required) value->required();
       group.add_options()(name.c_str(), value, help.c_str());
+      if (field.key == "block_layers" && block_list) {
+        group.add_options()("block-sizes", po::value(&block_sizes),
+                            "uneven blocks: sublayers per block, e.g. 6,6,4 (sum = L), instead of "
+                            "blocks, block size or layers per block");
+      }
       if (field.key == "tokens") {
         group.add_options()("dtype", po::value(&dtype)->default_value("bf16"),
                             "element type: bf16 | fp16 | fp32 | fp8");
@@ -65,11 +74,16 @@ struct InputFlags {
   }
   // The flag that sets CostInputs field `key` ("--seq" for tokens).
   std::string flag_for_field(const std::string& key) const {
+    if (key == "block_sizes") return "--block-sizes";
     const CostInputField* field = find_cost_input_field(key);
     return field ? "--" + flag_name(*field, pipeline) : key;
   }
   CostInputs resolved() {
     inputs.dtype = parse_flag_value([&] { return parse_dtype(dtype, "--dtype"); });
+    if (!block_sizes.empty()) {
+      inputs.block_sizes =
+          parse_flag_value([&] { return parse_block_list(block_sizes, "--block-sizes"); });
+    }
     try {
       return resolve_cost_inputs(inputs);
     } catch (const CostInputError& error) {
@@ -503,6 +517,7 @@ void print_schemes(std::ostream& out, const std::vector<SchemeRow>& rows, const 
 
 int cost_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   InputFlags flags;
+  flags.block_list = true;
   SchemeFlags schemes;
   std::string format;
   po::options_description options("attnres cost options");
@@ -514,7 +529,8 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   auto values = parse_options(args, options);
   if (wants_help(
           values,
-          "usage: attnres cost (--sublayers L | --layers N) (--blocks N | --block-size S) "
+          "usage: attnres cost (--sublayers L | --layers N) (--blocks N | --block-size S | "
+          "--block-layers K | --block-sizes LIST) "
           "--d-model D [--ffn F] [--streams m] [--seq T] [--batch B] [--dtype bf16] [--pp P] "
           "[--vpp V] "
           "[--seq-shards k] [--chunk tokens] [--scheme SPEC|all [--compare SPEC ...] [--gate G] "
@@ -848,7 +864,7 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   auto values = parse_options(args, options);
   if (wants_help(values,
                  "usage: attnres pipeline (--sublayers L | --layers N) (--block-size S | --blocks "
-                 "N) --d-model D "
+                 "N | --block-layers K) --d-model D "
                  "[--ffn F] [--seq T] [--dtype bf16] [--micro-batch-size B] [--microbatches m] "
                  "[--pp P] [--vpp V] "
                  "[--mode block|full] [--schedule 1f1b|interleaved] [--cache naive|cached] "
@@ -1057,6 +1073,239 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
       << report.charts.size() << " charts (PNG + SVG), report.json\n";
   for (const auto& note : report.notes) out << "note: " << printable_text(note) << "\n";
   for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
+  return kExitOk;
+}
+
+namespace {
+
+// The v2 commands' output: the terminal table, Markdown, CSV (one table) or JSON (every table).
+nlohmann::json tables_json(const std::vector<ReportTable>& tables) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& table : tables) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : table.rows) {
+      nlohmann::json entry = nlohmann::json::object();
+      for (std::size_t i = 0; i < row.size() && i < table.header.size(); ++i)
+        entry[table.header[i]] = row[i];
+      rows.push_back(std::move(entry));
+    }
+    list.push_back(
+        {{"id", table.id}, {"title", table.title}, {"rows", rows}, {"note", table.note}});
+  }
+  return {{"tables", list}};
+}
+
+void print_in_format(std::ostream& out, const std::vector<ReportTable>& tables,
+                     const std::string& format) {
+  if (format == "json") {
+    out << tables_json(tables).dump(2) << "\n";
+  } else if (format == "csv") {
+    for (const auto& table : tables) out << table_csv(table);
+  } else if (format == "markdown") {
+    print_markdown_tables(out, tables);
+  } else {
+    print_tables(out, tables);
+  }
+}
+
+ResidualMode strategy_mode(const std::string& mode) {
+  const ResidualMode parsed = parse_flag_value([&] { return parse_residual_mode(mode, "--mode"); });
+  if (parsed != ResidualMode::block && parsed != ResidualMode::full)
+    throw UsageError("--mode: implementation strategies apply to block or full, got '" + mode +
+                     "'");
+  return parsed;
+}
+
+}  // namespace
+
+int strategies_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  InputFlags flags;
+  flags.block_list = true;
+  std::string mode, hardware, format, strategy;
+  po::options_description options("attnres strategies options");
+  options.add_options()("help,h", "show this help");
+  flags.add_to(options);
+  options.add_options()("mode", po::value(&mode)->default_value("block"),
+                        "AttnRes variant: block | full")(
+      "hardware", po::value(&hardware)->default_value("h100"),
+      "preset (a100 b200 gb300 h100 h200 rtx5090) or a .toml file")(
+      "calls", po::value(&strategy),
+      "also list every kernel call of one strategy (stack | arena | fused_one_shot | "
+      "fused_two_phase) with its bytes and time for one micro-batch")(
+      "format", po::value(&format)->default_value("table"), "table | markdown | json | csv");
+  auto values = parse_options(args, options);
+  if (wants_help(
+          values,
+          "usage: attnres strategies (--sublayers L | --layers N) (--blocks N | --block-size "
+          "S | --block-layers K | --block-sizes LIST) --d-model D [model flags] "
+          "[--mode block|full] [--hardware h100|FILE.toml] [--calls STRATEGY] "
+          "[--format table|markdown|json|csv]\n"
+          "Bytes, launches, temporary and saved memory of each implementation strategy "
+          "(stack, arena, fused one-shot, fused two-phase), forward and backward, and what "
+          "each adds to a training step and a decode step (docs/math.md §3.6).",
+          options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"table", "markdown", "json", "csv"});
+  const ResidualMode residual = strategy_mode(mode);
+  const CostInputs inputs = flags.resolved();
+  const Hardware hw = parse_flag_value([&] { return load_hardware(hardware); });
+  std::vector<ReportTable> tables = {strategies_table(residual, inputs, {}, hw),
+                                     decode_table(residual, inputs, {}, hw)};
+  if (values.count("calls")) {
+    const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--calls"); });
+    const StrategyCost cost =
+        strategy_cost(picked, mode_layout(residual, inputs), mode_groups(residual, inputs));
+    const double tokens = static_cast<double>(inputs.batch) * static_cast<double>(inputs.tokens);
+    const int b = bytes_per_element(inputs.dtype);
+    ReportTable calls{"calls_" + to_string(picked),
+                      "Every kernel call of " + to_string(picked) + " for one micro-batch",
+                      {"pass", "op", "read r", "read (vectors)", "write (vectors)", "bytes",
+                       "time (us)", "bound"},
+                      {},
+                      "",
+                      ""};
+    auto add = [&](const char* pass, const std::vector<KernelCall>& list) {
+      for (const auto& call : list) {
+        const double bytes =
+            static_cast<double>(call.vectors()) * static_cast<double>(inputs.d_model) * tokens * b;
+        const double seconds = call_seconds(bytes, hw);
+        calls.rows.push_back({pass, call.op, std::to_string(call.read),
+                              std::to_string(call.read_vectors), std::to_string(call.write_vectors),
+                              format_number(bytes), format_number(std::round(seconds * 1e9) / 1e3),
+                              seconds <= hw.kernel_floor ? "floor" : "bandwidth"});
+      }
+    };
+    add("forward", cost.forward_calls);
+    add("backward", cost.backward_calls);
+    calls.note =
+        "Vectors are d-wide per token; bytes = vectors x d x B·T x b; time = max(floor, "
+        "bytes / (bandwidth x efficiency)).";
+    tables.push_back(std::move(calls));
+  }
+  print_in_format(out, tables, format);
+  return kExitOk;
+}
+
+int layout_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  InputFlags flags;
+  flags.block_list = true;
+  std::string format;
+  po::options_description options("attnres layout options");
+  options.add_options()("help,h", "show this help");
+  flags.add_to(options);
+  options.add_options()("format", po::value(&format)->default_value("table"),
+                        "table | markdown | json | csv");
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres layout (--sublayers L | --layers N) (--blocks N | --block-size S "
+                 "| --block-layers K | --block-sizes LIST) --d-model D [--pp P] [--vpp V] "
+                 "[model flags] [--format table|markdown|json|csv]\n"
+                 "Every block with its sublayers, transformer layers and sources per read, against "
+                 "the pipeline's stage boundaries, and the exact payload of every boundary "
+                 "(docs/math.md §3.3, §3.6).",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"table", "markdown", "json", "csv"});
+  const CostInputs inputs = flags.resolved();
+  std::vector<ReportTable> tables = {layout_table(inputs)};
+  if (inputs.pp * inputs.vpp > 1) {
+    tables.push_back(cost_tables(evaluate_costs(inputs), {"boundaries"}).front());
+  }
+  print_in_format(out, tables, format);
+  return kExitOk;
+}
+
+int recompute_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  InputFlags flags;
+  flags.block_list = true;
+  std::string mode, strategy, format;
+  po::options_description options("attnres recompute options");
+  options.add_options()("help,h", "show this help");
+  flags.add_to(options);
+  options.add_options()("mode", po::value(&mode)->default_value("block"),
+                        "AttnRes variant: block | full")(
+      "strategy", po::value(&strategy)->default_value("fused_one_shot"),
+      "stack | arena | fused_one_shot | fused_two_phase (its saved tensors)")(
+      "format", po::value(&format)->default_value("table"), "table | markdown | json | csv");
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres recompute (--sublayers L | --layers N) (--blocks N | --block-size "
+                 "S | --block-layers K | --block-sizes LIST) --d-model D [--pp P] [--vpp V] "
+                 "[model flags] [--mode block|full] [--strategy S] "
+                 "[--format table|markdown|json|csv]\n"
+                 "Memory per pipeline rank and recompute FLOPs with and without activation "
+                 "checkpointing, block summaries kept or recomputed (docs/math.md §3.6).",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"table", "markdown", "json", "csv"});
+  const ResidualMode residual = strategy_mode(mode);
+  const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--strategy"); });
+  const CostInputs inputs = flags.resolved();
+  print_in_format(out, {recompute_table(residual, picked, inputs)}, format);
+  return kExitOk;
+}
+
+int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  std::string table_path, format;
+  po::options_description options("attnres calibrate options");
+  options.add_options()("help,h", "show this help")(
+      "table", po::value(&table_path),
+      "a calibration table (TOML, docs/calibration.md) instead of the committed one")(
+      "format", po::value(&format)->default_value("table"), "table | markdown | json | csv");
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres calibrate [--table FILE.toml] [--format table|markdown|json|csv]\n"
+                 "Modelled vs measured for every public measurement of AttnRes overhead in the "
+                 "calibration table, with its source and the model's error (docs/calibration.md).",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"table", "markdown", "json", "csv"});
+  const CalibrationTable table =
+      table_path.empty() ? builtin_calibration() : load_calibration(table_path);
+  const auto rows = evaluate_calibration(table);
+  if (format == "json") {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& row : rows) {
+      const auto& p = row.point;
+      points.push_back({{"id", p.id},
+                        {"title", p.title},
+                        {"source", p.source},
+                        {"url", p.url},
+                        {"hardware", p.hardware_name},
+                        {"quantity", to_string(p.quantity)},
+                        {"measured", p.measured},
+                        {"measured_text", p.measured_text},
+                        {"modelled", row.modelled},
+                        {"ratio", row.ratio},
+                        {"bound", row.bound},
+                        {"within_bound", row.within},
+                        {"fitted", p.fitted},
+                        {"regime", row.regime},
+                        {"detail", row.detail},
+                        {"assumptions", p.assumptions}});
+    }
+    const CalibrationError error = calibration_error(rows);
+    out << nlohmann::json{{"table", table.source},
+                          {"points", points},
+                          {"error",
+                           {{"points", error.points},
+                            {"typical_factor", error.typical_factor},
+                            {"worst_factor", error.worst_factor},
+                            {"worst", error.worst_id}}},
+                          {"summary", calibration_summary(rows)}}
+               .dump(2)
+        << "\n";
+    return kExitOk;
+  }
+  print_in_format(out, {calibration_table(rows)}, format);
   return kExitOk;
 }
 

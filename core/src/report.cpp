@@ -8,6 +8,7 @@
 #include "attnres/cancel.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/strategy_report.hpp"
 #include "attnres/version.hpp"
 
 namespace attnres {
@@ -458,6 +459,10 @@ Report build_report(const Scenario& s, const Progress& progress) {
   Report report;
   report.title = s.title.empty() ? s.source : s.title;
   report.description = s.description;
+  if (!s.model_source.empty()) {
+    report.description +=
+        (report.description.empty() ? "" : "\n\n") + std::string("Model source: ") + s.model_source;
+  }
   report.source = s.source;
   if (s.has_model) {
     const EvaluatedScenario evaluated = evaluate_scenario(
@@ -468,6 +473,27 @@ Report build_report(const Scenario& s, const Progress& progress) {
       report.tables.push_back(
           time_table(s.inputs, *evaluated.prefill, *evaluated.decode, *s.hardware));
     if (evaluated.pipeline) add_pipeline_section(*evaluated.pipeline, report);
+    for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
+      if (wants(s.sections, "strategies"))
+        report.tables.push_back(strategies_table(mode, s.inputs, s.moe, *s.hardware));
+    }
+    for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
+      if (wants(s.sections, "decode"))
+        report.tables.push_back(decode_table(mode, s.inputs, s.moe, *s.hardware));
+    }
+    if (wants(s.sections, "layout")) report.tables.push_back(layout_table(s.inputs));
+    if (wants(s.sections, "recompute"))
+      report.tables.push_back(recompute_table(s.strategy_mode, s.strategy, s.inputs));
+  }
+  if (wants(s.sections, "calibration")) {
+    const CalibrationTable table = s.calibration_table.empty()
+                                       ? builtin_calibration()
+                                       : load_calibration(s.calibration_table.string());
+    const auto rows = evaluate_calibration(table);
+    report.tables.push_back(calibration_table(rows));
+    report.charts.push_back(calibration_chart(rows));
+    report.conclusions.push_back("**Calibration against public measurements**\n\n" +
+                                 calibration_summary(rows) + "\n");
   }
   report.json["scenario"] = {
       {"source", s.source}, {"title", report.title}, {"sections", s.sections}};

@@ -59,8 +59,9 @@ AttnResConfig ScenarioTraining::scheme_of(const std::string& spec) const {
 
 const std::vector<std::string>& scenario_sections() {
   static const std::vector<std::string> sections = {
-      "io",    "history", "prefill", "pipeline",     "boundaries",
-      "flops", "scaling", "time",    "pipeline_sim", "training"};
+      "io",         "history", "prefill", "pipeline",     "boundaries",
+      "flops",      "scaling", "time",    "pipeline_sim", "training",
+      "strategies", "decode",  "layout",  "recompute",    "calibration"};
   return sections;
 }
 
@@ -143,10 +144,13 @@ class ScenarioReader : public detail::TomlReader {
   Scenario read(const toml::table& root) {
     Scenario s;
     s.source = source();
-    check_keys(root, "",
-               {"title", "description", "sections", "model", "sequence", "parallel", "scaling",
-                "sweep", "hardware", "moe", "pipeline", "train"});
+    check_keys(
+        root, "",
+        {"title", "description", "source", "sections", "model", "sequence", "parallel", "scaling",
+         "sweep", "hardware", "moe", "pipeline", "train", "implementation", "calibration"});
     if (const toml::node* n = root.get("title")) s.title = string(*n, "title");
+    if (const toml::node* n = root.get("source")) s.model_source = string(*n, "source");
+    read_implementation(root, s);
     if (const toml::node* n = root.get("description")) s.description = string(*n, "description");
 
     if (const toml::node* n = root.get("sections")) {
@@ -172,8 +176,9 @@ class ScenarioReader : public detail::TomlReader {
       fail(root.get("sections")->source(), "section 'training' needs a [train] table");
     }
     const bool only_scaling =
-        std::all_of(s.sections.begin(), s.sections.end(),
-                    [](const std::string& x) { return x == "scaling" || x == "training"; });
+        std::all_of(s.sections.begin(), s.sections.end(), [](const std::string& x) {
+          return x == "scaling" || x == "training" || x == "calibration";
+        });
     const toml::table* model = table(root, "model");
     if (!model) {
       if (only_scaling && !root.get("sweep")) return s;
@@ -183,8 +188,16 @@ class ScenarioReader : public detail::TomlReader {
     s.has_model = true;
     CostInputs& in = s.inputs;
     // The integer inputs come from the one table of cost inputs (cost_input_fields.hpp).
-    check_keys(*model, "model.", cost_input_keys("model"));
+    std::vector<std::string> model_keys = cost_input_keys("model");
+    model_keys.push_back("block_sizes");
+    check_keys(*model, "model.", model_keys);
     read_inputs(*model, "model", in);
+    if (const toml::node* n = model->get("block_sizes")) {
+      if (!n->is_array()) fail(n->source(), "model.block_sizes must be an array of integers");
+      for (const auto& item : *n->as_array())
+        in.block_sizes.push_back(integer(item, "model.block_sizes entry"));
+      locations_["block_sizes"] = n->source();
+    }
     model_region_ = model->source();
     if (const toml::table* sequence = table(root, "sequence")) {
       std::vector<std::string> keys = cost_input_keys("sequence");
@@ -218,10 +231,12 @@ class ScenarioReader : public detail::TomlReader {
       if (s.pipeline) s.sections.push_back("pipeline_sim");
     }
     for (const auto& section : s.sections) {
-      if ((section == "time" && !s.hardware) || (section == "pipeline_sim" && !s.pipeline)) {
+      const bool needs_hardware =
+          section == "time" || section == "strategies" || section == "decode";
+      if ((needs_hardware && !s.hardware) || (section == "pipeline_sim" && !s.pipeline)) {
         fail(root.get("sections")->source(),
              "section '" + section + "' needs " +
-                 (section == "time" ? "[hardware]" : "a [pipeline] table"));
+                 (needs_hardware ? "[hardware]" : "a [pipeline] table"));
       }
     }
     if (const toml::node* n = root.get("sweep")) {
@@ -392,6 +407,35 @@ class ScenarioReader : public detail::TomlReader {
     if (t.kv_heads > 0 && t.heads % t.kv_heads != 0)
       fail(train->source(), "[train]: kv_heads must divide heads");
     s.training = t;
+  }
+
+  void read_implementation(const toml::table& root, Scenario& s) const {
+    if (const toml::table* impl = table(root, "implementation")) {
+      check_keys(*impl, "implementation.", {"strategy", "mode"});
+      if (const toml::node* n = impl->get("strategy")) {
+        try {
+          s.strategy =
+              parse_strategy(string(*n, "implementation.strategy"), "implementation.strategy");
+        } catch (const Error& error) {
+          fail(n->source(), error.what());
+        }
+      }
+      if (const toml::node* n = impl->get("mode")) {
+        const std::string mode = string(*n, "implementation.mode");
+        if (mode != "block" && mode != "full")
+          fail(n->source(),
+               "implementation.mode: expected \"block\" or \"full\", got \"" + mode + "\"");
+        s.strategy_mode = mode == "full" ? ResidualMode::full : ResidualMode::block;
+      }
+    }
+    if (const toml::table* calibration = table(root, "calibration")) {
+      check_keys(*calibration, "calibration.", {"table"});
+      if (const toml::node* n = calibration->get("table")) {
+        std::filesystem::path path = string(*n, "calibration.table");
+        if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
+        s.calibration_table = path;
+      }
+    }
   }
 
   void read_moe(const toml::table& root, Scenario& s) const {
@@ -624,6 +668,7 @@ std::string scenario_to_toml(const Scenario& s) {
   out << "# Written by AttnRes Lab.\n";
   if (!s.title.empty()) out << "title = " << quoted(s.title) << "\n";
   if (!s.description.empty()) out << "description = " << quoted(s.description) << "\n";
+  if (!s.model_source.empty()) out << "source = " << quoted(s.model_source) << "\n";
   out << "sections = [";
   for (std::size_t i = 0; i < s.sections.size(); ++i)
     out << (i ? ", " : "") << quoted(s.sections[i]);
@@ -637,10 +682,20 @@ std::string scenario_to_toml(const Scenario& s) {
         if (field.section == section && !field.derived)
           out << field.key << " = " << in.*field.member << "\n";
       }
+      if (std::string_view(section) == "model" && !in.block_sizes.empty()) {
+        out << "block_sizes = [";
+        for (std::size_t i = 0; i < in.block_sizes.size(); ++i)
+          out << (i ? ", " : "") << in.block_sizes[i];
+        out << "]\n";
+      }
       if (std::string_view(section) == "sequence")
         out << "dtype = " << quoted(to_string(in.dtype)) << "\n";
     }
   }
+  out << "\n[implementation]\nstrategy = " << quoted(to_string(s.strategy))
+      << "\nmode = " << quoted(to_string(s.strategy_mode)) << "\n";
+  if (!s.calibration_table.empty())
+    out << "\n[calibration]\ntable = " << quoted(s.calibration_table.string()) << "\n";
   out << "\n[scaling]\ntarget_loss = " << toml_number(s.scaling.target_loss) << "\nloss_range = ["
       << toml_number(s.scaling.loss_from) << ", " << toml_number(s.scaling.loss_to) << "]\n";
   if (s.hardware) {

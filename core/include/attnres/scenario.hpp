@@ -3,12 +3,16 @@
 //
 //   title = "Paper Table 1"                 # string
 //   description = "..."                      # string, shown under the title
+//   source = "..."                           # where the model shape comes from (presets)
 //   sections = ["io", "history"]             # io history prefill pipeline boundaries flops scaling
 //   [model]      (required unless sections = ["scaling"] and there are no sweeps)
 //                sublayers | layers (one required), d_model (required),
-//                blocks | block_size (one required), streams = 4, ffn = round(8d/3)
+//                blocks | block_size | block_layers | block_sizes = [6, 6, 4] (one required),
+//                streams = 4, ffn = round(8d/3)
 //   [sequence]   tokens = 4096, batch = 1, dtype = "bf16", seq_shards = 1, chunk = 0
 //   [parallel]   pp = 1, vpp = 1
+//   [implementation] strategy = "fused_one_shot", mode = "block" (the recompute section's)
+//   [calibration] table = "my-points.toml" (relative to the scenario; default: the committed one)
 //   [scaling]    target_loss = 1.695, loss_range = [1.6, 1.9]
 //   [hardware]   preset = "h100" | file = "my-gpu.toml", and any preset key to override
 //                (peak_bf16_flops, hbm_bandwidth, scale_out_bandwidth, ..., efficiency = {...})
@@ -38,6 +42,7 @@
 #include "attnres/cost.hpp"
 #include "attnres/hardware.hpp"
 #include "attnres/pipeline.hpp"
+#include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
 
 namespace attnres {
@@ -83,8 +88,9 @@ struct Scenario {
   std::string text;    // the file's text as read (reports keep a copy; empty when built in code)
   std::string title;
   std::string description;
-  bool has_model = false;  // [model] given; optional when only "scaling" is reported
-  CostInputs inputs;       // resolved and validated (when has_model)
+  std::string model_source;  // `source = "..."`: where the model shape comes from
+  bool has_model = false;    // [model] given; optional when only "scaling" is reported
+  CostInputs inputs;         // resolved and validated (when has_model)
   std::vector<std::string> sections;
   std::vector<SweepSpec> sweeps;
   ScenarioScaling scaling;
@@ -92,6 +98,12 @@ struct Scenario {
   MoeShape moe;
   std::optional<PipelineSettings> pipeline;  // enables "pipeline_sim" and pipeline metrics
   std::optional<ScenarioTraining> training;  // enables the "training" section
+  // [implementation]: the strategy and variant the recompute section uses (docs/math.md §3.6).
+  Strategy strategy = Strategy::fused_one_shot;
+  ResidualMode strategy_mode = ResidualMode::block;
+  // [calibration] table: a calibration table file (resolved against the scenario's directory);
+  // empty = the committed table (docs/calibration.md).
+  std::filesystem::path calibration_table;
 
   ScenarioInputs scenario_inputs() const { return {inputs, hardware, moe, pipeline}; }
 };

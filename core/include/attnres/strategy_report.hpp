@@ -1,0 +1,37 @@
+// The tables of cost engine v2 (docs/math.md §3.6, docs/calibration.md), one builder per table,
+// shared by `attnres strategies`, `layout`, `calibrate` and the report sections "strategies",
+// "decode", "recompute", "layout" and "calibration".
+#pragma once
+
+#include <vector>
+
+#include "attnres/calibration.hpp"
+#include "attnres/chart_spec.hpp"
+#include "attnres/report.hpp"
+#include "attnres/strategy.hpp"
+
+namespace attnres {
+
+// Every strategy for `mode` (block or full): bytes and launches per forward and backward of one
+// micro-batch (B·T tokens), temporary and saved memory, and the training-step overhead on
+// `hardware` against the standard residual (strategy_step).
+ReportTable strategies_table(ResidualMode mode, const CostInputs& resolved, const MoeShape& moe,
+                             const Hardware& hardware);
+// Decode per call: reads per forward (L + 1), tokens per call (B), each strategy's launches per
+// decode step, the mechanism's time, its share of the decode step, and the regime (floor- or
+// bandwidth-bound) with the crossover in tokens per call.
+ReportTable decode_table(ResidualMode mode, const CostInputs& resolved, const MoeShape& moe,
+                         const Hardware& hardware);
+// Every block: sublayers, layers, sources per read, pipeline chunks and ranks, and whether it
+// crosses a stage boundary or splits a transformer layer.
+ReportTable layout_table(const CostInputs& resolved);
+// Memory per rank and recompute FLOPs per micro-batch for each checkpointing policy.
+ReportTable recompute_table(ResidualMode mode, Strategy strategy, const CostInputs& resolved);
+// Modelled vs measured for every calibration point, with its source; and the chart (log-log,
+// modelled against measured, the y = x line).
+ReportTable calibration_table(const std::vector<CalibrationRow>& rows);
+ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows);
+// One paragraph: the model's error over the measured points (calibration_error).
+std::string calibration_summary(const std::vector<CalibrationRow>& rows);
+
+}  // namespace attnres

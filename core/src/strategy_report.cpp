@@ -1,0 +1,260 @@
+#include "attnres/strategy_report.hpp"
+
+#include <cmath>
+
+#include "attnres/format.hpp"
+
+namespace attnres {
+
+namespace {
+
+std::string num(double value) {
+  return format_number(value);
+}
+std::string num(std::int64_t value) {
+  return std::to_string(value);
+}
+std::string rounded(double value, double scale) {
+  return format_number(std::round(value * scale) / scale);
+}
+std::string mb(double bytes) {
+  return rounded(bytes / 1e6, 1e3);
+}
+std::string percent(double fraction) {
+  return rounded(fraction * 100, 1e3);
+}
+std::string micro(double seconds) {
+  return rounded(seconds * 1e6, 1e3);
+}
+
+}  // namespace
+
+ReportTable strategies_table(ResidualMode mode, const CostInputs& in, const MoeShape& moe,
+                             const Hardware& hw) {
+  ReportTable t{
+      "strategies_" + to_string(mode),
+      std::string(mode == ResidualMode::full ? "Full" : "Block") +
+          " AttnRes: implementation strategies per training step (docs/math.md §3.6)",
+      {"strategy", "forward read (MB)", "forward write (MB)", "forward launches",
+       "backward read (MB)", "backward write (MB)", "backward launches", "history copies (MB)",
+       "temporary (MB)", "saved for backward (MB)", "mechanism time (ms)", "step overhead (%)"},
+      {},
+      "",
+      ""};
+  const double tokens = static_cast<double>(in.batch) * static_cast<double>(in.tokens);
+  const double vector_bytes =
+      static_cast<double>(in.d_model) * tokens * bytes_per_element(in.dtype);
+  for (const auto& [strategy, name] : kStrategyNames) {
+    const StrategyCost cost = strategy_cost(strategy, mode_layout(mode, in), mode_groups(mode, in));
+    const StrategyStep step = strategy_step(strategy, mode, in, moe, Phase::prefill, true, hw);
+    auto bytes = [&](std::int64_t vectors) {
+      return mb(static_cast<double>(vectors) * vector_bytes);
+    };
+    t.rows.push_back({std::string(name), bytes(cost.forward.read_vectors),
+                      bytes(cost.forward.write_vectors), num(cost.forward.launches),
+                      bytes(cost.backward.read_vectors), bytes(cost.backward.write_vectors),
+                      num(cost.backward.launches), bytes(cost.copy_vectors),
+                      bytes(cost.forward.temp_vectors), bytes(cost.saved_vectors),
+                      rounded((step.forward.seconds + step.backward.seconds) * 1e3, 1e4),
+                      percent(step.overhead_fraction)});
+  }
+  const StrategyStep reference =
+      strategy_step(Strategy::fused_one_shot, mode, in, moe, Phase::prefill, true, hw);
+  t.note = "One micro-batch of B = " + num(in.batch) + " x T = " + num(in.tokens) +
+           " tokens, d = " + num(in.d_model) + ", L = " + num(in.sublayers) + ", blocks " +
+           (mode == ResidualMode::full ? std::string("of one sublayer (Full)")
+                                       : block_layout_of(in).describe()) +
+           ", " + std::to_string(bytes_per_element(in.dtype)) +
+           " bytes per element. Each call takes max(kernel floor " + micro(hw.kernel_floor) +
+           " us, bytes / (" + num(hw.hbm_bandwidth / 1e12) + " TB/s x " +
+           num(hw.memory_efficiency) + ")) on " + hw.name +
+           ". Step overhead = (mechanism - standard residual adds) / the model's step (forward + "
+           "backward = 3 x forward, " +
+           rounded(reference.model_seconds * 1e3, 1e4) +
+           " ms). Saved = tensors kept for the backward beyond the stored history.";
+  return t;
+}
+
+ReportTable decode_table(ResidualMode mode, const CostInputs& in, const MoeShape& moe,
+                         const Hardware& hw) {
+  ReportTable t{"decode_" + to_string(mode),
+                std::string(mode == ResidualMode::full ? "Full" : "Block") +
+                    " AttnRes per decode step (docs/math.md §3.6)",
+                {"strategy", "launches per step", "at the floor", "mechanism (us)",
+                 "standard adds (us)", "decode step (us)", "overhead (%)", "prefill overhead (%)"},
+                {},
+                "",
+                ""};
+  for (const auto& [strategy, name] : kStrategyNames) {
+    const StrategyStep decode = strategy_step(strategy, mode, in, moe, Phase::decode, false, hw);
+    const StrategyStep prefill = strategy_step(strategy, mode, in, moe, Phase::prefill, false, hw);
+    t.rows.push_back({std::string(name), num(decode.forward.launches),
+                      num(decode.forward.floor_bound), micro(decode.forward.seconds),
+                      micro(decode.standard_forward.seconds), micro(decode.model_seconds),
+                      percent(decode.overhead_fraction), percent(prefill.overhead_fraction)});
+  }
+  const auto reads = read_sources(mode_layout(mode, in));
+  double mean = 0;
+  for (const auto& read : reads) mean += static_cast<double>(read.sources());
+  mean /= static_cast<double>(reads.size());
+  const auto vectors = static_cast<std::int64_t>(std::llround(mean)) + 2;
+  t.note = "Reads per forward: L + 1 = " + num(in.sublayers + 1) +
+           " (two per transformer layer and the final read), one token for each of B = " +
+           num(in.batch) + " sequences per call, context T = " + num(in.tokens) +
+           ". A fused read of the mean " + rounded(mean, 100) + " sources (" + num(vectors) +
+           " vectors per token with its output and store) stays at the " + micro(hw.kernel_floor) +
+           " us floor below " +
+           num(std::round(crossover_tokens(vectors, in.d_model, bytes_per_element(in.dtype), hw))) +
+           " tokens per call on " + hw.name +
+           "; decode is latency-bound far below that, prefill (B x T tokens per call) "
+           "bandwidth-bound.";
+  return t;
+}
+
+ReportTable layout_table(const CostInputs& in) {
+  const BlockLayout layout = block_layout_of(in);
+  ReportTable t{"layout",
+                "Block layout: " + layout.describe() + " sublayers against P = " + num(in.pp) +
+                    ", V = " + num(in.vpp) + " pipeline stages (docs/math.md §3.6)",
+                {"block", "sublayers", "size", "layers", "sources per read", "chunks", "ranks",
+                 "crosses a stage", "splits a layer"},
+                {},
+                "",
+                ""};
+  auto range = [](std::int64_t a, std::int64_t b) {
+    return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b);
+  };
+  for (const auto& row : layout_rows(layout, in.pp, in.vpp)) {
+    std::string ranks;
+    for (std::int64_t c = row.first_chunk; c <= row.last_chunk; ++c)
+      ranks += (ranks.empty() ? "" : ",") + std::to_string(c % in.pp);
+    t.rows.push_back({num(row.block), range(row.first_sublayer, row.last_sublayer), num(row.size),
+                      range(row.first_layer, row.last_layer),
+                      range(row.sources_min, row.sources_max),
+                      range(row.first_chunk, row.last_chunk), ranks,
+                      row.crosses_stage ? "yes" : "no", row.splits_layer ? "yes" : "no"});
+  }
+  const auto layers = layers_per_block(in.block_size);
+  t.note = "Sublayer s is in transformer layer ceil(s/2). " +
+           (layout.equal() && layers
+                ? "S = " + num(in.block_size) + " sublayers = " + num(*layers) +
+                      " transformer layers per block (--block-layers " + num(*layers) + ")."
+                : std::string("Blocks counted in sublayers.")) +
+           " A block that crosses a stage sends its open partial sum over the boundary "
+           "(docs/math.md §3.3).";
+  return t;
+}
+
+ReportTable recompute_table(ResidualMode mode, Strategy strategy, const CostInputs& in) {
+  ReportTable t{"recompute",
+                "Activation checkpointing: memory per rank and recompute per micro-batch (" +
+                    to_string(mode) + ", " + to_string(strategy) + ", docs/math.md §3.6)",
+                {"policy", "rank", "sublayers", "activations (GB)", "history (GB)", "saved (GB)",
+                 "held (GB)", "recompute transient (GB)", "recompute (TFLOP)"},
+                {},
+                "",
+                ""};
+  double forward = 0;
+  for (const auto& [policy, name] : kCheckpointingNames) {
+    const RecomputeReport report = recompute_report(policy, mode, strategy, in);
+    forward = report.forward_flops;
+    for (const auto& rank : report.ranks) {
+      t.rows.push_back(
+          {std::string(name), num(rank.rank), num(rank.sublayers),
+           rounded(rank.activation_bytes / 1e9, 1e4), rounded(rank.history_bytes / 1e9, 1e4),
+           rounded(rank.saved_bytes / 1e9, 1e4), rounded(rank.total_bytes() / 1e9, 1e4),
+           rounded(rank.transient_bytes / 1e9, 1e4), rounded(rank.recompute_flops / 1e12, 1e3)});
+    }
+  }
+  t.note = "Per micro-batch of B = " + num(in.batch) + " x T = " + num(in.tokens) +
+           " tokens held from a chunk's forward to its backward; multiply by the micro-batches in "
+           "flight (P - rank for 1F1B). none: activations 17·d·b/2 bytes per token per sublayer "
+           "plus the history received and produced; layers: one checkpoint per transformer layer, "
+           "block summaries kept, one forward recomputed; chunk: only the received history kept, "
+           "the chunk (block summaries included) recomputed. Model forward: " +
+           rounded(forward / 1e12, 1e3) + " TFLOP per micro-batch.";
+  return t;
+}
+
+ReportTable calibration_table(const std::vector<CalibrationRow>& rows) {
+  ReportTable t{"calibration",
+                "Modelled vs measured: public AttnRes overhead measurements (docs/calibration.md)",
+                {"point", "hardware", "implementation", "quantity", "measured", "modelled",
+                 "modelled / measured", "regime", "source"},
+                {},
+                "",
+                "calibration"};
+  auto value = [](const CalibrationRow& row, double v) {
+    return row.point.quantity == CalibrationQuantity::call_seconds ? micro(v) + " us"
+                                                                   : percent(v) + " %";
+  };
+  for (const auto& row : rows) {
+    const auto& p = row.point;
+    const std::string implementation = p.quantity == CalibrationQuantity::call_seconds
+                                           ? p.call + ", " + std::to_string(p.sources) + " sources"
+                                           : to_string(p.strategy);
+    std::string ratio = rounded(row.ratio, 1e3);
+    if (row.bound) ratio = row.within ? "within the bound" : "exceeds the bound";
+    if (p.fitted) ratio += " (fitted)";
+    t.rows.push_back({p.id, p.hardware_name, implementation, to_string(p.quantity),
+                      (row.bound ? "< " : "") + value(row, p.measured), value(row, row.modelled),
+                      ratio, row.regime, p.source + (p.url.empty() ? "" : " " + p.url)});
+  }
+  t.note = calibration_summary(rows) +
+           " Each point's shape, implementation and assumptions: "
+           "resources/calibration/public-measurements.toml.";
+  return t;
+}
+
+ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows) {
+  ChartSpec chart;
+  chart.id = "calibration";
+  chart.title = "Modelled vs measured AttnRes overhead";
+  chart.x_label = "measured (fraction of the step, or seconds per call)";
+  chart.y_label = "modelled (same unit)";
+  chart.log_x = chart.log_y = true;
+  ChartSeries step{"step overheads (|fraction|)", {}, ChartSeries::Style::scatter, false};
+  ChartSeries calls{"kernel calls (s)", {}, ChartSeries::Style::scatter, false};
+  ChartSeries bounds{"claimed bounds (x = bound)", {}, ChartSeries::Style::scatter, false};
+  double low = 1e300, high = 0;
+  for (const auto& row : rows) {
+    const double x = std::abs(row.point.measured), y = std::abs(row.modelled);
+    if (!(x > 0) || !(y > 0)) continue;
+    low = std::min({low, x, y});
+    high = std::max({high, x, y});
+    ChartSeries& series = row.bound                                                 ? bounds
+                          : row.point.quantity == CalibrationQuantity::call_seconds ? calls
+                                                                                    : step;
+    series.points.emplace_back(x, y);
+  }
+  ChartSeries diagonal{"modelled = measured", {}, ChartSeries::Style::line, false};
+  if (high > 0) {
+    diagonal.points = {{low / 2, low / 2}, {high * 2, high * 2}};
+  }
+  chart.series = {diagonal, step, calls, bounds};
+  chart.caption = "Points on the line are predicted exactly; above it the model overestimates. " +
+                  calibration_summary(rows);
+  return chart;
+}
+
+std::string calibration_summary(const std::vector<CalibrationRow>& rows) {
+  const CalibrationError error = calibration_error(rows);
+  int bounds = 0, within = 0, fitted = 0;
+  for (const auto& row : rows) {
+    bounds += row.bound ? 1 : 0;
+    within += row.bound && row.within ? 1 : 0;
+    fitted += row.point.fitted ? 1 : 0;
+  }
+  std::string text = "Over the " + std::to_string(error.points) +
+                     " measured points that are neither bounds nor fitted, the model is off by a "
+                     "factor of " +
+                     rounded(error.typical_factor, 100) + " typically (geometric mean) and " +
+                     rounded(error.worst_factor, 100) + " at worst (" + error.worst_id + ").";
+  if (bounds > 0)
+    text += " " + std::to_string(within) + " of " + std::to_string(bounds) +
+            " claimed bounds hold in the model.";
+  if (fitted > 0) text += " " + std::to_string(fitted) + " point(s) set a model parameter.";
+  return text;
+}
+
+}  // namespace attnres
