@@ -31,6 +31,17 @@ std::string gib(double bytes) {
   return format_number(std::round(bytes / 1073741824.0 * 1e4) / 1e4);
 }
 
+// A table's rows as JSON objects keyed by the header (the v2 sections' report.json entries).
+json table_rows_json(const ReportTable& t) {
+  json rows = json::array();
+  for (const auto& row : t.rows) {
+    json entry = json::object();
+    for (std::size_t i = 0; i < row.size() && i < t.header.size(); ++i) entry[t.header[i]] = row[i];
+    rows.push_back(std::move(entry));
+  }
+  return rows;
+}
+
 bool wants(const std::vector<std::string>& sections, const std::string& section) {
   return std::find(sections.begin(), sections.end(), section) != sections.end();
 }
@@ -473,17 +484,22 @@ Report build_report(const Scenario& s, const Progress& progress) {
       report.tables.push_back(
           time_table(s.inputs, *evaluated.prefill, *evaluated.decode, *s.hardware));
     if (evaluated.pipeline) add_pipeline_section(*evaluated.pipeline, report);
+    std::vector<ReportTable> v2;
     for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
       if (wants(s.sections, "strategies"))
-        report.tables.push_back(strategies_table(mode, s.inputs, s.moe, *s.hardware));
+        v2.push_back(strategies_table(mode, s.inputs, s.moe, *s.hardware));
     }
     for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
       if (wants(s.sections, "decode"))
-        report.tables.push_back(decode_table(mode, s.inputs, s.moe, *s.hardware));
+        v2.push_back(decode_table(mode, s.inputs, s.moe, *s.hardware));
     }
-    if (wants(s.sections, "layout")) report.tables.push_back(layout_table(s.inputs));
+    if (wants(s.sections, "layout")) v2.push_back(layout_table(s.inputs));
     if (wants(s.sections, "recompute"))
-      report.tables.push_back(recompute_table(s.strategy_mode, s.strategy, s.inputs));
+      v2.push_back(recompute_table(s.strategy_mode, s.strategy, s.inputs));
+    for (auto& table : v2) {
+      report.json[table.id] = table_rows_json(table);
+      report.tables.push_back(std::move(table));
+    }
   }
   if (wants(s.sections, "calibration")) {
     const CalibrationTable table = s.calibration_table.empty()
@@ -494,6 +510,26 @@ Report build_report(const Scenario& s, const Progress& progress) {
     report.charts.push_back(calibration_chart(rows));
     report.conclusions.push_back("**Calibration against public measurements**\n\n" +
                                  calibration_summary(rows) + "\n");
+    json points = json::array();
+    for (const auto& row : rows) {
+      points.push_back({{"id", row.point.id},
+                        {"source", row.point.source},
+                        {"url", row.point.url},
+                        {"quantity", to_string(row.point.quantity)},
+                        {"measured", row.point.measured},
+                        {"modelled", row.modelled},
+                        {"ratio", row.ratio},
+                        {"bound", row.bound},
+                        {"within_bound", row.within},
+                        {"fitted", row.point.fitted}});
+    }
+    const CalibrationError error = calibration_error(rows);
+    report.json["calibration"] = {{"table", table.source},
+                                  {"points", points},
+                                  {"typical_factor", error.typical_factor},
+                                  {"worst_factor", error.worst_factor},
+                                  {"worst", error.worst_id},
+                                  {"measured_points", error.points}};
   }
   report.json["scenario"] = {
       {"source", s.source}, {"title", report.title}, {"sections", s.sections}};

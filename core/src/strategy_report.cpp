@@ -126,8 +126,10 @@ ReportTable layout_table(const CostInputs& in) {
   };
   for (const auto& row : layout_rows(layout, in.pp, in.vpp)) {
     std::string ranks;
-    for (std::int64_t c = row.first_chunk; c <= row.last_chunk; ++c)
-      ranks += (ranks.empty() ? "" : ",") + std::to_string(c % in.pp);
+    for (std::int64_t c = row.first_chunk; c <= row.last_chunk; ++c) {
+      if (!ranks.empty()) ranks.push_back(',');
+      ranks.append(std::to_string(c % in.pp));
+    }
     t.rows.push_back({num(row.block), range(row.first_sublayer, row.last_sublayer), num(row.size),
                       range(row.first_layer, row.last_layer),
                       range(row.sources_min, row.sources_max),

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/calibration.hpp"
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/sweep.hpp"
@@ -547,6 +548,20 @@ const std::map<std::string, Check>& scenario_checks() {
            EXPECT_TRUE(row["paper_table4_loss"].is_number()) << row["scheme"];
          }
        }},
+      {"calibration",
+       [](const json& r) {
+         // Kimi Linear 48B at 3 layers per block: 9 blocks; four strategies per mode; every
+         // committed calibration point with its source and a positive ratio.
+         EXPECT_EQ(r["layout"].size(), 9u);
+         ASSERT_EQ(r["strategies_block"].size(), 4u);
+         EXPECT_EQ(r["strategies_block"][2]["forward launches"], "55");  // L + 1 fused reads
+         EXPECT_EQ(r["decode_full"].size(), 4u);
+         EXPECT_EQ(r["recompute"].size(), 12u);  // 3 policies x 4 ranks
+         const auto& points = r["calibration"]["points"];
+         EXPECT_EQ(points.size(), builtin_calibration().points.size());
+         for (const auto& point : points) EXPECT_GT(point["ratio"].get<double>(), 0);
+         EXPECT_GE(r["calibration"]["measured_points"].get<int>(), 4);
+       }},
       {"scaling-law",
        [](const json& r) {
          EXPECT_NEAR(r["scaling"]["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);
@@ -593,6 +608,122 @@ TEST(ShippedScenarios, EachReportsItsKeyNumbersWithChartsAndTables) {
     EXPECT_FALSE(fs::is_empty(dir / "r/tables"));
   }
   EXPECT_EQ(seen, static_cast<int>(scenario_checks().size()));
+}
+
+}  // namespace
+}  // namespace attnres
+
+namespace attnres {
+namespace {
+
+// Cost engine v2 from the command line (docs/math.md §3.6, docs/calibration.md).
+TEST(StrategiesCli, TablesCarryTheCoresCounts) {
+  const json j = run_json({"strategies", "--sublayers", "4", "--block-size", "2", "--d-model",
+                           "1000", "--seq", "1", "--batch", "1", "--format", "json"});
+  ASSERT_EQ(j["tables"].size(), 2u);
+  const auto& rows = j["tables"][0]["rows"];
+  ASSERT_EQ(rows.size(), 4u);
+  // stack, L = 4, N = 2: 48 vectors read per forward x 1000 x 1 token x 2 B = 0.096 MB; 27
+  // launches.
+  EXPECT_EQ(rows[0]["strategy"], "stack");
+  EXPECT_EQ(rows[0]["forward read (MB)"], "0.096");
+  EXPECT_EQ(rows[0]["forward launches"], "27");
+  EXPECT_EQ(rows[2]["forward launches"], "5");
+  // --calls lists every call of the chosen strategy: 5 forward + 5 backward for one-shot.
+  const json calls = run_json({"strategies", "--sublayers", "4", "--block-size", "2", "--d-model",
+                               "1000", "--calls", "fused_one_shot", "--format", "json"});
+  EXPECT_EQ(calls["tables"][2]["rows"].size(), 10u);
+  const CliRun bad = run_cli(
+      {"strategies", "--sublayers", "4", "--block-size", "2", "--d-model", "8", "--calls", "stak"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--calls"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("did you mean 'stack'"), std::string::npos) << bad.err;
+  const CliRun mode = run_cli(
+      {"strategies", "--sublayers", "4", "--block-size", "2", "--d-model", "8", "--mode", "mhc"});
+  EXPECT_EQ(mode.status, 2);
+  EXPECT_NE(mode.err.find("--mode"), std::string::npos) << mode.err;
+}
+
+TEST(LayoutCli, LayersAndUnevenListsAgainstTheStages) {
+  // --block-layers 3 on 27 layers is S = 6: 9 blocks.
+  const json even = run_json({"layout", "--layers", "27", "--block-layers", "3", "--d-model",
+                              "2304", "--pp", "4", "--format", "json"});
+  EXPECT_EQ(even["tables"][0]["rows"].size(), 9u);
+  const json uneven = run_json({"layout", "--sublayers", "12", "--block-sizes", "2,6,4",
+                                "--d-model", "64", "--pp", "3", "--format", "json"});
+  const auto& rows = uneven["tables"][0]["rows"];
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1]["sublayers"], "3-8");
+  EXPECT_EQ(rows[1]["crosses a stage"], "yes");
+  EXPECT_EQ(rows[1]["ranks"], "0,1");
+  const CliRun bad =
+      run_cli({"layout", "--sublayers", "12", "--block-sizes", "2,6,5", "--d-model", "64"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--block-sizes: block sizes sum to 13 sublayers, but L = 12"),
+            std::string::npos)
+      << bad.err;
+  const CliRun both = run_cli(
+      {"cost", "--sublayers", "12", "--block-sizes", "6,6", "--blocks", "3", "--d-model", "64"});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("--block-sizes"), std::string::npos) << both.err;
+  const CliRun text =
+      run_cli({"layout", "--sublayers", "12", "--block-sizes", "2,x", "--d-model", "64"});
+  EXPECT_EQ(text.status, 2);
+  EXPECT_NE(text.err.find("'x' is not an integer"), std::string::npos) << text.err;
+}
+
+TEST(CalibrateCli, EveryCommittedPointWithItsSourceAndTheError) {
+  const json j = run_json({"calibrate", "--format", "json"});
+  const auto table = builtin_calibration();
+  ASSERT_EQ(j["points"].size(), table.points.size());
+  for (std::size_t i = 0; i < table.points.size(); ++i) {
+    EXPECT_EQ(j["points"][i]["id"], table.points[i].id);
+    EXPECT_FALSE(j["points"][i]["source"].get<std::string>().empty());
+    EXPECT_GT(j["points"][i]["ratio"].get<double>(), 0);
+  }
+  EXPECT_GE(j["error"]["points"].get<int>(), 4);
+  const CliRun text = run_cli({"calibrate"});
+  EXPECT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("torchtitan-3029"), std::string::npos);
+  EXPECT_NE(text.out.find("typically"), std::string::npos);
+  // A table of the user's own, with an error located in it.
+  test::TempDir dir;
+  const fs::path bad = dir.path() / "points.toml";
+  write_file_atomically(bad,
+                        "[[point]]\nid = \"x\"\nsource = \"s\"\nmeasured_text = \"t\"\n"
+                        "quantity = \"call_seconds\"\nmeasured = 1e-6\nhardware = \"h100\"\n"
+                        "call = \"fused_read\"\nsources = 0\nd_model = 8\n");
+  const CliRun located = run_cli({"calibrate", "--table", bad.string()});
+  EXPECT_EQ(located.status, 1);
+  EXPECT_NE(located.err.find("points.toml:1:1"), std::string::npos) << located.err;
+  EXPECT_NE(located.err.find("sources must be >= 1"), std::string::npos) << located.err;
+}
+
+TEST(RecomputeCli, CheckpointingPoliciesPerRank) {
+  const json j = run_json({"recompute", "--sublayers", "32", "--block-size", "4", "--d-model",
+                           "1024", "--seq", "2048", "--pp", "4", "--format", "json"});
+  const auto& rows = j["tables"][0]["rows"];
+  ASSERT_EQ(rows.size(), 12u);  // 3 policies x 4 ranks
+  EXPECT_EQ(rows[0]["policy"], "none");
+  EXPECT_EQ(rows[0]["recompute (TFLOP)"], "0");
+  EXPECT_EQ(rows[4]["policy"], "layers");
+  EXPECT_NE(rows[4]["recompute (TFLOP)"], "0");
+}
+
+TEST(ReportCli, CalibrationScenarioPrintsEveryPointWithItsSource) {
+  test::TempDir dir;
+  const CliRun run =
+      run_cli({"report", (fs::path(ATTNRES_SCENARIOS_DIR) / "calibration.toml").string(), "--out",
+               (dir.path() / "r").string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string md = read_file(dir.path() / "r" / "report.md");
+  for (const auto& point : builtin_calibration().points) {
+    EXPECT_NE(md.find(point.id), std::string::npos) << point.id;
+    EXPECT_NE(md.find(point.source), std::string::npos) << point.id;
+  }
+  EXPECT_NE(md.find("Model source: Kimi Team"), std::string::npos);
+  EXPECT_NE(md.find("implementation strategies per training step"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir.path() / "r" / "charts" / "calibration.png"));
 }
 
 }  // namespace
