@@ -1121,12 +1121,15 @@ ResidualMode strategy_mode(const std::string& mode) {
 int strategies_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   InputFlags flags;
   flags.block_list = true;
-  std::string mode, hardware, format, strategy;
+  std::string mode, hardware, format, strategy, scheme_text;
   po::options_description options("attnres strategies options");
   options.add_options()("help,h", "show this help");
   flags.add_to(options);
   options.add_options()("mode", po::value(&mode)->default_value("block"),
                         "AttnRes variant: block | full")(
+      "scheme", po::value(&scheme_text),
+      "any scheme with depth reads instead of --mode, e.g. full_window, block:key_norm=off, "
+      "denseformer (docs/schemes.md)")(
       "hardware", po::value(&hardware)->default_value("h100"),
       "preset (a100 b200 gb300 h100 h200 rtx5090) or a .toml file")(
       "calls", po::value(&strategy),
@@ -1138,7 +1141,7 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
           values,
           "usage: attnres strategies (--sublayers L | --layers N) (--blocks N | --block-size "
           "S | --block-layers K | --block-sizes LIST) --d-model D [model flags] "
-          "[--mode block|full] [--hardware h100|FILE.toml] [--calls STRATEGY] "
+          "[--mode block|full | --scheme SPEC] [--hardware h100|FILE.toml] [--calls STRATEGY] "
           "[--format table|markdown|json|csv]\n"
           "Bytes, launches, temporary and saved memory of each implementation strategy "
           "(stack, arena, fused one-shot, fused two-phase), forward and backward, and what "
@@ -1148,15 +1151,32 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
   }
   po::notify(values);
   require_format(format, {"table", "markdown", "json", "csv"});
-  const ResidualMode residual = strategy_mode(mode);
+  if (given(values, "mode") && values.count("scheme"))
+    throw UsageError("--mode and --scheme both choose the scheme; give one");
   const CostInputs inputs = flags.resolved();
+  AttnResConfig scheme;
+  if (values.count("scheme")) {
+    scheme = parse_flag_value([&] {
+      AttnResConfig parsed = parse_scheme_spec(scheme_text, inputs);
+      if (auto problem = scheme_problem(parsed, inputs))
+        throw Error("--scheme: " + problem->message);
+      try {
+        read_ops_of(parsed);
+      } catch (const Error& error) {
+        throw Error(std::string("--scheme: ") + error.what());
+      }
+      return parsed;
+    });
+  } else {
+    scheme.mode = strategy_mode(mode);
+  }
   const Hardware hw = parse_flag_value([&] { return load_hardware(hardware); });
-  std::vector<ReportTable> tables = {strategies_table(residual, inputs, {}, hw),
-                                     decode_table(residual, inputs, {}, hw)};
+  std::vector<ReportTable> tables = {strategies_table(scheme, inputs, {}, hw),
+                                     decode_table(scheme, inputs, {}, hw)};
   if (values.count("calls")) {
     const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--calls"); });
     const StrategyCost cost =
-        strategy_cost(picked, mode_layout(residual, inputs), mode_groups(residual, inputs));
+        parse_flag_value([&] { return scheme_strategy_cost(picked, scheme, inputs); });
     const double tokens = static_cast<double>(inputs.batch) * static_cast<double>(inputs.tokens);
     const int b = bytes_per_element(inputs.dtype);
     ReportTable calls{"calls_" + to_string(picked),

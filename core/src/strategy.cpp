@@ -66,8 +66,35 @@ PassCounts totals(const std::vector<KernelCall>& calls) {
 
 }  // namespace
 
+ReadOps read_ops_of(const AttnResConfig& scheme) {
+  ReadOps ops;
+  switch (scheme.mode) {
+    case ResidualMode::standard:
+    case ResidualMode::rescaled:
+    case ResidualMode::mhc:
+      throw Error("implementation strategies cost reads over a stored history; " +
+                  scheme.describe() + " has none (" +
+                  (scheme.mode == ResidualMode::rescaled ? std::string("a running mean")
+                                                         : scheme.two_phase_limit()) +
+                  ")");
+    case ResidualMode::denseformer:
+      ops.key_norm = false;
+      ops.scores = false;
+      return ops;
+    case ResidualMode::full:
+    case ResidualMode::block:
+      break;
+  }
+  ops.scores = scheme.mixing == DepthMixing::attention;
+  ops.key_norm = ops.scores && scheme.key_norm;
+  ops.input_query = scheme.uses_query() && scheme.query_source == QuerySource::input;
+  ops.window = scheme.mode == ResidualMode::full ? scheme.window : 0;
+  ops.two_phase_limit = scheme.two_phase_limit();
+  return ops;
+}
+
 StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
-                           const std::optional<BlockLayout>& groups_in) {
+                           const std::optional<BlockLayout>& groups_in, const ReadOps& ops) {
   const std::int64_t L = layout.sublayers();
   if (layout.sizes.empty() || L < 1) throw Error("strategy cost: the layout has no blocks");
   const BlockLayout groups = groups_in ? *groups_in : layout;
@@ -80,8 +107,18 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
   cost.layout = layout;
   cost.groups = groups;
   cost.reads = L + 1;
+  if (strategy == Strategy::fused_two_phase && !ops.two_phase_limit.empty()) {
+    throw Error("fused_two_phase does not apply here: " + ops.two_phase_limit);
+  }
   cost.history_vectors = layout.blocks() + 1;
-  const auto reads = read_sources(layout);
+  auto reads = read_sources(layout);
+  if (ops.window > 0) {
+    // Full AttnRes with a window: the embedding and the last W outputs (docs/schemes.md).
+    if (layout.blocks() != L) throw Error("strategy cost: a window needs Full AttnRes' layout");
+    for (std::int64_t r = 0; r <= L; ++r)
+      reads[static_cast<std::size_t>(r)].completed = 1 + std::min(r, ops.window);
+    cost.history_vectors = std::min(L, ops.window) + 1;
+  }
   for (const auto& read : reads) cost.inherent_read_vectors += read.sources();
 
   Builder fwd{cost.forward_calls}, bwd{cost.backward_calls};
@@ -109,16 +146,20 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
             fwd.add("arena_copy", r, 1, 1);
           }
         }
+        if (ops.input_query) fwd.add("query_projection", r, 1, 1);
         if (stack) {
           fwd.add("stack", r, n, n);
           cost.copy_vectors += n;
         }
-        fwd.add("key_norm", r, n, n);
-        fwd.add("score", r, n, 0);
-        fwd.add("softmax", r, 0, 0);
+        if (ops.key_norm) fwd.add("key_norm", r, n, n);
+        if (ops.scores) {
+          fwd.add("score", r, n, 0);
+          fwd.add("softmax", r, 0, 0);
+        }
         fwd.add("weighted_sum", r, n, 1);
-        temp = std::max(temp, stack ? 2 * n : n);
-        cost.saved_vectors += stack ? 2 * n : n;
+        const std::int64_t keys = ops.key_norm ? n : 0;
+        temp = std::max(temp, (stack ? n : 0) + keys);
+        cost.saved_vectors += (stack ? n : 0) + keys;
       }
       if (!stack) cost.copy_vectors = L + 1;
       // Autograd, reads in reverse: dα and dV of the weighted sum, softmax, dK and dw of the
@@ -129,11 +170,14 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
         const std::int64_t n = n_of(r);
         bwd.add("weighted_sum_dalpha", r, n + 1, 0);
         bwd.add("weighted_sum_dvalues", r, 1, n);
-        bwd.add("softmax_backward", r, 0, 0);
-        bwd.add("score_dkeys", r, 0, n);
-        bwd.add("score_dw", r, n, 0);
-        bwd.add("key_norm_backward", r, 2 * n, n);
-        bwd.add("key_value_grad_add", r, 2 * n, n);
+        if (ops.scores) {
+          bwd.add("softmax_backward", r, 0, 0);
+          bwd.add("score_dkeys", r, 0, n);
+          bwd.add("score_dw", r, n, 0);
+          if (ops.key_norm) bwd.add("key_norm_backward", r, 2 * n, n);
+          bwd.add("key_value_grad_add", r, 2 * n, n);
+        }
+        if (ops.input_query) bwd.add("query_projection_backward", r, 2, 1);
         if (stack) {
           for (std::int64_t i = 0; i < n; ++i) bwd.add("grad_accumulate", r, 2, 1);
         } else {
@@ -146,6 +190,7 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
       for (std::int64_t r = 0; r <= L; ++r) {
         // Read the n sources (the newest as old partial + v_r when it accumulates), write the
         // output and the newest source's slot.
+        if (ops.input_query) fwd.add("query_projection", r, 1, 1);
         fwd.add("fused_read", r, n_of(r) + u_of(r), 2);
       }
       cost.copy_vectors = L + 1;
@@ -154,6 +199,7 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
         // Output gradient, the sources (norms and scores recomputed), and the read-modify-write
         // of the sources' gradient accumulators.
         bwd.add("fused_read_backward", r, 1 + 2 * n, n);
+        if (ops.input_query) bwd.add("query_projection_backward", r, 2, 1);
       }
       break;
     }
@@ -254,11 +300,37 @@ BlockLayout mode_groups(ResidualMode mode, const CostInputs& resolved) {
   return mode_layout(mode, resolved);
 }
 
+BlockLayout scheme_layout(const AttnResConfig& scheme, const CostInputs& resolved) {
+  if (scheme.mode == ResidualMode::block && scheme.block_size > 0)
+    return uniform_block_layout(resolved.sublayers, scheme.block_size);
+  if (scheme.mode == ResidualMode::denseformer) return mode_layout(ResidualMode::full, resolved);
+  return mode_layout(scheme.mode, resolved);
+}
+
+BlockLayout scheme_groups(const AttnResConfig& scheme, const CostInputs& resolved) {
+  if (scheme.mode == ResidualMode::block) return scheme_layout(scheme, resolved);
+  return mode_groups(ResidualMode::full, resolved);
+}
+
+StrategyCost scheme_strategy_cost(Strategy strategy, const AttnResConfig& scheme,
+                                  const CostInputs& resolved) {
+  const ReadOps ops = read_ops_of(scheme);
+  return strategy_cost(strategy, scheme_layout(scheme, resolved), scheme_groups(scheme, resolved),
+                       ops);
+}
+
 StrategyStep strategy_step(Strategy strategy, ResidualMode mode, const CostInputs& resolved,
                            const MoeShape& moe, Phase phase, bool training,
                            const Hardware& hardware) {
-  const StrategyCost cost =
-      strategy_cost(strategy, mode_layout(mode, resolved), mode_groups(mode, resolved));
+  AttnResConfig scheme;
+  scheme.mode = mode;
+  return strategy_step(strategy, scheme, resolved, moe, phase, training, hardware);
+}
+
+StrategyStep strategy_step(Strategy strategy, const AttnResConfig& scheme,
+                           const CostInputs& resolved, const MoeShape& moe, Phase phase,
+                           bool training, const Hardware& hardware) {
+  const StrategyCost cost = scheme_strategy_cost(strategy, scheme, resolved);
   StrategyStep step;
   step.strategy = strategy;
   const double B = static_cast<double>(resolved.batch);

@@ -27,14 +27,43 @@ std::string micro(double seconds) {
   return rounded(seconds * 1e6, 1e3);
 }
 
+AttnResConfig mode_scheme(ResidualMode mode) {
+  AttnResConfig scheme;
+  scheme.mode = mode;
+  return scheme;
+}
+
+std::string scheme_title(const AttnResConfig& scheme) {
+  if (scheme.paper_defaults() && scheme.block_size == 0)
+    return scheme.mode == ResidualMode::full ? "Full AttnRes" : "Block AttnRes";
+  return scheme.describe();
+}
+
+std::string scheme_id(const AttnResConfig& scheme) {
+  if (scheme.paper_defaults() && scheme.block_size == 0) return to_string(scheme.mode);
+  std::string id = scheme_spec(scheme);
+  for (char& c : id)
+    if (c == ':' || c == ',' || c == '=') c = '_';
+  return id;
+}
+
 }  // namespace
 
 ReportTable strategies_table(ResidualMode mode, const CostInputs& in, const MoeShape& moe,
                              const Hardware& hw) {
+  return strategies_table(mode_scheme(mode), in, moe, hw);
+}
+
+ReportTable decode_table(ResidualMode mode, const CostInputs& in, const MoeShape& moe,
+                         const Hardware& hw) {
+  return decode_table(mode_scheme(mode), in, moe, hw);
+}
+
+ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, const MoeShape& moe,
+                             const Hardware& hw) {
   ReportTable t{
-      "strategies_" + to_string(mode),
-      std::string(mode == ResidualMode::full ? "Full" : "Block") +
-          " AttnRes: implementation strategies per training step (docs/math.md §3.6)",
+      "strategies_" + scheme_id(scheme),
+      scheme_title(scheme) + ": implementation strategies per training step (docs/math.md §3.6)",
       {"strategy", "forward read (MB)", "forward write (MB)", "forward launches",
        "backward read (MB)", "backward write (MB)", "backward launches", "history copies (MB)",
        "temporary (MB)", "saved for backward (MB)", "mechanism time (ms)", "step overhead (%)"},
@@ -44,9 +73,16 @@ ReportTable strategies_table(ResidualMode mode, const CostInputs& in, const MoeS
   const double tokens = static_cast<double>(in.batch) * static_cast<double>(in.tokens);
   const double vector_bytes =
       static_cast<double>(in.d_model) * tokens * bytes_per_element(in.dtype);
+  const ReadOps ops = read_ops_of(scheme);
   for (const auto& [strategy, name] : kStrategyNames) {
-    const StrategyCost cost = strategy_cost(strategy, mode_layout(mode, in), mode_groups(mode, in));
-    const StrategyStep step = strategy_step(strategy, mode, in, moe, Phase::prefill, true, hw);
+    if (strategy == Strategy::fused_two_phase && !ops.two_phase_limit.empty()) {
+      std::vector<std::string> row(t.header.size(), "n/a");
+      row[0] = std::string(name);
+      t.rows.push_back(std::move(row));
+      continue;
+    }
+    const StrategyCost cost = scheme_strategy_cost(strategy, scheme, in);
+    const StrategyStep step = strategy_step(strategy, scheme, in, moe, Phase::prefill, true, hw);
     auto bytes = [&](std::int64_t vectors) {
       return mb(static_cast<double>(vectors) * vector_bytes);
     };
@@ -59,11 +95,11 @@ ReportTable strategies_table(ResidualMode mode, const CostInputs& in, const MoeS
                       percent(step.overhead_fraction)});
   }
   const StrategyStep reference =
-      strategy_step(Strategy::fused_one_shot, mode, in, moe, Phase::prefill, true, hw);
+      strategy_step(Strategy::fused_one_shot, scheme, in, moe, Phase::prefill, true, hw);
   t.note = "One micro-batch of B = " + num(in.batch) + " x T = " + num(in.tokens) +
            " tokens, d = " + num(in.d_model) + ", L = " + num(in.sublayers) + ", blocks " +
-           (mode == ResidualMode::full ? std::string("of one sublayer (Full)")
-                                       : block_layout_of(in).describe()) +
+           (scheme.mode == ResidualMode::block ? scheme_layout(scheme, in).describe()
+                                               : std::string("of one sublayer (every output)")) +
            ", " + std::to_string(bytes_per_element(in.dtype)) +
            " bytes per element. Each call takes max(kernel floor " + micro(hw.kernel_floor) +
            " us, bytes / (" + num(hw.hbm_bandwidth / 1e12) + " TB/s x " +
@@ -71,29 +107,38 @@ ReportTable strategies_table(ResidualMode mode, const CostInputs& in, const MoeS
            ". Step overhead = (mechanism - standard residual adds) / the model's step (forward + "
            "backward = 3 x forward, " +
            rounded(reference.model_seconds * 1e3, 1e4) +
-           " ms). Saved = tensors kept for the backward beyond the stored history.";
+           " ms). Saved = tensors kept for the backward beyond the stored history." +
+           (ops.two_phase_limit.empty() ? std::string()
+                                        : " fused_two_phase: n/a, " + ops.two_phase_limit + ".");
   return t;
 }
 
-ReportTable decode_table(ResidualMode mode, const CostInputs& in, const MoeShape& moe,
+ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& in, const MoeShape& moe,
                          const Hardware& hw) {
-  ReportTable t{"decode_" + to_string(mode),
-                std::string(mode == ResidualMode::full ? "Full" : "Block") +
-                    " AttnRes per decode step (docs/math.md §3.6)",
+  ReportTable t{"decode_" + scheme_id(scheme),
+                scheme_title(scheme) + " per decode step (docs/math.md §3.6)",
                 {"strategy", "launches per step", "at the floor", "mechanism (us)",
                  "standard adds (us)", "decode step (us)", "overhead (%)", "prefill overhead (%)"},
                 {},
                 "",
                 ""};
+  const ReadOps ops = read_ops_of(scheme);
   for (const auto& [strategy, name] : kStrategyNames) {
-    const StrategyStep decode = strategy_step(strategy, mode, in, moe, Phase::decode, false, hw);
-    const StrategyStep prefill = strategy_step(strategy, mode, in, moe, Phase::prefill, false, hw);
+    if (strategy == Strategy::fused_two_phase && !ops.two_phase_limit.empty()) {
+      std::vector<std::string> row(t.header.size(), "n/a");
+      row[0] = std::string(name);
+      t.rows.push_back(std::move(row));
+      continue;
+    }
+    const StrategyStep decode = strategy_step(strategy, scheme, in, moe, Phase::decode, false, hw);
+    const StrategyStep prefill =
+        strategy_step(strategy, scheme, in, moe, Phase::prefill, false, hw);
     t.rows.push_back({std::string(name), num(decode.forward.launches),
                       num(decode.forward.floor_bound), micro(decode.forward.seconds),
                       micro(decode.standard_forward.seconds), micro(decode.model_seconds),
                       percent(decode.overhead_fraction), percent(prefill.overhead_fraction)});
   }
-  const auto reads = read_sources(mode_layout(mode, in));
+  const auto reads = read_sources(scheme_layout(scheme, in));
   double mean = 0;
   for (const auto& read : reads) mean += static_cast<double>(read.sources());
   mean /= static_cast<double>(reads.size());

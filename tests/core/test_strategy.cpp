@@ -137,6 +137,42 @@ TEST(Strategy, TwoPhaseBlockMergeMatchesThePapersPhaseTwo) {
   EXPECT_EQ(cost.forward.launches, 8 + 1 + 8 * 15);  // a phase 1 per block + final, 15 merges
 }
 
+TEST(Strategy, TheZoosReadsChangeTheOpsNotTheSources) {
+  CostInputs in;
+  in.sublayers = 4;
+  in.d_model = 64;
+  in.block_size = 2;
+  const CostInputs r = resolve_cost_inputs(in);
+  // Block without key norm: no norm op (n / n, 1 launch) per read: 48 - 11, 29 - 11, 27 - 5.
+  AttnResConfig no_norm = named_scheme("block_no_key_norm", r);
+  expect_counts(scheme_strategy_cost(Strategy::stack, no_norm, r).forward, {37, 18, 22},
+                "no key norm");
+  // DenseFormer reads every output with learned scalars: stack n/n and the weighted sum n/1 per
+  // read, over n = 1..5 (sum 15).
+  const AttnResConfig dense = named_scheme("denseformer", r);
+  expect_counts(scheme_strategy_cost(Strategy::stack, dense, r).forward, {30, 20, 10},
+                "denseformer");
+  // Full with a window of 2: n = 1, 2, 3, 3, 3 (sum 12).
+  AttnResConfig window = named_scheme("full", r);
+  window.window = 2;
+  const StrategyCost windowed = scheme_strategy_cost(Strategy::fused_one_shot, window, r);
+  expect_counts(windowed.forward, {12, 10, 5}, "window");
+  EXPECT_EQ(windowed.history_vectors, 3);
+  // An input-dependent query: one projection launch per read, and no two-phase schedule.
+  const AttnResConfig query = named_scheme("full_input_query", r);
+  EXPECT_EQ(scheme_strategy_cost(Strategy::fused_one_shot, query, r).forward.launches, 10);
+  EXPECT_THROW(scheme_strategy_cost(Strategy::fused_two_phase, query, r), Error);
+  // A sigmoid gate or several heads move the same bytes in the same launches.
+  const auto base = scheme_strategy_cost(Strategy::arena, named_scheme("block", r), r).forward;
+  const auto gated = scheme_strategy_cost(Strategy::arena, named_scheme("block_sigmoid", r), r);
+  EXPECT_EQ(gated.forward.vectors(), base.vectors());
+  EXPECT_EQ(gated.forward.launches, base.launches);
+  // Schemes without reads over a history have no strategies.
+  EXPECT_THROW(read_ops_of(named_scheme("mhc", r)), Error);
+  EXPECT_THROW(read_ops_of(named_scheme("rescaled", r)), Error);
+  EXPECT_THROW(read_ops_of(named_scheme("standard", r)), Error);
+}
+
 TEST(BlockLayout, SourcesAgreeWithTheForwardEnginesLayout) {
   // An independent implementation: the forward engine's DepthLayout lists every read's sources.
   for (int L : {1, 2, 5, 8, 13, 24}) {

@@ -81,11 +81,28 @@ struct StrategyCost {
   std::int64_t reads = 0;                  // L + 1
 };
 
+// What one read does, from the scheme (docs/schemes.md): the paper's read normalises the keys,
+// scores them against a query and takes a softmax (or sigmoid) before the weighted sum; the
+// zoo's variants drop the key norm, replace the scores by learned scalars (DenseFormer, mixing =
+// scalars), window the sources (Full, W outputs), or compute the query from the state (one more
+// vector read per read, and no two-phase schedule).
+struct ReadOps {
+  bool key_norm = true;
+  bool scores = true;           // false: learned mixing scalars, no key, score or softmax op
+  bool input_query = false;     // the query is a projection of the read's latest source
+  std::int64_t window = 0;      // Full: the embedding plus the last W outputs (0: all)
+  std::string two_phase_limit;  // why fused_two_phase does not apply ("" when it does)
+};
+// The read of a scheme (Full, Block and their ablations, DenseFormer). Throws attnres::Error for
+// schemes without reads over a stored history (standard, rescaled running mean, mHC).
+ReadOps read_ops_of(const AttnResConfig& scheme);
+
 // The costs of `strategy` over a source layout; `groups` sets the two-phase grouping (default:
-// the layout itself, as Block AttnRes does). Throws attnres::Error on an empty layout or groups
-// over a different L.
+// the layout itself, as Block AttnRes does). Throws attnres::Error on an empty layout, groups
+// over a different L, or fused_two_phase for a read it does not apply to (ops.two_phase_limit).
 StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
-                           const std::optional<BlockLayout>& groups = std::nullopt);
+                           const std::optional<BlockLayout>& groups = std::nullopt,
+                           const ReadOps& ops = {});
 // The standard residual as the same kind of count: per sublayer one add (read h and f(h), write
 // h'), forward and backward: 2 + 1 vectors and one launch each way.
 PassCounts standard_residual_counts(std::int64_t sublayers);
@@ -126,9 +143,20 @@ struct StrategyStep {
 StrategyStep strategy_step(Strategy strategy, ResidualMode mode, const CostInputs& resolved,
                            const MoeShape& moe, Phase phase, bool training,
                            const Hardware& hardware);
+// The same for any scheme with reads (read_ops_of): Block's S from scheme.block_size (or the
+// inputs' layout when 0), Full-like schemes over every output.
+StrategyStep strategy_step(Strategy strategy, const AttnResConfig& scheme,
+                           const CostInputs& resolved, const MoeShape& moe, Phase phase,
+                           bool training, const Hardware& hardware);
 // The source layout and two-phase groups of a mode at these inputs.
 BlockLayout mode_layout(ResidualMode mode, const CostInputs& resolved);
 BlockLayout mode_groups(ResidualMode mode, const CostInputs& resolved);
+// ... and of a scheme (DenseFormer reads every output like Full; Block takes scheme.block_size).
+BlockLayout scheme_layout(const AttnResConfig& scheme, const CostInputs& resolved);
+BlockLayout scheme_groups(const AttnResConfig& scheme, const CostInputs& resolved);
+// The costs of a strategy for a scheme at these inputs (layout, groups and read ops together).
+StrategyCost scheme_strategy_cost(Strategy strategy, const AttnResConfig& scheme,
+                                  const CostInputs& resolved);
 
 // ------------------------------------------------------------------ recompute / checkpointing
 // Memory of one micro-batch's activations and AttnRes history on one pipeline rank, and the
