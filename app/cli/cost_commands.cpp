@@ -1181,8 +1181,8 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
     const int b = bytes_per_element(inputs.dtype);
     ReportTable calls{"calls_" + to_string(picked),
                       "Every kernel call of " + to_string(picked) + " for one micro-batch",
-                      {"pass", "op", "read r", "read (vectors)", "write (vectors)", "bytes",
-                       "time (us)", "bound"},
+                      {"pass", "op", "read r", "launches", "read (vectors)", "write (vectors)",
+                       "bytes", "time (us)", "bound"},
                       {},
                       "",
                       ""};
@@ -1191,7 +1191,7 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
         const double bytes =
             static_cast<double>(call.vectors()) * static_cast<double>(inputs.d_model) * tokens * b;
         const double seconds = call_seconds(bytes, hw);
-        calls.rows.push_back({pass, call.op, std::to_string(call.read),
+        calls.rows.push_back({pass, call.op, std::to_string(call.read), std::to_string(call.count),
                               std::to_string(call.read_vectors), std::to_string(call.write_vectors),
                               format_number(bytes), format_number(std::round(seconds * 1e9) / 1e3),
                               seconds <= hw.kernel_floor ? "floor" : "bandwidth"});
@@ -1200,7 +1200,8 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
     add("forward", cost.forward_calls);
     add("backward", cost.backward_calls);
     calls.note =
-        "Vectors are d-wide per token; bytes = vectors x d x B·T x b; time = max(floor, "
+        "Each row is `launches` calls of one shape (per launch: vectors, bytes, time). Vectors are "
+        "d-wide per token; bytes = vectors x d x B·T x b; time = max(floor, "
         "bytes / (bandwidth x efficiency)).";
     tables.push_back(std::move(calls));
   }

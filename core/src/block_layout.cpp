@@ -51,6 +51,11 @@ BlockLayout uniform_block_layout(std::int64_t sublayers, std::int64_t block_size
     throw Error("block layout: need 1 <= S <= L, got S = " + std::to_string(block_size) +
                 ", L = " + std::to_string(sublayers));
   }
+  if ((sublayers + block_size - 1) / block_size > static_cast<std::int64_t>(kMaxListedBlocks)) {
+    throw Error("block layout: " + std::to_string((sublayers + block_size - 1) / block_size) +
+                " blocks; the layout view and the implementation strategies list at most " +
+                std::to_string(kMaxListedBlocks));
+  }
   BlockLayout layout;
   for (std::int64_t start = 0; start < sublayers; start += block_size) {
     layout.sizes.push_back(std::min(block_size, sublayers - start));
@@ -190,9 +195,13 @@ std::vector<LayoutBlockRow> layout_rows(const BlockLayout& layout, std::int64_t 
   return rows;
 }
 
-std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std::int64_t pp,
-                                                 std::int64_t vpp) {
-  const std::int64_t L = layout.sublayers();
+namespace {
+
+// The payloads of every boundary, given how many blocks are complete after sublayer e
+// (docs/math.md §3.3); shared by the uniform and the listed layouts.
+template <typename Completed>
+std::vector<BoundaryPayload> boundaries_with(std::int64_t L, std::int64_t pp, std::int64_t vpp,
+                                             Completed completed) {
   if (L < 1 || pp < 1 || vpp < 1) throw Error("pipeline boundaries: L, P and V must be >= 1");
   const std::int64_t chunks = checked_multiply(pp, vpp, "pipeline chunks P·V");
   if (chunks > L) {
@@ -200,10 +209,6 @@ std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std:
                 " chunks exceed L = " + std::to_string(L) + " sublayers");
   }
   const auto last = chunk_last_sublayers(L, chunks);
-  auto completed = [&](std::int64_t e) { return layout.completed_after(e); };
-  auto block_ends_at = [&](std::int64_t e) {
-    return completed(e) > completed(e - 1);  // sublayer e closes a block
-  };
   std::vector<BoundaryPayload> out;
   out.reserve(static_cast<std::size_t>(chunks - 1));
   for (std::int64_t c = 0; c + 1 < chunks; ++c) {
@@ -214,7 +219,8 @@ std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std:
     b.to_rank = (c + 1) % pp;
     b.last_sublayer = last[static_cast<std::size_t>(c)];
     b.completed_blocks = completed(b.last_sublayer);
-    b.partial = !block_ends_at(b.last_sublayer);
+    // Sublayer e leaves its block open unless it closes it.
+    b.partial = completed(b.last_sublayer) == completed(b.last_sublayer - 1);
     const std::int64_t k = c + 1;  // receiving chunk
     const std::int64_t partial = b.partial ? 1 : 0;
     b.naive_vectors = 1 + b.completed_blocks + partial;  // embedding + blocks + partial
@@ -237,6 +243,30 @@ std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std:
     out.push_back(b);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std::int64_t pp,
+                                                 std::int64_t vpp) {
+  // Block ends in order, so "blocks complete after e" is a binary search.
+  std::vector<std::int64_t> ends;
+  ends.reserve(layout.sizes.size());
+  std::int64_t end = 0;
+  for (std::int64_t size : layout.sizes) ends.push_back(end += size);
+  return boundaries_with(end, pp, vpp, [&ends](std::int64_t e) {
+    return static_cast<std::int64_t>(std::upper_bound(ends.begin(), ends.end(), e) - ends.begin());
+  });
+}
+
+std::vector<BoundaryPayload> uniform_pipeline_boundaries(std::int64_t sublayers,
+                                                         std::int64_t block_size, std::int64_t pp,
+                                                         std::int64_t vpp) {
+  // Blocks of S sublayers (the last one shorter): floor(e / S) complete after e < L.
+  if (block_size < 1 || block_size > sublayers)
+    throw Error("pipeline boundaries: block size must be between 1 and L");
+  return boundaries_with(sublayers, pp, vpp,
+                         [block_size](std::int64_t e) { return e / block_size; });
 }
 
 }  // namespace attnres

@@ -178,7 +178,7 @@ std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t
     throw Error("pipeline boundaries: block size must be between 1 and L");
   }
   if (mode != ResidualMode::standard) {
-    return pipeline_boundaries(uniform_block_layout(sublayers, S), pp, vpp);
+    return uniform_pipeline_boundaries(sublayers, S, pp, vpp);
   }
   // The standard residual: the hidden state h is the whole payload of every boundary.
   const auto last = chunk_last_sublayers(sublayers, chunks);
@@ -1062,7 +1062,8 @@ CostReport evaluate_costs(const CostInputs& in) {
   r.prefill = prefill_history_bytes(in.batch, in.tokens, N, d, bytes_per_element(in.dtype),
                                     in.seq_shards, in.chunk);
   r.pipeline_paper = pipeline_comm_paper(in.pp, in.vpp, N, d);
-  r.boundaries = pipeline_boundaries(block_layout_of(in), in.pp, in.vpp);
+  r.boundaries = in.block_sizes.empty() ? uniform_pipeline_boundaries(L, S, in.pp, in.vpp)
+                                        : pipeline_boundaries(block_layout_of(in), in.pp, in.vpp);
   std::int64_t naive = 0, cached = 0, own = 0, peak_naive = 0, peak_cached = 0;
   for (const auto& b : r.boundaries) {
     naive += b.naive_vectors;

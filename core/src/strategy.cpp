@@ -44,12 +44,14 @@ namespace {
 
 struct Builder {
   std::vector<KernelCall>& calls;
-  void add(const char* op, std::int64_t read, std::int64_t reads, std::int64_t writes) {
+  void add(const char* op, std::int64_t read, std::int64_t reads, std::int64_t writes,
+           std::int64_t count = 1) {
     KernelCall call;
     call.op = op;
     call.read = read;
     call.read_vectors = reads;
     call.write_vectors = writes;
+    call.count = count;
     calls.push_back(call);
   }
 };
@@ -57,9 +59,9 @@ struct Builder {
 PassCounts totals(const std::vector<KernelCall>& calls) {
   PassCounts counts;
   for (const auto& call : calls) {
-    counts.read_vectors += call.read_vectors;
-    counts.write_vectors += call.write_vectors;
-    ++counts.launches;
+    counts.read_vectors += call.read_vectors * call.count;
+    counts.write_vectors += call.write_vectors * call.count;
+    counts.launches += call.count;
   }
   return counts;
 }
@@ -97,6 +99,10 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
                            const std::optional<BlockLayout>& groups_in, const ReadOps& ops) {
   const std::int64_t L = layout.sublayers();
   if (layout.sizes.empty() || L < 1) throw Error("strategy cost: the layout has no blocks");
+  if (L > kMaxStrategySublayers) {
+    throw Error("implementation strategies count each of the L + 1 reads: L = " +
+                std::to_string(L) + " sublayers exceeds " + std::to_string(kMaxStrategySublayers));
+  }
   const BlockLayout groups = groups_in ? *groups_in : layout;
   if (groups.sublayers() != L) {
     throw Error("strategy cost: two-phase groups cover " + std::to_string(groups.sublayers()) +
@@ -179,7 +185,7 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
         }
         if (ops.input_query) bwd.add("query_projection_backward", r, 2, 1);
         if (stack) {
-          for (std::int64_t i = 0; i < n; ++i) bwd.add("grad_accumulate", r, 2, 1);
+          bwd.add("grad_accumulate", r, 2, 1, n);  // one add per source
         } else {
           bwd.add("grad_accumulate", r, 2 * n, n);
         }
@@ -267,12 +273,13 @@ CallTime calls_time(const std::vector<KernelCall>& calls, std::int64_t d, double
   CallTime time;
   const double per_vector = static_cast<double>(d) * tokens * bytes_per_element;
   for (const auto& call : calls) {
-    const double bytes = static_cast<double>(call.vectors()) * per_vector;
+    const double bytes = static_cast<double>(call.vectors()) * per_vector;  // one launch
     const double bandwidth_seconds = bytes / (hardware.hbm_bandwidth * hardware.memory_efficiency);
-    time.bytes += bytes;
-    time.seconds += std::max(hardware.kernel_floor, bandwidth_seconds);
-    ++time.launches;
-    if (bandwidth_seconds <= hardware.kernel_floor) ++time.floor_bound;
+    const auto count = static_cast<double>(call.count);
+    time.bytes += bytes * count;
+    time.seconds += std::max(hardware.kernel_floor, bandwidth_seconds) * count;
+    time.launches += call.count;
+    if (bandwidth_seconds <= hardware.kernel_floor) time.floor_bound += call.count;
   }
   return time;
 }
@@ -339,8 +346,7 @@ StrategyStep strategy_step(Strategy strategy, const AttnResConfig& scheme,
   const std::int64_t d = resolved.d_model;
   step.forward = calls_time(cost.forward_calls, d, step.tokens, b, hardware);
   // The standard residual: one add per sublayer each way (read h and f(h), write h').
-  std::vector<KernelCall> adds(static_cast<std::size_t>(resolved.sublayers),
-                               KernelCall{"residual_add", -1, 2, 1});
+  const std::vector<KernelCall> adds = {KernelCall{"residual_add", -1, 2, 1, resolved.sublayers}};
   step.standard_forward = calls_time(adds, d, step.tokens, b, hardware);
   const StackTime stack = stack_time(resolved, moe, phase, hardware);
   const double model_forward = stack.stack_seconds[static_cast<int>(ResidualScheme::standard)];

@@ -12,6 +12,7 @@
 #include "attnres/depth_layout.hpp"
 #include "attnres/error.hpp"
 #include "attnres/strategy.hpp"
+#include "test_support.hpp"
 
 namespace attnres {
 namespace {
@@ -276,6 +277,27 @@ TEST(BlockLayout, UnevenListsReduceToEvenOnesAndAreValidated) {
   EXPECT_THROW(parse_block_list("6,,4", "--block-sizes"), Error);
   EXPECT_THROW(parse_block_list("6,x", "--block-sizes"), Error);
   EXPECT_THROW(parse_block_list("6,-2", "--block-sizes"), Error);
+}
+
+TEST(Strategy, HugeModelsAreRefusedNotListed) {
+  // The closed forms stay O(P·V) for any L: a billion one-sublayer blocks evaluate at once.
+  CostInputs in;
+  in.sublayers = 1'000'000'000;
+  in.blocks = 1'000'000'000;
+  in.d_model = 1;
+  in.pp = 4;
+  const CostReport report = evaluate_costs(resolve_cost_inputs(in));
+  EXPECT_EQ(report.boundaries.size(), 3u);
+  EXPECT_EQ(report.boundaries[0].completed_blocks, 250'000'000);
+  // Per-read counts and listed layouts have limits, with a message.
+  EXPECT_THROW(uniform_block_layout(1'000'000'000, 1), Error);
+  const std::string message = test::error_message(
+      [] { strategy_cost(Strategy::stack, uniform_block_layout(200'000, 1000)); });
+  EXPECT_NE(message.find("exceeds 100000"), std::string::npos) << message;
+  // At the limit, stack's O(L^2) fan-in is one row per read, not one per source.
+  const StrategyCost full = strategy_cost(Strategy::stack, uniform_block_layout(2000, 1));
+  EXPECT_LT(full.backward_calls.size(), 10u * 2001);
+  EXPECT_EQ(full.backward.launches, 7 * 2001 + 2001 * 2002 / 2);
 }
 
 TEST(Strategy, CallTimeIsTheFloorOrTheBandwidthTime) {

@@ -34,7 +34,8 @@ struct BlockLayout {
 };
 
 // N = ceil(L / S) blocks of S sublayers, the last one shorter when S does not divide L (the
-// engine's convention everywhere, docs/math.md §3).
+// engine's convention everywhere, docs/math.md §3). Throws attnres::Error past kMaxListedBlocks
+// blocks (a listed layout is for views and per-read counts, not for closed forms).
 BlockLayout uniform_block_layout(std::int64_t sublayers, std::int64_t block_size);
 // The layout of resolved cost inputs: CostInputs::block_sizes when given, else uniform with S.
 BlockLayout block_layout_of(const CostInputs& resolved);
@@ -93,5 +94,9 @@ std::vector<LayoutBlockRow> layout_rows(const BlockLayout& layout, std::int64_t 
 // uneven lists included; pipeline_boundaries(block, L, S, P, V) is this with the uniform layout.
 std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std::int64_t pp,
                                                  std::int64_t vpp);
+// The same for blocks of S sublayers without listing them (O(P·V), any L).
+std::vector<BoundaryPayload> uniform_pipeline_boundaries(std::int64_t sublayers,
+                                                         std::int64_t block_size, std::int64_t pp,
+                                                         std::int64_t vpp);
 
 }  // namespace attnres

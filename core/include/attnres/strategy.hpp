@@ -46,14 +46,17 @@ Strategy parse_strategy(const std::string& text, const std::string& where);
 // One line: what the strategy does.
 std::string strategy_summary(Strategy strategy);
 
-// One kernel launch: what it reads and writes, in d-wide vectors per token.
+// `count` kernel launches of one shape: what each reads and writes, in d-wide vectors per token.
 struct KernelCall {
   std::string op;          // "stack", "norm", "fused_read", "merge", "norm_backward", ...
   std::int64_t read = -1;  // the read r it serves (for a phase-1 kernel: its group's first read)
-  std::int64_t read_vectors = 0;
-  std::int64_t write_vectors = 0;
-  std::int64_t vectors() const { return read_vectors + write_vectors; }
+  std::int64_t read_vectors = 0;   // per launch
+  std::int64_t write_vectors = 0;  // per launch
+  std::int64_t count = 1;          // launches (autograd's one add per source: n)
+  std::int64_t vectors() const { return read_vectors + write_vectors; }  // per launch
 };
+// Most sublayers the per-read counts take (each read lists its calls).
+inline constexpr std::int64_t kMaxStrategySublayers = 100'000;
 
 struct PassCounts {
   std::int64_t read_vectors = 0;
@@ -98,8 +101,9 @@ struct ReadOps {
 ReadOps read_ops_of(const AttnResConfig& scheme);
 
 // The costs of `strategy` over a source layout; `groups` sets the two-phase grouping (default:
-// the layout itself, as Block AttnRes does). Throws attnres::Error on an empty layout, groups
-// over a different L, or fused_two_phase for a read it does not apply to (ops.two_phase_limit).
+// the layout itself, as Block AttnRes does). Throws attnres::Error on an empty layout, more than
+// kMaxStrategySublayers sublayers, groups over a different L, or fused_two_phase for a read it
+// does not apply to (ops.two_phase_limit).
 StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
                            const std::optional<BlockLayout>& groups = std::nullopt,
                            const ReadOps& ops = {});
