@@ -562,6 +562,15 @@ const std::map<std::string, Check>& scenario_checks() {
          for (const auto& point : points) EXPECT_GT(point["ratio"].get<double>(), 0);
          EXPECT_GE(r["calibration"]["measured_points"].get<int>(), 4);
        }},
+      {"fast-attnres-l24",
+       [](const json& r) {
+         // Full AttnRes over 48 sublayers: 49 fused reads per forward, stack's backward fan-in
+         // one add per (read, source) pair.
+         EXPECT_EQ(r["layout"].size(), 48u);
+         EXPECT_EQ(r["strategies_full"][2]["forward launches"], "49");
+         EXPECT_EQ(r["strategies_full"][0]["backward launches"],
+                   std::to_string(7 * 49 + 49 * 50 / 2));
+       }},
       {"scaling-law",
        [](const json& r) {
          EXPECT_NEAR(r["scaling"]["compute_multiplier"]["block"].get<double>(), 1.25, 0.02);
