@@ -263,7 +263,7 @@ std::vector<BoundaryPayload> uniform_pipeline_boundaries(std::int64_t sublayers,
                                                          std::int64_t block_size, std::int64_t pp,
                                                          std::int64_t vpp) {
   // Blocks of S sublayers (the last one shorter): floor(e / S) complete after e < L.
-  if (block_size < 1 || block_size > sublayers)
+  if (sublayers >= 1 && (block_size < 1 || block_size > sublayers))
     throw Error("pipeline boundaries: block size must be between 1 and L");
   return boundaries_with(sublayers, pp, vpp,
                          [block_size](std::int64_t e) { return e / block_size; });

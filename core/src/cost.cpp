@@ -165,33 +165,18 @@ std::vector<std::int64_t> chunk_last_sublayers(std::int64_t sublayers, std::int6
 std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t sublayers,
                                                  std::int64_t block_size, std::int64_t pp,
                                                  std::int64_t vpp) {
-  if (sublayers < 1 || pp < 1 || vpp < 1) {
-    throw Error("pipeline boundaries: L, P and V must be >= 1");
-  }
-  const std::int64_t chunks = checked_multiply(pp, vpp, "pipeline chunks P·V");
-  if (chunks > sublayers) {
-    throw Error("pipeline boundaries: P·V = " + std::to_string(chunks) +
-                " chunks exceed L = " + std::to_string(sublayers) + " sublayers");
-  }
-  const std::int64_t S = mode == ResidualMode::full ? 1 : block_size;
-  if (mode == ResidualMode::block && (S < 1 || S > sublayers)) {
-    throw Error("pipeline boundaries: block size must be between 1 and L");
-  }
+  if (mode == ResidualMode::full) return uniform_pipeline_boundaries(sublayers, 1, pp, vpp);
   if (mode != ResidualMode::standard) {
-    return uniform_pipeline_boundaries(sublayers, S, pp, vpp);
+    return uniform_pipeline_boundaries(sublayers, block_size, pp, vpp);
   }
-  // The standard residual: the hidden state h is the whole payload of every boundary.
-  const auto last = chunk_last_sublayers(sublayers, chunks);
-  std::vector<BoundaryPayload> out;
-  for (std::int64_t c = 0; c + 1 < chunks; ++c) {
-    BoundaryPayload b;
-    b.from_chunk = c;
-    b.to_chunk = c + 1;
-    b.from_rank = c % pp;
-    b.to_rank = (c + 1) % pp;
-    b.last_sublayer = last[static_cast<std::size_t>(c)];
+  // The standard residual: the hidden state h is the whole payload of every boundary (the same
+  // boundaries as one block spanning the model, with one vector each).
+  auto out = uniform_pipeline_boundaries(sublayers, sublayers, pp, vpp);
+  for (auto& b : out) {
+    b.completed_blocks = 0;
+    b.partial = false;
     b.naive_vectors = b.cached_vectors = b.cached_own_vectors = 1;
-    out.push_back(b);
+    b.naive_block_vectors = b.cached_block_vectors = 0;
   }
   return out;
 }

@@ -486,8 +486,12 @@ Report build_report(const Scenario& s, const Progress& progress) {
     if (evaluated.pipeline) add_pipeline_section(*evaluated.pipeline, report);
     std::vector<ReportTable> v2;
     for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
-      if (wants(s.sections, "strategies"))
-        v2.push_back(strategies_table(mode, s.inputs, s.moe, *s.hardware));
+      if (!wants(s.sections, "strategies")) continue;
+      v2.push_back(strategies_table(mode, s.inputs, s.moe, *s.hardware));
+      AttnResConfig scheme;
+      scheme.mode = mode;
+      v2.back().chart = "strategies_" + to_string(mode);
+      report.charts.push_back(strategies_chart(scheme, s.inputs, *s.hardware));
     }
     for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
       if (wants(s.sections, "decode"))

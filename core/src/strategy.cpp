@@ -75,10 +75,9 @@ ReadOps read_ops_of(const AttnResConfig& scheme) {
     case ResidualMode::rescaled:
     case ResidualMode::mhc:
       throw Error("implementation strategies cost reads over a stored history; " +
-                  scheme.describe() + " has none (" +
-                  (scheme.mode == ResidualMode::rescaled ? std::string("a running mean")
-                                                         : scheme.two_phase_limit()) +
-                  ")");
+                  scheme.describe() + " has none" +
+                  (scheme.mode == ResidualMode::rescaled ? std::string(": it keeps a running mean")
+                                                         : ": " + scheme.two_phase_limit()));
     case ResidualMode::denseformer:
       ops.key_norm = false;
       ops.scores = false;

@@ -47,6 +47,17 @@ std::string scheme_id(const AttnResConfig& scheme) {
   return id;
 }
 
+// A strategy the scheme's read rules out (fused_two_phase with an input-dependent query) gets a
+// row of "n/a"; returns whether it did.
+bool not_applicable_row(ReportTable& t, Strategy strategy, std::string_view name,
+                        const ReadOps& ops) {
+  if (strategy != Strategy::fused_two_phase || ops.two_phase_limit.empty()) return false;
+  std::vector<std::string> row(t.header.size(), "n/a");
+  row[0] = std::string(name);
+  t.rows.push_back(std::move(row));
+  return true;
+}
+
 }  // namespace
 
 ReportTable strategies_table(ResidualMode mode, const CostInputs& in, const MoeShape& moe,
@@ -75,12 +86,7 @@ ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, 
       static_cast<double>(in.d_model) * tokens * bytes_per_element(in.dtype);
   const ReadOps ops = read_ops_of(scheme);
   for (const auto& [strategy, name] : kStrategyNames) {
-    if (strategy == Strategy::fused_two_phase && !ops.two_phase_limit.empty()) {
-      std::vector<std::string> row(t.header.size(), "n/a");
-      row[0] = std::string(name);
-      t.rows.push_back(std::move(row));
-      continue;
-    }
+    if (not_applicable_row(t, strategy, name, ops)) continue;
     const StrategyCost cost = scheme_strategy_cost(strategy, scheme, in);
     const StrategyStep step = strategy_step(strategy, scheme, in, moe, Phase::prefill, true, hw);
     auto bytes = [&](std::int64_t vectors) {
@@ -113,6 +119,36 @@ ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, 
   return t;
 }
 
+ChartSpec strategies_chart(const AttnResConfig& scheme, const CostInputs& in, const Hardware& hw) {
+  ChartSpec chart;
+  chart.id = "strategies_" + scheme_id(scheme);
+  chart.title = scheme_title(scheme) + ": forward time of the mechanism per pass";
+  chart.x_label = "tokens per call (B for decode, B x T for prefill)";
+  chart.y_label = "time per forward pass (s)";
+  chart.log_x = chart.log_y = true;
+  const ReadOps ops = read_ops_of(scheme);
+  const int b = bytes_per_element(in.dtype);
+  auto series_of = [&](const std::string& name, const std::vector<KernelCall>& calls) {
+    ChartSeries series{name, {}, ChartSeries::Style::line, false};
+    for (int k = 0; k <= 20; ++k) {
+      const double tokens = std::ldexp(1.0, k);
+      series.points.emplace_back(tokens, calls_time(calls, in.d_model, tokens, b, hw).seconds);
+    }
+    return series;
+  };
+  for (const auto& [strategy, name] : kStrategyNames) {
+    if (strategy == Strategy::fused_two_phase && !ops.two_phase_limit.empty()) continue;
+    chart.series.push_back(
+        series_of(std::string(name), scheme_strategy_cost(strategy, scheme, in).forward_calls));
+  }
+  chart.series.push_back(
+      series_of("standard residual (adds)", {KernelCall{"residual_add", -1, 2, 1, in.sublayers}}));
+  chart.caption = "Flat while every call sits at the " + micro(hw.kernel_floor) +
+                  " us floor (the cost is the number of launches), then rising with the bytes; " +
+                  hw.name + ", d = " + num(in.d_model) + ", L = " + num(in.sublayers) + ".";
+  return chart;
+}
+
 ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& in, const MoeShape& moe,
                          const Hardware& hw) {
   ReportTable t{"decode_" + scheme_id(scheme),
@@ -124,12 +160,7 @@ ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& in, cons
                 ""};
   const ReadOps ops = read_ops_of(scheme);
   for (const auto& [strategy, name] : kStrategyNames) {
-    if (strategy == Strategy::fused_two_phase && !ops.two_phase_limit.empty()) {
-      std::vector<std::string> row(t.header.size(), "n/a");
-      row[0] = std::string(name);
-      t.rows.push_back(std::move(row));
-      continue;
-    }
+    if (not_applicable_row(t, strategy, name, ops)) continue;
     const StrategyStep decode = strategy_step(strategy, scheme, in, moe, Phase::decode, false, hw);
     const StrategyStep prefill =
         strategy_step(strategy, scheme, in, moe, Phase::prefill, false, hw);

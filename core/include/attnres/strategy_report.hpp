@@ -21,6 +21,11 @@ ReportTable strategies_table(ResidualMode mode, const CostInputs& resolved, cons
 // two-phase schedule with an input-dependent query) gets a row saying why.
 ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& resolved,
                              const MoeShape& moe, const Hardware& hardware);
+// The mechanism's forward time per pass against the tokens per call (1 .. 2^20, log-log), one
+// line per strategy and one for the standard residual's adds: flat at launches x floor while
+// launch-bound, then rising with the bytes (docs/math.md §3.6).
+ChartSpec strategies_chart(const AttnResConfig& scheme, const CostInputs& resolved,
+                           const Hardware& hardware);
 // Decode per call: reads per forward (L + 1), tokens per call (B), each strategy's launches per
 // decode step, the mechanism's time, its share of the decode step, and the regime (floor- or
 // bandwidth-bound) with the crossover in tokens per call.
