@@ -1,5 +1,7 @@
 // The cost explorer: the costs of every residual scheme against the number of blocks N
-// (docs/math.md §3, docs/scheme-costs.md).
+// (docs/math.md §3, docs/scheme-costs.md), and in tabs beside the charts the implementation
+// strategies, the block layout and the calibration against public measurements (docs/math.md
+// §3.6, docs/calibration.md).
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
@@ -13,6 +15,8 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStackedWidget>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
@@ -27,6 +31,7 @@
 #include <sstream>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/block_layout.hpp"
 #include "attnres/cost.hpp"
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
@@ -39,7 +44,9 @@
 #include "attnres/model_config.hpp"
 #include "attnres/paper_reference.hpp"
 #include "attnres/report.hpp"
+#include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
+#include "cost_panels.hpp"
 #include "training_view.hpp"
 #include "view_kit.hpp"
 
@@ -63,10 +70,35 @@ class CostView : public View {
       fields_[std::string(key)] = box;
     }
     blocks_ = fields_.at("blocks");
+    // K: 0 leaves the choice to N; a block list overrides both (CostInputs: one choice).
+    block_layers_ = fields_.at("block_layers");
+    block_layers_->setSpecialValueText("off (N)");
+    block_layers_->setToolTip(block_layers_->toolTip() +
+                              "; 0: off, N decides. A block list overrides both");
+    block_sizes_ = new QLineEdit;
+    block_sizes_->setObjectName("block_sizes");
+    block_sizes_->setPlaceholderText("e.g. 6,6,4");
+    block_sizes_->setClearButtonEnabled(true);
+    block_sizes_->setToolTip(
+        "Uneven blocks: sublayers per block in model order, e.g. 6,6,4 (the sum must be L). "
+        "Overrides N and K; empty: equal blocks (docs/math.md §3.6)");
+    strategy_ = new QComboBox;
+    strategy_->setObjectName("strategy");
+    for (const auto& entry : kStrategyNames) {
+      strategy_->addItem(QString::fromUtf8(entry.name.data(), static_cast<int>(entry.name.size())));
+      strategy_->setItemData(strategy_->count() - 1,
+                             QString::fromStdString(strategy_summary(entry.value)),
+                             Qt::ToolTipRole);
+    }
+    strategy_->setCurrentText("fused_one_shot");
+    strategy_->setToolTip(
+        "Implementation strategy of the depth read highlighted in the Strategies tab (docs/math.md "
+        "§3.6)");
     dtype_ = new QComboBox;
     for (const auto& entry : kDTypeNames)
       dtype_->addItem(QString::fromUtf8(entry.name.data(), static_cast<int>(entry.name.size())));
     hardware_ = hardware_combo();
+    hardware_->setObjectName("hardware");
     sweep_ = new QComboBox;
     sweep_->addItem("(open a scenario to see its sweeps)");
     // Two scheme pickers (docs/scheme-costs.md): every named scheme of the cost engine.
@@ -78,16 +110,19 @@ class CostView : public View {
       const QString label =
           QString::fromUtf8(field.label.data(), static_cast<int>(field.label.size()));
       if (box == blocks_) {
-        form->addRow(label, with_slider(blocks_, "blocks_slider"));
+        blocks_row_ = with_slider(blocks_, "blocks_slider");
+        form->addRow(label, blocks_row_);
       } else {
         form->addRow(label, box);
       }
+      if (box == block_layers_) form->addRow("block sizes", block_sizes_);
       if (std::string_view(key) == "batch") form->addRow("dtype", dtype_);
     }
     form->addRow("hardware", hardware_);
     form->addRow("scenario sweep", sweep_);
     form->addRow("scheme A", scheme_a_);
     form->addRow("scheme B", scheme_b_);
+    form->addRow("strategy", strategy_);
     blocks_->setToolTip(blocks_->toolTip() + "; the charts sweep every N and mark this one");
     dtype_->setToolTip("Element type of the stored history and of the traffic (bytes per element)");
     hardware_->setToolTip("GPU preset for the time and bandwidth figures");
@@ -99,8 +134,10 @@ class CostView : public View {
     sweep_->setObjectName("scenario_sweep");
     scheme_a_->setObjectName("scheme_a");
     scheme_b_->setObjectName("scheme_b");
-    auto* content = new QWidget;
-    auto* grid = new QGridLayout(content);
+    auto* charts_page = new QWidget;
+    charts_page->setObjectName("charts_tab");
+    auto* grid = new QGridLayout(charts_page);
+    grid->setContentsMargins(0, 0, 0, 0);
     for (int i = 0; i < 4; ++i) {
       panels_.push_back(new ChartPanel);
       grid->addWidget(panels_.back(), i / 2, i % 2);
@@ -130,6 +167,40 @@ class CostView : public View {
     fig6_warning_->setWordWrap(true);
     fig6_warning_->setVisible(false);
     grid->addWidget(fig6_warning_, 3, 0, 1, 2);
+    // The tabs on implementations (docs/math.md §3.6, docs/calibration.md) beside the charts.
+    strategies_ = new StrategyPanel;
+    layout_panel_ = new LayoutPanel;
+    calibration_ = new CalibrationPanel;
+    // A tab bar over a stack rather than a QTabWidget: the view's error banner and stale marks
+    // go over the pages (set_content below), never over the tab bar.
+    tabs_ = new QTabBar;
+    tabs_->setObjectName("cost_tabs");
+    tabs_->setDrawBase(false);
+    tabs_->setExpanding(false);
+    pages_ = new QStackedWidget;
+    pages_->setObjectName("cost_pages");
+    pages_->setFrameShape(QFrame::StyledPanel);
+    const std::pair<QWidget*, const char*> pages[] = {{charts_page, "Charts"},
+                                                      {strategies_, "Strategies"},
+                                                      {layout_panel_, "Layout"},
+                                                      {calibration_, "Calibration"}};
+    for (const auto& [page, title] : pages) {
+      tabs_->addTab(title);
+      pages_->addWidget(page);
+    }
+    tabs_->setTabToolTip(0, "Costs against the number of blocks N (docs/math.md §3.1–3.3)");
+    tabs_->setTabToolTip(1,
+                         "The four implementation strategies side by side: bytes, launches, "
+                         "memory, time (docs/math.md §3.6)");
+    tabs_->setTabToolTip(2, "The blocks against the pipeline's chunks (docs/math.md §3.6)");
+    tabs_->setTabToolTip(3, "Modelled against measured overheads (docs/calibration.md)");
+    QObject::connect(tabs_, &QTabBar::currentChanged, pages_, &QStackedWidget::setCurrentIndex);
+    auto* content = new QWidget;
+    auto* content_layout = new QVBoxLayout(content);
+    content_layout->setContentsMargins(0, 0, 0, 0);
+    content_layout->setSpacing(2);
+    content_layout->addWidget(tabs_);
+    content_layout->addWidget(pages_, 1);
     three_columns(
         this, inputs, content,
         "<h3>Cost explorer</h3><p><b>What you see.</b> Four costs of the residual mechanism "
@@ -149,28 +220,80 @@ class CostView : public View {
         "schedule applies; both are drawn in the I/O chart (docs/scheme-costs.md).</p>"
         "<p><b>Try:</b> move N from 1 to L and watch Block "
         "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off; "
-        "compare full with full_input_query to see what breaks the two-phase schedule.</p>");
-    std::vector<QWidget*> watched = {dtype_, hardware_, scheme_a_, scheme_b_};
+        "compare full with full_input_query to see what breaks the two-phase schedule.</p>"
+        "<p><b>Strategies</b> (docs/math.md §3.6): the same read done four ways — <i>stack</i> "
+        "(framework ops that stack the sources for every read), <i>arena</i> (a preallocated "
+        "history, views), <i>fused_one_shot</i> (one kernel per read), <i>fused_two_phase</i> (one "
+        "batched kernel per block, one merge per read). The table gives each one's bytes, "
+        "launches, temporary and saved memory, and its share of a training and a decode step. "
+        "Every call costs at least the hardware's kernel floor, so many small launches, not "
+        "bytes, dominate decode.</p>"
+        "<p><b>Layout</b>: blocks as N equal ones, K transformer layers each (S = 2K), or an "
+        "uneven list such as 6,6,4; the table shows where each block sits against the P·V "
+        "pipeline chunks and whether it splits a layer.</p>"
+        "<p><b>Calibration</b> (docs/calibration.md): public measurements of AttnRes overheads "
+        "against the model's value for each; hover a row for its assumptions.</p>"
+        "<p><b>Try:</b> pick stack and compare Block with Full; set the block sizes to 2,6,4 "
+        "with L = 12 and P = 3 and see which block crosses a stage.</p>");
+    set_content(pages_);
+    std::vector<QWidget*> watched = {dtype_, hardware_, scheme_a_, scheme_b_, block_sizes_};
     for (const auto& entry : fields_) watched.push_back(entry.second);
     on_change(this, watched, [this] { recompute(); });
     QObject::connect(sweep_, &QComboBox::currentIndexChanged, this,
                      [this] { show_scenario_sweep(); });
+    // Setting N (the user, a scenario, a lesson step) makes N decide again, as set_cost_input
+    // does: the list and K are cleared. (The N shown for a list or K is set with signals
+    // blocked.)
+    QObject::connect(blocks_, &QSpinBox::valueChanged, this, [this] {
+      const QSignalBlocker list_blocker(block_sizes_), k_blocker(block_layers_);
+      block_sizes_->clear();
+      block_layers_->setValue(0);
+    });
+    // The picker only moves the highlight: nothing to recompute.
+    QObject::connect(strategy_, &QComboBox::currentIndexChanged, this, [this] {
+      strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
+    });
+    strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
   }
 
+  // The inputs as set; throws attnres::Error on a block list that does not parse. N, K and the
+  // list are one choice: a list overrides K, K overrides N.
   CostInputs inputs() const {
     CostInputs in;
     for (const auto& [key, box] : fields_) in.*find_cost_input_field(key)->member = box->value();
     in.dtype = parse_dtype(dtype_->currentText().toStdString(), "dtype");
+    const std::string list = block_sizes_->text().trimmed().toStdString();
+    if (!list.empty()) {
+      in.block_sizes = parse_block_list(list, "block sizes");
+      in.blocks = 0;
+      in.block_layers = 0;
+    } else if (in.block_layers > 0) {
+      in.blocks = 0;
+    }
     return in;
   }
 
   void recompute() override {
-    CostInputs in = inputs();
+    CostInputs in;
+    try {
+      in = inputs();
+    } catch (const Error& error) {
+      show_error(error.what(), {block_sizes_});
+      return;
+    }
+    const bool n_decides = in.blocks != 0;
     if (auto problem = try_resolve_cost_inputs(in)) {
       show_error(problem->message, {field(problem->field)});
       return;
     }
     clear_error();
+    // N follows a list or K (shown, not editable, while one of them decides).
+    blocks_row_->setEnabled(n_decides);
+    if (!n_decides && blocks_->value() != in.blocks && in.blocks <= blocks_->maximum()) {
+      const QSignalBlocker blocker(blocks_);
+      blocks_->setValue(static_cast<int>(in.blocks));
+      set_spin_range(blocks_, blocks_->minimum(), blocks_->maximum());  // moves the slider too
+    }
     Hardware hw;
     try {
       hw = load_hardware(hardware_->currentText().toStdString());
@@ -178,6 +301,16 @@ class CostView : public View {
       show_error(error.what());
       return;
     }
+    // The strategies and the layout: closed forms, but Full's kernel lists grow with L.
+    run("strategies and layout", [this, in, hw](const Progress& progress) -> std::function<void()> {
+      StrategyComparison comparison = compare_strategies(in, hw);
+      if (progress && !progress(0, 0)) return {};
+      std::vector<LayoutBlockRow> rows = layout_rows(block_layout_of(in), in.pp, in.vpp);
+      return [this, comparison = std::move(comparison), rows = std::move(rows), in]() mutable {
+        strategies_->set_comparison(std::move(comparison));
+        layout_panel_->set_rows(rows, in);
+      };
+    });
     // The four sweeps and the table off the GUI thread (a large L makes many settings).
     const std::string scheme_a = scheme_a_->currentData().toString().toStdString();
     const std::string scheme_b = scheme_b_->currentData().toString().toStdString();
@@ -280,6 +413,7 @@ class CostView : public View {
   std::vector<ChartSpec> charts() const override {
     std::vector<ChartSpec> all = charts_;
     if (showing_scenario_) all.insert(all.begin(), scenario_panel_->spec());
+    if (!all.empty()) all.push_back(calibration_->spec());
     return all;
   }
 
@@ -292,6 +426,13 @@ class CostView : public View {
         box->setValue(static_cast<int>(cost_input_value(s.inputs, *find_cost_input_field(key))));
       }
       dtype_->setCurrentText(QString::fromStdString(to_string(s.inputs.dtype)));
+      // The resolved inputs carry N (and the list when there is one): K stays off.
+      const QSignalBlocker k_blocker(block_layers_);
+      block_layers_->setValue(0);
+      const QSignalBlocker list_blocker(block_sizes_);
+      QStringList sizes;
+      for (const std::int64_t size : s.inputs.block_sizes) sizes << QString::number(size);
+      block_sizes_->setText(sizes.join(","));
     }
     {
       const QSignalBlocker blocker(sweep_);
@@ -308,6 +449,7 @@ class CostView : public View {
     const int index = sweep_->currentIndex() - 1;
     const bool show = scenario_ && index >= 0 && index < static_cast<int>(scenario_->sweeps.size());
     showing_scenario_ = show;
+    if (show) tabs_->setCurrentIndex(0);
     scenario_panel_->setVisible(show);
     for (auto* panel : panels_) panel->setVisible(!show);
     if (!show) return;
@@ -383,12 +525,14 @@ class CostView : public View {
  private:
   // The integer inputs shown and the value they open with (the paper's example setting).
   static constexpr std::pair<const char*, int> kShownInputs[] = {
-      {"sublayers", 128}, {"blocks", 8}, {"d_model", 7168}, {"tokens", 131072}, {"batch", 1},
-      {"pp", 4},          {"vpp", 2},    {"streams", 4},    {"seq_shards", 8},  {"chunk", 16384}};
+      {"sublayers", 128}, {"blocks", 8},     {"block_layers", 0}, {"d_model", 7168},
+      {"tokens", 131072}, {"batch", 1},      {"pp", 4},           {"vpp", 2},
+      {"streams", 4},     {"seq_shards", 8}, {"chunk", 16384}};
 
   // The input behind a CostInputs field named by an error (or behind its alternative: block_size
   // is set through N here, layers through L).
   QWidget* field(const std::string& key) const {
+    if (key == "block_sizes") return block_sizes_;
     if (auto it = fields_.find(key); it != fields_.end()) return it->second;
     const CostInputField* input = find_cost_input_field(key);
     if (!input || input->alternative.empty()) return nullptr;
@@ -397,7 +541,15 @@ class CostView : public View {
   }
   std::map<std::string, QSpinBox*> fields_;  // CostInputs key -> its input
   QSpinBox* blocks_;                         // fields_["blocks"], with its slider
-  QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_;
+  QWidget* blocks_row_ = nullptr;            // blocks_ and its slider
+  QSpinBox* block_layers_;                   // fields_["block_layers"]: K, 0 = off
+  QLineEdit* block_sizes_;                   // an uneven list "6,6,4"
+  QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_, *strategy_;
+  QTabBar* tabs_;
+  QStackedWidget* pages_;
+  StrategyPanel* strategies_;
+  LayoutPanel* layout_panel_;
+  CalibrationPanel* calibration_;
   std::vector<ChartPanel*> panels_;
   ChartPanel* scenario_panel_;
   QTableWidget *table_, *compare_;

@@ -4,6 +4,7 @@
 #include <QDoubleSpinBox>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QTabBar>
 
 #include "lesson_model.hpp"
 #include "main_window.hpp"
@@ -20,6 +21,17 @@ Widget* input(MainWindow& window, const std::string& view, const char* name) {
 
 void set_int(MainWindow& window, const std::string& view, const char* name, int value) {
   if (auto* box = input<QSpinBox>(window, view, name)) box->setValue(value);
+}
+
+// The cost explorer's charts with N deciding (no block list or K left from before).
+void cost_charts(MainWindow& window) {
+  if (auto* list = input<QLineEdit>(window, "cost", "block_sizes");
+      list && !list->text().isEmpty()) {
+    list->clear();
+    emit list->editingFinished();  // what the view recomputes on
+  }
+  set_int(window, "cost", "block_layers", 0);
+  if (auto* tabs = input<QTabBar>(window, "cost", "cost_tabs")) tabs->setCurrentIndex(0);
 }
 
 void set_double(MainWindow& window, const std::string& view, const char* name, double value) {
@@ -112,6 +124,7 @@ std::vector<LessonStep> make_steps() {
        "The dashed marker sits at N = 128: I/O per sublayer and the stored history are Full's, far "
        "above the standard residual's 3d.",
        [](MainWindow& w) {
+         cost_charts(w);
          set_int(w, "cost", "sublayers", 128);
          set_int(w, "cost", "blocks", 128);
        }});
@@ -119,7 +132,10 @@ std::vector<LessonStep> make_steps() {
       {"cost", "Cost explorer: what Block saves", "N = 8 blocks, the paper's choice.",
        "The marker moves to N = 8: a fraction of Full's I/O and history, while the paper's Fig. 6 "
        "losses (orange, right axis) are already close to Full's.",
-       [](MainWindow& w) { set_int(w, "cost", "blocks", 8); }});
+       [](MainWindow& w) {
+         cost_charts(w);
+         set_int(w, "cost", "blocks", 8);
+       }});
   steps.push_back(
       {"pipeline", "Pipeline: the traffic hides at 200 GB/s",
        "The paper's MoE model (27 layers, d = 2304, 8 of 256 experts) on H100s, P = 4, V = 2, m = "

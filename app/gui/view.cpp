@@ -69,6 +69,7 @@ std::vector<QWidget*> chart_widgets(QWidget* root) {
   std::vector<QWidget*> out;
   if (root == nullptr) return out;
   for (auto* w : root->findChildren<QWidget*>()) {
+    if (w->property("attnres_inputs_independent").toBool()) continue;  // never stale
     if (dynamic_cast<ChartPanel*>(w) || dynamic_cast<HeatmapWidget*>(w) ||
         dynamic_cast<GanttWidget*>(w))
       out.push_back(w);

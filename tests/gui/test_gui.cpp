@@ -11,6 +11,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTabBar>
 #include <QTableWidget>
 #include <QThread>
 #include <QThreadPool>
@@ -22,6 +23,8 @@
 #include <set>
 
 #include "attnres/atomic_file.hpp"
+#include "attnres/block_layout.hpp"
+#include "attnres/calibration.hpp"
 #include "attnres/cancel.hpp"
 #include "attnres/colormap.hpp"
 #include "attnres/cost.hpp"
@@ -30,7 +33,9 @@
 #include "attnres/model.hpp"
 #include "attnres/model_charts.hpp"
 #include "attnres/report.hpp"
+#include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
+#include "cost_panels.hpp"
 #include "gui_wait.hpp"
 #include "lesson_model.hpp"
 #include "main_window.hpp"
@@ -134,6 +139,296 @@ TEST(Gui, CostViewComparesTwoSchemesSideBySide) {
   std::vector<std::string> names;
   for (const auto& series : charts.front().series) names.push_back(series.name);
   EXPECT_NE(std::find(names.begin(), names.end(), "Full, input query"), names.end());
+  EXPECT_EQ(window.error_text(), "");
+}
+
+// ------------------------------------------------------------------ cost engine v2 tabs
+// (strategies, layout, calibration: docs/math.md §3.6, docs/calibration.md)
+
+// The cost explorer's opening inputs (kShownInputs), resolved.
+CostInputs cost_view_defaults() {
+  CostInputs in;
+  in.sublayers = 128;
+  in.blocks = 8;
+  in.d_model = 7168;
+  in.tokens = 131072;
+  in.batch = 1;
+  in.pp = 4;
+  in.vpp = 2;
+  in.streams = 4;
+  in.seq_shards = 8;
+  in.chunk = 16384;
+  return resolve_cost_inputs(in);
+}
+
+double cell_value(QTableWidget* table, int row, int column) {
+  QTableWidgetItem* item = table->item(row, column);
+  return item ? item->text().toDouble() : std::nan("");
+}
+
+void type_block_sizes(View* cost, const QString& text) {
+  auto* edit = cost->findChild<QLineEdit*>("block_sizes");
+  ASSERT_NE(edit, nullptr);
+  edit->setText(text);
+  emit edit->editingFinished();
+  settle();
+}
+
+TEST(Gui, CostViewComparesTheFourStrategiesWithTheCoresNumbers) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->recompute();
+  auto* table = cost->findChild<QTableWidget*>("strategy_comparison");  // bytes and memory
+  auto* times = cost->findChild<QTableWidget*>("strategy_time");        // launches and time
+  auto* picker = cost->findChild<QComboBox*>("strategy");
+  auto* panel = cost->findChild<StrategyPanel*>("strategies_tab");
+  ASSERT_NE(table, nullptr);
+  ASSERT_NE(times, nullptr);
+  ASSERT_NE(picker, nullptr);
+  ASSERT_NE(panel, nullptr);
+  EXPECT_EQ(picker->count(), static_cast<int>(kStrategyNames.size()));
+  for (int i = 0; i < picker->count(); ++i)
+    EXPECT_FALSE(picker->itemData(i, Qt::ToolTipRole).toString().isEmpty());
+  // Four rows per mode: Block's, then Full's, in kStrategyNames order.
+  ASSERT_EQ(table->rowCount(), 8);
+  ASSERT_EQ(times->rowCount(), 8);
+  for (int r = 0; r < 8; ++r) {
+    const std::string name(kStrategyNames[static_cast<std::size_t>(r % 4)].name);
+    EXPECT_EQ(table->verticalHeaderItem(r)->text().toStdString(),
+              std::string(r < 4 ? "Block" : "Full") + " · " + name);
+    EXPECT_EQ(times->verticalHeaderItem(r)->text(), table->verticalHeaderItem(r)->text());
+  }
+  // Independent checks against the core at the opening inputs (h100, bf16).
+  const CostInputs in = cost_view_defaults();
+  const Hardware h100 = load_hardware("h100");
+  const double vector_bytes = 7168.0 * 131072.0 * 2.0;
+  const double unit = panel->unit() == "GB" ? 1e9 : 1e6;
+  EXPECT_EQ(panel->unit().toStdString(), "GB");  // T = 128K: one vector is 1.9 GB
+  EXPECT_TRUE(table->horizontalHeaderItem(0)->text().contains(panel->unit()));
+  const StrategyCost stack_block = strategy_cost(
+      Strategy::stack, mode_layout(ResidualMode::block, in), mode_groups(ResidualMode::block, in));
+  const double expected_read =
+      static_cast<double>(stack_block.forward.read_vectors) * vector_bytes / unit;
+  EXPECT_NEAR(cell_value(table, 0, 0), expected_read, expected_read * 5e-3);
+  const double expected_bwd_write =
+      static_cast<double>(stack_block.backward.write_vectors) * vector_bytes / unit;
+  EXPECT_NEAR(cell_value(table, 0, 3), expected_bwd_write, expected_bwd_write * 5e-3);
+  EXPECT_EQ(times->item(0, 0)->text().toStdString(),
+            std::to_string(stack_block.forward.launches) + " / " +
+                std::to_string(stack_block.backward.launches));
+  const StrategyStep arena_full =
+      strategy_step(Strategy::arena, ResidualMode::full, in, {}, Phase::prefill, true, h100);
+  EXPECT_NEAR(cell_value(times, 5, 2), arena_full.overhead_fraction * 100, 0.051);
+  const double train_ms = (arena_full.forward.seconds + arena_full.backward.seconds) * 1e3;
+  EXPECT_NEAR(cell_value(times, 5, 1), train_ms, train_ms * 5e-3);
+  const StrategyStep two_phase_decode = strategy_step(
+      Strategy::fused_two_phase, ResidualMode::block, in, {}, Phase::decode, false, h100);
+  const double decode_us = two_phase_decode.forward.seconds * 1e6;
+  EXPECT_NEAR(cell_value(times, 3, 3), decode_us, decode_us * 5e-3);
+  EXPECT_NEAR(cell_value(times, 3, 4), two_phase_decode.overhead_fraction * 100, 0.051);
+  // The picked strategy's rows are highlighted; picking another moves the highlight.
+  auto bold = [table, times](int r) {
+    return table->item(r, 0)->font().bold() && times->item(r, 4)->font().bold();
+  };
+  const int picked = picker->currentIndex();
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(bold(r), r % 4 == picked) << r;
+  picker->setCurrentText("stack");
+  settle();
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(bold(r), r % 4 == 0) << r;
+  EXPECT_NE(table->item(0, 1)->background().color(), table->item(1, 1)->background().color());
+  auto* summary = cost->findChild<QLabel*>("strategy_summary");
+  ASSERT_NE(summary, nullptr);
+  EXPECT_TRUE(summary->text().startsWith("<b>stack</b>")) << summary->text().toStdString();
+  // Another hardware preset changes the times, not the bytes.
+  const QString before_bytes = table->item(0, 0)->text(), before_ms = times->item(0, 1)->text();
+  cost->findChild<QComboBox*>("hardware")->setCurrentText("a100");
+  settle();
+  EXPECT_EQ(table->item(0, 0)->text(), before_bytes);
+  EXPECT_NE(times->item(0, 1)->text(), before_ms);
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, CostViewLayoutTableFollowsUnevenBlocksAndShowsBadLists) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->recompute();
+  auto* table = cost->findChild<QTableWidget*>("layout_table");
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->rowCount(), 8);  // N = 8 equal blocks of L = 128
+  cost->findChild<QSpinBox*>("sublayers")->setValue(12);
+  cost->findChild<QSpinBox*>("blocks")->setValue(3);
+  cost->findChild<QSpinBox*>("pp")->setValue(3);
+  cost->findChild<QSpinBox*>("vpp")->setValue(1);
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  type_block_sizes(cost, "2,6,4");
+  EXPECT_EQ(window.error_text(), "");
+  // Chunks of 4 sublayers: block 2 (sublayers 3-8) runs in chunks 0 and 1, the others in one.
+  ASSERT_EQ(table->rowCount(), 3);
+  EXPECT_EQ(table->item(1, 1)->text().toStdString(), "3 – 8");
+  EXPECT_EQ(table->item(1, 5)->text().toStdString(), "0 – 1");
+  EXPECT_EQ(table->item(0, 7)->text().toStdString(), "");
+  EXPECT_EQ(table->item(1, 7)->text().toStdString(), "✓");
+  EXPECT_EQ(table->item(2, 7)->text().toStdString(), "");
+  const std::vector<LayoutBlockRow> rows = layout_rows(BlockLayout{{2, 6, 4}}, 3, 1);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(table->item(r, 4)->text().toStdString(),
+              rows[static_cast<std::size_t>(r)].sources_min ==
+                      rows[static_cast<std::size_t>(r)].sources_max
+                  ? std::to_string(rows[static_cast<std::size_t>(r)].sources_min)
+                  : std::to_string(rows[static_cast<std::size_t>(r)].sources_min) + " – " +
+                        std::to_string(rows[static_cast<std::size_t>(r)].sources_max));
+  }
+  // The list decides N: shown, not editable.
+  auto* blocks = cost->findChild<QSpinBox*>("blocks");
+  EXPECT_EQ(blocks->value(), 3);
+  EXPECT_FALSE(blocks->isEnabled());
+  // The strategies follow the list too (Block's sources: the uneven layout).
+  auto* strategies = cost->findChild<StrategyPanel*>("strategies_tab");
+  ASSERT_NE(strategies, nullptr);
+  ASSERT_EQ(strategies->comparison().rows.size(), 8u);
+  EXPECT_EQ(strategies->comparison().block_layout, "2, 6, 4");
+  // A list that does not sum to L: the engine's message on the line edit, the table kept.
+  type_block_sizes(cost, "2,6,5");
+  EXPECT_NE(window.error_text().find("block sizes sum to 13"), std::string::npos)
+      << window.error_text();
+  auto* edit = cost->findChild<QLineEdit*>("block_sizes");
+  const auto fields = cost->error_fields();
+  EXPECT_NE(std::find(fields.begin(), fields.end(), edit), fields.end());
+  EXPECT_EQ(table->rowCount(), 3);
+  // A list that does not parse: the parser's message.
+  type_block_sizes(cost, "2,x");
+  EXPECT_NE(window.error_text().find("block sizes"), std::string::npos) << window.error_text();
+  // Cleared: N decides again and the app goes on.
+  type_block_sizes(cost, "");
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_TRUE(blocks->isEnabled());
+  EXPECT_EQ(table->rowCount(), 3);
+  // K layers per block: S = 2K (K = 2 at L = 12: three blocks of 4, no layer split).
+  auto* k = cost->findChild<QSpinBox*>("block_layers");
+  ASSERT_NE(k, nullptr);
+  k->setValue(1);
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_EQ(table->rowCount(), 6);
+  EXPECT_EQ(blocks->value(), 6);
+  for (int r = 0; r < 6; ++r) EXPECT_EQ(table->item(r, 8)->text().toStdString(), "") << r;
+  k->setValue(7);  // more than the model's 6 layers
+  settle();
+  EXPECT_NE(window.error_text().find("layers per block K = 7"), std::string::npos)
+      << window.error_text();
+  const auto k_fields = cost->error_fields();
+  EXPECT_NE(std::find(k_fields.begin(), k_fields.end(), k), k_fields.end());
+  k->setValue(0);
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_EQ(table->rowCount(), 6);  // N as K left it
+  // An odd S splits layers: N = 4 of L = 12 gives S = 3.
+  blocks->setValue(4);
+  settle();
+  ASSERT_EQ(table->rowCount(), 4);
+  EXPECT_EQ(table->item(0, 8)->text().toStdString(), "✓");
+  // Setting N (a lesson step, a scenario) makes N decide again: the list is cleared.
+  type_block_sizes(cost, "2,6,4");
+  ASSERT_EQ(table->rowCount(), 3);
+  blocks->setValue(2);
+  settle();
+  EXPECT_EQ(cost->findChild<QLineEdit*>("block_sizes")->text(), "");
+  EXPECT_TRUE(blocks->isEnabled());
+  EXPECT_EQ(table->rowCount(), 2);
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, CostViewCalibrationShowsEveryBuiltinPoint) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->recompute();
+  auto* table = cost->findChild<QTableWidget*>("calibration_table");
+  ASSERT_NE(table, nullptr);
+  const std::vector<CalibrationRow> rows = evaluate_calibration(builtin_calibration());
+  ASSERT_FALSE(rows.empty());
+  ASSERT_EQ(table->rowCount(), static_cast<int>(rows.size()));
+  for (int r = 0; r < table->rowCount(); ++r) {
+    const CalibrationRow& row = rows[static_cast<std::size_t>(r)];
+    EXPECT_EQ(table->item(r, 0)->text().toStdString(), row.point.id);
+    EXPECT_EQ(table->item(r, 1)->text().toStdString(), row.point.measured_text);
+    EXPECT_TRUE(table->item(r, 0)->toolTip().contains(
+        QString::fromStdString(row.point.assumptions).toHtmlEscaped()));
+  }
+  // The chart: one point per row (|measured|, |modelled|), the diagonal, exported with the rest.
+  const ChartSpec chart = cost->charts().back();
+  EXPECT_EQ(chart.id, "calibration");
+  EXPECT_TRUE(chart.log_x && chart.log_y);
+  std::size_t points = 0;
+  for (const auto& series : chart.series)
+    if (series.name != "y = x") points += series.points.size();
+  EXPECT_EQ(points, rows.size());
+  auto* chart_panel = cost->findChild<CalibrationChart*>("calibration_chart");
+  ASSERT_NE(chart_panel, nullptr);
+  EXPECT_EQ(chart_panel->labels().size(), rows.size());
+  const CalibrationError error = calibration_error(rows);
+  auto* summary = cost->findChild<QLabel*>("calibration_summary");
+  ASSERT_NE(summary, nullptr);
+  EXPECT_TRUE(summary->text().contains(QString::fromStdString(error.worst_id)));
+}
+
+// The new tabs at the smallest supported window (1024 x 700): drawn, the calibration labels apart.
+// ATTNRES_GUI_SHOTS=DIR keeps the screenshots there.
+TEST(Gui, CostViewTabsDrawAt1024x700) {
+  test::TempDir temp;
+  const QByteArray keep = qgetenv("ATTNRES_GUI_SHOTS");
+  const fs::path dir = keep.isEmpty() ? temp.path() : fs::path(keep.toStdString());
+  fs::create_directories(dir);
+  MainWindow window(true);
+  window.recompute_all();
+  window.show_view("cost");
+  window.resize(1024, 700);
+  window.show();
+  settle();
+  View* cost = window.view("cost");
+  auto* tabs = cost->findChild<QTabBar*>("cost_tabs");
+  ASSERT_NE(tabs, nullptr);
+  ASSERT_EQ(tabs->count(), 4);
+  for (int i = 0; i < tabs->count(); ++i) {
+    tabs->setCurrentIndex(i);
+    settle();
+    const QImage image = window.grab().toImage();
+    const fs::path png = dir / ("cost-" + tabs->tabText(i).toLower().toStdString() + ".png");
+    ASSERT_TRUE(image.save(QString::fromStdString(png.string()), "PNG"));
+    std::set<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 7) {
+      for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+    }
+    EXPECT_GT(colours.size(), 20u) << tabs->tabText(i).toStdString() << " looks blank";
+  }
+  // The layout of an uneven list against three stages, then a list that does not sum to L.
+  auto save = [&](const std::string& name) {
+    settle();
+    const QImage image = window.grab().toImage();
+    EXPECT_TRUE(image.save(QString::fromStdString((dir / name).string()), "PNG")) << name;
+  };
+  tabs->setCurrentIndex(2);
+  cost->findChild<QSpinBox*>("sublayers")->setValue(12);
+  cost->findChild<QSpinBox*>("blocks")->setValue(3);
+  cost->findChild<QSpinBox*>("pp")->setValue(3);
+  cost->findChild<QSpinBox*>("vpp")->setValue(1);
+  type_block_sizes(cost, "2,6,4");
+  save("cost-layout-uneven.png");
+  type_block_sizes(cost, "2,6,5");
+  save("cost-layout-error.png");
+  EXPECT_NE(window.error_text(), "");
+  type_block_sizes(cost, "");
+  EXPECT_EQ(window.error_text(), "");
+  auto* chart = cost->findChild<CalibrationChart*>("calibration_chart");
+  ASSERT_NE(chart, nullptr);
+  ASSERT_FALSE(chart->labels().empty());
+  for (std::size_t i = 0; i < chart->labels().size(); ++i) {
+    EXPECT_FALSE(chart->label_rect(i).isEmpty()) << i;
+    for (std::size_t j = 0; j < i; ++j)
+      EXPECT_FALSE(chart->label_rect(i).intersects(chart->label_rect(j)))
+          << chart->labels()[i].text.toStdString() << " covers "
+          << chart->labels()[j].text.toStdString();
+  }
   EXPECT_EQ(window.error_text(), "");
 }
 
@@ -716,7 +1011,7 @@ TEST(Gui, EveryViewComputesInTheBackground) {
   ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
   settle();
   EXPECT_EQ(window.error_text(), "");
-  EXPECT_EQ(window.view("cost")->charts().size(), 4u);
+  EXPECT_EQ(window.view("cost")->charts().size(), 5u);  // the four sweeps and the calibration
   EXPECT_EQ(window.view("cost")->charts().front().marker_x, 8.0);
   for (View* view : window.views()) {
     window.show_view(view->name());
