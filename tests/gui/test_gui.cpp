@@ -248,6 +248,23 @@ TEST(Gui, CostViewComparesTheFourStrategiesWithTheCoresNumbers) {
   EXPECT_EQ(window.error_text(), "");
 }
 
+// The stack strategy's backward lists one kernel call per (read, source) pair in the core: Full at
+// L = 20000 would take tens of GB. The row is left out there; the others are computed.
+TEST(Gui, CostViewLeavesOutStackWhereItsCallListWouldBeHuge) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->findChild<QSpinBox*>("sublayers")->setValue(20000);
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  auto* table = cost->findChild<QTableWidget*>("strategy_comparison");
+  auto* times = cost->findChild<QTableWidget*>("strategy_time");
+  ASSERT_EQ(table->rowCount(), 8);
+  EXPECT_EQ(table->item(4, 0)->text().toStdString(), "—");  // Full · stack
+  EXPECT_EQ(times->item(4, 1)->text().toStdString(), "—");
+  EXPECT_TRUE(table->item(4, 0)->toolTip().contains("not evaluated"));
+  for (const int r : {0, 1, 2, 3, 5, 6, 7}) EXPECT_GT(cell_value(table, r, 0), 0) << r;
+}
+
 TEST(Gui, CostViewLayoutTableFollowsUnevenBlocksAndShowsBadLists) {
   MainWindow window(true);
   View* cost = window.view("cost");
