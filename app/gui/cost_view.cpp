@@ -434,6 +434,8 @@ class CostView : public View {
       for (const std::int64_t size : s.inputs.block_sizes) sizes << QString::number(size);
       block_sizes_->setText(sizes.join(","));
     }
+    // The scenario's [implementation] strategy is the one highlighted.
+    strategy_->setCurrentText(QString::fromStdString(to_string(s.strategy)));
     {
       const QSignalBlocker blocker(sweep_);
       sweep_->clear();

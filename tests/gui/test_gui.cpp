@@ -387,6 +387,17 @@ TEST(Gui, CostViewCalibrationShowsEveryBuiltinPoint) {
   auto* summary = cost->findChild<QLabel*>("calibration_summary");
   ASSERT_NE(summary, nullptr);
   EXPECT_TRUE(summary->text().contains(QString::fromStdString(error.worst_id)));
+  // The calibration scenario (Kimi Linear 48B: K = 3 layers per block) opens with N = 9 shown and
+  // K off, and its [implementation] strategy picked.
+  ASSERT_TRUE(window.open_scenario(fs::path(ATTNRES_SCENARIOS_DIR) / "calibration.toml"));
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_EQ(cost->findChild<QSpinBox*>("blocks")->value(), 9);
+  EXPECT_EQ(cost->findChild<QSpinBox*>("block_layers")->value(), 0);
+  EXPECT_EQ(cost->findChild<QTableWidget*>("layout_table")->rowCount(), 9);
+  const Scenario scenario = load_scenario(fs::path(ATTNRES_SCENARIOS_DIR) / "calibration.toml");
+  EXPECT_EQ(cost->findChild<QComboBox*>("strategy")->currentText().toStdString(),
+            to_string(scenario.strategy));
 }
 
 // The new tabs at the smallest supported window (1024 x 700): drawn, the calibration labels apart.
