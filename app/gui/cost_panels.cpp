@@ -109,27 +109,20 @@ StrategyComparison compare_strategies(const CostInputs& in, const Hardware& hard
   c.hardware = hardware;
   for (const ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
     const BlockLayout layout = mode_layout(mode, in), groups = mode_groups(mode, in);
-    std::int64_t max_sources = 0, pairs = 0;
-    for (const ReadSources& read : read_sources(layout)) {
+    std::int64_t max_sources = 0;
+    for (const ReadSources& read : read_sources(layout))
       max_sources = std::max(max_sources, read.sources());
-      pairs += read.sources();
-    }
     for (const auto& entry : kStrategyNames) {
       StrategyComparison::Row row;
       row.mode = mode;
       row.strategy = entry.value;
-      row.max_sources = max_sources;
-      if (entry.value == Strategy::stack && pairs > StrategyComparison::kMaxStackPairs) {
-        row.evaluated = false;
-        c.rows.push_back(std::move(row));
-        continue;
-      }
       const StrategyCost cost = strategy_cost(entry.value, layout, groups);
       row.forward = cost.forward;
       row.backward = cost.backward;
       row.copy_vectors = cost.copy_vectors;
       row.saved_vectors = cost.saved_vectors;
       row.inherent_read_vectors = cost.inherent_read_vectors;
+      row.max_sources = max_sources;
       row.train = strategy_step(entry.value, mode, in, {}, Phase::prefill, true, hardware);
       row.decode = strategy_step(entry.value, mode, in, {}, Phase::decode, false, hardware);
       c.rows.push_back(std::move(row));
@@ -269,20 +262,15 @@ void StrategyPanel::fill() {
             .arg(row.train.forward.launches + row.train.backward.launches)
             .arg(row.decode.forward.floor_bound)
             .arg(row.decode.forward.launches);
-    const QString skipped =
-        name + ": not evaluated at these sizes — its backward has one call per (read, source) " +
-        "pair, more than " + QString::number(StrategyComparison::kMaxStackPairs) +
-        " here, and the cost engine lists every call (docs/math.md §3.6: O(L²) for Full)";
-    auto put = [&](QTableWidget* table, QStringList cells) {
-      if (!row.evaluated) cells = QStringList(cells.size(), "—");
+    auto put = [&](QTableWidget* table, const QStringList& cells) {
       auto* header = new QTableWidgetItem(name);
       header->setFont(font);
-      header->setToolTip(row.evaluated ? tip : skipped);
+      header->setToolTip(tip);
       table->setVerticalHeaderItem(r, header);
       for (int col = 0; col < cells.size(); ++col) {
         auto* item = new QTableWidgetItem(cells[col]);
         item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-        item->setToolTip(row.evaluated ? tip : skipped);
+        item->setToolTip(tip);
         item->setFont(font);
         if (picked) item->setBackground(highlight);
         table->setItem(r, col, item);
@@ -318,14 +306,6 @@ void StrategyPanel::fill() {
                  "</b>: " + qstr(strategy_summary(highlighted_)).toHtmlEscaped();
   for (const auto& row : c.rows) {
     if (row.strategy != highlighted_) continue;
-    if (!row.evaluated) {
-      text += QString(
-                  "<br><b>%1</b>: not evaluated at these sizes (more than %2 (read, source) "
-                  "pairs: the engine lists one backward call per pair).")
-                  .arg(mode_name(row.mode))
-                  .arg(StrategyComparison::kMaxStackPairs);
-      continue;
-    }
     const double train_ms = (row.train.forward.seconds + row.train.backward.seconds) * 1e3;
     const double standard_ms =
         (row.train.standard_forward.seconds + row.train.standard_backward.seconds) * 1e3;

@@ -35,12 +35,7 @@ struct StrategyComparison {
     std::int64_t copy_vectors = 0, saved_vectors = 0, inherent_read_vectors = 0;
     std::int64_t max_sources = 0;  // the largest read (sources)
     StrategyStep train, decode;
-    // False when the core's call list would be too large to build (below): the row shows "—".
-    bool evaluated = true;
   };
-  // The stack strategy's backward has one call per (read, source) pair, and the core builds every
-  // call: Full at L = 20000 would need tens of GB. Above this many pairs the row is left out.
-  static constexpr std::int64_t kMaxStackPairs = 2'500'000;
   std::vector<Row> rows;       // Block's four, then Full's four, in kStrategyNames order
   double vector_bytes = 0;     // one d-wide vector over a micro-batch: d · B·T · b
   std::string block_layout;    // "16 x 8" or "2, 6, 4"

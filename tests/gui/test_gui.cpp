@@ -248,21 +248,22 @@ TEST(Gui, CostViewComparesTheFourStrategiesWithTheCoresNumbers) {
   EXPECT_EQ(window.error_text(), "");
 }
 
-// The stack strategy's backward lists one kernel call per (read, source) pair in the core: Full at
-// L = 20000 would take tens of GB. The row is left out there; the others are computed.
-TEST(Gui, CostViewLeavesOutStackWhereItsCallListWouldBeHuge) {
+// Large models: Full at L = 100000 (the input's limit) lists one read per sublayer; the stack
+// strategy's per-source fan-in is one call with a count in the core, so every row is computed.
+TEST(Gui, CostViewComparesTheStrategiesOfALargeModel) {
   MainWindow window(true);
   View* cost = window.view("cost");
-  cost->findChild<QSpinBox*>("sublayers")->setValue(20000);
+  auto* sublayers = cost->findChild<QSpinBox*>("sublayers");
+  sublayers->setValue(sublayers->maximum());
   settle();
   EXPECT_EQ(window.error_text(), "");
   auto* table = cost->findChild<QTableWidget*>("strategy_comparison");
   auto* times = cost->findChild<QTableWidget*>("strategy_time");
   ASSERT_EQ(table->rowCount(), 8);
-  EXPECT_EQ(table->item(4, 0)->text().toStdString(), "—");  // Full · stack
-  EXPECT_EQ(times->item(4, 1)->text().toStdString(), "—");
-  EXPECT_TRUE(table->item(4, 0)->toolTip().contains("not evaluated"));
-  for (const int r : {0, 1, 2, 3, 5, 6, 7}) EXPECT_GT(cell_value(table, r, 0), 0) << r;
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_GT(cell_value(table, r, 0), 0) << r;
+    EXPECT_GT(cell_value(times, r, 1), 0) << r;
+  }
 }
 
 TEST(Gui, CostViewLayoutTableFollowsUnevenBlocksAndShowsBadLists) {
