@@ -215,6 +215,12 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
       struct Group {
         std::int64_t first = 0, last = 0;  // reads
       };
+      // The sources of read r that phase 1 did not see: the outputs made inside the group (Full;
+      // with a window the older ones slide out, so not n_r - pre) or the open partial sum
+      // (Block).
+      auto intra_of = [&](std::int64_t first, std::int64_t r, std::int64_t pre) {
+        return ops.window > 0 ? std::min(r - first, n_of(r) - 1) : n_of(r) - pre;
+      };
       std::vector<Group> list;
       std::int64_t start = 1;
       for (std::int64_t size : groups.sizes) {
@@ -229,8 +235,7 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
         temp = std::max(temp, members);
         cost.saved_vectors += members;
         for (std::int64_t r = g.first + 1; r <= g.last; ++r) {
-          const std::int64_t intra = n_of(r) - pre;
-          fwd.add("merge", r, 1 + intra + u_of(r), 2);
+          fwd.add("merge", r, 1 + intra_of(g.first, r, pre) + u_of(r), 2);
         }
       }
       cost.copy_vectors = L + 1;
@@ -239,7 +244,7 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
         const std::int64_t members = g.last - g.first + 1;
         const std::int64_t pre = n_of(g.first);
         for (std::int64_t r = g.last; r > g.first; --r) {
-          const std::int64_t intra = n_of(r) - pre;
+          const std::int64_t intra = intra_of(g.first, r, pre);
           bwd.add("merge_backward", r, 2 + 2 * intra, 1 + intra);
         }
         bwd.add("phase1_backward", g.first, 2 * members + 2 * pre, pre);

@@ -159,6 +159,19 @@ TEST(Strategy, TheZoosReadsChangeTheOpsNotTheSources) {
   const StrategyCost windowed = scheme_strategy_cost(Strategy::fused_one_shot, window, r);
   expect_counts(windowed.forward, {12, 10, 5}, "window");
   EXPECT_EQ(windowed.history_vectors, 3);
+  // Two-phase with a window: a merge reads the in-window outputs made inside its group (read 3 of
+  // the group of reads 0..3 sees emb, v2, v3: two of them new), not n_r minus phase 1's sources.
+  in.sublayers = 8;
+  const CostInputs eight = resolve_cost_inputs(in);
+  AttnResConfig window8 = named_scheme("full", eight);
+  window8.window = 2;
+  const StrategyCost tp = strategy_cost(Strategy::fused_two_phase, uniform_block_layout(8, 1),
+                                        uniform_block_layout(8, 4), read_ops_of(window8));
+  for (const auto& call : tp.forward_calls) {
+    if (call.op == "merge" && call.read == 3) EXPECT_EQ(call.read_vectors, 1 + 2);
+    if (call.op == "merge" && call.read == 6) EXPECT_EQ(call.read_vectors, 1 + 2);
+    if (call.op == "merge" && call.read == 5) EXPECT_EQ(call.read_vectors, 1 + 1);
+  }
   // An input-dependent query: one projection launch per read, and no two-phase schedule.
   const AttnResConfig query = named_scheme("full_input_query", r);
   EXPECT_EQ(scheme_strategy_cost(Strategy::fused_one_shot, query, r).forward.launches, 10);
