@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "attnres/format.hpp"
+#include "attnres/strategy_report.hpp"
 #include "attnres/time_model.hpp"
 
 namespace attnres::gui {
@@ -444,47 +445,15 @@ void LayoutPanel::set_rows(const std::vector<LayoutBlockRow>& rows, const CostIn
 
 ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows,
                             std::vector<CalibrationChart::Label>* labels) {
-  ChartSpec spec;
-  spec.id = "calibration";
-  spec.title = "Modelled against measured (public measurements)";
-  spec.x_label = "measured (fraction or s)";
-  spec.y_label = "modelled (same unit)";
-  spec.log_x = spec.log_y = true;
-  spec.caption =
-      "Each public measurement of docs/calibration.md against the cost engine's value for its "
-      "setting (docs/math.md §3.6); on the diagonal the model matches. Overheads are fractions "
-      "of the step (a throughput change is drawn by its size), kernel calls seconds; a claimed "
-      "bound is drawn at the bound.";
-  ChartSeries measured{"measured", {}, ChartSeries::Style::scatter, false};
-  ChartSeries fitted{"fitted (sets a model parameter)", {}, ChartSeries::Style::scatter, false};
-  ChartSeries bounds{"claimed bound (x: the bound)", {}, ChartSeries::Style::scatter, false};
-  std::vector<std::pair<int, std::size_t>> order;  // (series, point) of each row, -1: not drawn
-  double low = 1e300, high = 0;
-  for (const auto& row : rows) {
-    const double x = std::abs(row.point.measured), y = std::abs(row.modelled);
-    if (!(x > 0) || !(y > 0) || !std::isfinite(x) || !std::isfinite(y)) {
-      order.emplace_back(-1, 0);
-      continue;
-    }
-    low = std::min({low, x, y});
-    high = std::max({high, x, y});
-    ChartSeries& series = row.bound ? bounds : row.point.fitted ? fitted : measured;
-    const int index = row.bound ? 2 : row.point.fitted ? 1 : 0;
-    order.emplace_back(index, series.points.size());
-    series.points.emplace_back(x, y);
-  }
-  spec.series = {measured, fitted, bounds};
-  if (high > 0) {
-    ChartSeries diagonal{"y = x", {}, ChartSeries::Style::line, false};
-    diagonal.points = {{low / 2, low / 2}, {high * 2, high * 2}};
-    spec.series.push_back(diagonal);
-  }
+  // The core's chart (the CLI's report draws the same one), with each point's id beside it.
+  std::vector<CalibrationPointPlace> places;
+  ChartSpec spec = attnres::calibration_chart(rows, &places);
   if (labels) {
     labels->clear();
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (order[i].first < 0) continue;
+      if (places[i].series < 0) continue;
       labels->push_back(
-          {static_cast<std::size_t>(order[i].first), order[i].second, qstr(rows[i].point.id)});
+          {static_cast<std::size_t>(places[i].series), places[i].point, qstr(rows[i].point.id)});
     }
   }
   return spec;

@@ -284,34 +284,45 @@ ReportTable calibration_table(const std::vector<CalibrationRow>& rows) {
   return t;
 }
 
-ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows) {
+ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows,
+                            std::vector<CalibrationPointPlace>* places) {
   ChartSpec chart;
   chart.id = "calibration";
-  chart.title = "Modelled vs measured AttnRes overhead";
+  chart.title = "Modelled against measured: public AttnRes overhead measurements";
   chart.x_label = "measured (fraction of the step, or seconds per call)";
   chart.y_label = "modelled (same unit)";
   chart.log_x = chart.log_y = true;
-  ChartSeries step{"step overheads (|fraction|)", {}, ChartSeries::Style::scatter, false};
-  ChartSeries calls{"kernel calls (s)", {}, ChartSeries::Style::scatter, false};
-  ChartSeries bounds{"claimed bounds (x = bound)", {}, ChartSeries::Style::scatter, false};
+  ChartSeries measured{"measured", {}, ChartSeries::Style::scatter, false};
+  ChartSeries fitted{"fitted (sets a model parameter)", {}, ChartSeries::Style::scatter, false};
+  ChartSeries bounds{"claimed bound (x: the bound)", {}, ChartSeries::Style::scatter, false};
+  if (places) places->clear();
   double low = 1e300, high = 0;
   for (const auto& row : rows) {
+    // A throughput change is negative: drawn by its size.
     const double x = std::abs(row.point.measured), y = std::abs(row.modelled);
-    if (!(x > 0) || !(y > 0)) continue;
+    if (!(x > 0) || !(y > 0) || !std::isfinite(x) || !std::isfinite(y)) {
+      if (places) places->push_back({-1, 0});
+      continue;
+    }
     low = std::min({low, x, y});
     high = std::max({high, x, y});
-    ChartSeries& series = row.bound                                                 ? bounds
-                          : row.point.quantity == CalibrationQuantity::call_seconds ? calls
-                                                                                    : step;
-    series.points.emplace_back(x, y);
+    const int series = row.bound ? 2 : row.point.fitted ? 1 : 0;
+    ChartSeries& target = series == 2 ? bounds : series == 1 ? fitted : measured;
+    if (places) places->push_back({series, target.points.size()});
+    target.points.emplace_back(x, y);
   }
-  ChartSeries diagonal{"modelled = measured", {}, ChartSeries::Style::line, false};
+  chart.series = {measured, fitted, bounds};
   if (high > 0) {
+    ChartSeries diagonal{"modelled = measured", {}, ChartSeries::Style::line, false};
     diagonal.points = {{low / 2, low / 2}, {high * 2, high * 2}};
+    chart.series.push_back(diagonal);
   }
-  chart.series = {diagonal, step, calls, bounds};
-  chart.caption = "Points on the line are predicted exactly; above it the model overestimates. " +
-                  calibration_summary(rows);
+  chart.caption =
+      "Each public measurement of docs/calibration.md against the cost engine's value for its "
+      "setting (docs/math.md §3.6): on the diagonal the model matches, above it the model "
+      "overestimates. Overheads are fractions of the step, kernel calls seconds; a claimed bound "
+      "is drawn at the bound. " +
+      calibration_summary(rows);
   return chart;
 }
 

@@ -41,7 +41,14 @@ ReportTable recompute_table(ResidualMode mode, Strategy strategy, const CostInpu
 // Modelled vs measured for every calibration point, with its source; and the chart (log-log,
 // modelled against measured, the y = x line).
 ReportTable calibration_table(const std::vector<CalibrationRow>& rows);
-ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows);
+// Series: measured (0), fitted (1), claimed bounds (2), the diagonal. `places` (optional) gets,
+// per row, its series and point index (series -1: not drawn), for labels beside the points.
+struct CalibrationPointPlace {
+  int series = -1;
+  std::size_t point = 0;
+};
+ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows,
+                            std::vector<CalibrationPointPlace>* places = nullptr);
 // One paragraph: the model's error over the measured points (calibration_error).
 std::string calibration_summary(const std::vector<CalibrationRow>& rows);
 
