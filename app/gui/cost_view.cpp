@@ -140,6 +140,7 @@ class CostView : public View {
     grid->setContentsMargins(0, 0, 0, 0);
     for (int i = 0; i < 4; ++i) {
       panels_.push_back(new ChartPanel);
+      panels_.back()->setObjectName(QString("cost_chart_%1").arg(i));
       grid->addWidget(panels_.back(), i / 2, i % 2);
     }
     scenario_panel_ = new ChartPanel;
