@@ -878,7 +878,6 @@ SchemeCost scheme_cost(const AttnResConfig& scheme, const CostInputs& in) {
 // ---------------------------------------------------------------- all together
 
 std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
-  using Problem = std::optional<CostInputProblem>;
   auto problem = [](const char* field, std::string message) -> Problem {
     return CostInputProblem{field, std::move(message)};
   };
