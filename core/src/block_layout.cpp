@@ -16,13 +16,6 @@ std::int64_t BlockLayout::sublayers() const {
   return sum;
 }
 
-std::int64_t BlockLayout::last_sublayer(std::int64_t block) const {
-  ATTNRES_ASSERT(block >= 1 && block <= blocks(), "block out of range");
-  std::int64_t end = 0;
-  for (std::int64_t n = 0; n < block; ++n) end += sizes[static_cast<std::size_t>(n)];
-  return end;
-}
-
 std::int64_t BlockLayout::completed_after(std::int64_t e) const {
   std::int64_t end = 0, done = 0;
   for (std::int64_t size : sizes) {

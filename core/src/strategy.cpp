@@ -259,12 +259,12 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
   return cost;
 }
 
+std::vector<KernelCall> standard_residual_calls(std::int64_t sublayers) {
+  return {KernelCall{"residual_add", -1, 2, 1, sublayers}};
+}
+
 PassCounts standard_residual_counts(std::int64_t sublayers) {
-  PassCounts counts;
-  counts.read_vectors = 2 * sublayers;
-  counts.write_vectors = sublayers;
-  counts.launches = sublayers;
-  return counts;
+  return totals(standard_residual_calls(sublayers));
 }
 
 double call_seconds(double bytes, const Hardware& hardware) {
@@ -350,7 +350,7 @@ StrategyStep strategy_step(Strategy strategy, const AttnResConfig& scheme,
   const std::int64_t d = resolved.d_model;
   step.forward = calls_time(cost.forward_calls, d, step.tokens, b, hardware);
   // The standard residual: one add per sublayer each way (read h and f(h), write h').
-  const std::vector<KernelCall> adds = {KernelCall{"residual_add", -1, 2, 1, resolved.sublayers}};
+  const std::vector<KernelCall> adds = standard_residual_calls(resolved.sublayers);
   step.standard_forward = calls_time(adds, d, step.tokens, b, hardware);
   const StackTime stack = stack_time(resolved, moe, phase, hardware);
   const double model_forward = stack.stack_seconds[static_cast<int>(ResidualScheme::standard)];

@@ -142,7 +142,7 @@ ChartSpec strategies_chart(const AttnResConfig& scheme, const CostInputs& in, co
         series_of(std::string(name), scheme_strategy_cost(strategy, scheme, in).forward_calls));
   }
   chart.series.push_back(
-      series_of("standard residual (adds)", {KernelCall{"residual_add", -1, 2, 1, in.sublayers}}));
+      series_of("standard residual (adds)", standard_residual_calls(in.sublayers)));
   chart.caption = "Flat while every call sits at the " + micro(hw.kernel_floor) +
                   " us floor (the cost is the number of launches), then rising with the bytes; " +
                   hw.name + ", d = " + num(in.d_model) + ", L = " + num(in.sublayers) + ".";

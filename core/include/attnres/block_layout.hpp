@@ -23,8 +23,6 @@ struct BlockLayout {
 
   std::int64_t sublayers() const;  // L = the sum of the sizes
   std::int64_t blocks() const { return static_cast<std::int64_t>(sizes.size()); }
-  // Sublayer (1-based) that ends block `block` (1-based).
-  std::int64_t last_sublayer(std::int64_t block) const;
   // Blocks completed once sublayers 1..e are done (blocks whose last sublayer is <= e).
   std::int64_t completed_after(std::int64_t e) const;
   // Whether every block has the same size (the closed forms of docs/math.md §3.1 assume it).

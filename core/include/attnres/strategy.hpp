@@ -107,8 +107,9 @@ ReadOps read_ops_of(const AttnResConfig& scheme);
 StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
                            const std::optional<BlockLayout>& groups = std::nullopt,
                            const ReadOps& ops = {});
-// The standard residual as the same kind of count: per sublayer one add (read h and f(h), write
-// h'), forward and backward: 2 + 1 vectors and one launch each way.
+// The standard residual as the same kind of calls: per sublayer one add (read h and f(h), write
+// h'), forward and backward alike: 2 + 1 vectors and one launch each way.
+std::vector<KernelCall> standard_residual_calls(std::int64_t sublayers);
 PassCounts standard_residual_counts(std::int64_t sublayers);
 
 // Time of a list of calls: sum over calls of max(floor, bytes / (bw · eff_m)), bytes = vectors ·
