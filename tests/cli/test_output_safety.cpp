@@ -20,7 +20,7 @@
 #include "attnres/model.hpp"
 #include "attnres/output_dir.hpp"
 #include "cli_support.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 
 namespace attnres {
 namespace {

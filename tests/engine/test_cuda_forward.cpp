@@ -19,7 +19,7 @@
 #include "attnres/error.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 
 namespace attnres {
 namespace {

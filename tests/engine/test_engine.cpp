@@ -7,7 +7,7 @@
 #include "attnres/forward.hpp"
 #include "attnres/measure.hpp"
 #include "attnres/model.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 
 namespace attnres {
 namespace {

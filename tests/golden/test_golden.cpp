@@ -17,7 +17,7 @@
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 #include "attnres/safetensors.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 
 namespace attnres {
 namespace {

@@ -39,7 +39,7 @@
 #include "gui_wait.hpp"
 #include "lesson_model.hpp"
 #include "main_window.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 #include "training_view.hpp"
 
 namespace attnres::gui {

@@ -5,7 +5,7 @@
 #include "attnres/depth_attention.hpp"
 #include "attnres/error.hpp"
 #include "attnres/kernels.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 
 namespace attnres {
 namespace {

@@ -9,7 +9,7 @@
 #include "attnres/backward.hpp"
 #include "attnres/error.hpp"
 #include "attnres/layers.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 #include "training/training_support.hpp"
 
 namespace attnres {

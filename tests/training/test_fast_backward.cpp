@@ -12,7 +12,7 @@
 #include "attnres/cancel.hpp"
 #include "attnres/error.hpp"
 #include "attnres/gradient_engine.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 #include "training/training_support.hpp"
 
 namespace attnres {

@@ -5,7 +5,7 @@
 #include "attnres/depth_layout.hpp"
 #include "attnres/error.hpp"
 #include "attnres/history_mask.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 
 namespace attnres {
 namespace {

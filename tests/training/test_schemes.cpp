@@ -11,7 +11,7 @@
 #include "attnres/error.hpp"
 #include "attnres/gradient_engine.hpp"
 #include "attnres/mhc.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 
 namespace attnres {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "attnres/error.hpp"
 #include "attnres/trainer.hpp"
-#include "test_support.hpp"
+#include "model_support.hpp"
 #include "training/training_support.hpp"
 
 namespace attnres {

@@ -1,0 +1,25 @@
+// Number and text formatting shared by tables, reports and messages.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace attnres {
+
+// Integers exactly; other values to 6 significant digits.
+std::string format_number(double value);
+
+// `text` made safe for a terminal or a log: valid UTF-8 sequences of printable characters are
+// kept; every other byte (invalid UTF-8, control characters other than newline and tab, DEL,
+// C1 controls) becomes "\xNN". Messages built from user files go through this before they are
+// shown, so hostile bytes never reach the terminal raw.
+std::string printable_text(const std::string& text);
+
+// Edit distance, for "did you mean" suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+// The candidate closest to `word` (compared without case) if it is close enough to be a likely
+// typo, else "" (also when `word` is itself a candidate).
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace attnres

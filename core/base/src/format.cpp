@@ -1,0 +1,120 @@
+#include "attnres/format.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+
+namespace attnres {
+
+std::string format_number(double value) {
+  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 1e15) {
+    std::ostringstream out;
+    out << static_cast<long long>(value);
+    return out.str();
+  }
+  std::ostringstream out;
+  out.precision(6);
+  out << value;
+  return out.str();
+}
+
+}  // namespace attnres
+
+namespace attnres {
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at text[i] (0 when invalid): shortest forms only,
+// no surrogates, at most U+10FFFF.
+std::size_t utf8_sequence_length(const std::string& text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  std::size_t length = 0;
+  std::uint32_t code = 0;
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+    code = lead & 0x1Fu;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    code = lead & 0x0Fu;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    code = lead & 0x07u;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0u) != 0x80u) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3Fu);
+  }
+  if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10FFFF)))
+    return 0;
+  if (code >= 0xD800 && code <= 0xDFFF) return 0;
+  if (code >= 0x80 && code <= 0x9F) return 0;  // C1 controls
+  return length;
+}
+
+}  // namespace
+
+std::string printable_text(const std::string& text) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t length = utf8_sequence_length(text, i);
+    const bool control = c < 0x80 && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f);
+    if (length == 0 || control) {
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 0xF];
+      ++i;
+    } else {
+      out.append(text, i, length);
+      i += length;
+    }
+  }
+  return out;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  // A word that is itself a candidate is not a typo: no "did you mean X" for X itself.
+  if (std::find(candidates.begin(), candidates.end(), word) != candidates.end()) return "";
+  const std::string folded = lower(word);
+  std::string best;
+  std::size_t best_distance = SIZE_MAX;
+  for (const auto& candidate : candidates) {
+    // Case is compared last: "H100" -> "h100" (distance 0), not "a100".
+    const std::size_t distance = edit_distance(folded, lower(candidate));
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best_distance <= std::max<std::size_t>(2, word.size() / 3) ? best : "";
+}
+
+}  // namespace attnres

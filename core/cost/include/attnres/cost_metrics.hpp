@@ -1,0 +1,59 @@
+// The named outputs of the cost engine: one catalogue that gives the JSON keys of
+// `attnres cost --format json` and of reports, the CSV columns, and the metrics a sweep can plot.
+// A metric key is a JSON path, e.g. "io_elements_per_sublayer.block_two_phase".
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "attnres/cost.hpp"
+#include "attnres/pipeline.hpp"
+#include "attnres/time_model.hpp"
+
+namespace attnres {
+
+// What a metric is computed from: the cost engine always; the time model (prefill and decode)
+// when a scenario names hardware; the pipeline simulation when it has a [pipeline] table.
+struct Evaluation {
+  const CostReport* cost = nullptr;
+  const StackTime* prefill = nullptr;
+  const StackTime* decode = nullptr;
+  const PipelineReport* pipeline = nullptr;
+};
+
+struct CostMetric {
+  enum class Needs { cost, time, pipeline };
+  std::string key;          // JSON path "group.name"
+  std::string unit;         // "elements/token/sublayer", "bytes", "vectors/token", ...
+  std::string description;  // one line, with the formula's source
+  double (*value)(const Evaluation&);
+  Needs needs = Needs::cost;
+};
+
+const std::vector<CostMetric>& cost_metrics();
+// "Block AttnRes (two-phase)", "per device, chunked", ...: a series name for charts.
+std::string cost_metric_label(const std::string& key);
+// "residual I/O per sublayer (x d)": an axis title for the metric's group, with its unit.
+std::string cost_metric_axis(const std::string& key);
+
+// nullptr when unknown.
+const CostMetric* find_cost_metric(const std::string& key);
+// The closest known keys to `key` (for "did you mean").
+std::string closest_cost_metric(const std::string& key);
+
+// Every metric the evaluation can give, at its JSON path.
+nlohmann::json evaluation_to_json(const Evaluation& evaluation);
+
+// Every cost metric at its JSON path, plus "inputs" (the resolved inputs), "conventions" (units),
+// "pipeline_comm_elements_per_token.boundaries" (the exact per-boundary list) and "schemes" (every
+// named scheme, as scheme_cost_to_json).
+nlohmann::json cost_report_to_json(const CostReport& report);
+nlohmann::json cost_inputs_to_json(const CostInputs& inputs);
+// One scheme's costs (docs/scheme-costs.md): spec, description, io_elements_per_sublayer {reads,
+// writes, total, multiples_of_d, formula, schedule}, io_one_shot_elements_per_sublayer, history,
+// params, mixing_flops, two_phase {applies, reason}. `cost_report_to_json` lists every named
+// scheme this way under "schemes".
+nlohmann::json scheme_cost_to_json(const SchemeCost& cost, std::int64_t d_model);
+
+}  // namespace attnres
