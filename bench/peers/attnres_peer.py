@@ -2,7 +2,7 @@
 """PyTorch eager peer of `attnres`: the same model file, the same forward pass, timed.
 
 Our own implementation, written from the project's docs (docs/math.md) and its C++ code
-(core/src/layers.cpp, core/src/forward.cpp, core/src/depth_layout.cpp): a Llama-style model
+(core/model/src/layers.cpp, core/model/src/forward.cpp, core/model/src/depth_layout.cpp): a Llama-style model
 (RMSNorm, RoPE with rotate_half, grouped-query causal attention, SwiGLU, untied LM head) with
 three residual schemes:
 

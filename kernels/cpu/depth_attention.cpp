@@ -3,7 +3,7 @@
 // (w*g) . v / r), and an online softmax accumulates the output in the same sweep; alpha is
 // rescaled once at the end. Eigen maps give SIMD reductions (plain float loops would not
 // vectorise without reassociation).
-// Reference: core/include/attnres/depth_attention.hpp (depth_attention_one_shot).
+// Reference: core/model/include/attnres/depth_attention.hpp (depth_attention_one_shot).
 #include <Eigen/Core>
 #include <cmath>
 #include <vector>

@@ -3,7 +3,7 @@
 // of all q reads of the group (a (q, d) x (d) product); a second pass, while the token's n rows
 // are still in cache, accumulates exp(z - m) v for every read. Phase 2 merges a single source
 // with the online-softmax rescaling. Eigen maps give SIMD reductions.
-// Reference: core/include/attnres/depth_attention.hpp (phase_one_stats, merge_stats).
+// Reference: core/model/include/attnres/depth_attention.hpp (phase_one_stats, merge_stats).
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>

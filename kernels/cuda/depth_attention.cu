@@ -4,8 +4,8 @@
 // the same running (max, sum)); every thread owns a strided slice of the (d) output row, rescaled
 // and accumulated in place. Scores wait in alpha and become weights at the end, so the number of
 // sources is not limited by shared memory.
-// Reference: core/include/attnres/depth_attention.hpp (depth_attention_one_shot); validated by
-// tests/kernels/test_backend_ops.cpp (host entry point, which calls the device one) and by
+// Reference: core/model/include/attnres/depth_attention.hpp (depth_attention_one_shot); validated
+// by tests/kernels/test_backend_ops.cpp (host entry point, which calls the device one) and by
 // tests/engine/test_cuda_forward.cpp (the CUDA engine) on machines with a GPU.
 #include <cuda_runtime.h>
 

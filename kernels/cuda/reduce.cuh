@@ -52,8 +52,8 @@ __device__ __forceinline__ float block_max(float value, float* scratch) {
 }
 
 // 1 / sqrt(mean(x^2) + eps) of the row x (d values) whose sum of squares is `squares`: the rule of
-// inverse_rms_of_row (core/include/attnres/tensor.hpp), including its rescaling of a row whose
-// squares overflow float. The branch depends only on block-uniform values.
+// inverse_rms_of_row (core/model/include/attnres/tensor.hpp), including its rescaling of a row
+// whose squares overflow float. The branch depends only on block-uniform values.
 __device__ __forceinline__ float block_inverse_rms(const float* x, int d, float squares, float eps,
                                                    float* scratch) {
   const float mean_square = squares / static_cast<float>(d);

@@ -15,6 +15,7 @@
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 #include "attnres/hardware_reader.hpp"
 #include "attnres/history_mask.hpp"
 #include "attnres/toml_reader.hpp"

@@ -1,4 +1,4 @@
-// Output directories that never lose a user's files (core/include/attnres/output_dir.hpp), and
+// Output directories that never lose a user's files (core/base/include/attnres/output_dir.hpp), and
 // the safe text that messages go through.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
