@@ -39,19 +39,18 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "../../kernels/cuda/reduce.cuh"
-#include "attnres/cancel.hpp"
 #include "attnres/error.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/kernels_cuda_device.hpp"
 #include "attnres/layers.hpp"
 #include "cuda/cuda_forward.hpp"
+#include "src/fast_pass.hpp"
 
 namespace attnres::cuda_engine {
 
@@ -754,23 +753,15 @@ void CudaForward::Impl::prepare(int T, std::size_t alpha_count, std::size_t slot
 
 ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids,
                                             const ForwardOptions& options) {
-  check_tokens(config, token_ids);
-  const AttnResConfig scheme = resolve_scheme(config, options);
-  if (!scheme.paper_defaults()) {
-    throw Error("the fast engines run the paper's Full / Block AttnRes only; " + scheme.describe() +
-                " runs on the reference engine (docs/schemes.md)");
-  }
-  const DepthLayout layout =
-      make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
-  if (token_ids.size() > static_cast<std::size_t>(INT_MAX)) throw Error("forward: too many tokens");
-  const int T = static_cast<int>(token_ids.size());
+  ForwardResult<float> result;
+  ForwardTrace& trace = result.trace;
+  const engine::FastPass pass = engine::start_fast_pass(trace, config, token_ids, options);
+  const DepthLayout& layout = pass.layout;
+  const int T = pass.T;
   const float key_eps = static_cast<float>(config.attn_res.key_norm_eps);
   const auto Ts = static_cast<std::size_t>(T);
   const std::size_t activation = Ts * static_cast<std::size_t>(d);  // floats in a (T, d) tensor
 
-  ForwardResult<float> result;
-  ForwardTrace& trace = result.trace;
-  trace = start_trace(scheme, layout, T, options);
   const bool standard = layout.mode == ResidualMode::standard;
   const bool block = layout.mode == ResidualMode::block;
 
@@ -840,22 +831,21 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids,
   check(cudaGetLastError(), "the embedding kernel launch");
   sum_squares(embedding, activation, 0);
   fetch_stats(0, 1);
-  checked_rms(embedding, T, 0, "the token embedding v_0");
+  checked_rms(embedding, T, 0, engine::kEmbeddingName);
 
   // One sublayer: progress, then v = f(h), the reference's checks and RMS traces of h and v.
   // `after` enqueues work that must follow the sublayer (the block sum) before the host waits.
   auto run_sublayer = [&](int s, float* output, auto&& after) {
-    report_progress(options.progress, static_cast<std::size_t>(s), static_cast<std::size_t>(L),
-                    "forward pass");
+    engine::report_sublayer_progress(options, s, L);
     sum_squares(h_buffer, activation, 1 + 2 * s);
     sublayer(s, h_buffer, output, T);
     sum_squares(output, activation, 2 + 2 * s);
     after();
     fetch_stats(1 + 2 * s, 2);
     trace.sublayer_input_rms.push_back(
-        checked_rms(h_buffer, T, 1 + 2 * s, "the input h of " + read_target_name(s, L)));
+        checked_rms(h_buffer, T, 1 + 2 * s, engine::sublayer_input_name(s, L)));
     trace.sublayer_output_rms.push_back(
-        checked_rms(output, T, 2 + 2 * s, "the output v of " + read_target_name(s, L)));
+        checked_rms(output, T, 2 + 2 * s, engine::sublayer_output_name(s, L)));
   };
   auto add = [&](float* y, const float* x) {
     add_kernel<<<grid_for(activation, kElementThreads), kElementThreads, 0, stream>>>(y, x,
@@ -928,9 +918,7 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids,
     read.alpha_mean = read.alpha.colwise().mean().transpose();
     trace.reads.push_back(std::move(read));
   }
-  require_finite(result.hidden_final.data(), T, d, d, "the final read's output");
-  require_finite(result.logits.data(), T, vocab, vocab, "the logits");
-  if (options.record_mixing) record_mixing(trace, options);
+  engine::finish_fast_pass(result, options);
   return result;
 }
 
