@@ -6,14 +6,13 @@
 #include <cmath>
 #include <limits>
 
-#include "attnres/cancel.hpp"
-#include "attnres/error.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/kernels.hpp"
 #include "attnres/layers.hpp"
 #include "attnres/tensor.hpp"
 #include "cpu/eigen_maps.hpp"
 #include "cpu/thread_pool.hpp"
+#include "src/fast_pass.hpp"
 
 namespace attnres::engine {
 
@@ -310,15 +309,11 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
                                                    const ForwardOptions& options) {
   State& s = *state_;
   const ModelConfig& config = s.model.config;
-  check_tokens(config, tokens);
-  const AttnResConfig scheme = resolve_scheme(config, options);
-  if (!scheme.paper_defaults()) {
-    throw Error("the fast engines run the paper's Full / Block AttnRes only; " + scheme.describe() +
-                " runs on the reference engine (docs/schemes.md)");
-  }
-  const DepthLayout layout =
-      make_depth_layout(scheme, config.sublayers(), options.zero_placeholder);
-  const int L = s.L, d = s.d, T = static_cast<int>(tokens.size());
+  ForwardResult<Scalar> result;
+  ForwardTrace& trace = result.trace;
+  const FastPass pass = start_fast_pass(trace, config, tokens, options);
+  const DepthLayout& layout = pass.layout;
+  const int L = s.L, d = s.d, T = pass.T;
   const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d), plane = Tz * dz;
   const std::size_t slot_stride = arena_slot_stride<Scalar>(Tz, dz);
   const std::vector<int> group_of =
@@ -326,10 +321,6 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
   s.prepare(T, layout, group_of);
   Workspace<Scalar>& w = s.work;
   const auto key_eps = static_cast<Scalar>(config.attn_res.key_norm_eps);
-
-  ForwardResult<Scalar> result;
-  ForwardTrace& trace = result.trace;
-  trace = start_trace(scheme, layout, T, options);
   trace.sublayer_input_rms.reserve(static_cast<std::size_t>(L));
   trace.sublayer_output_rms.reserve(static_cast<std::size_t>(L));
 
@@ -339,18 +330,15 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
     const auto row = s.model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
     std::copy(row.data(), row.data() + d, embedding + static_cast<std::size_t>(t) * dz);
   }
-  require_finite(embedding, T, d, d, "the token embedding v_0");
+  require_finite(embedding, T, d, d, kEmbeddingName);
 
   auto run_sublayer = [&](int r, const Scalar* h, Scalar* v) {
-    report_progress(options.progress, static_cast<std::size_t>(r), static_cast<std::size_t>(L),
-                    "forward pass");
+    report_sublayer_progress(options, r, L);
     // The message (a string) is built only when there is something to report.
-    if (!all_finite(h, T, d, d))
-      require_finite(h, T, d, d, "the input h of " + read_target_name(r, L));
+    if (!all_finite(h, T, d, d)) require_finite(h, T, d, d, sublayer_input_name(r, L));
     trace.sublayer_input_rms.push_back(rms_of(h, T, d, d));
     s.sublayer(r, h, v, T);
-    if (!all_finite(v, T, d, d))
-      require_finite(v, T, d, d, "the output v of " + read_target_name(r, L));
+    if (!all_finite(v, T, d, d)) require_finite(v, T, d, d, sublayer_output_name(r, L));
     trace.sublayer_output_rms.push_back(rms_of(v, T, d, d));
   };
 
@@ -482,13 +470,11 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
     }
   }
 
-  require_finite(hidden, T, d, d, "the final read's output");
   result.hidden_final = ConstMap<Scalar>(hidden, T, d);
   s.rms_norm(w.xn.data(), hidden, s.model.norm, T);
   result.logits.resize(T, s.vocab);
   s.gemm(result.logits.data(), w.xn.data(), s.model.lm_head, T);
-  require_finite(result.logits.data(), T, s.vocab, s.vocab, "the logits");
-  if (options.record_mixing) record_mixing(trace, options);
+  finish_fast_pass(result, options);
   return result;
 }
 

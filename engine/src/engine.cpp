@@ -6,6 +6,7 @@
 #include "attnres/forward_steps.hpp"
 #include "cpu/fast_forward.hpp"
 #include "cuda/cuda_forward.hpp"
+#include "src/fast_pass.hpp"
 
 namespace attnres {
 
@@ -73,10 +74,10 @@ template <typename Scalar>
 ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tokens,
                                                      const ForwardOptions& options) {
   // Masked reads and recorded sublayer inputs: the reference only.
-  if (options.mask || options.sublayer_inputs) return attnres::forward(model_, tokens, options);
+  if (engine::reference_only(options)) return attnres::forward(model_, tokens, options);
   // Schemes beyond the paper's defaults run on the reference code (docs/schemes.md); the CUDA
   // engine refuses them with a message.
-  if (impl_->fast && !resolve_scheme(model_.config, options).paper_defaults()) {
+  if (impl_->fast && !engine::fast_engines_run(resolve_scheme(model_.config, options))) {
     return attnres::forward(model_, tokens, options);
   }
   if (impl_->fast) return impl_->fast->forward(tokens, options);
