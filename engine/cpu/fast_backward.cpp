@@ -1,5 +1,5 @@
 // The fast CPU backward pass (docs/training.md, docs/engines.md): the contract of
-// attnres::loss_and_gradients (core/src/backward.cpp, the oracle), computed with
+// attnres::loss_and_gradients (core/model/src/backward.cpp, the oracle), computed with
 //   - a tape: the forward keeps what the backward sweep needs (each sublayer's normalised input
 //     and inverse RMS, the roped (q|k|v), the context and each row's log-sum-exp of every head,
 //     the (gate|up) pre-activations and silu(gate) * up), so nothing is recomputed but the
@@ -246,8 +246,8 @@ struct SequenceRun {
     norm_backward(w.dx, w.inv[Lu], w.nhat[Lu], c.model.norm, T, d, w.dh, w.grad.norm);
   }
 
-  // Backward sweep over reads L .. 0 (core/src/backward.cpp): when sublayer r is reached every
-  // later read has passed its gradient back, so its output's slot holds d loss / d v_{r+1}.
+  // Backward sweep over reads L .. 0 (core/model/src/backward.cpp): when sublayer r is reached
+  // every later read has passed its gradient back, so its output's slot holds d loss / d v_{r+1}.
   void backward_sweep() {
     const Plan& plan = c.plan;
     const int L = c.s.L;

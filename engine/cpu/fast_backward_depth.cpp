@@ -21,8 +21,8 @@ void DepthSteps<Scalar>::set_inverse_rms(int value) {
     inv[t] = inverse_rms_of_row(data + t * c.s.d, c.s.d, c.key_eps);
 }
 
-// Read r with the two-phase schedule (core/src/forward.cpp: phase_one, phase_two_read): writes
-// h (T, d) and alpha (T, n).
+// Read r with the two-phase schedule (core/model/src/forward.cpp: phase_one, phase_two_read):
+// writes h (T, d) and alpha (T, n).
 template <typename Scalar>
 void DepthSteps<Scalar>::read_forward(int r, Scalar* h) {
   const Plan& plan = c.plan;
@@ -87,7 +87,7 @@ void DepthSteps<Scalar>::read_forward(int r, Scalar* h) {
   }
 }
 
-// Backward of read r (depth_attention_backward in core/include/attnres/depth_attention.hpp):
+// Backward of read r (depth_attention_backward in core/model/include/attnres/depth_attention.hpp):
 // adds d loss / d source into the sources' gradient slots and the query/gain gradients.
 template <typename Scalar>
 void DepthSteps<Scalar>::read_backward(int r, const Scalar* dh) {

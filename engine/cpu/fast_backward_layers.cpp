@@ -4,7 +4,8 @@
 // forward, which keeps the tape (normalised input, roped (q|k|v), context and row log-sum-exp,
 // gate/up pre-activations), and backward, which recomputes only one tile of attention
 // probabilities at a time from the stored log-sum-exp and adds the weight gradients (the fused
-// (q|k|v) and (gate|up) ones are split by the driver). The formulas are core/src/layers.cpp's.
+// (q|k|v) and (gate|up) ones are split by the driver). The formulas are
+// core/model/src/layers.cpp's.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -108,7 +109,8 @@ void LayerSteps<Scalar>::attention_forward(int layer) {
 }
 
 // dqkv (T, qkvc) from dctx (T, qc): probabilities recomputed per tile from the stored row
-// log-sum-exp; ds = p (dp - sum_j p_j dp_j) scale (attention_backward in core/src/layers.cpp).
+// log-sum-exp; ds = p (dp - sum_j p_j dp_j) scale (attention_backward in
+// core/model/src/layers.cpp).
 template <typename Scalar>
 void LayerSteps<Scalar>::attention_backward(int layer) {
   const Shape& s = c.s;

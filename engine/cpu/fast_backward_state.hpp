@@ -192,8 +192,8 @@ void norm_forward(const Scalar* h, const Vector<Scalar>& gain, Scalar eps, Eigen
   }
 }
 
-// d loss / d h of x = g * (h r) (rms_norm_backward in core/src/layers.cpp); adds sum_t dy * (h r)
-// to the gain's gradient.
+// d loss / d h of x = g * (h r) (rms_norm_backward in core/model/src/layers.cpp); adds sum_t dy *
+// (h r) to the gain's gradient.
 template <typename Scalar>
 void norm_backward(const Scalar* dy, const Scalar* inv, const Scalar* nhat,
                    const Vector<Scalar>& gain, Eigen::Index T, Eigen::Index d, Scalar* dh,

@@ -1,5 +1,5 @@
 // The fast CPU forward engine (docs/engines.md). Same contract and trace as the reference
-// attnres::forward (core/src/forward.cpp), computed with:
+// attnres::forward (core/model/src/forward.cpp), computed with:
 //   - fused weights: one (q|k|v) projection GEMM and one (gate|up) GEMM per layer;
 //   - one preallocated history arena, (slots, T, d): Full AttnRes keeps v_0 .. v_L in slots
 //     0 .. L (slots a little more than T * d apart, see arena_slot_stride), Block AttnRes keeps b_0

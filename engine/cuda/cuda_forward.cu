@@ -1,6 +1,6 @@
 // The whole model forward on a CUDA GPU, f32 (docs/engines.md): the layer loop of one pass. Same
-// contract, checks, errors and trace as the readable reference (core/src/forward.cpp), through the
-// shared steps of attnres/forward_steps.hpp and the fast engines' first and last steps
+// contract, checks, errors and trace as the readable reference (core/model/src/forward.cpp),
+// through the shared steps of attnres/forward_steps.hpp and the fast engines' first and last steps
 // (src/fast_pass.hpp). The engine's state and memory are described in cuda_engine.hpp, its set-up
 // in cuda_setup.cu.
 //

@@ -1,8 +1,8 @@
 // The CUDA engine's own kernels and their launchers (forward_kernels.cuh), f32, row-major like the
 // host tensors. Each kernel is the device version of a step of the readable reference
-// (core/src/layers.cpp, core/src/forward.cpp); the engine (cuda_forward.cu) checks the whole pass
-// against that reference (tests/engine/test_cuda_forward.cpp). Launch geometry lives here, next to
-// the kernel it fits.
+// (core/model/src/layers.cpp, core/model/src/forward.cpp); the engine (cuda_forward.cu) checks the
+// whole pass against that reference (tests/engine/test_cuda_forward.cpp). Launch geometry lives
+// here, next to the kernel it fits.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Block-wide reductions and the per-row inverse RMS shared by the CUDA kernels (depth reads here,
-// RMSNorm in engine/cuda/cuda_forward.cu). Device code only; include from .cu files.
+// RMSNorm in engine/cuda/forward_kernels.cu). Device code only; include from .cu files.
 //
 // Every thread of the block gets the same result: warps reduce with an xor butterfly (identical in
 // every lane), then every thread adds the warp totals in the same order. Deterministic for a

@@ -1,5 +1,5 @@
 // The forward engines behind one interface (docs/engines.md):
-//   reference  core/src/forward.cpp: readable, one Eigen expression per formula; the oracle
+//   reference  core/model/src/forward.cpp: readable, one Eigen expression per formula; the oracle
 //   fast       engine/cpu/: fused weights, a preallocated history arena, two-phase depth reads
 //              through the kernels/ interface, causal attention that skips the masked half,
 //              threads (deterministic for a given count); f32 and f64

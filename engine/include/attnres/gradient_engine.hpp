@@ -1,5 +1,6 @@
 // Loss and gradients on an engine (docs/training.md, docs/engines.md):
-//   reference  attnres::loss_and_gradients (core/src/backward.cpp): readable, one sequence at a
+//   reference  attnres::loss_and_gradients (core/model/src/backward.cpp): readable, one sequence at
+//   a
 //              time, recomputes each sublayer's internals during the backward sweep; the oracle
 //   fast       engine/cpu/fast_backward.cpp: keeps the forward's intermediates, two-phase depth
 //              reads, causal attention that skips the masked half, the batch's sequences split
