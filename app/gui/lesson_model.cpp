@@ -12,12 +12,14 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/token_ids.hpp"
+#include "attnres/trainer.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -57,6 +59,35 @@ double pseudo_query_rms(const ModelWeights<double>& model) {
     });
   }
   return count > 0 ? std::sqrt(sum / static_cast<double>(count)) : 0.0;
+}
+
+std::string training_log_summary(const std::filesystem::path& train_log_csv,
+                                 const std::string& data) {
+  std::vector<TrainLogRow> rows;
+  try {
+    rows = read_train_log(train_log_csv);
+  } catch (const std::exception&) {
+    return {};  // missing, or not a log the trainer wrote: nothing to say about it
+  }
+  std::optional<double> first_val, last_val;
+  long long steps = -1;
+  for (const TrainLogRow& row : rows) {
+    steps = std::max<long long>(steps, row.step);
+    if (!std::isnan(row.val_loss)) {
+      if (!first_val) first_val = row.val_loss;
+      last_val = row.val_loss;
+    }
+  }
+  if (!last_val || steps < 0) return {};
+  char loss[96];
+  if (first_val && *first_val != *last_val) {
+    std::snprintf(loss, sizeof loss, "validation loss %.2f \u2192 %.2f nats/token", *first_val,
+                  *last_val);
+  } else {
+    std::snprintf(loss, sizeof loss, "validation loss %.2f nats/token", *last_val);
+  }
+  return "trained " + std::to_string(steps) + " steps" + (data.empty() ? "" : " on " + data) +
+         ", " + loss;
 }
 
 std::shared_ptr<const ModelWeights<double>> LessonModel::Snapshot::build() const {
@@ -439,10 +470,10 @@ void LessonModel::apply_choice() {
            "), d = " + std::to_string(config_->hidden_size);
   }
   if (kind_ == Kind::trained) {
-    const std::string log = training_log_summary(dir / "train_log.csv", "lab-corpus.txt");
+    const std::string log = training_log_summary(dir / kTrainLogFile, "lab-corpus.txt");
     line += (log.empty() ? "; shipped trained model" : "; " + log) + " (docs/training.md)";
   } else {
-    const std::string log = training_log_summary(dir / "train_log.csv");
+    const std::string log = training_log_summary(dir / kTrainLogFile);
     line = "loaded " + directory_ + ": " + line + (log.empty() ? "" : "; " + log);
   }
   about->setText(QString::fromStdString(line));

@@ -8,6 +8,7 @@
 
 #include <QString>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,13 @@ struct ModelCache;
 
 // The RMS of a model's pseudo-queries (0 when it has none).
 double pseudo_query_rms(const ModelWeights<double>& model);
+
+// One line about a trained model from its train_log.csv (read with the trainer's reader,
+// read_train_log; the first and the last row with a validation loss): "trained 600 steps on DATA,
+// validation loss 5.55 -> 1.52 nats/token" (" on DATA" only when `data` is given). Empty when the
+// file is missing, is not a log the trainer wrote, or has no validation loss.
+std::string training_log_summary(const std::filesystem::path& train_log_csv,
+                                 const std::string& data = {});
 
 class LessonModel {
  public:
