@@ -597,6 +597,52 @@ TEST(Gui, DepthAttentionFollowsTheTokenChoiceAndALoadedModel) {
   EXPECT_NE(maps[0]->values(), mean);
 }
 
+// One home for the opened model: a directory is read once per open (the lesson model parses its
+// config.json and reads its model.safetensors), and every model view reads the weights from there.
+TEST(Gui, AnOpenedModelDirectoryIsReadOnce) {
+  test::TempDir dir;
+  save_model(random_model(test::model_config(2, 16, 2, 2, 24, 256), {.seed = 5, .query_std = 1.0}),
+             dir / "m");
+  std::unique_ptr<MainWindow> owner;
+  {
+    const ModelsDirectory no_models{fs::path()};  // start on the random model
+    owner = std::make_unique<MainWindow>(true);
+  }
+  MainWindow& window = *owner;
+  window.recompute_all();
+  LessonModel& lesson = window.lesson();
+  EXPECT_EQ(lesson.directory_reads(), 0);
+  EXPECT_EQ(lesson.opened(), nullptr);
+  ASSERT_TRUE(window.open_model(dir / "m"));
+  EXPECT_EQ(lesson.directory_reads(), 1);
+  ASSERT_NE(lesson.opened(), nullptr);
+  EXPECT_EQ(lesson.snapshot().build(), lesson.opened()->weights);
+  EXPECT_EQ(window.findChild<QComboBox*>("model_choice")->itemData(0), QVariant());
+  // The files may go: every model view recomputes from the opened model, with two schemes each.
+  fs::remove_all(dir / "m");
+  window.recompute_all();
+  for (const char* name : {"depth-attention", "magnitudes", "duality"}) {
+    window.show_view(name);
+    auto* compare = window.view(name)->findChild<QComboBox*>("compare");
+    ASSERT_NE(compare, nullptr) << name;
+    compare->setCurrentIndex(compare->findData("block"));
+    settle();
+    EXPECT_EQ(window.view(name)->error_text(), "") << name;
+  }
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_EQ(lesson.directory_reads(), 1);
+  // A directory that does not load is read once and changes nothing.
+  EXPECT_FALSE(window.open_model(dir / "m"));
+  EXPECT_EQ(lesson.directory_reads(), 2);
+  EXPECT_EQ(window.findChild<QComboBox*>("model_choice")->currentText().toStdString(),
+            "loaded: " + (dir / "m").string());
+  EXPECT_EQ(lesson.snapshot().build(), lesson.opened()->weights);
+  // The random model holds no directory.
+  lesson.back_to_random();
+  EXPECT_EQ(lesson.opened(), nullptr);
+  EXPECT_EQ(lesson.directory_reads(), 2);
+}
+
 // ------------------------------------------------------------------ the shipped trained models
 
 // A training log as the trainer writes it: step 0 (validation 5.5452), 30 (no validation) and 60
@@ -663,6 +709,7 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   }
   window->recompute_all();
   EXPECT_EQ(window->error_text(), "");
+  EXPECT_EQ(window->lesson().directory_reads(), 1);  // the trained Full model, once for all views
   View* depth = window->view("depth-attention");
   auto* combo = depth->findChild<QComboBox*>("model_choice");
   ASSERT_NE(combo, nullptr);
