@@ -2,52 +2,30 @@
 // (docs/math.md §3, docs/scheme-costs.md), and in tabs beside the charts the implementation
 // strategies, the block layout and the calibration against public measurements (docs/math.md
 // §3.6, docs/calibration.md).
-#include <QCheckBox>
 #include <QComboBox>
-#include <QCoreApplication>
-#include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGridLayout>
-#include <QGroupBox>
-#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPushButton>
 #include <QSpinBox>
 #include <QStackedWidget>
 #include <QTabBar>
-#include <QTabWidget>
 #include <QTableWidget>
-#include <QTextBrowser>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <array>
-#include <cmath>
-#include <cstdio>
-#include <iterator>
 #include <map>
 #include <optional>
-#include <sstream>
 
-#include "attnres/atomic_file.hpp"
 #include "attnres/block_layout.hpp"
 #include "attnres/cost.hpp"
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
-#include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
-#include "attnres/forward.hpp"
-#include "attnres/layers.hpp"
-#include "attnres/model.hpp"
-#include "attnres/model_config.hpp"
-#include "attnres/paper_reference.hpp"
-#include "attnres/report.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
 #include "cost_panels.hpp"
-#include "training_view.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {

@@ -12,12 +12,14 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/token_ids.hpp"
+#include "attnres/trainer.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -31,9 +33,8 @@ std::string byte_token_ids(const std::string& text) {
   return ids;
 }
 
-// The key a snapshot's weights are cached under: the directory, or the random model's settings.
+// The key the random model's weights are cached under: its settings.
 std::string cache_key(const LessonModel::Snapshot& s) {
-  if (!s.directory.empty()) return "dir:" + s.directory;
   char text[256];
   std::snprintf(text, sizeof text, "random:%d,%d,%d,%d,%d,%d,%s,%llu,%.17g",
                 s.config.num_hidden_layers, s.config.hidden_size, s.config.num_attention_heads,
@@ -59,14 +60,46 @@ double pseudo_query_rms(const ModelWeights<double>& model) {
   return count > 0 ? std::sqrt(sum / static_cast<double>(count)) : 0.0;
 }
 
+std::string training_log_summary(const std::filesystem::path& train_log_csv,
+                                 const std::string& data) {
+  std::vector<TrainLogRow> rows;
+  try {
+    rows = read_train_log(train_log_csv);
+  } catch (const std::exception&) {
+    return {};  // missing, or not a log the trainer wrote: nothing to say about it
+  }
+  std::optional<double> first_val, last_val;
+  long long steps = -1;
+  for (const TrainLogRow& row : rows) {
+    steps = std::max<long long>(steps, row.step);
+    if (!std::isnan(row.val_loss)) {
+      if (!first_val) first_val = row.val_loss;
+      last_val = row.val_loss;
+    }
+  }
+  if (!last_val || steps < 0) return {};
+  char loss[96];
+  if (first_val && *first_val != *last_val) {
+    std::snprintf(loss, sizeof loss, "validation loss %.2f \u2192 %.2f nats/token", *first_val,
+                  *last_val);
+  } else {
+    std::snprintf(loss, sizeof loss, "validation loss %.2f nats/token", *last_val);
+  }
+  return "trained " + std::to_string(steps) + " steps" + (data.empty() ? "" : " on " + data) +
+         ", " + loss;
+}
+
 std::shared_ptr<const ModelWeights<double>> LessonModel::Snapshot::build() const {
+  if (opened) {
+    if (!opened->weights) std::rethrow_exception(opened->error);
+    return opened->weights;
+  }
   const std::string key = cache_key(*this);
   if (cache) {
     const std::lock_guard<std::mutex> lock(cache->mutex);
     if (cache->weights && cache->key == key) return cache->weights;
   }
-  auto weights = std::make_shared<const ModelWeights<double>>(
-      directory.empty() ? random_model(config, random) : load_model(directory));
+  auto weights = std::make_shared<const ModelWeights<double>>(random_model(config, random));
   if (cache) {
     const std::lock_guard<std::mutex> lock(cache->mutex);
     cache->key = key;
@@ -242,7 +275,10 @@ QWidget* LessonModel::field(const std::string& key) const {
 }
 
 int LessonModel::random_index() const {
-  return choice->findData(static_cast<int>(Kind::random), Qt::UserRole + 1);
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].kind == Kind::random) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 AttnResConfig LessonModel::own_scheme() const {
@@ -252,23 +288,44 @@ AttnResConfig LessonModel::own_scheme() const {
   return full;
 }
 
-void LessonModel::use_directory(const std::string& dir) {
+// The one read of a model directory: load_model parses its config.json and reads its
+// model.safetensors; an error is kept for the views to show.
+std::shared_ptr<const OpenedModel> LessonModel::read_directory(const std::string& dir) {
+  ++directory_reads_;
+  auto opened = std::make_shared<OpenedModel>();
+  opened->directory = dir;
+  try {
+    opened->weights = std::make_shared<const ModelWeights<double>>(load_model(dir));
+  } catch (...) {
+    opened->error = std::current_exception();
+  }
+  return opened;
+}
+
+std::shared_ptr<const OpenedModel> LessonModel::open_directory(const std::string& dir) {
+  auto opened = read_directory(dir);
+  if (opened->error) std::rethrow_exception(opened->error);
+  return opened;
+}
+
+void LessonModel::use_directory(std::shared_ptr<const OpenedModel> model) {
+  const std::string& dir = model->directory;
   {
     const QSignalBlocker blocker(choice);
-    if (dir.empty()) {
-      choice->setCurrentIndex(random_index());
-    } else {
-      int loaded = choice->findData(static_cast<int>(Kind::loaded), Qt::UserRole + 1);
-      if (loaded < 0) {
-        add_entry("", Kind::loaded, dir);
-        loaded = choice->count() - 1;
-      }
-      choice->setItemText(loaded, QString::fromStdString("loaded: " + dir));
-      choice->setItemData(loaded, QString::fromStdString(dir), Qt::UserRole);
-      choice->setCurrentIndex(loaded);
+    int loaded = -1;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].kind == Kind::loaded) loaded = static_cast<int>(i);
     }
+    if (loaded < 0) {
+      add_entry("", Kind::loaded, dir);
+      loaded = choice->count() - 1;
+    }
+    entries_[static_cast<std::size_t>(loaded)].label = "loaded: " + dir;
+    entries_[static_cast<std::size_t>(loaded)].directory = dir;
+    choice->setItemText(loaded, QString::fromStdString("loaded: " + dir));
+    choice->setCurrentIndex(loaded);
   }
-  apply_choice();
+  apply_choice(std::move(model));
   notify();
 }
 
@@ -279,7 +336,7 @@ void LessonModel::back_to_random() {
 
 LessonModel::Snapshot LessonModel::snapshot() const {
   Snapshot s;
-  s.directory = directory_;
+  s.opened = opened_;
   s.origin = kind_ == Kind::trained ? "trained" : kind_ == Kind::loaded ? "loaded" : "";
   if (kind_ != Kind::random && config_) {
     s.config = *config_;
@@ -313,8 +370,8 @@ LessonModel::SpinValues LessonModel::spin_values() const {
 }
 
 void LessonModel::add_entry(const std::string& label, Kind entry_kind, const std::string& dir) {
-  choice->addItem(QString::fromStdString(label), QString::fromStdString(dir));
-  choice->setItemData(choice->count() - 1, static_cast<int>(entry_kind), Qt::UserRole + 1);
+  entries_.push_back({label, entry_kind, dir});
+  choice->addItem(QString::fromStdString(label));
 }
 
 ModelConfig LessonModel::shape_config(const std::vector<int>* ints) const {
@@ -369,19 +426,18 @@ void LessonModel::update_block_range() {
   size->setStyleSheet(bytes > 1e9 ? "QLabel { color: #8a1c1c; }" : "");
 }
 
-// Applies the combo's entry: directory, every field from the model's config (disabled), or the
-// random model's own settings back; default tokens and the line about the model. No notify.
-void LessonModel::apply_choice() {
-  const int index = choice->currentIndex();
-  const auto next = static_cast<Kind>(choice->itemData(index, Qt::UserRole + 1).toInt());
-  if (kind_ == Kind::random && next != Kind::random)
+// Applies the combo's entry: the directory read once (or `opened`, already read), every field
+// from the model's config (disabled), or the random model's own settings back; default tokens and
+// the line about the model. No notify.
+void LessonModel::apply_choice(std::shared_ptr<const OpenedModel> opened) {
+  const Entry& entry = entries_.at(static_cast<std::size_t>(choice->currentIndex()));
+  if (kind_ == Kind::random && entry.kind != Kind::random)
     random_ = spin_values();  // back when random returns
-  kind_ = next;
-  directory_ = kind_ == Kind::random
-                   ? std::string()
-                   : choice->itemData(index, Qt::UserRole).toString().toStdString();
+  kind_ = entry.kind;
   choice->setToolTip(choice->currentText());  // a long "loaded: DIR" does not fit the box
   config_.reset();
+  opened_.reset();  // the last model's weights go before the next one's are read
+  if (kind_ != Kind::random) opened_ = opened ? std::move(opened) : read_directory(entry.directory);
   std::vector<QSignalBlocker> blockers;
   blockers.reserve(16);
   for (QSpinBox* box : shape_spins()) blockers.emplace_back(box);
@@ -390,29 +446,45 @@ void LessonModel::apply_choice() {
   blockers.emplace_back(tokens);
   random_button->setEnabled(kind_ != Kind::random);
   if (kind_ == Kind::random) {
-    seed->setMinimum(0);
-    const auto spins = shape_spins();
-    for (std::size_t i = 0; i < spins.size(); ++i) spins[i]->setValue(random_.ints[i]);
-    query_std->setValue(random_.query_std);
-    update_block_range();
-    block_size->setValue(random_.ints.back());
-    accepted_ = random_;
-    if (!tokens_edited_) {
-      tokens->setText(kRandomTokens);
-      tokens->setToolTip("Token ids separated by spaces");
-    }
-    about->setText(
-        "Full AttnRes with random weights and queries from the settings below: nothing learned");
-    set_shape_enabled(true);
-    block_size->setEnabled(true);
-    return;
+    show_random_model();
+  } else {
+    show_directory_model();
   }
-  const std::filesystem::path dir(directory_);
+}
+
+// The random model's own settings back, its tokens and its line.
+void LessonModel::show_random_model() {
+  seed->setMinimum(0);
+  const auto spins = shape_spins();
+  for (std::size_t i = 0; i < spins.size(); ++i) spins[i]->setValue(random_.ints[i]);
+  query_std->setValue(random_.query_std);
+  update_block_range();
+  block_size->setValue(random_.ints.back());
+  accepted_ = random_;
+  if (!tokens_edited_) {
+    tokens->setText(kRandomTokens);
+    tokens->setToolTip("Token ids separated by spaces");
+  }
+  about->setText(
+      "Full AttnRes with random weights and queries from the settings below: nothing learned");
+  set_shape_enabled(true);
+  block_size->setEnabled(true);
+}
+
+// Every field from the opened model's config, its tokens and the line about it (with its
+// training log). A directory that did not load still shows its config.json when that much
+// reads; the views' banners say why the weights did not load.
+void LessonModel::show_directory_model() {
+  const std::filesystem::path dir(opened_->directory);
   std::string line;
-  try {
-    config_ = parse_model_config(read_file(dir / "config.json"), (dir / "config.json").string());
-  } catch (const std::exception& error) {
-    line = error.what();  // the forward pass will report it in the banner too
+  if (opened_->weights) {
+    config_ = opened_->weights->config;
+  } else {
+    try {
+      config_ = parse_model_config(read_file(dir / "config.json"), (dir / "config.json").string());
+    } catch (const std::exception& error) {
+      line = error.what();  // the forward pass will report it in the banner too
+    }
   }
   if (config_) {
     // Every field from the model: its shape, no seed, its learned queries' RMS, its own S.
@@ -424,13 +496,8 @@ void LessonModel::apply_choice() {
     vocab->setValue(config_->vocab_size);
     seed->setMinimum(-1);
     seed->setValue(-1);  // "n/a (trained)"
-    double rms = 0.0;
-    try {
-      rms = pseudo_query_rms(*snapshot().build());
-    } catch (const std::exception&) {
-      rms = 0.0;  // the views report a model that does not load
-    }
-    query_std->setValue(rms);
+    // The views report a model that does not load.
+    query_std->setValue(opened_->weights ? pseudo_query_rms(*opened_->weights) : 0.0);
     update_block_range();
     if (config_->attn_res.mode == ResidualMode::block)
       block_size->setValue(config_->attn_res.block_size);
@@ -439,11 +506,11 @@ void LessonModel::apply_choice() {
            "), d = " + std::to_string(config_->hidden_size);
   }
   if (kind_ == Kind::trained) {
-    const std::string log = training_log_summary(dir / "train_log.csv", "lab-corpus.txt");
+    const std::string log = training_log_summary(dir / kTrainLogFile, "lab-corpus.txt");
     line += (log.empty() ? "; shipped trained model" : "; " + log) + " (docs/training.md)";
   } else {
-    const std::string log = training_log_summary(dir / "train_log.csv");
-    line = "loaded " + directory_ + ": " + line + (log.empty() ? "" : "; " + log);
+    const std::string log = training_log_summary(dir / kTrainLogFile);
+    line = "loaded " + opened_->directory + ": " + line + (log.empty() ? "" : "; " + log);
   }
   about->setText(QString::fromStdString(line));
   // Trained models are byte-level: feed them text. A loaded model only when its vocabulary is

@@ -1,13 +1,18 @@
 // The lesson model: the one model that the Depth attention, Magnitudes and Duality views show
 // (a shipped trained model, a loaded directory, or a random model with its settings), edited in
-// one panel that moves to whichever of those views is on screen. Loading a model fills every
-// field from its config.json; "back to random" restores the random model's own settings.
-// Shapes above about 1 GB of weights ask for confirmation first. The built weights are cached,
-// so a knob that does not change them (tokens, S) costs only the forward passes.
+// one panel that moves to whichever of those views is on screen. It owns the opened model: a
+// model directory is read once when it is chosen (config.json parsed, model.safetensors read),
+// every field is filled from that config, and the views' snapshots share those weights; the
+// combo box only shows the entries' names. "back to random" restores the random model's own
+// settings. Shapes above about 1 GB of weights ask for confirmation first. The random model's
+// weights are cached, so a knob that does not change them (tokens, S) costs only the forward
+// passes.
 #pragma once
 
 #include <QString>
 #include <cstdint>
+#include <exception>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -40,20 +45,36 @@ struct ModelCache;
 // The RMS of a model's pseudo-queries (0 when it has none).
 double pseudo_query_rms(const ModelWeights<double>& model);
 
+// One line about a trained model from its train_log.csv (read with the trainer's reader,
+// read_train_log; the first and the last row with a validation loss): "trained 600 steps on DATA,
+// validation loss 5.55 -> 1.52 nats/token" (" on DATA" only when `data` is given). Empty when the
+// file is missing, is not a log the trainer wrote, or has no validation loss.
+std::string training_log_summary(const std::filesystem::path& train_log_csv,
+                                 const std::string& data = {});
+
+// A model directory the lesson model has open: read once, when it is chosen (load_model: its
+// config.json parsed, its model.safetensors read); every snapshot of it shares these weights.
+struct OpenedModel {
+  std::string directory;
+  std::shared_ptr<const ModelWeights<double>> weights;  // null when the directory did not load
+  std::exception_ptr error;                             // why not (the views' banners show it)
+};
+
 class LessonModel {
  public:
   enum class Kind { trained, random, loaded };
 
   // Everything a worker thread needs, copied out of the widgets on the GUI thread.
   struct Snapshot {
-    std::string directory;  // "" = the random model
-    std::string origin;     // "" (random), "trained" or "loaded"
+    std::shared_ptr<const OpenedModel> opened;  // null = the random model
+    std::string origin;                         // "" (random), "trained" or "loaded"
     ModelConfig config;
     RandomModelOptions random;
     int block_size = 2;
     std::string tokens;
     std::shared_ptr<ModelCache> cache;
-    // The weights (cached: the same snapshot builds once). Throws attnres::Error.
+    // The weights: the opened model's, or the random model's (cached: the same settings build
+    // once). Throws attnres::Error (a directory that did not load: its load error).
     std::shared_ptr<const ModelWeights<double>> build() const;
     // The tokens as ids of `model`; throws attnres::Error naming the "tokens" field.
     std::vector<int> token_ids(const ModelConfig& model) const;
@@ -75,10 +96,16 @@ class LessonModel {
   // The scheme the chosen model comes with: its config.json's, or Full AttnRes for the random
   // model.
   AttnResConfig own_scheme() const;
-  // File > Open model directory: one "loaded: DIR" entry, replaced by the next directory opened;
-  // "" goes back to the random model.
-  void use_directory(const std::string& dir);
+  // File > Open model directory, in two steps so that a bad directory changes nothing: reads DIR
+  // (throws its load error), then shows it as the one "loaded: DIR" entry, replaced by the next
+  // directory opened.
+  std::shared_ptr<const OpenedModel> open_directory(const std::string& dir);
+  void use_directory(std::shared_ptr<const OpenedModel> model);
   void back_to_random();
+  // The model directory open now (null on the random model), and how many times a directory has
+  // been read since this lesson model was made (one per open; the views never read the files).
+  const OpenedModel* opened() const { return opened_.get(); }
+  int directory_reads() const { return directory_reads_; }
 
   // Called after every change of the model or of its inputs (coalesced per event-loop pass).
   void subscribe(std::function<void()> on_change);
@@ -103,12 +130,22 @@ class LessonModel {
     std::vector<int> ints;
     double query_std = 0.5;
   };
+  // An entry of the model choice, in the combo box's order (the combo box shows the labels).
+  struct Entry {
+    std::string label;
+    Kind kind = Kind::random;
+    std::string directory;  // "" for the random model
+  };
   std::vector<QSpinBox*> shape_spins() const;
   ModelConfig shape_config(const std::vector<int>* ints = nullptr) const;
   SpinValues spin_values() const;
   void add_entry(const std::string& label, Kind entry_kind, const std::string& dir);
   int random_index() const;
-  void apply_choice();
+  std::shared_ptr<const OpenedModel> read_directory(const std::string& dir);
+  // `opened`: the entry's directory already read (File > Open model directory), else read here.
+  void apply_choice(std::shared_ptr<const OpenedModel> opened = nullptr);
+  void show_random_model();
+  void show_directory_model();
   void set_shape_enabled(bool enabled);
   void shape_changed();
   void update_block_range();
@@ -116,8 +153,10 @@ class LessonModel {
 
   QGroupBox* group_;
   QWidget* slot_ = nullptr;
+  std::vector<Entry> entries_;
   Kind kind_ = Kind::random;
-  std::string directory_;
+  std::shared_ptr<const OpenedModel> opened_;  // the chosen directory, read once
+  int directory_reads_ = 0;
   std::optional<ModelConfig> config_;  // the chosen directory's config.json
   bool tokens_edited_ = false;         // the user typed tokens: keep them across model choices
   SpinValues random_;                  // the random model's settings while another model is chosen

@@ -30,7 +30,6 @@
 #include "attnres/cancel.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
-#include "attnres/model.hpp"
 #include "attnres/version.hpp"
 #include "chart_render.hpp"
 #include "lesson.hpp"
@@ -475,9 +474,10 @@ bool MainWindow::save_scenario(const fs::path& path) {
 
 bool MainWindow::open_model(const fs::path& directory) {
   return guarded([&] {
-    load_model(directory);  // validate first: a bad model leaves the views as they were
+    // Read once, before anything changes: a bad model leaves the views as they were.
+    auto opened = lesson_->open_directory(directory.string());
     clear_error();
-    lesson_->use_directory(directory.string());
+    lesson_->use_directory(std::move(opened));
   });
 }
 

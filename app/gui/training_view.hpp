@@ -7,8 +7,10 @@
 // log rows and alpha maps into a shared, mutex-guarded record and posts at most ~10 updates per
 // second to the GUI thread, which draws them. Stop (or the status bar's Cancel) ends the work at
 // the next check inside the step in flight; the steps taken so far stay and can be saved.
+// training_view.cpp holds the form, training_run.cpp the run, training_charts.cpp the drawing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -35,6 +37,13 @@ class ChartPanel;
 // A few KB of simple English sentences, the same bytes on every run (the "Use built-in sample
 // text" data: nothing is written to disk).
 std::string builtin_sample_text();
+
+// The Training view's three charts from the log rows taken so far (one list per scheme, its legend
+// name in `names`): the loss (training lines from step 1, validation markers), and the output RMS
+// and output-gradient RMS by sublayer at each scheme's latest step.
+std::array<ChartSpec, 3> training_charts(
+    const std::vector<std::string>& names,
+    const std::vector<std::vector<TrainLogRow>>& rows_by_scheme);
 
 class TrainingView : public View {
  public:
@@ -64,6 +73,14 @@ class TrainingView : public View {
   struct Settings;
   struct Run;
   struct Scheme;
+  // The constructor's steps: the input column (data, model and run, schemes, buttons) in its
+  // scroll area, the content grid, then the actions of the buttons and fields.
+  QWidget* make_inputs(QPushButton*& browse, QPushButton*& builtin);
+  QWidget* make_data_box(QPushButton*& browse, QPushButton*& builtin);
+  QWidget* make_model_box();
+  QWidget* make_scheme_box();
+  QWidget* make_content();
+  void connect_actions(QPushButton* browse, QPushButton* builtin);
   Settings settings() const;
   void apply_update(const std::shared_ptr<Run>& run);
   void redraw();

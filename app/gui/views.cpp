@@ -1,44 +1,7 @@
 #include "views.hpp"
 
-#include <QCheckBox>
-#include <QComboBox>
 #include <QCoreApplication>
-#include <QDoubleSpinBox>
-#include <QFormLayout>
-#include <QGridLayout>
-#include <QGroupBox>
-#include <QHBoxLayout>
-#include <QHeaderView>
-#include <QLabel>
-#include <QLineEdit>
-#include <QPushButton>
-#include <QSpinBox>
-#include <QTabWidget>
-#include <QTableWidget>
-#include <QTextBrowser>
-#include <QTimer>
-#include <QVBoxLayout>
-#include <array>
-#include <cmath>
-#include <cstdio>
-#include <iterator>
-#include <map>
-#include <optional>
-#include <sstream>
 
-#include "attnres/atomic_file.hpp"
-#include "attnres/cost.hpp"
-#include "attnres/cost_metrics.hpp"
-#include "attnres/engine.hpp"
-#include "attnres/error.hpp"
-#include "attnres/format.hpp"
-#include "attnres/forward.hpp"
-#include "attnres/layers.hpp"
-#include "attnres/model.hpp"
-#include "attnres/model_config.hpp"
-#include "attnres/paper_reference.hpp"
-#include "attnres/report.hpp"
-#include "attnres/sweep.hpp"
 #include "training_view.hpp"
 #include "view_kit.hpp"
 
@@ -81,60 +44,6 @@ std::vector<ShippedModel> available_shipped_models() {
     }
   }
   return models;
-}
-
-std::string training_log_summary(const fs::path& train_log_csv, const std::string& data) {
-  std::string text;
-  try {
-    text = read_file(train_log_csv);
-  } catch (const std::exception&) {
-    return {};
-  }
-  auto split = [](const std::string& line) {
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream in(line);
-    while (std::getline(in, field, ',')) fields.push_back(field);
-    if (!line.empty() && line.back() == ',') fields.emplace_back();
-    return fields;
-  };
-  std::istringstream lines(text);
-  std::string line;
-  if (!std::getline(lines, line)) return {};
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  const auto header = split(line);
-  const auto column = [&](const std::string& name) {
-    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
-  };
-  const std::size_t step_at = column("step"), val_at = column("val_loss");
-  if (step_at >= header.size() || val_at >= header.size()) return {};
-  std::optional<double> first_val, last_val;
-  long long steps = -1;
-  while (std::getline(lines, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto fields = split(line);
-    if (fields.size() <= std::max(step_at, val_at)) continue;
-    try {
-      steps = std::max(steps, std::stoll(fields[step_at]));
-      if (!fields[val_at].empty()) {
-        const double val = std::stod(fields[val_at]);
-        if (!first_val) first_val = val;
-        last_val = val;
-      }
-    } catch (const std::exception&) {
-      continue;  // a malformed row says nothing
-    }
-  }
-  if (!last_val || steps < 0) return {};
-  char loss[96];
-  if (first_val && *first_val != *last_val) {
-    std::snprintf(loss, sizeof loss, "validation loss %.2f \u2192 %.2f nats/token", *first_val,
-                  *last_val);
-  } else {
-    std::snprintf(loss, sizeof loss, "validation loss %.2f nats/token", *last_val);
-  }
-  return "trained " + std::to_string(steps) + " steps" + (data.empty() ? "" : " on " + data) +
-         ", " + loss;
 }
 
 std::vector<View*> make_views(const ViewHost& host, QWidget* parent) {

@@ -112,13 +112,6 @@ struct ShippedModel {
 // choice (Full, Block N = 4, Block N = 2, standard).
 std::vector<ShippedModel> available_shipped_models();
 
-// One line about a trained model from its train_log.csv (header
-// step,tokens,train_loss,val_loss,...; the first and the last row with a validation loss): "trained
-// 600 steps on DATA, validation loss 5.55 -> 1.52 nats/token" (" on DATA" only when `data` is
-// given). Empty when the file is missing or has no validation loss.
-std::string training_log_summary(const std::filesystem::path& train_log_csv,
-                                 const std::string& data = {});
-
 // Creates every view, in menu order.
 std::vector<View*> make_views(const ViewHost& host, QWidget* parent);
 

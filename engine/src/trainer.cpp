@@ -1,5 +1,6 @@
 #include "attnres/trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -301,8 +302,7 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
   load("exp_avg.", trainer->adam_.first);
   load("exp_avg_sq.", trainer->adam_.second);
   trainer->step_ = step;
-  trainer->log_ = parse_train_log_csv(read_text(directory / kTrainLogFile), trainer->sublayers(),
-                                      (directory / kTrainLogFile).string());
+  trainer->log_ = read_train_log(directory / kTrainLogFile, trainer->sublayers());
   while (!trainer->log_.empty() && trainer->log_.back().step > step) trainer->log_.pop_back();
   trainer->prepare();
   return trainer;
@@ -380,6 +380,21 @@ std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublay
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+std::vector<TrainLogRow> read_train_log(const fs::path& file, int sublayers) {
+  const std::string text = read_text(file);
+  if (sublayers < 0) {
+    const std::string header = text.substr(0, text.find('\n'));
+    const auto columns = 1 + std::count(header.begin(), header.end(), ',');
+    if (columns < 6 || (columns - 6) % 2 != 0) {
+      throw Error(file.string() + ":1: expected the header step,tokens,train_loss,val_loss,lr," +
+                  "grad_norm,output_rms_1..L,output_grad_rms_1..L, found " +
+                  std::to_string(columns) + " columns");
+    }
+    sublayers = static_cast<int>((columns - 6) / 2);
+  }
+  return parse_train_log_csv(text, sublayers, file.string());
 }
 
 }  // namespace attnres

@@ -35,6 +35,7 @@
 #include "attnres/report.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
+#include "attnres/trainer.hpp"
 #include "cost_panels.hpp"
 #include "gui_wait.hpp"
 #include "lesson_model.hpp"
@@ -596,7 +597,74 @@ TEST(Gui, DepthAttentionFollowsTheTokenChoiceAndALoadedModel) {
   EXPECT_NE(maps[0]->values(), mean);
 }
 
+// One home for the opened model: a directory is read once per open (the lesson model parses its
+// config.json and reads its model.safetensors), and every model view reads the weights from there.
+TEST(Gui, AnOpenedModelDirectoryIsReadOnce) {
+  test::TempDir dir;
+  save_model(random_model(test::model_config(2, 16, 2, 2, 24, 256), {.seed = 5, .query_std = 1.0}),
+             dir / "m");
+  std::unique_ptr<MainWindow> owner;
+  {
+    const ModelsDirectory no_models{fs::path()};  // start on the random model
+    owner = std::make_unique<MainWindow>(true);
+  }
+  MainWindow& window = *owner;
+  window.recompute_all();
+  LessonModel& lesson = window.lesson();
+  EXPECT_EQ(lesson.directory_reads(), 0);
+  EXPECT_EQ(lesson.opened(), nullptr);
+  ASSERT_TRUE(window.open_model(dir / "m"));
+  EXPECT_EQ(lesson.directory_reads(), 1);
+  ASSERT_NE(lesson.opened(), nullptr);
+  EXPECT_EQ(lesson.snapshot().build(), lesson.opened()->weights);
+  EXPECT_EQ(window.findChild<QComboBox*>("model_choice")->itemData(0), QVariant());
+  // The files may go: every model view recomputes from the opened model, with two schemes each.
+  fs::remove_all(dir / "m");
+  window.recompute_all();
+  for (const char* name : {"depth-attention", "magnitudes", "duality"}) {
+    window.show_view(name);
+    auto* compare = window.view(name)->findChild<QComboBox*>("compare");
+    ASSERT_NE(compare, nullptr) << name;
+    compare->setCurrentIndex(compare->findData("block"));
+    settle();
+    EXPECT_EQ(window.view(name)->error_text(), "") << name;
+  }
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_EQ(lesson.directory_reads(), 1);
+  // A directory that does not load is read once and changes nothing.
+  EXPECT_FALSE(window.open_model(dir / "m"));
+  EXPECT_EQ(lesson.directory_reads(), 2);
+  EXPECT_EQ(window.findChild<QComboBox*>("model_choice")->currentText().toStdString(),
+            "loaded: " + (dir / "m").string());
+  EXPECT_EQ(lesson.snapshot().build(), lesson.opened()->weights);
+  // The random model holds no directory.
+  lesson.back_to_random();
+  EXPECT_EQ(lesson.opened(), nullptr);
+  EXPECT_EQ(lesson.directory_reads(), 2);
+}
+
 // ------------------------------------------------------------------ the shipped trained models
+
+// A training log as the trainer writes it: step 0 (validation 5.5452), 30 (no validation) and 60
+// (validation 2.5172).
+std::string three_row_train_log(int sublayers) {
+  const auto row = [sublayers](std::int64_t step, double train, double val, double lr) {
+    TrainLogRow r;
+    r.step = step;
+    r.tokens = 128 * step;
+    r.train_loss = train;
+    r.val_loss = val;
+    r.lr = lr;
+    if (step > 0) {
+      r.grad_norm = 0.9;
+      r.output_rms.assign(static_cast<std::size_t>(sublayers), 1.0);
+      r.output_grad_rms.assign(static_cast<std::size_t>(sublayers), 0.1);
+    }
+    return r;
+  };
+  return train_log_csv(
+      {row(0, NAN, 5.5452, 0), row(30, 3.1, NAN, 0.001), row(60, 2.4, 2.5172, 0.0001)}, sublayers);
+}
 
 // Small stand-ins for resources/models/ (2 layers, L = 4, d = 16, bytes), with a training log.
 void write_shipped_models(const fs::path& root) {
@@ -610,11 +678,7 @@ void write_shipped_models(const fs::path& root) {
   for (const auto& [name, attn_res] : models) {
     config.attn_res = attn_res;
     save_model(random_model(config, {.seed = seed++, .query_std = 1.0}), root / name);
-    write_file_atomically(root / name / "train_log.csv",
-                          "step,tokens,train_loss,val_loss,lr,grad_norm,output_rms_1\n"
-                          "0,0,,5.5452,0,0,1\n"
-                          "30,3840,3.1,,0.001,0.9,1\n"
-                          "60,7680,2.4,2.5172,0.0001,0.8,1\n");
+    write_file_atomically(root / name / "train_log.csv", three_row_train_log(config.sublayers()));
   }
 }
 
@@ -645,6 +709,7 @@ TEST(Gui, ModelViewsOpenOnTheShippedTrainedFullModel) {
   }
   window->recompute_all();
   EXPECT_EQ(window->error_text(), "");
+  EXPECT_EQ(window->lesson().directory_reads(), 1);  // the trained Full model, once for all views
   View* depth = window->view("depth-attention");
   auto* combo = depth->findChild<QComboBox*>("model_choice");
   ASSERT_NE(combo, nullptr);
@@ -797,18 +862,29 @@ TEST(Gui, ModelViewsStartOnTheRandomModelWithoutShippedModels) {
   }
 }
 
+// The line about a trained model reads its log with the trainer's reader (read_train_log).
 TEST(Gui, TrainingLogSummaryReadsTheLastValidationLoss) {
   test::TempDir dir;
   EXPECT_EQ(training_log_summary(dir / "none.csv"), "");
-  write_file_atomically(dir / "no_val.csv", "step,tokens,train_loss,val_loss,lr\n1,10,3.0,,0.1\n");
+  TrainLogRow start, step;
+  start.val_loss = 5.5;
+  step.step = 600;
+  step.train_loss = 1.4;
+  step.output_rms = step.output_grad_rms = {1.0, 1.0};
+  write_file_atomically(dir / "no_val.csv", train_log_csv({step}, 2));
   EXPECT_EQ(training_log_summary(dir / "no_val.csv"), "");
-  write_file_atomically(
-      dir / "one.csv", "step,tokens,train_loss,val_loss,lr\r\n0,0,,5.5,0\r\n600,9,1.4,1.523,0\r\n");
+  step.val_loss = 1.523;
+  write_file_atomically(dir / "one.csv", train_log_csv({start, step}, 2));
   EXPECT_EQ(training_log_summary(dir / "one.csv", "lab-corpus.txt"),
             "trained 600 steps on lab-corpus.txt, validation loss 5.50 \u2192 1.52 nats/token");
-  write_file_atomically(dir / "last.csv", "step,val_loss\n10,2\n");
+  step.step = 10;
+  step.val_loss = 2;
+  write_file_atomically(dir / "last.csv", train_log_csv({step}, 2));
   EXPECT_EQ(training_log_summary(dir / "last.csv"),
             "trained 10 steps, validation loss 2.00 nats/token");
+  // Not a log the trainer wrote: no line (the trainer's reader refuses it).
+  write_file_atomically(dir / "bad.csv", "step,val_loss\n10,2\n");
+  EXPECT_EQ(training_log_summary(dir / "bad.csv"), "");
 }
 
 TEST(Gui, CancelledBackgroundWorkIsDiscarded) {

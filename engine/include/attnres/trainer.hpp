@@ -130,5 +130,9 @@ class Trainer {
 std::string train_log_csv(const std::vector<TrainLogRow>& rows, int sublayers);
 std::vector<TrainLogRow> parse_train_log_csv(const std::string& text, int sublayers,
                                              const std::string& source);
+// The one reader of a train_log.csv file (Trainer::resume, and the GUI's line about a trained
+// model): parse_train_log_csv of its text. `sublayers` < 0 takes L from the header, whose 6 + 2L
+// columns are those train_log_csv writes. Errors name the file (and the line).
+std::vector<TrainLogRow> read_train_log(const std::filesystem::path& file, int sublayers = -1);
 
 }  // namespace attnres
