@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "attnres/cost_input_fields.hpp"
+#include "attnres/format.hpp"
 
 namespace attnres {
 

@@ -41,6 +41,7 @@
 
 #include "attnres/cost.hpp"
 #include "attnres/hardware.hpp"
+#include "attnres/model_config.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
