@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "report_parts.hpp"
+
 namespace attnres {
 
 namespace {
@@ -244,11 +246,9 @@ HeatmapSpec mixing_heatmap(const ForwardTrace& trace, const std::string& scheme)
 }
 
 ChartSpec depth_rank_chart(const std::vector<const ForwardTrace*>& traces) {
-  ChartSpec chart;
-  chart.id = "duality_ranks";
-  chart.title = "Semiseparable rank of the depth mixing matrix at each cut";
-  chart.x_label = "cut k";
-  chart.y_label = "rank of M[k:, :k]";
+  ChartSpec chart =
+      detail::xy_chart("duality_ranks", "Semiseparable rank of the depth mixing matrix at each cut",
+                       "cut k", "rank of M[k:, :k]");
   chart.caption =
       "The rank of the token-mean M below each cut k (SVD, singular values above 1e-6 of the "
       "largest) "
@@ -303,11 +303,8 @@ ChartSpec sequence_rank_chart(const Eigen::MatrixXd& attention, double tolerance
   running.triangularView<Eigen::Lower>().setOnes();
   const auto attention_ranks = semiseparable_ranks(attention, tolerance);
   const auto running_ranks = semiseparable_ranks(running, tolerance);
-  ChartSpec chart;
-  chart.id = "duality_sequence_ranks";
-  chart.title = "Semiseparable rank over the tokens";
-  chart.x_label = "cut t";
-  chart.y_label = "rank of A[t:, :t]";
+  ChartSpec chart = detail::xy_chart("duality_sequence_ranks", "Semiseparable rank over the tokens",
+                                     "cut t", "rank of A[t:, :t]");
   ChartSeries sequence{"softmax attention", {}, ChartSeries::Style::line_and_points, false};
   for (std::size_t k = 0; k < attention_ranks.size(); ++k)
     sequence.points.emplace_back(double(k + 1), attention_ranks[k]);

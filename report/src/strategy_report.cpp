@@ -3,17 +3,14 @@
 #include <cmath>
 
 #include "attnres/format.hpp"
+#include "report_parts.hpp"
 
 namespace attnres {
 
+using detail::num;
+
 namespace {
 
-std::string num(double value) {
-  return format_number(value);
-}
-std::string num(std::int64_t value) {
-  return std::to_string(value);
-}
 std::string rounded(double value, double scale) {
   return format_number(std::round(value * scale) / scale);
 }
@@ -120,11 +117,10 @@ ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, 
 }
 
 ChartSpec strategies_chart(const AttnResConfig& scheme, const CostInputs& in, const Hardware& hw) {
-  ChartSpec chart;
-  chart.id = "strategies_" + scheme_id(scheme);
-  chart.title = scheme_title(scheme) + ": forward time of the mechanism per pass";
-  chart.x_label = "tokens per call (B for decode, B x T for prefill)";
-  chart.y_label = "time per forward pass (s)";
+  ChartSpec chart = detail::xy_chart(
+      "strategies_" + scheme_id(scheme),
+      scheme_title(scheme) + ": forward time of the mechanism per pass",
+      "tokens per call (B for decode, B x T for prefill)", "time per forward pass (s)");
   chart.log_x = chart.log_y = true;
   const ReadOps ops = read_ops_of(scheme);
   const int b = bytes_per_element(in.dtype);
@@ -286,11 +282,9 @@ ReportTable calibration_table(const std::vector<CalibrationRow>& rows) {
 
 ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows,
                             std::vector<CalibrationPointPlace>* places) {
-  ChartSpec chart;
-  chart.id = "calibration";
-  chart.title = "Modelled against measured: public AttnRes overhead measurements";
-  chart.x_label = "measured (fraction of the step, or seconds per call)";
-  chart.y_label = "modelled (same unit)";
+  ChartSpec chart = detail::xy_chart(
+      "calibration", "Modelled against measured: public AttnRes overhead measurements",
+      "measured (fraction of the step, or seconds per call)", "modelled (same unit)");
   chart.log_x = chart.log_y = true;
   ChartSeries measured{"measured", {}, ChartSeries::Style::scatter, false};
   ChartSeries fitted{"fitted (sets a model parameter)", {}, ChartSeries::Style::scatter, false};

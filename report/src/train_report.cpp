@@ -10,6 +10,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/paper_reference.hpp"
+#include "report_parts.hpp"
 
 namespace attnres {
 
@@ -214,261 +215,306 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
   return runs;
 }
 
-void add_training_section(const ScenarioTraining& training, const std::vector<TrainingRun>& runs,
-                          Report& report) {
-  if (runs.empty()) return;
-  const ModelConfig config = model_config_of(training);
-  const int L = config.sublayers();
-  const std::int64_t d = config.hidden_size;
-  const std::int64_t steps = runs.front().log.back().step;
-  const std::string setup =
-      std::to_string(config.num_hidden_layers) + " layers (L = " + std::to_string(L) +
-      " sublayers), d = " + std::to_string(d) + ", " + std::to_string(steps) + " steps of " +
-      std::to_string(training.batch) + " x " + std::to_string(training.seq) + " byte tokens from " +
-      training.data + ", seeds";
-  std::string seeds;
-  for (auto seed : training.seeds) seeds += " " + std::to_string(seed);
+namespace {
 
-  // Group runs by scheme, in the order they ran.
+// What every table and chart of the section states: the model, steps, batch, data and seeds.
+struct TrainingSetup {
+  int L = 0;
+  std::int64_t d = 0;
+  std::int64_t steps = 0;
+  std::string text;  // "2 layers (L = 4 sublayers), d = 64, 200 steps of ..., seeds 1 2 3"
+};
+
+TrainingSetup training_setup(const ScenarioTraining& training,
+                             const std::vector<TrainingRun>& runs) {
+  const ModelConfig config = model_config_of(training);
+  TrainingSetup setup;
+  setup.L = config.sublayers();
+  setup.d = config.hidden_size;
+  setup.steps = runs.front().log.back().step;
+  setup.text = std::to_string(config.num_hidden_layers) +
+               " layers (L = " + std::to_string(setup.L) +
+               " sublayers), d = " + std::to_string(setup.d) + ", " + std::to_string(setup.steps) +
+               " steps of " + std::to_string(training.batch) + " x " +
+               std::to_string(training.seq) + " byte tokens from " + training.data + ", seeds";
+  for (auto seed : training.seeds) setup.text += " " + std::to_string(seed);
+  return setup;
+}
+
+// The runs of each scheme, the schemes in the order they ran.
+struct SchemeGroups {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const TrainingRun*>> by_scheme;
-  for (const auto& run : runs) {
-    if (!by_scheme.count(run.scheme)) order.push_back(run.scheme);
-    by_scheme[run.scheme].push_back(&run);
-  }
+};
 
-  // ---- Quality against N, beside the tiny model's costs.
-  ReportTable quality{
+SchemeGroups group_runs(const std::vector<TrainingRun>& runs) {
+  SchemeGroups groups;
+  for (const auto& run : runs) {
+    if (!groups.by_scheme.count(run.scheme)) groups.order.push_back(run.scheme);
+    groups.by_scheme[run.scheme].push_back(&run);
+  }
+  return groups;
+}
+
+// The train_quality table and what the loss chart and the Table 4 comparison take from it.
+struct QualitySection {
+  ReportTable table;
+  json rows = json::array();
+  std::vector<std::pair<int, std::array<double, 3>>> curve;  // N -> mean, min, max (paper defaults)
+  double standard_mean = std::nan("");
+  // The rows that have a paper Table 4 loss: measured mean, paper loss, seed range, wording.
+  std::vector<double> table4_measured, table4_paper, table4_low, table4_high;
+  std::vector<std::pair<std::string, std::string>> table4_rows;  // (scheme, the paper's wording)
+};
+
+// Costs of the tiny model from the cost engine's one description of each scheme.
+SchemeCost tiny_model_cost(const AttnResConfig& config, int L, std::int64_t d) {
+  CostInputs sizes;
+  sizes.sublayers = L;
+  sizes.d_model = d;
+  // Block: its own S; every other scheme: Full's best two-phase schedule block (docs/math.md
+  // §3.1).
+  sizes.block_size = config.mode == ResidualMode::block ? config.block_size
+                                                        : best_full_schedule_block(L, d).block_size;
+  if (config.mode == ResidualMode::mhc) sizes.streams = config.streams;
+  return scheme_cost(config, resolve_cost_inputs(sizes));
+}
+
+double paper_table4_loss(const std::string& scheme) {
+  double paper_loss = std::nan("");
+  for (const auto& row : paper::kTable4) {
+    if (scheme == row.scheme) paper_loss = row.loss;
+  }
+  return paper_loss;
+}
+
+// One scheme's row: its final validation loss over seeds, paired by seed with the standard
+// residual, the tiny model's costs, the alpha entropy and the paper's Table 4 loss.
+void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
+                     const std::vector<const TrainingRun*>& group,
+                     const std::map<std::uint64_t, double>& standard_by_seed, QualitySection& q) {
+  double sum = 0.0, lowest = INFINITY, highest = -INFINITY, entropy = 0.0, uniform = 0.0;
+  for (const TrainingRun* run : group) {
+    const double v = final_val(*run);
+    sum += v;
+    lowest = std::min(lowest, v);
+    highest = std::max(highest, v);
+    const auto [h, u] = mean_read_entropy(run->trace);
+    entropy += h;
+    uniform += u;
+  }
+  const double mean = sum / static_cast<double>(group.size());
+  const TrainingRun& first = *group.front();
+  double paired = 0.0;
+  int pairs = 0;
+  for (const TrainingRun* run : group) {
+    auto it = standard_by_seed.find(run->seed);
+    if (it == standard_by_seed.end()) continue;
+    paired += final_val(*run) - it->second;
+    ++pairs;
+  }
+  const double paired_mean = pairs ? paired / pairs : std::nan("");
+  const SchemeCost cost = tiny_model_cost(first.config, setup.L, setup.d);
+  const std::string io =
+      format_number(cost.io.total() / static_cast<double>(setup.d)) + " (" + cost.io_schedule + ")";
+  const std::string history = std::to_string(cost.history_vectors);
+  std::string ratio = "-";
+  if (first.mode == ResidualMode::standard) q.standard_mean = mean;
+  // Entropy against uniform only means something for weights that sum to 1.
+  const bool normalised =
+      first.mode == ResidualMode::rescaled ||
+      (first.config.attention_mode() && first.config.gate != DepthGate::sigmoid);
+  if (normalised) ratio = fixed(entropy / uniform, 3);
+  if (first.config.paper_defaults() && first.mode != ResidualMode::standard) {
+    q.curve.push_back({first.blocks, {mean, lowest, highest}});
+  }
+  const double paper_loss = paper_table4_loss(scheme);
+  if (!std::isnan(paper_loss)) {
+    q.table4_measured.push_back(mean);
+    q.table4_paper.push_back(paper_loss);
+    q.table4_low.push_back(lowest);
+    q.table4_high.push_back(highest);
+    for (const auto& row : paper::kTable4) {
+      if (scheme == row.scheme) q.table4_rows.push_back({scheme, row.row});
+    }
+  }
+  q.table.rows.push_back({scheme, first.blocks ? std::to_string(first.blocks) : "-",
+                          first.block_size ? std::to_string(first.block_size) : "-", fixed(mean, 4),
+                          fixed(lowest, 4), fixed(highest, 4), std::to_string(group.size()),
+                          (paired_mean > 0 ? "+" : "") + fixed(paired_mean, 4), io, history, ratio,
+                          fixed(paper_loss, 3)});
+  q.rows.push_back(
+      {{"scheme", scheme},
+       {"spec", cost.spec},
+       {"description", first.config.describe()},
+       {"mode", to_string(first.mode)},
+       {"blocks", first.blocks},
+       {"block_size", first.block_size},
+       {"val_loss_mean", mean},
+       {"val_loss_min", lowest},
+       {"val_loss_max", highest},
+       {"val_loss_minus_standard_paired", std::isnan(paired_mean) ? json() : json(paired_mean)},
+       {"paper_table4_loss", std::isnan(paper_loss) ? json() : json(paper_loss)},
+       {"alpha_entropy", first.mode == ResidualMode::standard
+                             ? json()
+                             : json(entropy / static_cast<double>(group.size()))},
+       {"alpha_uniform_entropy", first.mode == ResidualMode::standard
+                                     ? json()
+                                     : json(uniform / static_cast<double>(group.size()))}});
+}
+
+// ---- Quality against N, beside the tiny model's costs.
+QualitySection quality_section(const TrainingSetup& setup, const SchemeGroups& groups) {
+  QualitySection q;
+  q.table = ReportTable{
       "train_quality",
       "Measured quality (this tool's training) against the number of blocks N",
       {"scheme", "N", "S", "val loss mean (nats/token)", "min", "max", "seeds",
        "vs standard, paired by seed", "residual I/O per sublayer (x d)",
        "stored history (vectors/token)", "alpha entropy / uniform", "paper Table 4 loss"},
       {},
-      "Measured here: " + setup + seeds +
-          " (docs/training.md). These are tiny models trained for "
-          "seconds, not the paper's 1.6B-parameter runs: compare the trend, not the values, with "
-          "the "
-          "paper's Fig. 6. \"vs standard\": the mean over seeds of (this scheme's loss - the "
-          "standard "
-          "residual's loss with the same seed), which removes most of the seed-to-seed spread. "
-          "Entropy: mean over reads of the entropy of the mean depth-attention "
-          "row, divided by log(#sources) (1 = uniform mean).",
+      "Measured here: " + setup.text +
+          " (docs/training.md). These are tiny models trained for seconds, not the paper's "
+          "1.6B-parameter runs: compare the trend, not the values, with the paper's Fig. 6. \"vs "
+          "standard\": the mean over seeds of (this scheme's loss - the standard residual's loss "
+          "with the same seed), which removes most of the seed-to-seed spread. Entropy: mean over "
+          "reads of the entropy of the mean depth-attention row, divided by log(#sources) (1 = "
+          "uniform mean).",
       "train_loss_vs_blocks"};
-  ChartSpec vs_blocks;
-  vs_blocks.id = "train_loss_vs_blocks";
-  vs_blocks.title = "Measured validation loss against N (tiny model, mean and seed range)";
-  vs_blocks.x_label = "blocks N";
-  vs_blocks.y_label = "validation loss (nats/token)";
-  vs_blocks.log_x = true;
-  vs_blocks.caption =
+  std::map<std::uint64_t, double> standard_by_seed;
+  if (const auto standard = groups.by_scheme.find("standard"); standard != groups.by_scheme.end()) {
+    for (const TrainingRun* run : standard->second) standard_by_seed[run->seed] = final_val(*run);
+  }
+  for (const auto& scheme : groups.order)
+    add_quality_row(setup, scheme, groups.by_scheme.at(scheme), standard_by_seed, q);
+  return q;
+}
+
+// Measured validation loss against N: Block AttnRes at each N, Full AttnRes at N = L, the
+// standard residual flat.
+ChartSpec loss_vs_blocks_chart(const TrainingSetup& setup, const QualitySection& q) {
+  ChartSpec chart =
+      detail::xy_chart("train_loss_vs_blocks",
+                       "Measured validation loss against N (tiny model, mean and seed range)",
+                       "blocks N", "validation loss (nats/token)");
+  chart.log_x = true;
+  chart.caption =
       "Block AttnRes at each N (mean, min and max over seeds); Full AttnRes is N = L and the "
-      "standard "
-      "residual is drawn flat for reference. Measured by this tool: " +
-      setup + seeds + ".";
+      "standard residual is drawn flat for reference. Measured by this tool: " +
+      setup.text + ".";
   ChartSeries mean_series{
       "Block/Full AttnRes, mean over seeds", {}, ChartSeries::Style::line_and_points};
   ChartSeries low{"min over seeds", {}, ChartSeries::Style::scatter};
   ChartSeries high{"max over seeds", {}, ChartSeries::Style::scatter};
-  double standard_mean = std::nan("");
-  std::map<std::uint64_t, double> standard_by_seed;
-  if (by_scheme.count("standard")) {
-    for (const TrainingRun* run : by_scheme["standard"])
-      standard_by_seed[run->seed] = final_val(*run);
-  }
-  json quality_json = json::array();
-  std::vector<std::pair<int, std::array<double, 3>>> curve;
-  std::vector<double> table4_measured, table4_paper, table4_low, table4_high;
-  std::vector<std::pair<std::string, std::string>> table4_rows;  // (scheme, the paper's wording)
-  json table4_json;  // the rank correlation with the paper's Table 4, when >= 3 rows have a paper
-                     // value
-  for (const auto& scheme : order) {
-    const auto& group = by_scheme[scheme];
-    double sum = 0.0, lowest = INFINITY, highest = -INFINITY, entropy = 0.0, uniform = 0.0;
-    for (const TrainingRun* run : group) {
-      const double v = final_val(*run);
-      sum += v;
-      lowest = std::min(lowest, v);
-      highest = std::max(highest, v);
-      const auto [h, u] = mean_read_entropy(run->trace);
-      entropy += h;
-      uniform += u;
-    }
-    const double mean = sum / static_cast<double>(group.size());
-    const TrainingRun& first = *group.front();
-    double paired = 0.0;
-    int pairs = 0;
-    for (const TrainingRun* run : group) {
-      auto it = standard_by_seed.find(run->seed);
-      if (it == standard_by_seed.end()) continue;
-      paired += final_val(*run) - it->second;
-      ++pairs;
-    }
-    const double paired_mean = pairs ? paired / pairs : std::nan("");
-    // Costs of the tiny model from the cost engine's one description of each scheme.
-    CostInputs sizes;
-    sizes.sublayers = L;
-    sizes.d_model = d;
-    // Block: its own S; every other scheme: Full's best two-phase schedule block (docs/math.md
-    // §3.1).
-    sizes.block_size = first.config.mode == ResidualMode::block
-                           ? first.config.block_size
-                           : best_full_schedule_block(L, d).block_size;
-    if (first.config.mode == ResidualMode::mhc) sizes.streams = first.config.streams;
-    const SchemeCost cost = scheme_cost(first.config, resolve_cost_inputs(sizes));
-    const std::string io =
-        format_number(cost.io.total() / static_cast<double>(d)) + " (" + cost.io_schedule + ")";
-    const std::string history = std::to_string(cost.history_vectors);
-    std::string ratio = "-";
-    if (first.mode == ResidualMode::standard) standard_mean = mean;
-    // Entropy against uniform only means something for weights that sum to 1.
-    const bool normalised =
-        first.mode == ResidualMode::rescaled ||
-        (first.config.attention_mode() && first.config.gate != DepthGate::sigmoid);
-    if (normalised) ratio = fixed(entropy / uniform, 3);
-    if (first.config.paper_defaults() && first.mode != ResidualMode::standard) {
-      curve.push_back({first.blocks, {mean, lowest, highest}});
-    }
-    double paper_loss = std::nan("");
-    for (const auto& row : paper::kTable4) {
-      if (scheme == row.scheme) paper_loss = row.loss;
-    }
-    if (!std::isnan(paper_loss)) {
-      table4_measured.push_back(mean);
-      table4_paper.push_back(paper_loss);
-      table4_low.push_back(lowest);
-      table4_high.push_back(highest);
-      for (const auto& row : paper::kTable4) {
-        if (scheme == row.scheme) table4_rows.push_back({scheme, row.row});
-      }
-    }
-    quality.rows.push_back({scheme, first.blocks ? std::to_string(first.blocks) : "-",
-                            first.block_size ? std::to_string(first.block_size) : "-",
-                            fixed(mean, 4), fixed(lowest, 4), fixed(highest, 4),
-                            std::to_string(group.size()),
-                            (paired_mean > 0 ? "+" : "") + fixed(paired_mean, 4), io, history,
-                            ratio, fixed(paper_loss, 3)});
-    quality_json.push_back(
-        {{"scheme", scheme},
-         {"spec", cost.spec},
-         {"description", first.config.describe()},
-         {"mode", to_string(first.mode)},
-         {"blocks", first.blocks},
-         {"block_size", first.block_size},
-         {"val_loss_mean", mean},
-         {"val_loss_min", lowest},
-         {"val_loss_max", highest},
-         {"val_loss_minus_standard_paired", std::isnan(paired_mean) ? json() : json(paired_mean)},
-         {"paper_table4_loss", std::isnan(paper_loss) ? json() : json(paper_loss)},
-         {"alpha_entropy", first.mode == ResidualMode::standard
-                               ? json()
-                               : json(entropy / static_cast<double>(group.size()))},
-         {"alpha_uniform_entropy", first.mode == ResidualMode::standard
-                                       ? json()
-                                       : json(uniform / static_cast<double>(group.size()))}});
-  }
-  std::optional<ChartSpec> table4_chart;
-  std::optional<ReportTable> table4_table;
-  if (table4_measured.size() >= 3) {
-    const double rho = rank_correlation(table4_measured, table4_paper);
-    const std::string verdict = rho >= 0.8 ? "the tiny scale reproduces the paper's order closely"
-                                : rho >= 0.5
-                                    ? "the tiny scale reproduces the paper's order only roughly"
-                                    : "the tiny scale does not reproduce the paper's order";
-    quality.note +=
-        " Paper column: Table 4 of the paper (its 32-sublayer ablation model; Block rows S = 4, "
-        "window "
-        "W = 8, multi-head H = 16; the baseline row is its standard residual). Spearman rank "
-        "correlation "
-        "between the measured means and the paper's losses over the " +
-        std::to_string(table4_measured.size()) + " rows that have one: " + fixed(rho, 3) +
-        " (1 = the same order, 0 = unrelated): " + verdict +
-        ". Every row uses the same learning rate, "
-        "schedule, data and seeds (no per-row tuning).";
-    ChartSpec chart;
-    chart.id = "train_table4";
-    chart.title = "Measured validation loss against the paper's Table 4";
-    chart.x_label = "paper's validation loss (Table 4)";
-    chart.y_label = "measured validation loss (nats/token)";
-    chart.caption =
-        "One point per scheme of the table above: the paper's loss across, this tool's tiny-model "
-        "loss up "
-        "(mean, min and max over seeds). The same order would put the points on a rising curve; "
-        "Spearman "
-        "rho = " +
-        fixed(rho, 3) + ".";
-    ChartSeries means{"measured mean over seeds", {}, ChartSeries::Style::scatter};
-    ChartSeries lows{"min over seeds", {}, ChartSeries::Style::scatter};
-    ChartSeries highs{"max over seeds", {}, ChartSeries::Style::scatter};
-    for (std::size_t i = 0; i < table4_measured.size(); ++i) {
-      means.points.push_back({table4_paper[i], table4_measured[i]});
-      lows.points.push_back({table4_paper[i], table4_low[i]});
-      highs.points.push_back({table4_paper[i], table4_high[i]});
-    }
-    chart.series = {means, lows, highs};
-    table4_chart = std::move(chart);
-    // The tiny Table 4 itself: each row's measured loss and rank beside the paper's.
-    auto ranks = [](const std::vector<double>& values) {
-      std::vector<int> rank(values.size());
-      for (std::size_t i = 0; i < values.size(); ++i) {
-        rank[i] = 1 + static_cast<int>(std::count_if(values.begin(), values.end(),
-                                                     [&](double v) { return v < values[i]; }));
-      }
-      return rank;
-    };
-    const auto measured_rank = ranks(table4_measured), paper_rank = ranks(table4_paper);
-    ReportTable table{"train_table4",
-                      "A tiny Table 4: measured validation loss beside the paper's",
-                      {"scheme", "paper's row", "paper loss", "paper rank",
-                       "measured mean (nats/token)", "seed range", "measured rank"},
-                      {},
-                      "Rank 1 = the lowest loss. Spearman rho = " + fixed(rho, 3) + ": " + verdict +
-                          ". Measured: " + setup + seeds +
-                          "; the paper: its 32-sublayer ablation model.",
-                      "train_table4"};
-    for (std::size_t i = 0; i < table4_rows.size(); ++i) {
-      table.rows.push_back({table4_rows[i].first, table4_rows[i].second, fixed(table4_paper[i], 3),
-                            std::to_string(paper_rank[i]), fixed(table4_measured[i], 4),
-                            fixed(table4_low[i], 4) + " .. " + fixed(table4_high[i], 4),
-                            std::to_string(measured_rank[i])});
-    }
-    table4_table = std::move(table);
-    table4_json = {{"rank_correlation", std::isnan(rho) ? json() : json(rho)},
-                   {"rows", table4_measured.size()}};
-  }
+  auto curve = q.curve;
   std::sort(curve.begin(), curve.end());
   for (const auto& [n, values] : curve) {
     mean_series.points.push_back({n, values[0]});
     low.points.push_back({n, values[1]});
     high.points.push_back({n, values[2]});
   }
-  vs_blocks.series = {mean_series, low, high};
-  if (!std::isnan(standard_mean) && !curve.empty()) {
-    vs_blocks.series.push_back(
+  chart.series = {mean_series, low, high};
+  if (!std::isnan(q.standard_mean) && !curve.empty()) {
+    chart.series.push_back(
         {"standard residual (mean)",
-         {{curve.front().first, standard_mean}, {curve.back().first, standard_mean}},
+         {{curve.front().first, q.standard_mean}, {curve.back().first, q.standard_mean}},
          ChartSeries::Style::line});
   }
   if (curve.empty()) {  // only the standard residual: plot it at N = 1 so the chart is not empty
-    vs_blocks.series = {
-        {"standard residual (mean)", {{1, standard_mean}}, ChartSeries::Style::scatter}};
+    chart.series = {
+        {"standard residual (mean)", {{1, q.standard_mean}}, ChartSeries::Style::scatter}};
   }
+  return chart;
+}
 
-  // ---- Every run, with the loss curves.
+// Rank 1 = the lowest value.
+std::vector<int> ranks_of(const std::vector<double>& values) {
+  std::vector<int> rank(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    rank[i] = 1 + static_cast<int>(std::count_if(values.begin(), values.end(),
+                                                 [&](double v) { return v < values[i]; }));
+  }
+  return rank;
+}
+
+// The comparison with the paper's Table 4: its chart, the tiny Table 4 and the rank correlation.
+struct Table4Section {
+  ChartSpec chart;
+  ReportTable table;
+  json summary;
+};
+
+// When at least three rows have a paper value; adds the rank correlation to the quality note.
+std::optional<Table4Section> table4_section(const TrainingSetup& setup, QualitySection& q) {
+  if (q.table4_measured.size() < 3) return std::nullopt;
+  const double rho = rank_correlation(q.table4_measured, q.table4_paper);
+  const std::string verdict = rho >= 0.8 ? "the tiny scale reproduces the paper's order closely"
+                              : rho >= 0.5
+                                  ? "the tiny scale reproduces the paper's order only roughly"
+                                  : "the tiny scale does not reproduce the paper's order";
+  q.table.note +=
+      " Paper column: Table 4 of the paper (its 32-sublayer ablation model; Block rows S = 4, "
+      "window W = 8, multi-head H = 16; the baseline row is its standard residual). Spearman rank "
+      "correlation between the measured means and the paper's losses over the " +
+      std::to_string(q.table4_measured.size()) + " rows that have one: " + fixed(rho, 3) +
+      " (1 = the same order, 0 = unrelated): " + verdict +
+      ". Every row uses the same learning rate, schedule, data and seeds (no per-row tuning).";
+  Table4Section section;
+  ChartSpec& chart = section.chart;
+  chart = detail::xy_chart("train_table4", "Measured validation loss against the paper's Table 4",
+                           "paper's validation loss (Table 4)",
+                           "measured validation loss (nats/token)");
+  chart.caption =
+      "One point per scheme of the table above: the paper's loss across, this tool's tiny-model "
+      "loss up (mean, min and max over seeds). The same order would put the points on a rising "
+      "curve; Spearman rho = " +
+      fixed(rho, 3) + ".";
+  ChartSeries means{"measured mean over seeds", {}, ChartSeries::Style::scatter};
+  ChartSeries lows{"min over seeds", {}, ChartSeries::Style::scatter};
+  ChartSeries highs{"max over seeds", {}, ChartSeries::Style::scatter};
+  for (std::size_t i = 0; i < q.table4_measured.size(); ++i) {
+    means.points.push_back({q.table4_paper[i], q.table4_measured[i]});
+    lows.points.push_back({q.table4_paper[i], q.table4_low[i]});
+    highs.points.push_back({q.table4_paper[i], q.table4_high[i]});
+  }
+  chart.series = {means, lows, highs};
+  // The tiny Table 4 itself: each row's measured loss and rank beside the paper's.
+  const auto measured_rank = ranks_of(q.table4_measured), paper_rank = ranks_of(q.table4_paper);
+  section.table =
+      ReportTable{"train_table4",
+                  "A tiny Table 4: measured validation loss beside the paper's",
+                  {"scheme", "paper's row", "paper loss", "paper rank",
+                   "measured mean (nats/token)", "seed range", "measured rank"},
+                  {},
+                  "Rank 1 = the lowest loss. Spearman rho = " + fixed(rho, 3) + ": " + verdict +
+                      ". Measured: " + setup.text + "; the paper: its 32-sublayer ablation model.",
+                  "train_table4"};
+  for (std::size_t i = 0; i < q.table4_rows.size(); ++i) {
+    section.table.rows.push_back({q.table4_rows[i].first, q.table4_rows[i].second,
+                                  fixed(q.table4_paper[i], 3), std::to_string(paper_rank[i]),
+                                  fixed(q.table4_measured[i], 4),
+                                  fixed(q.table4_low[i], 4) + " .. " + fixed(q.table4_high[i], 4),
+                                  std::to_string(measured_rank[i])});
+  }
+  section.summary = {{"rank_correlation", std::isnan(rho) ? json() : json(rho)},
+                     {"rows", q.table4_measured.size()}};
+  return section;
+}
+
+// ---- Every run, with the loss curves: the train_runs table and chart; returns the runs' JSON.
+json add_runs_section(const std::vector<TrainingRun>& runs, const SchemeGroups& groups,
+                      Report& report) {
   ReportTable run_table{"train_runs",
                         "Training runs (loss curves)",
                         {"scheme", "seed", "initial val loss", "final val loss", "final train loss",
                          "steps", "tokens/s", "seconds"},
                         {},
                         "Validation loss of the fixed validation windows at every evaluation; "
-                        "tokens/s counts training "
-                        "steps only (evaluation excluded).",
+                        "tokens/s counts training steps only (evaluation excluded).",
                         "train_loss_curves"};
-  ChartSpec curves;
-  curves.id = "train_loss_curves";
-  curves.title = "Validation loss during training (mean over seeds)";
-  curves.x_label = "step";
-  curves.y_label = "validation loss (nats/token)";
+  ChartSpec curves =
+      detail::xy_chart("train_loss_curves", "Validation loss during training (mean over seeds)",
+                       "step", "validation loss (nats/token)");
   curves.caption =
       "Each scheme's validation loss at the evaluation steps, averaged over its seeds.";
   json runs_json = json::array();
@@ -489,10 +535,9 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
                          {"tokens_per_s", run.tokens_per_s},
                          {"val_curve", curve_json}});
   }
-  for (const auto& scheme : order) {
-    const auto& group = by_scheme[scheme];
+  for (const auto& scheme : groups.order) {
     std::map<std::int64_t, std::pair<double, int>> at_step;
-    for (const TrainingRun* run : group) {
+    for (const TrainingRun* run : groups.by_scheme.at(scheme)) {
       for (const auto& row : run->log) {
         if (std::isnan(row.val_loss)) continue;
         at_step[row.step].first += row.val_loss;
@@ -504,62 +549,52 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
       series.points.push_back({static_cast<double>(step), sum.first / sum.second});
     curves.series.push_back(std::move(series));
   }
-
-  // ---- Magnitudes and gradients by depth at the end of training (Fig. 5b/5c).
-  auto depth_table = [&](const std::string& id, const std::string& title, bool gradient) {
-    ReportTable table{id, title, {"sublayer"}, {}, "", id};
-    ChartSpec chart;
-    chart.id = id;
-    chart.title = title;
-    chart.x_label = "sublayer l";
-    chart.y_label = gradient ? "RMS of d loss / d v_l" : "RMS of v_l";
-    chart.log_y = gradient;
-    chart.caption =
-        std::string(gradient ? "Fig. 5c at tiny scale: gradient reaching each sublayer's output"
-                             : "Fig. 5b at tiny scale: output magnitude of each sublayer") +
-        ", from the last training step's batch, averaged over seeds.";
-    std::vector<std::vector<double>> columns;
-    for (const auto& scheme : order) {
-      table.header.push_back(scheme);
-      std::vector<double> mean(static_cast<std::size_t>(L), 0.0);
-      for (const TrainingRun* run : by_scheme[scheme]) {
-        const auto& values =
-            gradient ? run->log.back().output_grad_rms : run->log.back().output_rms;
-        for (int l = 0; l < L && l < static_cast<int>(values.size()); ++l) {
-          mean[static_cast<std::size_t>(l)] +=
-              values[static_cast<std::size_t>(l)] / static_cast<double>(by_scheme[scheme].size());
-        }
-      }
-      ChartSeries series{scheme, {}, ChartSeries::Style::line_and_points};
-      for (int l = 0; l < L; ++l)
-        series.points.push_back({l + 1, mean[static_cast<std::size_t>(l)]});
-      chart.series.push_back(std::move(series));
-      columns.push_back(std::move(mean));
-    }
-    for (int l = 0; l < L; ++l) {
-      std::vector<std::string> row{std::to_string(l + 1)};
-      for (const auto& column : columns)
-        row.push_back(format_number(column[static_cast<std::size_t>(l)]));
-      table.rows.push_back(std::move(row));
-    }
-    report.tables.push_back(std::move(table));
-    report.charts.push_back(std::move(chart));
-  };
-
-  report.tables.push_back(std::move(quality));
-  report.charts.push_back(std::move(vs_blocks));
-  if (table4_chart) {
-    report.tables.push_back(std::move(*table4_table));
-    report.charts.push_back(std::move(*table4_chart));
-  }
   report.tables.push_back(std::move(run_table));
   report.charts.push_back(std::move(curves));
-  depth_table("train_output_rms", "Output magnitude by depth after training (Fig. 5b, tiny scale)",
-              false);
-  depth_table("train_output_grad_rms",
-              "Output-gradient magnitude by depth after training (Fig. 5c, tiny scale)", true);
+  return runs_json;
+}
 
-  // ---- History masking on the trained AttnRes models.
+// ---- Magnitudes or gradients by depth at the end of training (Fig. 5b/5c): table and chart.
+void add_depth_section(const SchemeGroups& groups, int L, const std::string& id,
+                       const std::string& title, bool gradient, Report& report) {
+  ReportTable table{id, title, {"sublayer"}, {}, "", id};
+  ChartSpec chart =
+      detail::xy_chart(id, title, "sublayer l", gradient ? "RMS of d loss / d v_l" : "RMS of v_l");
+  chart.log_y = gradient;
+  chart.caption =
+      std::string(gradient ? "Fig. 5c at tiny scale: gradient reaching each sublayer's output"
+                           : "Fig. 5b at tiny scale: output magnitude of each sublayer") +
+      ", from the last training step's batch, averaged over seeds.";
+  std::vector<std::vector<double>> columns;
+  for (const auto& scheme : groups.order) {
+    const auto& group = groups.by_scheme.at(scheme);
+    table.header.push_back(scheme);
+    std::vector<double> mean(static_cast<std::size_t>(L), 0.0);
+    for (const TrainingRun* run : group) {
+      const auto& values = gradient ? run->log.back().output_grad_rms : run->log.back().output_rms;
+      for (int l = 0; l < L && l < static_cast<int>(values.size()); ++l) {
+        mean[static_cast<std::size_t>(l)] +=
+            values[static_cast<std::size_t>(l)] / static_cast<double>(group.size());
+      }
+    }
+    ChartSeries series{scheme, {}, ChartSeries::Style::line_and_points};
+    for (int l = 0; l < L; ++l) series.points.push_back({l + 1, mean[static_cast<std::size_t>(l)]});
+    chart.series.push_back(std::move(series));
+    columns.push_back(std::move(mean));
+  }
+  for (int l = 0; l < L; ++l) {
+    std::vector<std::string> row{std::to_string(l + 1)};
+    for (const auto& column : columns)
+      row.push_back(format_number(column[static_cast<std::size_t>(l)]));
+    table.rows.push_back(std::move(row));
+  }
+  report.tables.push_back(std::move(table));
+  report.charts.push_back(std::move(chart));
+}
+
+// ---- History masking on the trained AttnRes models: the table (when any mask removed
+// something); returns the experiments' JSON.
+json add_masks_section(const std::vector<TrainingRun>& runs, Report& report) {
   json masks_json = json::array();
   ReportTable masks{
       "train_history_masks",
@@ -568,14 +603,11 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
        "random masks: loss change (mean ± std)"},
       {},
       "Each mask removes the named sources from every depth read of the trained model (first seed) "
-      "and "
-      "renormalises the rest; the random masks remove the same mean weight from every masked read, "
-      "taken "
-      "from its sources in a random order (8 masks). A chosen mask that hurts more than random "
-      "masks of "
-      "equal mass marks sources the model relies on beyond their share of the weight "
-      "(docs/training.md). A "
-      "mask that would remove nothing from a scheme (every read too short) is left out.",
+      "and renormalises the rest; the random masks remove the same mean weight from every masked "
+      "read, taken from its sources in a random order (8 masks). A chosen mask that hurts more "
+      "than random masks of equal mass marks sources the model relies on beyond their share of the "
+      "weight (docs/training.md). A mask that would remove nothing from a scheme (every read too "
+      "short) is left out.",
       ""};
   for (const auto& run : runs) {
     for (const auto& e : run.masks) {
@@ -594,20 +626,50 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
     }
   }
   if (!masks.rows.empty()) report.tables.push_back(std::move(masks));
+  return masks_json;
+}
 
-  report.json["training"] = {{"setup", setup + seeds}, {"data", training.data},
-                             {"steps", steps},         {"quality", quality_json},
-                             {"runs", runs_json},      {"history_masks", masks_json}};
-  if (!table4_json.is_null()) report.json["training"]["table4"] = table4_json;
-  if (training.save_models) {
-    for (const auto& run : runs) {
-      report.files.push_back({"models/" + run.directory + "/config.json", run.model_config_json});
-      report.files.push_back(
-          {"models/" + run.directory + "/model.safetensors", run.model_safetensors});
-      report.files.push_back(
-          {"models/" + run.directory + "/train_log.csv", train_log_csv(run.log, L)});
-    }
+// With save_models: models/<run>/config.json, model.safetensors and train_log.csv.
+void add_model_files(const std::vector<TrainingRun>& runs, int L, Report& report) {
+  for (const auto& run : runs) {
+    report.files.push_back({"models/" + run.directory + "/config.json", run.model_config_json});
+    report.files.push_back(
+        {"models/" + run.directory + "/model.safetensors", run.model_safetensors});
+    report.files.push_back(
+        {"models/" + run.directory + "/train_log.csv", train_log_csv(run.log, L)});
   }
+}
+
+}  // namespace
+
+void add_training_section(const ScenarioTraining& training, const std::vector<TrainingRun>& runs,
+                          Report& report) {
+  if (runs.empty()) return;
+  const TrainingSetup setup = training_setup(training, runs);
+  const SchemeGroups groups = group_runs(runs);
+  QualitySection quality = quality_section(setup, groups);
+  std::optional<Table4Section> table4 = table4_section(setup, quality);
+  const ChartSpec vs_blocks = loss_vs_blocks_chart(setup, quality);
+  report.tables.push_back(std::move(quality.table));
+  report.charts.push_back(vs_blocks);
+  if (table4) {
+    report.tables.push_back(std::move(table4->table));
+    report.charts.push_back(std::move(table4->chart));
+  }
+  const json runs_json = add_runs_section(runs, groups, report);
+  add_depth_section(groups, setup.L, "train_output_rms",
+                    "Output magnitude by depth after training (Fig. 5b, tiny scale)", false,
+                    report);
+  add_depth_section(groups, setup.L, "train_output_grad_rms",
+                    "Output-gradient magnitude by depth after training (Fig. 5c, tiny scale)", true,
+                    report);
+  const json masks_json = add_masks_section(runs, report);
+
+  report.json["training"] = {{"setup", setup.text},  {"data", training.data},
+                             {"steps", setup.steps}, {"quality", quality.rows},
+                             {"runs", runs_json},    {"history_masks", masks_json}};
+  if (table4) report.json["training"]["table4"] = table4->summary;
+  if (training.save_models) add_model_files(runs, setup.L, report);
 }
 
 }  // namespace attnres

@@ -6,6 +6,7 @@
 
 #include "attnres/assert.hpp"
 #include "attnres/error.hpp"
+#include "attnres/time_model.hpp"
 
 namespace attnres {
 
@@ -145,8 +146,9 @@ PipelineSimResult simulate_pipeline(const PipelineSimInputs& in) {
     double& link = link_free[static_cast<std::size_t>(from_rank) * static_cast<std::size_t>(P) +
                              static_cast<std::size_t>(to_rank)];
     const double start = std::max(ready, link);
+    // The time model's one transfer formula; the link efficiency is already in link_bandwidth.
     const double duration =
-        in.ideal_links || bytes <= 0 ? 0.0 : in.link_latency + bytes / in.link_bandwidth;
+        in.ideal_links ? 0.0 : transfer_seconds(bytes, in.link_bandwidth, in.link_latency, 1.0);
     link = start + duration;
     result.transferred_bytes += bytes;
     if (in.record_timeline) {

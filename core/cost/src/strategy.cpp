@@ -36,10 +36,6 @@ std::string to_string(Checkpointing policy) {
   return enum_name(kCheckpointingNames, policy);
 }
 
-Checkpointing parse_checkpointing(const std::string& text, const std::string& where) {
-  return parse_enum(kCheckpointingNames, text, where, "unknown checkpointing policy");
-}
-
 namespace {
 
 struct Builder {

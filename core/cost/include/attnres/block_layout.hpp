@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnres/cost.hpp"
+#include "attnres/pipeline_payload.hpp"
 
 namespace attnres {
 
@@ -88,13 +89,7 @@ struct LayoutBlockRow {
 std::vector<LayoutBlockRow> layout_rows(const BlockLayout& layout, std::int64_t pp,
                                         std::int64_t vpp);
 
-// The exact pipeline payload of every stage boundary (docs/math.md §3.3) for any block layout,
-// uneven lists included; pipeline_boundaries(block, L, S, P, V) is this with the uniform layout.
-std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std::int64_t pp,
-                                                 std::int64_t vpp);
-// The same for blocks of S sublayers without listing them (O(P·V), any L).
-std::vector<BoundaryPayload> uniform_pipeline_boundaries(std::int64_t sublayers,
-                                                         std::int64_t block_size, std::int64_t pp,
-                                                         std::int64_t vpp);
+// The exact pipeline payload of every stage boundary for a layout, uneven lists included:
+// pipeline_boundaries(layout, P, V) in pipeline_payload.hpp (docs/math.md §3.3).
 
 }  // namespace attnres

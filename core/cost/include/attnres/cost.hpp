@@ -1,7 +1,8 @@
 // The analytical cost engine (docs/math.md §3): memory I/O of the residual mechanism, stored depth
 // history, prefill memory, pipeline communication of block representations (the paper's
-// accounting and the exact per-boundary payloads), depth-attention arithmetic, scaling-law
-// arithmetic. Small pure functions, one per formula, each citing its source.
+// accounting and the exact per-boundary payloads, pipeline_payload.hpp), depth-attention
+// arithmetic, scaling-law arithmetic. Small pure functions, one per formula, each citing its
+// source.
 //
 // Units are in the names: `_elements` are vector elements per token (multiply by B·T·b for
 // bytes), `_bytes` are bytes, `_vectors` count d-wide vectors.
@@ -13,6 +14,10 @@
 // Any residual scheme (docs/scheme-costs.md): scheme_cost(parse_scheme_spec("block:gate=sigmoid",
 // inputs), inputs) gives its I/O with the formula, stored history, parameters, mixing FLOPs and
 // whether the two-phase schedule applies.
+//
+// Implemented by job (core/cost/src): cost_io.cpp (data types, I/O, history, prefill),
+// pipeline_payload.cpp (pipeline_payload.hpp), cost_flops.cpp (source pairs, FLOPs, scaling law),
+// scheme_cost.cpp and named_schemes.cpp (every residual scheme), cost.cpp (inputs, evaluate_costs).
 #pragma once
 
 #include <array>
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "attnres/error.hpp"
+#include "attnres/pipeline_payload.hpp"
 #include "attnres/residual_scheme.hpp"
 
 namespace attnres {
@@ -89,42 +95,9 @@ PrefillMemory prefill_history_bytes(std::int64_t batch, std::int64_t tokens, std
                                     std::int64_t chunk_tokens);
 
 // ------------------------------------------------------------------ pipeline (docs/math.md §3.3)
-// The paper's accounting with N_p = N / (P·V) block representations per chunk, elements per token.
-struct PipelineCommPaper {
-  double blocks_per_chunk = 0;      // N_p
-  double naive_elements = 0;        // C(C-1)/2 · N_p · d
-  double cached_elements = 0;       // [P(P-1)/2 + (V-1)·P^2] · N_p · d
-  double peak_naive_elements = 0;   // (C-1) · N_p · d
-  double peak_cached_elements = 0;  // largest single transition of the cached formula
-};
-PipelineCommPaper pipeline_comm_paper(std::int64_t pp, std::int64_t vpp, std::int64_t blocks,
-                                      std::int64_t d);
-
-// How L sublayers are split into C = P·V chunks: the first (L mod C) chunks hold one more.
-// Chunk c runs on rank c mod P as its virtual stage c / P.
-std::vector<std::int64_t> chunk_last_sublayers(std::int64_t sublayers, std::int64_t chunks);
-
-// The exact payload of one forward stage boundary (chunk c -> c+1), counted in d-wide vectors
-// per token, from the real block layout. Backward sends gradients of exactly these tensors over
-// the same link in the other direction, so its per-boundary payload is the same.
-struct BoundaryPayload {
-  std::int64_t from_chunk = 0, to_chunk = 0;
-  std::int64_t from_rank = 0, to_rank = 0;
-  std::int64_t last_sublayer = 0;     // sublayers 1..last_sublayer are done before the boundary
-  std::int64_t completed_blocks = 0;  // b_1.. finished by then
-  bool partial = false;               // a block is open across the boundary
-  // Vectors sent under each policy (embedding + blocks + partial, minus what the receiver has):
-  std::int64_t naive_vectors = 0;         // everything the receiver needs
-  std::int64_t cached_vectors = 0;        // receiver keeps what it received earlier (paper)
-  std::int64_t cached_own_vectors = 0;    // ... and also the blocks it produced itself
-  std::int64_t naive_block_vectors = 0;   // the same three, completed blocks only (the paper's
-  std::int64_t cached_block_vectors = 0;  // N_p accounting counts only these)
-};
-// mode standard: one hidden-state vector per boundary; full: every sublayer output is a source
-// (S = 1); block: blocks of block_size sublayers. Throws on P·V > L or sizes < 1.
-std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t sublayers,
-                                                 std::int64_t block_size, std::int64_t pp,
-                                                 std::int64_t vpp);
+// The paper's accounting (pipeline_comm_paper), how L sublayers split into P·V chunks
+// (chunk_last_sublayers) and the exact payload of every stage boundary (BoundaryPayload,
+// pipeline_boundaries): pipeline_payload.hpp, included above.
 
 // ------------------------------------------------------------------ arithmetic
 // Number of (read, source) pairs over all L + 1 reads: sum_r n_r (the closed forms of

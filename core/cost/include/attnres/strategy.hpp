@@ -178,7 +178,6 @@ inline constexpr EnumNames<Checkpointing, 3> kCheckpointingNames{{{Checkpointing
                                                                   {Checkpointing::layers, "layers"},
                                                                   {Checkpointing::chunk, "chunk"}}};
 std::string to_string(Checkpointing policy);
-Checkpointing parse_checkpointing(const std::string& text, const std::string& where);
 
 struct RecomputeRank {
   std::int64_t rank = 0;

@@ -1,0 +1,62 @@
+// Pipeline communication of block representations (docs/math.md §3.3): the paper's accounting
+// with N_p block representations per chunk, how L sublayers are split into the C = P·V chunks,
+// and the exact payload of every stage boundary — the one home of pipeline boundaries, for blocks
+// of S sublayers (any L, without listing them) and for any listed block layout (block_layout.hpp).
+// cost.hpp includes this header; CostReport carries both accountings.
+//
+//   pipeline_comm_paper(4, 1, 9, 7168).cached_elements;        // P = 4, V = 1, N = 9
+//   pipeline_boundaries(ResidualMode::block, 54, 6, 4, 1)[0];  // chunk 0 -> 1 of Kimi Linear 48B
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "attnres/residual_scheme.hpp"
+
+namespace attnres {
+
+struct BlockLayout;  // block_layout.hpp
+
+// The paper's accounting with N_p = N / (P·V) block representations per chunk, elements per token.
+struct PipelineCommPaper {
+  double blocks_per_chunk = 0;      // N_p
+  double naive_elements = 0;        // C(C-1)/2 · N_p · d
+  double cached_elements = 0;       // [P(P-1)/2 + (V-1)·P^2] · N_p · d
+  double peak_naive_elements = 0;   // (C-1) · N_p · d
+  double peak_cached_elements = 0;  // largest single transition of the cached formula
+};
+PipelineCommPaper pipeline_comm_paper(std::int64_t pp, std::int64_t vpp, std::int64_t blocks,
+                                      std::int64_t d);
+
+// How L sublayers are split into C = P·V chunks: the first (L mod C) chunks hold one more.
+// Chunk c runs on rank c mod P as its virtual stage c / P.
+std::vector<std::int64_t> chunk_last_sublayers(std::int64_t sublayers, std::int64_t chunks);
+
+// The exact payload of one forward stage boundary (chunk c -> c+1), counted in d-wide vectors
+// per token, from the real block layout. Backward sends gradients of exactly these tensors over
+// the same link in the other direction, so its per-boundary payload is the same.
+struct BoundaryPayload {
+  std::int64_t from_chunk = 0, to_chunk = 0;
+  std::int64_t from_rank = 0, to_rank = 0;
+  std::int64_t last_sublayer = 0;     // sublayers 1..last_sublayer are done before the boundary
+  std::int64_t completed_blocks = 0;  // b_1.. finished by then
+  bool partial = false;               // a block is open across the boundary
+  // Vectors sent under each policy (embedding + blocks + partial, minus what the receiver has):
+  std::int64_t naive_vectors = 0;         // everything the receiver needs
+  std::int64_t cached_vectors = 0;        // receiver keeps what it received earlier (paper)
+  std::int64_t cached_own_vectors = 0;    // ... and also the blocks it produced itself
+  std::int64_t naive_block_vectors = 0;   // the same three, completed blocks only (the paper's
+  std::int64_t cached_block_vectors = 0;  // N_p accounting counts only these)
+};
+// mode standard: one hidden-state vector per boundary; full: every sublayer output is a source
+// (S = 1); block: blocks of block_size sublayers, the last one shorter (O(P·V), any L). Throws on
+// P·V > L or sizes < 1.
+std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t sublayers,
+                                                 std::int64_t block_size, std::int64_t pp,
+                                                 std::int64_t vpp);
+// The same for any block layout, uneven lists included; pipeline_boundaries(block, L, S, P, V) is
+// this with the uniform layout.
+std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std::int64_t pp,
+                                                 std::int64_t vpp);
+
+}  // namespace attnres

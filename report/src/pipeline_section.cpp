@@ -1,0 +1,157 @@
+// The time and pipeline sections of a report (docs/math.md §3.4): the roofline time overhead of
+// every scheme in prefill and decode, and the pipeline schedule simulation — its summary table, the
+// Gantt chart of ops and transfers per rank, and live memory per rank.
+#include <cmath>
+
+#include "attnres/report.hpp"
+#include "report_parts.hpp"
+
+namespace attnres {
+
+using detail::num;
+
+ReportTable time_table(const CostInputs& in, const StackTime& prefill, const StackTime& decode,
+                       const Hardware& hw) {
+  ReportTable t{"time",
+                "Residual-mechanism time overhead (roofline model)",
+                {"scheme", "prefill stack (s)", "prefill overhead (%)", "decode stack (s)",
+                 "decode overhead (%)", "residual op per sublayer, decode (s)"},
+                {},
+                "",
+                ""};
+  for (const auto& [scheme, name] : kResidualSchemeNames) {
+    const auto i = static_cast<std::size_t>(scheme);
+    t.rows.push_back({std::string(name), num(prefill.stack_seconds[i]),
+                      num(std::round(prefill.overhead_fraction[i] * 1e5) / 1e3),
+                      num(decode.stack_seconds[i]),
+                      num(std::round(decode.overhead_fraction[i] * 1e5) / 1e3),
+                      num(decode.residual[i].seconds)});
+  }
+  t.note =
+      "Forward time of all L = " + num(in.sublayers) + " sublayers on " + hw.name + " (" +
+      format_number(hw.peak_flops / 1e12) + " TFLOP/s x " + format_number(hw.compute_efficiency) +
+      ", " + format_number(hw.hbm_bandwidth / 1e12) + " TB/s x " +
+      format_number(hw.memory_efficiency) + "); prefill: B = " + num(in.batch) +
+      " x T = " + num(in.tokens) + " tokens; decode: one token for each of B = " + num(in.batch) +
+      " sequences at context T. Overhead = stack time / standard - 1. Source: " + hw.source + ".";
+  return t;
+}
+
+ChartSpec pipeline_gantt_chart(const PipelineReport& p) {
+  ChartSpec chart;
+  chart.kind = ChartSpec::Kind::gantt;
+  chart.id = "pipeline_gantt";
+  const auto& s = p.settings;
+  chart.title = to_string(s.schedule) + " schedule, P = " + num(s.model.pp) +
+                ", V = " + num(s.model.vpp) +
+                ", m = " + num(static_cast<std::int64_t>(s.microbatches)) + " (AttnRes, " +
+                to_string(s.cache) + ")";
+  chart.x_label = "time (ms)";
+  for (std::int64_t r = 0; r < s.model.pp; ++r) chart.lanes.push_back("rank " + num(r));
+  for (const auto& op : p.attnres.ops) {
+    ChartBox box;
+    box.x0 = op.start * 1e3;
+    box.x1 = op.end * 1e3;
+    box.lane = op.rank;
+    box.category = op.backward ? GanttCategory::backward : GanttCategory::forward;
+    box.label = std::string(op.backward ? "B" : "F") + " mb " + std::to_string(op.microbatch) +
+                ", chunk " + std::to_string(op.chunk);
+    box.tag = std::to_string(op.microbatch);
+    chart.boxes.push_back(std::move(box));
+  }
+  for (const auto& transfer : p.attnres.transfers) {
+    if (transfer.end > transfer.start) {
+      ChartBox box;
+      box.x0 = transfer.start * 1e3;
+      box.x1 = transfer.end * 1e3;
+      box.lane = transfer.from_rank;
+      box.category = transfer.backward ? GanttCategory::send_backward : GanttCategory::send_forward;
+      box.label = std::string(transfer.backward ? "send B" : "send F") + " mb " +
+                  std::to_string(transfer.microbatch) + ", chunk " +
+                  std::to_string(transfer.from_chunk) + " -> " + std::to_string(transfer.to_chunk) +
+                  " (rank " + std::to_string(transfer.to_rank) + ")";
+      chart.boxes.push_back(std::move(box));
+    }
+  }
+  chart.caption = "Iteration " + num(p.iteration_time_s * 1e3) + " ms; standard residual " +
+                  num(p.standard.iteration_seconds * 1e3) +
+                  " ms; thin bars are transfers on the sender's lane.";
+  return chart;
+}
+
+ChartSpec pipeline_memory_chart(const PipelineReport& p) {
+  ChartSpec chart =
+      detail::xy_chart("pipeline_memory", "Live memory per rank (activations + AttnRes history)",
+                       "time (ms)", "GB (1e9 bytes)");
+  const std::size_t P = p.attnres.memory.size();
+  std::vector<std::size_t> ranks;
+  for (std::size_t r = 0; r < P; ++r) {
+    if (P <= 8 || r == 0 || r == P - 1 || r % (P / 6) == 0) ranks.push_back(r);
+  }
+  for (std::size_t r : ranks) {
+    ChartSeries series{
+        "rank " + num(static_cast<std::int64_t>(r)), {}, ChartSeries::Style::line, false};
+    double previous = 0;
+    for (const auto& point : p.attnres.memory[r]) {
+      series.points.emplace_back(point.time * 1e3, previous / 1e9);  // steps
+      series.points.emplace_back(point.time * 1e3, point.bytes / 1e9);
+      previous = point.bytes;
+    }
+    chart.series.push_back(std::move(series));
+  }
+  chart.caption = "Peak per rank " + num(p.peak_memory_bytes_per_rank / 1e9) + " GB (" +
+                  num(p.peak_memory_bytes_per_rank / 1073741824.0) + " GiB).";
+  return chart;
+}
+
+void add_pipeline_section(const PipelineReport& p, Report& report) {
+  const auto& s = p.settings;
+  ReportTable t{"pipeline_sim",
+                "Pipeline schedule simulation: does the AttnRes traffic hide?",
+                {"quantity", "value"},
+                {},
+                "",
+                "pipeline_gantt"};
+  auto row = [&](const std::string& name, const std::string& value) {
+    t.rows.push_back({name, value});
+  };
+  row("iteration time, AttnRes (s)", num(p.iteration_time_s));
+  row("iteration time, standard residual (s)", num(p.standard.iteration_seconds));
+  row("AttnRes overhead (%)", num(std::round(p.attnres_overhead_fraction * 1e5) / 1e3));
+  row("bubble (% of the busiest rank's compute)", num(std::round(p.bubble_fraction * 1e5) / 1e3));
+  row("closed-form bubble (%)", num(std::round(p.closed_form_bubble * 1e5) / 1e3));
+  row("exposed communication (s)", num(p.exposed_comm_s));
+  row("peak memory per rank (GB)", num(p.peak_memory_bytes_per_rank / 1e9));
+  row("peak memory per rank (GiB)", num(p.peak_memory_bytes_per_rank / 1073741824.0));
+  row("bytes transferred per iteration (both directions)", num(p.attnres.transferred_bytes));
+  row("link bandwidth (GB/s per direction, before efficiency)", num(p.link_bandwidth / 1e9));
+  t.note = to_string(s.schedule) + " schedule, P = " + num(s.model.pp) +
+           ", V = " + num(s.model.vpp) + ", m = " + num(static_cast<std::int64_t>(s.microbatches)) +
+           " micro-batches of B = " + num(s.model.batch) + " x T = " + num(s.model.tokens) +
+           " tokens; " + to_string(s.mode) + " AttnRes, " + to_string(s.cache) +
+           " history; transfers " +
+           (s.ideal_links ? "free"
+            : s.overlap   ? "overlapped with compute"
+                          : "blocking the sender") +
+           ". Backward = 2 x forward. The bubble's denominator is the busiest rank's compute time.";
+  report.tables.push_back(t);
+  report.charts.push_back(pipeline_gantt_chart(p));
+  ReportTable memory{"pipeline_memory",
+                     "Peak live memory per rank",
+                     {"rank", "peak (GB)", "activations only (GB)"},
+                     {},
+                     "",
+                     "pipeline_memory"};
+  for (std::size_t r = 0; r < p.attnres.peak_memory_bytes.size(); ++r) {
+    memory.rows.push_back({num(static_cast<std::int64_t>(r)),
+                           num(p.attnres.peak_memory_bytes[r] / 1e9),
+                           num(p.attnres.peak_activation_bytes[r] / 1e9)});
+  }
+  memory.note =
+      "Activations 17·B·T·d·(b/2) bytes per sublayer (34·sbh per layer, flash attention), plus the "
+      "received AttnRes history, held from a chunk's forward to its backward.";
+  report.tables.push_back(memory);
+  report.charts.push_back(pipeline_memory_chart(p));
+}
+
+}  // namespace attnres

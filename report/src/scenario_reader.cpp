@@ -1,0 +1,317 @@
+// Scenario files, the top level and the tables of the cost inputs (scenario.hpp has the schema):
+// which tables a file may have, its sections, [model], [sequence] and [parallel] resolved into the
+// cost inputs, [scaling], [implementation], [calibration], [hardware] (a preset or file with this
+// table's overrides), [moe] and [pipeline] (checked by running it once). [train] and [[sweep]]
+// are read in scenario_train_reader.cpp and scenario_sweep_reader.cpp.
+#include "scenario_reader.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "attnres/atomic_file.hpp"
+#include "attnres/cost_input_fields.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
+#include "attnres/hardware_reader.hpp"
+
+namespace attnres::detail {
+
+Scenario ScenarioReader::read(const toml::table& root) {
+  Scenario s;
+  s.source = source();
+  check_keys(
+      root, "",
+      {"title", "description", "source", "sections", "model", "sequence", "parallel", "scaling",
+       "sweep", "hardware", "moe", "pipeline", "train", "implementation", "calibration"});
+  read_header(root, s);
+  read_sections(root, s);
+  read_scaling(root, s);
+  read_training(root, s);
+  check_training_section(root, s);
+  if (!read_model(root, s)) return s;
+  read_hardware(root, s);
+  read_moe(root, s);
+  read_pipeline(root, s);
+  check_section_needs(root, s);
+  read_sweeps(root, s);
+  return s;
+}
+
+void ScenarioReader::read_header(const toml::table& root, Scenario& s) const {
+  if (const toml::node* n = root.get("title")) s.title = string(*n, "title");
+  if (const toml::node* n = root.get("source")) s.model_source = string(*n, "source");
+  read_implementation(root, s);
+  if (const toml::node* n = root.get("description")) s.description = string(*n, "description");
+}
+
+void ScenarioReader::read_sections(const toml::table& root, Scenario& s) const {
+  if (const toml::node* n = root.get("sections")) {
+    if (!n->is_array()) fail(n->source(), "sections must be an array of strings");
+    for (const auto& item : *n->as_array()) {
+      const std::string name = string(item, "sections entry");
+      const auto& known = scenario_sections();
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        const std::string hint = did_you_mean(name, known);
+        fail(item.source(), "unknown section '" + name + "'" +
+                                (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      }
+      s.sections.push_back(name);
+    }
+  } else {
+    s.sections = {"io", "history", "prefill", "pipeline", "boundaries", "flops"};
+  }
+}
+
+void ScenarioReader::check_training_section(const toml::table& root, Scenario& s) const {
+  if (s.training && !root.get("sections")) s.sections.push_back("training");
+  if (!s.training &&
+      std::find(s.sections.begin(), s.sections.end(), "training") != s.sections.end()) {
+    fail(root.get("sections")->source(), "section 'training' needs a [train] table");
+  }
+}
+
+bool ScenarioReader::read_model(const toml::table& root, Scenario& s) {
+  const bool only_scaling = std::all_of(
+      s.sections.begin(), s.sections.end(),
+      [](const std::string& x) { return x == "scaling" || x == "training" || x == "calibration"; });
+  const toml::table* model = table(root, "model");
+  if (!model) {
+    if (only_scaling && !root.get("sweep")) return false;
+    fail(root.source(),
+         "missing table [model] (sublayers or layers, d_model, blocks or block_size)");
+  }
+  s.has_model = true;
+  CostInputs& in = s.inputs;
+  // The integer inputs come from the one table of cost inputs (cost_input_fields.hpp).
+  std::vector<std::string> model_keys = cost_input_keys("model");
+  model_keys.push_back("block_sizes");
+  check_keys(*model, "model.", model_keys);
+  read_inputs(*model, "model", in);
+  if (const toml::node* n = model->get("block_sizes")) {
+    if (!n->is_array()) fail(n->source(), "model.block_sizes must be an array of integers");
+    for (const auto& item : *n->as_array())
+      in.block_sizes.push_back(integer(item, "model.block_sizes entry"));
+    locations_["block_sizes"] = n->source();
+  }
+  model_region_ = model->source();
+  if (const toml::table* sequence = table(root, "sequence")) {
+    std::vector<std::string> keys = cost_input_keys("sequence");
+    keys.push_back("dtype");
+    check_keys(*sequence, "sequence.", keys);
+    read_inputs(*sequence, "sequence", in);
+    if (const toml::node* n = sequence->get("dtype")) {
+      try {
+        in.dtype = parse_dtype(string(*n, "sequence.dtype"), "sequence.dtype");
+      } catch (const Error& error) {
+        fail(n->source(), error.what());
+      }
+    }
+  }
+  if (const toml::table* parallel = table(root, "parallel")) {
+    check_keys(*parallel, "parallel.", cost_input_keys("parallel"));
+    read_inputs(*parallel, "parallel", in);
+  }
+  try {
+    in = resolve_cost_inputs(in);
+  } catch (const CostInputError& error) {
+    auto it = locations_.find(error.field);
+    fail(it != locations_.end() ? it->second : model_region_, error.what());
+  }
+  return true;
+}
+
+void ScenarioReader::read_inputs(const toml::table& t, std::string_view section, CostInputs& in) {
+  for (const auto& field : cost_input_fields()) {
+    if (field.section != section) continue;
+    const std::string key(field.key);
+    if (const toml::node* node = t.get(key)) {
+      in.*field.member = integer(*node, std::string(section) + "." + key);
+      locations_[key] = node->source();
+    }
+  }
+}
+
+void ScenarioReader::read_scaling(const toml::table& root, Scenario& s) const {
+  const toml::table* scaling = table(root, "scaling");
+  if (!scaling) return;
+  check_keys(*scaling, "scaling.", {"target_loss", "loss_range"});
+  if (const toml::node* n = scaling->get("target_loss")) {
+    s.scaling.target_loss = number(*n, "scaling.target_loss");
+    if (!(s.scaling.target_loss > 0)) fail(n->source(), "scaling.target_loss must be > 0");
+  }
+  if (const toml::node* n = scaling->get("loss_range")) {
+    if (!n->is_array() || n->as_array()->size() != 2) {
+      fail(n->source(), "scaling.loss_range must be [low, high]");
+    }
+    s.scaling.loss_from = number(*n->as_array()->get(0), "scaling.loss_range[0]");
+    s.scaling.loss_to = number(*n->as_array()->get(1), "scaling.loss_range[1]");
+    if (!(0 < s.scaling.loss_from && s.scaling.loss_from < s.scaling.loss_to)) {
+      fail(n->source(), "scaling.loss_range must satisfy 0 < low < high");
+    }
+  }
+}
+
+void ScenarioReader::read_implementation(const toml::table& root, Scenario& s) const {
+  if (const toml::table* impl = table(root, "implementation")) {
+    check_keys(*impl, "implementation.", {"strategy", "mode"});
+    if (const toml::node* n = impl->get("strategy")) {
+      try {
+        s.strategy =
+            parse_strategy(string(*n, "implementation.strategy"), "implementation.strategy");
+      } catch (const Error& error) {
+        fail(n->source(), error.what());
+      }
+    }
+    if (const toml::node* n = impl->get("mode")) {
+      const std::string mode = string(*n, "implementation.mode");
+      if (mode != "block" && mode != "full")
+        fail(n->source(),
+             "implementation.mode: expected \"block\" or \"full\", got \"" + mode + "\"");
+      s.strategy_mode = mode == "full" ? ResidualMode::full : ResidualMode::block;
+    }
+  }
+  if (const toml::table* calibration = table(root, "calibration")) {
+    check_keys(*calibration, "calibration.", {"table"});
+    if (const toml::node* n = calibration->get("table")) {
+      std::filesystem::path path = string(*n, "calibration.table");
+      if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
+      s.calibration_table = path;
+    }
+  }
+}
+
+void ScenarioReader::read_hardware(const toml::table& root, Scenario& s) const {
+  const toml::table* hw = table(root, "hardware");
+  if (!hw) return;
+  const toml::node* preset = hw->get("preset");
+  const toml::node* file = hw->get("file");
+  if (preset && file) {
+    fail(file->source(), "[hardware] takes preset or file, not both");
+  }
+  // This table's keys layered over the preset's or the file's (or alone): each error points
+  // into the file that holds the key (hardware_reader.hpp).
+  toml::table base;
+  std::vector<detail::HardwareLayer> layers = {{hw, "hardware.", {"preset", "file"}}};
+  try {
+    if (preset) {
+      const std::string name = string(*preset, "hardware.preset");
+      base = detail::TomlReader("preset " + name).parse(hardware_preset_text(name));
+    } else if (file) {
+      std::filesystem::path path = string(*file, "hardware.file");
+      if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
+      base = detail::TomlReader(path.string()).parse(read_file(path));
+    }
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    // A syntax error inside the file already names its place; a missing file or preset does not.
+    if (file && message.find("TOML syntax error") != std::string::npos) throw;
+    fail((preset ? preset : file)->source(), message);
+  }
+  if (preset || file) layers.push_back({&base, "", {}});
+  s.hardware = detail::read_hardware_layers(*this, layers, "hardware");
+}
+
+void ScenarioReader::read_moe(const toml::table& root, Scenario& s) const {
+  const toml::table* moe = table(root, "moe");
+  if (!moe) return;
+  check_keys(*moe, "moe.", {"experts", "active", "shared", "expert_ffn"});
+  // Structure here (the three sizes are required in [moe]); the value rules are the core's.
+  auto read = [&](const char* key, std::int64_t& out, bool required_key) {
+    const toml::node* node = moe->get(key);
+    if (!node) {
+      if (required_key) fail(moe->source(), std::string("[moe] needs '") + key + "'");
+      return;
+    }
+    out = integer(*node, std::string("moe.") + key);
+  };
+  read("experts", s.moe.experts, true);
+  read("active", s.moe.active, true);
+  read("expert_ffn", s.moe.expert_ffn, true);
+  read("shared", s.moe.shared, false);
+  if (s.moe.experts < 1)
+    fail(moe->get("experts")->source(),
+         "moe.experts must be >= 1 (leave [moe] out for a dense MLP)");
+  if (const auto problem = moe_problem(s.moe)) {
+    const toml::node* node = moe->get(problem->field);
+    fail(node ? node->source() : moe->source(), "moe." + problem->field + ": " + problem->message);
+  }
+}
+
+void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
+  const toml::table* pipe = table(root, "pipeline");
+  if (!pipe) return;
+  check_keys(*pipe, "pipeline.",
+             {"microbatches", "schedule", "cache", "mode", "overlap", "ideal_links", "link",
+              "link_bandwidth"});
+  PipelineSettings p;
+  p.schedule = default_pipeline_schedule(s.inputs.vpp);
+  if (const toml::node* n = pipe->get("microbatches")) {
+    const std::int64_t m = integer(*n, "pipeline.microbatches");
+    // Its range is the core's rule (pipeline_settings_problem, below); only the int conversion
+    // here.
+    p.microbatches = static_cast<int>(std::clamp<std::int64_t>(m, std::numeric_limits<int>::min(),
+                                                               std::numeric_limits<int>::max()));
+  }
+  auto choice = [&](const char* key, auto parse) {
+    const toml::node* n = pipe->get(key);
+    if (!n) return;
+    try {
+      parse(string(*n, std::string("pipeline.") + key));
+    } catch (const Error& error) {
+      fail(n->source(), error.what());
+    }
+  };
+  choice("schedule", [&](const std::string& t) {
+    p.schedule = parse_pipeline_schedule(t, "pipeline.schedule");
+  });
+  choice("cache", [&](const std::string& t) { p.cache = parse_cache_policy(t, "pipeline.cache"); });
+  choice("mode", [&](const std::string& t) { p.mode = parse_residual_mode(t, "pipeline.mode"); });
+  choice("link", [&](const std::string& t) {
+    if (t != "scale_out" && t != "intra_node")
+      throw Error("pipeline.link must be \"scale_out\" or \"intra_node\"");
+    p.intra_node_link = t == "intra_node";
+  });
+  if (const toml::node* n = pipe->get("overlap")) p.overlap = boolean(*n, "pipeline.overlap");
+  if (const toml::node* n = pipe->get("ideal_links"))
+    p.ideal_links = boolean(*n, "pipeline.ideal_links");
+  if (const toml::node* n = pipe->get("link_bandwidth")) {
+    p.link_bandwidth = number(*n, "pipeline.link_bandwidth");
+    if (!(p.link_bandwidth > 0))
+      fail(n->source(), "pipeline.link_bandwidth must be > 0 bytes/s (or set ideal_links = true)");
+  }
+  p.model = s.inputs;
+  p.moe = s.moe;
+  if (const auto problem = pipeline_settings_problem(p)) {
+    const toml::node* node = pipe->get(problem->field);
+    fail(node ? node->source() : pipe->source(),
+         "pipeline." + problem->field + ": " + problem->message);
+  }
+  if (!s.hardware) {
+    fail(pipe->source(), "[pipeline] needs [hardware]: chunk times come from its roofline model");
+  }
+  p.hardware = *s.hardware;
+  p.record_timeline = false;
+  try {
+    evaluate_pipeline(p);
+  } catch (const Error& error) {
+    fail(pipe->source(), error.what());
+  }
+  s.pipeline = p;
+}
+
+void ScenarioReader::check_section_needs(const toml::table& root, Scenario& s) const {
+  if (!root.get("sections")) {
+    if (s.hardware) s.sections.push_back("time");
+    if (s.pipeline) s.sections.push_back("pipeline_sim");
+  }
+  for (const auto& section : s.sections) {
+    const bool needs_hardware = section == "time" || section == "strategies" || section == "decode";
+    if ((needs_hardware && !s.hardware) || (section == "pipeline_sim" && !s.pipeline)) {
+      fail(root.get("sections")->source(),
+           "section '" + section + "' needs " +
+               (needs_hardware ? "[hardware]" : "a [pipeline] table"));
+    }
+  }
+}
+
+}  // namespace attnres::detail
