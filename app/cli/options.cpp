@@ -215,6 +215,15 @@ ModeFlags apply_block_size_flag(const po::variables_map& values, const std::stri
   return flags;
 }
 
+void require_format(const std::string& format, std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (format == a) return;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw UsageError("--format must be one of " + list + ", got '" + format + "'");
+}
+
 po::variables_map parse_options(const std::vector<std::string>& args,
                                 const po::options_description& options,
                                 const po::positional_options_description* positional) {
