@@ -254,94 +254,89 @@ std::vector<SchemeRow> named_scheme_rows(const CostInputs& in) {
   return rows;
 }
 
-// attnres cost --scheme ...: the comparison in the chosen format.
-void print_schemes(std::ostream& out, const std::vector<SchemeRow>& rows, const CostInputs& in,
-                   const std::string& format) {
-  const std::vector<std::string> lines = comparison_lines(rows, in);
-  if (format == "json") {
-    nlohmann::json schemes = nlohmann::json::array(), comparisons = nlohmann::json::array();
-    for (const auto& row : rows) {
-      nlohmann::json item = {{"name", row.label}};
-      item.update(scheme_cost_to_json(row.cost, in.d_model));
-      schemes.push_back(item);
-    }
-    for (std::size_t i = 1; i < rows.size(); ++i) {
-      const SchemeCost &a = rows[0].cost, &b = rows[i].cost;
-      auto quotient = [](double x, double y) {
-        return y == 0 ? nlohmann::json(nullptr) : nlohmann::json(x / y);
-      };
-      comparisons.push_back({{"a", rows[0].label},
-                             {"b", rows[i].label},
-                             {"io_ratio", quotient(b.io.total(), a.io.total())},
-                             {"history_ratio", quotient(static_cast<double>(b.history_vectors),
-                                                        static_cast<double>(a.history_vectors))},
-                             {"params_difference", b.params - a.params},
-                             {"mixing_flops_ratio", quotient(b.mixing_flops, a.mixing_flops)}});
-    }
-    nlohmann::json json = {{"inputs", cost_inputs_to_json(in)}, {"schemes", schemes}};
-    if (rows.size() > 1 && !comparisons.empty()) json["comparisons"] = comparisons;
-    out << json.dump(2) << "\n";
-    return;
+// --format json of the comparison: every scheme's costs, and the ratios of each --compare.
+nlohmann::json schemes_json(const std::vector<SchemeRow>& rows, const CostInputs& in) {
+  nlohmann::json schemes = nlohmann::json::array(), comparisons = nlohmann::json::array();
+  for (const auto& row : rows) {
+    nlohmann::json item = {{"name", row.label}};
+    item.update(scheme_cost_to_json(row.cost, in.d_model));
+    schemes.push_back(item);
   }
-  const std::vector<ReportTable> tables = {scheme_table(rows, in), scheme_formula_table(rows)};
-  if (format == "csv") {
-    ReportTable table;
-    table.header = {"scheme",
-                    "spec",
-                    "io_reads",
-                    "io_writes",
-                    "io_total",
-                    "io_multiples_of_d",
-                    "io_formula",
-                    "io_schedule",
-                    "io_one_shot_total",
-                    "io_one_shot_formula",
-                    "history_vectors",
-                    "history_bytes_per_token",
-                    "history_formula",
-                    "params",
-                    "params_formula",
-                    "mixing_flops_per_token",
-                    "mixing_flops_per_sublayer",
-                    "flops_formula",
-                    "two_phase",
-                    "two_phase_reason"};
-    for (const auto& row : rows) {
-      const SchemeCost& c = row.cost;
-      table.rows.push_back({row.label,
-                            c.spec,
-                            format_number(c.io.reads),
-                            format_number(c.io.writes),
-                            format_number(c.io.total()),
-                            x_d(c.io.total(), in.d_model),
-                            c.io_formula,
-                            c.io_schedule,
-                            format_number(c.io_one_shot.total()),
-                            c.io_one_shot_formula,
-                            std::to_string(c.history_vectors),
-                            format_number(c.history_bytes),
-                            c.history_formula,
-                            format_number(c.params),
-                            c.params_formula,
-                            format_number(c.mixing_flops),
-                            format_number(c.mixing_flops_per_sublayer),
-                            c.flops_formula,
-                            c.two_phase ? "yes" : "no",
-                            c.two_phase_reason});
-    }
-    out << table_csv(table);
-    return;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const SchemeCost &a = rows[0].cost, &b = rows[i].cost;
+    auto quotient = [](double x, double y) {
+      return y == 0 ? nlohmann::json(nullptr) : nlohmann::json(x / y);
+    };
+    comparisons.push_back({{"a", rows[0].label},
+                           {"b", rows[i].label},
+                           {"io_ratio", quotient(b.io.total(), a.io.total())},
+                           {"history_ratio", quotient(static_cast<double>(b.history_vectors),
+                                                      static_cast<double>(a.history_vectors))},
+                           {"params_difference", b.params - a.params},
+                           {"mixing_flops_ratio", quotient(b.mixing_flops, a.mixing_flops)}});
   }
-  if (format == "markdown") {
-    print_markdown_tables(out, tables);
-    for (const auto& line : lines) out << "- " << markdown_cell(line) << "\n";
-    return;
+  nlohmann::json json = {{"inputs", cost_inputs_to_json(in)}, {"schemes", schemes}};
+  if (rows.size() > 1 && !comparisons.empty()) json["comparisons"] = comparisons;
+  return json;
+}
+
+// --format csv of the comparison: one row per scheme, every number and formula.
+ReportTable schemes_csv_table(const std::vector<SchemeRow>& rows, const CostInputs& in) {
+  ReportTable table;
+  table.header = {"scheme",
+                  "spec",
+                  "io_reads",
+                  "io_writes",
+                  "io_total",
+                  "io_multiples_of_d",
+                  "io_formula",
+                  "io_schedule",
+                  "io_one_shot_total",
+                  "io_one_shot_formula",
+                  "history_vectors",
+                  "history_bytes_per_token",
+                  "history_formula",
+                  "params",
+                  "params_formula",
+                  "mixing_flops_per_token",
+                  "mixing_flops_per_sublayer",
+                  "flops_formula",
+                  "two_phase",
+                  "two_phase_reason"};
+  for (const auto& row : rows) {
+    const SchemeCost& c = row.cost;
+    table.rows.push_back({row.label,
+                          c.spec,
+                          format_number(c.io.reads),
+                          format_number(c.io.writes),
+                          format_number(c.io.total()),
+                          x_d(c.io.total(), in.d_model),
+                          c.io_formula,
+                          c.io_schedule,
+                          format_number(c.io_one_shot.total()),
+                          c.io_one_shot_formula,
+                          std::to_string(c.history_vectors),
+                          format_number(c.history_bytes),
+                          c.history_formula,
+                          format_number(c.params),
+                          c.params_formula,
+                          format_number(c.mixing_flops),
+                          format_number(c.mixing_flops_per_sublayer),
+                          c.flops_formula,
+                          c.two_phase ? "yes" : "no",
+                          c.two_phase_reason});
   }
-  out << tables[0].title << "\n";
-  TextTable text(tables[0].header);
-  for (const auto& row : tables[0].rows) text.add_row(row);
+  return table;
+}
+
+// The terminal comparison: the table, how each row is counted, and the "B vs A" lines.
+void print_schemes_text(std::ostream& out, const std::vector<SchemeRow>& rows,
+                        const ReportTable& table, const std::vector<std::string>& lines) {
+  out << table.title << "\n";
+  TextTable text(table.header);
+  for (const auto& row : table.rows) text.add_row(row);
   text.print(out);
-  out << "  " << tables[0].note << "\n\n";
+  out << "  " << table.note << "\n\n";
   for (const auto& row : rows) {
     const SchemeCost& c = row.cost;
     out << row.label << ": " << c.description << "\n"
@@ -352,6 +347,87 @@ void print_schemes(std::ostream& out, const std::vector<SchemeRow>& rows, const 
   }
   if (!lines.empty()) out << "\n";
   for (const auto& line : lines) out << line << "\n";
+}
+
+// attnres cost --scheme ...: the comparison in the chosen format.
+void print_schemes(std::ostream& out, const std::vector<SchemeRow>& rows, const CostInputs& in,
+                   const std::string& format) {
+  const std::vector<std::string> lines = comparison_lines(rows, in);
+  if (format == "json") {
+    out << schemes_json(rows, in).dump(2) << "\n";
+  } else if (format == "csv") {
+    out << table_csv(schemes_csv_table(rows, in));
+  } else if (format == "markdown") {
+    print_markdown_tables(out, {scheme_table(rows, in), scheme_formula_table(rows)});
+    for (const auto& line : lines) out << "- " << markdown_cell(line) << "\n";
+  } else {
+    print_schemes_text(out, rows, scheme_table(rows, in), lines);
+  }
+}
+
+// The refining flags (--gate, --window, ...) and --compare need one --scheme NAME. Returns
+// whether a refining flag was given.
+bool check_scheme_flags(const po::variables_map& values, const SchemeFlags& schemes) {
+  bool refining = false;
+  for (const auto& [key, flag] : scheme_key_flags()) {
+    if (!given(values, flag.c_str() + 2)) continue;
+    if (schemes.scheme.empty()) {
+      throw UsageError(flag + " refines --scheme; give --scheme NAME (e.g. --scheme block " + flag +
+                       " ...)");
+    }
+    if (schemes.scheme == "all") {
+      throw UsageError(flag +
+                       " refines one scheme; --scheme all lists the named schemes as they are");
+    }
+    refining = true;
+  }
+  if (!schemes.compare.empty() && schemes.scheme.empty()) {
+    throw UsageError("--compare needs --scheme (the scheme to compare against)");
+  }
+  if (!schemes.compare.empty() && schemes.scheme == "all") {
+    throw UsageError(
+        "--compare compares with one --scheme; --scheme all already lists every named scheme");
+  }
+  return refining;
+}
+
+// The rows of the comparison: every named scheme, or --scheme (refined) and each --compare.
+std::vector<SchemeRow> scheme_rows(const SchemeFlags& schemes, const CostInputs& inputs,
+                                   const po::variables_map* refine) {
+  if (schemes.scheme == "all") return named_scheme_rows(inputs);
+  std::vector<SchemeRow> rows;
+  rows.push_back(cost_scheme(schemes.scheme, "--scheme", inputs, refine, &schemes));
+  for (const auto& spec : schemes.compare)
+    rows.push_back(cost_scheme(spec, "--compare", inputs, nullptr, nullptr));
+  return rows;
+}
+
+// attnres cost without --scheme: the full report in the chosen format (CSV: the cost metrics).
+void print_cost_report(std::ostream& out, const CostInputs& inputs, const std::string& format) {
+  const CostReport report = evaluate_costs(inputs);
+  if (format == "json") {
+    out << cost_report_to_json(report).dump(2) << "\n";
+  } else if (format == "csv") {
+    out << "metric,value,unit\n";
+    const Evaluation evaluation{&report, nullptr, nullptr, nullptr};
+    for (const auto& metric : cost_metrics()) {
+      if (metric.needs != CostMetric::Needs::cost) continue;
+      out << metric.key << "," << format_number(metric.value(evaluation)) << "," << metric.unit
+          << "\n";
+    }
+  } else {
+    std::vector<ReportTable> tables =
+        cost_tables(report, {"io", "history", "prefill", "pipeline", "boundaries", "flops"});
+    ReportTable every = scheme_table(named_scheme_rows(inputs), inputs);
+    every.note +=
+        " Formulas and reasons: --scheme all; one scheme against another: --scheme A --compare B.";
+    tables.push_back(every);
+    if (format == "markdown") {
+      print_markdown_tables(out, tables);
+    } else {
+      print_tables(out, tables);
+    }
+  }
 }
 
 }  // namespace
@@ -384,63 +460,12 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   po::notify(values);
   require_format(format, {"table", "markdown", "json", "csv"});
-  bool refining = false;
-  for (const auto& [key, flag] : scheme_key_flags()) {
-    if (!given(values, flag.c_str() + 2)) continue;
-    if (schemes.scheme.empty()) {
-      throw UsageError(flag + " refines --scheme; give --scheme NAME (e.g. --scheme block " + flag +
-                       " ...)");
-    }
-    if (schemes.scheme == "all") {
-      throw UsageError(flag +
-                       " refines one scheme; --scheme all lists the named schemes as they are");
-    }
-    refining = true;
-  }
-  if (!schemes.compare.empty() && schemes.scheme.empty()) {
-    throw UsageError("--compare needs --scheme (the scheme to compare against)");
-  }
-  if (!schemes.compare.empty() && schemes.scheme == "all") {
-    throw UsageError(
-        "--compare compares with one --scheme; --scheme all already lists every named scheme");
-  }
+  const bool refining = check_scheme_flags(values, schemes);
   const CostInputs inputs = flags.resolved();
-  if (!schemes.scheme.empty()) {
-    std::vector<SchemeRow> rows;
-    if (schemes.scheme == "all") {
-      rows = named_scheme_rows(inputs);
-    } else {
-      rows.push_back(
-          cost_scheme(schemes.scheme, "--scheme", inputs, refining ? &values : nullptr, &schemes));
-      for (const auto& spec : schemes.compare)
-        rows.push_back(cost_scheme(spec, "--compare", inputs, nullptr, nullptr));
-    }
-    print_schemes(out, rows, inputs, format);
-    return kExitOk;
-  }
-  const CostReport report = evaluate_costs(inputs);
-  if (format == "json") {
-    out << cost_report_to_json(report).dump(2) << "\n";
-  } else if (format == "csv") {
-    out << "metric,value,unit\n";
-    const Evaluation evaluation{&report, nullptr, nullptr, nullptr};
-    for (const auto& metric : cost_metrics()) {
-      if (metric.needs != CostMetric::Needs::cost) continue;
-      out << metric.key << "," << format_number(metric.value(evaluation)) << "," << metric.unit
-          << "\n";
-    }
+  if (schemes.scheme.empty()) {
+    print_cost_report(out, inputs, format);
   } else {
-    std::vector<ReportTable> tables =
-        cost_tables(report, {"io", "history", "prefill", "pipeline", "boundaries", "flops"});
-    ReportTable every = scheme_table(named_scheme_rows(inputs), inputs);
-    every.note +=
-        " Formulas and reasons: --scheme all; one scheme against another: --scheme A --compare B.";
-    tables.push_back(every);
-    if (format == "markdown") {
-      print_markdown_tables(out, tables);
-    } else {
-      print_tables(out, tables);
-    }
+    print_schemes(out, scheme_rows(schemes, inputs, refining ? &values : nullptr), inputs, format);
   }
   return kExitOk;
 }
