@@ -1,9 +1,15 @@
+// cli::run: the one table of commands (name, the lines `attnres --help` shows, the function),
+// from which the help, the dispatch, the did-you-mean hint and the "expected ..." list of an
+// unknown command are made, and the error handling every command shares: how each kind of error
+// is printed and which exit status it gives (cli.hpp).
 #include "cli.hpp"
 
 #include <boost/program_options/errors.hpp>
 #include <filesystem>
+#include <iterator>
 #include <new>
 #include <ostream>
+#include <string_view>
 
 #include "attnres/cancel.hpp"
 #include "attnres/cost_metrics.hpp"
@@ -16,35 +22,114 @@ namespace attnres::cli {
 
 namespace {
 
+struct Command {
+  std::string_view name;
+  // What `attnres --help` shows beside the name: lines separated by '\n', wrapped by hand.
+  std::string_view summary;
+  int (*run)(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+  // did_you_mean suggests the first of equally close names; the names keep the order they had
+  // there before this table, so that every hint stays as it was ("mst" is as close to `mask` as
+  // to `cost`, and suggests `cost`).
+  int suggestion_rank;
+};
+
+// Every command, in the order of `attnres --help`.
+constexpr Command kCommands[] = {
+    {"init-model",
+     "create a random Llama-style model with AttnRes tensors\n"
+     "(config.json + model.safetensors)",
+     init_model_command, 0},
+    {"forward",
+     "run a forward pass (standard / full / block residual) and print\n"
+     "per-sublayer norms and the depth-attention weights",
+     forward_command, 1},
+    {"train",
+     "train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
+     "train_log.csv, resumable (docs/training.md)",
+     train_command, 9},
+    {"mask",
+     "history masking on a trained model: remove depth sources from every\n"
+     "read, compare the loss change with random masks of equal mass",
+     mask_command, 10},
+    {"bench", "time whole forward passes (tokens/s) and the depth read's bandwidth", bench_command,
+     8},
+    {"cost",
+     "memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
+     "residual scheme for one setting (table, JSON or CSV)",
+     cost_command, 2},
+    {"strategies",
+     "bytes, launches, temporary and saved memory of each implementation\n"
+     "strategy (stack, arena, fused), forward and backward; step and decode\n"
+     "overheads (docs/math.md §3.6)",
+     strategies_command, 13},
+    {"layout", "every block against the pipeline's stages (layers, sublayers, lists)",
+     layout_command, 11},
+    {"recompute", "memory per rank and recompute FLOPs with activation checkpointing",
+     recompute_command, 12},
+    {"calibrate", "modelled vs measured for public AttnRes overhead measurements",
+     calibrate_command, 14},
+    {"scaling", "the paper's scaling-law fits: compute to reach a loss, multipliers",
+     scaling_command, 3},
+    {"sweep", "the cost engine over one parameter or a grid of two (CSV/JSON, chart)",
+     sweep_command, 4},
+    {"pipeline",
+     "simulate a pipelined training iteration (1F1B / interleaved): does\n"
+     "the AttnRes traffic hide behind compute? plus the time model",
+     pipeline_command, 5},
+    {"metrics", "list the metric keys (JSON paths, CSV rows, sweep metrics)", metrics_command, 6},
+    {"report", "run a scenario file: report.md, report.json, CSV tables, PNG/SVG charts",
+     report_command, 7},
+};
+
+// Each rank once: the suggestion order is an order of all the commands.
+constexpr bool suggestion_ranks_are_an_order() {
+  bool taken[std::size(kCommands)] = {};
+  for (const Command& command : kCommands) {
+    const int rank = command.suggestion_rank;
+    if (rank < 0 || rank >= static_cast<int>(std::size(kCommands)) || taken[rank]) return false;
+    taken[rank] = true;
+  }
+  return true;
+}
+static_assert(suggestion_ranks_are_an_order());
+
 void print_help(std::ostream& out) {
+  constexpr std::size_t kNameWidth = 13;  // "  NAME" padded: the summaries start in column 16
   out << "attnres — Attention Residuals lab (reference forward passes, traces)\n\n"
          "usage: attnres <command> [options]\n\n"
-         "commands:\n"
-         "  init-model   create a random Llama-style model with AttnRes tensors\n"
-         "               (config.json + model.safetensors)\n"
-         "  forward      run a forward pass (standard / full / block residual) and print\n"
-         "               per-sublayer norms and the depth-attention weights\n"
-         "  train        train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
-         "               train_log.csv, resumable (docs/training.md)\n"
-         "  mask         history masking on a trained model: remove depth sources from every\n"
-         "               read, compare the loss change with random masks of equal mass\n"
-         "  bench        time whole forward passes (tokens/s) and the depth read's bandwidth\n"
-         "  cost         memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
-         "               residual scheme for one setting (table, JSON or CSV)\n"
-         "  strategies   bytes, launches, temporary and saved memory of each implementation\n"
-         "               strategy (stack, arena, fused), forward and backward; step and decode\n"
-         "               overheads (docs/math.md §3.6)\n"
-         "  layout       every block against the pipeline's stages (layers, sublayers, lists)\n"
-         "  recompute    memory per rank and recompute FLOPs with activation checkpointing\n"
-         "  calibrate    modelled vs measured for public AttnRes overhead measurements\n"
-         "  scaling      the paper's scaling-law fits: compute to reach a loss, multipliers\n"
-         "  sweep        the cost engine over one parameter or a grid of two (CSV/JSON, chart)\n"
-         "  pipeline     simulate a pipelined training iteration (1F1B / interleaved): does\n"
-         "               the AttnRes traffic hide behind compute? plus the time model\n"
-         "  metrics      list the metric keys (JSON paths, CSV rows, sweep metrics)\n"
-         "  report       run a scenario file: report.md, report.json, CSV tables, PNG/SVG "
-         "charts\n\n"
-         "Run 'attnres <command> --help' for a command's options.\n";
+         "commands:\n";
+  for (const Command& command : kCommands) {
+    std::string name(command.name);
+    name.resize(kNameWidth, ' ');
+    out << "  " << name;
+    for (const char c : command.summary) {
+      if (c == '\n') {
+        out << "\n" << std::string(2 + kNameWidth, ' ');
+      } else {
+        out << c;
+      }
+    }
+    out << "\n";
+  }
+  out << "\nRun 'attnres <command> --help' for a command's options.\n";
+}
+
+// The did-you-mean candidates for an unknown command, in their suggestion order.
+std::vector<std::string> suggestion_candidates() {
+  std::vector<std::string> names(std::size(kCommands));
+  for (const Command& command : kCommands)
+    names[static_cast<std::size_t>(command.suggestion_rank)] = std::string(command.name);
+  return names;
+}
+
+// "init-model, forward, ... or report": every command, in the order of the help.
+std::string command_list() {
+  std::string list;
+  for (std::size_t i = 0; i < std::size(kCommands); ++i) {
+    list += i == 0 ? "" : i + 1 == std::size(kCommands) ? " or " : ", ";
+    list += kCommands[i].name;
+  }
+  return list;
 }
 
 }  // namespace
@@ -63,30 +148,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   const std::string prefix = "attnres " + printable_text(command) + ": ";
   const InterruptScope interrupts;
   try {
-    if (command == "init-model") return init_model_command(rest, out, err);
-    if (command == "forward") return forward_command(rest, out, err);
-    if (command == "cost") return cost_command(rest, out, err);
-    if (command == "scaling") return scaling_command(rest, out, err);
-    if (command == "sweep") return sweep_command(rest, out, err);
-    if (command == "report") return report_command(rest, out, err);
-    if (command == "pipeline") return pipeline_command(rest, out, err);
-    if (command == "strategies") return strategies_command(rest, out, err);
-    if (command == "layout") return layout_command(rest, out, err);
-    if (command == "recompute") return recompute_command(rest, out, err);
-    if (command == "calibrate") return calibrate_command(rest, out, err);
-    if (command == "metrics") return metrics_command(rest, out, err);
-    if (command == "bench") return bench_command(rest, out, err);
-    if (command == "train") return train_command(rest, out, err);
-    if (command == "mask") return mask_command(rest, out, err);
-    const std::vector<std::string> commands = {
-        "init-model", "forward", "cost", "scaling", "sweep",     "pipeline",   "metrics",  "report",
-        "bench",      "train",   "mask", "layout",  "recompute", "strategies", "calibrate"};
-    const std::string hint = did_you_mean(command, commands);
+    for (const Command& entry : kCommands) {
+      if (entry.name == command) return entry.run(rest, out, err);
+    }
+    const std::string hint = did_you_mean(command, suggestion_candidates());
     err << "attnres: unknown command '" << printable_text(command) << "'"
-        << (hint.empty() ? "" : " (did you mean '" + hint + "'?)")
-        << "; expected init-model, forward, train, mask, bench, cost, strategies, layout, "
-           "recompute, calibrate, scaling, sweep, pipeline, metrics or report "
-           "(see attnres --help)\n";
+        << (hint.empty() ? "" : " (did you mean '" + hint + "'?)") << "; expected "
+        << command_list() << " (see attnres --help)\n";
     return kExitUsage;
   } catch (const UsageError& error) {
     err << prefix << printable_text(error.what()) << " (see attnres " << printable_text(command)
