@@ -1,303 +1,138 @@
+// cli::run: the one table of commands (name, the lines `attnres --help` shows, the function),
+// from which the help, the dispatch, the did-you-mean hint and the "expected ..." list of an
+// unknown command are made, and the error handling every command shares: how each kind of error
+// is printed and which exit status it gives (cli.hpp).
 #include "cli.hpp"
 
 #include <boost/program_options/errors.hpp>
-#include <charconv>
 #include <filesystem>
-#include <map>
+#include <iterator>
 #include <new>
 #include <ostream>
+#include <string_view>
 
 #include "attnres/cancel.hpp"
 #include "attnres/cost_metrics.hpp"
-#include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/version.hpp"
-#include "options.hpp"
 #include "progress.hpp"
 
 namespace attnres::cli {
 
 namespace {
 
+struct Command {
+  std::string_view name;
+  // What `attnres --help` shows beside the name: lines separated by '\n', wrapped by hand.
+  std::string_view summary;
+  int (*run)(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+  // did_you_mean suggests the first of equally close names; the names keep the order they had
+  // there before this table, so that every hint stays as it was ("mst" is as close to `mask` as
+  // to `cost`, and suggests `cost`).
+  int suggestion_rank;
+};
+
+// Every command, in the order of `attnres --help`.
+constexpr Command kCommands[] = {
+    {"init-model",
+     "create a random Llama-style model with AttnRes tensors\n"
+     "(config.json + model.safetensors)",
+     init_model_command, 0},
+    {"forward",
+     "run a forward pass (standard / full / block residual) and print\n"
+     "per-sublayer norms and the depth-attention weights",
+     forward_command, 1},
+    {"train",
+     "train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
+     "train_log.csv, resumable (docs/training.md)",
+     train_command, 9},
+    {"mask",
+     "history masking on a trained model: remove depth sources from every\n"
+     "read, compare the loss change with random masks of equal mass",
+     mask_command, 10},
+    {"bench", "time whole forward passes (tokens/s) and the depth read's bandwidth", bench_command,
+     8},
+    {"cost",
+     "memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
+     "residual scheme for one setting (table, JSON or CSV)",
+     cost_command, 2},
+    {"strategies",
+     "bytes, launches, temporary and saved memory of each implementation\n"
+     "strategy (stack, arena, fused), forward and backward; step and decode\n"
+     "overheads (docs/math.md §3.6)",
+     strategies_command, 13},
+    {"layout", "every block against the pipeline's stages (layers, sublayers, lists)",
+     layout_command, 11},
+    {"recompute", "memory per rank and recompute FLOPs with activation checkpointing",
+     recompute_command, 12},
+    {"calibrate", "modelled vs measured for public AttnRes overhead measurements",
+     calibrate_command, 14},
+    {"scaling", "the paper's scaling-law fits: compute to reach a loss, multipliers",
+     scaling_command, 3},
+    {"sweep", "the cost engine over one parameter or a grid of two (CSV/JSON, chart)",
+     sweep_command, 4},
+    {"pipeline",
+     "simulate a pipelined training iteration (1F1B / interleaved): does\n"
+     "the AttnRes traffic hide behind compute? plus the time model",
+     pipeline_command, 5},
+    {"metrics", "list the metric keys (JSON paths, CSV rows, sweep metrics)", metrics_command, 6},
+    {"report", "run a scenario file: report.md, report.json, CSV tables, PNG/SVG charts",
+     report_command, 7},
+};
+
+// Each rank once: the suggestion order is an order of all the commands.
+constexpr bool suggestion_ranks_are_an_order() {
+  bool taken[std::size(kCommands)] = {};
+  for (const Command& command : kCommands) {
+    const int rank = command.suggestion_rank;
+    if (rank < 0 || rank >= static_cast<int>(std::size(kCommands)) || taken[rank]) return false;
+    taken[rank] = true;
+  }
+  return true;
+}
+static_assert(suggestion_ranks_are_an_order());
+
 void print_help(std::ostream& out) {
+  constexpr std::size_t kNameWidth = 13;  // "  NAME" padded: the summaries start in column 16
   out << "attnres — Attention Residuals lab (reference forward passes, traces)\n\n"
          "usage: attnres <command> [options]\n\n"
-         "commands:\n"
-         "  init-model   create a random Llama-style model with AttnRes tensors\n"
-         "               (config.json + model.safetensors)\n"
-         "  forward      run a forward pass (standard / full / block residual) and print\n"
-         "               per-sublayer norms and the depth-attention weights\n"
-         "  train        train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
-         "               train_log.csv, resumable (docs/training.md)\n"
-         "  mask         history masking on a trained model: remove depth sources from every\n"
-         "               read, compare the loss change with random masks of equal mass\n"
-         "  bench        time whole forward passes (tokens/s) and the depth read's bandwidth\n"
-         "  cost         memory I/O, history, prefill memory, pipeline traffic, FLOPs of each\n"
-         "               residual scheme for one setting (table, JSON or CSV)\n"
-         "  strategies   bytes, launches, temporary and saved memory of each implementation\n"
-         "               strategy (stack, arena, fused), forward and backward; step and decode\n"
-         "               overheads (docs/math.md §3.6)\n"
-         "  layout       every block against the pipeline's stages (layers, sublayers, lists)\n"
-         "  recompute    memory per rank and recompute FLOPs with activation checkpointing\n"
-         "  calibrate    modelled vs measured for public AttnRes overhead measurements\n"
-         "  scaling      the paper's scaling-law fits: compute to reach a loss, multipliers\n"
-         "  sweep        the cost engine over one parameter or a grid of two (CSV/JSON, chart)\n"
-         "  pipeline     simulate a pipelined training iteration (1F1B / interleaved): does\n"
-         "               the AttnRes traffic hide behind compute? plus the time model\n"
-         "  metrics      list the metric keys (JSON paths, CSV rows, sweep metrics)\n"
-         "  report       run a scenario file: report.md, report.json, CSV tables, PNG/SVG "
-         "charts\n\n"
-         "Run 'attnres <command> --help' for a command's options.\n";
+         "commands:\n";
+  for (const Command& command : kCommands) {
+    std::string name(command.name);
+    name.resize(kNameWidth, ' ');
+    out << "  " << name;
+    for (const char c : command.summary) {
+      if (c == '\n') {
+        out << "\n" << std::string(2 + kNameWidth, ' ');
+      } else {
+        out << c;
+      }
+    }
+    out << "\n";
+  }
+  out << "\nRun 'attnres <command> --help' for a command's options.\n";
+}
+
+// The did-you-mean candidates for an unknown command, in their suggestion order.
+std::vector<std::string> suggestion_candidates() {
+  std::vector<std::string> names(std::size(kCommands));
+  for (const Command& command : kCommands)
+    names[static_cast<std::size_t>(command.suggestion_rank)] = std::string(command.name);
+  return names;
+}
+
+// "init-model, forward, ... or report": every command, in the order of the help.
+std::string command_list() {
+  std::string list;
+  for (std::size_t i = 0; i < std::size(kCommands); ++i) {
+    list += i == 0 ? "" : i + 1 == std::size(kCommands) ? " or " : ", ";
+    list += kCommands[i].name;
+  }
+  return list;
 }
 
 }  // namespace
-
-EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
-                                 const std::string& precision) {
-  EngineOptions options;
-  options.engine = parse_flag_value([&] { return parse_engine(engine, "--engine"); });
-  options.device = parse_flag_value([&] { return parse_device(device, "--device"); });
-  if (threads < 0)
-    throw UsageError("--threads must be >= 1 (0: every core), got " + std::to_string(threads));
-  options.threads = threads;
-  if (options.device == Device::cuda) {
-    if (options.engine == EngineKind::reference) {
-      throw UsageError(
-          "--device cuda runs the fast engine; --engine reference runs on the CPU only");
-    }
-    if (precision == "f64") throw UsageError("--device cuda computes in f32; drop --precision f64");
-  }
-  return options;
-}
-
-namespace {
-
-// config.json keys -> the flags that set them, so validation errors name what the user typed.
-std::string flag_for_key(const std::string& key) {
-  static const std::map<std::string, std::string> flags = {
-      {"hidden_size", "--d-model"},
-      {"num_hidden_layers", "--layers"},
-      {"num_attention_heads", "--heads"},
-      {"num_key_value_heads", "--kv-heads"},
-      {"intermediate_size", "--ffn"},
-      {"vocab_size", "--vocab"},
-      {"rms_norm_eps", "--rms-norm-eps"},
-      {"rope_theta", "--rope-theta"},
-      {"attn_res.block_size", "--block-size"},
-      {"attn_res.key_norm_eps", "--key-norm-eps"},
-      {"attn_res.gate", "--gate"},
-      {"attn_res.key_norm", "--no-key-norm"},
-      {"attn_res.window", "--window"},
-      {"attn_res.heads", "--depth-heads"},
-      {"attn_res.query_source", "--query-source"},
-      {"attn_res.mixing", "--mixing"},
-      {"attn_res.streams", "--streams"},
-      {"attn_res.dynamic", "--static-mhc"},
-      {"attn_res.sinkhorn_iterations", "--sinkhorn-iterations"}};
-  auto it = flags.find(key);
-  return it == flags.end() ? key : it->second;
-}
-
-}  // namespace
-
-std::string wrap_usage(const std::string& usage) {
-  constexpr std::size_t kWidth = 100;
-  const std::size_t end = usage.find('\n');
-  const std::string line = usage.substr(0, end);
-  std::string out, current;
-  std::size_t start = 0;
-  while (start < line.size()) {
-    std::size_t space = line.find(' ', start);
-    if (space == std::string::npos) space = line.size();
-    const std::string word = line.substr(start, space - start);
-    if (!current.empty() && current.size() + 1 + word.size() > kWidth) {
-      out += current + "\n";
-      current = "    " + word;
-    } else {
-      current += (current.empty() ? "" : " ") + word;
-    }
-    start = space + 1;
-  }
-  out += current;
-  return end == std::string::npos ? out : out + usage.substr(end);
-}
-
-void add_model_shape_options(po::options_description& options, ModelShapeFlags& flags,
-                             bool required, int default_vocab) {
-  ModelConfig& config = flags.config;
-  auto need = [&](po::typed_value<int>* value) { return required ? value->required() : value; };
-  auto* vocab = po::value(&config.vocab_size);
-  if (default_vocab > 0) {
-    vocab->default_value(default_vocab);
-  } else if (required) {
-    vocab->required();
-  }
-  po::options_description group("model shape flags");  // the usage lines' "[model shape flags]"
-  group.add_options()("layers", need(po::value(&config.num_hidden_layers)),
-                      "transformer layers (L = 2 x layers sublayers)")(
-      "d-model", need(po::value(&config.hidden_size)), "hidden width d")(
-      "heads", need(po::value(&config.num_attention_heads)), "attention heads H (divides d)")(
-      "kv-heads", po::value(&config.num_key_value_heads), "key/value heads (divides H; default H)")(
-      "ffn", need(po::value(&config.intermediate_size)), "SwiGLU width F")("vocab", vocab,
-                                                                           "vocabulary size")(
-      "query-std", po::value(&flags.random.query_std)->default_value(0.0),
-      "std of the pseudo-queries (0: zero queries, every read is a mean)")(
-      "weight-std", po::value(&flags.random.weight_std)->default_value(0.02),
-      "std of projection and embedding weights")(
-      "rms-norm-eps", po::value(&config.rms_norm_eps)->default_value(1e-6, "1e-6"), "RMSNorm eps")(
-      "rope-theta", po::value(&config.rope_theta)->default_value(10000.0), "RoPE base")(
-      "key-norm-eps", po::value(&config.attn_res.key_norm_eps)->default_value(1e-6, "1e-6"),
-      "eps of the depth-attention key norm");
-  options.add(group);
-}
-
-void add_scheme_options(po::options_description& options, ModelSchemeFlags& flags) {
-  po::options_description group("scheme flags");  // the usage lines' "[scheme flags]"
-  group.add_options()(
-      "gate", po::value(&flags.gate),
-      "depth gate: softmax | sigmoid | sigmoid_normalized (Full/Block; docs/schemes.md)")(
-      "no-key-norm", "score the raw sources (no key norm; Full/Block)")(
-      "window", po::value(&flags.window),
-      "Full only: the embedding plus the last W outputs (0 = all)")(
-      "depth-heads", po::value(&flags.depth_heads),
-      "depth-attention heads H (divides d; Full/Block)")(
-      "query-source", po::value(&flags.query_source),
-      "static | input (w + W RMSNorm(latest source); Full/Block)")(
-      "mixing", po::value(&flags.mixing),
-      "attention | scalars (learned logits per source; Full/Block)")(
-      "streams", po::value(&flags.streams), "mHC streams m (--mode mhc; default 4)")(
-      "static-mhc", "mHC with static biases only (no input-dependent coefficients)")(
-      "sinkhorn-iterations", po::value(&flags.sinkhorn_iterations),
-      "mHC Sinkhorn-Knopp iterations (default 20)");
-  options.add(group);
-}
-
-bool scheme_flags_given(const po::variables_map& values) {
-  for (const char* flag : {"gate", "no-key-norm", "window", "depth-heads", "query-source", "mixing",
-                           "streams", "static-mhc", "sinkhorn-iterations"}) {
-    if (values.count(flag)) return true;
-  }
-  return false;
-}
-
-void apply_scheme_flags(const po::variables_map& values, const ModelSchemeFlags& flags,
-                        AttnResConfig& scheme) {
-  if (values.count("gate"))
-    scheme.gate = parse_flag_value([&] { return parse_depth_gate(flags.gate, "--gate"); });
-  if (values.count("no-key-norm")) scheme.key_norm = false;
-  if (values.count("window")) scheme.window = flags.window;
-  if (values.count("depth-heads")) scheme.heads = flags.depth_heads;
-  if (values.count("query-source")) {
-    scheme.query_source =
-        parse_flag_value([&] { return parse_query_source(flags.query_source, "--query-source"); });
-  }
-  if (values.count("mixing"))
-    scheme.mixing = parse_flag_value([&] { return parse_depth_mixing(flags.mixing, "--mixing"); });
-  if (values.count("streams")) scheme.streams = flags.streams;
-  if (values.count("static-mhc")) scheme.dynamic = false;
-  if (values.count("sinkhorn-iterations")) scheme.sinkhorn_iterations = flags.sinkhorn_iterations;
-}
-
-void validate_scheme(const ModelConfig& config, const AttnResConfig& scheme) {
-  ModelConfig checked = config;
-  checked.attn_res = scheme;
-  try {
-    checked.validate("invalid scheme", flag_for_key);
-  } catch (const Error& error) {
-    throw UsageError(error.what());
-  }
-}
-
-bool model_shape_given(const po::variables_map& values) {
-  for (const char* flag : {"layers", "d-model", "heads", "kv-heads", "ffn", "query-std",
-                           "weight-std", "rms-norm-eps", "rope-theta", "key-norm-eps"}) {
-    if (given(values, flag)) return true;
-  }
-  return given(values, "vocab");
-}
-
-void finish_model_shape(const po::variables_map& values, ModelShapeFlags& flags) {
-  if (!values.count("kv-heads"))
-    flags.config.num_key_value_heads = flags.config.num_attention_heads;
-  if (!(flags.random.query_std >= 0.0)) throw UsageError("--query-std must be >= 0");
-  if (!(flags.random.weight_std >= 0.0)) throw UsageError("--weight-std must be >= 0");
-  try {
-    flags.config.validate("invalid model shape", flag_for_key);
-  } catch (const Error& error) {
-    throw UsageError(error.what());
-  }
-}
-
-ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text,
-                                int block_size, const ModelConfig& config,
-                                ForwardOptions& options) {
-  const int L = config.sublayers();
-  const ResidualMode mode = options.mode.value_or(config.attn_res.mode);
-  ModeFlags flags{
-      mode, values.count("mode") ? "--mode " + mode_text : "the model's mode " + to_string(mode)};
-  if (values.count("block-size")) {
-    if (mode != ResidualMode::block) {
-      throw UsageError("--block-size applies to Block AttnRes, but " + flags.source +
-                       " is not block (add --mode block)");
-    }
-    if (block_size < 1 || block_size > L) {
-      throw UsageError("--block-size " + std::to_string(block_size) +
-                       " is out of range: expected 1 <= S <= L = " + std::to_string(L) +
-                       " sublayers");
-    }
-    options.block_size = block_size;
-  }
-  if (mode == ResidualMode::block && options.block_size.value_or(config.attn_res.block_size) == 0) {
-    throw UsageError("--mode block needs --block-size S (1 <= S <= L = " + std::to_string(L) +
-                     "); the model's config.json has none");
-  }
-  return flags;
-}
-
-po::variables_map parse_options(const std::vector<std::string>& args,
-                                const po::options_description& options,
-                                const po::positional_options_description* positional) {
-  namespace style = po::command_line_style;
-  po::command_line_parser parser(args);
-  parser.options(options).style(style::default_style & ~style::allow_guessing);
-  if (positional) parser.positional(*positional);
-  po::parsed_options parsed(nullptr);
-  try {
-    parsed = parser.run();
-  } catch (const po::unknown_option& error) {
-    std::string typed = error.get_option_name();
-    std::vector<std::string> known;
-    for (const auto& option : options.options()) known.push_back("--" + option->long_name());
-    std::vector<std::string> longer;  // flags are never abbreviated: say which ones were meant
-    for (const auto& flag : known) {
-      if (typed.size() > 2 && flag.rfind(typed, 0) == 0) longer.push_back(flag);
-    }
-    std::string hint = did_you_mean(typed, known);
-    if (!longer.empty()) {
-      hint.clear();
-      for (const auto& flag : longer) hint += (hint.empty() ? "" : "' or '") + flag;
-    }
-    throw UsageError("unknown flag '" + printable_text(typed) + "'" +
-                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-                     (longer.empty() ? "" : "; flags are never abbreviated"));
-  } catch (const po::too_many_positional_options_error&) {
-    throw UsageError("too many arguments that are not flags");
-  }
-  for (const auto& option : parsed.options) {
-    if (!option.string_key.empty() || option.original_tokens.empty()) continue;
-    const std::string& word = option.original_tokens.front();
-    const bool numeric =
-        !word.empty() && word.find_first_not_of("0123456789, ") == std::string::npos;
-    throw UsageError(
-        "unexpected argument '" + printable_text(word) + "'" +
-        (numeric ? " (a list of token ids must be quoted as one argument: --tokens \"1 7 42\")"
-                 : " (every value belongs to a flag: --flag VALUE)"));
-  }
-  po::variables_map values;
-  po::store(parsed, values);
-  return values;
-}
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
@@ -313,30 +148,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   const std::string prefix = "attnres " + printable_text(command) + ": ";
   const InterruptScope interrupts;
   try {
-    if (command == "init-model") return init_model_command(rest, out, err);
-    if (command == "forward") return forward_command(rest, out, err);
-    if (command == "cost") return cost_command(rest, out, err);
-    if (command == "scaling") return scaling_command(rest, out, err);
-    if (command == "sweep") return sweep_command(rest, out, err);
-    if (command == "report") return report_command(rest, out, err);
-    if (command == "pipeline") return pipeline_command(rest, out, err);
-    if (command == "strategies") return strategies_command(rest, out, err);
-    if (command == "layout") return layout_command(rest, out, err);
-    if (command == "recompute") return recompute_command(rest, out, err);
-    if (command == "calibrate") return calibrate_command(rest, out, err);
-    if (command == "metrics") return metrics_command(rest, out, err);
-    if (command == "bench") return bench_command(rest, out, err);
-    if (command == "train") return train_command(rest, out, err);
-    if (command == "mask") return mask_command(rest, out, err);
-    const std::vector<std::string> commands = {
-        "init-model", "forward", "cost", "scaling", "sweep",     "pipeline",   "metrics",  "report",
-        "bench",      "train",   "mask", "layout",  "recompute", "strategies", "calibrate"};
-    const std::string hint = did_you_mean(command, commands);
+    for (const Command& entry : kCommands) {
+      if (entry.name == command) return entry.run(rest, out, err);
+    }
+    const std::string hint = did_you_mean(command, suggestion_candidates());
     err << "attnres: unknown command '" << printable_text(command) << "'"
-        << (hint.empty() ? "" : " (did you mean '" + hint + "'?)")
-        << "; expected init-model, forward, train, mask, bench, cost, strategies, layout, "
-           "recompute, calibrate, scaling, sweep, pipeline, metrics or report "
-           "(see attnres --help)\n";
+        << (hint.empty() ? "" : " (did you mean '" + hint + "'?)") << "; expected "
+        << command_list() << " (see attnres --help)\n";
     return kExitUsage;
   } catch (const UsageError& error) {
     err << prefix << printable_text(error.what()) << " (see attnres " << printable_text(command)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ inline bool wants_help(const po::variables_map& values, const std::string& usage
 inline bool given(const po::variables_map& values, const char* flag) {
   return values.count(flag) && !values[flag].defaulted();
 }
+
+// --format `format` must be one of `allowed`: a UsageError listing them otherwise.
+void require_format(const std::string& format, std::initializer_list<const char*> allowed);
 
 // The residual mode a forward pass of `config` runs (options.mode, set from --mode, else the
 // model's), and how to name it in messages ("--mode full" / "the model's mode standard").

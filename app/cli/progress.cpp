@@ -82,6 +82,13 @@ bool ProgressBar::update(std::size_t done, std::size_t total) {
   return true;
 }
 
+Progress write_phase_progress(ProgressBar& bar) {
+  return [&bar](std::size_t done, std::size_t total) {
+    hold_for_tests("ATTNRES_TEST_HOLD_WRITE");  // tests interrupt the write phase here
+    return bar.update(done, total);
+  };
+}
+
 void hold_for_tests(const char* variable) {
   static bool held = false;
   const char* marker = std::getenv(variable);

@@ -61,4 +61,8 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
+// The progress callback of a write phase: the bar's (so Ctrl-C stops it), plus the test hook
+// ATTNRES_TEST_HOLD_WRITE (valid while the bar lives).
+Progress write_phase_progress(ProgressBar& bar);
+
 }  // namespace attnres::cli

@@ -1,0 +1,38 @@
+// The model, sequence and parallelism flags of the cost-engine commands (cost, strategies, layout,
+// recompute, sweep, pipeline), generated from the one table of cost inputs
+// (attnres/cost_input_fields.hpp), and the --mode of the implementation-strategy commands. An
+// internal header of the CLI: engine errors come back as UsageErrors naming the flag the user
+// typed.
+#pragma once
+
+#include <string>
+
+#include "attnres/cost.hpp"
+#include "attnres/cost_input_fields.hpp"
+#include "options.hpp"
+
+namespace attnres::cli {
+
+struct InputFlags {
+  CostInputs inputs;
+  std::string dtype = "bf16";
+  bool pipeline =
+      false;  // pipeline: --micro-batch-size instead of --batch, no prefill or mHC flags
+  bool d_model_required = true;  // off for `sweep`, whose --scenario gives the model instead
+  bool block_list = false;       // --block-sizes LIST (uneven blocks): cost, strategies, layout
+  std::string block_sizes;
+  // The flag of `field` without its dashes ("micro-batch-size" for batch in `pipeline`).
+  static std::string flag_name(const CostInputField& field, bool for_pipeline);
+  // Adds the "model flags" group to `options`, each flag bound to its field of `inputs`.
+  void add_to(po::options_description& options, bool for_pipeline = false);
+  // The flag that sets CostInputs field `key` ("--seq" for tokens).
+  std::string flag_for_field(const std::string& key) const;
+  // The inputs as typed, with --dtype and --block-sizes parsed, resolved and validated.
+  CostInputs resolved();
+};
+
+// --mode of `strategies` and `recompute`: block or full (the schemes with implementation
+// strategies).
+ResidualMode strategy_mode(const std::string& mode);
+
+}  // namespace attnres::cli

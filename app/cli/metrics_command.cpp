@@ -1,0 +1,48 @@
+// attnres metrics: every metric key of the cost engine (the JSON paths, CSV rows and sweep
+// metrics) with its unit, what it needs and what it means.
+#include <ostream>
+
+#include "attnres/cost_metrics.hpp"
+#include "cli.hpp"
+#include "options.hpp"
+#include "text_table.hpp"
+
+namespace attnres::cli {
+
+int metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  std::string format;
+  po::options_description options("attnres metrics options");
+  options.add_options()("help,h", "show this help")(
+      "format", po::value(&format)->default_value("table"), "table | markdown");
+  auto values = parse_options(args, options);
+  if (wants_help(values, "usage: attnres metrics [--format table|markdown]", options, out))
+    return kExitOk;
+  po::notify(values);
+  require_format(format, {"table", "markdown"});
+  auto needs = [](const CostMetric& metric) {
+    switch (metric.needs) {
+      case CostMetric::Needs::cost:
+        return "model";
+      case CostMetric::Needs::time:
+        return "[hardware]";
+      case CostMetric::Needs::pipeline:
+        return "[pipeline]";
+    }
+    return "";
+  };
+  if (format == "markdown") {
+    out << "| key | unit | needs | meaning |\n|---|---|---|---|\n";
+    for (const auto& metric : cost_metrics()) {
+      out << "| `" << metric.key << "` | " << metric.unit << " | " << needs(metric) << " | "
+          << metric.description << " |\n";
+    }
+    return kExitOk;
+  }
+  TextTable table({"key", "unit", "needs", "meaning"});
+  for (const auto& metric : cost_metrics())
+    table.add_row({metric.key, metric.unit, needs(metric), metric.description});
+  table.print(out);
+  return kExitOk;
+}
+
+}  // namespace attnres::cli

@@ -1,0 +1,206 @@
+// attnres pipeline: a pipelined training iteration simulated (1F1B or interleaved) to see whether
+// the AttnRes traffic hides behind compute, and the prefill/decode time model beside it.
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "attnres/cost_metrics.hpp"
+#include "attnres/hardware.hpp"
+#include "attnres/pipeline.hpp"
+#include "attnres/pipeline_sim.hpp"
+#include "attnres/report.hpp"
+#include "attnres/time_model.hpp"
+#include "cli.hpp"
+#include "cost_input_flags.hpp"
+#include "options.hpp"
+#include "table_output.hpp"
+
+namespace attnres::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The flags of attnres pipeline as typed; those bound to a setting directly write `settings`.
+struct PipelineFlags {
+  InputFlags model;
+  PipelineSettings settings;
+  std::string schedule, cache, hardware, overlap, format, mode, link;
+  double link_gbps = 0;
+};
+
+void add_pipeline_options(po::options_description& options, PipelineFlags& flags) {
+  PipelineSettings& settings = flags.settings;
+  options.add_options()("help,h", "show this help");
+  flags.model.add_to(options, true);
+  options.add_options()("microbatches", po::value(&settings.microbatches)->default_value(8),
+                        "micro-batches m per iteration")(
+      "schedule", po::value(&flags.schedule),
+      "1f1b | interleaved (default: interleaved when --vpp > 1)")(
+      "cache", po::value(&flags.cache)->default_value("cached"),
+      "AttnRes history policy: naive | cached | cached_own")(
+      "mode", po::value(&flags.mode)->default_value("block"), "AttnRes variant: block | full")(
+      "hardware", po::value(&flags.hardware)->default_value("h100"),
+      "preset (a100 h100 h200 b200) or a .toml file")(
+      "link", po::value(&flags.link)->default_value("scale-out"),
+      "pipeline link: scale-out | intra-node")("link-bandwidth", po::value(&flags.link_gbps),
+                                               "override the link bandwidth, GB/s per direction")(
+      "overlap", po::value(&flags.overlap)->default_value("on"),
+      "on: transfers overlap compute; off: the sender waits")(
+      "ideal-links", "transfers cost nothing")("experts",
+                                               po::value(&settings.moe.experts)->default_value(0),
+                                               "MoE routed experts (0: dense MLP)")(
+      "active-experts", po::value(&settings.moe.active)->default_value(0),
+      "routed experts per token")(
+      "shared-experts", po::value(&settings.moe.shared)->default_value(0), "always-on experts")(
+      "expert-ffn", po::value(&settings.moe.expert_ffn)->default_value(0),
+      "SwiGLU width of one expert")("format", po::value(&flags.format)->default_value("table"),
+                                    "table | json");
+}
+
+// --hardware: a preset name is a flag value (exit 2 when unknown); a .toml file is an input file
+// (exit 1 when it cannot be read or parsed).
+Hardware hardware_flag(const std::string& hardware) {
+  const bool hardware_file =
+      fs::exists(hardware) || hardware.find('/') != std::string::npos ||
+      (hardware.size() > 5 && hardware.substr(hardware.size() - 5) == ".toml");
+  if (hardware_file) return load_hardware(hardware);
+  return parse_flag_value([&] { return load_hardware(hardware); });
+}
+
+// --overlap, --link, --ideal-links and --link-bandwidth.
+void set_links(const po::variables_map& values, const PipelineFlags& flags,
+               PipelineSettings& settings) {
+  if (flags.overlap != "on" && flags.overlap != "off")
+    throw UsageError("--overlap must be on or off, got '" + flags.overlap + "'");
+  if (flags.link != "scale-out" && flags.link != "intra-node")
+    throw UsageError("--link must be scale-out or intra-node");
+  settings.overlap = flags.overlap == "on";
+  settings.intra_node_link = flags.link == "intra-node";
+  settings.ideal_links = values.count("ideal-links") > 0;
+  if (values.count("link-bandwidth")) {
+    if (!(flags.link_gbps > 0)) {
+      throw UsageError("--link-bandwidth must be > 0 GB/s (use --ideal-links for free transfers)");
+    }
+    settings.link_bandwidth = flags.link_gbps * 1e9;
+  }
+}
+
+// Flags that contradict each other, and the core's rules (pipeline_settings_problem) under the
+// flag of the setting they are about.
+void check_settings(const po::variables_map& values, const PipelineSettings& settings) {
+  for (const char* moe_flag : {"active-experts", "shared-experts", "expert-ffn"}) {
+    if (given(values, moe_flag) && settings.moe.experts == 0) {
+      throw UsageError(std::string("--") + moe_flag +
+                       " describes a MoE MLP and needs --experts N (N >= 1)");
+    }
+  }
+  if (given(values, "link-bandwidth") && values.count("ideal-links")) {
+    throw UsageError(
+        "--link-bandwidth and --ideal-links contradict each other (ideal links take no time)");
+  }
+  if (const auto problem = pipeline_settings_problem(settings)) {
+    static const std::map<std::string, std::string> setting_flags = {
+        {"mode", "--mode"},
+        {"microbatches", "--microbatches"},
+        {"schedule", "--schedule"},
+        {"link_bandwidth", "--link-bandwidth"},
+        {"experts", "--experts"},
+        {"active", "--active-experts"},
+        {"shared", "--shared-experts"},
+        {"expert_ffn", "--expert-ffn"}};
+    throw UsageError(setting_flags.at(problem->field) + ": " + problem->message);
+  }
+}
+
+// The simulated iteration's settings from the flags, checked.
+PipelineSettings pipeline_settings(const po::variables_map& values, PipelineFlags& flags) {
+  PipelineSettings settings = flags.settings;
+  settings.model = flags.model.resolved();
+  parse_flag_value([&] {
+    settings.schedule = values.count("schedule")
+                            ? parse_pipeline_schedule(flags.schedule, "--schedule")
+                            : default_pipeline_schedule(settings.model.vpp);
+    settings.cache = parse_cache_policy(flags.cache, "--cache");
+    settings.mode = parse_residual_mode(flags.mode, "--mode");
+  });
+  settings.hardware = hardware_flag(flags.hardware);
+  set_links(values, flags, settings);
+  check_settings(values, settings);
+  return settings;
+}
+
+// --format json: the iteration's numbers and the time model's overheads per phase.
+nlohmann::json pipeline_json(const PipelineSettings& settings, const PipelineReport& pipeline,
+                             const StackTime& prefill, const StackTime& decode) {
+  nlohmann::json json = {{"iteration_time_s", pipeline.iteration_time_s},
+                         {"standard_iteration_time_s", pipeline.standard.iteration_seconds},
+                         {"bubble_fraction", pipeline.bubble_fraction},
+                         {"bubble_denominator", "the busiest rank's compute time (ideal time)"},
+                         {"closed_form_bubble", pipeline.closed_form_bubble},
+                         {"exposed_comm_s", pipeline.exposed_comm_s},
+                         {"attnres_overhead_fraction", pipeline.attnres_overhead_fraction},
+                         {"peak_memory_bytes_per_rank", pipeline.peak_memory_bytes_per_rank},
+                         {"peak_memory_bytes_by_rank", pipeline.attnres.peak_memory_bytes},
+                         {"transferred_bytes", pipeline.attnres.transferred_bytes},
+                         {"link_bandwidth_bytes_per_s", pipeline.link_bandwidth},
+                         {"schedule", to_string(settings.schedule)},
+                         {"cache", to_string(settings.cache)},
+                         {"microbatches", settings.microbatches},
+                         {"hardware", settings.hardware.name},
+                         {"inputs", cost_inputs_to_json(settings.model)}};
+  for (const auto* phase : {&prefill, &decode}) {
+    nlohmann::json overhead;
+    for (const auto& [scheme, name] : kResidualSchemeNames) {
+      overhead[std::string(name)] = phase->overhead_fraction[static_cast<std::size_t>(scheme)];
+    }
+    json["time_model"][to_string(phase->phase)] = {
+        {"stack_seconds_standard", phase->stack_seconds[0]}, {"overhead_fraction", overhead}};
+  }
+  return json;
+}
+
+}  // namespace
+
+int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  PipelineFlags flags;
+  po::options_description options("attnres pipeline options");
+  add_pipeline_options(options, flags);
+  auto values = parse_options(args, options);
+  if (wants_help(values,
+                 "usage: attnres pipeline (--sublayers L | --layers N) (--block-size S | --blocks "
+                 "N | --block-layers K) --d-model D "
+                 "[--ffn F] [--seq T] [--dtype bf16] [--micro-batch-size B] [--microbatches m] "
+                 "[--pp P] [--vpp V] "
+                 "[--mode block|full] [--schedule 1f1b|interleaved] [--cache naive|cached] "
+                 "[--hardware h100|FILE.toml] "
+                 "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap "
+                 "on|off] "
+                 "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] [--format "
+                 "table|json]",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(flags.format, {"table", "json"});
+  PipelineSettings settings = pipeline_settings(values, flags);
+  settings.record_timeline = flags.format == "table";
+  PipelineReport pipeline;
+  parse_flag_value([&] { pipeline = evaluate_pipeline(settings); });
+  const StackTime prefill =
+      stack_time(settings.model, settings.moe, Phase::prefill, settings.hardware);
+  const StackTime decode =
+      stack_time(settings.model, settings.moe, Phase::decode, settings.hardware);
+  if (flags.format == "json") {
+    out << pipeline_json(settings, pipeline, prefill, decode).dump(2) << "\n";
+    return kExitOk;
+  }
+  Report report;
+  add_pipeline_section(pipeline, report);
+  report.tables.push_back(time_table(settings.model, prefill, decode, settings.hardware));
+  print_tables(out, report.tables);
+  return kExitOk;
+}
+
+}  // namespace attnres::cli

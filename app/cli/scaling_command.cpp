@@ -1,0 +1,52 @@
+// attnres scaling: the paper's scaling-law fits, the compute each scheme needs to reach a
+// validation loss and the multipliers between them.
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "attnres/cost.hpp"
+#include "attnres/format.hpp"
+#include "attnres/report.hpp"
+#include "cli.hpp"
+#include "options.hpp"
+#include "table_output.hpp"
+
+namespace attnres::cli {
+
+int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  double target_loss = 1.695;
+  std::string format;
+  po::options_description options("attnres scaling options");
+  options.add_options()("help,h", "show this help")(
+      "target-loss", po::value(&target_loss)->default_value(1.695), "validation loss to reach")(
+      "format", po::value(&format)->default_value("table"), "table | json | csv");
+  auto values = parse_options(args, options);
+  if (wants_help(values, "usage: attnres scaling [--target-loss x] [--format table|json|csv]",
+                 options, out)) {
+    return kExitOk;
+  }
+  po::notify(values);
+  require_format(format, {"table", "json", "csv"});
+  if (!(target_loss > 0.0 && std::isfinite(target_loss))) {
+    throw UsageError("--target-loss must be a finite number > 0, got " +
+                     format_number(target_loss));
+  }
+  Report report;
+  add_scaling_section({target_loss, target_loss - 0.1, target_loss + 0.1}, report);
+  if (format == "json") {
+    nlohmann::json fits = nlohmann::json::array();
+    for (const auto& fit : paper_scaling_fits())
+      fits.push_back({{"name", fit.name}, {"A", fit.A}, {"a", fit.a}});
+    nlohmann::json json = report.json["scaling"];
+    json["fits"] = fits;
+    json["units"] = "compute in PFLOP/s-days; multiplier = baseline compute / scheme compute";
+    out << json.dump(2) << "\n";
+  } else if (format == "csv") {
+    out << table_csv(report.tables.front());
+  } else {
+    print_tables(out, {report.tables.front()});
+  }
+  return kExitOk;
+}
+
+}  // namespace attnres::cli
