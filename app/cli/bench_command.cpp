@@ -37,11 +37,10 @@ ForwardTiming time_model(const ModelWeights<double>& model, const std::vector<in
 int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   std::string model_dir, mode_text, engine_text, format;
   int seq = 0, batch = 0, steps = 0, warmup = 0, threads = 0, block_size = 0;
-  po::options_description options("attnres bench train options");
-  options.add_options()("help,h", "show this help")(
-      "model", po::value(&model_dir)->required(),
-      "model directory (config.json + model.safetensors)")("seq", po::value(&seq)->required(),
-                                                           "tokens T per sequence")(
+  po::options_description options = command_options("bench train");
+  options.add_options()("model", po::value(&model_dir)->required(),
+                        "model directory (config.json + model.safetensors)")(
+      "seq", po::value(&seq)->required(), "tokens T per sequence")(
       "batch", po::value(&batch)->default_value(8), "sequences B per step")(
       "steps", po::value(&steps)->default_value(5),
       "timed steps after the warm-up (the median is reported)")(
@@ -51,18 +50,16 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
       "block-size", po::value(&block_size), "block size S with --mode block")(
       "engine", po::value(&engine_text)->default_value("fast"), "fast | reference")(
       "format", po::value(&format)->default_value("table"), "table | json");
-  auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres bench train --model DIR --seq T [--batch B] [--steps N] [--warmup "
-                 "W] [--threads N] "
-                 "[--mode M] [--block-size S] [--engine fast|reference] [--format table|json]\n"
-                 "Times training steps (forward + backward + clip + AdamW, f32; docs/training.md).",
-                 options, out)) {
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
+          "usage: attnres bench train --model DIR --seq T [--batch B] [--steps N] [--warmup "
+          "W] [--threads N] "
+          "[--mode M] [--block-size S] [--engine fast|reference] [--format table|json]\n"
+          "Times training steps (forward + backward + clip + AdamW, f32; docs/training.md).")) {
     return kExitOk;
   }
-  po::notify(values);
-  if (format != "table" && format != "json")
-    throw UsageError("--format must be table or json, got '" + format + "'");
+  require_either("--format", format, "table", "json");
   if (seq < 2) throw UsageError("--seq must be >= 2, got " + std::to_string(seq));
   if (batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(batch));
   if (steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(steps));
@@ -71,9 +68,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   const ModelWeights<double> loaded = load_model(model_dir);
   ForwardOptions forward_options;
   forward_options.record_mixing = false;
-  if (values.count("mode"))
-    forward_options.mode =
-        parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+  forward_options.mode = parse_mode_flag(values, mode_text);
   const ResidualMode mode =
       apply_block_size_flag(values, mode_text, block_size, loaded.config, forward_options).mode;
   ModelWeights<float> model = loaded.cast<float>();
@@ -149,10 +144,9 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   std::string model_dir, mode_text, engine_text, device_text, precision, format, two_phase_text,
       bandwidth_text;
   int seq = 0, repeat = 0, threads = 0, block_size = 0;
-  po::options_description options("attnres bench forward options");
-  options.add_options()("help,h", "show this help")(
-      "model", po::value(&model_dir)->required(),
-      "model directory (config.json + model.safetensors)")(
+  po::options_description options = command_options("bench forward");
+  options.add_options()("model", po::value(&model_dir)->required(),
+                        "model directory (config.json + model.safetensors)")(
       "seq", po::value(&seq)->required(),
       "tokens T per forward pass (deterministic ids shared with the PyTorch peer)")(
       "repeat", po::value(&repeat)->default_value(5),
@@ -167,24 +161,18 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       "bandwidth", po::value(&bandwidth_text)->default_value("on"),
       "on: also measure the depth read (9 and 17 sources) and the stream triad bandwidth")(
       "format", po::value(&format)->default_value("table"), "table | json");
-  auto values = parse_options(rest, options);
-  if (wants_help(
-          values,
+  po::variables_map values;
+  if (parse_or_help(
+          rest, options, values, out,
           "usage: attnres bench forward --model DIR --seq T [--repeat K] [--threads N] [--mode M] "
           "[--block-size S] [--two-phase on|off] [--engine fast|reference] [--device cpu|cuda] "
-          "[--precision f32|f64] [--bandwidth on|off] [--format table|json]",
-          options, out)) {
+          "[--precision f32|f64] [--bandwidth on|off] [--format table|json]")) {
     return kExitOk;
   }
-  po::notify(values);
-  if (format != "table" && format != "json")
-    throw UsageError("--format must be table or json, got '" + format + "'");
-  if (precision != "f32" && precision != "f64")
-    throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
-  if (two_phase_text != "on" && two_phase_text != "off")
-    throw UsageError("--two-phase must be on or off, got '" + two_phase_text + "'");
-  if (bandwidth_text != "on" && bandwidth_text != "off")
-    throw UsageError("--bandwidth must be on or off, got '" + bandwidth_text + "'");
+  require_either("--format", format, "table", "json");
+  require_either("--precision", precision, "f32", "f64");
+  require_either("--two-phase", two_phase_text, "on", "off");
+  require_either("--bandwidth", bandwidth_text, "on", "off");
   if (seq < 1) throw UsageError("--seq must be >= 1, got " + std::to_string(seq));
   if (repeat < 1) throw UsageError("--repeat must be >= 1, got " + std::to_string(repeat));
   const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
@@ -193,9 +181,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   ForwardOptions forward_options;
   forward_options.record_mixing = false;  // never on the timed path
   forward_options.two_phase = two_phase_text == "on";
-  if (values.count("mode"))
-    forward_options.mode =
-        parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+  forward_options.mode = parse_mode_flag(values, mode_text);
   const ResidualMode mode =
       apply_block_size_flag(values, mode_text, block_size, model.config, forward_options).mode;
   const std::vector<int> tokens = benchmark_tokens(seq, model.config.vocab_size);

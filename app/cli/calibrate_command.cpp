@@ -51,21 +51,20 @@ nlohmann::json calibration_json(const CalibrationTable& table,
 
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   std::string table_path, format;
-  po::options_description options("attnres calibrate options");
-  options.add_options()("help,h", "show this help")(
+  po::options_description options = command_options("calibrate");
+  options.add_options()(
       "table", po::value(&table_path),
-      "a calibration table (TOML, docs/calibration.md) instead of the committed one")(
-      "format", po::value(&format)->default_value("table"), "table | markdown | json | csv");
-  auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres calibrate [--table FILE.toml] [--format table|markdown|json|csv]\n"
-                 "Modelled vs measured for every public measurement of AttnRes overhead in the "
-                 "calibration table, with its source and the model's error (docs/calibration.md).",
-                 options, out)) {
+      "a calibration table (TOML, docs/calibration.md) instead of the committed one");
+  add_table_format_option(options, format);
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
+          "usage: attnres calibrate [--table FILE.toml] [--format table|markdown|json|csv]\n"
+          "Modelled vs measured for every public measurement of AttnRes overhead in the "
+          "calibration table, with its source and the model's error (docs/calibration.md).")) {
     return kExitOk;
   }
-  po::notify(values);
-  require_format(format, {"table", "markdown", "json", "csv"});
+  require_table_format(format);
   const CalibrationTable table =
       table_path.empty() ? builtin_calibration() : load_calibration(table_path);
   const auto rows = evaluate_calibration(table);

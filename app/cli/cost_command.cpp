@@ -106,12 +106,6 @@ std::vector<std::string> spec_keys_of(const std::string& spec) {
   return keys;
 }
 
-bool on_off(const std::string& value, const std::string& flag) {
-  if (value == "on") return true;
-  if (value == "off") return false;
-  throw UsageError(flag + " must be on or off, got '" + value + "'");
-}
-
 struct SchemeRow {
   std::string label;  // what the user typed (or the named scheme)
   SchemeCost cost;
@@ -140,13 +134,13 @@ SchemeRow cost_scheme(const std::string& spec, const std::string& flag, const Co
       flag_of[key] = key_flag;
       parse_flag_value([&] {
         if (key == "gate") config.gate = parse_depth_gate(flags->gate, key_flag);
-        if (key == "key_norm") config.key_norm = on_off(flags->key_norm, key_flag);
+        if (key == "key_norm") config.key_norm = on_off(key_flag, flags->key_norm);
         if (key == "window") config.window = flags->window;
         if (key == "heads") config.heads = flags->depth_heads;
         if (key == "query_source")
           config.query_source = parse_query_source(flags->query_source, key_flag);
         if (key == "mixing") config.mixing = parse_depth_mixing(flags->mixing, key_flag);
-        if (key == "dynamic") config.dynamic = on_off(flags->dynamic, key_flag);
+        if (key == "dynamic") config.dynamic = on_off(key_flag, flags->dynamic);
         if (key == "sinkhorn_iterations") config.sinkhorn_iterations = flags->sinkhorn_iterations;
         return 0;
       });
@@ -437,15 +431,13 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.block_list = true;
   SchemeFlags schemes;
   std::string format;
-  po::options_description options("attnres cost options");
-  options.add_options()("help,h", "show this help");
+  po::options_description options = command_options("cost");
   flags.add_to(options);
   schemes.add_to(options);
-  options.add_options()("format", po::value(&format)->default_value("table"),
-                        "table | markdown | json | csv");
-  auto values = parse_options(args, options);
-  if (wants_help(
-          values,
+  add_table_format_option(options, format);
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
           "usage: attnres cost (--sublayers L | --layers N) (--blocks N | --block-size S | "
           "--block-layers K | --block-sizes LIST) "
           "--d-model D [--ffn F] [--streams m] [--seq T] [--batch B] [--dtype bf16] [--pp P] "
@@ -454,12 +446,10 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
           "[--key-norm on|off] [--window W] [--depth-heads H] [--query-source static|input] "
           "[--mixing attention|scalars] [--dynamic on|off] [--sinkhorn-iterations I]] "
           "[--format table|markdown|json|csv]" +
-              scheme_help(),
-          options, out)) {
+              scheme_help())) {
     return kExitOk;
   }
-  po::notify(values);
-  require_format(format, {"table", "markdown", "json", "csv"});
+  require_table_format(format);
   const bool refining = check_scheme_flags(values, schemes);
   const CostInputs inputs = flags.resolved();
   if (schemes.scheme.empty()) {

@@ -269,10 +269,9 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   int threads = 0;
   int block_size = 0;
   int schedule_block = 0;
-  po::options_description options("attnres forward options");
-  options.add_options()("help,h", "show this help")(
-      "model", po::value(&model_dir)->required(),
-      "model directory (config.json + model.safetensors)")(
+  po::options_description options = command_options("forward");
+  options.add_options()("model", po::value(&model_dir)->required(),
+                        "model directory (config.json + model.safetensors)")(
       "tokens", po::value(&tokens_text)->required(),
       "token ids, separated by spaces or commas, e.g. \"1 2 3\" or 1,2,3")(
       "mode", po::value(&mode_text),
@@ -309,36 +308,26 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       "(docs/training.md)");
   ModelSchemeFlags scheme_flags;
   add_scheme_options(options, scheme_flags);
-  auto values = parse_options(args, options);
-  if (wants_help(
-          values,
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
           "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] [scheme "
           "flags] "
           "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision f32|f64] "
           "[--engine fast|reference] [--threads N] [--device cpu|cuda] [--dump F.safetensors] "
-          "[--trace F.json] [--chart DIR [--force]] [--grad]",
-          options, out)) {
+          "[--trace F.json] [--chart DIR [--force]] [--grad]")) {
     return kExitOk;
   }
-  po::notify(values);
 
   ForwardOptions forward_options;
-  if (values.count("mode")) {
-    forward_options.mode =
-        parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
-  }
-  if (two_phase_text != "on" && two_phase_text != "off") {
-    throw UsageError("--two-phase must be on or off, got '" + two_phase_text + "'");
-  }
-  forward_options.two_phase = two_phase_text == "on";
+  forward_options.mode = parse_mode_flag(values, mode_text);
+  forward_options.two_phase = on_off("--two-phase", two_phase_text);
   forward_options.zero_placeholder = values.count("zero-placeholder") > 0;
   if (schedule_block < 0) {
     throw UsageError("--schedule-block must be >= 0, got " + std::to_string(schedule_block));
   }
   forward_options.full_schedule_block = schedule_block;
-  if (precision != "f32" && precision != "f64") {
-    throw UsageError("--precision must be f32 or f64, got '" + precision + "'");
-  }
+  require_either("--precision", precision, "f32", "f64");
   const std::vector<int> tokens =
       parse_flag_value([&] { return parse_token_ids(tokens_text, "--tokens"); });
   const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
@@ -384,11 +373,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   const int L = model.config.sublayers();
   const auto [mode, mode_source] =
       apply_block_size_flag(values, mode_text, block_size, model.config, forward_options);
-  const auto plain = [](ResidualMode m) {
-    return m == ResidualMode::standard || m == ResidualMode::full || m == ResidualMode::block;
-  };
-  if (scheme_flags_given(values) ||
-      (mode != model.config.attn_res.mode && !(plain(mode) && plain(model.config.attn_res.mode)))) {
+  if (scheme_flags_given(values) || !same_tensors(mode, model.config.attn_res.mode)) {
     // Read the same weights with another scheme: convert (docs/schemes.md "Comparing schemes").
     AttnResConfig target =
         mode == model.config.attn_res.mode ? model.config.attn_res : AttnResConfig{};

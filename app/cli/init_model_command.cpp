@@ -18,8 +18,8 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   RandomModelOptions& random = shape.random;
   std::string mode_text = "standard";
   std::string out_dir;
-  po::options_description options("attnres init-model options");
-  options.add_options()("help,h", "show this help")(
+  po::options_description options = command_options("init-model");
+  options.add_options()(
       "mode", po::value(&mode_text)->default_value("standard"),
       "residual mode stored in config.json: standard | full | block | denseformer | rescaled | mhc "
       "(docs/schemes.md)")(
@@ -32,22 +32,21 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   add_model_shape_options(options, shape, /*required=*/true);
   ModelSchemeFlags scheme_flags;
   add_scheme_options(options, scheme_flags);
-  auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres init-model --layers N --d-model D --heads H [--kv-heads K] "
-                 "--ffn F --vocab V [--mode M] [--block-size S] [--seed K] [--query-std s] "
-                 "[--weight-std s] [--rms-norm-eps e] [--rope-theta t] [--key-norm-eps e] [--gate "
-                 "G] [--no-key-norm] "
-                 "[--window W] [--depth-heads H] [--query-source static|input] [--mixing "
-                 "attention|scalars] "
-                 "[--streams m] [--static-mhc] [--sinkhorn-iterations K] --out DIR [--force]\n"
-                 "--query-std draws every depth-mixing parameter (queries, projections, logits, "
-                 "mHC weights) from "
-                 "N(0, s^2); 0 is each scheme's documented start (docs/schemes.md).",
-                 options, out)) {
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
+          "usage: attnres init-model --layers N --d-model D --heads H [--kv-heads K] "
+          "--ffn F --vocab V [--mode M] [--block-size S] [--seed K] [--query-std s] "
+          "[--weight-std s] [--rms-norm-eps e] [--rope-theta t] [--key-norm-eps e] [--gate "
+          "G] [--no-key-norm] "
+          "[--window W] [--depth-heads H] [--query-source static|input] [--mixing "
+          "attention|scalars] "
+          "[--streams m] [--static-mhc] [--sinkhorn-iterations K] --out DIR [--force]\n"
+          "--query-std draws every depth-mixing parameter (queries, projections, logits, "
+          "mHC weights) from "
+          "N(0, s^2); 0 is each scheme's documented start (docs/schemes.md).")) {
     return kExitOk;
   }
-  po::notify(values);
   config.attn_res.mode = parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
   if (config.attn_res.mode == ResidualMode::block && !values.count("block-size")) {
     throw UsageError("--block-size is required with --mode block (1 <= S <= L sublayers)");

@@ -16,24 +16,21 @@ int layout_command(const std::vector<std::string>& args, std::ostream& out, std:
   InputFlags flags;
   flags.block_list = true;
   std::string format;
-  po::options_description options("attnres layout options");
-  options.add_options()("help,h", "show this help");
+  po::options_description options = command_options("layout");
   flags.add_to(options);
-  options.add_options()("format", po::value(&format)->default_value("table"),
-                        "table | markdown | json | csv");
-  auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres layout (--sublayers L | --layers N) (--blocks N | --block-size S "
-                 "| --block-layers K | --block-sizes LIST) --d-model D [--pp P] [--vpp V] "
-                 "[model flags] [--format table|markdown|json|csv]\n"
-                 "Every block with its sublayers, transformer layers and sources per read, against "
-                 "the pipeline's stage boundaries, and the exact payload of every boundary "
-                 "(docs/math.md §3.3, §3.6).",
-                 options, out)) {
+  add_table_format_option(options, format);
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
+          "usage: attnres layout (--sublayers L | --layers N) (--blocks N | --block-size S "
+          "| --block-layers K | --block-sizes LIST) --d-model D [--pp P] [--vpp V] "
+          "[model flags] [--format table|markdown|json|csv]\n"
+          "Every block with its sublayers, transformer layers and sources per read, against "
+          "the pipeline's stage boundaries, and the exact payload of every boundary "
+          "(docs/math.md §3.3, §3.6).")) {
     return kExitOk;
   }
-  po::notify(values);
-  require_format(format, {"table", "markdown", "json", "csv"});
+  require_table_format(format);
   const CostInputs inputs = flags.resolved();
   std::vector<ReportTable> tables = {layout_table(inputs)};
   if (inputs.pp * inputs.vpp > 1) {

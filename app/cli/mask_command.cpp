@@ -29,10 +29,9 @@ int mask_command(const std::vector<std::string>& args, std::ostream& out, std::o
   int seq = 0, windows = 0, random = 0;
   std::uint64_t seed = 0;
   double fraction = 0.05;
-  po::options_description options("attnres mask options");
-  options.add_options()("help,h", "show this help")(
-      "model", po::value(&model_dir)->required(),
-      "a trained Full or Block AttnRes model directory")(
+  po::options_description options = command_options("mask");
+  options.add_options()("model", po::value(&model_dir)->required(),
+                        "a trained Full or Block AttnRes model directory")(
       "data", po::value(&data_path)->required(),
       "text file; the loss is measured on its validation part")(
       "drop", po::value(&drops)->required(),
@@ -45,21 +44,19 @@ int mask_command(const std::vector<std::string>& args, std::ostream& out, std::o
       "random", po::value(&random)->default_value(8), "random masks of equal mass to compare with")(
       "seed", po::value(&seed)->default_value(0), "seed of the random masks")(
       "format", po::value(&format)->default_value("table"), "table | json");
-  auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres mask --model DIR --data FILE --drop embedding|distant:K|recent:K "
-                 "[--drop ...] "
-                 "[--seq T] [--val-fraction F] [--windows W] [--random R] [--seed S] [--format "
-                 "table|json]\n"
-                 "Removes the chosen depth sources from every read (renormalising the rest) and "
-                 "compares the loss "
-                 "change with random masks that remove the same attention mass (docs/training.md).",
-                 options, out)) {
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
+          "usage: attnres mask --model DIR --data FILE --drop embedding|distant:K|recent:K "
+          "[--drop ...] "
+          "[--seq T] [--val-fraction F] [--windows W] [--random R] [--seed S] [--format "
+          "table|json]\n"
+          "Removes the chosen depth sources from every read (renormalising the rest) and "
+          "compares the loss "
+          "change with random masks that remove the same attention mass (docs/training.md).")) {
     return kExitOk;
   }
-  po::notify(values);
-  if (format != "table" && format != "json")
-    throw UsageError("--format must be table or json, got '" + format + "'");
+  require_either("--format", format, "table", "json");
   if (seq < 2) throw UsageError("--seq must be at least 2, got " + std::to_string(seq));
   if (windows < 1) throw UsageError("--windows must be at least 1, got " + std::to_string(windows));
   if (random < 0) throw UsageError("--random must be >= 0, got " + std::to_string(random));

@@ -11,13 +11,13 @@ namespace attnres::cli {
 
 int metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   std::string format;
-  po::options_description options("attnres metrics options");
-  options.add_options()("help,h", "show this help")(
-      "format", po::value(&format)->default_value("table"), "table | markdown");
-  auto values = parse_options(args, options);
-  if (wants_help(values, "usage: attnres metrics [--format table|markdown]", options, out))
+  po::options_description options = command_options("metrics");
+  options.add_options()("format", po::value(&format)->default_value("table"), "table | markdown");
+  po::variables_map values;
+  if (parse_or_help(args, options, values, out,
+                    "usage: attnres metrics [--format table|markdown]")) {
     return kExitOk;
-  po::notify(values);
+  }
   require_format(format, {"table", "markdown"});
   auto needs = [](const CostMetric& metric) {
     switch (metric.needs) {

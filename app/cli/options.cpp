@@ -59,8 +59,6 @@ std::string flag_for_key(const std::string& key) {
   return it == flags.end() ? key : it->second;
 }
 
-}  // namespace
-
 std::string wrap_usage(const std::string& usage) {
   constexpr std::size_t kWidth = 100;
   const std::size_t end = usage.find('\n');
@@ -82,6 +80,8 @@ std::string wrap_usage(const std::string& usage) {
   out += current;
   return end == std::string::npos ? out : out + usage.substr(end);
 }
+
+}  // namespace
 
 void add_model_shape_options(po::options_description& options, ModelShapeFlags& flags,
                              bool required, int default_vocab) {
@@ -169,6 +169,13 @@ void validate_scheme(const ModelConfig& config, const AttnResConfig& scheme) {
   }
 }
 
+bool same_tensors(ResidualMode a, ResidualMode b) {
+  const auto plain = [](ResidualMode m) {
+    return m == ResidualMode::standard || m == ResidualMode::full || m == ResidualMode::block;
+  };
+  return a == b || (plain(a) && plain(b));
+}
+
 bool model_shape_given(const po::variables_map& values) {
   for (const char* flag : {"layers", "d-model", "heads", "kv-heads", "ffn", "query-std",
                            "weight-std", "rms-norm-eps", "rope-theta", "key-norm-eps"}) {
@@ -187,6 +194,12 @@ void finish_model_shape(const po::variables_map& values, ModelShapeFlags& flags)
   } catch (const Error& error) {
     throw UsageError(error.what());
   }
+}
+
+std::optional<ResidualMode> parse_mode_flag(const po::variables_map& values,
+                                            const std::string& mode_text) {
+  if (!values.count("mode")) return std::nullopt;
+  return parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
 }
 
 ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text,
@@ -215,6 +228,12 @@ ModeFlags apply_block_size_flag(const po::variables_map& values, const std::stri
   return flags;
 }
 
+po::options_description command_options(const std::string& command) {
+  po::options_description options("attnres " + command + " options");
+  options.add_options()("help,h", "show this help");
+  return options;
+}
+
 void require_format(const std::string& format, std::initializer_list<const char*> allowed) {
   std::string list;
   for (const char* a : allowed) {
@@ -222,6 +241,18 @@ void require_format(const std::string& format, std::initializer_list<const char*
     list += (list.empty() ? "" : ", ") + std::string(a);
   }
   throw UsageError("--format must be one of " + list + ", got '" + format + "'");
+}
+
+void require_either(const std::string& flag, const std::string& value, const char* first,
+                    const char* second) {
+  if (value != first && value != second) {
+    throw UsageError(flag + " must be " + first + " or " + second + ", got '" + value + "'");
+  }
+}
+
+bool on_off(const std::string& flag, const std::string& value) {
+  require_either(flag, value, "on", "off");
+  return value == "on";
 }
 
 po::variables_map parse_options(const std::vector<std::string>& args,
@@ -267,4 +298,16 @@ po::variables_map parse_options(const std::vector<std::string>& args,
   po::store(parsed, values);
   return values;
 }
+bool parse_or_help(const std::vector<std::string>& args, const po::options_description& options,
+                   po::variables_map& values, std::ostream& out, const std::string& usage,
+                   const po::positional_options_description* positional) {
+  values = parse_options(args, options, positional);
+  if (values.count("help")) {
+    out << wrap_usage(usage) << "\n" << options << "\n";
+    return true;
+  }
+  po::notify(values);
+  return false;
+}
+
 }  // namespace attnres::cli

@@ -1,8 +1,11 @@
-// Small helpers shared by the CLI commands: Boost.Program_options parsing with one error style.
+// Small helpers shared by the CLI commands: the start of every command (its options with --help,
+// Boost.Program_options parsing with one error style, the help), the checks of flag values that
+// several commands share, and the model-shape, scheme and mode flags of the model commands.
 #pragma once
 
 #include <boost/program_options.hpp>
 #include <initializer_list>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,6 +17,9 @@ namespace attnres::cli {
 
 namespace po = boost::program_options;
 
+// The options of `attnres COMMAND` ("attnres cost options"), --help/-h first.
+po::options_description command_options(const std::string& command);
+
 // Parses `args` against `options` strictly:
 //   - a flag must be spelt out in full (no prefix guessing: `--block` is not `--block-size`);
 //   - an unknown flag is an error with the closest known flag as a suggestion;
@@ -24,17 +30,15 @@ po::variables_map parse_options(const std::vector<std::string>& args,
                                 const po::options_description& options,
                                 const po::positional_options_description* positional = nullptr);
 
-// True (and prints the help) when --help was given; call before po::notify so that required
-// flags do not get in the way of --help.
+// The start of every command: parses `args` (parse_options) into `values`. With --help it prints
+// `usage` and the options on `out` and returns true (the command ends there, exit status 0),
+// before po::notify, so that required flags do not get in the way of --help. Otherwise it runs
+// po::notify (a required flag that is missing is an error) and returns false.
 // The usage line (the first line of `usage`) is wrapped at spaces to 100 columns, continuation
 // lines indented by four spaces; the lines after it are printed as given.
-std::string wrap_usage(const std::string& usage);
-inline bool wants_help(const po::variables_map& values, const std::string& usage,
-                       const po::options_description& options, std::ostream& out) {
-  if (!values.count("help")) return false;
-  out << wrap_usage(usage) << "\n" << options << "\n";
-  return true;
-}
+bool parse_or_help(const std::vector<std::string>& args, const po::options_description& options,
+                   po::variables_map& values, std::ostream& out, const std::string& usage,
+                   const po::positional_options_description* positional = nullptr);
 
 // True when the user typed `flag` (not just its default value).
 inline bool given(const po::variables_map& values, const char* flag) {
@@ -43,6 +47,12 @@ inline bool given(const po::variables_map& values, const char* flag) {
 
 // --format `format` must be one of `allowed`: a UsageError listing them otherwise.
 void require_format(const std::string& format, std::initializer_list<const char*> allowed);
+// `value` of `flag` must be `first` or `second`: a UsageError "FLAG must be FIRST or SECOND, got
+// 'VALUE'" otherwise.
+void require_either(const std::string& flag, const std::string& value, const char* first,
+                    const char* second);
+// An on | off flag as a bool (require_either).
+bool on_off(const std::string& flag, const std::string& value);
 
 // The residual mode a forward pass of `config` runs (options.mode, set from --mode, else the
 // model's), and how to name it in messages ("--mode full" / "the model's mode standard").
@@ -50,6 +60,9 @@ struct ModeFlags {
   ResidualMode mode;
   std::string source;
 };
+// --mode (`mode_text`) when it was given, else none (the model's mode).
+std::optional<ResidualMode> parse_mode_flag(const po::variables_map& values,
+                                            const std::string& mode_text);
 // Applies --block-size (`block_size`, when given) to `options` after --mode: a UsageError when it
 // is given outside Block AttnRes, outside 1..L, or when Block AttnRes has no block size at all.
 ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text,
@@ -86,5 +99,8 @@ void apply_scheme_flags(const po::variables_map& values, const ModelSchemeFlags&
                         AttnResConfig& scheme);
 // Validates `scheme` on the shape of `config`; errors are UsageErrors naming the flags.
 void validate_scheme(const ModelConfig& config, const AttnResConfig& scheme);
+// True when modes `a` and `b` run on the same tensors: the same mode, or two of standard, full and
+// block. Any other change of scheme needs a new model or a conversion (docs/schemes.md).
+bool same_tensors(ResidualMode a, ResidualMode b);
 
 }  // namespace attnres::cli

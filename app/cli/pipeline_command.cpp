@@ -32,7 +32,6 @@ struct PipelineFlags {
 
 void add_pipeline_options(po::options_description& options, PipelineFlags& flags) {
   PipelineSettings& settings = flags.settings;
-  options.add_options()("help,h", "show this help");
   flags.model.add_to(options, true);
   options.add_options()("microbatches", po::value(&settings.microbatches)->default_value(8),
                         "micro-batches m per iteration")(
@@ -72,11 +71,9 @@ Hardware hardware_flag(const std::string& hardware) {
 // --overlap, --link, --ideal-links and --link-bandwidth.
 void set_links(const po::variables_map& values, const PipelineFlags& flags,
                PipelineSettings& settings) {
-  if (flags.overlap != "on" && flags.overlap != "off")
-    throw UsageError("--overlap must be on or off, got '" + flags.overlap + "'");
+  settings.overlap = on_off("--overlap", flags.overlap);
   if (flags.link != "scale-out" && flags.link != "intra-node")
     throw UsageError("--link must be scale-out or intra-node");
-  settings.overlap = flags.overlap == "on";
   settings.intra_node_link = flags.link == "intra-node";
   settings.ideal_links = values.count("ideal-links") > 0;
   if (values.count("link-bandwidth")) {
@@ -165,24 +162,23 @@ nlohmann::json pipeline_json(const PipelineSettings& settings, const PipelineRep
 
 int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   PipelineFlags flags;
-  po::options_description options("attnres pipeline options");
+  po::options_description options = command_options("pipeline");
   add_pipeline_options(options, flags);
-  auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres pipeline (--sublayers L | --layers N) (--block-size S | --blocks "
-                 "N | --block-layers K) --d-model D "
-                 "[--ffn F] [--seq T] [--dtype bf16] [--micro-batch-size B] [--microbatches m] "
-                 "[--pp P] [--vpp V] "
-                 "[--mode block|full] [--schedule 1f1b|interleaved] [--cache naive|cached] "
-                 "[--hardware h100|FILE.toml] "
-                 "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap "
-                 "on|off] "
-                 "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] [--format "
-                 "table|json]",
-                 options, out)) {
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
+          "usage: attnres pipeline (--sublayers L | --layers N) (--block-size S | --blocks "
+          "N | --block-layers K) --d-model D "
+          "[--ffn F] [--seq T] [--dtype bf16] [--micro-batch-size B] [--microbatches m] "
+          "[--pp P] [--vpp V] "
+          "[--mode block|full] [--schedule 1f1b|interleaved] [--cache naive|cached] "
+          "[--hardware h100|FILE.toml] "
+          "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap "
+          "on|off] "
+          "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] [--format "
+          "table|json]")) {
     return kExitOk;
   }
-  po::notify(values);
   require_format(flags.format, {"table", "json"});
   PipelineSettings settings = pipeline_settings(values, flags);
   settings.record_timeline = flags.format == "table";

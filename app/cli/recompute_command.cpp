@@ -15,27 +15,25 @@ int recompute_command(const std::vector<std::string>& args, std::ostream& out, s
   InputFlags flags;
   flags.block_list = true;
   std::string mode, strategy, format;
-  po::options_description options("attnres recompute options");
-  options.add_options()("help,h", "show this help");
+  po::options_description options = command_options("recompute");
   flags.add_to(options);
   options.add_options()("mode", po::value(&mode)->default_value("block"),
                         "AttnRes variant: block | full")(
       "strategy", po::value(&strategy)->default_value("fused_one_shot"),
-      "stack | arena | fused_one_shot | fused_two_phase (its saved tensors)")(
-      "format", po::value(&format)->default_value("table"), "table | markdown | json | csv");
-  auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres recompute (--sublayers L | --layers N) (--blocks N | --block-size "
-                 "S | --block-layers K | --block-sizes LIST) --d-model D [--pp P] [--vpp V] "
-                 "[model flags] [--mode block|full] [--strategy S] "
-                 "[--format table|markdown|json|csv]\n"
-                 "Memory per pipeline rank and recompute FLOPs with and without activation "
-                 "checkpointing, block summaries kept or recomputed (docs/math.md §3.6).",
-                 options, out)) {
+      "stack | arena | fused_one_shot | fused_two_phase (its saved tensors)");
+  add_table_format_option(options, format);
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
+          "usage: attnres recompute (--sublayers L | --layers N) (--blocks N | --block-size "
+          "S | --block-layers K | --block-sizes LIST) --d-model D [--pp P] [--vpp V] "
+          "[model flags] [--mode block|full] [--strategy S] "
+          "[--format table|markdown|json|csv]\n"
+          "Memory per pipeline rank and recompute FLOPs with and without activation "
+          "checkpointing, block summaries kept or recomputed (docs/math.md §3.6).")) {
     return kExitOk;
   }
-  po::notify(values);
-  require_format(format, {"table", "markdown", "json", "csv"});
+  require_table_format(format);
   const ResidualMode residual = strategy_mode(mode);
   const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--strategy"); });
   const CostInputs inputs = flags.resolved();

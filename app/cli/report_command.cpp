@@ -21,10 +21,9 @@ namespace fs = std::filesystem;
 int report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   std::string scenario_path, out_dir;
   int train_steps = 0;
-  po::options_description options("attnres report options");
-  options.add_options()("help,h", "show this help")("scenario",
-                                                    po::value(&scenario_path)->required(),
-                                                    "scenario TOML file (or the first argument)")(
+  po::options_description options = command_options("report");
+  options.add_options()("scenario", po::value(&scenario_path)->required(),
+                        "scenario TOML file (or the first argument)")(
       "out", po::value(&out_dir)->required(),
       "report directory: new, empty, or written by attnres (its previous report is replaced)")(
       "force",
@@ -34,14 +33,13 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
       "written)");
   po::positional_options_description positional;
   positional.add("scenario", 1);
-  auto values = parse_options(args, options, &positional);
-  if (wants_help(values,
-                 "usage: attnres report (SCENARIO.toml | --scenario SCENARIO.toml) --out DIR "
-                 "[--force] [--train-steps N]",
-                 options, out)) {
+  po::variables_map values;
+  if (parse_or_help(args, options, values, out,
+                    "usage: attnres report (SCENARIO.toml | --scenario SCENARIO.toml) --out DIR "
+                    "[--force] [--train-steps N]",
+                    &positional)) {
     return kExitOk;
   }
-  po::notify(values);
   if (train_steps < 0)
     throw UsageError("--train-steps must be >= 0 (0: the scenario's steps), got " +
                      std::to_string(train_steps));

@@ -16,16 +16,15 @@ namespace attnres::cli {
 int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   double target_loss = 1.695;
   std::string format;
-  po::options_description options("attnres scaling options");
-  options.add_options()("help,h", "show this help")(
-      "target-loss", po::value(&target_loss)->default_value(1.695), "validation loss to reach")(
+  po::options_description options = command_options("scaling");
+  options.add_options()("target-loss", po::value(&target_loss)->default_value(1.695),
+                        "validation loss to reach")(
       "format", po::value(&format)->default_value("table"), "table | json | csv");
-  auto values = parse_options(args, options);
-  if (wants_help(values, "usage: attnres scaling [--target-loss x] [--format table|json|csv]",
-                 options, out)) {
+  po::variables_map values;
+  if (parse_or_help(args, options, values, out,
+                    "usage: attnres scaling [--target-loss x] [--format table|json|csv]")) {
     return kExitOk;
   }
-  po::notify(values);
   require_format(format, {"table", "json", "csv"});
   if (!(target_loss > 0.0 && std::isfinite(target_loss))) {
     throw UsageError("--target-loss must be a finite number > 0, got " +

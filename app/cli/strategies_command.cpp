@@ -83,8 +83,7 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
   InputFlags flags;
   flags.block_list = true;
   std::string mode, hardware, format, strategy, scheme_text;
-  po::options_description options("attnres strategies options");
-  options.add_options()("help,h", "show this help");
+  po::options_description options = command_options("strategies");
   flags.add_to(options);
   options.add_options()("mode", po::value(&mode)->default_value("block"),
                         "AttnRes variant: block | full")(
@@ -95,23 +94,21 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
       "preset (a100 b200 gb300 h100 h200 rtx5090) or a .toml file")(
       "calls", po::value(&strategy),
       "also list every kernel call of one strategy (stack | arena | fused_one_shot | "
-      "fused_two_phase) with its bytes and time for one micro-batch")(
-      "format", po::value(&format)->default_value("table"), "table | markdown | json | csv");
-  auto values = parse_options(args, options);
-  if (wants_help(
-          values,
+      "fused_two_phase) with its bytes and time for one micro-batch");
+  add_table_format_option(options, format);
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
           "usage: attnres strategies (--sublayers L | --layers N) (--blocks N | --block-size "
           "S | --block-layers K | --block-sizes LIST) --d-model D [model flags] "
           "[--mode block|full | --scheme SPEC] [--hardware h100|FILE.toml] [--calls STRATEGY] "
           "[--format table|markdown|json|csv]\n"
           "Bytes, launches, temporary and saved memory of each implementation strategy "
           "(stack, arena, fused one-shot, fused two-phase), forward and backward, and what "
-          "each adds to a training step and a decode step (docs/math.md §3.6).",
-          options, out)) {
+          "each adds to a training step and a decode step (docs/math.md §3.6).")) {
     return kExitOk;
   }
-  po::notify(values);
-  require_format(format, {"table", "markdown", "json", "csv"});
+  require_table_format(format);
   if (given(values, "mode") && values.count("scheme"))
     throw UsageError("--mode and --scheme both choose the scheme; give one");
   const CostInputs inputs = flags.resolved();

@@ -60,7 +60,7 @@ struct SweepFlags {
 void add_sweep_options(po::options_description& options, SweepFlags& flags) {
   flags.model.d_model_required = false;  // checked by base_setting: a --scenario gives it too
   SweepSpec& spec = flags.spec;
-  options.add_options()("help,h", "show this help")(
+  options.add_options()(
       "scenario", po::value(&flags.scenario_path),
       "take the model, [hardware], [moe] and [pipeline] of this scenario file as the base setting "
       "(model flags given as well override it); needed for time and pipeline metrics and for the "
@@ -254,18 +254,17 @@ void write_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags
 
 int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   SweepFlags flags;
-  po::options_description options("attnres sweep options");
+  po::options_description options = command_options("sweep");
   add_sweep_options(options, flags);
-  auto values = parse_options(args, options);
-  if (wants_help(values,
-                 "usage: attnres sweep (--d-model D [model flags] | --scenario FILE [model flags]) "
-                 "--x PARAM --values V [--y PARAM --y-values V] --metric KEY [--metric KEY ...] "
-                 "[--name NAME] "
-                 "[--log-x] [--log-y] [--max-points N] [--out DIR [--force] | --format csv|json]",
-                 options, out)) {
+  po::variables_map values;
+  if (parse_or_help(
+          args, options, values, out,
+          "usage: attnres sweep (--d-model D [model flags] | --scenario FILE [model flags]) "
+          "--x PARAM --values V [--y PARAM --y-values V] --metric KEY [--metric KEY ...] "
+          "[--name NAME] "
+          "[--log-x] [--log-y] [--max-points N] [--out DIR [--force] | --format csv|json]")) {
     return kExitOk;
   }
-  po::notify(values);
   check_output_flags(values, flags);
   const ScenarioInputs base = base_setting(values, flags);
   set_axes(flags, base);

@@ -10,6 +10,15 @@
 
 namespace attnres::cli {
 
+void add_table_format_option(po::options_description& options, std::string& format) {
+  options.add_options()("format", po::value(&format)->default_value("table"),
+                        "table | markdown | json | csv");
+}
+
+void require_table_format(const std::string& format) {
+  require_format(format, {"table", "markdown", "json", "csv"});
+}
+
 void print_tables(std::ostream& out, const std::vector<ReportTable>& tables) {
   for (const auto& table : tables) {
     out << table.title << "\n";

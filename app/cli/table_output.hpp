@@ -8,8 +8,15 @@
 #include <vector>
 
 #include "attnres/report.hpp"
+#include "options.hpp"
 
 namespace attnres::cli {
+
+// --format of the commands that print their tables with print_in_format: table (the default) |
+// markdown | json | csv.
+void add_table_format_option(po::options_description& options, std::string& format);
+// A UsageError unless `format` is one of those (require_format).
+void require_table_format(const std::string& format);
 
 // Each table as a titled terminal table, its note wrapped below it.
 void print_tables(std::ostream& out, const std::vector<ReportTable>& tables);

@@ -33,10 +33,9 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   TrainOptions options;
   std::string model_dir, data_path, out_dir, resume_dir, mode_text, engine_text, format;
   int block_size = 0;
-  po::options_description description("attnres train options");
-  description.add_options()("help,h", "show this help")(
-      "model", po::value(&model_dir),
-      "start from this model directory (else give the shape flags below)")(
+  po::options_description description = command_options("train");
+  description.add_options()("model", po::value(&model_dir),
+                            "start from this model directory (else give the shape flags below)")(
       "data", po::value(&data_path)->required(),
       "a text file: its bytes are the tokens (vocabulary 256)")(
       "steps", po::value(&options.steps),
@@ -78,9 +77,9 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   add_model_shape_options(description, shape, /*required=*/false, kByteVocabulary);
   ModelSchemeFlags scheme_flags;
   add_scheme_options(description, scheme_flags);
-  auto values = parse_options(args, description);
-  if (wants_help(
-          values,
+  po::variables_map values;
+  if (parse_or_help(
+          args, description, values, out,
           "usage: attnres train (--model DIR | --layers N --d-model D --heads H --ffn F [model "
           "shape flags]) "
           "--data FILE --steps N --seq T --batch B [--mode M] [--block-size S] [scheme flags] "
@@ -90,13 +89,10 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
           "[--eval-sequences K] [--val-fraction F] [--threads N] [--engine fast|reference] --out "
           "DIR [--force] "
           "[--resume DIR] [--format table|json]\n"
-          "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).",
-          description, out)) {
+          "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).")) {
     return kExitOk;
   }
-  po::notify(values);
-  if (format != "table" && format != "json")
-    throw UsageError("--format must be table or json, got '" + format + "'");
+  require_either("--format", format, "table", "json");
   options.engine.engine = parse_flag_value([&] { return parse_engine(engine_text, "--engine"); });
   if (options.engine.threads < 0) throw UsageError("--threads must be >= 0 (0: every core)");
   const bool resuming = values.count("resume") > 0;
@@ -136,9 +132,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   // The model and the run's mode.
   ModelWeights<double> initial;
   if (!resuming) {
-    if (values.count("mode"))
-      options.forward.mode =
-          parse_flag_value([&] { return parse_residual_mode(mode_text, "--mode"); });
+    options.forward.mode = parse_mode_flag(values, mode_text);
     if (from_shape) {
       for (const char* flag : {"layers", "d-model", "heads", "ffn"}) {
         if (!values.count(flag))
@@ -157,14 +151,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
     const ModelConfig& config = from_shape ? shape.config : initial.config;
     apply_block_size_flag(values, mode_text, block_size, config, options.forward);
     const ResidualMode mode = options.forward.mode.value_or(config.attn_res.mode);
-    auto plain = [](ResidualMode m) {
-      return m == ResidualMode::standard || m == ResidualMode::full || m == ResidualMode::block;
-    };
-    // Standard / Full / Block switch on the same tensors; any other change of scheme needs a new
-    // model.
-    const bool same_tensors =
-        mode == config.attn_res.mode || (plain(mode) && plain(config.attn_res.mode));
-    if (scheme_flags_given(values) || !same_tensors) {
+    if (scheme_flags_given(values) || !same_tensors(mode, config.attn_res.mode)) {
       if (!from_shape) {
         throw UsageError("scheme flags and --mode " + to_string(mode) +
                          " build a new model: use the shape flags "
