@@ -160,12 +160,14 @@ void add_params_and_flops(const AttnResConfig& scheme, const SchemeSizes& z, Sch
   const bool read_based = scheme.mode == ResidualMode::full || scheme.mode == ResidualMode::block ||
                           scheme.mode == ResidualMode::denseformer;
   const bool normalised = scheme.gate != DepthGate::sigmoid;
+  // "0" goes through a temporary: GCC 12 at -O3 reports a false -Wrestrict on assigning the
+  // literal itself here (as on "literal" + std::string elsewhere).
   if (scheme.mode == ResidualMode::standard) {
-    out.params_formula = "0";
+    out.params_formula = std::string("0");
     out.mixing_flops = L * D;
     out.flops_formula = "Ld (one add per sublayer)";
   } else if (scheme.mode == ResidualMode::rescaled) {
-    out.params_formula = "0";
+    out.params_formula = std::string("0");
     out.mixing_flops = 3.0 * L * D;
     out.flops_formula = "3Ld (two scalings and an add per sublayer)";
   } else if (scheme.mode == ResidualMode::mhc) {
