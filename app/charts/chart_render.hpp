@@ -1,5 +1,7 @@
 // The one place that turns a ChartSpec (core, Qt-free) into Qt Charts: the CLI's report figures
 // and the GUI's views both go through build_chart, so the same scenario gives the same chart.
+// This header is the renderer's entry point: it declares the xy charts and includes the Gantt
+// charts (gantt_render.hpp) and the export to files (chart_export.hpp).
 //
 // What the renderer adds to Qt Charts (for files and the GUI alike):
 //  - its own legend under the plot: every entry's full name as plain text (Qt's legend reads
@@ -12,23 +14,27 @@
 //  - a readout box at the current-setting marker (spec.marker_x): the marker's label and the
 //    value of each series there, interpolated in the axes' scales, placed where it covers the
 //    fewest data points, with a ring where the marker meets each curve.
+//
+// Where the code is, by job: chart_scene.cpp (build_chart, coordinates, Qt's texts),
+// chart_axes.cpp (scales, log ticks, fitting the axes), chart_legend.cpp (the legend),
+// chart_overlay.cpp (the overlay's style, layout loop, painting and the marker readout),
+// gantt_render.cpp, chart_export.cpp, chart_text.cpp (type and wrapping for every painter), with
+// their shared helpers in chart_render_internal.hpp; heatmaps are heatmap_render.hpp.
 #pragma once
 
 #include <QPointF>
 #include <QRectF>
-#include <QSize>
 #include <QString>
 #include <QStringList>
-#include <filesystem>
-#include <functional>
 #include <vector>
 
 #include "attnres/chart_spec.hpp"
+#include "chart_export.hpp"
+#include "gantt_render.hpp"
 
 QT_BEGIN_NAMESPACE
 class QFontMetricsF;
 class QChart;
-class QPainter;
 class QAbstractSeries;
 QT_END_NAMESPACE
 
@@ -83,60 +89,6 @@ std::vector<DrawnText> chart_texts(const QChart* chart);
 // where an axis' title is drawn (Qt::Horizontal: x; Qt::Vertical: the left y axis), empty when
 // it is not: a chart too short for the legend and the x axis title drops the title first.
 QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation);
-
-// Gantt charts (ChartSpec::Kind::gantt). A view selects the visible time window (the whole
-// chart when end <= start), the type scale and an optional note line under the legend; the GUI
-// zooms through it. Boxes narrower than a few pixels are drawn without separators and snapped
-// to whole pixels, so a schedule with thousands of boxes keeps its colours instead of turning grey.
-struct GanttView {
-  double start = 0, end = 0;
-  double font_scale = 1.0;
-  QString note;
-  int highlight = -1;  // index into spec.boxes of a box to outline (hover)
-};
-
-// The geometry paint_gantt uses: the lanes' rectangle and the time <-> x mapping.
-struct GanttLayout {
-  QRectF plot;
-  double start = 0, end = 1;  // the visible time window
-  int lanes = 1;
-  double lane_height() const { return plot.height() / lanes; }
-  double x_of(double time) const {
-    return plot.left() + plot.width() * (time - start) / (end - start);
-  }
-  double time_at(double x) const {
-    return start + (x - plot.left()) / plot.width() * (end - start);
-  }
-  // The box's rectangle, unclipped and before the one-pixel minimum the painter applies.
-  QRectF box_rect(const ChartBox& box) const;
-  // The lane under a y coordinate (-1 outside the lanes).
-  int lane_at(double y) const;
-};
-
-// The last box's end (1 when there are none): the time axis of the whole chart is [0, extent].
-double gantt_extent(const ChartSpec& spec);
-GanttLayout gantt_layout(const ChartSpec& spec, const QRectF& area,
-                         const GanttView& view = GanttView());
-
-// Paints a Gantt chart into `area`: one lane per entry of spec.lanes, boxes coloured by category
-// (with their tag inside when it fits), a time axis and a legend. Used for files and by the GUI.
-void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area);
-void paint_gantt(QPainter& painter, const ChartSpec& spec, const QRectF& area,
-                 const GanttView& view);
-
-// Renders the chart headlessly into a PNG and an SVG (each written atomically). Needs a
-// QApplication; ensure_application() makes one on the offscreen platform when none exists.
-// Draws `draw` into a PNG (on white) and into an SVG, both of `size`, each written atomically;
-// `what` names the picture in an encoding error ("chart 'io'"). The one place pictures are encoded.
-void write_png_and_svg(const std::filesystem::path& png, const std::filesystem::path& svg,
-                       QSize size, const std::string& title, const std::string& what,
-                       const std::function<void(QPainter&)>& draw, bool antialias);
-void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
-                        const std::filesystem::path& svg, QSize size = QSize(960, 600));
-
-// Creates a QApplication on the offscreen platform if there is none. Commands that write charts
-// call it before they stage any output, so a Qt start-up failure cannot leave a staging folder.
-void ensure_application();
 
 // Greedy word wrap of `text` to `width` (a word longer than the width gets a line of its own; an
 // empty text one empty line). Titles of charts, heatmaps and Gantt charts wrap with it.

@@ -1,39 +1,22 @@
 #include "heatmap_render.hpp"
 
-#include <QBuffer>
 #include <QFontMetricsF>
 #include <QImage>
 #include <QPainter>
-#include <QSvgGenerator>
 #include <algorithm>
 #include <cmath>
 
-#include "attnres/atomic_file.hpp"
 #include "attnres/colormap.hpp"
-#include "attnres/error.hpp"
 #include "attnres/format.hpp"
-#include "chart_render.hpp"
+#include "chart_render_internal.hpp"
 
 namespace attnres::charts {
 
-namespace {
-
-QFont pixel_font(double pixels) {
-  QFont font;
-  font.setPixelSize(std::max(5, static_cast<int>(std::lround(pixels))));
-  return font;
-}
-
-}  // namespace
+using namespace detail;
 
 QStringList wrap_lines(const QString& text, const QFontMetricsF& metrics, double width, int most) {
   if (text.trimmed().isEmpty()) return {};
-  QStringList lines = wrap_words(text, metrics, width);
-  if (lines.size() > most) {
-    QStringList kept = lines.mid(0, most);
-    kept.back() = metrics.elidedText(lines.mid(most - 1).join(' '), Qt::ElideRight, width);
-    lines = kept;
-  }
+  QStringList lines = first_lines(wrap_words(text, metrics, width), metrics, width, most);
   for (QString& l : lines) l = metrics.elidedText(l, Qt::ElideRight, width);
   return lines;
 }
@@ -70,8 +53,8 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec, QSizeF size, double font_s
   plan.column_count = static_cast<int>(spec.column_labels.size());
   // Type shrinks a little in small areas (down to 80 %) before anything is dropped.
   const double fit = std::clamp(std::sqrt(w * h / (420.0 * 340.0)), 0.8, 1.0);
-  plan.title_font = pixel_font(12.5 * s * fit);
-  plan.bar_font = pixel_font(11 * s * fit);
+  plan.title_font = font_of_pixels(12.5 * s * fit, 5);
+  plan.bar_font = font_of_pixels(11 * s * fit, 5);
   const QFontMetricsF title_metrics(plan.title_font), bar_metrics(plan.bar_font);
   const int title_rows = h < 260 ? 2 : 3;
   plan.title_lines = wrap_lines(QString::fromStdString(spec.title), title_metrics,
@@ -85,7 +68,7 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec, QSizeF size, double font_s
   const auto n_cols = static_cast<double>(std::max<std::size_t>(1, spec.column_labels.size()));
   const double top = plan.title_rect.bottom() + 0.35 * title_metrics.height();
   const double first_guess_h = std::max(10.0, h - top - 50);
-  plan.label_font = pixel_font(std::clamp(first_guess_h / n_rows * 0.85, 8.0, 11.0) * s);
+  plan.label_font = font_of_pixels(std::clamp(first_guess_h / n_rows * 0.85, 8.0, 11.0) * s, 5);
   const QFontMetricsF metrics(plan.label_font);
   plan.label_height = metrics.height();
 
@@ -125,15 +108,8 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec, QSizeF size, double font_s
 void paint_heatmap(QPainter& painter, const HeatmapSpec& spec, const HeatmapLayout& p) {
   const double high = spec.high > spec.low ? spec.high : spec.low + 1.0;
   painter.fillRect(QRectF(QPointF(0, 0), p.size), Qt::white);
-  painter.setFont(p.title_font);
-  painter.setPen(Qt::black);
-  const double title_line = QFontMetricsF(p.title_font).lineSpacing();
-  for (qsizetype i = 0; i < p.title_lines.size(); ++i) {
-    painter.drawText(
-        QRectF(p.title_rect.left(), p.title_rect.top() + static_cast<double>(i) * title_line,
-               p.title_rect.width(), title_line),
-        Qt::AlignHCenter | Qt::AlignVCenter, p.title_lines[i]);
-  }
+  draw_title_lines(painter, p.title_lines, p.title_font, p.title_rect.left(), p.title_rect.top(),
+                   p.title_rect.width());
   if (p.row_count == 0 || p.column_count == 0) {
     painter.drawText(QRectF(QPointF(0, 0), p.size), Qt::AlignCenter, "no data yet");
     return;
