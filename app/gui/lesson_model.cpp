@@ -28,8 +28,10 @@ namespace {
 
 std::string byte_token_ids(const std::string& text) {
   std::string ids;
-  for (unsigned char c : text)
-    ids += (ids.empty() ? "" : " ") + std::to_string(static_cast<int>(c));
+  for (unsigned char c : text) {
+    if (!ids.empty()) ids += ' ';
+    ids += std::to_string(static_cast<int>(c));
+  }
   return ids;
 }
 
