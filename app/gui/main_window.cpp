@@ -19,6 +19,7 @@
 #include <QScrollArea>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QThreadPool>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
@@ -66,6 +67,11 @@ struct MainWindow::Background {
   std::map<QString, Waiting> waiting;  // key -> the newest request, until its older run stops
   std::map<int, std::shared_ptr<Run>> in_flight;  // run number -> run, until its finish is seen
   int next = 0;
+  // The window's own workers: a run's task (and what its closure holds) is destroyed on the worker
+  // after its finish is seen, so the window waits for the pool, not only for the runs in flight,
+  // before anything the tasks hold can go (a process exit while a worker still tore down a task's
+  // engine crashed the GUI tests under load).
+  QThreadPool pool;
 };
 
 MainWindow::MainWindow(bool synchronous, QWidget* parent)
@@ -223,8 +229,8 @@ MainWindow::~MainWindow() {
   // The work of runs in flight must end before the window (and the views it applies to) goes:
   // cancel every run, then wait for it (a run still queued is run here, and stops at once).
   for (const auto& [number, job] : background_->in_flight) job->token.cancel();
+  background_->pool.waitForDone();  // every task run (a queued one stops at once) and deleted
   for (const auto& [number, job] : background_->in_flight) {
-    job->future.waitForFinished();
     delete job->watcher;  // no finished() after this; its queued events go with it
     job->watcher = nullptr;
   }
@@ -233,6 +239,10 @@ MainWindow::~MainWindow() {
   const std::vector<View*> views = std::move(views_);
   views_.clear();
   for (View* view : views) delete view;
+}
+
+void MainWindow::wait_for_workers() {
+  background_->pool.waitForDone();
 }
 
 View* MainWindow::view(const std::string& name) const {
@@ -366,7 +376,7 @@ void MainWindow::start(View* view, const QString& label, BackgroundWork work) {
   statusBar()->showMessage(label + "...");
   job->watcher = new QFutureWatcher<Outcome>(this);
   connect(job->watcher, &QFutureWatcher<Outcome>::finished, this, [this, job] { finish(job); });
-  job->future = QtConcurrent::run(std::move(task));
+  job->future = QtConcurrent::run(&background_->pool, std::move(task));
   job->watcher->setFuture(job->future);
   show_progress();
 }

@@ -90,6 +90,9 @@ class MainWindow : public QMainWindow {
   void cancel_run(const QString& label);
   // Runs started and not yet finished (their completion is seen on the GUI thread).
   std::size_t runs_in_flight() const;
+  // Blocks until the window's workers are idle: every run's work has returned and its task is
+  // gone (their completions are then queued for the GUI thread, not yet seen).
+  void wait_for_workers();
 
  private:
   // What a background run's work hands back to the GUI thread.

@@ -14,7 +14,6 @@
 #include <QTabBar>
 #include <QTableWidget>
 #include <QThread>
-#include <QThreadPool>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -684,7 +683,10 @@ void write_shipped_models(const fs::path& root) {
 
 std::string byte_ids(const std::string& text) {
   std::string ids;
-  for (unsigned char c : text) ids += (ids.empty() ? "" : " ") + std::to_string(int(c));
+  for (unsigned char c : text) {
+    if (!ids.empty()) ids += ' ';
+    ids += std::to_string(int(c));
+  }
   return ids;
 }
 
@@ -893,12 +895,12 @@ TEST(Gui, CancelledBackgroundWorkIsDiscarded) {
   window.run(window.current_view(), "test work",
              [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
   window.cancel_background();
-  QThreadPool::globalInstance()->waitForDone();
+  window.wait_for_workers();
   settle();
   EXPECT_FALSE(applied);
   window.run(window.current_view(), "test work",
              [&](const Progress&) -> std::function<void()> { return [&] { applied = true; }; });
-  QThreadPool::globalInstance()->waitForDone();
+  window.wait_for_workers();
   settle();
   EXPECT_TRUE(applied);
 }
