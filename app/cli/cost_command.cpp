@@ -125,7 +125,11 @@ SchemeRow cost_scheme(const std::string& spec, const std::string& flag, const Co
   }
   std::string label = spec;
   if (refine) {
-    for (const auto& [key, key_flag] : scheme_key_flags()) {
+    for (const auto& entry : scheme_key_flags()) {
+      // Plain references, not a structured binding: the lambda below captures them (clang 14
+      // cannot capture structured bindings).
+      const std::string& key = entry.first;
+      const std::string& key_flag = entry.second;
       if (!given(*refine, key_flag.c_str() + 2)) continue;
       if (std::find(typed.begin(), typed.end(), key) != typed.end()) {
         throw UsageError(key_flag + " and '" + key + "=' in " + flag + " '" + spec +

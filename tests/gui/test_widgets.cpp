@@ -745,7 +745,7 @@ TEST(GanttWidget, ZoomPanAndHoverAtSixtyFourMicroBatches) {
 
   // Dragging left by 100 px shows later times.
   const auto [start3, end3] = gantt.visible_range();
-  const charts::GanttLayout layout = [&] {
+  const charts::GanttLayout layout = [&, start3 = start3, end3 = end3] {
     charts::GanttView view;
     view.start = start3;
     view.end = end3;

@@ -101,7 +101,7 @@ TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
            {"1:2:3:4", "--values: expected FROM:TO[:STEP|:xFACTOR]"},
            {"1:100000000", "--values: too many values"}}) {
     const std::string message =
-        test::error_message([&] { parse_sweep_values(text, "--values", 8); });
+        test::error_message([&text = text] { parse_sweep_values(text, "--values", 8); });
     EXPECT_EQ(message.rfind(expected, 0), 0u) << text << " -> " << message;
   }
   SweepRange both;
