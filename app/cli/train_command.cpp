@@ -183,7 +183,9 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
                       fs::weakly_canonical(target)) {
     output.inputs.push_back(resume_dir);
   }
-  check_output_directory(target, output);
+  // What the check did to the directory (an interrupted checkpoint completed, a killed run's
+  // staging folder removed) is said at the end, in the summary's "notes" as well.
+  std::vector<std::string> notes = check_output_directory(target, output);
 
   std::unique_ptr<Trainer> trainer;
   {
@@ -201,8 +203,9 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   const TrainOptions& run = trainer->options();
   const bool table = format == "table";
   auto checkpoint = [&] {
-    write_output_directory(target, output,
-                           [&](const fs::path& staging) { trainer->write_checkpoint(staging); });
+    const OutputDirectoryResult written = write_output_directory(
+        target, output, [&](const fs::path& staging) { trainer->write_checkpoint(staging); });
+    for (const auto& note : output_directory_notes(written)) notes.push_back(note);
   };
   if (table) {
     out << "training " << to_string(*run.forward.mode)
@@ -283,10 +286,13 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   summary["parameters"] = parameter_count(trainer->model());
   summary["peak_rss_bytes"] = peak_resident_bytes();
   summary["out"] = target.string();
-  if (table)
+  summary["notes"] = notes;
+  if (table) {
     out << "wrote " << target.string()
         << " (config.json, model.safetensors, optimizer.safetensors, " << kTrainStateFile << ", "
         << kTrainLogFile << ")\n";
+    for (const auto& note : notes) out << "note: " << note << "\n";
+  }
   out << summary.dump(2) << "\n";
   return kExitOk;
 }

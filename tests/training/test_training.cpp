@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 
+#include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/trainer.hpp"
 #include "model_support.hpp"
@@ -13,6 +16,8 @@
 
 namespace attnres {
 namespace {
+
+namespace fs = std::filesystem;
 
 ModelWeights<double> tiny_byte_model(std::uint64_t seed) {
   return random_model(test::model_config(1, 16, 2, 2, 24, 256), {.seed = seed, .weight_std = 0.1});
@@ -203,6 +208,98 @@ TEST(Trainer, ResumeRefusesOtherDataAndCorruptCheckpoints) {
     EXPECT_NE(std::string(error.what()).find("train_state.json"), std::string::npos)
         << error.what();
   }
+}
+
+// The message of what `action` throws ("" when it does not throw attnres::Error).
+std::string resume_error(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// train_state.json of `dir` edited by `edit`.
+void edit_state(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json state = nlohmann::json::parse(read_file(dir / "train_state.json"));
+  edit(state);
+  write_file_atomically(dir / "train_state.json", state.dump(2));
+}
+
+TEST(Trainer, ResumeRefusesACheckpointWhoseFilesDoNotBelongTogether) {
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
+  Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
+  test::TempDir at1, at2, block;
+  trainer.step();
+  trainer.write_checkpoint(at1.path());
+  trainer.step();
+  trainer.write_checkpoint(at2.path());
+  // Before: the weights of step 2 beside the state of step 1 resumed silently.
+  for (const char* name : {"model.safetensors", "optimizer.safetensors", "train_log.csv"}) {
+    test::TempDir mixed;
+    fs::copy(at1.path(), mixed.path(),
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    fs::copy_file(at2 / name, mixed / name, fs::copy_options::overwrite_existing);
+    const std::string message = resume_error([&] { Trainer::resume(mixed.path(), data); });
+    EXPECT_NE(message.find(std::string(name) + " is not the file this checkpoint was written with"),
+              std::string::npos)
+        << name << ": " << message;
+  }
+  // A Full AttnRes run's state with a Block model's config.json.
+  Trainer other(tiny_byte_model(1), data, tiny_options(ResidualMode::block));
+  other.write_checkpoint(block.path());
+  test::TempDir mixed;
+  fs::copy(at1.path(), mixed.path(),
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::copy_file(block / "config.json", mixed / "config.json", fs::copy_options::overwrite_existing);
+  EXPECT_NE(resume_error([&] {
+              Trainer::resume(mixed.path(), data);
+            }).find("config.json is not the file"),
+            std::string::npos);
+  EXPECT_EQ(resume_error([&] { Trainer::resume(at2.path(), data); }), "");
+}
+
+TEST(Trainer, ResumeRefusesShortLogsBadStepsAndOptionsWithoutCrashing) {
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
+  Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
+  trainer.step();
+  trainer.step();
+  test::TempDir dir;
+  trainer.write_checkpoint(dir.path());
+  // A version-1 state (no checksums) leaves only the log itself to check: before, an empty,
+  // header-only or truncated log crashed `train --resume`.
+  edit_state(dir.path(), [](nlohmann::json& state) {
+    state["version"] = 1;
+    state.erase("files");
+  });
+  const std::string log = read_file(dir / "train_log.csv");
+  const std::string header = log.substr(0, log.find('\n') + 1);
+  const std::string without_last = log.substr(0, log.rfind('\n', log.size() - 2) + 1);
+  for (const auto& [what, text] : std::vector<std::pair<std::string, std::string>>{
+           {"empty", ""},
+           {"header only", header},
+           {"last row lost", without_last},
+           {"cut inside a row", log.substr(0, log.size() - 7)}}) {
+    write_file_atomically(dir / "train_log.csv", text);
+    const std::string message = resume_error([&] { Trainer::resume(dir.path(), data); });
+    EXPECT_NE(message.find("train_log.csv"), std::string::npos) << what << ": " << message;
+  }
+  write_file_atomically(dir / "train_log.csv", log);
+  EXPECT_EQ(resume_error([&] { Trainer::resume(dir.path(), data); }), "");
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit,
+                           const std::string& why) {
+    edit_state(dir.path(), edit);
+    const std::string message = resume_error([&] { Trainer::resume(dir.path(), data); });
+    EXPECT_NE(message.find(why), std::string::npos) << message;
+    write_file_atomically(dir / "train_state.json", "");
+    trainer.write_checkpoint(dir.path());
+  };
+  refused([](nlohmann::json& s) { s["step"] = -1; }, "is not a whole number >= 0");
+  refused([](nlohmann::json& s) { s["step"] = 10.5; }, "is not a whole number >= 0");
+  refused([](nlohmann::json& s) { s["options"]["beta1"] = 2.0; }, "beta1 must be in [0, 1)");
+  refused([](nlohmann::json& s) { s["options"]["eps"] = 0.0; }, "eps must be a positive number");
+  refused([](nlohmann::json& s) { s["version"] = 7; }, "this attnres reads 1 and 2");
 }
 
 TEST(Trainer, CancelledStepChangesNothing) {

@@ -10,6 +10,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/output_dir.hpp"
 #include "attnres/safetensors.hpp"
 
 namespace attnres {
@@ -183,6 +184,9 @@ ModelWeights<double> load_model(const fs::path& directory) {
   if (!fs::is_directory(directory)) {
     throw Error("model directory '" + directory.string() + "' does not exist");
   }
+  // A write of this directory cut short (init-model, train) is completed first, and none
+  // switches its files while they are read: config.json and the weights are one set.
+  const OutputDirectoryReadLock lock(directory);
   const ModelConfig config = parse_model_config(read_file(config_path), config_path.string());
   // Refuse before allocating anything: the weights as float64 plus the file itself must fit.
   const std::uint64_t needed = model_bytes_as_float64(config, config_path.string());
