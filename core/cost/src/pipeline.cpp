@@ -113,6 +113,22 @@ std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings
                                                 std::to_string(kMaxMicrobatches) + ", got " +
                                                 std::to_string(s.microbatches)};
   }
+  if (s.model.pp >= 1 && s.model.vpp >= 1) {  // resolved inputs; an unresolved P·V is checked there
+    const std::int64_t chunks = s.model.pp * s.model.vpp;
+    if (chunks > kMaxPipelinePairs / s.microbatches) {
+      const std::int64_t pairs = chunks * s.microbatches;  // P·V <= L <= kMaxSublayers: fits
+      auto megabytes = [](std::int64_t count) {
+        return std::to_string(count * kPipelineBytesPerPair / 1'000'000) + " MB";
+      };
+      return CostInputProblem{
+          "microbatches", "m x P·V = " + std::to_string(s.microbatches) + " x " +
+                              std::to_string(chunks) + " = " + std::to_string(pairs) +
+                              " (micro-batch, chunk) pairs would take about " + megabytes(pairs) +
+                              " to simulate; at most " + std::to_string(kMaxPipelinePairs) +
+                              " pairs (about " + megabytes(kMaxPipelinePairs) +
+                              "): use fewer micro-batches, ranks or virtual stages"};
+    }
+  }
   if (s.schedule == PipelineSchedule::one_f_one_b && s.model.vpp > 1) {
     return CostInputProblem{
         "schedule",

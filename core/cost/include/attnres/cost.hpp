@@ -174,10 +174,16 @@ struct CostInputProblem {
   std::string field;
   std::string message;
 };
+// The most sublayers L the cost engine takes (transformer layers: half of it). Far beyond any
+// published model; the bound keeps every count the formulas form (N, S, L^2 read pairs) well
+// inside 64 bits.
+inline constexpr std::int64_t kMaxSublayers = 1'000'000;
+
 // Derives sublayers / blocks / block_size / ffn in place and returns the first problem, if any
 // (no exception: sweeps reject many settings and stay fast).
 std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& inputs);
-// As try_resolve_cost_inputs, throwing CostInputError. Derives and validates: sizes >= 1, N <= L, S
+// As try_resolve_cost_inputs, throwing CostInputError. Derives and validates: sizes >= 1,
+// L <= kMaxSublayers, N <= L, S
 // <= L, consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
 // block_layers K becomes S = 2K (and is then cleared); a block_sizes list must sum to L and fixes
 // N and S (a given N, S or K must agree with it).
