@@ -240,11 +240,19 @@ TEST(CostInputsCheck, RefusesMoreSublayersThanTheBound) {
                          std::to_string(std::numeric_limits<std::int64_t>::max()));
   in = paper_inputs();
   in.sublayers = kMaxSublayers + 1;
-  expect_field_error(in, "sublayers", "at most 1000000");
+  expect_field_error(in, "sublayers", "at most 3000000000");
   in = paper_inputs();
   in.sublayers = 0;
   in.layers = std::numeric_limits<std::int64_t>::max() / 2;
-  expect_field_error(in, "layers", "transformer layers must be at most 500000");
+  expect_field_error(in, "layers", "transformer layers must be at most 1500000000");
+  // At the bound, N and S are what they should be.
+  in = paper_inputs();
+  in.sublayers = kMaxSublayers;
+  in.blocks = 8;
+  in.d_model = 1;
+  const CostInputs resolved = resolve_cost_inputs(in);
+  EXPECT_EQ(resolved.block_size, kMaxSublayers / 8);
+  EXPECT_EQ(resolved.blocks, 8);
 }
 
 TEST(CostReportAll, EvaluatesThePaperSetting) {

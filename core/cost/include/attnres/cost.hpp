@@ -174,10 +174,12 @@ struct CostInputProblem {
   std::string field;
   std::string message;
 };
-// The most sublayers L the cost engine takes (transformer layers: half of it). Far beyond any
-// published model; the bound keeps every count the formulas form (N, S, L^2 read pairs) well
-// inside 64 bits.
-inline constexpr std::int64_t kMaxSublayers = 1'000'000;
+// The most sublayers L the cost engine takes (transformer layers: half of it). The closed forms
+// stay O(P·V) for any L (a billion one-sublayer blocks evaluate at once); past this bound the
+// count of (read, source) pairs (L+1)(L+2)/2 no longer fits 64 bits, so L is refused first, with
+// the bound, before N = ceil(L/S) and the other counts are formed. Commands that list every read
+// (layout, recompute) have the lower kMaxStrategySublayers (strategy.hpp).
+inline constexpr std::int64_t kMaxSublayers = 3'000'000'000;
 
 // Derives sublayers / blocks / block_size / ffn in place and returns the first problem, if any
 // (no exception: sweeps reject many settings and stay fast).
