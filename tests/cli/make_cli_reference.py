@@ -90,8 +90,8 @@ flag and the bound: `--threads` (every command that has it, and the `threads` of
 `train_state.json`), `pipeline --microbatches` (m, and m × P·V, the pairs the simulation places),
 `--sublayers` / `--layers` (L at most 3,000,000,000 for the closed forms, `kMaxSublayers` in
 `core/cost/include/attnres/cost.hpp`; at most 100,000 for `layout` and `recompute`, which list
-every read: `kMaxStrategySublayers`, `strategy.hpp`), and data files (`--data`: regular files of at most 256 MiB,
-[training.md](training.md)).
+every read: `kMaxStrategySublayers`, `strategy.hpp`), and data files (`--data`: regular files of
+at most 256 MiB, [training.md](training.md)).
 """)
     failed = False
     for title, args in COMMANDS:

@@ -290,7 +290,7 @@ TEST(PipelineRules, MoeAndPipelineSettingsNameTheFieldTheyAreAbout) {
   EXPECT_EQ(field_of(pairs), "microbatches");
   ASSERT_TRUE(pairs);
   EXPECT_NE(pairs->message.find("m x P·V = 1000000 x 32 = 32000000 (micro-batch, chunk) pairs "
-                                "would take about 16000 MB to simulate; at most " +
+                                "would take about 25600 MB to simulate; at most " +
                                 std::to_string(kMaxPipelinePairs)),
             std::string::npos)
       << pairs->message;
