@@ -40,14 +40,30 @@ long temporary_owner(const std::string& entry, const std::string& prefix) {
 
 }  // namespace
 
+namespace {
+
+// ".NAME.attnres-tmp.", built by appending (GCC 12 -O3 reports a false -Wrestrict for
+// "." + name + ...).
+std::string temporary_prefix(const fs::path& path) {
+  std::string prefix(1, '.');
+  prefix.append(path.filename().string());
+  prefix.append(kTemporaryTag);
+  return prefix;
+}
+
+}  // namespace
+
 fs::path temporary_path_for(const fs::path& path) {
   static std::atomic<unsigned long> counter{0};
-  return path.parent_path() / ("." + path.filename().string() + std::string(kTemporaryTag) +
-                               std::to_string(::getpid()) + "." + std::to_string(counter++));
+  std::string name = temporary_prefix(path);
+  name.append(std::to_string(::getpid()));
+  name.push_back('.');
+  name.append(std::to_string(counter++));
+  return path.parent_path() / name;
 }
 
 std::size_t remove_stale_temporaries(const fs::path& path) {
-  const std::string prefix = "." + path.filename().string() + std::string(kTemporaryTag);
+  const std::string prefix = temporary_prefix(path);
   std::error_code error;
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   fs::directory_iterator it(folder, error), end;
