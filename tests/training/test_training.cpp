@@ -1,6 +1,7 @@
 // Training pieces (docs/training.md): the data file rules, batches, the schedule, one AdamW step
 // by hand, determinism, resume = uninterrupted, and a short run that lowers the validation loss.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
@@ -64,6 +65,71 @@ TEST(TextData, BadFilesAreClearErrors) {
             std::string::npos);
   test::TempDir dir;
   EXPECT_THROW(load_text_data(dir / "missing.txt", 0.05, 4), Error);
+}
+
+// Only regular files are read: a directory, a FIFO (which would block) and a device such as
+// /dev/zero (which never ends) are refused at once, naming the path.
+TEST(TextData, OnlyRegularFilesAreRead) {
+  test::TempDir dir;
+  const std::string folder = test::error_message([&] { load_text_data(dir.path(), 0.05, 4); });
+  EXPECT_NE(folder.find(dir.path().string() + ": the data file is a directory"), std::string::npos)
+      << folder;
+  const std::filesystem::path fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string pipe = test::error_message([&] { load_text_data(fifo, 0.05, 4); });
+  EXPECT_NE(pipe.find("pipe: the data file is a FIFO"), std::string::npos) << pipe;
+  if (std::filesystem::exists("/dev/zero")) {
+    const std::string zero = test::error_message([&] { load_text_data("/dev/zero", 0.05, 4); });
+    EXPECT_NE(zero.find("/dev/zero: the data file is a device"), std::string::npos) << zero;
+  }
+}
+
+// The cap is checked before reading (a sparse file of kMaxTextDataBytes + 1 bytes is refused
+// without reading it) and stated in the message.
+TEST(TextData, FilesAboveTheCapAreRefusedBeforeReading) {
+  test::TempDir dir;
+  const std::filesystem::path big = dir / "big.txt";
+  { std::ofstream(big) << "x"; }
+  std::filesystem::resize_file(big, kMaxTextDataBytes + 1);
+  const std::string message = test::error_message([&] { load_text_data(big, 0.05, 4); });
+  EXPECT_NE(
+      message.find("big.txt: the data file has " + std::to_string(kMaxTextDataBytes + 1) +
+                   " bytes; at most " + std::to_string(kMaxTextDataBytes) + " bytes (256 MiB"),
+      std::string::npos)
+      << message;
+}
+
+// The file is read in chunks and checked as they arrive: a NUL is reported with its position in
+// the file, across chunk boundaries.
+TEST(TextData, ANulIsFoundWhereverItIs) {
+  test::TempDir dir;
+  std::string text = test::sample_text(3 << 20);
+  text[(1 << 20) + 5] = '\0';
+  { std::ofstream(dir / "late.txt", std::ios::binary) << text; }
+  const std::string message =
+      test::error_message([&] { load_text_data(dir / "late.txt", 0.05, 4); });
+  EXPECT_NE(message.find("byte " + std::to_string((1 << 20) + 5) + " is NUL"), std::string::npos)
+      << message;
+}
+
+// Data are held as bytes (one byte of memory per byte of file, not four), and a file read from
+// disk gives the same data as the same bytes in memory.
+TEST(TextData, IsHeldAsBytesAndMatchesTheBytesInMemory) {
+  static_assert(sizeof(decltype(TextData::train)::value_type) == 1);
+  static_assert(sizeof(decltype(TextData::validation)::value_type) == 1);
+  test::TempDir dir;
+  const std::string text = test::sample_text(5000) + "\xc3\xa9\xff";
+  { std::ofstream(dir / "text.txt", std::ios::binary) << text; }
+  const TextData file = load_text_data(dir / "text.txt", 0.1, 16);
+  const TextData memory = text_data_from_bytes(text, "mem", 0.1, 16);
+  EXPECT_EQ(file.train, memory.train);
+  EXPECT_EQ(file.validation, memory.validation);
+  EXPECT_EQ(file.fingerprint, memory.fingerprint);
+  EXPECT_EQ(file.fingerprint, fnv1a64(text));
+  EXPECT_EQ(file.validation.back(), 0xff);
+  const auto batch = training_batch(file, 2, 16, 1, 1);
+  ASSERT_EQ(batch.size(), 2u);
+  for (const int token : batch[0]) EXPECT_TRUE(token >= 0 && token < kByteVocabulary);
 }
 
 TEST(Batches, AreAPureFunctionOfSeedAndStep) {
