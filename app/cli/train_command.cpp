@@ -63,10 +63,9 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       "val-fraction", po::value(&options.validation_fraction)->default_value(0.05),
       "the last part of the file kept for validation")(
       "threads", po::value(&options.engine.threads)->default_value(0),
-      "CPU threads (0: every core); results are "
-      "deterministic for a given thread count")("engine",
-                                                po::value(&engine_text)->default_value("fast"),
-                                                "fast | reference (the readable oracle, slow)")(
+      (threads_help("CPU threads") + "; results are deterministic for a given thread count")
+          .c_str())("engine", po::value(&engine_text)->default_value("fast"),
+                    "fast | reference (the readable oracle, slow)")(
       "out", po::value(&out_dir)->required(),
       "checkpoint directory: new, empty, or written by attnres")(
       "resume", po::value(&resume_dir),
@@ -94,7 +93,10 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   require_either("--format", format, "table", "json");
   options.engine.engine = parse_flag_value([&] { return parse_engine(engine_text, "--engine"); });
-  if (options.engine.threads < 0) throw UsageError("--threads must be >= 0 (0: every core)");
+  parse_flag_value([&] {
+    check_thread_count(options.engine.threads, "--threads");
+    return 0;
+  });
   const bool resuming = values.count("resume") > 0;
   const bool from_shape = model_shape_given(values);
   if (resuming) {

@@ -51,6 +51,7 @@ void TrainOptions::validate() const {
          " tokens per step is more than the " + std::to_string(kMaxTokensPerStep) +
          " this trainer of tiny models takes (docs/training.md)");
   if (warmup < -1) fail("--warmup must be >= 0, got " + std::to_string(warmup));
+  check_thread_count(engine.threads, "--threads");  // also a checkpoint's "threads"
   if (!(adamw.beta1 >= 0.0 && adamw.beta1 < 1.0))
     fail("beta1 must be in [0, 1), got " + format_number(adamw.beta1));
   if (!(adamw.beta2 >= 0.0 && adamw.beta2 < 1.0))
@@ -275,8 +276,9 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
   TrainOptions options;
   std::int64_t step = 0;
   int version = 0;
+  const std::string state_text = read_text(state_path);
   try {
-    state = json::parse(read_text(state_path));
+    state = json::parse(state_text);
     if (state.at("format").get<std::string>() != "attnres-train-state")
       throw Error("not a training state");
     version = state.at("version").get<int>();
@@ -346,10 +348,16 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
   load("exp_avg.", trainer->adam_.first);
   load("exp_avg_sq.", trainer->adam_.second);
   trainer->step_ = step;
-  trainer->log_ = read_train_log(directory / kTrainLogFile, trainer->sublayers());
+  const fs::path log_path = directory / kTrainLogFile;
+  const std::string log_text = read_text(log_path);
+  if (!log_text.empty() && log_text.back() != '\n') {
+    throw Error("train --resume: " + log_path.string() +
+                " is cut short (its last line has no end): the log of an interrupted write");
+  }
+  trainer->log_ = parse_train_log_csv(log_text, trainer->sublayers(), log_path.string());
   while (!trainer->log_.empty() && trainer->log_.back().step > step) trainer->log_.pop_back();
   if (trainer->log_.empty() || trainer->log_.back().step != step) {
-    throw Error("train --resume: " + (directory / kTrainLogFile).string() +
+    throw Error("train --resume: " + log_path.string() +
                 (trainer->log_.empty()
                      ? " has no rows"
                      : " ends at step " + std::to_string(trainer->log_.back().step)) +

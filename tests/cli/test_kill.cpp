@@ -17,6 +17,7 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/output_dir.hpp"
 #include "test_support.hpp"
+#include "training/training_support.hpp"
 
 namespace attnres {
 namespace {

@@ -38,10 +38,6 @@ long temporary_owner(const std::string& entry, const std::string& prefix) {
   return pid;
 }
 
-}  // namespace
-
-namespace {
-
 // ".NAME.attnres-tmp.", built by appending (GCC 12 -O3 reports a false -Wrestrict for
 // "." + name + ...).
 std::string temporary_prefix(const fs::path& path) {

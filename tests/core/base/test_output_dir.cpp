@@ -283,8 +283,8 @@ TEST(OutputDirectory, AKillAtAnyStepOfACommitLeavesTheOldSetOrTheNewOne) {
         << "after a kill at step " << at;
     EXPECT_EQ(contents(target), new_set);
   }
-  EXPECT_GE(saw_old, 1);  // killed before the record: nothing happened
-  EXPECT_GE(saw_new, 5);  // killed after it: completed by the next look
+  EXPECT_GE(saw_old, 1);                // killed before the record: nothing happened
+  EXPECT_GE(saw_new, 5);                // killed after it: completed by the next look
   EXPECT_GE(before_recovery_mixed, 1);  // the windows the record closes do exist
 }
 
