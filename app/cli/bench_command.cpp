@@ -45,7 +45,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
       "steps", po::value(&steps)->default_value(5),
       "timed steps after the warm-up (the median is reported)")(
       "warmup", po::value(&warmup)->default_value(2), "untimed steps first")(
-      "threads", po::value(&threads)->default_value(0), "CPU threads (0: every core)")(
+      "threads", po::value(&threads)->default_value(0), threads_help("CPU threads").c_str())(
       "mode", po::value(&mode_text), "standard | full | block (default: the model's)")(
       "block-size", po::value(&block_size), "block size S with --mode block")(
       "engine", po::value(&engine_text)->default_value("fast"), "fast | reference")(
@@ -151,7 +151,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       "tokens T per forward pass (deterministic ids shared with the PyTorch peer)")(
       "repeat", po::value(&repeat)->default_value(5),
       "timed passes after one warm-up (the median is reported)")(
-      "threads", po::value(&threads)->default_value(0), "CPU threads (0: every core)")(
+      "threads", po::value(&threads)->default_value(0), threads_help("CPU threads").c_str())(
       "mode", po::value(&mode_text), "standard | full | block (default: the model's)")(
       "block-size", po::value(&block_size), "block size S with --mode block")(
       "two-phase", po::value(&two_phase_text)->default_value("on"), "on | off")(

@@ -61,8 +61,11 @@ auto parse_flag_value(Parse parse) {
   }
 }
 
+// The help of a --threads flag: `what`, then "(0: every core, at most kMaxThreads)".
+std::string threads_help(const std::string& what);
+
 // --engine, --device, --threads and --precision checked together (the CUDA engine is the fast
-// engine in f32; threads >= 0). Throws UsageError naming the flag.
+// engine in f32; 0 <= threads <= kMaxThreads). Throws UsageError naming the flag.
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
                                  const std::string& precision);
 

@@ -2,7 +2,11 @@
 // cost inputs, and the UsageErrors that name them.
 #include "cost_input_flags.hpp"
 
+#include <cmath>
+
 #include "attnres/block_layout.hpp"
+#include "attnres/format.hpp"
+#include "attnres/strategy.hpp"
 #include "cli.hpp"
 
 namespace attnres::cli {
@@ -54,6 +58,21 @@ CostInputs InputFlags::resolved() {
   } catch (const CostInputError& error) {
     throw UsageError(flag_for_field(error.field) + ": " + error.what());
   }
+}
+
+CostInputs InputFlags::resolved_for_listing(const std::string& command) {
+  const CostInputs out = resolved();
+  if (out.sublayers > kMaxStrategySublayers) {
+    // The sources of every read and the rows built from them (measured: about 15 bytes each).
+    constexpr double kBytesPerSublayer = 15;
+    throw UsageError(
+        std::string(inputs.layers != 0 ? "--layers" : "--sublayers") + ": " + command +
+        " lists every read; L = " + std::to_string(out.sublayers) + " sublayers would take about " +
+        format_number(std::round(static_cast<double>(out.sublayers) * kBytesPerSublayer / 1e6)) +
+        " MB; at most " + std::to_string(kMaxStrategySublayers) +
+        " sublayers are listed (the cost command takes any L)");
+  }
+  return out;
 }
 
 ResidualMode strategy_mode(const std::string& mode) {

@@ -29,6 +29,9 @@ struct InputFlags {
   std::string flag_for_field(const std::string& key) const;
   // The inputs as typed, with --dtype and --block-sizes parsed, resolved and validated.
   CostInputs resolved();
+  // resolved(), for a command that lists every read (`layout`, `recompute`: memory grows with
+  // L): L at most kMaxStrategySublayers, refused before the work with the memory it would take.
+  CostInputs resolved_for_listing(const std::string& command);
 };
 
 // --mode of `strategies` and `recompute`: block or full (the schemes with implementation

@@ -290,7 +290,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       "engine", po::value(&engine_text)->default_value("fast"),
       "fast (fused, threaded; the default) | reference (the readable oracle)")(
       "threads", po::value(&threads)->default_value(0),
-      "CPU threads of the fast engine (0: every core)")(
+      threads_help("CPU threads of the fast engine").c_str())(
       "device", po::value(&device_text)->default_value("cpu"),
       "cpu | cuda (the fast engine on a GPU, f32)")(
       "dump", po::value(&dump_path),

@@ -67,7 +67,8 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   output.owner = "model";
   output.force = values.count("force") > 0;
   const fs::path target = clean_output_path(out_dir, "--out");
-  check_output_directory(target, output);  // refuse before the work, not after
+  std::vector<std::string> notes =
+      check_output_directory(target, output);  // refuse before the work, not after
 
   const ModelWeights<double> model = random_model(config, random);
   ProgressBar progress("writing");
@@ -85,7 +86,8 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
       << "  residual scheme " << config.attn_res.describe();
   out << "; " << parameters << " parameters (F32, " << parameters * 4 << " bytes)"
       << "; seed " << random.seed << ", query std " << random.query_std << "\n";
-  for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
+  for (const auto& note : output_directory_notes(written)) notes.push_back(note);
+  for (const auto& note : notes) out << "note: " << note << "\n";
   return kExitOk;
 }
 

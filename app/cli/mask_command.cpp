@@ -63,13 +63,14 @@ int mask_command(const std::vector<std::string>& args, std::ostream& out, std::o
   std::vector<MaskSelection> selections;
   for (const auto& drop : drops)
     selections.push_back(parse_flag_value([&] { return parse_mask_selection(drop, "--drop"); }));
+  // The data first (a bounded read of a regular file, docs/training.md), then the model.
+  const TextData data = load_text_data(data_path, fraction, seq);
   const ModelWeights<double> model = load_model(model_dir);
   if (model.config.vocab_size < kByteVocabulary) {
     throw Error(model_dir + ": the model's vocabulary has " +
                 std::to_string(model.config.vocab_size) +
                 " ids; the data file's bytes need at least 256 (a model trained by attnres train)");
   }
-  const TextData data = load_text_data(data_path, fraction, seq);
   const auto tokens = validation_windows(data, seq, windows);
   std::vector<MaskExperiment> results;
   {

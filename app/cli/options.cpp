@@ -13,13 +13,16 @@
 
 namespace attnres::cli {
 
+std::string threads_help(const std::string& what) {
+  return what + " (0: every core, at most " + std::to_string(kMaxThreads) + ")";
+}
+
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
                                  const std::string& precision) {
   EngineOptions options;
   options.engine = parse_flag_value([&] { return parse_engine(engine, "--engine"); });
   options.device = parse_flag_value([&] { return parse_device(device, "--device"); });
-  if (threads < 0)
-    throw UsageError("--threads must be >= 1 (0: every core), got " + std::to_string(threads));
+  parse_flag_value([&] { check_thread_count(threads, "--threads"); });
   options.threads = threads;
   if (options.device == Device::cuda) {
     if (options.engine == EngineKind::reference) {

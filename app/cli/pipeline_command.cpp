@@ -33,8 +33,13 @@ struct PipelineFlags {
 void add_pipeline_options(po::options_description& options, PipelineFlags& flags) {
   PipelineSettings& settings = flags.settings;
   flags.model.add_to(options, true);
+  const std::string microbatches_help =
+      "micro-batches m per iteration (1.." + std::to_string(kMaxMicrobatches) +
+      "; m x P·V at most " + std::to_string(kMaxPipelinePairs) +
+      ", which keeps the simulation under about " +
+      std::to_string(kMaxPipelinePairs * kPipelineBytesPerPair / 1'000'000) + " MB)";
   options.add_options()("microbatches", po::value(&settings.microbatches)->default_value(8),
-                        "micro-batches m per iteration")(
+                        microbatches_help.c_str())(
       "schedule", po::value(&flags.schedule),
       "1f1b | interleaved (default: interleaved when --vpp > 1)")(
       "cache", po::value(&flags.cache)->default_value("cached"),

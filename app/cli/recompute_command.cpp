@@ -36,7 +36,7 @@ int recompute_command(const std::vector<std::string>& args, std::ostream& out, s
   require_table_format(format);
   const ResidualMode residual = strategy_mode(mode);
   const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--strategy"); });
-  const CostInputs inputs = flags.resolved();
+  const CostInputs inputs = flags.resolved_for_listing("recompute");
   print_in_format(out, {recompute_table(residual, picked, inputs)}, format);
   return kExitOk;
 }

@@ -57,8 +57,9 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
                      std::find(scenario.sections.begin(), scenario.sections.end(), "training") !=
                          scenario.sections.end();
   if (train) output.inputs.push_back(scenario.training->data_path);
-  check_output_directory(target, output);  // refuse before the work, not after
-  charts::ensure_application();            // before any staging folder exists
+  std::vector<std::string> notes =
+      check_output_directory(target, output);  // refuse before the work, not after
+  charts::ensure_application();                // before any staging folder exists
   ProgressBar progress("report");
   Report report = build_report(scenario, progress.callback());
   if (train) {
@@ -79,7 +80,8 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
   out << "wrote " << (target / "report.md").string() << ": " << report.tables.size() << " tables, "
       << report.charts.size() << " charts (PNG + SVG), report.json\n";
   for (const auto& note : report.notes) out << "note: " << printable_text(note) << "\n";
-  for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
+  for (const auto& note : output_directory_notes(written)) notes.push_back(note);
+  for (const auto& note : notes) out << "note: " << note << "\n";
   return kExitOk;
 }
 

@@ -219,8 +219,9 @@ void write_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags
   output.progress = write_phase_progress(progress);
   if (!flags.scenario_path.empty()) output.inputs = {fs::path(flags.scenario_path)};
   const fs::path target = clean_output_path(flags.out_dir, "--out");
-  check_output_directory(target, output);  // refuse before the work, not after
-  charts::ensure_application();            // before any staging folder exists
+  std::vector<std::string> notes =
+      check_output_directory(target, output);  // refuse before the work, not after
+  charts::ensure_application();                // before any staging folder exists
   SweepResult result;
   const OutputDirectoryResult written =
       write_output_directory(target, output, [&](const fs::path& dir) {
@@ -247,7 +248,8 @@ void write_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags
       << " rejected as impossible); wrote " << (target / spec.name).string()
       << ".{csv,json,png,svg}\n";
   if (!result.decimated.empty()) out << "note: " << result.decimated << "\n";
-  for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
+  for (const auto& note : output_directory_notes(written)) notes.push_back(note);
+  for (const auto& note : notes) out << "note: " << note << "\n";
 }
 
 }  // namespace

@@ -63,10 +63,9 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       "val-fraction", po::value(&options.validation_fraction)->default_value(0.05),
       "the last part of the file kept for validation")(
       "threads", po::value(&options.engine.threads)->default_value(0),
-      "CPU threads (0: every core); results are "
-      "deterministic for a given thread count")("engine",
-                                                po::value(&engine_text)->default_value("fast"),
-                                                "fast | reference (the readable oracle, slow)")(
+      (threads_help("CPU threads") + "; results are deterministic for a given thread count")
+          .c_str())("engine", po::value(&engine_text)->default_value("fast"),
+                    "fast | reference (the readable oracle, slow)")(
       "out", po::value(&out_dir)->required(),
       "checkpoint directory: new, empty, or written by attnres")(
       "resume", po::value(&resume_dir),
@@ -94,7 +93,10 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   require_either("--format", format, "table", "json");
   options.engine.engine = parse_flag_value([&] { return parse_engine(engine_text, "--engine"); });
-  if (options.engine.threads < 0) throw UsageError("--threads must be >= 0 (0: every core)");
+  parse_flag_value([&] {
+    check_thread_count(options.engine.threads, "--threads");
+    return 0;
+  });
   const bool resuming = values.count("resume") > 0;
   const bool from_shape = model_shape_given(values);
   if (resuming) {
@@ -183,7 +185,9 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
                       fs::weakly_canonical(target)) {
     output.inputs.push_back(resume_dir);
   }
-  check_output_directory(target, output);
+  // What the check did to the directory (an interrupted checkpoint completed, a killed run's
+  // staging folder removed) is said at the end, in the summary's "notes" as well.
+  std::vector<std::string> notes = check_output_directory(target, output);
 
   std::unique_ptr<Trainer> trainer;
   {
@@ -201,8 +205,9 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   const TrainOptions& run = trainer->options();
   const bool table = format == "table";
   auto checkpoint = [&] {
-    write_output_directory(target, output,
-                           [&](const fs::path& staging) { trainer->write_checkpoint(staging); });
+    const OutputDirectoryResult written = write_output_directory(
+        target, output, [&](const fs::path& staging) { trainer->write_checkpoint(staging); });
+    for (const auto& note : output_directory_notes(written)) notes.push_back(note);
   };
   if (table) {
     out << "training " << to_string(*run.forward.mode)
@@ -283,10 +288,13 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   summary["parameters"] = parameter_count(trainer->model());
   summary["peak_rss_bytes"] = peak_resident_bytes();
   summary["out"] = target.string();
-  if (table)
+  summary["notes"] = notes;
+  if (table) {
     out << "wrote " << target.string()
         << " (config.json, model.safetensors, optimizer.safetensors, " << kTrainStateFile << ", "
         << kTrainLogFile << ")\n";
+    for (const auto& note : notes) out << "note: " << note << "\n";
+  }
   out << summary.dump(2) << "\n";
   return kExitOk;
 }

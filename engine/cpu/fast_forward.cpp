@@ -3,9 +3,12 @@
 #include <Eigen/Core>
 #include <Eigen/StdVector>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
+#include "attnres/cancel.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/kernels.hpp"
 #include "attnres/layers.hpp"
@@ -19,6 +22,38 @@ namespace attnres::engine {
 namespace {
 
 constexpr int kTile = 64;  // attention query/key tile
+// Key tiles between two looks at the cancellation flag inside attention: a few milliseconds of
+// work, so a pass over a very long sequence stops within well under a second of Ctrl-C.
+constexpr int kKeyTilesPerCancelCheck = 32;
+
+// Cancellation inside one long operation (the attention of a long sequence takes minutes): any
+// worker may ask, now and then; the progress callback is called by one worker at a time (never
+// two at once), and once it says stop, every worker sees the flag and leaves its chunk.
+class CancelCheck {
+ public:
+  void start(const Progress* progress, std::size_t done, std::size_t total) {
+    progress_ = progress && *progress ? progress : nullptr;
+    done_ = done;
+    total_ = total;
+    stop_.store(false, std::memory_order_relaxed);
+  }
+  bool stopped() {
+    if (stop_.load(std::memory_order_relaxed)) return true;
+    if (progress_ == nullptr) return false;
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;                     // another worker is asking
+    if (stop_.load(std::memory_order_relaxed)) return true;  // it said stop meanwhile
+    if (!(*progress_)(done_, total_)) stop_.store(true, std::memory_order_relaxed);
+    return stop_.load(std::memory_order_relaxed);
+  }
+  bool was_stopped() const { return stop_.load(std::memory_order_relaxed); }
+
+ private:
+  const Progress* progress_ = nullptr;
+  std::size_t done_ = 0, total_ = 0;
+  std::mutex mutex_;
+  std::atomic<bool> stop_{false};
+};
 
 // Weights rearranged once for the GEMMs of the forward pass.
 template <typename Scalar>
@@ -81,6 +116,7 @@ struct FastForward<Scalar>::State {
   Matrix<Scalar> queries;  // (L+1, d): effective query w * g of every read
   Workspace<Scalar> work;
   std::vector<AttentionScratch<Scalar>> scratch;  // one per worker
+  CancelCheck cancel;                             // of the pass in progress
   int d, H, Hkv, hd, F, L, vocab, q_columns, kv_columns;
 
   State(const ModelWeights<Scalar>& weights, int threads) : model(weights), pool(threads) {
@@ -232,6 +268,9 @@ struct FastForward<Scalar>::State {
             s.row_max.head(rows).setConstant(-std::numeric_limits<Scalar>::infinity());
             s.row_sum.head(rows).setZero();
             for (int key_tile = 0; key_tile <= tile; ++key_tile) {
+              if (key_tile % kKeyTilesPerCancelCheck == kKeyTilesPerCancelCheck - 1 &&
+                  cancel.stopped())
+                return;  // the pass throws Cancelled once every worker is back
               const int k0 = key_tile * kTile, keys = std::min(kTile, T - k0);
               const ConstStridedMap<Scalar> K(
                   qkv + static_cast<long>(k0) * columns + q_columns + kv_head * hd, keys, hd,
@@ -263,6 +302,7 @@ struct FastForward<Scalar>::State {
             out = acc.array().colwise() / s.row_sum.head(rows).array();
           }
         });
+    if (cancel.was_stopped()) throw Cancelled("forward pass cancelled");
   }
 
   // v (T, d) = the sublayer's output f(h), PreNorm included.
@@ -334,6 +374,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
 
   auto run_sublayer = [&](int r, const Scalar* h, Scalar* v) {
     report_sublayer_progress(options, r, L);
+    s.cancel.start(&options.progress, static_cast<std::size_t>(r), static_cast<std::size_t>(L));
     // The message (a string) is built only when there is something to report.
     if (!all_finite(h, T, d, d)) require_finite(h, T, d, d, sublayer_input_name(r, L));
     trace.sublayer_input_rms.push_back(rms_of(h, T, d, d));

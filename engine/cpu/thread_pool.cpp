@@ -1,20 +1,55 @@
 #include "cpu/thread_pool.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <string>
+
+#include "attnres/engine.hpp"
+#include "attnres/error.hpp"
 
 namespace attnres::engine {
 
-ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
-  for (int k = 1; k < threads_; ++k) workers_.emplace_back([this, k] { worker_loop(k); });
+ThreadPool::ThreadPool(int threads, const StartThread& start) : threads_(std::max(1, threads)) {
+  if (threads_ > kMaxThreads) {
+    throw Error("cannot start " + std::to_string(threads_) + " threads: at most " +
+                std::to_string(kMaxThreads) + " (kMaxThreads)");
+  }
+  std::string failure;
+  try {
+    workers_.reserve(static_cast<std::size_t>(threads_ - 1));
+    for (int k = 1; k < threads_; ++k) {
+      std::function<void()> body = [this, k] { worker_loop(k); };
+      workers_.push_back(start ? start(k, std::move(body)) : std::thread(std::move(body)));
+    }
+  } catch (const std::exception& error) {
+    failure = error.what();
+  } catch (...) {
+    failure = "unknown error";
+  }
+  if (!failure.empty()) {
+    // The destructor does not run for a constructor that throws: stop and join by hand, so that
+    // no started worker outlives the mutex and condition variables it waits on.
+    const std::size_t started = workers_.size() + 1;  // the caller's thread is one of them
+    stop_and_join();
+    throw Error("could start only " + std::to_string(started) + " of " + std::to_string(threads_) +
+                " threads (" + failure + "); use fewer threads (--threads)");
+  }
 }
 
 ThreadPool::~ThreadPool() {
+  stop_and_join();
+}
+
+void ThreadPool::stop_and_join() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   wake_.notify_all();
-  for (auto& worker : workers_) worker.join();
+  for (auto& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+  workers_.clear();
 }
 
 std::pair<std::size_t, std::size_t> ThreadPool::chunk(std::size_t count, int parts, int k) {

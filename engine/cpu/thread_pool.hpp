@@ -15,7 +15,14 @@ namespace attnres::engine {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);  // threads >= 1; the caller's thread is one of them
+  // Starts the thread of worker `index` (1..threads-1) running `body`. The default is
+  // std::thread; tests pass one that fails to check that a failed start is cleaned up.
+  using StartThread = std::function<std::thread(int index, std::function<void()> body)>;
+
+  // threads >= 1 (at most kMaxThreads, engine.hpp); the caller's thread is one of them. When a
+  // thread cannot be started (std::thread throws: the process is out of threads or memory), the
+  // workers already started are stopped and joined and attnres::Error says how many started.
+  explicit ThreadPool(int threads, const StartThread& start = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -41,6 +48,7 @@ class ThreadPool {
   using Invoke = void (*)(const void*, std::size_t, std::size_t, int);
   void run(std::size_t count, const void* callable, Invoke invoke);
   void worker_loop(int index);
+  void stop_and_join();
 
   int threads_;
   std::vector<std::thread> workers_;

@@ -1,5 +1,6 @@
 #include "attnres/engine.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include "attnres/error.hpp"
@@ -25,9 +26,16 @@ Device parse_device(const std::string& text, const std::string& where) {
   return parse_enum(kDeviceNames, text, where, "unknown device");
 }
 
+void check_thread_count(int threads, const std::string& where) {
+  if (threads < 0 || threads > kMaxThreads) {
+    throw Error(where + " must be between 0 (every core) and " + std::to_string(kMaxThreads) +
+                ", got " + std::to_string(threads));
+  }
+}
+
 int default_thread_count() {
   const unsigned cores = std::thread::hardware_concurrency();
-  return cores == 0 ? 1 : static_cast<int>(cores);
+  return cores == 0 ? 1 : static_cast<int>(std::min<unsigned>(cores, kMaxThreads));
 }
 
 bool cuda_engine_available(std::string* why_not) {
@@ -44,8 +52,7 @@ template <typename Scalar>
 ForwardEngine<Scalar>::ForwardEngine(const ModelWeights<Scalar>& model,
                                      const EngineOptions& options)
     : model_(model), options_(options), impl_(std::make_unique<Impl>()) {
-  if (options_.threads < 0)
-    throw Error("threads must be >= 1 (0: every core), got " + std::to_string(options_.threads));
+  check_thread_count(options_.threads, "threads");
   if (options_.threads == 0) options_.threads = default_thread_count();
   if (options_.device == Device::cuda) {
     if (options_.engine == EngineKind::reference) {

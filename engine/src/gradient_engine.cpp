@@ -18,6 +18,7 @@ GradientEngine<Scalar>::GradientEngine(const ModelConfig& config, const EngineOp
         "gradients: only the CPU computes gradients (--device cpu); the CUDA engine is "
         "forward-only");
   }
+  check_thread_count(options.threads, "threads");
   if (options.engine == EngineKind::fast) {
     fast_ = std::make_unique<engine::FastBackward<Scalar>>(
         config, options.threads > 0 ? options.threads : default_thread_count());

@@ -11,6 +11,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/forward_steps.hpp"
+#include "attnres/output_dir.hpp"
 #include "attnres/safetensors.hpp"
 
 namespace attnres {
@@ -44,6 +45,19 @@ void TrainOptions::validate() const {
     fail("--min-lr-ratio must be in [0, 1], got " + format_number(min_lr_ratio));
   if (warmup > steps)
     fail("--warmup " + std::to_string(warmup) + " is longer than --steps " + std::to_string(steps));
+  if (static_cast<std::int64_t>(batch) * sequence_length > kMaxTokensPerStep)
+    fail("--batch " + std::to_string(batch) + " x --seq " + std::to_string(sequence_length) +
+         " = " + std::to_string(static_cast<std::int64_t>(batch) * sequence_length) +
+         " tokens per step is more than the " + std::to_string(kMaxTokensPerStep) +
+         " this trainer of tiny models takes (docs/training.md)");
+  if (warmup < -1) fail("--warmup must be >= 0, got " + std::to_string(warmup));
+  check_thread_count(engine.threads, "--threads");  // also a checkpoint's "threads"
+  if (!(adamw.beta1 >= 0.0 && adamw.beta1 < 1.0))
+    fail("beta1 must be in [0, 1), got " + format_number(adamw.beta1));
+  if (!(adamw.beta2 >= 0.0 && adamw.beta2 < 1.0))
+    fail("beta2 must be in [0, 1), got " + format_number(adamw.beta2));
+  if (!(adamw.eps > 0.0) || !std::isfinite(adamw.eps))
+    fail("eps must be a positive number, got " + format_number(adamw.eps));
   if (!(adamw.weight_decay >= 0.0)) fail("--weight-decay must be >= 0");
   if (!std::isfinite(clip)) fail("--clip must be a number");
   if (eval_every < 0) fail("--eval-every must be >= 0 (0 = steps / 10)");
@@ -235,7 +249,7 @@ void Trainer::write_checkpoint(const fs::path& directory) const {
   write_safetensors(directory / kOptimizerFile, moments, {{"format", "attnres-adamw"}});
   json state;
   state["format"] = "attnres-train-state";
-  state["version"] = 1;
+  state["version"] = 2;
   state["step"] = step_;
   state["tokens"] = tokens_seen();
   state["options"] = options_json(options_);
@@ -243,25 +257,57 @@ void Trainer::write_checkpoint(const fs::path& directory) const {
                    {"train_bytes", data_.train.size()},
                    {"validation_bytes", data_.validation.size()},
                    {"fnv1a64", std::to_string(data_.fingerprint)}};
-  write_file_atomically(directory / kTrainStateFile, state.dump(2) + "\n");
   write_file_atomically(directory / kTrainLogFile, train_log_csv(log_, sublayers()));
+  // The state is written last and names its companions: resume refuses a directory whose files
+  // are not the ones this state was written with.
+  json files = json::object();
+  for (const char* name : kCheckpointCompanions)
+    files[name] = std::to_string(fnv1a64(read_file(directory / name)));
+  state["files"] = files;
+  write_file_atomically(directory / kTrainStateFile, state.dump(2) + "\n");
 }
 
 std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData data,
                                          std::int64_t steps, const EngineOptions* engine) {
+  // A write of this checkpoint cut short is completed first; none switches files while we read.
+  const OutputDirectoryReadLock lock(directory);
   const fs::path state_path = directory / kTrainStateFile;
   json state;
   TrainOptions options;
   std::int64_t step = 0;
+  int version = 0;
+  const std::string state_text = read_text(state_path);
   try {
-    state = json::parse(read_text(state_path));
+    state = json::parse(state_text);
     if (state.at("format").get<std::string>() != "attnres-train-state")
       throw Error("not a training state");
+    version = state.at("version").get<int>();
+    if (version != 1 && version != 2)
+      throw Error("version " + std::to_string(version) + " (this attnres reads 1 and 2)");
     options = options_from_json(state.at("options"));
-    step = state.at("step").get<std::int64_t>();
+    const json& step_json = state.at("step");
+    if (!step_json.is_number_integer() || step_json.get<std::int64_t>() < 0)
+      throw Error("its step " + step_json.dump() + " is not a whole number >= 0");
+    step = step_json.get<std::int64_t>();
   } catch (const json::exception& error) {
     throw Error(state_path.string() + ": not a valid training state (" + std::string(error.what()) +
                 ")");
+  } catch (const Error& error) {
+    throw Error(state_path.string() + ": not a valid training state (" + error.what() + ")");
+  }
+  // The companions must be the files this state was written with (version 2 names them): a
+  // model, an optimizer state or a log of another step or run is refused by name.
+  if (version >= 2) {
+    for (const char* name : kCheckpointCompanions) {
+      const std::string recorded = state.at("files").value(name, "");
+      const fs::path path = directory / name;
+      if (recorded != std::to_string(fnv1a64(read_text(path)))) {
+        throw Error("train --resume: " + path.string() +
+                    " is not the file this checkpoint was written with (" + kTrainStateFile +
+                    " records another checksum for it): the directory mixes files of different "
+                    "steps or runs; resume from a complete checkpoint");
+      }
+    }
   }
   const std::string fingerprint = state["data"].value("fnv1a64", "");
   if (fingerprint != std::to_string(data.fingerprint)) {
@@ -302,8 +348,22 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
   load("exp_avg.", trainer->adam_.first);
   load("exp_avg_sq.", trainer->adam_.second);
   trainer->step_ = step;
-  trainer->log_ = read_train_log(directory / kTrainLogFile, trainer->sublayers());
+  const fs::path log_path = directory / kTrainLogFile;
+  const std::string log_text = read_text(log_path);
+  if (!log_text.empty() && log_text.back() != '\n') {
+    throw Error("train --resume: " + log_path.string() +
+                " is cut short (its last line has no end): the log of an interrupted write");
+  }
+  trainer->log_ = parse_train_log_csv(log_text, trainer->sublayers(), log_path.string());
   while (!trainer->log_.empty() && trainer->log_.back().step > step) trainer->log_.pop_back();
+  if (trainer->log_.empty() || trainer->log_.back().step != step) {
+    throw Error("train --resume: " + log_path.string() +
+                (trainer->log_.empty()
+                     ? " has no rows"
+                     : " ends at step " + std::to_string(trainer->log_.back().step)) +
+                ", but the checkpoint is at step " + std::to_string(step) +
+                " (the log is truncated or belongs to another run)");
+  }
   trainer->prepare();
   return trainer;
 }

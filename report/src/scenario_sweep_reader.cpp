@@ -6,6 +6,7 @@
 
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/output_dir.hpp"
 #include "scenario_reader.hpp"
 
 namespace attnres::detail {
@@ -47,6 +48,13 @@ void ScenarioReader::read_sweep_name(const toml::table& t, std::set<std::string>
           std::string::npos) {
     fail(name.source(), "sweep.name must be letters, digits, '_' or '-' (it names files), got '" +
                             spec.name + "'");
+  }
+  // The rules of every output name (length included), checked here so that a bad name fails with
+  // its place in the file before any work.
+  try {
+    validate_output_name(spec.name, "sweep.name");
+  } catch (const Error& error) {
+    fail(name.source(), error.what());
   }
   if (!names.insert(spec.name).second)
     fail(name.source(), "duplicate sweep name '" + spec.name + "'");

@@ -83,6 +83,15 @@ scenario files `report` and `sweep --scenario` read.
 
 Conventions: `[x]` is optional, `(a | b)` is one of two, `[scheme flags]` and `[model flags]`
 stand for the titled groups listed under a command. Flags are never guessed from a prefix.
+
+Limits: values that scale a command's memory or threads have a bound, stated in the flag's help
+below where it has one, and a value past it is refused before any work, with a message naming the
+flag and the bound: `--threads` (every command that has it, and the `threads` of a resumed
+`train_state.json`), `pipeline --microbatches` (m, and m × P·V, the pairs the simulation places),
+`--sublayers` / `--layers` (L at most 3,000,000,000 for the closed forms, `kMaxSublayers` in
+`core/cost/include/attnres/cost.hpp`; at most 100,000 for `layout` and `recompute`, which list
+every read: `kMaxStrategySublayers`, `strategy.hpp`), and data files (`--data`: regular files of
+at most 256 MiB, [training.md](training.md)).
 """)
     failed = False
     for title, args in COMMANDS:

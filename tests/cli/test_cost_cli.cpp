@@ -101,6 +101,44 @@ TEST(CostCli, ImpossibleSettingsNameTheFlag) {
                "--sublayers: sublayers L must be >= 1");
 }
 
+// Values that scale memory or overflow counts are refused before any work, naming the flag and
+// the bound (issue 24).
+TEST(CostCli, BoundsAreRefusedBeforeTheWork) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      // printed "S = -1152921504606846975 gives -7 blocks"
+      {{"cost", "--sublayers", "9223372036854775807", "--blocks", "8", "--d-model", "16"},
+       "--sublayers: sublayers L must be at most 3000000000, got 9223372036854775807"},
+      // accepted while "4,,4" was refused
+      {{"cost", "--sublayers", "8", "--block-sizes", "4,4,", "--d-model", "16"},
+       "--block-sizes: an empty entry after the last comma"},
+      // silently ignored
+      {{"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "16", "--scheme",
+        "block:block_size=0"},
+       "block_size must be between 1 and L = 8 sublayers, got 0"},
+      // needed more than 12 GB
+      {{"pipeline", "--sublayers", "64", "--blocks", "8", "--d-model", "1024", "--pp", "16",
+        "--vpp", "2", "--microbatches", "1000000", "--hardware", "h100"},
+       "--microbatches: m x P·V = 1000000 x 32 = 32000000 (micro-batch, chunk) pairs would take "
+       "about 25600 MB to simulate; at most 1000000 pairs"},
+      // about 15 bytes per sublayer, no cap
+      {{"layout", "--sublayers", "1000000000", "--blocks", "8", "--d-model", "16"},
+       "--sublayers: layout lists every read; L = 1000000000 sublayers would take about 15000 MB; "
+       "at most 100000 sublayers"},
+      {{"recompute", "--layers", "500000", "--blocks", "8", "--d-model", "16"},
+       "--layers: recompute lists every read"},
+  };
+  for (const auto& c : cases) {
+    const CliRun run = run_cli(c.args);
+    EXPECT_EQ(run.status, cli::kExitUsage) << c.args[0] << ": " << run.err;
+    EXPECT_NE(run.err.find(c.needle), std::string::npos) << c.args[0] << ": " << run.err;
+    EXPECT_TRUE(run.out.empty()) << run.out;
+  }
+}
+
 TEST(CostCli, JsonHasEverySchemeBesideThePaperRows) {
   const json j = run_json({"cost", "--sublayers", "128", "--blocks", "8", "--d-model", "1000",
                            "--streams", "4", "--format", "json"});

@@ -71,7 +71,12 @@ TEST(EngineCli, EngineFlagsAreChecked) {
   const std::vector<Case> cases = {
       {{"--engine", "quick"}, cli::kExitUsage, "unknown engine 'quick'"},
       {{"--device", "gpu"}, cli::kExitUsage, "unknown device 'gpu'"},
-      {{"--threads", "-2"}, cli::kExitUsage, "--threads must be >= 1"},
+      {{"--threads", "-2"}, cli::kExitUsage, "--threads must be between 0 (every core) and"},
+      // Refused before any work (no pool of 5000 threads that a memory limit could strand).
+      {{"--threads", "5000"},
+       cli::kExitUsage,
+       "--threads must be between 0 (every core) and " + std::to_string(kMaxThreads) +
+           ", got 5000"},
       {{"--device", "cuda", "--engine", "reference"},
        cli::kExitUsage,
        "--device cuda runs the fast engine"},
@@ -92,6 +97,22 @@ TEST(EngineCli, EngineFlagsAreChecked) {
     const CliRun cuda = run_cli({"forward", "--model", model, "--tokens", "1", "--device", "cuda"});
     EXPECT_EQ(cuda.status, cli::kExitFailure) << cuda.err;
     EXPECT_NE(cuda.err.find("cuda"), std::string::npos) << cuda.err;
+  }
+}
+
+TEST(EngineCli, EveryThreadsFlagHasTheBound) {
+  test::TempDir dir;
+  const std::string model = make_model(dir);
+  const std::string needle =
+      "--threads must be between 0 (every core) and " + std::to_string(kMaxThreads) + ", got 5000";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"bench", "forward", "--model", model, "--seq", "16", "--threads",
+                                 "5000"},
+        std::vector<std::string>{"bench", "train", "--model", model, "--seq", "16", "--batch", "1",
+                                 "--threads", "5000"}}) {
+    const CliRun run = run_cli(args);
+    EXPECT_EQ(run.status, cli::kExitUsage) << args[1] << ": " << run.err;
+    EXPECT_NE(run.err.find(needle), std::string::npos) << args[1] << ": " << run.err;
   }
 }
 

@@ -137,6 +137,34 @@ TEST(TrainCli, BadInputsAreClearErrorsWithoutOutput) {
   EXPECT_NE(blocked.err.find("afile"), std::string::npos) << blocked.err;
 }
 
+// Data files that are not regular files are refused at once, by train and by mask alike (mask
+// read 4.3 GB of /dev/zero before refusing it), and --threads has its bound.
+TEST(TrainCli, DataThatIsNotARegularFileAndTooManyThreadsAreRefused) {
+  test::TempDir dir;
+  write_file_atomically(dir / "data.txt", test::sample_text(4000));
+  const auto zero = run_cli(train_args("/dev/zero", dir / "out"));
+  EXPECT_EQ(zero.status, 1) << zero.err;
+  EXPECT_NE(zero.err.find("/dev/zero: the data file is a device"), std::string::npos) << zero.err;
+  const auto folder = run_cli(train_args(dir.path(), dir / "out"));
+  EXPECT_NE(folder.err.find("the data file is a directory"), std::string::npos) << folder.err;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  const auto model =
+      run_cli({"init-model", "--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "24",
+               "--vocab", "256", "--mode", "full", "--out", (dir / "m").string()});
+  ASSERT_EQ(model.status, 0) << model.err;
+  const auto mask = run_cli({"mask", "--model", (dir / "m").string(), "--data", "/dev/zero",
+                             "--drop", "embedding", "--seq", "8"});
+  EXPECT_EQ(mask.status, 1) << mask.err;
+  EXPECT_NE(mask.err.find("/dev/zero: the data file is a device"), std::string::npos) << mask.err;
+  auto threads = train_args(dir / "data.txt", dir / "out");
+  *(std::find(threads.begin(), threads.end(), "--threads") + 1) = "5000";
+  const auto many = run_cli(threads);
+  EXPECT_NE(many.status, 0) << many.err;
+  EXPECT_NE(many.err.find("must be between 0 (every core) and 256, got 5000"), std::string::npos)
+      << many.err;
+  EXPECT_FALSE(fs::exists(dir / "out/model.safetensors"));
+}
+
 TEST(TrainCli, CorruptCheckpointIsAClearError) {
   test::TempDir dir;
   write_file_atomically(dir / "data.txt", test::sample_text(4000));

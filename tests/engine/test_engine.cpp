@@ -2,6 +2,8 @@
 // and f64, several thread counts; determinism; the same trace; cancellation.
 #include <gtest/gtest.h>
 
+#include <mutex>
+
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/forward.hpp"
@@ -184,6 +186,30 @@ TEST(FastEngine, ReportsProgressAndStopsWhenAsked) {
   };
   EXPECT_THROW(engine.forward({1, 2, 3}, options), Cancelled);
   EXPECT_EQ(seen, (std::vector<std::size_t>{0, 1, 2, 3}));
+}
+
+// A long sequence's attention is one operation of minutes (bench forward --seq 1000000 ignored
+// SIGTERM): the engine asks the progress callback inside it too, so it stops within that
+// sublayer rather than at the next one.
+TEST(FastEngine, StopsInsideTheAttentionOfALongSequence) {
+  const ModelConfig config = config_of({"x", 1, 16, 2, 2, 16, 20});
+  const auto model = random_model(config, {}).cast<float>();
+  for (const int threads : {1, 3}) {
+    ForwardEngine<float> engine(model, {EngineKind::fast, Device::cpu, threads});
+    ForwardOptions options;
+    std::vector<std::size_t> seen;
+    std::mutex mutex;
+    options.progress = [&](std::size_t done, std::size_t) {
+      std::lock_guard<std::mutex> lock(mutex);
+      seen.push_back(done);
+      return seen.size() < 2;  // stop at the first question after the pass has started
+    };
+    const std::vector<int> tokens = tokens_of(4096, 20, 7);
+    EXPECT_THROW(engine.forward(tokens, options), Cancelled);
+    EXPECT_EQ(seen, (std::vector<std::size_t>{0, 0})) << threads << " threads";
+    // The engine runs normally afterwards.
+    EXPECT_NO_THROW(engine.forward({1, 2, 3}, {}));
+  }
 }
 
 TEST(FastEngine, RefusesWhatItCannotRun) {

@@ -26,6 +26,7 @@ FILES = {
     "points.toml": "[[point]]\nid = \"x\"\nsource = \"s\"\nmeasured_text = \"1 us\"\nquantity = \"call_seconds\"\nmeasured = 1e-6\nhardware = \"h100\"\ncall = \"fused\"\nsources = 9\nd_model = 16\n",
     "blocklist.toml": "[model]\nsublayers = 8\nd_model = 16\nblock_sizes = [4, 3]\n",
     "nohw-strategies.toml": "sections = [\"strategies\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n",
+    "longname.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[[sweep]]\nname = \"" + "a" * 201 + "\"\nx = \"blocks\"\nvalues = [1, 2]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
     "ok.toml": "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n",
     "mine/notes.txt": "my notes\n",
     "text.txt": "the cat sat on the mat. " * 20 + "\n",
@@ -151,6 +152,16 @@ CASES = [
     ("Scenario files", "Scenario file missing", "attnres report none.toml --out r", ""),
     ("Scenario files", "[train] block count that does not divide L", "attnres report train.toml --out r", "train.toml"),
     ("Scenario files", "--train-steps without a [train] table", "attnres report ok.toml --out r --train-steps 3", "ok.toml"),
+    ("Limits", "More threads than the bound", "attnres forward --model m --tokens 1 --threads 5000", "m"),
+    ("Limits", "More threads than the bound (bench)", "attnres bench forward --model m --seq 16 --threads 5000", "m"),
+    ("Limits", "A data file that is a device", "attnres mask --model m --data /dev/zero --drop embedding", "m"),
+    ("Limits", "A data file that is a directory", "attnres train --model m --data m --steps 1 --seq 8 --batch 1 --out t", "m"),
+    ("Limits", "More sublayers than the cost engine counts", "attnres cost --sublayers 9223372036854775807 --blocks 8 --d-model 16", ""),
+    ("Limits", "More sublayers than layout lists", "attnres layout --sublayers 1000000000 --blocks 8 --d-model 16", ""),
+    ("Limits", "More micro-batches x chunks than the simulation places", "attnres pipeline --layers 32 --block-size 8 --d-model 1024 --pp 16 --vpp 2 --microbatches 1000000", ""),
+    ("Limits", "A block list ending in a comma", "attnres cost --sublayers 8 --block-sizes 4,4, --d-model 16", ""),
+    ("Limits", "A scheme block size of 0", "attnres cost --sublayers 8 --blocks 2 --d-model 16 --scheme block:block_size=0", ""),
+    ("Limits", "A sweep name longer than 200 characters", "attnres report longname.toml --out r", "longname.toml"),
 ]
 
 

@@ -1095,9 +1095,10 @@ TEST(Gui, PipelineViewReportsProgressAndItsCancelledRunIsNotApplied) {
   auto* bar = window.findChild<QProgressBar*>();
   auto* summary = pipeline->findChild<QLabel*>("pipeline_summary");
   ASSERT_NE(summary, nullptr);
-  // A schedule of a few million operations: seconds to simulate in full.
+  // A schedule of a few million operations: over a second to simulate in full in Release
+  // (384 x 128 x 16 = 786,432 micro-batch and chunk pairs, under the simulator's bound of 10^6).
   pipeline->findChild<QSpinBox*>("sublayers")->setValue(4096);
-  pipeline->findChild<QSpinBox*>("microbatches")->setValue(1024);
+  pipeline->findChild<QSpinBox*>("microbatches")->setValue(384);
   pipeline->findChild<QSpinBox*>("pp")->setValue(128);
   pipeline->findChild<QSpinBox*>("vpp")->setValue(16);
   settle();  // one coalesced recompute starts the run
@@ -1413,8 +1414,8 @@ TEST(Gui, BadSchemeShowsTheBannerAndTheViewsKeepWorking) {
   EXPECT_EQ(map->title(), "Block AttnRes (S = 2): alpha (mean over tokens)");
   type_scheme(depth, "compare", "block:block_size=99");
   EXPECT_NE(depth->error_text().find(
-                "compare with 'block:block_size=99': attn_res.block_size must be between 1 "
-                "and L = 8"),
+                "compare with 'block:block_size=99': block_size must be between 1 and L = 8 "
+                "sublayers, got 99"),
             std::string::npos)
       << depth->error_text();
   EXPECT_EQ(depth->heatmaps().size(), 1u);

@@ -138,6 +138,11 @@ TEST(Scenario, SweepErrorsAreLocated) {
                    "[\"io_multiples_of_d.mhc\"]\n",
                "9:11", "needs x = \"blocks\"");
   expect_error(kModel + "[[sweep]]\nname = \"a b\"\n", "6:8", "letters, digits");
+  // The output-name rules (200 characters at most) are checked where the name is read, with its
+  // place in the file, not after the sweep has run.
+  expect_error(kModel + "[[sweep]]\nname = \"" + std::string(300, 'a') +
+                   "\"\nx = \"blocks\"\nvalues = [1]\nmetrics = [\"io_multiples_of_d.mhc\"]\n",
+               "6:8", "is longer than 200 characters");
   expect_error(
       kModel +
           "[[sweep]]\nname = \"s\"\nx = \"pp\"\nvalues = { from = 1, to = 100000000, step = 1 }\n"

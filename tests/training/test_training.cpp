@@ -1,11 +1,15 @@
 // Training pieces (docs/training.md): the data file rules, batches, the schedule, one AdamW step
 // by hand, determinism, resume = uninterrupted, and a short run that lowers the validation loss.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 
+#include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/trainer.hpp"
 #include "model_support.hpp"
@@ -13,6 +17,8 @@
 
 namespace attnres {
 namespace {
+
+namespace fs = std::filesystem;
 
 ModelWeights<double> tiny_byte_model(std::uint64_t seed) {
   return random_model(test::model_config(1, 16, 2, 2, 24, 256), {.seed = seed, .weight_std = 0.1});
@@ -59,6 +65,71 @@ TEST(TextData, BadFilesAreClearErrors) {
             std::string::npos);
   test::TempDir dir;
   EXPECT_THROW(load_text_data(dir / "missing.txt", 0.05, 4), Error);
+}
+
+// Only regular files are read: a directory, a FIFO (which would block) and a device such as
+// /dev/zero (which never ends) are refused at once, naming the path.
+TEST(TextData, OnlyRegularFilesAreRead) {
+  test::TempDir dir;
+  const std::string folder = test::error_message([&] { load_text_data(dir.path(), 0.05, 4); });
+  EXPECT_NE(folder.find(dir.path().string() + ": the data file is a directory"), std::string::npos)
+      << folder;
+  const std::filesystem::path fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string pipe = test::error_message([&] { load_text_data(fifo, 0.05, 4); });
+  EXPECT_NE(pipe.find("pipe: the data file is a FIFO"), std::string::npos) << pipe;
+  if (std::filesystem::exists("/dev/zero")) {
+    const std::string zero = test::error_message([&] { load_text_data("/dev/zero", 0.05, 4); });
+    EXPECT_NE(zero.find("/dev/zero: the data file is a device"), std::string::npos) << zero;
+  }
+}
+
+// The cap is checked before reading (a sparse file of kMaxTextDataBytes + 1 bytes is refused
+// without reading it) and stated in the message.
+TEST(TextData, FilesAboveTheCapAreRefusedBeforeReading) {
+  test::TempDir dir;
+  const std::filesystem::path big = dir / "big.txt";
+  { std::ofstream(big) << "x"; }
+  std::filesystem::resize_file(big, kMaxTextDataBytes + 1);
+  const std::string message = test::error_message([&] { load_text_data(big, 0.05, 4); });
+  EXPECT_NE(
+      message.find("big.txt: the data file has " + std::to_string(kMaxTextDataBytes + 1) +
+                   " bytes; at most " + std::to_string(kMaxTextDataBytes) + " bytes (256 MiB"),
+      std::string::npos)
+      << message;
+}
+
+// The file is read in chunks and checked as they arrive: a NUL is reported with its position in
+// the file, across chunk boundaries.
+TEST(TextData, ANulIsFoundWhereverItIs) {
+  test::TempDir dir;
+  std::string text = test::sample_text(3 << 20);
+  text[(1 << 20) + 5] = '\0';
+  { std::ofstream(dir / "late.txt", std::ios::binary) << text; }
+  const std::string message =
+      test::error_message([&] { load_text_data(dir / "late.txt", 0.05, 4); });
+  EXPECT_NE(message.find("byte " + std::to_string((1 << 20) + 5) + " is NUL"), std::string::npos)
+      << message;
+}
+
+// Data are held as bytes (one byte of memory per byte of file, not four), and a file read from
+// disk gives the same data as the same bytes in memory.
+TEST(TextData, IsHeldAsBytesAndMatchesTheBytesInMemory) {
+  static_assert(sizeof(decltype(TextData::train)::value_type) == 1);
+  static_assert(sizeof(decltype(TextData::validation)::value_type) == 1);
+  test::TempDir dir;
+  const std::string text = test::sample_text(5000) + "\xc3\xa9\xff";
+  { std::ofstream(dir / "text.txt", std::ios::binary) << text; }
+  const TextData file = load_text_data(dir / "text.txt", 0.1, 16);
+  const TextData memory = text_data_from_bytes(text, "mem", 0.1, 16);
+  EXPECT_EQ(file.train, memory.train);
+  EXPECT_EQ(file.validation, memory.validation);
+  EXPECT_EQ(file.fingerprint, memory.fingerprint);
+  EXPECT_EQ(file.fingerprint, fnv1a64(text));
+  EXPECT_EQ(file.validation.back(), 0xff);
+  const auto batch = training_batch(file, 2, 16, 1, 1);
+  ASSERT_EQ(batch.size(), 2u);
+  for (const int token : batch[0]) EXPECT_TRUE(token >= 0 && token < kByteVocabulary);
 }
 
 TEST(Batches, AreAPureFunctionOfSeedAndStep) {
@@ -203,6 +274,98 @@ TEST(Trainer, ResumeRefusesOtherDataAndCorruptCheckpoints) {
     EXPECT_NE(std::string(error.what()).find("train_state.json"), std::string::npos)
         << error.what();
   }
+}
+
+// The message of what `action` throws ("" when it does not throw attnres::Error).
+std::string resume_error(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// train_state.json of `dir` edited by `edit`.
+void edit_state(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json state = nlohmann::json::parse(read_file(dir / "train_state.json"));
+  edit(state);
+  write_file_atomically(dir / "train_state.json", state.dump(2));
+}
+
+TEST(Trainer, ResumeRefusesACheckpointWhoseFilesDoNotBelongTogether) {
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
+  Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
+  test::TempDir at1, at2, block;
+  trainer.step();
+  trainer.write_checkpoint(at1.path());
+  trainer.step();
+  trainer.write_checkpoint(at2.path());
+  // Before: the weights of step 2 beside the state of step 1 resumed silently.
+  for (const char* name : {"model.safetensors", "optimizer.safetensors", "train_log.csv"}) {
+    test::TempDir mixed;
+    fs::copy(at1.path(), mixed.path(),
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    fs::copy_file(at2 / name, mixed / name, fs::copy_options::overwrite_existing);
+    const std::string message = resume_error([&] { Trainer::resume(mixed.path(), data); });
+    EXPECT_NE(message.find(std::string(name) + " is not the file this checkpoint was written with"),
+              std::string::npos)
+        << name << ": " << message;
+  }
+  // A Full AttnRes run's state with a Block model's config.json.
+  Trainer other(tiny_byte_model(1), data, tiny_options(ResidualMode::block));
+  other.write_checkpoint(block.path());
+  test::TempDir mixed;
+  fs::copy(at1.path(), mixed.path(),
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::copy_file(block / "config.json", mixed / "config.json", fs::copy_options::overwrite_existing);
+  EXPECT_NE(resume_error([&] {
+              Trainer::resume(mixed.path(), data);
+            }).find("config.json is not the file"),
+            std::string::npos);
+  EXPECT_EQ(resume_error([&] { Trainer::resume(at2.path(), data); }), "");
+}
+
+TEST(Trainer, ResumeRefusesShortLogsBadStepsAndOptionsWithoutCrashing) {
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
+  Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
+  trainer.step();
+  trainer.step();
+  test::TempDir dir;
+  trainer.write_checkpoint(dir.path());
+  // A version-1 state (no checksums) leaves only the log itself to check: before, an empty,
+  // header-only or truncated log crashed `train --resume`.
+  edit_state(dir.path(), [](nlohmann::json& state) {
+    state["version"] = 1;
+    state.erase("files");
+  });
+  const std::string log = read_file(dir / "train_log.csv");
+  const std::string header = log.substr(0, log.find('\n') + 1);
+  const std::string without_last = log.substr(0, log.rfind('\n', log.size() - 2) + 1);
+  for (const auto& [what, text] : std::vector<std::pair<std::string, std::string>>{
+           {"empty", ""},
+           {"header only", header},
+           {"last row lost", without_last},
+           {"cut inside a row", log.substr(0, log.size() - 7)}}) {
+    write_file_atomically(dir / "train_log.csv", text);
+    const std::string message = resume_error([&] { Trainer::resume(dir.path(), data); });
+    EXPECT_NE(message.find("train_log.csv"), std::string::npos) << what << ": " << message;
+  }
+  write_file_atomically(dir / "train_log.csv", log);
+  EXPECT_EQ(resume_error([&] { Trainer::resume(dir.path(), data); }), "");
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit,
+                           const std::string& why) {
+    edit_state(dir.path(), edit);
+    const std::string message = resume_error([&] { Trainer::resume(dir.path(), data); });
+    EXPECT_NE(message.find(why), std::string::npos) << message;
+    write_file_atomically(dir / "train_state.json", "");
+    trainer.write_checkpoint(dir.path());
+  };
+  refused([](nlohmann::json& s) { s["step"] = -1; }, "is not a whole number >= 0");
+  refused([](nlohmann::json& s) { s["step"] = 10.5; }, "is not a whole number >= 0");
+  refused([](nlohmann::json& s) { s["options"]["beta1"] = 2.0; }, "beta1 must be in [0, 1)");
+  refused([](nlohmann::json& s) { s["options"]["eps"] = 0.0; }, "eps must be a positive number");
+  refused([](nlohmann::json& s) { s["version"] = 7; }, "this attnres reads 1 and 2");
 }
 
 TEST(Trainer, CancelledStepChangesNothing) {

@@ -8,7 +8,10 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -24,6 +27,58 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kStagingPrefix = ".attnres-staging.";
+// The commit record (docs/output-safety.md): while it exists, a write is being switched in.
+constexpr const char* kCommitName = ".attnres-commit.json";
+
+// ---- Test hook: deterministic kills inside a commit.
+//
+// ATTNRES_TEST_KILL_AT=N makes the process SIGKILL itself at the N-th step of its directory
+// commits (counted over the whole process: staging synced, commit record written, each file
+// moved, the files removed, the marker written, the record removed). The kill tests
+// (tests/cli/test_kill.cpp) run a command for N = 1, 2, ... until it completes, so every window
+// between two steps is hit exactly once, without sleeps or luck.
+void commit_step() {
+  const char* text = std::getenv("ATTNRES_TEST_KILL_AT");
+  if (text == nullptr) return;
+  static std::atomic<long> steps{0};
+  static std::atomic<pid_t> counted_for{0};
+  if (counted_for.exchange(::getpid()) != ::getpid()) steps = 0;  // a forked child counts anew
+  if (++steps == std::atol(text)) ::raise(SIGKILL);
+}
+
+// ---- Durability: what a commit switches to is on disk before the switch.
+
+void sync_path(const fs::path& path, bool directory) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0)
+    throw fs::filesystem_error("open", path, std::error_code(errno, std::generic_category()));
+  const int status = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (status != 0 && error != EINVAL && error != EROFS)  // EINVAL: a file system without fsync
+    throw fs::filesystem_error("fsync", path, std::error_code(error, std::generic_category()));
+}
+
+// Every file and folder below `root`, then `root`.
+void sync_tree(const fs::path& root) {
+  std::vector<fs::path> directories{root};
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_symlink()) continue;
+    if (entry.is_directory()) {
+      directories.push_back(entry.path());
+    } else if (entry.is_regular_file()) {
+      sync_path(entry.path(), false);
+    }
+  }
+  for (auto it = directories.rbegin(); it != directories.rend(); ++it) sync_path(*it, true);
+}
+
+// `content` to `path` so that after a crash either the old file or all of the new one is there.
+void write_durably(const fs::path& path, const std::string& content) {
+  write_file_atomically(path, content);
+  sync_path(path, false);
+  sync_path(path.parent_path(), true);
+}
 
 std::string quoted(const fs::path& path) {
   return "'" + printable_text(path.string()) + "'";
@@ -38,6 +93,21 @@ struct Marker {
   Sets sets;
 };
 
+Sets sets_from_json(const nlohmann::json& json) {
+  Sets sets;
+  for (const auto& [name, files] : json.items()) {
+    for (const auto& file : files) sets[name].insert(file.get<std::string>());
+  }
+  return sets;
+}
+
+nlohmann::json sets_json(const Sets& sets) {
+  nlohmann::json by_set = nlohmann::json::object();
+  for (const auto& [name, files] : sets)
+    by_set[name] = std::vector<std::string>(files.begin(), files.end());
+  return by_set;
+}
+
 Marker read_marker(const fs::path& directory) {
   Marker marker;
   const fs::path path = directory / kOutputMarkerName;
@@ -45,10 +115,7 @@ Marker read_marker(const fs::path& directory) {
   if (!fs::exists(path, error)) return marker;
   marker.present = true;
   try {
-    const nlohmann::json json = nlohmann::json::parse(read_file(path));
-    for (const auto& [name, files] : json.at("sets").items()) {
-      for (const auto& file : files) marker.sets[name].insert(file.get<std::string>());
-    }
+    marker.sets = sets_from_json(nlohmann::json::parse(read_file(path)).at("sets"));
   } catch (const std::exception&) {
     marker.readable = false;
     marker.sets.clear();
@@ -62,33 +129,43 @@ void write_marker(const fs::path& directory, const Sets& sets) {
                          {"about",
                           "files attnres wrote in this directory, by command; attnres "
                           "replaces only these (see docs/output-safety.md)"}};
-  nlohmann::json by_set = nlohmann::json::object();
-  for (const auto& [name, files] : sets)
-    by_set[name] = std::vector<std::string>(files.begin(), files.end());
-  json["sets"] = by_set;
-  write_file_atomically(directory / kOutputMarkerName, json.dump(2) + "\n");
+  json["sets"] = sets_json(sets);
+  write_durably(directory / kOutputMarkerName, json.dump(2) + "\n");
 }
 
 bool is_staging_name(const std::string& name) {
   return name.rfind(kStagingPrefix, 0) == 0;
 }
 
-// pid of a staging folder's owner, or 0 when the name is not ours.
-long staging_pid(const std::string& name) {
-  if (!is_staging_name(name)) return 0;
-  const std::string rest = name.substr(std::char_traits<char>::length(kStagingPrefix));
-  const std::size_t dot = rest.find('.');
-  try {
-    return std::stol(rest.substr(0, dot));
-  } catch (const std::exception&) {
-    return 0;
-  }
+bool is_bookkeeping_name(const std::string& name) {
+  if (name == kOutputMarkerName || name == kCommitName || is_staging_name(name)) return true;
+  // Temporary files of the marker and the commit record (write_file_atomically's naming).
+  return name.find(kOutputMarkerName) != std::string::npos ||
+         name.find(kCommitName) != std::string::npos;
 }
 
-bool process_alive(long pid) {
-  if (pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-}
+// A staging folder's owner holds an exclusive flock on it for as long as it runs (the kernel
+// drops it when the process ends, however it ends), so a folder whose lock can be taken was left
+// by a process that is gone, even when its pid has been reused since.
+class StagingLock {
+ public:
+  explicit StagingLock(const fs::path& folder)
+      : fd_(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~StagingLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  StagingLock(const StagingLock&) = delete;
+  StagingLock& operator=(const StagingLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
 
 struct Listing {
   std::vector<std::string> files;  // non-directories, relative generic paths
@@ -104,7 +181,7 @@ Listing list_directory(const fs::path& directory) {
     if (error) throw Error("cannot read directory " + quoted(directory) + ": " + error.message());
     const fs::path relative = it->path().lexically_relative(directory);
     const std::string name = relative.generic_string();
-    if (it.depth() == 0 && (name == kOutputMarkerName || is_staging_name(name))) {
+    if (it.depth() == 0 && is_bookkeeping_name(name)) {
       if (it->is_directory(error)) it.disable_recursion_pending();
       continue;
     }
@@ -221,27 +298,160 @@ void remove_quietly(const fs::path& path) {
   fs::remove_all(path, ignored);
 }
 
-// An exclusive lock on the directory for the commit (several commands may share a directory).
+// A lock on the directory: exclusive for a commit or a recovery, shared while a reader reads
+// (several commands may share a directory). flock, so the kernel drops it when a process dies.
 class DirectoryLock {
  public:
-  explicit DirectoryLock(const fs::path& directory)
+  DirectoryLock(const fs::path& directory, int operation)
       : fd_(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+    if (fd_ >= 0) {
+      while (::flock(fd_, operation) != 0 && errno == EINTR) {
+      }
+    }
   }
   ~DirectoryLock() {
     if (fd_ >= 0) ::close(fd_);
   }
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
+  void share() {
+    if (fd_ >= 0) ::flock(fd_, LOCK_SH);
+  }
 
  private:
   int fd_;
 };
 
+// What a commit switches in, written to kCommitName before the first file moves. Applying it is
+// idempotent (a file moves only if it is still in the staging folder), so a commit cut short at
+// any point is completed by applying it again.
+struct CommitRecord {
+  std::string owner;
+  std::string staging;                   // folder name inside the target
+  std::vector<std::string> files;        // staged files, moved to the same relative path
+  std::vector<std::string> remove;       // files removed (the set's old files, --force)
+  std::vector<std::string> directories;  // folders removed when empty, deepest first
+  Sets sets;                             // the marker after the commit
+};
+
+nlohmann::json record_json(const CommitRecord& r) {
+  return {{"tool", "attnres"},
+          {"about", "a write of this directory being switched in (see docs/output-safety.md)"},
+          {"owner", r.owner},
+          {"staging", r.staging},
+          {"files", r.files},
+          {"remove", r.remove},
+          {"directories", r.directories},
+          {"sets", sets_json(r.sets)}};
+}
+
+CommitRecord record_from_json(const nlohmann::json& j) {
+  CommitRecord r;
+  r.owner = j.at("owner").get<std::string>();
+  r.staging = j.at("staging").get<std::string>();
+  r.files = j.at("files").get<std::vector<std::string>>();
+  r.remove = j.at("remove").get<std::vector<std::string>>();
+  r.directories = j.at("directories").get<std::vector<std::string>>();
+  r.sets = sets_from_json(j.at("sets"));
+  if (!is_staging_name(r.staging) || r.staging.find('/') != std::string::npos)
+    throw std::runtime_error("not a staging folder: " + r.staging);
+  return r;
+}
+
+// Relative paths from a record must stay inside the directory.
+bool inside(const std::string& relative) {
+  const fs::path path(relative);
+  if (relative.empty() || path.is_absolute()) return false;
+  return std::none_of(path.begin(), path.end(), [](const fs::path& part) { return part == ".."; });
+}
+
+// Moves, removals, marker, then the record goes. Returns the files removed.
+std::vector<std::string> apply_commit(const fs::path& target, const CommitRecord& r) {
+  const fs::path staging = target / r.staging;
+  std::error_code error;
+  std::set<fs::path> moved_into;  // folders below the target that received files
+  for (const auto& file : r.files) {
+    if (!inside(file)) continue;
+    const fs::path source = staging / file;
+    if (!fs::exists(fs::symlink_status(source, error))) continue;  // moved before the cut
+    const fs::path destination = target / file;
+    fs::create_directories(destination.parent_path());
+    if (fs::is_directory(fs::symlink_status(destination)))
+      fs::remove_all(destination);  // --force only
+    fs::rename(source, destination);
+    if (destination.parent_path() != target) moved_into.insert(destination.parent_path());
+    commit_step();
+  }
+  for (const auto& folder : moved_into) sync_path(folder, true);  // before the record goes
+  std::vector<std::string> removed;
+  for (const auto& file : r.remove) {
+    if (inside(file) && fs::remove(target / file, error)) removed.push_back(file);
+  }
+  for (const auto& dir : r.directories) {
+    if (inside(dir) && fs::is_empty(target / dir, error) && !error &&
+        fs::remove(target / dir, error))
+      removed.push_back(dir + "/");
+  }
+  commit_step();
+  write_marker(target, r.sets);
+  commit_step();
+  fs::remove(target / kCommitName);
+  sync_path(target, true);
+  commit_step();
+  remove_quietly(staging);
+  return removed;
+}
+
+// Under the exclusive lock: completes a commit that a killed process left (its record is there),
+// removes abandoned staging folders and temporary files of the bookkeeping. `notes` gets what
+// was done, in words.
+void recover(const fs::path& target, std::vector<std::string>& stale,
+             std::vector<std::string>& notes) {
+  std::error_code error;
+  const fs::path record_path = target / kCommitName;
+  std::string keep;  // the staging folder of the record being completed
+  if (fs::exists(record_path, error)) {
+    CommitRecord record;
+    try {
+      record = record_from_json(nlohmann::json::parse(read_file(record_path)));
+    } catch (const std::exception&) {
+      // Torn by a power cut before it was synced: no file had moved yet; the write is dropped.
+      fs::remove(record_path, error);
+      notes.push_back("dropped an interrupted write of " + printable_text(target.string()) +
+                      " (its commit record was incomplete; no file had been replaced)");
+      record.staging.clear();
+    }
+    if (!record.staging.empty()) {
+      try {
+        apply_commit(target, record);
+      } catch (const fs::filesystem_error& failure) {
+        throw Error(printable_text(target.string()) +
+                    ": cannot complete the interrupted write recorded in " + kCommitName + ": " +
+                    failure.code().message());
+      }
+      notes.push_back("completed the interrupted write of '" + printable_text(record.owner) +
+                      "' in " + printable_text(target.string()) + " (" +
+                      std::to_string(record.files.size()) + " files)");
+      keep = record.staging;
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(target, error)) {
+    const std::string name = entry.path().filename().string();
+    if (is_staging_name(name)) {
+      if (name != keep && StagingLock(entry.path()).held()) {
+        remove_quietly(entry.path());
+        stale.push_back(name);
+      }
+    } else if (name != kOutputMarkerName && name != kCommitName && is_bookkeeping_name(name)) {
+      fs::remove(entry.path(), error);  // a temporary file of a marker or record being written
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> output_directory_notes(const OutputDirectoryResult& result) {
-  std::vector<std::string> notes;
+  std::vector<std::string> notes = result.recovered;
   for (const auto& name : result.stale_staging) {
     notes.push_back("removed " + printable_text((result.directory / name).string()) +
                     ", a staging folder left by an interrupted run");
@@ -294,23 +504,68 @@ void refuse_overwriting_inputs(const fs::path& output, const std::vector<fs::pat
   }
 }
 
-void check_output_directory(const fs::path& target, const OutputDirectoryOptions& options) {
+std::vector<std::string> check_output_directory(const fs::path& target,
+                                                const OutputDirectoryOptions& options) {
   std::error_code error;
   const auto status = fs::status(target, error);
-  if (!fs::exists(status)) return;
+  if (!fs::exists(status)) return {};
   if (!fs::is_directory(status)) {
     throw Error(options.flag + " " + quoted(target) + ": exists and is not a directory");
   }
+  // Under the lock, so that a commit in flight is never half-seen (it would look foreign).
+  const DirectoryLock lock(target, LOCK_EX);
+  OutputDirectoryResult recovered;
+  recovered.directory = target;
+  recover(target, recovered.stale_staging, recovered.recovered);
   check_ownership(target, options, inspect(target), inputs_inside(target, options.inputs));
+  return output_directory_notes(recovered);
+}
+
+namespace {
+
+// The directories this process holds a read lock on: a second reader of the same directory (a
+// checkpoint's reader calling load_model) shares the first one's lock, since a second flock of
+// the same directory from this process would wait for the first.
+struct HeldReadLocks {
+  std::mutex mutex;
+  std::map<fs::path, std::weak_ptr<DirectoryLock>> held;
+};
+
+HeldReadLocks& held_read_locks() {
+  static HeldReadLocks locks;
+  return locks;
+}
+
+}  // namespace
+
+OutputDirectoryReadLock::OutputDirectoryReadLock(const fs::path& directory) {
+  std::error_code error;
+  if (!fs::is_directory(directory, error)) return;
+  const fs::path key = fs::weakly_canonical(directory, error);
+  HeldReadLocks& locks = held_read_locks();
+  const std::lock_guard<std::mutex> guard(locks.mutex);
+  if (auto held = locks.held[key].lock()) {
+    lock_ = held;
+    return;
+  }
+  auto lock = std::make_shared<DirectoryLock>(directory, LOCK_EX);
+  std::vector<std::string> stale;
+  recover(directory, stale, notes_);
+  lock->share();
+  locks.held[key] = lock;
+  lock_ = lock;
 }
 
 OutputDirectoryResult write_output_directory(const fs::path& target,
                                              const OutputDirectoryOptions& options,
                                              const std::function<void(const fs::path&)>& build) {
-  check_output_directory(target, options);
   OutputDirectoryResult result;
   result.directory = target;
   std::error_code error;
+  const auto status = fs::status(target, error);
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    throw Error(options.flag + " " + quoted(target) + ": exists and is not a directory");
+  }
   bool created = false;
   if (!fs::exists(target, error)) {
     created = fs::create_directories(target, error);
@@ -326,16 +581,6 @@ OutputDirectoryResult write_output_directory(const fs::path& target,
     }
   };
 
-  // Staging folders of killed runs.
-  for (const auto& entry : fs::directory_iterator(target, error)) {
-    const std::string name = entry.path().filename().string();
-    const long pid = staging_pid(name);
-    if (pid != 0 && pid != static_cast<long>(::getpid()) && !process_alive(pid)) {
-      remove_quietly(entry.path());
-      result.stale_staging.push_back(name);
-    }
-  }
-
   // Staging folders of attnres 0.1, which staged beside the target (".NAME.partialN"): reported,
   // not removed (their owner cannot be told).
   const std::string legacy =
@@ -345,24 +590,40 @@ OutputDirectoryResult write_output_directory(const fs::path& target,
     if (name.rfind(legacy, 0) == 0) result.legacy_staging.push_back(entry.path());
   }
 
-  const fs::path staging = target / (kStagingPrefix + std::to_string(::getpid()) + "." +
-                                     std::to_string(staging_counter.fetch_add(1)));
+  const std::string staging_name = kStagingPrefix + std::to_string(::getpid()) + "." +
+                                   std::to_string(staging_counter.fetch_add(1));
+  const fs::path staging = target / staging_name;
+  std::unique_ptr<StagingLock> staging_lock;
   try {
-    fs::create_directory(staging, error);
-    if (error) {
-      throw Error("cannot write into " + options.flag + " directory " + quoted(target) + ": " +
-                  error.message());
+    {
+      // Interrupted writes are finished, abandoned staging folders removed, the directory
+      // checked, and this run's staging folder created and locked, all under the lock: another
+      // writer never sees the folder unlocked.
+      const DirectoryLock lock(target, LOCK_EX);
+      recover(target, result.stale_staging, result.recovered);
+      check_ownership(target, options, inspect(target), inputs_inside(target, options.inputs));
+      fs::create_directory(staging, error);
+      if (error) {
+        throw Error("cannot write into " + options.flag + " directory " + quoted(target) + ": " +
+                    error.message());
+      }
+      staging_lock = std::make_unique<StagingLock>(staging);
     }
     build(staging);
     report_progress(options.progress, 1, 1, "writing " + target.string());
 
-    const DirectoryLock lock(target);
+    const DirectoryLock lock(target, LOCK_EX);
+    recover(target, result.stale_staging, result.recovered);
     const Ownership o = inspect(target);
     const std::vector<std::string> inputs = inputs_inside(target, options.inputs);
     check_ownership(target, options, o, inputs);
     const Listing staged = list_directory(staging);
     result.written = staged.files;
 
+    CommitRecord record;
+    record.owner = options.owner;
+    record.staging = staging_name;
+    record.files = staged.files;
     Sets sets = o.marker.sets;
     const std::set<std::string> previous =
         sets.count(options.owner) ? sets[options.owner] : std::set<std::string>{};
@@ -381,26 +642,13 @@ OutputDirectoryResult write_output_directory(const fs::path& target,
       }
     }
     const std::set<std::string> written(staged.files.begin(), staged.files.end());
-    std::vector<std::string> to_remove;
     for (const auto& file : previous) {
-      if (!written.count(file) && !protects(inputs, file)) to_remove.push_back(file);
+      if (!written.count(file) && !protects(inputs, file)) record.remove.push_back(file);
     }
     if (options.force) {
       for (const auto& file : o.foreign_files) {
-        if (!protects(inputs, file) && !written.count(file)) to_remove.push_back(file);
+        if (!protects(inputs, file) && !written.count(file)) record.remove.push_back(file);
       }
-    }
-    // Move the new files into place; each rename replaces one file atomically.
-    for (const auto& file : staged.files) {
-      const fs::path destination = target / file;
-      fs::create_directories(destination.parent_path());
-      if (fs::is_directory(fs::symlink_status(destination)))
-        fs::remove_all(destination);  // --force only
-      fs::rename(staging / file, destination);
-    }
-    for (const auto& file : to_remove) {
-      fs::remove(target / file, error);
-      if (!error) result.removed.push_back(file);
     }
     // Directories left empty (of removed files, or foreign ones under --force), deepest first.
     std::vector<std::string> directories = o.listing.directories;
@@ -410,18 +658,31 @@ OutputDirectoryResult write_output_directory(const fs::path& target,
                                      dir) != o.foreign_directories.end();
       if (foreign && !options.force) continue;
       if (protects(inputs, dir)) continue;
-      if (fs::is_empty(target / dir, error) && !error && fs::remove(target / dir, error)) {
-        if (foreign) result.removed.push_back(dir + "/");
-      }
+      record.directories.push_back(dir);
     }
     for (auto& [name, files] : sets) {
       for (const auto& file : written) files.erase(file);
-      for (const auto& file : to_remove) files.erase(file);
+      for (const auto& file : record.remove) files.erase(file);
     }
     sets[options.owner] = written;
     for (auto it = sets.begin(); it != sets.end();)
       it = it->second.empty() ? sets.erase(it) : std::next(it);
-    write_marker(target, sets);
+    record.sets = sets;
+
+    // The switch: the staged files are on disk, then the record; from the moment the record is
+    // there, the write is done, and a kill from here on is completed by the next command.
+    sync_tree(staging);
+    commit_step();
+    write_durably(target / kCommitName, record_json(record).dump(1) + "\n");
+    commit_step();
+    for (const auto& removed : apply_commit(target, record)) {
+      const bool directory = removed.back() == '/';
+      const bool foreign_directory =
+          directory &&
+          std::find(o.foreign_directories.begin(), o.foreign_directories.end(),
+                    removed.substr(0, removed.size() - 1)) != o.foreign_directories.end();
+      if (!directory || foreign_directory) result.removed.push_back(removed);
+    }
   } catch (const fs::filesystem_error& failure) {
     remove_quietly(staging);
     undo_creation();
@@ -447,7 +708,6 @@ OutputDirectoryResult write_output_directory(const fs::path& target,
     undo_creation();
     throw;
   }
-  remove_quietly(staging);
   return result;
 }
 

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "attnres/assert.hpp"
 #include "attnres/atomic_file.hpp"
@@ -85,48 +88,132 @@ std::uint64_t checked_multiply(std::uint64_t a, std::uint64_t b, const std::stri
 
 }  // namespace
 
+namespace {
+
+// The names of the header's top-level object, in one linear SAX pass: nlohmann keeps the last of
+// two equal keys silently, and its callback parser rescans the parent object after every value
+// it closes (quadratic in the number of tensors), so duplicates are found here instead.
+class TopLevelKeys : public json::json_sax_t {
+ public:
+  std::string duplicate;  // the first name seen twice
+
+  bool key(string_t& name) override {
+    if (depth_ == 1 && !names_.insert(name).second && duplicate.empty()) duplicate = name;
+    return true;
+  }
+  bool start_object(std::size_t) override { return ++depth_, true; }
+  bool end_object() override { return --depth_, true; }
+  bool start_array(std::size_t) override { return ++depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  // The DOM parse that follows reports the error with its position.
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  int depth_ = 0;
+  std::unordered_set<std::string> names_;
+};
+
+// Reads exactly `size` bytes at `offset` of `path`, or throws naming the file.
+std::string read_range(const std::filesystem::path& path, std::uint64_t offset, std::uint64_t size,
+                       const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read '" + path.string() + "': cannot open it");
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (!in || static_cast<std::uint64_t>(in.gcount()) != size) {
+    throw Error(path.string() + ": reading " + what + " failed (the file is shorter than " +
+                std::to_string(offset + size) + " bytes; did it change while being read?)");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+void SafetensorsFile::check_header_length(std::uint64_t header_length, std::uint64_t file_size,
+                                          const std::string& source) {
+  if (header_length > kMaxSafetensorsHeaderBytes) {
+    throw Error(source + ": header length " + std::to_string(header_length) +
+                " exceeds the limit of " + std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
+  }
+  if (header_length > file_size - 8) {
+    throw Error(source + ": truncated safetensors file (header says " +
+                std::to_string(header_length) + " bytes of JSON, only " +
+                std::to_string(file_size - 8) + " follow)");
+  }
+}
+
 SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& source) {
-  SafetensorsFile file;
-  file.source_ = source;
   if (bytes.size() < 8) {
     throw Error(source + ": truncated safetensors file (" + std::to_string(bytes.size()) +
                 " bytes; at least 8 are needed for the header length)");
   }
   std::uint64_t header_length = 0;
   std::memcpy(&header_length, bytes.data(), 8);
-  if (header_length > kMaxSafetensorsHeaderBytes) {
-    throw Error(source + ": header length " + std::to_string(header_length) +
-                " exceeds the limit of " + std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
-  }
-  if (header_length > bytes.size() - 8) {
-    throw Error(source + ": truncated safetensors file (header says " +
-                std::to_string(header_length) + " bytes of JSON, only " +
-                std::to_string(bytes.size() - 8) + " follow)");
-  }
-  const std::string header_text = bytes.substr(8, header_length);
+  check_header_length(header_length, bytes.size(), source);
+  SafetensorsFile file = from_header(std::string_view(bytes).substr(8, header_length),
+                                     bytes.size() - 8 - header_length, source);
+  file.data_start_ = 8 + static_cast<std::size_t>(header_length);
+  file.bytes_ = std::move(bytes);
+  file.data_loaded_ = true;
+  return file;
+}
 
-  // Duplicate names: nlohmann keeps the last silently, so watch the keys of the top-level object.
-  std::set<std::string> seen_keys;
-  std::string duplicate;
-  json::parser_callback_t watch_duplicates = [&](int depth, json::parse_event_t event,
-                                                 json& parsed) {
-    if (event == json::parse_event_t::key && depth == 1) {
-      const auto key = parsed.get<std::string>();
-      if (!seen_keys.insert(key).second && duplicate.empty()) duplicate = key;
-    }
-    return true;
-  };
+SafetensorsFile SafetensorsFile::read_header(const std::filesystem::path& path) {
+  const std::string source = path.string();
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw Error("cannot read '" + source + "': no such file");
+  }
+  const std::uint64_t file_size = std::filesystem::file_size(path, error);
+  if (error) throw Error("cannot read '" + source + "': " + error.message());
+  if (file_size < 8) {
+    throw Error(source + ": truncated safetensors file (" + std::to_string(file_size) +
+                " bytes; at least 8 are needed for the header length)");
+  }
+  std::uint64_t header_length = 0;
+  std::memcpy(&header_length, read_range(path, 0, 8, "the header length").data(), 8);
+  check_header_length(header_length, file_size, source);
+  SafetensorsFile file = from_header(read_range(path, 8, header_length, "the header"),
+                                     file_size - 8 - header_length, source);
+  file.path_ = path;
+  file.data_offset_in_file_ = 8 + header_length;
+  return file;
+}
+
+void SafetensorsFile::load_data() {
+  if (data_loaded_) return;
+  bytes_ = read_range(path_, data_offset_in_file_, data_size_, "the tensor data");
+  // The file may have grown since its header was read: only the declared size was read.
+  data_start_ = 0;
+  data_loaded_ = true;
+}
+
+SafetensorsFile SafetensorsFile::from_header(std::string_view header_text, std::uint64_t data_size,
+                                             const std::string& source) {
+  SafetensorsFile file;
+  file.source_ = source;
+  file.data_size_ = data_size;
+  TopLevelKeys keys;
+  json::sax_parse(header_text, &keys);
   json header;
   try {
-    header = json::parse(header_text, watch_duplicates);
+    header = json::parse(header_text);
   } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e3060
     throw Error(source + ": header is not valid JSON (" + error.what() + ")");
   }
-  if (!duplicate.empty()) throw Error(source + ": duplicate tensor name '" + duplicate + "'");
+  if (!keys.duplicate.empty())
+    throw Error(source + ": duplicate tensor name '" + keys.duplicate + "'");
   if (!header.is_object()) throw Error(source + ": header must be a JSON object");
-
-  file.data_start_ = 8 + static_cast<std::size_t>(header_length);
-  const std::uint64_t data_size = bytes.size() - file.data_start_;
 
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
@@ -184,36 +271,48 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
     }
     file.tensors_.push_back(std::move(info));
   }
+  // By name, for find(); a JSON object's items already come in key order.
+  std::sort(file.tensors_.begin(), file.tensors_.end(),
+            [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
 
+  // Overlaps: sorted by offset, ranges are disjoint when each begins at or after the end of the
+  // one before (n log n, not a comparison of every pair).
   std::vector<const TensorInfo*> by_offset;
+  by_offset.reserve(file.tensors_.size());
   for (const auto& tensor : file.tensors_) by_offset.push_back(&tensor);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const TensorInfo* a, const TensorInfo* b) { return a->begin < b->begin; });
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
   for (std::size_t i = 1; i < by_offset.size(); ++i) {
     if (by_offset[i]->begin < by_offset[i - 1]->end) {
       throw Error(source + ": tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
                   "' overlap in the data section");
     }
   }
-  file.bytes_ = std::move(bytes);
   return file;
 }
 
 SafetensorsFile SafetensorsFile::read(const std::filesystem::path& path) {
-  return parse(read_file(path), path.string());
+  SafetensorsFile file = read_header(path);
+  file.load_data();
+  return file;
 }
 
 const TensorInfo* SafetensorsFile::find(const std::string& name) const {
-  for (const auto& tensor : tensors_) {
-    if (tensor.name == name) return &tensor;
-  }
-  return nullptr;
+  const auto it = std::lower_bound(
+      tensors_.begin(), tensors_.end(), name,
+      [](const TensorInfo& tensor, const std::string& key) { return tensor.name < key; });
+  return it != tensors_.end() && it->name == name ? &*it : nullptr;
 }
 
 std::vector<double> SafetensorsFile::values(const TensorInfo& tensor) const {
   const auto count = static_cast<std::size_t>(tensor.element_count());
   // parse() checked every tensor's offsets against its shape and the data section; a TensorInfo
   // from another file would read past this one's bytes.
+  if (!data_loaded_) {
+    throw Error(source_ + ": the tensor data of '" + tensor.name +
+                "' was not read (read_header without load_data)");
+  }
   ATTNRES_ASSERT(tensor.end - tensor.begin == count * element_size(tensor.dtype) &&
                      data_start_ + tensor.end <= bytes_.size(),
                  "tensor '" + tensor.name + "' lies inside this file's data section");

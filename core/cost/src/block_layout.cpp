@@ -73,6 +73,10 @@ std::optional<std::int64_t> layers_per_block(std::int64_t block_size) {
 std::vector<std::int64_t> parse_block_list(const std::string& text, const std::string& where) {
   const std::string expected = "expected block sizes in sublayers separated by commas, e.g. 6,6,4";
   std::vector<std::int64_t> sizes;
+  // getline drops an empty last item ("4,4,"): an empty entry wherever it is.
+  const auto last = text.find_last_not_of(" \t");
+  if (last != std::string::npos && text[last] == ',')
+    throw Error(where + ": an empty entry after the last comma (" + expected + ")");
   std::stringstream stream(text);
   for (std::string word; std::getline(stream, word, ',');) {
     const auto first = word.find_first_not_of(" \t");

@@ -34,8 +34,12 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
   }
   if (in.layers != 0) {
     if (auto p = below(in.layers, 1, "layers", "transformer layers")) return p;
-    if (in.layers > (std::int64_t{1} << 61))
-      return problem("layers", "transformer layers is too large");
+    if (in.layers > kMaxSublayers / 2) {
+      return problem("layers", "transformer layers must be at most " +
+                                   std::to_string(kMaxSublayers / 2) +
+                                   " (L = " + std::to_string(kMaxSublayers) + " sublayers), got " +
+                                   std::to_string(in.layers));
+    }
     const std::int64_t from_layers = 2 * in.layers;
     if (in.sublayers != 0 && in.sublayers != from_layers) {
       return problem("sublayers", "sublayers L = " + std::to_string(in.sublayers) +
@@ -46,6 +50,10 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
     in.sublayers = from_layers;
   }
   if (auto p = below(in.sublayers, 1, "sublayers", "sublayers L")) return p;
+  if (in.sublayers > kMaxSublayers) {
+    return problem("sublayers", "sublayers L must be at most " + std::to_string(kMaxSublayers) +
+                                    ", got " + std::to_string(in.sublayers));
+  }
   if (auto p = below(in.d_model, 1, "d_model", "width d")) return p;
   const std::int64_t L = in.sublayers;
   if (in.block_layers != 0) {

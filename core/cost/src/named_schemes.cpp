@@ -257,7 +257,15 @@ AttnResConfig parse_scheme_spec(const std::string& spec, const CostInputs& in) {
       throw CostInputError(key, key + " must be true or false (or on / off), got '" + value + "'");
     };
     try {
-      if (key == "block_size") c.block_size = integer();
+      if (key == "block_size") {
+        // 0 would mean "the inputs' S" silently: a key that is given must say a size.
+        c.block_size = integer();
+        if (c.block_size < 1 || c.block_size > in.sublayers) {
+          throw CostInputError(
+              key, "block_size must be between 1 and L = " + std::to_string(in.sublayers) +
+                       " sublayers, got " + value + " (in '" + spec + "')");
+        }
+      }
       if (key == "gate") c.gate = parse_depth_gate(value, key);
       if (key == "key_norm") c.key_norm = boolean();
       if (key == "window") c.window = integer();

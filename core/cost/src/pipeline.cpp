@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 
 namespace attnres {
 
@@ -112,6 +113,23 @@ std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings
     return CostInputProblem{"microbatches", "micro-batches m must be between 1 and " +
                                                 std::to_string(kMaxMicrobatches) + ", got " +
                                                 std::to_string(s.microbatches)};
+  }
+  // The pairs the simulation places, m x P·V, counted in double: unresolved P and V may be large.
+  const double pairs = static_cast<double>(std::max<std::int64_t>(1, s.model.pp)) *
+                       static_cast<double>(std::max<std::int64_t>(1, s.model.vpp)) *
+                       static_cast<double>(s.microbatches);
+  if (pairs > static_cast<double>(kMaxPipelinePairs)) {
+    auto megabytes = [](double count) {
+      return format_number(std::round(count * static_cast<double>(kPipelineBytesPerPair) / 1e6)) +
+             " MB";
+    };
+    return CostInputProblem{
+        "microbatches", "m x P·V = " + std::to_string(s.microbatches) + " x " +
+                            format_number(pairs / s.microbatches) + " = " + format_number(pairs) +
+                            " (micro-batch, chunk) pairs would take about " + megabytes(pairs) +
+                            " to simulate; at most " + std::to_string(kMaxPipelinePairs) +
+                            " pairs (about " + megabytes(static_cast<double>(kMaxPipelinePairs)) +
+                            "): use fewer micro-batches, ranks or virtual stages"};
   }
   if (s.schedule == PipelineSchedule::one_f_one_b && s.model.vpp > 1) {
     return CostInputProblem{

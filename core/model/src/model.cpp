@@ -10,6 +10,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/output_dir.hpp"
 #include "attnres/safetensors.hpp"
 
 namespace attnres {
@@ -183,6 +184,9 @@ ModelWeights<double> load_model(const fs::path& directory) {
   if (!fs::is_directory(directory)) {
     throw Error("model directory '" + directory.string() + "' does not exist");
   }
+  // A write of this directory cut short (init-model, train) is completed first, and none
+  // switches its files while they are read: config.json and the weights are one set.
+  const OutputDirectoryReadLock lock(directory);
   const ModelConfig config = parse_model_config(read_file(config_path), config_path.string());
   // Refuse before allocating anything: the weights as float64 plus the file itself must fit.
   const std::uint64_t needed = model_bytes_as_float64(config, config_path.string());
@@ -196,7 +200,9 @@ ModelWeights<double> load_model(const fs::path& directory) {
                 std::to_string(available / 1000000) +
                 " MB of memory is available; refusing to load");
   }
-  const SafetensorsFile file = SafetensorsFile::read(weights_path);
+  // The header first: names and shapes are checked against config.json (a missing, misshapen or
+  // stray tensor is refused) before any tensor data is read; then the data, once.
+  SafetensorsFile file = SafetensorsFile::read_header(weights_path);
   const std::string source = weights_path.string();
 
   auto model = allocate_model<double>(config);
@@ -218,14 +224,6 @@ ModelWeights<double> load_model(const fs::path& directory) {
       throw Error(source + ": tensor '" + tensor.name + "' has shape " + shape_text(info->shape) +
                   ", expected " + shape_text(tensor.shape) + " from " + config_path.string());
     }
-    const auto values = file.values(*info);
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (!std::isfinite(values[i])) {
-        throw Error(source + ": tensor '" + tensor.name + "' holds a non-finite value (" +
-                    std::to_string(values[i]) + ") at flat index " + std::to_string(i));
-      }
-      tensor.data[i] = values[i];
-    }
     if (tensor.attn_res) ++present_attn_res;
   });
   for (const auto& tensor : file.tensors()) {
@@ -239,6 +237,19 @@ ModelWeights<double> load_model(const fs::path& directory) {
                 std::to_string(missing_attn_res.size()) +
                 " missing); a model has all of them or none");
   }
+  file.load_data();
+  for_each_tensor(model, [&](const TensorVisit& tensor) {
+    const TensorInfo* info = file.find(tensor.name);
+    if (info == nullptr) return;  // an absent AttnRes tensor (checked above)
+    const auto values = file.values(*info);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        throw Error(source + ": tensor '" + tensor.name + "' holds a non-finite value (" +
+                    std::to_string(values[i]) + ") at flat index " + std::to_string(i));
+      }
+      tensor.data[i] = values[i];
+    }
+  });
   model.has_attn_res_tensors = present_attn_res > 0;
   if (!model.has_attn_res_tensors && !missing_attn_res.empty() &&
       config.attn_res.mode != ResidualMode::standard) {

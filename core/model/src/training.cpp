@@ -21,60 +21,134 @@ std::uint64_t fnv1a64(const std::string& bytes) {
   return hash;
 }
 
-TextData text_data_from_bytes(const std::string& bytes, const std::string& source,
-                              double validation_fraction, int sequence_length) {
+namespace {
+
+// The checks of a data file's bytes, applied chunk by chunk as they arrive: a NUL refuses the file
+// at once (so /dev/zero-like input stops after its first chunk), control bytes are counted for
+// the 5 % rule, the FNV-1a hash runs along.
+class TextCheck {
+ public:
+  explicit TextCheck(const std::string& source) : source_(source) {}
+
+  void add(const char* bytes, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i) {
+      const auto c = static_cast<unsigned char>(bytes[i]);
+      if (c == 0) {
+        throw Error(
+            source_ + ": byte " + std::to_string(seen_ + i) +
+            " is NUL: this looks like a binary file (expected text; the tokens are its bytes)");
+      }
+      if (c < 32 && c != '\t' && c != '\n' && c != '\r' && c != '\f') ++control_;
+      hash_ ^= c;
+      hash_ *= 0x100000001b3ull;
+    }
+    seen_ += size;
+  }
+
+  // The whole-file checks and the split of `bytes` (all of them, added above) into the training
+  // and the validation part.
+  TextData finish(std::vector<std::uint8_t> bytes, double validation_fraction,
+                  int sequence_length) const {
+    if (bytes.empty())
+      throw Error(source_ + ": the data file is empty (expected text; any text file works)");
+    if (control_ * 20 > bytes.size()) {
+      throw Error(source_ + ": " + std::to_string(control_) + " of " +
+                  std::to_string(bytes.size()) +
+                  " bytes are control characters: this looks like a binary file (expected text)");
+    }
+    const auto validation_bytes = static_cast<std::size_t>(
+        std::floor(static_cast<double>(bytes.size()) * validation_fraction));
+    const std::size_t train_bytes = bytes.size() - validation_bytes;
+    const auto needed = static_cast<std::size_t>(sequence_length) + 1;
+    if (train_bytes < needed || validation_bytes < needed) {
+      throw Error(source_ + ": " + std::to_string(bytes.size()) + " bytes split into " +
+                  std::to_string(train_bytes) + " for training and " +
+                  std::to_string(validation_bytes) + " for validation; each part needs at least " +
+                  std::to_string(needed) +
+                  " (the sequence length + 1): use a longer file, a shorter --seq or another "
+                  "--val-fraction");
+    }
+    TextData data;
+    data.source = source_;
+    data.fingerprint = hash_;
+    const auto split = bytes.begin() + static_cast<std::ptrdiff_t>(train_bytes);
+    data.validation.assign(split, bytes.end());
+    bytes.resize(train_bytes);
+    data.train = std::move(bytes);
+    return data;
+  }
+
+ private:
+  const std::string& source_;
+  std::size_t seen_ = 0, control_ = 0;
+  std::uint64_t hash_ = 0xcbf29ce484222325ull;  // FNV-1a 64, as fnv1a64
+};
+
+void check_fraction(double validation_fraction, const std::string& source) {
   if (!(validation_fraction > 0.0 && validation_fraction < 1.0)) {
     throw Error(source + ": the validation fraction must be between 0 and 1 (exclusive), got " +
                 format_number(validation_fraction));
   }
-  if (bytes.empty())
-    throw Error(source + ": the data file is empty (expected text; any text file works)");
-  std::size_t control = 0;
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c == 0) {
-      throw Error(
-          source + ": byte " + std::to_string(i) +
-          " is NUL: this looks like a binary file (expected text; the tokens are its bytes)");
-    }
-    if (c < 32 && c != '\t' && c != '\n' && c != '\r' && c != '\f') ++control;
-  }
-  if (control * 20 > bytes.size()) {
-    throw Error(source + ": " + std::to_string(control) + " of " + std::to_string(bytes.size()) +
-                " bytes are control characters: this looks like a binary file (expected text)");
-  }
-  const auto validation_bytes =
-      static_cast<std::size_t>(std::floor(static_cast<double>(bytes.size()) * validation_fraction));
-  const std::size_t train_bytes = bytes.size() - validation_bytes;
-  const auto needed = static_cast<std::size_t>(sequence_length) + 1;
-  if (train_bytes < needed || validation_bytes < needed) {
-    throw Error(source + ": " + std::to_string(bytes.size()) + " bytes split into " +
-                std::to_string(train_bytes) + " for training and " +
-                std::to_string(validation_bytes) + " for validation; each part needs at least " +
-                std::to_string(needed) +
-                " (the sequence length + 1): use a longer file, a shorter --seq or another "
-                "--val-fraction");
-  }
-  TextData data;
-  data.source = source;
-  data.fingerprint = fnv1a64(bytes);
-  data.train.reserve(train_bytes);
-  for (std::size_t i = 0; i < train_bytes; ++i)
-    data.train.push_back(static_cast<unsigned char>(bytes[i]));
-  for (std::size_t i = train_bytes; i < bytes.size(); ++i)
-    data.validation.push_back(static_cast<unsigned char>(bytes[i]));
-  return data;
+}
+
+std::string cap_text() {
+  return std::to_string(kMaxTextDataBytes) + " bytes (" + std::to_string(kMaxTextDataBytes >> 20) +
+         " MiB, the most a data file may hold)";
+}
+
+}  // namespace
+
+TextData text_data_from_bytes(const std::string& bytes, const std::string& source,
+                              double validation_fraction, int sequence_length) {
+  check_fraction(validation_fraction, source);
+  TextCheck check(source);
+  check.add(bytes.data(), bytes.size());
+  return check.finish(std::vector<std::uint8_t>(bytes.begin(), bytes.end()), validation_fraction,
+                      sequence_length);
 }
 
 TextData load_text_data(const std::filesystem::path& path, double validation_fraction,
                         int sequence_length) {
+  namespace fs = std::filesystem;
+  const std::string source = path.string();
+  check_fraction(validation_fraction, source);
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (!fs::exists(status)) throw Error(source + ": cannot read the data file (does it exist?)");
+  if (!fs::is_regular_file(status)) {
+    const char* what = fs::is_directory(status) ? "a directory"
+                       : fs::is_fifo(status)    ? "a FIFO (named pipe)"
+                       : fs::is_character_file(status) || fs::is_block_file(status)
+                           ? "a device"
+                           : "not a regular file";
+    throw Error(source + ": the data file is " + what + "; expected a regular text file");
+  }
+  const std::uint64_t size = fs::file_size(path, error);
+  if (!error && size > kMaxTextDataBytes) {
+    throw Error(source + ": the data file has " + std::to_string(size) + " bytes; at most " +
+                cap_text());
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot read the data file (does it exist?)");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw Error(path.string() + ": reading the data file failed");
-  TextData data =
-      text_data_from_bytes(buffer.str(), path.string(), validation_fraction, sequence_length);
+  if (!in) throw Error(source + ": cannot read the data file (does it exist?)");
+  // Streamed in chunks, each checked as it arrives. The file may grow while it is read: the cap
+  // holds for what arrives, not only for the size it had.
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  TextCheck check(source);
+  std::vector<std::uint8_t> bytes;
+  if (!error) bytes.reserve(static_cast<std::size_t>(size));
+  std::vector<char> chunk(kChunk);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(kChunk));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (got == 0) break;
+    if (bytes.size() + got > kMaxTextDataBytes) {
+      throw Error(source + ": the data file has more than " + cap_text());
+    }
+    check.add(chunk.data(), got);
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(got));
+  }
+  if (in.bad()) throw Error(source + ": reading the data file failed");
+  TextData data = check.finish(std::move(bytes), validation_fraction, sequence_length);
   data.source = path;
   return data;
 }

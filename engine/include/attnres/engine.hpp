@@ -34,13 +34,22 @@ std::string to_string(Device device);
 EngineKind parse_engine(const std::string& text, const std::string& where);
 Device parse_device(const std::string& text, const std::string& where);
 
+// The most CPU threads an engine starts (--threads, train_state.json's threads). Far above the
+// cores of any machine the engines are tuned for; a larger count is refused before any work
+// rather than exhausting the process's threads or memory (docs/cli.md).
+inline constexpr int kMaxThreads = 256;
+
 struct EngineOptions {
   EngineKind engine = EngineKind::fast;
   Device device = Device::cpu;
-  int threads = 0;  // CPU threads (fast engine); 0 = every core
+  int threads = 0;  // CPU threads (fast engine); 0 = every core; at most kMaxThreads
 };
 
-// The cores of this machine (at least 1).
+// Throws attnres::Error naming `where` (a flag such as "--threads" or a file key) unless
+// 0 <= threads <= kMaxThreads (0: every core).
+void check_thread_count(int threads, const std::string& where);
+
+// The cores of this machine (at least 1, at most kMaxThreads).
 int default_thread_count();
 
 // False, with the reason, when the CUDA engine cannot run here (not built, no device).

@@ -67,6 +67,12 @@ struct TrainLogRow {
 inline constexpr const char* kTrainStateFile = "train_state.json";
 inline constexpr const char* kTrainLogFile = "train_log.csv";
 inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
+// The files train_state.json (version 2) records a checksum of: resume refuses any other.
+inline constexpr const char* kCheckpointCompanions[] = {"config.json", "model.safetensors",
+                                                        kOptimizerFile, kTrainLogFile};
+// The most tokens one step takes (batch x sequence length): the trainer is for tiny models, and
+// its activations grow with this.
+inline constexpr std::int64_t kMaxTokensPerStep = std::int64_t{1} << 20;
 
 class Trainer {
  public:

@@ -1,9 +1,12 @@
 // Output directories that never lose a user's files (core/base/include/attnres/output_dir.hpp), and
 // the safe text that messages go through.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "attnres/atomic_file.hpp"
@@ -199,11 +202,144 @@ TEST(OutputDirectory, StagingLeftByAKilledProcessIsRemovedAndReported) {
   ASSERT_EQ(output_directory_notes(result).size(), 1u);
   EXPECT_NE(output_directory_notes(result)[0].find("left by an interrupted run"),
             std::string::npos);
-  // A staging folder of a live process (this one, another command in flight) is left alone.
+  // A staging folder whose owner still runs (it holds the folder's lock) is left alone.
   const std::string live = ".attnres-staging." + std::to_string(getppid()) + ".7";
   fs::create_directories(dir / "r" / live);
+  const int held = ::open((dir / "r" / live).c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
   write_output_directory(dir / "r", owner("report"), writes({{"report.md", "3"}}));
   EXPECT_TRUE(fs::exists(dir / "r" / live));
+  // Its pid alone does not keep it: once nobody holds the lock (the owner died and its pid was
+  // reused by another process, here our parent), it is removed.
+  ::close(held);
+  const auto later =
+      write_output_directory(dir / "r", owner("report"), writes({{"report.md", "4"}}));
+  EXPECT_FALSE(fs::exists(dir / "r" / live));
+  EXPECT_EQ(later.stale_staging, std::vector<std::string>{live});
+}
+
+// The files of a directory with their bytes, attnres's bookkeeping left out.
+std::map<std::string, std::string> contents(const fs::path& directory) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(directory)) {
+    const std::string name = entry.path().lexically_relative(directory).generic_string();
+    if (name.rfind(".attnres", 0) == 0) continue;
+    if (entry.is_regular_file()) files[name] = read_file(entry.path());
+  }
+  return files;
+}
+
+TEST(OutputDirectory, AKillAtAnyStepOfACommitLeavesTheOldSetOrTheNewOne) {
+  test::TempDir dir;
+  const fs::path target = dir / "r";
+  const auto first = writes({{"a.md", "old a"}, {"gone.csv", "old only"}, {"sub/b.png", "old b"}});
+  const auto second = writes({{"a.md", "new a"}, {"sub/b.png", "new b"}, {"sub/c.svg", "new c"}});
+  write_output_directory(target, owner("report"), first);
+  const auto old_set = contents(target);
+  const fs::path pristine = dir / "pristine";
+  fs::copy(target, pristine, fs::copy_options::recursive);
+  write_output_directory(target, owner("report"), second);
+  const auto new_set = contents(target);
+
+  int saw_old = 0, saw_new = 0, before_recovery_mixed = 0;
+  for (long at = 1; at < 100; ++at) {
+    fs::remove_all(target);
+    fs::copy(pristine, target, fs::copy_options::recursive);
+    const pid_t child = fork();
+    if (child == 0) {
+      setenv("ATTNRES_TEST_KILL_AT", std::to_string(at).c_str(), 1);
+      try {
+        write_output_directory(target, owner("report"), second);
+      } catch (...) {
+        _exit(3);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (WIFEXITED(status)) {
+      EXPECT_EQ(WEXITSTATUS(status), 0);
+      EXPECT_GT(at, 5);  // synced, record, three moves, removals, marker, record gone
+      break;
+    }
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    const auto raw = contents(target);
+    if (raw != old_set && raw != new_set) ++before_recovery_mixed;
+    // The next look at the directory (a reader here) completes what the record says.
+    std::map<std::string, std::string> seen;
+    {
+      const OutputDirectoryReadLock lock(target);
+      seen = contents(target);
+    }
+    if (seen == old_set) {
+      ++saw_old;
+    } else {
+      EXPECT_EQ(seen, new_set) << "a kill at step " << at << " left a mix";
+      ++saw_new;
+    }
+    EXPECT_FALSE(fs::exists(target / ".attnres-commit.json"));
+    // And the next write needs no --force.
+    EXPECT_EQ(error_of([&] { write_output_directory(target, owner("report"), second); }), "")
+        << "after a kill at step " << at;
+    EXPECT_EQ(contents(target), new_set);
+  }
+  EXPECT_GE(saw_old, 1);                // killed before the record: nothing happened
+  EXPECT_GE(saw_new, 5);                // killed after it: completed by the next look
+  EXPECT_GE(before_recovery_mixed, 1);  // the windows the record closes do exist
+}
+
+TEST(OutputDirectory, TemporaryFilesOfAKilledMarkerWriteAreNotForeign) {
+  test::TempDir dir;
+  write_output_directory(dir / "r", owner("report"), writes({{"report.md", "1"}}));
+  write_file_atomically(dir / "r" / ".attnres-output.json.tmp123456", "{\"half");
+  write_file_atomically(dir / "r" / ".attnres-commit.json.tmp42", "{");
+  EXPECT_EQ(error_of([&] { check_output_directory(dir / "r", owner("report")); }), "");
+  write_output_directory(dir / "r", owner("report"), writes({{"report.md", "2"}}));
+  EXPECT_EQ(entries(dir / "r"), (std::vector<std::string>{".attnres-output.json", "report.md"}));
+}
+
+TEST(OutputDirectory, ATornCommitRecordDropsTheWriteAndKeepsTheOldFiles) {
+  test::TempDir dir;
+  write_output_directory(dir / "r", owner("report"), writes({{"report.md", "1"}}));
+  // A power cut before the record reached the disk: it is there but incomplete.
+  write_file_atomically(dir / "r" / ".attnres-commit.json", "{\"owner\": \"rep");
+  fs::create_directories(dir / "r" / ".attnres-staging.1.0");
+  write_file_atomically(dir / "r" / ".attnres-staging.1.0" / "report.md", "2");
+  const OutputDirectoryReadLock lock(dir / "r");
+  ASSERT_EQ(lock.notes().size(), 1u);
+  EXPECT_NE(lock.notes()[0].find("dropped an interrupted write"), std::string::npos);
+  EXPECT_EQ(read_file(dir / "r" / "report.md"), "1");
+  EXPECT_FALSE(fs::exists(dir / "r" / ".attnres-commit.json"));
+}
+
+TEST(OutputDirectory, ConcurrentWritersOfOneDirectoryNeverRefuseEachOther) {
+  test::TempDir dir;
+  std::vector<pid_t> children;
+  for (int writer = 0; writer < 2; ++writer) {
+    const pid_t child = fork();
+    if (child == 0) {
+      int failures = 0;
+      for (int i = 0; i < 40; ++i) {
+        try {
+          const std::string name = "w" + std::to_string(writer);
+          write_output_directory(dir / "s", owner("sweep:" + name),
+                                 writes({{name + ".csv", std::to_string(i)}}));
+        } catch (...) {
+          ++failures;
+        }
+      }
+      _exit(failures);
+    }
+    children.push_back(child);
+  }
+  for (const pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "refusals of a writer";
+  }
+  EXPECT_EQ(read_file(dir / "s" / "w0.csv"), "39");
+  EXPECT_EQ(read_file(dir / "s" / "w1.csv"), "39");
 }
 
 TEST(OutputDirectory, PathsAreCleaned) {

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/safetensors.hpp"
 #include "test_support.hpp"
@@ -152,6 +153,84 @@ TEST(Safetensors, RejectsShapesWhoseSizeOverflows) {
       make_file(R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})",
                 std::string(4, '\0')),
       "overflows");
+}
+
+// A header of `count` one-element F32 tensors t0, t1, ... at consecutive offsets.
+std::string many_entries_header(int count, const std::string& last_entry = "") {
+  std::string header = "{";
+  for (int i = 0; i < count; ++i) {
+    header += "\"t" + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
+              std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]},";
+  }
+  header += last_entry.empty() ? std::string("\"__metadata__\":{}") : last_entry;
+  return header + "}";
+}
+
+// 50,000 entries: the checks are n log n (they took minutes when quadratic); this test checks
+// what they find, the time is in the report of issue 24.
+TEST(Safetensors, ManyEntriesAreValidatedAndFound) {
+  constexpr int kCount = 50'000;
+  const std::string data(4 * kCount, '\0');
+  const SafetensorsFile file =
+      SafetensorsFile::parse(make_file(many_entries_header(kCount), data), "many.safetensors");
+  ASSERT_EQ(file.tensors().size(), static_cast<std::size_t>(kCount));
+  for (int i = 0; i < kCount; i += 997) {
+    const TensorInfo* info = file.find("t" + std::to_string(i));
+    ASSERT_NE(info, nullptr) << i;
+    EXPECT_EQ(info->begin, static_cast<std::uint64_t>(4 * i));
+  }
+  EXPECT_EQ(file.find("t50000"), nullptr);
+  EXPECT_EQ(file.find(""), nullptr);
+  // A duplicate name after 50,000 others, and an overlap of the last entry with the first.
+  expect_rejected(
+      make_file(
+          many_entries_header(kCount, R"("t17":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})"),
+          data),
+      "duplicate tensor name 't17'");
+  expect_rejected(
+      make_file(many_entries_header(
+                    kCount, R"("z":{"dtype":"F32","shape":[2],"data_offsets":[199990,199998]})"),
+                data),
+      "overlap in the data section");
+}
+
+TEST(Safetensors, OverlapsAreFoundWhereverTheyAre) {
+  // b lies inside a; c starts where a ends: only (a, b) overlap, whatever the header order.
+  expect_rejected(make_file(R"({"c":{"dtype":"F32","shape":[1],"data_offsets":[16,20]},)"
+                            R"("a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+                            R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                            std::string(20, '\0')),
+                  "tensors 'a' and 'b' overlap");
+  EXPECT_NO_THROW(
+      SafetensorsFile::parse(make_file(R"({"c":{"dtype":"F32","shape":[1],"data_offsets":[16,20]},)"
+                                       R"("e":{"dtype":"F32","shape":[0],"data_offsets":[16,16]},)"
+                                       R"("a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
+                                       std::string(20, '\0')),
+                             "ok.safetensors"));
+}
+
+TEST(Safetensors, ReadHeaderValidatesAgainstTheFileSizeBeforeReadingData) {
+  test::TempDir dir;
+  // The header declares 16 bytes of data; the file holds 8.
+  const std::filesystem::path path = dir / "short.safetensors";
+  write_file_atomically(path,
+                        make_file(R"({"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
+                                  std::string(8, '\0')));
+  try {
+    SafetensorsFile::read_header(path);
+    ADD_FAILURE() << "a header whose ranges run past the file was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("runs past the end"), std::string::npos)
+        << error.what();
+  }
+  // A good file: the header alone gives names and shapes; values need load_data.
+  write_safetensors(dir / "ok.safetensors", {{"x", {2}, {1.0f, 2.0f}}});
+  SafetensorsFile file = SafetensorsFile::read_header(dir / "ok.safetensors");
+  ASSERT_NE(file.find("x"), nullptr);
+  EXPECT_EQ(file.find("x")->shape, std::vector<std::int64_t>{2});
+  EXPECT_THROW(file.values(*file.find("x")), Error);
+  file.load_data();
+  EXPECT_EQ(file.values(*file.find("x")), (std::vector<double>{1.0, 2.0}));
 }
 
 TEST(Safetensors, ReadNamesAMissingFile) {

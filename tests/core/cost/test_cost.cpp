@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "attnres/cost.hpp"
 #include "attnres/time_model.hpp"
@@ -226,6 +227,32 @@ TEST(CostInputsCheck, HandlesAMillionSublayersAndABillionTokens) {
   const auto report = evaluate_costs(resolve_cost_inputs(in));
   EXPECT_EQ(report.history_full_vectors, 1'000'001);
   EXPECT_EQ(report.prefill.total_bytes, 2LL * 1000 * 1'000'000'000 * 8192);
+}
+
+// Past kMaxSublayers, L is refused with the bound before any count is formed (2^63 - 1 sublayers
+// in 8 blocks printed "S = -1152921504606846975 gives -7 blocks").
+TEST(CostInputsCheck, RefusesMoreSublayersThanTheBound) {
+  auto in = paper_inputs();
+  in.sublayers = std::numeric_limits<std::int64_t>::max();
+  in.blocks = 8;
+  expect_field_error(in, "sublayers",
+                     "sublayers L must be at most " + std::to_string(kMaxSublayers) + ", got " +
+                         std::to_string(std::numeric_limits<std::int64_t>::max()));
+  in = paper_inputs();
+  in.sublayers = kMaxSublayers + 1;
+  expect_field_error(in, "sublayers", "at most 3000000000");
+  in = paper_inputs();
+  in.sublayers = 0;
+  in.layers = std::numeric_limits<std::int64_t>::max() / 2;
+  expect_field_error(in, "layers", "transformer layers must be at most 1500000000");
+  // At the bound, N and S are what they should be.
+  in = paper_inputs();
+  in.sublayers = kMaxSublayers;
+  in.blocks = 8;
+  in.d_model = 1;
+  const CostInputs resolved = resolve_cost_inputs(in);
+  EXPECT_EQ(resolved.block_size, kMaxSublayers / 8);
+  EXPECT_EQ(resolved.blocks, 8);
 }
 
 TEST(CostReportAll, EvaluatesThePaperSetting) {
@@ -465,6 +492,10 @@ TEST(SchemeCost, SpecsAndProblemsNameTheKey) {
   expect_error("full:heads=3", "heads", "positive divisor of d = 16");
   expect_error("full:block_size=2", "block_size", "applies to Block AttnRes");
   expect_error("block:block_size=9", "block_size", "between 1 and L = 8");
+  // 0 is not "the default S" when typed: it is refused, naming the key and the range.
+  expect_error("block:block_size=0", "block_size",
+               "block_size must be between 1 and L = 8 sublayers, got 0");
+  expect_error("block:block_size=-3", "block_size", "between 1 and L = 8");
   expect_error("mhc:streams=0", "streams", "at least 1");
   expect_error("full:mixing=scalars,key_norm=false", "key_norm", "mixing = attention");
   expect_error("full:window=x", "window", "must be an integer");

@@ -280,6 +280,29 @@ TEST(PipelineRules, MoeAndPipelineSettingsNameTheFieldTheyAreAbout) {
   t = s;
   t.moe = bad;
   EXPECT_EQ(field_of(pipeline_settings_problem(t)), "experts");
+  // m x P·V is bounded (a million micro-batches on 32 chunks took more than 12 GB), with the
+  // estimate in the message; the largest m on one chunk is still accepted.
+  t = s;
+  t.model.pp = 16;
+  t.model.vpp = 2;
+  t.microbatches = kMaxMicrobatches;
+  const auto pairs = pipeline_settings_problem(t);
+  EXPECT_EQ(field_of(pairs), "microbatches");
+  ASSERT_TRUE(pairs);
+  EXPECT_NE(pairs->message.find("m x P·V = 1000000 x 32 = 32000000 (micro-batch, chunk) pairs "
+                                "would take about 25600 MB to simulate; at most " +
+                                std::to_string(kMaxPipelinePairs)),
+            std::string::npos)
+      << pairs->message;
+  t.microbatches = static_cast<int>(kMaxPipelinePairs / 32);
+  EXPECT_FALSE(pipeline_settings_problem(t));
+  t.microbatches += 1;
+  EXPECT_EQ(field_of(pipeline_settings_problem(t)), "microbatches");
+  t.model.pp = 1;
+  t.model.vpp = 1;
+  t.schedule = PipelineSchedule::one_f_one_b;
+  t.microbatches = kMaxMicrobatches;
+  EXPECT_FALSE(pipeline_settings_problem(t));
   // evaluate_pipeline applies the same rules
   t = s;
   t.microbatches = 0;

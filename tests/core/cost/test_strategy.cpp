@@ -270,6 +270,13 @@ TEST(BlockLayout, UnevenListsReduceToEvenOnesAndAreValidated) {
   EXPECT_THROW(resolve_cost_inputs(in), CostInputError);  // the list says N = 3
   EXPECT_EQ(parse_block_list("6, 6,4", "--block-sizes"), (std::vector<std::int64_t>{6, 6, 4}));
   EXPECT_THROW(parse_block_list("6,,4", "--block-sizes"), Error);
+  // An empty last item is an empty entry too (getline alone would drop it).
+  for (const char* text : {"4,4,", "4,4, ", ",4"}) {
+    const std::string message =
+        test::error_message([&] { parse_block_list(text, "--block-sizes"); });
+    EXPECT_NE(message.find("--block-sizes: an empty entry"), std::string::npos)
+        << text << ": " << message;
+  }
   EXPECT_THROW(parse_block_list("6,x", "--block-sizes"), Error);
   EXPECT_THROW(parse_block_list("6,-2", "--block-sizes"), Error);
 }

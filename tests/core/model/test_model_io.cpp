@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "attnres/atomic_file.hpp"
@@ -248,6 +249,20 @@ TEST(ModelFiles, UnexpectedTensorIsNamed) {
   });
   expect_error_containing([&] { load_model(dir.path()); },
                           {"unexpected tensor 'model.layers.7.extra'"});
+}
+
+// The names and shapes are checked from the header before any tensor data is read: a stray tensor
+// is refused even when the data holds a value the data check would refuse.
+TEST(ModelFiles, AStrayTensorIsRefusedBeforeTheDataIsRead) {
+  test::TempDir dir;
+  save_model(random_model(tiny_config(), {}), dir.path());
+  edit_weights(dir.path(), [](auto& tensors) {
+    tensors.front().data.front() = std::numeric_limits<float>::quiet_NaN();
+    tensors.push_back({"zz.stray", {1}, {0.f}});
+  });
+  const std::string message = test::error_message([&] { load_model(dir.path()); });
+  EXPECT_NE(message.find("unexpected tensor 'zz.stray'"), std::string::npos) << message;
+  EXPECT_EQ(message.find("non-finite"), std::string::npos) << message;
 }
 
 TEST(ModelFiles, MissingOrCorruptFilesAreNamed) {

@@ -10,8 +10,16 @@
 namespace attnres {
 
 // Writes `content` to `path` atomically (temporary file + rename). Throws attnres::Error naming
-// the path on failure, and leaves no temporary file behind.
+// the path on failure, and leaves no temporary file behind. The temporary is
+// `.NAME.attnres-tmp.PID.N` beside the target (hidden, and naming the process that writes it);
+// temporaries of the same target whose process is no longer running (it was killed outright)
+// are removed first.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+// The temporary file write_file_atomically uses for `path` in this process (a new N each call).
+std::filesystem::path temporary_path_for(const std::filesystem::path& path);
+// Removes the temporaries of `path` left by processes that are not running; returns how many.
+std::size_t remove_stale_temporaries(const std::filesystem::path& path);
 
 // Directories of outputs are written by write_output_directory (output_dir.hpp).
 

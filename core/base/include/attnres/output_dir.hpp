@@ -11,14 +11,20 @@
 // Files of other sets are left alone, so several sweeps can share one directory; a set is
 // replaced as a whole (files of its previous run that the new run does not write are removed).
 //
-// The new files are built in a staging folder inside the target (`.attnres-staging.PID.N`), then
-// moved into place one by one; each file appears complete. The staging folder is removed on every
-// exit we control (errors, cancellation); a staging folder left by a killed process is removed by
-// the next command that writes the directory (and reported).
+// The new files are built in a staging folder inside the target (`.attnres-staging.PID.N`, locked
+// by its owner while it runs). The switch is one step: the staged files are synced to disk, then a
+// commit record (`.attnres-commit.json`: what moves, what goes, the new marker) is written and
+// synced; only then do the files move into place. A process killed before the record leaves the
+// directory exactly as it was; one killed after it leaves a record that the next command touching
+// the directory (a writer, or a reader through OutputDirectoryReadLock) applies again, so the
+// directory always holds the whole old set or the whole new one. The staging folder is removed on
+// every exit we control (errors, cancellation); one whose owner died is removed by the next writer
+// (and reported).
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +48,7 @@ struct OutputDirectoryResult {
   std::vector<std::string> removed;        // relative paths removed (previous run or --force)
   std::vector<std::string> stale_staging;  // staging folders of killed runs that were removed
   std::vector<std::filesystem::path> legacy_staging;  // older attnres's ".NAME.partialN" beside it
+  std::vector<std::string> recovered;  // interrupted writes completed (or dropped), in words
 };
 
 // Lines that tell the user about stale staging folders ("note: ..."), empty when there were none.
@@ -51,9 +58,25 @@ std::vector<std::string> output_directory_notes(const OutputDirectoryResult& res
 std::filesystem::path clean_output_path(const std::string& text, const std::string& flag);
 
 // Checks, before any work, that `target` may be written with `options` (throws attnres::Error
-// with the reason otherwise). write_output_directory checks again when it commits.
-void check_output_directory(const std::filesystem::path& target,
-                            const OutputDirectoryOptions& options);
+// with the reason otherwise). write_output_directory checks again when it commits. An interrupted
+// write of `target` is completed first; the returned lines say so (output_directory_notes).
+std::vector<std::string> check_output_directory(const std::filesystem::path& target,
+                                                const OutputDirectoryOptions& options);
+
+// Held while a command reads a directory attnres wrote (a model, a checkpoint): completes an
+// interrupted write of it first (see above), then holds a shared lock, so that no write switches
+// its files while they are read. Release it before writing the same directory. A directory that
+// does not exist is not locked (the reader reports it). Throws attnres::Error when an interrupted
+// write cannot be completed (a read-only directory, say).
+class OutputDirectoryReadLock {
+ public:
+  explicit OutputDirectoryReadLock(const std::filesystem::path& directory);
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  std::shared_ptr<void> lock_;
+  std::vector<std::string> notes_;
+};
 
 // Runs `build` on an empty staging folder and moves what it wrote into `target` under the rules
 // above. Throws attnres::Error (or Cancelled) and leaves `target` as it was on failure.

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attnres/enum_names.hpp"
@@ -45,8 +46,17 @@ class SafetensorsFile {
  public:
   // Parses and validates a whole file held in memory; `source` names it in errors.
   static SafetensorsFile parse(std::string bytes, const std::string& source);
+  // Reads the header only and validates it against the file's size (every tensor's range inside
+  // the data section, no overlaps, no duplicates): a broken file is refused before any tensor
+  // data is read. values() then needs load_data().
+  static SafetensorsFile read_header(const std::filesystem::path& path);
+  // Reads the data section of a file opened by read_header (once; later calls do nothing).
+  void load_data();
+  // read_header + load_data.
   static SafetensorsFile read(const std::filesystem::path& path);
 
+  // In name order. Validation takes O(n log n) in the number of tensors; find() is a binary
+  // search.
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& source() const { return source_; }
@@ -56,9 +66,18 @@ class SafetensorsFile {
   std::vector<double> values(const TensorInfo& tensor) const;
 
  private:
+  static SafetensorsFile from_header(std::string_view header_text, std::uint64_t data_size,
+                                     const std::string& source);
+  static void check_header_length(std::uint64_t header_length, std::uint64_t file_size,
+                                  const std::string& source);
+
   std::string source_;
-  std::string bytes_;
-  std::size_t data_start_ = 0;
+  std::filesystem::path path_;  // read_header: the file load_data reads
+  std::uint64_t data_offset_in_file_ = 0;
+  std::uint64_t data_size_ = 0;
+  bool data_loaded_ = false;
+  std::string bytes_;           // the whole file (parse) or its data section (load_data)
+  std::size_t data_start_ = 0;  // where the data section starts in bytes_
   std::vector<TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;
 };

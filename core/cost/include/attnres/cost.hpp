@@ -174,10 +174,18 @@ struct CostInputProblem {
   std::string field;
   std::string message;
 };
+// The most sublayers L the cost engine takes (transformer layers: half of it). The closed forms
+// stay O(P·V) for any L (a billion one-sublayer blocks evaluate at once); past this bound the
+// count of (read, source) pairs (L+1)(L+2)/2 no longer fits 64 bits, so L is refused first, with
+// the bound, before N = ceil(L/S) and the other counts are formed. Commands that list every read
+// (layout, recompute) have the lower kMaxStrategySublayers (strategy.hpp).
+inline constexpr std::int64_t kMaxSublayers = 3'000'000'000;
+
 // Derives sublayers / blocks / block_size / ffn in place and returns the first problem, if any
 // (no exception: sweeps reject many settings and stay fast).
 std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& inputs);
-// As try_resolve_cost_inputs, throwing CostInputError. Derives and validates: sizes >= 1, N <= L, S
+// As try_resolve_cost_inputs, throwing CostInputError. Derives and validates: sizes >= 1,
+// L <= kMaxSublayers, N <= L, S
 // <= L, consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
 // block_layers K becomes S = 2K (and is then cleared); a block_sizes list must sum to L and fixes
 // N and S (a given N, S or K must agree with it).

@@ -70,9 +70,16 @@ struct PipelineReport {
 //   MoE: experts = 0 is a dense MLP (the other three are then ignored); experts >= 1 needs
 //   1 <= active <= experts, shared >= 0 and expert_ffn >= 1.
 std::optional<CostInputProblem> moe_problem(const MoeShape& moe);
-//   Pipeline: mode block or full; 1 <= m <= kMaxMicrobatches; the 1f1b schedule needs V = 1; a
-//   link bandwidth override is > 0 (or absent: 0); the MoE shape as above.
+//   Pipeline: mode block or full; 1 <= m <= kMaxMicrobatches; m x P·V <= kMaxPipelinePairs; the
+//   1f1b schedule needs V = 1; a link bandwidth override is > 0 (or absent: 0); the MoE shape as
+//   above.
 inline constexpr int kMaxMicrobatches = 1'000'000;
+// The simulation places a forward and a backward of every micro-batch on every chunk (m x C
+// pairs, C = P·V) with their transfers and memory steps: about kPipelineBytesPerPair bytes each
+// (measured: 1.64 GB peak for 2,000,000 pairs with the timeline of `attnres pipeline --format
+// table`, about 810 bytes a pair). The bound keeps one run under about 800 MB.
+inline constexpr std::int64_t kMaxPipelinePairs = 1'000'000;
+inline constexpr std::int64_t kPipelineBytesPerPair = 800;
 std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings& settings);
 // The schedule a run gets when none is asked for: interleaved when V > 1, else 1f1b.
 PipelineSchedule default_pipeline_schedule(std::int64_t vpp);

@@ -22,19 +22,27 @@
 namespace attnres {
 
 // The bytes of a text file as tokens 0..255 (vocabulary 256), split into a training part and a
-// validation part (the last `validation_fraction` of the file).
+// validation part (the last `validation_fraction` of the file). Held as bytes: the data takes its
+// file's size in memory (batches widen their windows to int token ids).
 struct TextData {
   std::filesystem::path source;
-  std::vector<int> train;
-  std::vector<int> validation;
+  std::vector<std::uint8_t> train;
+  std::vector<std::uint8_t> validation;
   std::uint64_t fingerprint = 0;  // FNV-1a 64 of the file's bytes: a checkpoint names its data
 };
 
 inline constexpr int kByteVocabulary = 256;
 
-// Throws attnres::Error naming the file when it cannot be read, is empty, looks binary (a NUL
-// byte, or more than 5 % control bytes other than tab, newline, carriage return and form feed),
-// or when either part is shorter than `sequence_length` + 1 bytes. 0 < validation_fraction < 1.
+// The largest data file read (256 MiB): byte-level training of the tiny models needs far less,
+// and the cap keeps memory bounded whatever the path names.
+inline constexpr std::uint64_t kMaxTextDataBytes = std::uint64_t{256} << 20;
+
+// Throws attnres::Error naming the file when it cannot be read, is not a regular file (a
+// directory, a FIFO, a device such as /dev/zero), holds more than kMaxTextDataBytes, is empty,
+// looks binary (a NUL byte, or more than 5 % control bytes other than tab, newline, carriage
+// return and form feed), or when either part is shorter than `sequence_length` + 1 bytes.
+// 0 < validation_fraction < 1. The file is read in chunks, each checked as it arrives: a NUL
+// stops the read at once.
 TextData load_text_data(const std::filesystem::path& path, double validation_fraction,
                         int sequence_length);
 // The same from bytes held in memory (`source` names them in errors).
