@@ -4,6 +4,7 @@
 The suite's kill tests (tests/cli/test_kill.cpp) hit every commit step once with a test hook;
 this campaign kills at random wall-clock moments instead, as a power cut or the OOM killer would,
 and counts what it finds after each kill:
+  in commit  the kill left a commit record (it landed inside a commit's switch)
   loadable   the next command (resume / rerun) succeeded without --force
   identical  the directory then equals an uninterrupted run's (train: bit-identical weights,
              optimizer state and log)
@@ -63,6 +64,7 @@ def main():
     parser.add_argument("--kills", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     options = parser.parse_args()
+    options.binary = str(pathlib.Path(options.binary).resolve())
     rng = random.Random(options.seed)
     work = pathlib.Path(tempfile.mkdtemp(prefix="attnres-kill-"))
     data = work / "data.txt"
@@ -85,8 +87,8 @@ def main():
                        ["init-model", "--layers", "2", "--d-model", "64", "--heads", "4",
                         "--ffn", "96", "--vocab", "256", "--mode", "full", "--out", "M"]),
     }
-    counts = {name: {"kills": 0, "loadable": 0, "identical": 0, "mixed": 0, "refused": 0}
-              for name in jobs}
+    counts = {name: {"kills": 0, "in_commit": 0, "loadable": 0, "identical": 0, "mixed": 0,
+                     "refused": 0} for name in jobs}
     os.chdir(work)
     # Uninterrupted references and how long each command takes.
     reference, duration = {}, {}
@@ -115,6 +117,7 @@ def main():
             out = work / "T"
             shutil.rmtree(out, ignore_errors=True)
             killed, _, _ = run(options.binary, train_args(data, out), delay)
+            c["in_commit"] += (out / ".attnres-commit.json").exists()
             # Resume (or start over when no checkpoint was switched in), killing again at random
             # half of the time: chains of kills.
             ok = True
@@ -145,6 +148,7 @@ def main():
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(work / (second[-1] + ".old"), out)
             run(options.binary, second, delay)
+            c["in_commit"] += (out / ".attnres-commit.json").exists()
             # Without a commit record the directory must be exactly the old or the new set; with
             # one, the next command completes it (then it must be the new set).
             old, new = reference[name]
@@ -162,10 +166,11 @@ def main():
             else:
                 c["mixed"] += 1
                 print(f"{name}: the rerun after a kill at {delay:.2f} s did not give the new set")
-    print(f"{'command':12} {'kills':>6} {'loadable':>9} {'identical':>10} {'mixed':>6} {'refused':>8}")
+    print(f"{'command':12} {'kills':>6} {'in commit':>10} {'loadable':>9} {'identical':>10} "
+          f"{'mixed':>6} {'refused':>8}")
     for name, c in counts.items():
-        print(f"{name:12} {c['kills']:6} {c['loadable']:9} {c['identical']:10} {c['mixed']:6} "
-              f"{c['refused']:8}")
+        print(f"{name:12} {c['kills']:6} {c['in_commit']:10} {c['loadable']:9} {c['identical']:10} "
+              f"{c['mixed']:6} {c['refused']:8}")
     shutil.rmtree(work, ignore_errors=True)
     return 0 if all(c["mixed"] == 0 and c["refused"] == 0 for c in counts.values()) else 1
 
