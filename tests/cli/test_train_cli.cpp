@@ -233,6 +233,27 @@ TEST(TrainCli, CtrlCSavesACheckpointAndResumeEqualsAnUninterruptedRun) {
   EXPECT_EQ(read_file(dir / "cut/train_log.csv"), read_file(dir / "straight/train_log.csv"));
 }
 
+TEST(TrainCli, ResumeSaysWhatItRemovedFromTheCheckpointDirectory) {
+  // Before: a killed run's staging folder was removed silently on resume, although
+  // docs/output-safety.md says the command says so.
+  test::TempDir dir;
+  write_file_atomically(dir / "data.txt", test::sample_text(4000));
+  ASSERT_EQ(run_cli(train_args(dir / "data.txt", dir / "run", "3")).status, 0);
+  const std::string stale = ".attnres-staging.999999.0";
+  fs::create_directories(dir / "run" / stale);
+  write_file_atomically(dir / "run" / stale / "model.safetensors", "half");
+  const auto resumed = run_cli({"train", "--data", (dir / "data.txt").string(), "--resume",
+                                (dir / "run").string(), "--out", (dir / "run").string()});
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("note: removed " + (dir / "run" / stale).string() +
+                             ", a staging folder left by an interrupted run"),
+            std::string::npos)
+      << resumed.out;
+  EXPECT_FALSE(fs::exists(dir / "run" / stale));
+  const auto json = nlohmann::json::parse(resumed.out.substr(resumed.out.rfind("\n{")));
+  EXPECT_EQ(json["notes"].size(), 1u);
+}
+
 TEST(ForwardGrad, DumpsLossAndEveryGradient) {
   test::TempDir dir;
   ASSERT_EQ(run_cli({"init-model", "--layers", "1", "--d-model", "8", "--heads", "2", "--ffn", "8",

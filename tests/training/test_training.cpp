@@ -20,6 +20,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The message of what `action` throws ("" when it does not throw attnres::Error).
+std::string resume_error(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
 ModelWeights<double> tiny_byte_model(std::uint64_t seed) {
   return random_model(test::model_config(1, 16, 2, 2, 24, 256), {.seed = seed, .weight_std = 0.1});
 }
@@ -248,6 +258,13 @@ TEST(Trainer, RejectsBadOptionsAndSmallVocabularies) {
   TrainOptions options = tiny_options(ResidualMode::standard);
   options.steps = 0;
   EXPECT_THROW(Trainer(tiny_byte_model(1), data, options), Error);
+  // Before: --batch had no bound (a step of 2^20 + tokens is refused before any work).
+  options = tiny_options(ResidualMode::standard);
+  options.batch = 65537;
+  EXPECT_NE(resume_error([&] {
+              Trainer(tiny_byte_model(1), data, options);
+            }).find("tokens per step is more than the 1048576"),
+            std::string::npos);
   options = tiny_options(ResidualMode::standard);
   try {
     Trainer(random_model(test::model_config(1, 16, 2, 2, 24, 100), {}), data, options);
@@ -274,16 +291,6 @@ TEST(Trainer, ResumeRefusesOtherDataAndCorruptCheckpoints) {
     EXPECT_NE(std::string(error.what()).find("train_state.json"), std::string::npos)
         << error.what();
   }
-}
-
-// The message of what `action` throws ("" when it does not throw attnres::Error).
-std::string resume_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
 }
 
 // train_state.json of `dir` edited by `edit`.
