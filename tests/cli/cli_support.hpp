@@ -1,13 +1,16 @@
 // Running the CLI in-process from tests: exit status and both output streams.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <QImage>
 #include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.hpp"
@@ -24,6 +27,52 @@ inline CliRun run_cli(const std::vector<std::string>& args) {
   std::ostringstream out, err;
   const int status = cli::run(args, out, err);
   return {status, out.str(), err.str()};
+}
+
+#ifdef ATTNRES_CLI_BINARY
+// Starts the attnres program (not in-process: tests that signal or kill it) with `args`, its
+// output discarded, and `variable`=`value` in its environment when a variable is given. Returns
+// the child's pid.
+inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& variable = {},
+                       const std::string& value = {}) {
+  const pid_t child = fork();
+  if (child == 0) {
+    if (!variable.empty()) setenv(variable.c_str(), value.c_str(), 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    std::string binary = ATTNRES_CLI_BINARY;
+    std::vector<std::string> copies = args;
+    std::vector<char*> argv{binary.data()};
+    for (auto& a : copies) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  return child;
+}
+#endif
+
+// A sweep of the block-size I/O metric over `values` into `out`, named `name`.
+inline std::vector<std::string> sweep_args(const std::string& name, const std::string& out,
+                                           const std::string& values = "1,2,4") {
+  return {"sweep",
+          "--sublayers",
+          "8",
+          "--blocks",
+          "2",
+          "--d-model",
+          "16",
+          "--x",
+          "blocks",
+          "--values",
+          values,
+          "--metric",
+          "io_multiples_of_d.block_two_phase",
+          "--name",
+          name,
+          "--out",
+          out};
 }
 
 // A PNG at least 600 pixels wide that is not one flat colour (more than 5 colours on a 7-px grid).

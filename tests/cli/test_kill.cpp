@@ -4,10 +4,8 @@
 // each kill the directory holds exactly the old set or exactly the new one once the next command
 // has looked at it, that next command works without --force, and a killed training run resumed
 // (also in chains of kill, resume, kill) ends bit-identical to one that was never interrupted.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -16,6 +14,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/output_dir.hpp"
+#include "cli_support.hpp"
 #include "test_support.hpp"
 #include "training/training_support.hpp"
 
@@ -31,20 +30,9 @@ struct Outcome {
 
 // Runs the CLI binary with ATTNRES_TEST_KILL_AT=kill_at (0: no kill), output discarded.
 Outcome run_binary(const std::vector<std::string>& args, long kill_at) {
-  const pid_t child = fork();
-  if (child == 0) {
-    if (kill_at > 0) setenv("ATTNRES_TEST_KILL_AT", std::to_string(kill_at).c_str(), 1);
-    const int null = ::open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    std::string binary = ATTNRES_CLI_BINARY;
-    std::vector<std::string> copies = args;
-    std::vector<char*> argv{binary.data()};
-    for (auto& a : copies) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
+  const pid_t child = kill_at > 0
+                          ? test::spawn_cli(args, "ATTNRES_TEST_KILL_AT", std::to_string(kill_at))
+                          : test::spawn_cli(args);
   int status = 0;
   waitpid(child, &status, 0);
   Outcome outcome;
@@ -198,26 +186,8 @@ TEST(Kill, InitModelOverAModelOfAnotherShapeIsTheOldOrTheNewModel) {
 TEST(Kill, ASweepIsTheOldOrTheNewSet) {
   test::TempDir dir;
   const std::string out = (dir / "s").string();
-  auto sweep = [&](const std::string& values) {
-    return std::vector<std::string>{"sweep",
-                                    "--sublayers",
-                                    "8",
-                                    "--blocks",
-                                    "2",
-                                    "--d-model",
-                                    "16",
-                                    "--x",
-                                    "blocks",
-                                    "--values",
-                                    values,
-                                    "--metric",
-                                    "io_multiples_of_d.block_two_phase",
-                                    "--name",
-                                    "io",
-                                    "--out",
-                                    out};
-  };
-  expect_old_or_new(sweep("1,2"), sweep("1,2,4,8"), out);
+  expect_old_or_new(test::sweep_args("io", out, "1,2"), test::sweep_args("io", out, "1,2,4,8"),
+                    out);
 }
 
 TEST(Kill, AReportIsTheOldOrTheNewSet) {

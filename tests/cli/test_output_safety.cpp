@@ -28,29 +28,10 @@ namespace {
 namespace fs = std::filesystem;
 using test::CliRun;
 using test::run_cli;
+using test::sweep_args;
 
 const std::string kScenario =
     "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n";
-
-std::vector<std::string> sweep_args(const std::string& name, const std::string& out) {
-  return {"sweep",
-          "--sublayers",
-          "8",
-          "--blocks",
-          "2",
-          "--d-model",
-          "16",
-          "--x",
-          "blocks",
-          "--values",
-          "1,2,4",
-          "--metric",
-          "io_multiples_of_d.block_two_phase",
-          "--name",
-          name,
-          "--out",
-          out};
-}
 
 std::vector<std::string> listing(const fs::path& directory) {
   std::vector<std::string> names;
@@ -391,21 +372,7 @@ TEST(Provenance, ReportFilesSayWhatProducedThem) {
 // returns its exit status; the directory must then hold no staging folder.
 int interrupt_in_write_phase(const std::vector<std::string>& args, const fs::path& hold,
                              int signal_number) {
-  const pid_t child = fork();
-  if (child == 0) {
-    setenv("ATTNRES_TEST_HOLD_WRITE", hold.c_str(), 1);
-    const int null = ::open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    std::vector<char*> argv;
-    std::string binary = ATTNRES_CLI_BINARY;
-    argv.push_back(binary.data());
-    std::vector<std::string> copies = args;
-    for (auto& a : copies) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
+  const pid_t child = test::spawn_cli(args, "ATTNRES_TEST_HOLD_WRITE", hold.string());
   // Wait (bounded) for the child to reach the write phase; this is not a timing assertion.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!fs::exists(hold) && std::chrono::steady_clock::now() < give_up) {

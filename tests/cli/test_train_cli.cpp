@@ -24,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::run_cli;
+using test::spawn_cli;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -187,20 +188,7 @@ TEST(TrainCli, CorruptCheckpointIsAClearError) {
 // Runs the real binary, waits until it has written its first checkpoint (the test hook holds it
 // there), sends SIGINT and returns the exit status.
 int train_and_interrupt(const std::vector<std::string>& args, const fs::path& hold) {
-  const pid_t child = fork();
-  if (child == 0) {
-    setenv("ATTNRES_TEST_HOLD_TRAIN", hold.c_str(), 1);
-    const int null = ::open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    std::string binary = ATTNRES_CLI_BINARY;
-    std::vector<std::string> copies = args;
-    std::vector<char*> argv{binary.data()};
-    for (auto& a : copies) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
+  const pid_t child = spawn_cli(args, "ATTNRES_TEST_HOLD_TRAIN", hold.string());
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (!fs::exists(hold) && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
