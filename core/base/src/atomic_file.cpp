@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -56,6 +57,14 @@ fs::path temporary_path_for(const fs::path& path) {
   name.push_back('.');
   name.append(std::to_string(counter++));
   return path.parent_path() / name;
+}
+
+bool is_temporary_of(const std::string& entry, const std::string& target_name) {
+  if (temporary_owner(entry, temporary_prefix(target_name)) > 0) return true;
+  const std::string old = target_name + ".tmp";
+  return entry.size() > old.size() && entry.compare(0, old.size(), old) == 0 &&
+         std::all_of(entry.begin() + static_cast<std::ptrdiff_t>(old.size()), entry.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::size_t remove_stale_temporaries(const fs::path& path) {

@@ -139,9 +139,9 @@ bool is_staging_name(const std::string& name) {
 
 bool is_bookkeeping_name(const std::string& name) {
   if (name == kOutputMarkerName || name == kCommitName || is_staging_name(name)) return true;
-  // Temporary files of the marker and the commit record (write_file_atomically's naming).
-  return name.find(kOutputMarkerName) != std::string::npos ||
-         name.find(kCommitName) != std::string::npos;
+  // Temporary files of the marker and the commit record (a kill while either was written); a
+  // user's file that merely contains those names is not ours.
+  return is_temporary_of(name, kOutputMarkerName) || is_temporary_of(name, kCommitName);
 }
 
 // A staging folder's owner holds an exclusive flock on it for as long as it runs (the kernel

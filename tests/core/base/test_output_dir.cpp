@@ -293,9 +293,17 @@ TEST(OutputDirectory, TemporaryFilesOfAKilledMarkerWriteAreNotForeign) {
   write_output_directory(dir / "r", owner("report"), writes({{"report.md", "1"}}));
   write_file_atomically(dir / "r" / ".attnres-output.json.tmp123456", "{\"half");
   write_file_atomically(dir / "r" / ".attnres-commit.json.tmp42", "{");
+  write_file_atomically(dir / "r" / "..attnres-output.json.attnres-tmp.999999.0", "{");
   EXPECT_EQ(error_of([&] { check_output_directory(dir / "r", owner("report")); }), "");
   write_output_directory(dir / "r", owner("report"), writes({{"report.md", "2"}}));
   EXPECT_EQ(entries(dir / "r"), (std::vector<std::string>{".attnres-output.json", "report.md"}));
+  // A user's file whose name only contains the marker's is the user's: foreign, never removed.
+  write_file_atomically(dir / "r" / ".attnres-output.json.bak", "mine");
+  EXPECT_NE(error_of([&] {
+              check_output_directory(dir / "r", owner("report"));
+            }).find("holds files attnres did not write"),
+            std::string::npos);
+  EXPECT_EQ(read_file(dir / "r" / ".attnres-output.json.bak"), "mine");
 }
 
 TEST(OutputDirectory, ATornCommitRecordDropsTheWriteAndKeepsTheOldFiles) {

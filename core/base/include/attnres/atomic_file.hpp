@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 namespace attnres {
@@ -20,6 +21,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 std::filesystem::path temporary_path_for(const std::filesystem::path& path);
 // Removes the temporaries of `path` left by processes that are not running; returns how many.
 std::size_t remove_stale_temporaries(const std::filesystem::path& path);
+// Whether the directory entry `entry` is a temporary of the file named `target_name` beside it:
+// write_file_atomically's `.NAME.attnres-tmp.PID.N`, or attnres 0.1's `NAME.tmpDIGITS`.
+bool is_temporary_of(const std::string& entry, const std::string& target_name);
 
 // Directories of outputs are written by write_output_directory (output_dir.hpp).
 
