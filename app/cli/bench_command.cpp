@@ -11,6 +11,7 @@
 #include "attnres/gradient_engine.hpp"
 #include "attnres/measure.hpp"
 #include "attnres/model.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/training.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -100,7 +101,9 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   const double median = sorted[sorted.size() / 2];
   const double tokens_per_s = static_cast<double>(batch) * seq / median;
   const std::size_t peak = peak_resident_bytes();
-  nlohmann::json json = {{"tokens_per_s", tokens_per_s},
+  nlohmann::json json = {{"schema", schema_tag("bench")},
+                         {"kind", "train_step"},
+                         {"tokens_per_s", tokens_per_s},
                          {"seconds_per_step", median},
                          {"threads", gradients_engine.threads()},
                          {"engine", to_string(engine.engine)},
@@ -194,7 +197,9 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   throw_if_interrupted("benchmark");
   const std::size_t peak = peak_resident_bytes();
 
-  nlohmann::json json = {{"tokens_per_s", timing.tokens_per_s},
+  nlohmann::json json = {{"schema", schema_tag("bench")},
+                         {"kind", "forward"},
+                         {"tokens_per_s", timing.tokens_per_s},
                          {"seconds_per_forward", timing.seconds_per_forward},
                          {"threads", threads_used},
                          {"engine", to_string(engine.engine)},

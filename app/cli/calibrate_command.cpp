@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "attnres/calibration.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/strategy_report.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -11,51 +12,14 @@
 
 namespace attnres::cli {
 
-namespace {
-
-// --format json: every point with its source, the model's value and error, and the summary.
-nlohmann::json calibration_json(const CalibrationTable& table,
-                                const std::vector<CalibrationRow>& rows) {
-  nlohmann::json points = nlohmann::json::array();
-  for (const auto& row : rows) {
-    const auto& p = row.point;
-    points.push_back({{"id", p.id},
-                      {"title", p.title},
-                      {"source", p.source},
-                      {"url", p.url},
-                      {"hardware", p.hardware_name},
-                      {"quantity", to_string(p.quantity)},
-                      {"measured", p.measured},
-                      {"measured_text", p.measured_text},
-                      {"modelled", row.modelled},
-                      {"ratio", row.ratio},
-                      {"bound", row.bound},
-                      {"within_bound", row.within},
-                      {"fitted", p.fitted},
-                      {"regime", row.regime},
-                      {"detail", row.detail},
-                      {"assumptions", p.assumptions}});
-  }
-  const CalibrationError error = calibration_error(rows);
-  return {{"table", table.source},
-          {"points", points},
-          {"error",
-           {{"points", error.points},
-            {"typical_factor", error.typical_factor},
-            {"worst_factor", error.worst_factor},
-            {"worst", error.worst_id}}},
-          {"summary", calibration_summary(rows)}};
-}
-
-}  // namespace
-
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
-  std::string table_path, format;
+  std::string table_path;
+  TableFormat format;
   po::options_description options = command_options("calibrate");
   options.add_options()(
       "table", po::value(&table_path),
       "a calibration table (TOML, docs/calibration.md) instead of the committed one");
-  add_table_format_option(options, format);
+  add_table_format_option(options, format, false);
   po::variables_map values;
   if (parse_or_help(
           args, options, values, out,
@@ -68,11 +32,13 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   const CalibrationTable table =
       table_path.empty() ? builtin_calibration() : load_calibration(table_path);
   const auto rows = evaluate_calibration(table);
-  if (format == "json") {
-    out << calibration_json(table, rows).dump(2) << "\n";
+  if (format.format == "json") {
+    nlohmann::json root = calibration_to_json(table.source, rows);
+    root["schema"] = schema_tag("calibrate");
+    out << root.dump(2) << "\n";
     return kExitOk;
   }
-  print_in_format(out, {calibration_table(rows)}, format);
+  print_in_format(out, {calibration_table(rows)}, format, {"calibrate", {}});
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 #include "attnres/cost.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/format.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/report.hpp"
 #include "cli.hpp"
 #include "cost_input_flags.hpp"
@@ -254,11 +255,12 @@ std::vector<SchemeRow> named_scheme_rows(const CostInputs& in) {
 
 // --format json of the comparison: every scheme's costs, and the ratios of each --compare.
 nlohmann::json schemes_json(const std::vector<SchemeRow>& rows, const CostInputs& in) {
-  nlohmann::json schemes = nlohmann::json::array(), comparisons = nlohmann::json::array();
+  // Keyed by name, as "schemes" of attnres cost --format json.
+  nlohmann::json schemes = nlohmann::json::object(), order = nlohmann::json::array(),
+                 comparisons = nlohmann::json::array();
   for (const auto& row : rows) {
-    nlohmann::json item = {{"name", row.label}};
-    item.update(scheme_cost_to_json(row.cost, in.d_model));
-    schemes.push_back(item);
+    schemes[row.label] = scheme_cost_to_json(row.cost, in.d_model);
+    order.push_back(row.label);
   }
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const SchemeCost &a = rows[0].cost, &b = rows[i].cost;
@@ -271,58 +273,62 @@ nlohmann::json schemes_json(const std::vector<SchemeRow>& rows, const CostInputs
                            {"history_ratio", quotient(static_cast<double>(b.history_vectors),
                                                       static_cast<double>(a.history_vectors))},
                            {"params_difference", b.params - a.params},
-                           {"mixing_flops_ratio", quotient(b.mixing_flops, a.mixing_flops)}});
+                           {"mixing_flop_ratio", quotient(b.mixing_flops, a.mixing_flops)}});
   }
-  nlohmann::json json = {{"inputs", cost_inputs_to_json(in)}, {"schemes", schemes}};
+  nlohmann::json json = {{"schema", schema_tag("cost_schemes")},
+                         {"inputs", {{"model", cost_inputs_to_json(in)}}},
+                         {"order", order},
+                         {"schemes", schemes}};
   if (rows.size() > 1 && !comparisons.empty()) json["comparisons"] = comparisons;
   return json;
 }
 
 // --format csv of the comparison: one row per scheme, every number and formula.
 ReportTable schemes_csv_table(const std::vector<SchemeRow>& rows, const CostInputs& in) {
-  ReportTable table;
-  table.header = {"scheme",
-                  "spec",
-                  "io_reads",
-                  "io_writes",
-                  "io_total",
-                  "io_multiples_of_d",
-                  "io_formula",
-                  "io_schedule",
-                  "io_one_shot_total",
-                  "io_one_shot_formula",
-                  "history_vectors",
-                  "history_bytes_per_token",
-                  "history_formula",
-                  "params",
-                  "params_formula",
-                  "mixing_flops_per_token",
-                  "mixing_flops_per_sublayer",
-                  "flops_formula",
-                  "two_phase",
-                  "two_phase_reason"};
+  ReportTable table = typed_table("schemes", "Residual schemes",
+                                  {{"scheme", "scheme", Shown::text},
+                                   {"spec", "spec", Shown::text},
+                                   {"io_reads_elements_per_sublayer", "", Shown::number},
+                                   {"io_writes_elements_per_sublayer", "", Shown::number},
+                                   {"io_total_elements_per_sublayer", "", Shown::number},
+                                   {"io_multiples_of_d", "", Shown::number},
+                                   {"io_formula", "", Shown::text},
+                                   {"io_schedule", "", Shown::text},
+                                   {"io_one_shot_total_elements_per_sublayer", "", Shown::number},
+                                   {"io_one_shot_formula", "", Shown::text},
+                                   {"history_vectors_per_token", "", Shown::integer},
+                                   {"history_bytes_per_token", "", Shown::number},
+                                   {"history_formula", "", Shown::text},
+                                   {"params", "", Shown::number},
+                                   {"params_formula", "", Shown::text},
+                                   {"mixing_flop_per_token", "", Shown::number},
+                                   {"mixing_flop_per_token_per_sublayer", "", Shown::number},
+                                   {"mixing_flop_formula", "", Shown::text},
+                                   {"two_phase", "", Shown::yes_no},
+                                   {"two_phase_reason", "", Shown::text}});
+  const double d = static_cast<double>(in.d_model);
   for (const auto& row : rows) {
     const SchemeCost& c = row.cost;
-    table.rows.push_back({row.label,
-                          c.spec,
-                          format_number(c.io.reads),
-                          format_number(c.io.writes),
-                          format_number(c.io.total()),
-                          x_d(c.io.total(), in.d_model),
-                          c.io_formula,
-                          c.io_schedule,
-                          format_number(c.io_one_shot.total()),
-                          c.io_one_shot_formula,
-                          std::to_string(c.history_vectors),
-                          format_number(c.history_bytes),
-                          c.history_formula,
-                          format_number(c.params),
-                          c.params_formula,
-                          format_number(c.mixing_flops),
-                          format_number(c.mixing_flops_per_sublayer),
-                          c.flops_formula,
-                          c.two_phase ? "yes" : "no",
-                          c.two_phase_reason});
+    add_row(table, {row.label,
+                    c.spec,
+                    c.io.reads,
+                    c.io.writes,
+                    c.io.total(),
+                    c.io.total() / d,
+                    c.io_formula,
+                    c.io_schedule,
+                    c.io_one_shot.total(),
+                    c.io_one_shot_formula,
+                    c.history_vectors,
+                    c.history_bytes,
+                    c.history_formula,
+                    c.params,
+                    c.params_formula,
+                    c.mixing_flops,
+                    c.mixing_flops_per_sublayer,
+                    c.flops_formula,
+                    c.two_phase,
+                    c.two_phase_reason});
   }
   return table;
 }
@@ -350,6 +356,7 @@ void print_schemes_text(std::ostream& out, const std::vector<SchemeRow>& rows,
 // attnres cost --scheme ...: the comparison in the chosen format.
 void print_schemes(std::ostream& out, const std::vector<SchemeRow>& rows, const CostInputs& in,
                    const std::string& format) {
+  // comparison_lines quote rows[0], the --scheme every --compare is set against.
   const std::vector<std::string> lines = comparison_lines(rows, in);
   if (format == "json") {
     out << schemes_json(rows, in).dump(2) << "\n";
@@ -404,15 +411,21 @@ std::vector<SchemeRow> scheme_rows(const SchemeFlags& schemes, const CostInputs&
 void print_cost_report(std::ostream& out, const CostInputs& inputs, const std::string& format) {
   const CostReport report = evaluate_costs(inputs);
   if (format == "json") {
-    out << cost_report_to_json(report).dump(2) << "\n";
+    nlohmann::json root = cost_report_to_json(report);
+    root["schema"] = schema_tag("cost");
+    out << root.dump(2) << "\n";
   } else if (format == "csv") {
-    out << "metric,value,unit\n";
+    // One row per metric (the keys of attnres metrics), at full precision.
+    ReportTable table = typed_table("cost_metrics", "Cost metrics",
+                                    {{"metric", "metric", Shown::text},
+                                     {"value", "value", Shown::number},
+                                     {"unit", "unit", Shown::text}});
     const Evaluation evaluation{&report, nullptr, nullptr, nullptr};
     for (const auto& metric : cost_metrics()) {
       if (metric.needs != CostMetric::Needs::cost) continue;
-      out << metric.key << "," << format_number(metric.value(evaluation)) << "," << metric.unit
-          << "\n";
+      add_row(table, {metric.key, metric.value(evaluation), metric.unit});
     }
+    out << table_csv(table);
   } else {
     std::vector<ReportTable> tables =
         cost_tables(report, {"io", "history", "prefill", "pipeline", "boundaries", "flops"});
@@ -434,11 +447,11 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   InputFlags flags;
   flags.block_list = true;
   SchemeFlags schemes;
-  std::string format;
+  TableFormat format;
   po::options_description options = command_options("cost");
   flags.add_to(options);
   schemes.add_to(options);
-  add_table_format_option(options, format);
+  add_table_format_option(options, format, false);
   po::variables_map values;
   if (parse_or_help(
           args, options, values, out,
@@ -457,9 +470,10 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   const bool refining = check_scheme_flags(values, schemes);
   const CostInputs inputs = flags.resolved();
   if (schemes.scheme.empty()) {
-    print_cost_report(out, inputs, format);
+    print_cost_report(out, inputs, format.format);
   } else {
-    print_schemes(out, scheme_rows(schemes, inputs, refining ? &values : nullptr), inputs, format);
+    print_schemes(out, scheme_rows(schemes, inputs, refining ? &values : nullptr), inputs,
+                  format.format);
   }
   return kExitOk;
 }

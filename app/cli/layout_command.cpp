@@ -15,7 +15,7 @@ namespace attnres::cli {
 int layout_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   InputFlags flags;
   flags.block_list = true;
-  std::string format;
+  TableFormat format;
   po::options_description options = command_options("layout");
   flags.add_to(options);
   add_table_format_option(options, format);
@@ -24,7 +24,7 @@ int layout_command(const std::vector<std::string>& args, std::ostream& out, std:
           args, options, values, out,
           "usage: attnres layout (--sublayers L | --layers N) (--blocks N | --block-size S "
           "| --block-layers K | --block-sizes LIST) --d-model D [--pp P] [--vpp V] "
-          "[model flags] [--format table|markdown|json|csv]\n"
+          "[model flags] [--format table|markdown|json|csv [--table ID]]\n"
           "Every block with its sublayers, transformer layers and sources per read, against "
           "the pipeline's stage boundaries, and the exact payload of every boundary "
           "(docs/math.md §3.3, §3.6).")) {
@@ -36,7 +36,7 @@ int layout_command(const std::vector<std::string>& args, std::ostream& out, std:
   if (inputs.pp * inputs.vpp > 1) {
     tables.push_back(cost_tables(evaluate_costs(inputs), {"boundaries"}).front());
   }
-  print_in_format(out, tables, format);
+  print_in_format(out, tables, format, {"layout", {{"model", cost_inputs_to_json(inputs)}}});
   return kExitOk;
 }
 

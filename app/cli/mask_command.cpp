@@ -5,6 +5,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/history_mask.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/training.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -82,19 +83,20 @@ int mask_command(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   throw_if_interrupted("history masking");
   if (format == "json") {
-    nlohmann::json json = nlohmann::json::array();
+    nlohmann::json experiments = nlohmann::json::array();
     for (const auto& e : results) {
-      json.push_back({{"drop", e.selection},
-                      {"base_loss", e.base_loss},
-                      {"masked_loss", e.masked_loss},
-                      {"delta", e.delta},
-                      {"reads_masked", e.reads_masked},
-                      {"mass_removed", e.mass_removed},
-                      {"random_mass_removed", e.random_mass_removed},
-                      {"random_deltas", e.random_deltas},
-                      {"random_mean", e.random_mean},
-                      {"random_std", e.random_std}});
+      experiments.push_back({{"drop", e.selection},
+                             {"base_loss", e.base_loss},
+                             {"masked_loss", e.masked_loss},
+                             {"delta", e.delta},
+                             {"reads_masked", e.reads_masked},
+                             {"mass_removed", e.mass_removed},
+                             {"random_mass_removed", e.random_mass_removed},
+                             {"random_deltas", e.random_deltas},
+                             {"random_mean", e.random_mean},
+                             {"random_std", e.random_std}});
     }
+    const nlohmann::json json = {{"schema", schema_tag("mask")}, {"experiments", experiments}};
     out << json.dump(2) << "\n";
     return kExitOk;
   }

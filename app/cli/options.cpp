@@ -9,6 +9,7 @@
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/hardware.hpp"
 #include "cli.hpp"
 
 namespace attnres::cli {
@@ -311,6 +312,12 @@ bool parse_or_help(const std::vector<std::string>& args, const po::options_descr
   }
   po::notify(values);
   return false;
+}
+
+std::string hardware_flag_help() {
+  std::string names;
+  for (const auto& name : hardware_preset_names()) names += (names.empty() ? "" : " ") + name;
+  return "preset (" + names + ") or a .toml file";
 }
 
 }  // namespace attnres::cli

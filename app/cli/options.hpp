@@ -40,6 +40,9 @@ bool parse_or_help(const std::vector<std::string>& args, const po::options_descr
                    po::variables_map& values, std::ostream& out, const std::string& usage,
                    const po::positional_options_description* positional = nullptr);
 
+// The help of a --hardware flag: the built-in presets (hardware_preset_names) or a .toml file.
+std::string hardware_flag_help();
+
 // True when the user typed `flag` (not just its default value).
 inline bool given(const po::variables_map& values, const char* flag) {
   return values.count(flag) && !values[flag].defaulted();

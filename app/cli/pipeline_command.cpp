@@ -7,6 +7,7 @@
 
 #include "attnres/cost_metrics.hpp"
 #include "attnres/hardware.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/pipeline_sim.hpp"
 #include "attnres/report.hpp"
@@ -45,8 +46,7 @@ void add_pipeline_options(po::options_description& options, PipelineFlags& flags
       "cache", po::value(&flags.cache)->default_value("cached"),
       "AttnRes history policy: naive | cached | cached_own")(
       "mode", po::value(&flags.mode)->default_value("block"), "AttnRes variant: block | full")(
-      "hardware", po::value(&flags.hardware)->default_value("h100"),
-      "preset (a100 h100 h200 b200) or a .toml file")(
+      "hardware", po::value(&flags.hardware)->default_value("h100"), hardware_flag_help().c_str())(
       "link", po::value(&flags.link)->default_value("scale-out"),
       "pipeline link: scale-out | intra-node")("link-bandwidth", po::value(&flags.link_gbps),
                                                "override the link bandwidth, GB/s per direction")(
@@ -133,33 +133,18 @@ PipelineSettings pipeline_settings(const po::variables_map& values, PipelineFlag
   return settings;
 }
 
-// --format json: the iteration's numbers and the time model's overheads per phase.
+// --format json: every metric of `attnres metrics` the run gives, under the key it has there
+// (cost, time and pipeline groups, as report.json and sweeps), the peak memory of every rank,
+// and everything the run was computed from.
 nlohmann::json pipeline_json(const PipelineSettings& settings, const PipelineReport& pipeline,
                              const StackTime& prefill, const StackTime& decode) {
-  nlohmann::json json = {{"iteration_time_s", pipeline.iteration_time_s},
-                         {"standard_iteration_time_s", pipeline.standard.iteration_seconds},
-                         {"bubble_fraction", pipeline.bubble_fraction},
-                         {"bubble_denominator", "the busiest rank's compute time (ideal time)"},
-                         {"closed_form_bubble", pipeline.closed_form_bubble},
-                         {"exposed_comm_s", pipeline.exposed_comm_s},
-                         {"attnres_overhead_fraction", pipeline.attnres_overhead_fraction},
-                         {"peak_memory_bytes_per_rank", pipeline.peak_memory_bytes_per_rank},
-                         {"peak_memory_bytes_by_rank", pipeline.attnres.peak_memory_bytes},
-                         {"transferred_bytes", pipeline.attnres.transferred_bytes},
-                         {"link_bandwidth_bytes_per_s", pipeline.link_bandwidth},
-                         {"schedule", to_string(settings.schedule)},
-                         {"cache", to_string(settings.cache)},
-                         {"microbatches", settings.microbatches},
-                         {"hardware", settings.hardware.name},
-                         {"inputs", cost_inputs_to_json(settings.model)}};
-  for (const auto* phase : {&prefill, &decode}) {
-    nlohmann::json overhead;
-    for (const auto& [scheme, name] : kResidualSchemeNames) {
-      overhead[std::string(name)] = phase->overhead_fraction[static_cast<std::size_t>(scheme)];
-    }
-    json["time_model"][to_string(phase->phase)] = {
-        {"stack_seconds_standard", phase->stack_seconds[0]}, {"overhead_fraction", overhead}};
-  }
+  const CostReport cost = evaluate_costs(settings.model);
+  nlohmann::json json = evaluation_to_json({&cost, &prefill, &decode, &pipeline});
+  json["pipeline"]["peak_memory_bytes_by_rank"] = pipeline.attnres.peak_memory_bytes;
+  json["pipeline"]["link_bandwidth_bytes_per_second"] = pipeline.link_bandwidth;
+  json["pipeline"]["bubble_denominator"] = "the busiest rank's compute time (ideal time)";
+  json["inputs"] = inputs_to_json(settings.model, &settings.hardware, settings.moe, &settings);
+  json["schema"] = schema_tag("pipeline");
   return json;
 }
 

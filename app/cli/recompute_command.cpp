@@ -14,7 +14,8 @@ namespace attnres::cli {
 int recompute_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   InputFlags flags;
   flags.block_list = true;
-  std::string mode, strategy, format;
+  std::string mode, strategy;
+  TableFormat format;
   po::options_description options = command_options("recompute");
   flags.add_to(options);
   options.add_options()("mode", po::value(&mode)->default_value("block"),
@@ -28,7 +29,7 @@ int recompute_command(const std::vector<std::string>& args, std::ostream& out, s
           "usage: attnres recompute (--sublayers L | --layers N) (--blocks N | --block-size "
           "S | --block-layers K | --block-sizes LIST) --d-model D [--pp P] [--vpp V] "
           "[model flags] [--mode block|full] [--strategy S] "
-          "[--format table|markdown|json|csv]\n"
+          "[--format table|markdown|json|csv [--table ID]]\n"
           "Memory per pipeline rank and recompute FLOPs with and without activation "
           "checkpointing, block summaries kept or recomputed (docs/math.md §3.6).")) {
     return kExitOk;
@@ -37,7 +38,11 @@ int recompute_command(const std::vector<std::string>& args, std::ostream& out, s
   const ResidualMode residual = strategy_mode(mode);
   const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--strategy"); });
   const CostInputs inputs = flags.resolved_for_listing("recompute");
-  print_in_format(out, {recompute_table(residual, picked, inputs)}, format);
+  const nlohmann::json inputs_json = {{"model", cost_inputs_to_json(inputs)},
+                                      {"mode", to_string(residual)},
+                                      {"strategy", to_string(picked)}};
+  print_in_format(out, {recompute_table(residual, picked, inputs)}, format,
+                  {"recompute", inputs_json});
   return kExitOk;
 }
 

@@ -6,6 +6,7 @@
 
 #include "attnres/cost.hpp"
 #include "attnres/format.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/report.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -35,8 +36,9 @@ int scaling_command(const std::vector<std::string>& args, std::ostream& out, std
   if (format == "json") {
     nlohmann::json fits = nlohmann::json::array();
     for (const auto& fit : paper_scaling_fits())
-      fits.push_back({{"name", fit.name}, {"A", fit.A}, {"a", fit.a}});
+      fits.push_back({{"name", fit.name}, {"coefficient", fit.A}, {"exponent", fit.a}});
     nlohmann::json json = report.json["scaling"];
+    json["schema"] = schema_tag("scaling");
     json["fits"] = fits;
     json["units"] = "compute in PFLOP/s-days; multiplier = baseline compute / scheme compute";
     out << json.dump(2) << "\n";

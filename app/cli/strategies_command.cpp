@@ -7,6 +7,7 @@
 
 #include "attnres/calibration.hpp"
 #include "attnres/cost.hpp"
+#include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/hardware.hpp"
@@ -50,22 +51,25 @@ ReportTable calls_table(Strategy picked, const AttnResConfig& scheme, const Cost
       parse_flag_value([&] { return scheme_strategy_cost(picked, scheme, inputs); });
   const double tokens = static_cast<double>(inputs.batch) * static_cast<double>(inputs.tokens);
   const int b = bytes_per_element(inputs.dtype);
-  ReportTable calls{"calls_" + to_string(picked),
-                    "Every kernel call of " + to_string(picked) + " for one micro-batch",
-                    {"pass", "op", "read r", "launches", "read (vectors)", "write (vectors)",
-                     "bytes", "time (us)", "bound"},
-                    {},
-                    "",
-                    ""};
+  ReportTable calls =
+      typed_table("calls_" + to_string(picked),
+                  "Every kernel call of " + to_string(picked) + " for one micro-batch",
+                  {{"pass", "pass", Shown::text},
+                   {"op", "op", Shown::text},
+                   {"read", "read r", Shown::integer},
+                   {"launches", "launches", Shown::integer},
+                   {"read_vectors", "read (vectors)", Shown::integer},
+                   {"write_vectors", "write (vectors)", Shown::integer},
+                   {"bytes", "bytes", Shown::number},
+                   {"seconds", "time (us)", Shown::microseconds},
+                   {"at_kernel_floor", "at the floor", Shown::yes_no}});
   auto add = [&](const char* pass, const std::vector<KernelCall>& list) {
     for (const auto& call : list) {
       const double bytes =
           static_cast<double>(call.vectors()) * static_cast<double>(inputs.d_model) * tokens * b;
       const double seconds = call_seconds(bytes, hw);
-      calls.rows.push_back({pass, call.op, std::to_string(call.read), std::to_string(call.count),
-                            std::to_string(call.read_vectors), std::to_string(call.write_vectors),
-                            format_number(bytes), format_number(std::round(seconds * 1e9) / 1e3),
-                            seconds <= hw.kernel_floor ? "floor" : "bandwidth"});
+      add_row(calls, {pass, call.op, call.read, call.count, call.read_vectors, call.write_vectors,
+                      bytes, seconds, seconds <= hw.kernel_floor});
     }
   };
   add("forward", cost.forward_calls);
@@ -82,16 +86,16 @@ ReportTable calls_table(Strategy picked, const AttnResConfig& scheme, const Cost
 int strategies_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   InputFlags flags;
   flags.block_list = true;
-  std::string mode, hardware, format, strategy, scheme_text;
+  std::string mode, hardware, strategy, scheme_text;
+  TableFormat format;
   po::options_description options = command_options("strategies");
   flags.add_to(options);
   options.add_options()("mode", po::value(&mode)->default_value("block"),
                         "AttnRes variant: block | full")(
       "scheme", po::value(&scheme_text),
       "any scheme with depth reads instead of --mode, e.g. full_window, block:key_norm=off, "
-      "denseformer (docs/schemes.md)")(
-      "hardware", po::value(&hardware)->default_value("h100"),
-      "preset (a100 b200 gb300 h100 h200 rtx5090) or a .toml file")(
+      "denseformer (docs/schemes.md)")("hardware", po::value(&hardware)->default_value("h100"),
+                                       hardware_flag_help().c_str())(
       "calls", po::value(&strategy),
       "also list every kernel call of one strategy (stack | arena | fused_one_shot | "
       "fused_two_phase) with its bytes and time for one micro-batch");
@@ -102,7 +106,7 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
           "usage: attnres strategies (--sublayers L | --layers N) (--blocks N | --block-size "
           "S | --block-layers K | --block-sizes LIST) --d-model D [model flags] "
           "[--mode block|full | --scheme SPEC] [--hardware h100|FILE.toml] [--calls STRATEGY] "
-          "[--format table|markdown|json|csv]\n"
+          "[--format table|markdown|json|csv [--table ID]]\n"
           "Bytes, launches, temporary and saved memory of each implementation strategy "
           "(stack, arena, fused one-shot, fused two-phase), forward and backward, and what "
           "each adds to a training step and a decode step (docs/math.md §3.6).")) {
@@ -120,7 +124,10 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
     const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--calls"); });
     tables.push_back(calls_table(picked, scheme, inputs, hw));
   }
-  print_in_format(out, tables, format);
+  const nlohmann::json inputs_json = {{"model", cost_inputs_to_json(inputs)},
+                                      {"hardware", hardware_to_json(hw)},
+                                      {"scheme", scheme_spec(scheme)}};
+  print_in_format(out, tables, format, {"strategies", inputs_json});
   return kExitOk;
 }
 

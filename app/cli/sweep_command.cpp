@@ -192,13 +192,19 @@ void set_metrics(SweepFlags& flags, const ScenarioInputs& base) {
   flags.spec.metrics = flags.metrics;
 }
 
+// The sweep's base setting as its JSON's "inputs" (docs/json.md §4).
+nlohmann::json sweep_inputs_json(const ScenarioInputs& base) {
+  return inputs_to_json(base.cost, base.hardware ? &*base.hardware : nullptr, base.moe,
+                        base.pipeline ? &*base.pipeline : nullptr);
+}
+
 // Without --out: the points printed as CSV or JSON, streamed row by row.
 void print_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags& flags,
                  SweepRun& run) {
   const SweepSpec& spec = flags.spec;
   run.keep_points = false;
   if (flags.format == "json") {
-    SweepJsonWriter writer(out, spec, cost_inputs_to_json(base.cost));
+    SweepJsonWriter writer(out, spec, sweep_inputs_json(base));
     run.on_point = [&](const SweepPoint& point) { writer.point(point); };
     writer.end(run_sweep(base, spec, run));
   } else {
@@ -227,7 +233,7 @@ void write_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags
       write_output_directory(target, output, [&](const fs::path& dir) {
         std::ofstream csv = open_output(dir / (spec.name + ".csv"));
         std::ofstream json_file = open_output(dir / (spec.name + ".json"));
-        SweepJsonWriter writer(json_file, spec, cost_inputs_to_json(base.cost));
+        SweepJsonWriter writer(json_file, spec, sweep_inputs_json(base));
         csv << sweep_csv_header(spec);
         run.keep_points = false;
         run.on_point = [&](const SweepPoint& point) {

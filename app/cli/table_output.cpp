@@ -6,17 +6,31 @@
 #include <ostream>
 #include <sstream>
 
+#include "attnres/error.hpp"
+#include "attnres/output_schema.hpp"
+#include "cli.hpp"
 #include "text_table.hpp"
 
 namespace attnres::cli {
 
-void add_table_format_option(po::options_description& options, std::string& format) {
-  options.add_options()("format", po::value(&format)->default_value("table"),
+void add_table_format_option(po::options_description& options, TableFormat& flags,
+                             bool choose_table) {
+  options.add_options()("format", po::value(&flags.format)->default_value("table"),
                         "table | markdown | json | csv");
+  if (choose_table) {
+    options.add_options()("table", po::value(&flags.table),
+                          "with --format csv: the table to print (one table per stream; the "
+                          "command's --help and its JSON list the table ids)");
+  }
 }
 
-void require_table_format(const std::string& format) {
-  require_format(format, {"table", "markdown", "json", "csv"});
+void require_table_format(const TableFormat& flags) {
+  require_format(flags.format, {"table", "markdown", "json", "csv"});
+  if (!flags.table.empty() && flags.format != "csv")
+    throw UsageError(
+        "--table chooses the table of --format csv; give --format csv or leave "
+        "--table out (--format " +
+        flags.format + " prints every table)");
 }
 
 void print_tables(std::ostream& out, const std::vector<ReportTable>& tables) {
@@ -78,32 +92,31 @@ void print_markdown_tables(std::ostream& out, const std::vector<ReportTable>& ta
 
 namespace {
 
-// The v2 commands' output: the terminal table, Markdown, CSV (one table) or JSON (every table).
-nlohmann::json tables_json(const std::vector<ReportTable>& tables) {
-  nlohmann::json list = nlohmann::json::array();
+const ReportTable& chosen_table(const std::vector<ReportTable>& tables, const std::string& id) {
+  std::string ids;
   for (const auto& table : tables) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& row : table.rows) {
-      nlohmann::json entry = nlohmann::json::object();
-      for (std::size_t i = 0; i < row.size() && i < table.header.size(); ++i)
-        entry[table.header[i]] = row[i];
-      rows.push_back(std::move(entry));
-    }
-    list.push_back(
-        {{"id", table.id}, {"title", table.title}, {"rows", rows}, {"note", table.note}});
+    if (table.id == id || (id.empty() && tables.size() == 1)) return table;
+    ids += (ids.empty() ? "" : ", ") + table.id;
   }
-  return {{"tables", list}};
+  if (id.empty())
+    throw UsageError("--format csv prints one table per stream and this command has " +
+                     std::to_string(tables.size()) + ": give --table NAME, one of " + ids);
+  throw UsageError("--table: no table '" + id + "' here; expected one of " + ids);
 }
 
 }  // namespace
 
 void print_in_format(std::ostream& out, const std::vector<ReportTable>& tables,
-                     const std::string& format) {
-  if (format == "json") {
-    out << tables_json(tables).dump(2) << "\n";
-  } else if (format == "csv") {
-    for (const auto& table : tables) out << table_csv(table);
-  } else if (format == "markdown") {
+                     const TableFormat& flags, const JsonEnvelope& envelope) {
+  if (flags.format == "json") {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& table : tables) list.push_back(table_json(table));
+    const nlohmann::json root = {
+        {"schema", schema_tag(envelope.schema)}, {"inputs", envelope.inputs}, {"tables", list}};
+    out << root.dump(2) << "\n";
+  } else if (flags.format == "csv") {
+    out << table_csv(chosen_table(tables, flags.table));
+  } else if (flags.format == "markdown") {
     print_markdown_tables(out, tables);
   } else {
     print_tables(out, tables);

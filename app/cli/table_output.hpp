@@ -13,10 +13,16 @@
 namespace attnres::cli {
 
 // --format of the commands that print their tables with print_in_format: table (the default) |
-// markdown | json | csv.
-void add_table_format_option(po::options_description& options, std::string& format);
-// A UsageError unless `format` is one of those (require_format).
-void require_table_format(const std::string& format);
+// markdown | json | csv, and (`choose_table`) --table NAME, the one table --format csv prints.
+struct TableFormat {
+  std::string format;
+  std::string table;  // --table: a table id; empty when not given
+};
+void add_table_format_option(po::options_description& options, TableFormat& flags,
+                             bool choose_table = true);
+// A UsageError unless `format` is one of those (require_format), or --table is given without
+// --format csv.
+void require_table_format(const TableFormat& flags);
 
 // Each table as a titled terminal table, its note wrapped below it.
 void print_tables(std::ostream& out, const std::vector<ReportTable>& tables);
@@ -24,8 +30,17 @@ void print_tables(std::ostream& out, const std::vector<ReportTable>& tables);
 std::string markdown_cell(const std::string& cell);
 // Each table as "### title", a Markdown table (numeric columns right-aligned) and its note.
 void print_markdown_tables(std::ostream& out, const std::vector<ReportTable>& tables);
-// `tables` in --format `format`: table | markdown | json | csv.
+// What a JSON output is and what it was computed from: the schema name of kOutputSchemas
+// (output_schema.hpp) and the inputs (model, hardware, ...) that change its numbers.
+struct JsonEnvelope {
+  std::string schema;
+  nlohmann::json inputs;
+};
+// `tables` in --format: the terminal table, Markdown, JSON ({schema, inputs, tables: every table's
+// typed form, table_json}) or CSV of one table (table_csv): the only one, or the one --table
+// names (a UsageError listing the tables when there are several and none is named, or an unknown
+// one is).
 void print_in_format(std::ostream& out, const std::vector<ReportTable>& tables,
-                     const std::string& format);
+                     const TableFormat& flags, const JsonEnvelope& envelope);
 
 }  // namespace attnres::cli

@@ -10,6 +10,7 @@
 #include "attnres/format.hpp"
 #include "attnres/measure.hpp"
 #include "attnres/output_dir.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/trainer.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -275,6 +276,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
     }
   }
   nlohmann::json summary;
+  summary["schema"] = schema_tag("train");
   summary["initial_val_loss"] = initial_val;
   summary["final_val_loss"] = trainer->log().back().val_loss;
   summary["final_train_loss"] = trainer->log().back().train_loss;

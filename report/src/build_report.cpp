@@ -2,9 +2,12 @@
 // computed from the model (cost tables, time, pipeline simulation, the strategy, decode, layout
 // and recompute tables), calibration against public measurements (docs/calibration.md), scaling,
 // every sweep with its table, chart and claim check, and the provenance of it all.
+#include <cmath>
+
 #include "attnres/cancel.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/report.hpp"
 #include "attnres/strategy_report.hpp"
 #include "attnres/version.hpp"
@@ -17,17 +20,6 @@ using detail::wants;
 using nlohmann::json;
 
 namespace {
-
-// A table's rows as JSON objects keyed by the header (the v2 sections' report.json entries).
-json table_rows_json(const ReportTable& t) {
-  json rows = json::array();
-  for (const auto& row : t.rows) {
-    json entry = json::object();
-    for (std::size_t i = 0; i < row.size() && i < t.header.size(); ++i) entry[t.header[i]] = row[i];
-    rows.push_back(std::move(entry));
-  }
-  return rows;
-}
 
 // Title, description (with the model's source) and the scenario file.
 Report report_heading(const Scenario& s) {
@@ -42,7 +34,7 @@ Report report_heading(const Scenario& s) {
   return report;
 }
 
-// The tables of cost engine v2 the scenario asks for (docs/math.md §3.6), each also in report.json.
+// The tables of cost engine v2 the scenario asks for (docs/math.md §3.6).
 void add_strategy_sections(const Scenario& s, Report& report) {
   std::vector<ReportTable> v2;
   for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
@@ -59,10 +51,7 @@ void add_strategy_sections(const Scenario& s, Report& report) {
   if (wants(s.sections, "layout")) v2.push_back(layout_table(s.inputs));
   if (wants(s.sections, "recompute"))
     v2.push_back(recompute_table(s.strategy_mode, s.strategy, s.inputs));
-  for (auto& table : v2) {
-    report.json[table.id] = table_rows_json(table);
-    report.tables.push_back(std::move(table));
-  }
+  for (auto& table : v2) report.tables.push_back(std::move(table));
 }
 
 // The sections computed from the model: the cost tables, time, the pipeline simulation and v2.
@@ -88,26 +77,7 @@ void add_calibration_section(const Scenario& s, Report& report) {
   report.charts.push_back(calibration_chart(rows));
   report.conclusions.push_back("**Calibration against public measurements**\n\n" +
                                calibration_summary(rows) + "\n");
-  json points = json::array();
-  for (const auto& row : rows) {
-    points.push_back({{"id", row.point.id},
-                      {"source", row.point.source},
-                      {"url", row.point.url},
-                      {"quantity", to_string(row.point.quantity)},
-                      {"measured", row.point.measured},
-                      {"modelled", row.modelled},
-                      {"ratio", row.ratio},
-                      {"bound", row.bound},
-                      {"within_bound", row.within},
-                      {"fitted", row.point.fitted}});
-  }
-  const CalibrationError error = calibration_error(rows);
-  report.json["calibration"] = {{"table", table.source},
-                                {"points", points},
-                                {"typical_factor", error.typical_factor},
-                                {"worst_factor", error.worst_factor},
-                                {"worst", error.worst_id},
-                                {"measured_points", error.points}};
+  report.json["calibration"] = calibration_to_json(table.source, rows);
 }
 
 // A sweep must not overwrite one of the report's own tables or charts.
@@ -131,25 +101,22 @@ void check_sweep_name(const Scenario& s, const SweepSpec& spec, const Report& re
 // One sweep: its table (and claim check), chart and notes; returns its report.json entry.
 json add_sweep(const Scenario& s, const SweepSpec& spec, const Progress& progress, Report& report) {
   const SweepResult result = run_sweep(s.scenario_inputs(), spec, progress);
-  ReportTable table{spec.name, spec.title.empty() ? "Sweep " + spec.name : spec.title, {}, {}, "",
-                    spec.name};
-  table.header.push_back(spec.x.parameter);
-  if (spec.y) table.header.push_back(spec.y->parameter);
+  // Keyed as attnres sweep keys its CSV and JSON: the parameters, then the metric keys.
+  std::vector<TableColumn> columns{{spec.x.parameter, spec.x.parameter, Shown::integer}};
+  if (spec.y) columns.push_back({spec.y->parameter, spec.y->parameter, Shown::integer});
   for (const auto& key : spec.metrics)
-    table.header.push_back(key + " (" + find_cost_metric(key)->unit + ")");
+    columns.push_back({key, key + " (" + find_cost_metric(key)->unit + ")", Shown::number});
+  ReportTable table = typed_table(spec.name, spec.title.empty() ? "Sweep " + spec.name : spec.title,
+                                  columns, spec.name);
   json points = json::array();
   for (const auto& point : result.points) {
-    std::vector<std::string> row{num(point.x)};
-    json entry = {{spec.x.parameter, point.x}};
-    if (point.y) {
-      row.push_back(num(*point.y));
-      entry[spec.y->parameter] = *point.y;
-    }
-    for (std::size_t m = 0; m < point.values.size(); ++m) {
-      row.push_back(num(point.values[m]));
-      entry[spec.metrics[m]] = point.values[m];
-    }
-    table.rows.push_back(std::move(row));
+    std::vector<json> row{point.x};
+    if (point.y) row.emplace_back(*point.y);
+    for (double value : point.values)
+      row.push_back(std::isfinite(value) ? json(value) : json(nullptr));
+    json entry = json::object();
+    for (std::size_t i = 0; i < row.size(); ++i) entry[columns[i].key] = row[i];
+    add_row(table, std::move(row));
     points.push_back(std::move(entry));
   }
   if (!result.skipped.empty()) {
@@ -170,7 +137,8 @@ json add_sweep(const Scenario& s, const SweepSpec& spec, const Progress& progres
     report.notes.push_back("sweep " + spec.name + ": " + warning);
   }
   if (const std::string conclusion = sweep_conclusion(result); !conclusion.empty()) {
-    table.note += (table.note.empty() ? "" : " ") + std::string("Claim check:\n\n") + conclusion;
+    if (!table.note.empty()) table.note.push_back(' ');
+    table.note.append("Claim check:\n\n").append(conclusion);
     report.conclusions.push_back("**" + (spec.title.empty() ? spec.name : spec.title) + "**\n\n" +
                                  conclusion);
   }
@@ -194,6 +162,11 @@ Report build_report(const Scenario& s, const Progress& progress) {
     sweeps.push_back(add_sweep(s, spec, progress, report));
   }
   report.json["sweeps"] = sweeps;
+  // Every table in its typed form (docs/json.md §2), by id.
+  json tables = json::object();
+  for (const auto& table : report.tables) tables[table.id] = table_json(table);
+  report.json["tables"] = tables;
+  report.json["schema"] = schema_tag("report");
   report.json["provenance"] = report_provenance(s);
   report.provenance = report.json["provenance"];
   report_progress(progress, 1, 1, "report");  // a Ctrl-C during the sections stops here
@@ -201,41 +174,9 @@ Report build_report(const Scenario& s, const Progress& progress) {
 }
 
 json report_provenance(const Scenario& s) {
-  json inputs;
-  if (s.has_model) inputs["model"] = cost_inputs_to_json(s.inputs);
-  if (s.hardware) {
-    const Hardware& h = *s.hardware;
-    inputs["hardware"] = {{"name", h.name},
-                          {"source", h.source},
-                          {"peak_flops", h.peak_flops},
-                          {"hbm_bandwidth_bytes_per_s", h.hbm_bandwidth},
-                          {"intra_node_bandwidth_bytes_per_s", h.intra_node_bandwidth},
-                          {"scale_out_bandwidth_bytes_per_s", h.scale_out_bandwidth},
-                          {"link_latency_s", h.link_latency},
-                          {"gpus_per_node", h.gpus_per_node},
-                          {"efficiency",
-                           {{"compute", h.compute_efficiency},
-                            {"memory", h.memory_efficiency},
-                            {"link", h.link_efficiency}}}};
-  }
-  if (s.moe.experts > 0) {
-    inputs["moe"] = {{"experts", s.moe.experts},
-                     {"active", s.moe.active},
-                     {"shared", s.moe.shared},
-                     {"expert_ffn", s.moe.expert_ffn}};
-  }
-  if (s.pipeline) {
-    const PipelineSettings& p = *s.pipeline;
-    inputs["pipeline"] = {{"mode", to_string(p.mode)},
-                          {"microbatches", p.microbatches},
-                          {"schedule", to_string(p.schedule)},
-                          {"cache", to_string(p.cache)},
-                          {"link", p.intra_node_link ? "intra_node" : "scale_out"},
-                          {"link_bandwidth_bytes_per_s",
-                           p.link_bandwidth > 0 ? json(p.link_bandwidth) : json(nullptr)},
-                          {"overlap", p.overlap},
-                          {"ideal_links", p.ideal_links}};
-  }
+  json inputs = inputs_to_json(s.inputs, s.hardware ? &*s.hardware : nullptr, s.moe,
+                               s.pipeline ? &*s.pipeline : nullptr);
+  if (!s.has_model) inputs.erase("model");
   if (wants(s.sections, "scaling")) {
     inputs["scaling"] = {{"target_loss", s.scaling.target_loss},
                          {"loss_from", s.scaling.loss_from},

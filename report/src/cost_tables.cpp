@@ -19,16 +19,17 @@ namespace {
 ReportTable io_table(const CostReport& r) {
   const double d = static_cast<double>(r.inputs.d_model);
   const double b = bytes_per_element(r.inputs.dtype);
-  ReportTable t{"io",
-                "Residual-mechanism memory I/O per sublayer (paper Table 1)",
-                {"scheme", "reads (elements/token)", "writes (elements/token)",
-                 "total (elements/token)", "total (x d)", "total (bytes/token)", "formula"},
-                {},
-                "",
-                ""};
+  ReportTable t =
+      typed_table("io", "Residual-mechanism memory I/O per sublayer (paper Table 1)",
+                  {{"scheme", "scheme", Shown::text},
+                   {"reads_elements_per_token", "reads (elements/token)", Shown::number},
+                   {"writes_elements_per_token", "writes (elements/token)", Shown::number},
+                   {"total_elements_per_token", "total (elements/token)", Shown::number},
+                   {"total_multiples_of_d", "total (x d)", Shown::number},
+                   {"total_bytes_per_token", "total (bytes/token)", Shown::number},
+                   {"formula", "formula", Shown::text}});
   auto row = [&](const std::string& name, const ResidualIo& io, const std::string& formula) {
-    t.rows.push_back({name, num(io.reads), num(io.writes), num(io.total()), num(io.total() / d),
-                      num(io.total() * b), formula});
+    add_row(t, {name, io.reads, io.writes, io.total(), io.total() / d, io.total() * b, formula});
   };
   row("standard", r.io.standard, "2d + d");
   row("Block AttnRes, two-phase", r.io.block_two_phase, "(N/S + 3)d + 2d");
@@ -52,16 +53,16 @@ ReportTable history_table(const CostReport& r) {
       static_cast<double>(r.inputs.d_model) * bytes_per_element(r.inputs.dtype);
   const double sequence =
       static_cast<double>(r.inputs.tokens) * static_cast<double>(r.inputs.batch);
-  ReportTable t{"history",
-                "Stored depth history",
-                {"scheme", "vectors per token", "bytes per token", "per batch of sequences (GB)",
-                 "per batch of sequences (GiB)"},
-                {},
-                "",
-                ""};
+  ReportTable t =
+      typed_table("history", "Stored depth history",
+                  {{"scheme", "scheme", Shown::text},
+                   {"vectors_per_token", "vectors per token", Shown::integer},
+                   {"bytes_per_token", "bytes per token", Shown::number},
+                   {"per_batch_bytes", "per batch of sequences (GB)", Shown::gigabytes},
+                   {"per_batch_bytes", "per batch of sequences (GiB)", Shown::gibibytes}});
   auto row = [&](const std::string& name, std::int64_t vectors) {
     const double bytes = static_cast<double>(vectors) * per_vector;
-    t.rows.push_back({name, num(vectors), num(bytes), gb(bytes * sequence), gib(bytes * sequence)});
+    add_row(t, {name, vectors, bytes, bytes * sequence, bytes * sequence});
   };
   row("standard (running sum)", 1);
   row("Block AttnRes (N + 1)", r.history_block_vectors);
@@ -75,15 +76,14 @@ ReportTable history_table(const CostReport& r) {
 }
 
 ReportTable prefill_table(const CostReport& r) {
-  ReportTable t{"prefill",
-                "Long-context prefill memory of the block history (docs/math.md §3.2)",
-                {"quantity", "bytes", "GB", "GiB"},
-                {},
-                "",
-                ""};
+  ReportTable t =
+      typed_table("prefill", "Long-context prefill memory of the block history (docs/math.md §3.2)",
+                  {{"quantity", "quantity", Shown::text},
+                   {"bytes", "bytes", Shown::integer},
+                   {"bytes", "GB", Shown::gigabytes},
+                   {"bytes", "GiB", Shown::gibibytes}});
   auto row = [&](const std::string& name, std::int64_t bytes) {
-    t.rows.push_back(
-        {name, num(bytes), gb(static_cast<double>(bytes)), gib(static_cast<double>(bytes))});
+    add_row(t, {name, bytes, bytes, bytes});
   };
   row("total, B·b·N·T·d", r.prefill.total_bytes);
   row("per device (" + num(r.inputs.seq_shards) + " sequence shards)", r.prefill.per_device_bytes);
@@ -102,16 +102,15 @@ ReportTable pipeline_table(const CostReport& r) {
   const double unit = r.pipeline_paper.blocks_per_chunk * d;
   const double bytes = static_cast<double>(r.inputs.tokens) * static_cast<double>(r.inputs.batch) *
                        bytes_per_element(r.inputs.dtype);
-  ReportTable t{"pipeline",
-                "Pipeline communication of block representations (docs/math.md §3.3)",
-                {"accounting", "elements/token", "x N_p·d", "bytes per micro-batch (B·T)",
-                 "GB per micro-batch"},
-                {},
-                "",
-                ""};
+  ReportTable t =
+      typed_table("pipeline", "Pipeline communication of block representations (docs/math.md §3.3)",
+                  {{"accounting", "accounting", Shown::text},
+                   {"elements_per_token", "elements/token", Shown::number},
+                   {"multiples_of_np_d", "x N_p·d", Shown::number},
+                   {"bytes_per_microbatch", "bytes per micro-batch (B·T)", Shown::number},
+                   {"bytes_per_microbatch", "GB per micro-batch", Shown::gigabytes}});
   auto row = [&](const std::string& name, double elements) {
-    t.rows.push_back(
-        {name, num(elements), num(elements / unit), num(elements * bytes), gb(elements * bytes)});
+    add_row(t, {name, elements, elements / unit, elements * bytes, elements * bytes});
   };
   row("paper, naive: C(C-1)/2 · N_p · d", r.pipeline_paper.naive_elements);
   row("paper, cached: [P(P-1)/2 + (V-1)P^2] · N_p · d", r.pipeline_paper.cached_elements);
@@ -133,20 +132,23 @@ ReportTable pipeline_table(const CostReport& r) {
 }
 
 ReportTable boundaries_table(const CostReport& r) {
-  ReportTable t{
-      "boundaries",
-      "Exact payload at every stage boundary (forward; block layout)",
-      {"boundary", "ranks", "sublayers done", "completed blocks", "open partial", "naive (vectors)",
-       "cached (vectors)", "cached + own (vectors)", "naive (elements/token)"},
-      {},
-      "",
-      ""};
+  ReportTable t =
+      typed_table("boundaries", "Exact payload at every stage boundary (forward; block layout)",
+                  {{"from_chunk", "from chunk", Shown::integer},
+                   {"to_chunk", "to chunk", Shown::integer},
+                   {"from_rank", "from rank", Shown::integer},
+                   {"to_rank", "to rank", Shown::integer},
+                   {"sublayers_done", "sublayers done", Shown::integer},
+                   {"completed_blocks", "completed blocks", Shown::integer},
+                   {"open_partial", "open partial", Shown::yes_no},
+                   {"naive_vectors", "naive (vectors)", Shown::integer},
+                   {"cached_vectors", "cached (vectors)", Shown::integer},
+                   {"cached_own_vectors", "cached + own (vectors)", Shown::integer},
+                   {"naive_elements_per_token", "naive (elements/token)", Shown::integer}});
   for (const auto& b : r.boundaries) {
-    t.rows.push_back({"chunk " + num(b.from_chunk) + " -> " + num(b.to_chunk),
-                      num(b.from_rank) + " -> " + num(b.to_rank), num(b.last_sublayer),
-                      num(b.completed_blocks), b.partial ? "yes" : "no", num(b.naive_vectors),
-                      num(b.cached_vectors), num(b.cached_own_vectors),
-                      num(b.naive_vectors * r.inputs.d_model)});
+    add_row(t, {b.from_chunk, b.to_chunk, b.from_rank, b.to_rank, b.last_sublayer,
+                b.completed_blocks, b.partial, b.naive_vectors, b.cached_vectors,
+                b.cached_own_vectors, b.naive_vectors * r.inputs.d_model});
   }
   t.note =
       "Vectors are d-wide, per token: the embedding b_0, completed blocks, and the open block's "
@@ -156,17 +158,15 @@ ReportTable boundaries_table(const CostReport& r) {
 }
 
 ReportTable flops_table(const CostReport& r) {
-  ReportTable t{"flops",
-                "Depth-attention arithmetic next to the model's own",
-                {"quantity", "FLOP/token", "fraction of model"},
-                {},
-                "",
-                ""};
-  t.rows.push_back({"model sublayers (forward)", num(r.model_flops), "1"});
-  t.rows.push_back({"depth attention, Block AttnRes", num(r.depth_flops_block),
-                    num(r.depth_flops_block / r.model_flops)});
-  t.rows.push_back({"depth attention, Full AttnRes", num(r.depth_flops_full),
-                    num(r.depth_flops_full / r.model_flops)});
+  ReportTable t = typed_table("flops", "Depth-attention arithmetic next to the model's own",
+                              {{"quantity", "quantity", Shown::text},
+                               {"flop_per_token", "FLOP/token", Shown::number},
+                               {"model_fraction", "fraction of model", Shown::number}});
+  add_row(t, {"model sublayers (forward)", r.model_flops, 1.0});
+  add_row(t, {"depth attention, Block AttnRes", r.depth_flops_block,
+              r.depth_flops_block / r.model_flops});
+  add_row(
+      t, {"depth attention, Full AttnRes", r.depth_flops_full, r.depth_flops_full / r.model_flops});
   t.note =
       "Depth attention: 6d per (read, source) pair + 2d per read; model: 8d^2 + 2Td per attention "
       "sublayer (H_kv = H, causal mean context T/2), 6dF per SwiGLU sublayer (F = " +
@@ -190,19 +190,20 @@ std::vector<ReportTable> cost_tables(const CostReport& costs,
 
 void add_scaling_section(const ScenarioScaling& scaling, Report& report) {
   const auto at = scaling_at_loss(scaling.target_loss);
-  ReportTable fits{
-      "scaling_fits",
-      "Scaling-law fits (paper Fig. 4): loss = A · C^(-a), C in PFLOP/s-days",
-      {"scheme", "A", "a", "compute to reach loss " + num(scaling.target_loss) + " (PFLOP/s-days)",
-       "compute multiplier vs baseline"},
-      {},
-      "",
-      "scaling_loss"};
+  // The key does not change with the target loss; the displayed header says it.
+  ReportTable fits = typed_table(
+      "scaling_fits", "Scaling-law fits (paper Fig. 4): loss = A · C^(-a), C in PFLOP/s-days",
+      {{"scheme", "scheme", Shown::text},
+       {"coefficient", "A", Shown::number},
+       {"exponent", "a", Shown::number},
+       {"compute_to_target_pflop_s_days",
+        "compute to reach loss " + num(scaling.target_loss) + " (PFLOP/s-days)", Shown::number},
+       {"compute_multiplier", "compute multiplier vs baseline", Shown::number}},
+      "scaling_loss");
   const double computes[3] = {at.compute_baseline, at.compute_block, at.compute_full};
   for (std::size_t i = 0; i < 3; ++i) {
     const auto& fit = paper_scaling_fits()[i];
-    fits.rows.push_back({fit.name, num(fit.A), num(fit.a), num(computes[i]),
-                         num(at.compute_baseline / computes[i])});
+    add_row(fits, {fit.name, fit.A, fit.a, computes[i], at.compute_baseline / computes[i]});
   }
   fits.note =
       "Multiplier = baseline compute / scheme compute at the same loss: how much more compute "
@@ -223,12 +224,12 @@ void add_scaling_section(const ScenarioScaling& scaling, Report& report) {
   loss_chart.caption = "The three fits over 0.1 to 100 PFLOP/s-days.";
   report.charts.push_back(loss_chart);
 
-  ReportTable multipliers{"scaling_multiplier",
-                          "Compute multiplier against target loss",
-                          {"target loss", "Block multiplier", "Full multiplier"},
-                          {},
-                          "",
-                          "scaling_multiplier"};
+  ReportTable multipliers =
+      typed_table("scaling_multiplier", "Compute multiplier against target loss",
+                  {{"target_loss", "target loss", Shown::number},
+                   {"block_multiplier", "Block multiplier", Shown::number},
+                   {"full_multiplier", "Full multiplier", Shown::number}},
+                  "scaling_multiplier");
   ChartSpec multiplier_chart =
       detail::xy_chart("scaling_multiplier", "Compute multiplier over the baseline",
                        "target validation loss", "baseline compute / scheme compute");
@@ -242,8 +243,8 @@ void add_scaling_section(const ScenarioScaling& scaling, Report& report) {
     block.points.emplace_back(loss, point.multiplier_block);
     full.points.emplace_back(loss, point.multiplier_full);
     if (i % 5 == 0) {
-      multipliers.rows.push_back({num(std::round(loss * 1e4) / 1e4), num(point.multiplier_block),
-                                  num(point.multiplier_full)});
+      add_row(multipliers,
+              {std::round(loss * 1e4) / 1e4, point.multiplier_block, point.multiplier_full});
     }
   }
   multiplier_chart.series = {block, full};
@@ -252,7 +253,7 @@ void add_scaling_section(const ScenarioScaling& scaling, Report& report) {
   report.charts.push_back(multiplier_chart);
   report.json["scaling"] = {
       {"target_loss", at.target_loss},
-      {"compute_pflops_days",
+      {"compute_pflop_s_days",
        {{"baseline", at.compute_baseline}, {"block", at.compute_block}, {"full", at.compute_full}}},
       {"compute_multiplier", {{"block", at.multiplier_block}, {"full", at.multiplier_full}}}};
 }

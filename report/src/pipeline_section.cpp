@@ -12,20 +12,18 @@ using detail::num;
 
 ReportTable time_table(const CostInputs& in, const StackTime& prefill, const StackTime& decode,
                        const Hardware& hw) {
-  ReportTable t{"time",
-                "Residual-mechanism time overhead (roofline model)",
-                {"scheme", "prefill stack (s)", "prefill overhead (%)", "decode stack (s)",
-                 "decode overhead (%)", "residual op per sublayer, decode (s)"},
-                {},
-                "",
-                ""};
+  ReportTable t = typed_table(
+      "time", "Residual-mechanism time overhead (roofline model)",
+      {{"scheme", "scheme", Shown::text},
+       {"prefill_stack_seconds", "prefill stack (s)", Shown::number},
+       {"prefill_overhead_fraction", "prefill overhead (%)", Shown::percent},
+       {"decode_stack_seconds", "decode stack (s)", Shown::number},
+       {"decode_overhead_fraction", "decode overhead (%)", Shown::percent},
+       {"decode_residual_op_seconds", "residual op per sublayer, decode (s)", Shown::number}});
   for (const auto& [scheme, name] : kResidualSchemeNames) {
     const auto i = static_cast<std::size_t>(scheme);
-    t.rows.push_back({std::string(name), num(prefill.stack_seconds[i]),
-                      num(std::round(prefill.overhead_fraction[i] * 1e5) / 1e3),
-                      num(decode.stack_seconds[i]),
-                      num(std::round(decode.overhead_fraction[i] * 1e5) / 1e3),
-                      num(decode.residual[i].seconds)});
+    add_row(t, {std::string(name), prefill.stack_seconds[i], prefill.overhead_fraction[i],
+                decode.stack_seconds[i], decode.overhead_fraction[i], decode.residual[i].seconds});
   }
   t.note =
       "Forward time of all L = " + num(in.sublayers) + " sublayers on " + hw.name + " (" +
@@ -106,25 +104,34 @@ ChartSpec pipeline_memory_chart(const PipelineReport& p) {
 
 void add_pipeline_section(const PipelineReport& p, Report& report) {
   const auto& s = p.settings;
-  ReportTable t{"pipeline_sim",
-                "Pipeline schedule simulation: does the AttnRes traffic hide?",
-                {"quantity", "value"},
-                {},
-                "",
-                "pipeline_gantt"};
-  auto row = [&](const std::string& name, const std::string& value) {
-    t.rows.push_back({name, value});
+  // One quantity per row: its key (as in pipeline --format json's "result"), what it is, and the
+  // value in SI units (shown in the unit the quantity names).
+  ReportTable t =
+      typed_table("pipeline_sim", "Pipeline schedule simulation: does the AttnRes traffic hide?",
+                  {{"key", "key", Shown::text},
+                   {"quantity", "quantity", Shown::text},
+                   {"value", "value", Shown::number}},
+                  "pipeline_gantt");
+  auto row = [&](const char* key, const std::string& name, double value, Shown shown) {
+    add_row(t, {key, name, value}, {"", "", shown_value(value, shown)});
   };
-  row("iteration time, AttnRes (s)", num(p.iteration_time_s));
-  row("iteration time, standard residual (s)", num(p.standard.iteration_seconds));
-  row("AttnRes overhead (%)", num(std::round(p.attnres_overhead_fraction * 1e5) / 1e3));
-  row("bubble (% of the busiest rank's compute)", num(std::round(p.bubble_fraction * 1e5) / 1e3));
-  row("closed-form bubble (%)", num(std::round(p.closed_form_bubble * 1e5) / 1e3));
-  row("exposed communication (s)", num(p.exposed_comm_s));
-  row("peak memory per rank (GB)", num(p.peak_memory_bytes_per_rank / 1e9));
-  row("peak memory per rank (GiB)", num(p.peak_memory_bytes_per_rank / 1073741824.0));
-  row("bytes transferred per iteration (both directions)", num(p.attnres.transferred_bytes));
-  row("link bandwidth (GB/s per direction, before efficiency)", num(p.link_bandwidth / 1e9));
+  row("iteration_seconds", "iteration time, AttnRes (s)", p.iteration_time_s, Shown::number);
+  row("standard_iteration_seconds", "iteration time, standard residual (s)",
+      p.standard.iteration_seconds, Shown::number);
+  row("attnres_overhead_fraction", "AttnRes overhead (%)", p.attnres_overhead_fraction,
+      Shown::percent);
+  row("bubble_fraction", "bubble (% of the busiest rank's compute)", p.bubble_fraction,
+      Shown::percent);
+  row("closed_form_bubble_fraction", "closed-form bubble (%)", p.closed_form_bubble,
+      Shown::percent);
+  row("exposed_communication_seconds", "exposed communication (s)", p.exposed_comm_s,
+      Shown::number);
+  row("peak_memory_bytes_per_rank", "peak memory per rank (GB)", p.peak_memory_bytes_per_rank,
+      Shown::gigabytes);
+  row("transferred_bytes", "bytes transferred per iteration (both directions)",
+      p.attnres.transferred_bytes, Shown::number);
+  row("link_bandwidth_bytes_per_second", "link bandwidth (GB/s per direction, before efficiency)",
+      p.link_bandwidth, Shown::gigabytes);
   t.note = to_string(s.schedule) + " schedule, P = " + num(s.model.pp) +
            ", V = " + num(s.model.vpp) + ", m = " + num(static_cast<std::int64_t>(s.microbatches)) +
            " micro-batches of B = " + num(s.model.batch) + " x T = " + num(s.model.tokens) +
@@ -136,16 +143,15 @@ void add_pipeline_section(const PipelineReport& p, Report& report) {
            ". Backward = 2 x forward. The bubble's denominator is the busiest rank's compute time.";
   report.tables.push_back(t);
   report.charts.push_back(pipeline_gantt_chart(p));
-  ReportTable memory{"pipeline_memory",
-                     "Peak live memory per rank",
-                     {"rank", "peak (GB)", "activations only (GB)"},
-                     {},
-                     "",
-                     "pipeline_memory"};
+  ReportTable memory =
+      typed_table("pipeline_memory", "Peak live memory per rank",
+                  {{"rank", "rank", Shown::integer},
+                   {"peak_bytes", "peak (GB)", Shown::gigabytes},
+                   {"peak_activation_bytes", "activations only (GB)", Shown::gigabytes}},
+                  "pipeline_memory");
   for (std::size_t r = 0; r < p.attnres.peak_memory_bytes.size(); ++r) {
-    memory.rows.push_back({num(static_cast<std::int64_t>(r)),
-                           num(p.attnres.peak_memory_bytes[r] / 1e9),
-                           num(p.attnres.peak_activation_bytes[r] / 1e9)});
+    add_row(memory, {static_cast<std::int64_t>(r), p.attnres.peak_memory_bytes[r],
+                     p.attnres.peak_activation_bytes[r]});
   }
   memory.note =
       "Activations 17·B·T·d·(b/2) bytes per sublayer (34·sbh per layer, flash attention), plus the "

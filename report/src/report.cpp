@@ -43,23 +43,6 @@ std::string markdown_table(const ReportTable& t) {
 
 }  // namespace
 
-std::string table_csv(const ReportTable& t) {
-  auto quote = [](const std::string& cell) {
-    if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
-    std::string out = "\"";
-    for (char c : cell) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-  };
-  std::ostringstream out;
-  for (std::size_t i = 0; i < t.header.size(); ++i) out << (i ? "," : "") << quote(t.header[i]);
-  out << "\n";
-  for (const auto& row : t.rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << quote(row[i]);
-    out << "\n";
-  }
-  return out.str();
-}
-
 std::string report_markdown(const Report& report) {
   std::ostringstream out;
   out << "# " << report.title << "\n\n";

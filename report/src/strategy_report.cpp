@@ -14,9 +14,6 @@ namespace {
 std::string rounded(double value, double scale) {
   return format_number(std::round(value * scale) / scale);
 }
-std::string mb(double bytes) {
-  return rounded(bytes / 1e6, 1e3);
-}
 std::string percent(double fraction) {
   return rounded(fraction * 100, 1e3);
 }
@@ -45,13 +42,13 @@ std::string scheme_id(const AttnResConfig& scheme) {
 }
 
 // A strategy the scheme's read rules out (fused_two_phase with an input-dependent query) gets a
-// row of "n/a"; returns whether it did.
+// row of n/a (null); returns whether it did.
 bool not_applicable_row(ReportTable& t, Strategy strategy, std::string_view name,
                         const ReadOps& ops) {
   if (strategy != Strategy::fused_two_phase || ops.two_phase_limit.empty()) return false;
-  std::vector<std::string> row(t.header.size(), "n/a");
+  std::vector<nlohmann::json> row(t.columns.size(), nullptr);
   row[0] = std::string(name);
-  t.rows.push_back(std::move(row));
+  add_row(t, std::move(row));
   return true;
 }
 
@@ -69,15 +66,21 @@ ReportTable decode_table(ResidualMode mode, const CostInputs& in, const MoeShape
 
 ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, const MoeShape& moe,
                              const Hardware& hw) {
-  ReportTable t{
+  ReportTable t = typed_table(
       "strategies_" + scheme_id(scheme),
       scheme_title(scheme) + ": implementation strategies per training step (docs/math.md §3.6)",
-      {"strategy", "forward read (MB)", "forward write (MB)", "forward launches",
-       "backward read (MB)", "backward write (MB)", "backward launches", "history copies (MB)",
-       "temporary (MB)", "saved for backward (MB)", "mechanism time (ms)", "step overhead (%)"},
-      {},
-      "",
-      ""};
+      {{"strategy", "strategy", Shown::text},
+       {"forward_read_bytes", "forward read (MB)", Shown::megabytes},
+       {"forward_write_bytes", "forward write (MB)", Shown::megabytes},
+       {"forward_launches", "forward launches", Shown::integer},
+       {"backward_read_bytes", "backward read (MB)", Shown::megabytes},
+       {"backward_write_bytes", "backward write (MB)", Shown::megabytes},
+       {"backward_launches", "backward launches", Shown::integer},
+       {"history_copy_bytes", "history copies (MB)", Shown::megabytes},
+       {"temporary_bytes", "temporary (MB)", Shown::megabytes},
+       {"saved_for_backward_bytes", "saved for backward (MB)", Shown::megabytes},
+       {"mechanism_seconds", "mechanism time (ms)", Shown::milliseconds},
+       {"step_overhead_fraction", "step overhead (%)", Shown::percent}});
   const double tokens = static_cast<double>(in.batch) * static_cast<double>(in.tokens);
   const double vector_bytes =
       static_cast<double>(in.d_model) * tokens * bytes_per_element(in.dtype);
@@ -86,16 +89,13 @@ ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, 
     if (not_applicable_row(t, strategy, name, ops)) continue;
     const StrategyCost cost = scheme_strategy_cost(strategy, scheme, in);
     const StrategyStep step = strategy_step(strategy, scheme, in, moe, Phase::prefill, true, hw);
-    auto bytes = [&](std::int64_t vectors) {
-      return mb(static_cast<double>(vectors) * vector_bytes);
-    };
-    t.rows.push_back({std::string(name), bytes(cost.forward.read_vectors),
-                      bytes(cost.forward.write_vectors), num(cost.forward.launches),
-                      bytes(cost.backward.read_vectors), bytes(cost.backward.write_vectors),
-                      num(cost.backward.launches), bytes(cost.copy_vectors),
-                      bytes(cost.forward.temp_vectors), bytes(cost.saved_vectors),
-                      rounded((step.forward.seconds + step.backward.seconds) * 1e3, 1e4),
-                      percent(step.overhead_fraction)});
+    auto bytes = [&](std::int64_t vectors) { return static_cast<double>(vectors) * vector_bytes; };
+    add_row(t,
+            {std::string(name), bytes(cost.forward.read_vectors), bytes(cost.forward.write_vectors),
+             cost.forward.launches, bytes(cost.backward.read_vectors),
+             bytes(cost.backward.write_vectors), cost.backward.launches, bytes(cost.copy_vectors),
+             bytes(cost.forward.temp_vectors), bytes(cost.saved_vectors),
+             step.forward.seconds + step.backward.seconds, step.overhead_fraction});
   }
   const StrategyStep reference =
       strategy_step(Strategy::fused_one_shot, scheme, in, moe, Phase::prefill, true, hw);
@@ -147,23 +147,25 @@ ChartSpec strategies_chart(const AttnResConfig& scheme, const CostInputs& in, co
 
 ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& in, const MoeShape& moe,
                          const Hardware& hw) {
-  ReportTable t{"decode_" + scheme_id(scheme),
-                scheme_title(scheme) + " per decode step (docs/math.md §3.6)",
-                {"strategy", "launches per step", "at the floor", "mechanism (us)",
-                 "standard adds (us)", "decode step (us)", "overhead (%)", "prefill overhead (%)"},
-                {},
-                "",
-                ""};
+  ReportTable t = typed_table(
+      "decode_" + scheme_id(scheme), scheme_title(scheme) + " per decode step (docs/math.md §3.6)",
+      {{"strategy", "strategy", Shown::text},
+       {"launches_per_step", "launches per step", Shown::integer},
+       {"launches_at_kernel_floor", "at the floor", Shown::integer},
+       {"mechanism_seconds", "mechanism (us)", Shown::microseconds},
+       {"standard_adds_seconds", "standard adds (us)", Shown::microseconds},
+       {"decode_step_seconds", "decode step (us)", Shown::microseconds},
+       {"decode_overhead_fraction", "overhead (%)", Shown::percent},
+       {"prefill_overhead_fraction", "prefill overhead (%)", Shown::percent}});
   const ReadOps ops = read_ops_of(scheme);
   for (const auto& [strategy, name] : kStrategyNames) {
     if (not_applicable_row(t, strategy, name, ops)) continue;
     const StrategyStep decode = strategy_step(strategy, scheme, in, moe, Phase::decode, false, hw);
     const StrategyStep prefill =
         strategy_step(strategy, scheme, in, moe, Phase::prefill, false, hw);
-    t.rows.push_back({std::string(name), num(decode.forward.launches),
-                      num(decode.forward.floor_bound), micro(decode.forward.seconds),
-                      micro(decode.standard_forward.seconds), micro(decode.model_seconds),
-                      percent(decode.overhead_fraction), percent(prefill.overhead_fraction)});
+    add_row(t, {std::string(name), decode.forward.launches, decode.forward.floor_bound,
+                decode.forward.seconds, decode.standard_forward.seconds, decode.model_seconds,
+                decode.overhead_fraction, prefill.overhead_fraction});
   }
   const auto reads = read_sources(scheme_layout(scheme, in));
   double mean = 0;
@@ -185,28 +187,32 @@ ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& in, cons
 
 ReportTable layout_table(const CostInputs& in) {
   const BlockLayout layout = block_layout_of(in);
-  ReportTable t{"layout",
-                "Block layout: " + layout.describe() + " sublayers against P = " + num(in.pp) +
-                    ", V = " + num(in.vpp) + " pipeline stages (docs/math.md §3.6)",
-                {"block", "sublayers", "size", "layers", "sources per read", "chunks", "ranks",
-                 "crosses a stage", "splits a layer"},
-                {},
-                "",
-                ""};
-  auto range = [](std::int64_t a, std::int64_t b) {
-    return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b);
-  };
+  ReportTable t =
+      typed_table("layout",
+                  "Block layout: " + layout.describe() + " sublayers against P = " + num(in.pp) +
+                      ", V = " + num(in.vpp) + " pipeline stages (docs/math.md §3.6)",
+                  {{"block", "block", Shown::integer},
+                   {"first_sublayer", "first sublayer", Shown::integer},
+                   {"last_sublayer", "last sublayer", Shown::integer},
+                   {"sublayers", "size", Shown::integer},
+                   {"first_layer", "first layer", Shown::integer},
+                   {"last_layer", "last layer", Shown::integer},
+                   {"sources_per_read_min", "min sources", Shown::integer},
+                   {"sources_per_read_max", "max sources", Shown::integer},
+                   {"first_chunk", "first chunk", Shown::integer},
+                   {"last_chunk", "last chunk", Shown::integer},
+                   {"ranks", "ranks", Shown::text},
+                   {"crosses_stage", "crosses a stage", Shown::yes_no},
+                   {"splits_layer", "splits a layer", Shown::yes_no}});
   for (const auto& row : layout_rows(layout, in.pp, in.vpp)) {
     std::string ranks;
     for (std::int64_t c = row.first_chunk; c <= row.last_chunk; ++c) {
       if (!ranks.empty()) ranks.push_back(',');
       ranks.append(std::to_string(c % in.pp));
     }
-    t.rows.push_back({num(row.block), range(row.first_sublayer, row.last_sublayer), num(row.size),
-                      range(row.first_layer, row.last_layer),
-                      range(row.sources_min, row.sources_max),
-                      range(row.first_chunk, row.last_chunk), ranks,
-                      row.crosses_stage ? "yes" : "no", row.splits_layer ? "yes" : "no"});
+    add_row(t, {row.block, row.first_sublayer, row.last_sublayer, row.size, row.first_layer,
+                row.last_layer, row.sources_min, row.sources_max, row.first_chunk, row.last_chunk,
+                ranks, row.crosses_stage, row.splits_layer});
   }
   const auto layers = layers_per_block(in.block_size);
   t.note = "Sublayer s is in transformer layer ceil(s/2). " +
@@ -220,24 +226,27 @@ ReportTable layout_table(const CostInputs& in) {
 }
 
 ReportTable recompute_table(ResidualMode mode, Strategy strategy, const CostInputs& in) {
-  ReportTable t{"recompute",
-                "Activation checkpointing: memory per rank and recompute per micro-batch (" +
-                    to_string(mode) + ", " + to_string(strategy) + ", docs/math.md §3.6)",
-                {"policy", "rank", "sublayers", "activations (GB)", "history (GB)", "saved (GB)",
-                 "held (GB)", "recompute transient (GB)", "recompute (TFLOP)"},
-                {},
-                "",
-                ""};
+  ReportTable t =
+      typed_table("recompute",
+                  "Activation checkpointing: memory per rank and recompute per micro-batch (" +
+                      to_string(mode) + ", " + to_string(strategy) + ", docs/math.md §3.6)",
+                  {{"policy", "policy", Shown::text},
+                   {"rank", "rank", Shown::integer},
+                   {"sublayers", "sublayers", Shown::integer},
+                   {"activation_bytes", "activations (GB)", Shown::gigabytes},
+                   {"history_bytes", "history (GB)", Shown::gigabytes},
+                   {"saved_bytes", "saved (GB)", Shown::gigabytes},
+                   {"held_bytes", "held (GB)", Shown::gigabytes},
+                   {"recompute_transient_bytes", "recompute transient (GB)", Shown::gigabytes},
+                   {"recompute_flop", "recompute (TFLOP)", Shown::teraflop}});
   double forward = 0;
   for (const auto& [policy, name] : kCheckpointingNames) {
     const RecomputeReport report = recompute_report(policy, mode, strategy, in);
     forward = report.forward_flops;
     for (const auto& rank : report.ranks) {
-      t.rows.push_back(
-          {std::string(name), num(rank.rank), num(rank.sublayers),
-           rounded(rank.activation_bytes / 1e9, 1e4), rounded(rank.history_bytes / 1e9, 1e4),
-           rounded(rank.saved_bytes / 1e9, 1e4), rounded(rank.total_bytes() / 1e9, 1e4),
-           rounded(rank.transient_bytes / 1e9, 1e4), rounded(rank.recompute_flops / 1e12, 1e3)});
+      add_row(t, {std::string(name), rank.rank, rank.sublayers, rank.activation_bytes,
+                  rank.history_bytes, rank.saved_bytes, rank.total_bytes(), rank.transient_bytes,
+                  rank.recompute_flops});
     }
   }
   t.note = "Per micro-batch of B = " + num(in.batch) + " x T = " + num(in.tokens) +
@@ -251,14 +260,25 @@ ReportTable recompute_table(ResidualMode mode, Strategy strategy, const CostInpu
 }
 
 ReportTable calibration_table(const std::vector<CalibrationRow>& rows) {
-  ReportTable t{"calibration",
-                "Modelled vs measured: public AttnRes overhead measurements (docs/calibration.md)",
-                {"point", "hardware", "implementation", "quantity", "measured", "modelled",
-                 "modelled / measured", "regime", "source"},
-                {},
-                "",
-                "calibration"};
-  auto value = [](const CalibrationRow& row, double v) {
+  ReportTable t = typed_table(
+      "calibration",
+      "Modelled vs measured: public AttnRes overhead measurements (docs/calibration.md)",
+      {{"point", "point", Shown::text},
+       {"hardware", "hardware", Shown::text},
+       {"implementation", "implementation", Shown::text},
+       {"quantity", "quantity", Shown::text},
+       {"measured", "measured", Shown::number},
+       {"modelled", "modelled", Shown::number},
+       {"modelled_over_measured", "modelled / measured", Shown::decimals3},
+       {"bound", "bound", Shown::yes_no},
+       {"within_bound", "within the bound", Shown::yes_no},
+       {"fitted", "fitted", Shown::yes_no},
+       {"regime", "regime", Shown::text},
+       {"source", "source", Shown::text},
+       {"url", "url", Shown::text}},
+      "calibration");
+  // Shown with its unit: seconds per call in us, a fraction of the step in %.
+  auto shown = [](const CalibrationRow& row, double v) {
     return row.point.quantity == CalibrationQuantity::call_seconds ? micro(v) + " us"
                                                                    : percent(v) + " %";
   };
@@ -270,9 +290,13 @@ ReportTable calibration_table(const std::vector<CalibrationRow>& rows) {
     std::string ratio = rounded(row.ratio, 1e3);
     if (row.bound) ratio = row.within ? "within the bound" : "exceeds the bound";
     if (p.fitted) ratio += " (fitted)";
-    t.rows.push_back({p.id, p.hardware_name, implementation, to_string(p.quantity),
-                      (row.bound ? "< " : "") + value(row, p.measured), value(row, row.modelled),
-                      ratio, row.regime, p.source + (p.url.empty() ? "" : " " + p.url)});
+    add_row(t,
+            {p.id, p.hardware_name, implementation, to_string(p.quantity), p.measured, row.modelled,
+             row.bound ? nlohmann::json(nullptr) : nlohmann::json(row.ratio), row.bound,
+             row.bound ? nlohmann::json(row.within) : nlohmann::json(nullptr), p.fitted, row.regime,
+             p.source, p.url.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.url)},
+            {"", "", "", "", (row.bound ? "< " : "") + shown(row, p.measured),
+             shown(row, row.modelled), ratio, "", "", "", "", "", ""});
   }
   t.note = calibration_summary(rows) +
            " Each point's shape, implementation and assumptions: "
@@ -338,6 +362,41 @@ std::string calibration_summary(const std::vector<CalibrationRow>& rows) {
             " claimed bounds hold in the model.";
   if (fitted > 0) text += " " + std::to_string(fitted) + " point(s) set a model parameter.";
   return text;
+}
+
+nlohmann::json calibration_to_json(const std::string& table_source,
+                                   const std::vector<CalibrationRow>& rows) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& row : rows) {
+    const auto& p = row.point;
+    points.push_back(
+        {{"id", p.id},
+         {"title", p.title},
+         {"source", p.source},
+         {"url", p.url},
+         {"hardware", p.hardware_name},
+         {"quantity", to_string(p.quantity)},
+         {"measured", p.measured},
+         {"measured_text", p.measured_text},
+         {"modelled", row.modelled},
+         {"modelled_over_measured",
+          row.bound ? nlohmann::json(nullptr) : nlohmann::json(row.ratio)},
+         {"bound", row.bound},
+         {"within_bound", row.bound ? nlohmann::json(row.within) : nlohmann::json(nullptr)},
+         {"fitted", p.fitted},
+         {"regime", row.regime},
+         {"detail", row.detail},
+         {"assumptions", p.assumptions}});
+  }
+  const CalibrationError error = calibration_error(rows);
+  return {{"table", table_source},
+          {"points", points},
+          {"error",
+           {{"measured_points", error.points},
+            {"typical_factor", error.typical_factor},
+            {"worst_factor", error.worst_factor},
+            {"worst_point", error.worst_id}}},
+          {"summary", calibration_summary(rows)}};
 }
 
 }  // namespace attnres

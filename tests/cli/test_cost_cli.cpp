@@ -62,8 +62,9 @@ TEST(CostCli, JsonHasThePaperTable1NumbersUnderTheDocumentedKeys) {
 TEST(CostCli, LayersAndBlockSizeAndCsvAndTable) {
   const json j = run_json(
       {"cost", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--format", "json"});
-  EXPECT_EQ(j["inputs"]["sublayers"], 54);
-  EXPECT_EQ(j["inputs"]["blocks"], 9);
+  EXPECT_EQ(j["schema"]["name"], "attnres.cost");
+  EXPECT_EQ(j["inputs"]["model"]["sublayers"], 54);
+  EXPECT_EQ(j["inputs"]["model"]["blocks"], 9);
   const CliRun csv =
       run_cli({"cost", "--sublayers", "8", "--blocks", "2", "--d-model", "10", "--format", "csv"});
   ASSERT_EQ(csv.status, 0);
@@ -193,13 +194,14 @@ TEST(CostCli, SchemeAgainstAnotherInEveryFormat) {
   const json j = run_json(
       with({"--scheme", "block", "--gate", "sigmoid", "--compare", "full", "--format", "json"}));
   ASSERT_EQ(j["schemes"].size(), 2u);
-  EXPECT_EQ(j["schemes"][0]["name"], "block:block_size=4,gate=sigmoid");
-  EXPECT_EQ(j["schemes"][0]["io_elements_per_sublayer"]["total"], 88.0);  // (N/S + 5)d = 5.5·16
-  EXPECT_EQ(j["schemes"][1]["name"], "full");
-  EXPECT_EQ(j["schemes"][1]["io_elements_per_sublayer"]["total"], 96.0);  // (S + N)d = 6·16
-  EXPECT_EQ(j["schemes"][1]["mixing_flops"]["per_token"], 4608.0);        // 45·6d + 9·2d
+  EXPECT_EQ(j["schema"]["name"], "attnres.cost_schemes");
+  EXPECT_EQ(j["order"], json({"block:block_size=4,gate=sigmoid", "full"}));
+  const json& block = j["schemes"]["block:block_size=4,gate=sigmoid"];
+  EXPECT_EQ(block["io_elements_per_sublayer"]["total"], 88.0);  // (N/S + 5)d = 5.5·16
+  EXPECT_EQ(j["schemes"]["full"]["io_elements_per_sublayer"]["total"], 96.0);  // (S + N)d = 6·16
+  EXPECT_EQ(j["schemes"]["full"]["mixing_flops"]["per_token"], 4608.0);        // 45·6d + 9·2d
   EXPECT_DOUBLE_EQ(j["comparisons"][0]["io_ratio"].get<double>(), 96.0 / 88.0);
-  EXPECT_EQ(j["inputs"]["sublayers"], 8);
+  EXPECT_EQ(j["inputs"]["model"]["sublayers"], 8);
   const CliRun table = run_cli(with({"--scheme", "mhc:dynamic=false", "--compare", "denseformer"}));
   ASSERT_EQ(table.status, 0) << table.err;
   // The header "I/O (x d)" (wrapped over two lines when the table would pass 120 columns).
@@ -224,7 +226,7 @@ TEST(CostCli, SchemeAgainstAnotherInEveryFormat) {
   EXPECT_NE(markdown.out.find("| full_window | 6 | (S + N)d |"), std::string::npos) << markdown.out;
   const CliRun csv = run_cli(with({"--scheme", "all", "--format", "csv"}));
   ASSERT_EQ(csv.status, 0) << csv.err;
-  EXPECT_EQ(csv.out.rfind("scheme,spec,io_reads,", 0), 0u);
+  EXPECT_EQ(csv.out.rfind("scheme,spec,io_reads_elements_per_sublayer,", 0), 0u);
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 21);  // header + 20 named schemes
   // The plain report lists every scheme too.
   const CliRun plain = run_cli(base);
@@ -354,7 +356,7 @@ TEST(SweepCli, TakesAScenarioForItsPipelineParametersAndTimeMetrics) {
       run_cli({"sweep", "--scenario", file, "--d-model", "1000", "--x", "blocks", "--values", "1",
                "--metric", "io_elements_per_sublayer.standard", "--format", "json"})
           .out);
-  EXPECT_EQ(wide["inputs"]["d_model"], 1000);
+  EXPECT_EQ(wide["inputs"]["model"]["d_model"], 1000);
   EXPECT_EQ(wide["points"][0]["io_elements_per_sublayer.standard"], 3000.0);
   const CliRun missing = run_cli(
       {"sweep", "--x", "blocks", "--values", "1", "--metric", "io_multiples_of_d.standard"});
@@ -401,18 +403,22 @@ TEST(PipelineCli, JsonHasTheDocumentedKeys) {
                            "h100",        "--overlap",
                            "on",          "--format",
                            "json"});
-  for (const char* key : {"iteration_time_s", "bubble_fraction", "exposed_comm_s",
+  for (const char* key : {"iteration_seconds", "bubble_fraction", "exposed_communication_seconds",
                           "attnres_overhead_fraction", "peak_memory_bytes_per_rank"}) {
-    EXPECT_TRUE(j.contains(key)) << key;
+    EXPECT_TRUE(j["pipeline"].contains(key)) << key;
   }
-  EXPECT_GT(j["iteration_time_s"].get<double>(), j["standard_iteration_time_s"].get<double>());
-  EXPECT_NEAR(j["closed_form_bubble"].get<double>(), 3.0 / 16, 1e-12);
-  EXPECT_EQ(j["peak_memory_bytes_by_rank"].size(), 4u);
+  EXPECT_EQ(j["schema"]["name"], "attnres.pipeline");
+  EXPECT_EQ(j["inputs"]["hardware"]["name"], "H100 SXM");
+  EXPECT_EQ(j["inputs"]["pipeline"]["microbatches"], 8);
+  const json& p = j["pipeline"];
+  EXPECT_GT(p["iteration_seconds"].get<double>(), p["standard_iteration_seconds"].get<double>());
+  EXPECT_NEAR(p["closed_form_bubble_fraction"].get<double>(), 3.0 / 16, 1e-12);
+  EXPECT_EQ(p["peak_memory_bytes_by_rank"].size(), 4u);
   // Free transfers: nothing exposed, and the bubble is back near the closed form.
   const json ideal =
       run_json({"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--pp", "4",
                 "--vpp", "2", "--ideal-links", "--format", "json"});
-  EXPECT_EQ(ideal["exposed_comm_s"], 0.0);
+  EXPECT_EQ(ideal["pipeline"]["exposed_communication_seconds"], 0.0);
   const CliRun table = run_cli(
       {"pipeline", "--layers", "27", "--block-size", "6", "--d-model", "2304", "--pp", "2"});
   ASSERT_EQ(table.status, 0) << table.err;
@@ -542,8 +548,8 @@ const std::map<std::string, Check>& scenario_checks() {
          EXPECT_EQ(r["inputs"]["sublayers"], 54);
          EXPECT_GT(r["pipeline"]["attnres_overhead_fraction"].get<double>(), 0.0);
          EXPECT_GE(r["pipeline"]["bubble_fraction"].get<double>(), 0.0);
-         EXPECT_GT(r["pipeline"]["iteration_time_s"].get<double>(),
-                   r["pipeline"]["standard_iteration_time_s"].get<double>());
+         EXPECT_GT(r["pipeline"]["iteration_seconds"].get<double>(),
+                   r["pipeline"]["standard_iteration_seconds"].get<double>());
          // The bandwidth sweep must show both sides of the 4% line, and say so in words.
          const auto& bandwidth = r["sweeps"][0];
          EXPECT_EQ(bandwidth["name"], "training_vs_link_bandwidth");
@@ -590,24 +596,29 @@ const std::map<std::string, Check>& scenario_checks() {
        [](const json& r) {
          // Kimi Linear 48B at 3 layers per block: 9 blocks; four strategies per mode; every
          // committed calibration point with its source and a positive ratio.
-         EXPECT_EQ(r["layout"].size(), 9u);
-         ASSERT_EQ(r["strategies_block"].size(), 4u);
-         EXPECT_EQ(r["strategies_block"][2]["forward launches"], "55");  // L + 1 fused reads
-         EXPECT_EQ(r["decode_full"].size(), 4u);
-         EXPECT_EQ(r["recompute"].size(), 12u);  // 3 policies x 4 ranks
+         const json& tables = r["tables"];
+         EXPECT_EQ(tables["layout"]["rows"].size(), 9u);
+         ASSERT_EQ(tables["strategies_block"]["rows"].size(), 4u);
+         // L + 1 fused reads, a JSON integer.
+         EXPECT_EQ(tables["strategies_block"]["rows"][2]["forward_launches"], 55);
+         EXPECT_EQ(tables["decode_full"]["rows"].size(), 4u);
+         EXPECT_EQ(tables["recompute"]["rows"].size(), 12u);  // 3 policies x 4 ranks
          const auto& points = r["calibration"]["points"];
          EXPECT_EQ(points.size(), builtin_calibration().points.size());
-         for (const auto& point : points) EXPECT_GT(point["ratio"].get<double>(), 0);
-         EXPECT_GE(r["calibration"]["measured_points"].get<int>(), 4);
+         for (const auto& point : points) {
+           if (!point["bound"].get<bool>())
+             EXPECT_GT(point["modelled_over_measured"].get<double>(), 0);
+         }
+         EXPECT_GE(r["calibration"]["error"]["measured_points"].get<int>(), 4);
        }},
       {"fast-attnres-l24",
        [](const json& r) {
          // Full AttnRes over 48 sublayers: 49 fused reads per forward, stack's backward fan-in
          // one add per (read, source) pair.
-         EXPECT_EQ(r["layout"].size(), 48u);
-         EXPECT_EQ(r["strategies_full"][2]["forward launches"], "49");
-         EXPECT_EQ(r["strategies_full"][0]["backward launches"],
-                   std::to_string(7 * 49 + 49 * 50 / 2));
+         const json& tables = r["tables"];
+         EXPECT_EQ(tables["layout"]["rows"].size(), 48u);
+         EXPECT_EQ(tables["strategies_full"]["rows"][2]["forward_launches"], 49);
+         EXPECT_EQ(tables["strategies_full"]["rows"][0]["backward_launches"], 7 * 49 + 49 * 50 / 2);
        }},
       {"scaling-law",
        [](const json& r) {
@@ -673,9 +684,19 @@ TEST(StrategiesCli, TablesCarryTheCoresCounts) {
   // stack, L = 4, N = 2: 48 vectors read per forward x 1000 x 1 token x 2 B = 0.096 MB; 27
   // launches.
   EXPECT_EQ(rows[0]["strategy"], "stack");
-  EXPECT_EQ(rows[0]["forward read (MB)"], "0.096");
-  EXPECT_EQ(rows[0]["forward launches"], "27");
-  EXPECT_EQ(rows[2]["forward launches"], "5");
+  EXPECT_EQ(rows[0]["forward_read_bytes"], 96000.0);
+  EXPECT_EQ(rows[0]["forward_launches"], 27);
+  EXPECT_TRUE(rows[0]["forward_launches"].is_number_integer());
+  EXPECT_EQ(rows[2]["forward_launches"], 5);
+  EXPECT_TRUE(rows[0]["step_overhead_fraction"].is_number_float());
+  EXPECT_EQ(j["schema"]["name"], "attnres.strategies");
+  EXPECT_EQ(j["inputs"]["hardware"]["name"], "H100 SXM");
+  EXPECT_EQ(j["inputs"]["model"]["sublayers"], 4);
+  // The display keeps MB: the table shows 0.096.
+  const CliRun shown = run_cli({"strategies", "--sublayers", "4", "--block-size", "2", "--d-model",
+                                "1000", "--seq", "1", "--batch", "1"});
+  EXPECT_NE(shown.out.find("(MB)"), std::string::npos);
+  EXPECT_NE(shown.out.find("0.096"), std::string::npos) << shown.out;
   // --calls lists every call of the chosen strategy: 5 forward + 5 backward for one-shot.
   const json calls = run_json({"strategies", "--sublayers", "4", "--block-size", "2", "--d-model",
                                "1000", "--calls", "fused_one_shot", "--format", "json"});
@@ -700,8 +721,10 @@ TEST(LayoutCli, LayersAndUnevenListsAgainstTheStages) {
                                 "--d-model", "64", "--pp", "3", "--format", "json"});
   const auto& rows = uneven["tables"][0]["rows"];
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[1]["sublayers"], "3-8");
-  EXPECT_EQ(rows[1]["crosses a stage"], "yes");
+  EXPECT_EQ(rows[1]["first_sublayer"], 3);
+  EXPECT_EQ(rows[1]["last_sublayer"], 8);
+  EXPECT_EQ(rows[1]["sublayers"], 6);
+  EXPECT_EQ(rows[1]["crosses_stage"], true);
   EXPECT_EQ(rows[1]["ranks"], "0,1");
   const CliRun bad =
       run_cli({"layout", "--sublayers", "12", "--block-sizes", "2,6,5", "--d-model", "64"});
@@ -726,9 +749,15 @@ TEST(CalibrateCli, EveryCommittedPointWithItsSourceAndTheError) {
   for (std::size_t i = 0; i < table.points.size(); ++i) {
     EXPECT_EQ(j["points"][i]["id"], table.points[i].id);
     EXPECT_FALSE(j["points"][i]["source"].get<std::string>().empty());
-    EXPECT_GT(j["points"][i]["ratio"].get<double>(), 0);
+    if (!j["points"][i]["bound"].get<bool>())
+      EXPECT_GT(j["points"][i]["modelled_over_measured"].get<double>(), 0);
   }
-  EXPECT_GE(j["error"]["points"].get<int>(), 4);
+  EXPECT_GE(j["error"]["measured_points"].get<int>(), 4);
+  // CSV: the measured value as a number, its quantity in its own column.
+  const CliRun csv = run_cli({"calibrate", "--format", "csv"});
+  EXPECT_EQ(csv.out.find(" %,"), std::string::npos) << csv.out;
+  EXPECT_EQ(csv.out.find(" us,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",step_overhead,0.232,"), std::string::npos) << csv.out;
   const CliRun text = run_cli({"calibrate"});
   EXPECT_EQ(text.status, 0);
   EXPECT_NE(text.out.find("torchtitan-3029"), std::string::npos);
@@ -752,9 +781,9 @@ TEST(RecomputeCli, CheckpointingPoliciesPerRank) {
   const auto& rows = j["tables"][0]["rows"];
   ASSERT_EQ(rows.size(), 12u);  // 3 policies x 4 ranks
   EXPECT_EQ(rows[0]["policy"], "none");
-  EXPECT_EQ(rows[0]["recompute (TFLOP)"], "0");
+  EXPECT_EQ(rows[0]["recompute_flop"], 0.0);
   EXPECT_EQ(rows[4]["policy"], "layers");
-  EXPECT_NE(rows[4]["recompute (TFLOP)"], "0");
+  EXPECT_GT(rows[4]["recompute_flop"].get<double>(), 1e9);
 }
 
 TEST(ReportCli, CalibrationScenarioPrintsEveryPointWithItsSource) {

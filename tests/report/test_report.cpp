@@ -112,7 +112,7 @@ TEST(Sweep, ImpossibleParameterValuesAreSkippedWithTheValueGiven) {
                  "",
                  {"microbatches", {0, 4, 5'000'000'000}},
                  std::nullopt,
-                 {"pipeline.iteration_time_s"},
+                 {"pipeline.iteration_seconds"},
                  false,
                  false,
                  ""};
@@ -276,8 +276,9 @@ link = "intra_node"
   EXPECT_EQ(p["scenario_file"], "p.toml");
   EXPECT_EQ(p["scenario_text"], text);
   EXPECT_EQ(p["inputs"]["hardware"]["name"], "H100 SXM");
-  EXPECT_EQ(p["inputs"]["hardware"]["efficiency"]["compute"], 0.4);
+  EXPECT_EQ(p["inputs"]["hardware"]["compute_efficiency_fraction"], 0.4);
   EXPECT_EQ(p["inputs"]["moe"]["experts"], 16);
+  EXPECT_EQ(report.json["schema"]["name"], "attnres.report");
   EXPECT_EQ(p["inputs"]["moe"]["expert_ffn"], 128);
   EXPECT_EQ(p["inputs"]["pipeline"]["schedule"], "1f1b");
   EXPECT_EQ(p["inputs"]["pipeline"]["cache"], "naive");
@@ -316,8 +317,38 @@ TEST(Report, HoldsTablesChartsAndJson) {
             std::string::npos);
   EXPECT_NE(markdown.find("](charts/io_sweep.png)"), std::string::npos);
   EXPECT_NE(markdown.find("GiB = 2^30 bytes"), std::string::npos);
+  // A table built from text: keys from the headers, values parsed from the cells.
   EXPECT_EQ(table_csv(ReportTable{"x", "", {"a", "b,c"}, {{"1", "say \"hi\""}}, "", ""}),
-            "a,\"b,c\"\n1,\"say \"\"hi\"\"\"\n");
+            "a,b_c\n1,\"say \"\"hi\"\"\"\n");
+}
+
+TEST(Report, TypedTablesShowRoundedValuesAndWriteThemWhole) {
+  ReportTable t = typed_table("t", "title",
+                              {{"name", "name", Shown::text},
+                               {"read_bytes", "read (MB)", Shown::megabytes},
+                               {"overhead_fraction", "overhead (%)", Shown::percent},
+                               {"launches", "launches", Shown::integer},
+                               {"crosses_stage", "crosses", Shown::yes_no},
+                               {"read_bytes", "read (GB)", Shown::gigabytes}});
+  add_row(t, {"a,b", 1234567.891, 0.0712345678, std::int64_t{49}, true, 1234567.891});
+  add_row(t, {"n", nullptr, nullptr, nullptr, false, nullptr});
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.header[1], "read (MB)");
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{"a,b", "1.235", "7.123", "49", "yes", "0.0012"}));
+  EXPECT_EQ(t.rows[1][1], "n/a");
+  // CSV: the keys once each (GB repeats read_bytes), every digit, units only in the keys.
+  EXPECT_EQ(table_csv(t),
+            "name,read_bytes,overhead_fraction,launches,crosses_stage\n"
+            "\"a,b\",1234567.891,0.0712345678,49,true\n"
+            "n,,,,false\n");
+  const nlohmann::json j = table_json(t);
+  EXPECT_EQ(j["columns"].size(), 5u);
+  EXPECT_EQ(j["typed_from_display"], false);
+  EXPECT_EQ(j["rows"][0]["launches"].get<std::int64_t>(), 49);
+  EXPECT_TRUE(j["rows"][0]["launches"].is_number_integer());
+  EXPECT_EQ(j["rows"][0]["read_bytes"].get<double>(), 1234567.891);
+  EXPECT_TRUE(j["rows"][1]["overhead_fraction"].is_null());
+  EXPECT_THROW(add_row(t, {"too few"}), Error);
 }
 
 TEST(Report, WriteIsAllOrNothingAndKeepsThePreviousReport) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -394,20 +395,20 @@ const std::vector<CostMetric>& cost_metrics() {
       {"time.decode_stack_seconds_standard", "s",
        "decode: roofline time of all L sublayers, standard residual",
        [](const Evaluation& e) { return e.decode->stack_seconds[0]; }, CostMetric::Needs::time},
-      {"pipeline.iteration_time_s", "s", "simulated training iteration, AttnRes",
+      {"pipeline.iteration_seconds", "s", "simulated training iteration, AttnRes",
        [](const Evaluation& e) { return e.pipeline->iteration_time_s; },
        CostMetric::Needs::pipeline},
-      {"pipeline.standard_iteration_time_s", "s", "the same run with the standard residual",
+      {"pipeline.standard_iteration_seconds", "s", "the same run with the standard residual",
        [](const Evaluation& e) { return e.pipeline->standard.iteration_seconds; },
        CostMetric::Needs::pipeline},
       {"pipeline.bubble_fraction", "fraction",
        "(iteration - busiest rank's compute) / busiest rank's compute",
        [](const Evaluation& e) { return e.pipeline->bubble_fraction; },
        CostMetric::Needs::pipeline},
-      {"pipeline.closed_form_bubble", "fraction", "1F1B (P-1)/m, interleaved (P-1)/(V·m)",
+      {"pipeline.closed_form_bubble_fraction", "fraction", "1F1B (P-1)/m, interleaved (P-1)/(V·m)",
        [](const Evaluation& e) { return e.pipeline->closed_form_bubble; },
        CostMetric::Needs::pipeline},
-      {"pipeline.exposed_comm_s", "s", "iteration - iteration with free transfers",
+      {"pipeline.exposed_communication_seconds", "s", "iteration - iteration with free transfers",
        [](const Evaluation& e) { return e.pipeline->exposed_comm_s; }, CostMetric::Needs::pipeline},
       {"pipeline.attnres_overhead_fraction", "fraction",
        "AttnRes iteration / standard iteration - 1",
@@ -471,11 +472,11 @@ std::string cost_metric_label(const std::string& key) {
       {"model", "model"},
       {"block_fraction_of_model", "Block / model"},
       {"full_fraction_of_model", "Full / model"},
-      {"iteration_time_s", "iteration, AttnRes"},
-      {"standard_iteration_time_s", "iteration, standard"},
+      {"iteration_seconds", "iteration, AttnRes"},
+      {"standard_iteration_seconds", "iteration, standard"},
       {"bubble_fraction", "bubble"},
-      {"closed_form_bubble", "bubble, closed form"},
-      {"exposed_comm_s", "exposed communication"},
+      {"closed_form_bubble_fraction", "bubble, closed form"},
+      {"exposed_communication_seconds", "exposed communication"},
       {"attnres_overhead_fraction", "AttnRes overhead"},
       {"peak_memory_bytes_per_rank", "peak memory per rank"},
       {"transferred_bytes", "transferred"}};
@@ -532,6 +533,15 @@ std::string closest_cost_metric(const std::string& key) {
   return did_you_mean(key, keys);
 }
 
+json metric_json_value(const CostMetric& metric, double value) {
+  const bool counts = metric.unit == "vectors/token" || metric.unit == "blocks" ||
+                      metric.unit == "sublayers" || metric.unit == "bytes";
+  if (!std::isfinite(value)) return nullptr;
+  if (counts && value == std::floor(value) && std::abs(value) < 9e15)
+    return static_cast<std::int64_t>(value);
+  return value;
+}
+
 json evaluation_to_json(const Evaluation& evaluation) {
   json root = cost_report_to_json(*evaluation.cost);
   for (const auto& metric : cost_metrics()) {
@@ -540,7 +550,8 @@ json evaluation_to_json(const Evaluation& evaluation) {
                            (metric.needs == CostMetric::Needs::pipeline && evaluation.pipeline);
     if (!available || metric.needs == CostMetric::Needs::cost) continue;
     const auto dot = metric.key.find('.');
-    root[metric.key.substr(0, dot)][metric.key.substr(dot + 1)] = metric.value(evaluation);
+    root[metric.key.substr(0, dot)][metric.key.substr(dot + 1)] =
+        metric_json_value(metric, metric.value(evaluation));
   }
   return root;
 }
@@ -554,9 +565,52 @@ json cost_inputs_to_json(const CostInputs& in) {
   return inputs;
 }
 
+json hardware_to_json(const Hardware& h) {
+  return {{"name", h.name},
+          {"source", h.source},
+          {"peak_flop_per_second", h.peak_flops},
+          {"hbm_bandwidth_bytes_per_second", h.hbm_bandwidth},
+          {"intra_node_bandwidth_bytes_per_second", h.intra_node_bandwidth},
+          {"scale_out_bandwidth_bytes_per_second", h.scale_out_bandwidth},
+          {"link_latency_seconds", h.link_latency},
+          {"kernel_floor_seconds", h.kernel_floor},
+          {"gpus_per_node", h.gpus_per_node},
+          {"compute_efficiency_fraction", h.compute_efficiency},
+          {"memory_efficiency_fraction", h.memory_efficiency},
+          {"link_efficiency_fraction", h.link_efficiency}};
+}
+
+json moe_to_json(const MoeShape& moe) {
+  return {{"experts", moe.experts},
+          {"active_experts", moe.active},
+          {"shared_experts", moe.shared},
+          {"expert_ffn", moe.expert_ffn}};
+}
+
+json pipeline_settings_to_json(const PipelineSettings& p) {
+  return {{"mode", to_string(p.mode)},
+          {"microbatches", p.microbatches},
+          {"schedule", to_string(p.schedule)},
+          {"cache", to_string(p.cache)},
+          {"link", p.intra_node_link ? "intra_node" : "scale_out"},
+          {"link_bandwidth_bytes_per_second",
+           p.link_bandwidth > 0 ? json(p.link_bandwidth) : json(nullptr)},
+          {"overlap", p.overlap},
+          {"ideal_links", p.ideal_links}};
+}
+
+json inputs_to_json(const CostInputs& model, const Hardware* hardware, const MoeShape& moe,
+                    const PipelineSettings* pipeline) {
+  json inputs = {{"model", cost_inputs_to_json(model)}};
+  if (hardware) inputs["hardware"] = hardware_to_json(*hardware);
+  if (moe.experts > 0) inputs["moe"] = moe_to_json(moe);
+  if (pipeline) inputs["pipeline"] = pipeline_settings_to_json(*pipeline);
+  return inputs;
+}
+
 json cost_report_to_json(const CostReport& report) {
   json root;
-  root["inputs"] = cost_inputs_to_json(report.inputs);
+  root["inputs"] = {{"model", cost_inputs_to_json(report.inputs)}};
   root["conventions"] = {
       {"elements", "vector elements per token; multiply by B·T·b for bytes"},
       {"io",
@@ -568,7 +622,8 @@ json cost_report_to_json(const CostReport& report) {
   for (const auto& metric : cost_metrics()) {
     if (metric.needs != CostMetric::Needs::cost) continue;
     const auto dot = metric.key.find('.');
-    root[metric.key.substr(0, dot)][metric.key.substr(dot + 1)] = metric.value(evaluation);
+    root[metric.key.substr(0, dot)][metric.key.substr(dot + 1)] =
+        metric_json_value(metric, metric.value(evaluation));
   }
   json boundaries = json::array();
   for (const auto& b : report.boundaries) {

@@ -365,14 +365,24 @@ std::string sweep_csv_header(const SweepSpec& spec) {
   return text + "\n";
 }
 
+namespace {
+
+// The shortest text that reads back as the same double; non-finite values as `missing`.
+std::string shortest(double value, const char* missing) {
+  if (!std::isfinite(value)) return missing;
+  char buffer[64];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return error == std::errc() ? std::string(buffer, end) : std::string(missing);
+}
+
+}  // namespace
+
 std::string sweep_csv_row(const SweepPoint& point) {
-  std::ostringstream out;
-  out.precision(12);
-  out << point.x;
-  if (point.y) out << "," << *point.y;
-  for (double value : point.values) out << "," << value;
-  out << "\n";
-  return out.str();
+  std::string text = std::to_string(point.x);
+  if (point.y) text.append(",").append(std::to_string(*point.y));
+  for (double value : point.values) text.append(",").append(shortest(value, ""));
+  text.push_back('\n');
+  return text;
 }
 
 std::string sweep_csv(const SweepResult& result) {
@@ -382,12 +392,7 @@ std::string sweep_csv(const SweepResult& result) {
 }
 
 std::string sweep_point_json(const SweepSpec& spec, const SweepPoint& point) {
-  auto number = [](double value) {
-    if (!std::isfinite(value)) return std::string("null");
-    char buffer[64];
-    const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
-    return error == std::errc() ? std::string(buffer, end) : std::string("null");
-  };
+  auto number = [](double value) { return shortest(value, "null"); };
   std::string text = "{" + nlohmann::json(spec.x.parameter).dump() + ": " + std::to_string(point.x);
   if (point.y && spec.y)
     text += ", " + nlohmann::json(spec.y->parameter).dump() + ": " + std::to_string(*point.y);

@@ -1,5 +1,7 @@
 #include "attnres/trace_io.hpp"
 
+#include "attnres/output_schema.hpp"
+
 namespace attnres {
 
 using nlohmann::json;
@@ -43,6 +45,7 @@ TensorToWrite vector_tensor(const std::string& name, const std::vector<double>& 
 json trace_to_json(const ForwardTrace& trace, const Eigen::MatrixXd& logits,
                    const Eigen::MatrixXd& hidden_final) {
   json root;
+  root["schema"] = schema_tag("forward_trace");
   root["mode"] = to_string(trace.mode);
   root["sublayers"] = trace.sublayers;
   root["block_size"] = trace.block_size;

@@ -17,6 +17,33 @@
 
 namespace attnres {
 
+// How a typed column shows its value in the terminal table, Markdown and report.md. The typed
+// form (JSON, CSV) always holds the value itself: bytes, seconds, flop and fractions, at full
+// precision (docs/json.md §2).
+enum class Shown {
+  text,          // a string as it is
+  integer,       // an integer
+  number,        // a real number, 6 significant digits
+  decimals3,     // a real number rounded to 3 decimals
+  megabytes,     // bytes in MB (1e6 bytes), 3 decimals
+  gigabytes,     // bytes in GB (1e9 bytes), 4 decimals
+  gibibytes,     // bytes in GiB (2^30 bytes), 4 decimals
+  milliseconds,  // seconds in ms, 4 decimals
+  microseconds,  // seconds in us, 3 decimals
+  percent,       // a fraction in %, 3 decimals
+  teraflop,      // flop in TFLOP (1e12), 3 decimals
+  yes_no,        // a boolean as yes | no
+};
+
+// One column of a typed table: the key of JSON and CSV (snake_case, the unit in the name:
+// forward_read_bytes, step_overhead_fraction) and the displayed header with the displayed unit
+// ("forward read (MB)", "step overhead (%)").
+struct TableColumn {
+  std::string key;
+  std::string header;
+  Shown shown = Shown::number;
+};
+
 struct ReportTable {
   std::string id;  // tables/<id>.csv
   std::string title;
@@ -24,7 +51,30 @@ struct ReportTable {
   std::vector<std::vector<std::string>> rows;
   std::string note;   // conventions stated under the table
   std::string chart;  // id of the chart drawn from it, if any
+  // A typed table (typed_table, add_row) also has its columns and one value per cell: a number
+  // (an integer where it counts), a boolean, a string, or null where it does not apply ("n/a").
+  std::vector<TableColumn> columns = {};
+  std::vector<std::vector<nlohmann::json>> values = {};
 };
+
+// A typed table with these columns (header made from them) and no rows yet.
+ReportTable typed_table(std::string id, std::string title, std::vector<TableColumn> columns,
+                        std::string chart = "");
+// Adds a row of a typed table: one value per column (null: n/a), shown as its column says or,
+// where `shown_as` has a non-empty cell, as that text (a value whose displayed unit varies by row).
+void add_row(ReportTable& table, std::vector<nlohmann::json> values,
+             std::vector<std::string> shown_as = {});
+// A value as its column shows it ("n/a" for null).
+std::string shown_value(const nlohmann::json& value, Shown shown);
+// The typed form of a table for JSON output (docs/json.md §2): id, title, note, its columns
+// (key, header) and its rows as objects keyed by the columns' keys. An untyped table is typed
+// from its displayed cells first (typed_from_display).
+nlohmann::json table_json(const ReportTable& table);
+// An untyped table made typed from its displayed cells: keys from the headers (snake_case, the
+// displayed unit turned into the SI one: "(MB)" -> _bytes, "(%)" -> _fraction, "(ms)" ->
+// _seconds, ...), numbers, booleans (yes | no) and null (n/a) from the cells, at the precision
+// shown. A typed table is returned as it is.
+ReportTable typed_from_display(const ReportTable& table);
 
 struct Report {
   std::string title, description, source;
@@ -65,6 +115,9 @@ Report build_report(const Scenario& scenario, const Progress& progress = {});
 nlohmann::json report_provenance(const Scenario& scenario);
 
 std::string report_markdown(const Report& report);
+// One table as CSV (RFC 4180): a header of the typed keys, then one line per row with every
+// number at full precision (the shortest text that reads back as the same double), booleans as
+// true | false, empty cells for null. Units are in the keys only (docs/json.md §3).
 std::string table_csv(const ReportTable& table);
 
 // Draws one chart into a PNG and an SVG file.

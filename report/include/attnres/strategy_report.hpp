@@ -3,6 +3,7 @@
 // "decode", "recompute", "layout" and "calibration".
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "attnres/calibration.hpp"
@@ -51,5 +52,10 @@ ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows,
                             std::vector<CalibrationPointPlace>* places = nullptr);
 // One paragraph: the model's error over the measured points (calibration_error).
 std::string calibration_summary(const std::vector<CalibrationRow>& rows);
+// `calibrate --format json` and report.json's "calibration": the table's source, every point
+// (measured and modelled in the point's quantity: a fraction of the step or seconds per call),
+// the error summary (docs/json.md §5).
+nlohmann::json calibration_to_json(const std::string& table_source,
+                                   const std::vector<CalibrationRow>& rows);
 
 }  // namespace attnres

@@ -42,6 +42,9 @@ const CostMetric* find_cost_metric(const std::string& key);
 // The closest known keys to `key` (for "did you mean").
 std::string closest_cost_metric(const std::string& key);
 
+// A metric's value as JSON: an integer where the unit counts whole things (vectors, blocks,
+// sublayers, bytes) and the value is whole, null when not finite, else the number.
+nlohmann::json metric_json_value(const CostMetric& metric, double value);
 // Every metric the evaluation can give, at its JSON path.
 nlohmann::json evaluation_to_json(const Evaluation& evaluation);
 
@@ -50,6 +53,17 @@ nlohmann::json evaluation_to_json(const Evaluation& evaluation);
 // named scheme, as scheme_cost_to_json).
 nlohmann::json cost_report_to_json(const CostReport& report);
 nlohmann::json cost_inputs_to_json(const CostInputs& inputs);
+// A hardware preset's figures and efficiencies (docs/json.md §4), the same in every output.
+nlohmann::json hardware_to_json(const Hardware& hardware);
+// The MoE shape: experts, active, shared, expert_ffn (experts 0: a dense MLP).
+nlohmann::json moe_to_json(const MoeShape& moe);
+// A pipeline simulation's settings beyond the model and hardware: mode, microbatches, schedule,
+// cache, link, link bandwidth override (null: the hardware's), overlap, ideal links.
+nlohmann::json pipeline_settings_to_json(const PipelineSettings& settings);
+// Everything that changes a result, as every output's "inputs" holds it (docs/json.md §4):
+// "model" (cost_inputs_to_json), and where they are set "hardware", "moe" and "pipeline".
+nlohmann::json inputs_to_json(const CostInputs& model, const Hardware* hardware,
+                              const MoeShape& moe, const PipelineSettings* pipeline);
 // One scheme's costs (docs/scheme-costs.md): spec, description, io_elements_per_sublayer {reads,
 // writes, total, multiples_of_d, formula, schedule}, io_one_shot_elements_per_sublayer, history,
 // params, mixing_flops, two_phase {applies, reason}. `cost_report_to_json` lists every named

@@ -17,6 +17,7 @@
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/hardware.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/time_model.hpp"
 
@@ -139,13 +140,15 @@ std::string sweep_csv_row(const SweepPoint& point);
 std::string sweep_point_json(const SweepSpec& spec, const SweepPoint& point);
 
 // A sweep as one JSON object, written while it runs (attnres sweep --format json and NAME.json):
-// the header fields, then one point at a time (sweep_point_json), then the counts and the
+// the schema (attnres.sweep), name, inputs (inputs_to_json: model, hardware, MoE, pipeline),
+// axes and metrics, then one point at a time (sweep_point_json), then the counts and the
 // rejected settings.
 class SweepJsonWriter {
  public:
   SweepJsonWriter(std::ostream& out, const SweepSpec& spec, const nlohmann::json& inputs)
       : out_(out), spec_(spec) {
-    out_ << "{\n  \"name\": " << nlohmann::json(spec.name).dump()
+    out_ << "{\n  \"schema\": " << schema_tag("sweep").dump()
+         << ",\n  \"name\": " << nlohmann::json(spec.name).dump()
          << ",\n  \"inputs\": " << inputs.dump()
          << ",\n  \"x\": " << nlohmann::json(spec.x.parameter).dump() << ",\n  \"y\": "
          << (spec.y ? nlohmann::json(spec.y->parameter) : nlohmann::json(nullptr)).dump()
