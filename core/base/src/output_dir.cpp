@@ -523,13 +523,14 @@ std::string probe_directory(const fs::path& directory) {
 // Before any work: `target` (which does not exist) can be created. The nearest existing
 // ancestor must be a directory in which a directory can be made.
 void check_creatable(const fs::path& target, const std::string& flag) {
-  const fs::path absolute = fs::absolute(target).lexically_normal();
-  fs::path ancestor = absolute.parent_path();
+  // As the user wrote it ("ok.toml", not /tmp/.../ok.toml); "." when nothing of it exists.
+  fs::path ancestor = target.lexically_normal().parent_path();
   std::error_code error;
   while (!ancestor.empty() && !fs::exists(fs::status(ancestor, error)) &&
          ancestor != ancestor.root_path()) {
     ancestor = ancestor.parent_path();
   }
+  if (ancestor.empty()) ancestor = ".";
   const auto status = fs::status(ancestor, error);
   if (!fs::is_directory(status)) {
     throw Error("cannot create " + flag + " directory " + quoted(target) + ": " + quoted(ancestor) +
