@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iterator>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string_view>
 
@@ -134,6 +135,22 @@ std::string command_list() {
 
 }  // namespace
 
+bool wants_json(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--format=json") return true;
+    if (args[i] == "--format" && i + 1 < args.size() && args[i + 1] == "json") return true;
+  }
+  return false;
+}
+
+void print_json_error(std::ostream& out, const std::string& message, int exit_status,
+                      const char* kind) {
+  const nlohmann::ordered_json error = {
+      {"schema", {{"name", "attnres.error"}, {"version", 1}}},
+      {"error", {{"message", message}, {"exit_status", exit_status}, {"kind", kind}}}};
+  out << error.dump(2) << "\n";
+}
+
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_help(out);
@@ -146,42 +163,56 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   const std::string command = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   const std::string prefix = "attnres " + printable_text(command) + ": ";
+  const bool json = wants_json(rest);
+  // The message on stderr and, with --format json, the same message as a JSON error object on
+  // stdout (a script reading stdout always gets JSON).
+  auto fail = [&](const std::string& message, int status, const char* kind) {
+    err << message << "\n";
+    if (json) print_json_error(out, message, status, kind);
+    return status;
+  };
+  // One prefix per message: a message that already starts with "COMMAND: " (the trainer's
+  // "train: ...", the pipeline's "pipeline: ...") loses it under "attnres COMMAND: ".
+  auto text = [&](const char* what) {
+    std::string message = printable_text(what);
+    const std::string own = printable_text(command) + ": ";
+    if (message.rfind(own, 0) == 0) message.erase(0, own.size());
+    return message;
+  };
   const InterruptScope interrupts;
   try {
     for (const Command& entry : kCommands) {
       if (entry.name == command) return entry.run(rest, out, err);
     }
     const std::string hint = did_you_mean(command, suggestion_candidates());
-    err << "attnres: unknown command '" << printable_text(command) << "'"
-        << (hint.empty() ? "" : " (did you mean '" + hint + "'?)") << "; expected "
-        << command_list() << " (see attnres --help)\n";
-    return kExitUsage;
+    return fail("attnres: unknown command '" + printable_text(command) + "'" +
+                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; expected " +
+                    command_list() + " (see attnres --help)",
+                kExitUsage, "usage");
   } catch (const UsageError& error) {
-    err << prefix << printable_text(error.what()) << " (see attnres " << printable_text(command)
-        << " --help)\n";
-    return kExitUsage;
+    return fail(
+        prefix + text(error.what()) + " (see attnres " + printable_text(command) + " --help)",
+        kExitUsage, "usage");
   } catch (const boost::program_options::error& error) {
-    err << prefix << printable_text(error.what()) << " (see attnres " << printable_text(command)
-        << " --help)\n";
-    return kExitUsage;
+    return fail(
+        prefix + text(error.what()) + " (see attnres " + printable_text(command) + " --help)",
+        kExitUsage, "usage");
   } catch (const Cancelled& error) {
-    err << prefix << printable_text(error.what()) << "; nothing was written\n";
-    return kExitInterrupted;
+    return fail(prefix + text(error.what()) + "; nothing was written", kExitInterrupted,
+                "cancelled");
   } catch (const Error& error) {
-    err << prefix << "error: " << printable_text(error.what()) << "\n";
-    return kExitFailure;
+    return fail(prefix + "error: " + text(error.what()), kExitFailure, "error");
   } catch (const std::bad_alloc&) {
-    err << prefix
-        << "error: out of memory (the model, sequence or sweep is too large for this "
-           "machine; nothing was written)\n";
-    return kExitFailure;
+    return fail(prefix +
+                    "error: out of memory (the model, sequence or sweep is too large for this "
+                    "machine; nothing was written)",
+                kExitFailure, "error");
   } catch (const std::filesystem::filesystem_error& error) {
-    err << prefix << "error: " << printable_text(error.code().message()) << ": '"
-        << printable_text(error.path1().string()) << "'\n";
-    return kExitFailure;
+    return fail(prefix + "error: " + printable_text(error.code().message()) + ": '" +
+                    printable_text(error.path1().string()) + "'",
+                kExitFailure, "error");
   } catch (const std::exception& error) {
-    err << prefix << "internal error: " << printable_text(error.what()) << "\n";
-    return kExitFailure;
+    return fail(prefix + "internal error: " + text(error.what()), kExitFailure, "error");
   }
 }
 

@@ -25,6 +25,15 @@ inline constexpr int kExitInterrupted = 130;  // Ctrl-C / SIGTERM: the work stop
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// Whether a command's arguments ask for --format json (or --format=json): then every exit that
+// prints to stdout prints JSON there, errors and interruptions included.
+bool wants_json(const std::vector<std::string>& args);
+// The JSON error object printed on stdout when a --format json command fails or is interrupted
+// (the human message goes to stderr as always): {"schema": {"name": "attnres.error", "version":
+// 1}, "error": {"message", "exit_status", "kind": "usage" | "error" | "cancelled"}}.
+void print_json_error(std::ostream& out, const std::string& message, int exit_status,
+                      const char* kind);
+
 // Commands (args exclude the command name).
 int init_model_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int forward_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

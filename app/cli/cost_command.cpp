@@ -468,6 +468,8 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   require_table_format(format);
   const bool refining = check_scheme_flags(values, schemes);
+  if (!schemes.scheme.empty())
+    flags.refuse_unused(values, "the scheme comparison of --scheme", {"streams", "dtype"});
   const CostInputs inputs = flags.resolved();
   if (schemes.scheme.empty()) {
     print_cost_report(out, inputs, format.format);

@@ -2,7 +2,9 @@
 // cost inputs, and the UsageErrors that name them.
 #include "cost_input_flags.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "attnres/block_layout.hpp"
 #include "attnres/format.hpp"
@@ -73,6 +75,32 @@ CostInputs InputFlags::resolved_for_listing(const std::string& command) {
         " sublayers are listed (the cost command takes any L)");
   }
   return out;
+}
+
+void InputFlags::refuse_unused(const po::variables_map& values, const std::string& what,
+                               std::initializer_list<std::string_view> used) const {
+  auto uses = [&](std::string_view key) {
+    return std::find(used.begin(), used.end(), key) != used.end();
+  };
+  std::string list = "the block shape, --d-model";
+  std::vector<std::string> flags;
+  for (const auto& field : cost_input_fields()) {
+    if (uses(field.key)) flags.push_back("--" + flag_name(field, pipeline));
+  }
+  if (uses("dtype")) flags.push_back("--dtype");
+  for (std::size_t i = 0; i < flags.size(); ++i)
+    list += (i + 1 == flags.size() ? " and " : ", ") + flags[i];
+  auto refuse = [&](const std::string& flag) {
+    throw UsageError("--" + flag + " does not change " + what + " (it uses only " + list +
+                     "); leave it out");
+  };
+  for (const auto& field : cost_input_fields()) {
+    if (field.section == "model" && field.key != "streams" && field.key != "ffn") continue;
+    if (uses(field.key)) continue;
+    const std::string flag = flag_name(field, pipeline);
+    if (given(values, flag.c_str())) refuse(flag);
+  }
+  if (!uses("dtype") && given(values, "dtype")) refuse("dtype");
 }
 
 ResidualMode strategy_mode(const std::string& mode) {

@@ -5,7 +5,9 @@
 // typed.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "attnres/cost.hpp"
 #include "attnres/cost_input_fields.hpp"
@@ -32,6 +34,11 @@ struct InputFlags {
   // resolved(), for a command that lists every read (`layout`, `recompute`: memory grows with
   // L): L at most kMaxStrategySublayers, refused before the work with the memory it would take.
   CostInputs resolved_for_listing(const std::string& command);
+  // Refuses (UsageError naming the flag) every model flag the user typed that `what` ("the
+  // layout") does not depend on: it uses the block shape, --d-model and the CostInputs keys in
+  // `used` ("pp", "tokens", ...; "dtype" for --dtype), nothing else.
+  void refuse_unused(const po::variables_map& values, const std::string& what,
+                     std::initializer_list<std::string_view> used) const;
 };
 
 // --mode of `strategies` and `recompute`: block or full (the schemes with implementation

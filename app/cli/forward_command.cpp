@@ -354,6 +354,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
     } catch (const Error& error) {
       throw UsageError(error.what());
     }
+    check_output_file(path, flag);  // refuse before the work, not after
   }
 
   ChartOutput chart;

@@ -31,6 +31,7 @@ int layout_command(const std::vector<std::string>& args, std::ostream& out, std:
     return kExitOk;
   }
   require_table_format(format);
+  flags.refuse_unused(values, "the layout", {"pp", "vpp"});
   const CostInputs inputs = flags.resolved_for_listing("layout");
   std::vector<ReportTable> tables = {layout_table(inputs)};
   if (inputs.pp * inputs.vpp > 1) {

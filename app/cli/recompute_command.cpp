@@ -35,6 +35,8 @@ int recompute_command(const std::vector<std::string>& args, std::ostream& out, s
     return kExitOk;
   }
   require_table_format(format);
+  flags.refuse_unused(values, "the recompute table",
+                      {"ffn", "tokens", "batch", "dtype", "pp", "vpp"});
   const ResidualMode residual = strategy_mode(mode);
   const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--strategy"); });
   const CostInputs inputs = flags.resolved_for_listing("recompute");

@@ -113,9 +113,10 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
     return kExitOk;
   }
   require_table_format(format);
+  flags.refuse_unused(values, "the strategy costs", {"ffn", "tokens", "batch", "dtype"});
   if (given(values, "mode") && values.count("scheme"))
     throw UsageError("--mode and --scheme both choose the scheme; give one");
-  const CostInputs inputs = flags.resolved();
+  const CostInputs inputs = flags.resolved_for_listing("strategies");
   const AttnResConfig scheme = strategies_scheme(values, mode, scheme_text, inputs);
   const Hardware hw = parse_flag_value([&] { return load_hardware(hardware); });
   std::vector<ReportTable> tables = {strategies_table(scheme, inputs, {}, hw),

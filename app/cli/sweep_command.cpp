@@ -136,12 +136,26 @@ ScenarioInputs base_setting(const po::variables_map& values, SweepFlags& flags) 
 void set_axes(SweepFlags& flags, const ScenarioInputs& base) {
   SweepSpec& spec = flags.spec;
   const std::string& y_parameter = flags.y_parameter;
-  auto axis_values = [&](const std::string& text, const std::string& flag) {
+  auto axis_values = [&](const std::string& text, const std::string& flag,
+                         const std::string& parameter) {
+    std::vector<std::int64_t> parsed;
     try {
-      return parse_sweep_values(text, flag, base.cost.sublayers);
+      parsed = parse_sweep_values(text, flag, base.cost.sublayers);
     } catch (const Error& error) {
       throw UsageError(error.what());
     }
+    // A value no setting can take (below the input's minimum: 0 blocks, a negative length) is
+    // refused here; values impossible only with the other inputs are skipped and counted.
+    if (const CostInputField* field = find_cost_input_field(parameter)) {
+      for (const std::int64_t value : parsed) {
+        if (value < field->input_min) {
+          throw UsageError(flag + ": " + std::to_string(value) + " is out of range for " +
+                           parameter + " (" + std::string(field->label) +
+                           " must be >= " + std::to_string(field->input_min) + ")");
+        }
+      }
+    }
+    return parsed;
   };
   for (const auto& [flag, parameter] :
        {std::pair<std::string, std::string>{"--x", spec.x.parameter}, {"--y", y_parameter}}) {
@@ -154,11 +168,11 @@ void set_axes(SweepFlags& flags, const ScenarioInputs& base) {
                        (missing_table ? " (give --scenario with one)" : ""));
     }
   }
-  spec.x.values = axis_values(flags.x_values, "--values");
+  spec.x.values = axis_values(flags.x_values, "--values", spec.x.parameter);
   if (!y_parameter.empty()) {
     if (flags.y_values.empty()) throw UsageError("--y needs --y-values");
     if (y_parameter == spec.x.parameter) throw UsageError("--y must differ from --x");
-    spec.y = SweepAxis{y_parameter, axis_values(flags.y_values, "--y-values")};
+    spec.y = SweepAxis{y_parameter, axis_values(flags.y_values, "--y-values", y_parameter)};
   } else if (!flags.y_values.empty()) {
     throw UsageError("--y-values needs --y (the second parameter of the grid)");
   }

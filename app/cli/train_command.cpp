@@ -29,7 +29,7 @@ std::string loss_text(double loss) {
 
 }  // namespace
 
-int train_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+int train_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ModelShapeFlags shape;
   TrainOptions options;
   std::string model_dir, data_path, out_dir, resume_dir, mode_text, engine_text, format;
@@ -263,8 +263,15 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   if (interrupted) {
     checkpoint();  // the last completed step; the abandoned one left no trace
-    out << "interrupted at step " << trainer->current_step() << "; checkpoint written to "
-        << target.string() << " (continue with --resume " << target.string() << ")\n";
+    const std::string message = "interrupted at step " + std::to_string(trainer->current_step()) +
+                                "; checkpoint written to " + target.string() +
+                                " (continue with --resume " + target.string() + ")";
+    if (table) {
+      out << message << "\n";
+    } else {  // stdout stays JSON; the words go to stderr
+      err << "attnres train: " << message << "\n";
+      print_json_error(out, "attnres train: " + message, kExitInterrupted, "cancelled");
+    }
     return kExitInterrupted;
   }
 

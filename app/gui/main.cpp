@@ -6,6 +6,7 @@
 // (resources/models/; ATTNRES_MODELS_DIR points elsewhere, empty for none) when it is there.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QTimer>
 #include <iostream>
 #include <string>
@@ -23,9 +24,6 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  QApplication app(argc, argv);
-  QApplication::setApplicationName("attnres-lab");
-  QApplication::setApplicationVersion(QString::fromLatin1(attnres::kVersion));
   QCommandLineParser parser;
   parser.setApplicationDescription(
       "AttnRes Lab: explore, explain and present Attention Residuals.\n"
@@ -53,13 +51,24 @@ int main(int argc, char** argv) {
       QStringLiteral("models"),
       "Print the shipped models directory and the models found there, then exit.");
   parser.addOptions({view, scenario, model, screenshot, size, lesson_step, presentation, models});
-  parser.process(app);  // unknown options: message and exit status 1
-  if (parser.isSet(models)) {
-    std::cout << "models directory: " << attnres::gui::shipped_models_directory().string() << "\n";
-    for (const auto& m : attnres::gui::available_shipped_models())
-      std::cout << m.name << ": " << m.directory.string() << "\n";
-    return 0;
+  {
+    // The informational flags (--help, --models) and unknown options need no display: they are
+    // handled under a QCoreApplication, before the QApplication (which wants one) exists.
+    QCoreApplication core(argc, argv);
+    QCoreApplication::setApplicationName("attnres-lab");
+    QCoreApplication::setApplicationVersion(QString::fromLatin1(attnres::kVersion));
+    parser.process(core);  // --help: the help, exit status 0; unknown options: exit status 1
+    if (parser.isSet(models)) {
+      std::cout << "models directory: " << attnres::gui::shipped_models_directory().string()
+                << "\n";
+      for (const auto& m : attnres::gui::available_shipped_models())
+        std::cout << m.name << ": " << m.directory.string() << "\n";
+      return 0;
+    }
   }
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("attnres-lab");
+  QApplication::setApplicationVersion(QString::fromLatin1(attnres::kVersion));
 
   const bool shot = parser.isSet(screenshot);
   attnres::gui::MainWindow window(shot);

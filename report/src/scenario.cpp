@@ -64,7 +64,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
 }
 
 Scenario load_scenario(const std::filesystem::path& path) {
-  return parse_scenario(read_file(path), path.string());
+  return parse_scenario(read_file(path, "a scenario .toml file"), path.string());
 }
 
 }  // namespace attnres

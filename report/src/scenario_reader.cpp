@@ -114,8 +114,20 @@ bool ScenarioReader::read_model(const toml::table& root, Scenario& s) {
   try {
     in = resolve_cost_inputs(in);
   } catch (const CostInputError& error) {
-    auto it = locations_.find(error.field);
-    fail(it != locations_.end() ? it->second : model_region_, error.what());
+    // The key the user wrote: the field itself, else the other way to give it (blocks for a
+    // block_size problem, layers for sublayers), else the [model] table.
+    std::vector<std::string> keys = {error.field};
+    if (const CostInputField* field = find_cost_input_field(error.field);
+        field && !field->alternative.empty())
+      keys.emplace_back(field->alternative);
+    if (error.field == "blocks" || error.field == "block_size" || error.field == "block_layers") {
+      for (const char* key : {"blocks", "block_size", "block_layers", "block_sizes"})
+        keys.emplace_back(key);
+    }
+    for (const auto& key : keys) {
+      if (auto it = locations_.find(key); it != locations_.end()) fail(it->second, error.what());
+    }
+    fail(model_region_, error.what());
   }
   return true;
 }
@@ -199,7 +211,7 @@ void ScenarioReader::read_hardware(const toml::table& root, Scenario& s) const {
     } else if (file) {
       std::filesystem::path path = string(*file, "hardware.file");
       if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
-      base = detail::TomlReader(path.string()).parse(read_file(path));
+      base = detail::TomlReader(path.string()).parse(read_file(path, "a hardware .toml file"));
     }
   } catch (const Error& error) {
     const std::string message = error.what();

@@ -92,9 +92,11 @@ void ScenarioReader::read_sweep_axes(const toml::table& t, const Scenario& s,
     spec.max_points = static_cast<std::size_t>(limit);
   }
   if (settings > static_cast<std::int64_t>(spec.max_points)) {
-    fail(t.source(), "sweep '" + spec.name + "' has " + std::to_string(settings) +
-                         " settings, more than the limit of " + std::to_string(spec.max_points) +
-                         " (raise it with max_points = N in this [[sweep]])");
+    const toml::node* at = t.get("max_points") ? t.get("max_points") : t.get("values");
+    fail(at ? at->source() : t.source(),
+         "sweep '" + spec.name + "' has " + std::to_string(settings) +
+             " settings, more than the limit of " + std::to_string(spec.max_points) +
+             " (raise it with max_points = N in this [[sweep]])");
   }
 }
 

@@ -136,12 +136,17 @@ void ScenarioReader::read_training_seeds(const toml::table& train, ScenarioTrain
 
 void ScenarioReader::check_training_heads(const toml::table& train,
                                           const ScenarioTraining& t) const {
+  // At the key, not the [train] header (the defaults have no key: then the table).
+  auto at = [&](const char* key) {
+    return train.get(key) ? train.get(key)->source() : train.source();
+  };
   if (t.d_model % t.heads != 0 || (t.d_model / t.heads) % 2 != 0) {
-    fail(train.source(), "[train]: heads (" + std::to_string(t.heads) + ") must divide d_model (" +
-                             std::to_string(t.d_model) + ") into an even head size (RoPE)");
+    fail(at(train.get("heads") ? "heads" : "d_model"),
+         "[train]: heads (" + std::to_string(t.heads) + ") must divide d_model (" +
+             std::to_string(t.d_model) + ") into an even head size (RoPE)");
   }
   if (t.kv_heads > 0 && t.heads % t.kv_heads != 0)
-    fail(train.source(), "[train]: kv_heads must divide heads");
+    fail(at("kv_heads"), "[train]: kv_heads must divide heads");
 }
 
 }  // namespace attnres::detail

@@ -1159,6 +1159,26 @@ TEST(Gui, ScreenshotOfEveryViewIsNotBlank) {
   EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 
+// --help and --models print and exit without a display (no DISPLAY, no QT_QPA_PLATFORM).
+TEST(Gui, InformationalFlagsNeedNoDisplay) {
+  test::TempDir dir;
+  for (const char* flag : {"--help", "--models", "--version"}) {
+    const fs::path log = dir / "log.txt";
+    const std::string command = "env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM " +
+                                std::string(ATTNRES_GUI_BINARY) + " " + flag + " > " +
+                                log.string() + " 2>&1";
+    const int status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << flag << ": " << read_file(log);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << flag << ": " << read_file(log);
+    const std::string text = read_file(log);
+    EXPECT_NE(text.find(flag == std::string("--help")     ? "--screenshot"
+                        : flag == std::string("--models") ? "models directory: "
+                                                          : "attnres-lab "),
+              std::string::npos)
+        << flag << ": " << text;
+  }
+}
+
 // ------------------------------------------------------------------ scheme pickers of the model
 // views
 

@@ -332,8 +332,11 @@ TEST(ScenarioTraining, BadSettingsAreLocated) {
   expect_error(kModel + kTrain + "stpes = 3\n", "10:1", "did you mean 'train.steps'?");
   expect_error(kModel + kTrain + "masks = [\"distant:0\"]\n", "10:10", "unknown mask 'distant:0'");
   expect_error(kModel + kTrain + "steps = 0\n", "10:9", "train.steps must be between 1 and");
-  expect_error(kModel + "[train]\ndata = \"c.txt\"\nd_model = 30\nheads = 4\n", "5:1",
+  // At the heads key, not the [train] header.
+  expect_error(kModel + "[train]\ndata = \"c.txt\"\nd_model = 30\nheads = 4\n", "8:9",
                "even head size");
+  expect_error(kModel + "[train]\ndata = \"c.txt\"\nheads = 4\nkv_heads = 3\n", "8:12",
+               "kv_heads must divide heads");
   expect_error("sections = [\"training\"]\n" + kModel, "1:12",
                "section 'training' needs a [train] table");
 }

@@ -1,5 +1,6 @@
 #include "attnres/atomic_file.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,11 +8,13 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 
 namespace attnres {
 
@@ -110,10 +113,47 @@ void write_file_atomically(const fs::path& path, std::string_view content) {
   }
 }
 
-std::string read_file(const fs::path& path) {
+std::string not_a_regular_file(const fs::path& path) {
   std::error_code error;
-  if (!fs::is_regular_file(path, error)) {
-    throw Error("cannot read '" + path.string() + "': no such file");
+  const fs::file_status status = fs::status(path, error);
+  if (fs::is_regular_file(status)) return {};
+  if (!fs::exists(status)) return "no such file";
+  if (fs::is_directory(status)) return "is a directory";
+  if (fs::is_character_file(status) || fs::is_block_file(status)) return "is a device";
+  if (fs::is_fifo(status)) return "is a FIFO (named pipe)";
+  return "is not a regular file";
+}
+
+void check_output_file(const fs::path& path, const std::string& flag) {
+  const std::string where = flag + " '" + printable_text(path.string()) + "'";
+  std::error_code error;
+  if (fs::exists(fs::status(path, error))) {
+    if (const std::string what = not_a_regular_file(path); !what.empty())
+      throw Error(where + ": " + what + ", expected a file (or a new file name)");
+  }
+  const fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(parent, error)) {
+    throw Error(where + ": '" + printable_text(parent.string()) + "' is " +
+                (fs::exists(parent, error) ? "not a directory" : "missing"));
+  }
+  // Permission bits do not tell (root ignores them; /proc and read-only mounts refuse anyway):
+  // make the temporary write_file_atomically would make, and remove it.
+  const fs::path temporary = temporary_path_for(path);
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw Error(where + ": cannot write in '" + printable_text(parent.string()) +
+                "': " + std::strerror(errno));
+  }
+  ::close(fd);
+  fs::remove(temporary, error);
+}
+
+std::string read_file(const fs::path& path, std::string_view expected) {
+  if (const std::string what = not_a_regular_file(path); !what.empty()) {
+    throw Error("cannot read '" + path.string() + "': " + what +
+                (expected.empty() || what == "no such file"
+                     ? std::string()
+                     : ", expected " + std::string(expected)));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read '" + path.string() + "': cannot open it");

@@ -504,16 +504,63 @@ void refuse_overwriting_inputs(const fs::path& output, const std::vector<fs::pat
   }
 }
 
+namespace {
+
+// Whether a directory can be made in `directory`: one is made and removed again (permission bits
+// do not tell: root ignores them, and /proc or a read-only mount refuse anyway). The error
+// message, empty when it can.
+std::string probe_directory(const fs::path& directory) {
+  // A staging folder's name: bookkeeping, never a foreign entry to another writer.
+  const fs::path probe = directory / (kStagingPrefix + std::to_string(::getpid()) + "." +
+                                      std::to_string(staging_counter.fetch_add(1)));
+  std::error_code error;
+  fs::create_directory(probe, error);
+  if (error) return error.message();
+  fs::remove(probe, error);
+  return {};
+}
+
+// Before any work: `target` (which does not exist) can be created. The nearest existing
+// ancestor must be a directory in which a directory can be made.
+void check_creatable(const fs::path& target, const std::string& flag) {
+  // As the user wrote it ("ok.toml", not /tmp/.../ok.toml); "." when nothing of it exists.
+  fs::path ancestor = target.lexically_normal().parent_path();
+  std::error_code error;
+  while (!ancestor.empty() && !fs::exists(fs::status(ancestor, error)) &&
+         ancestor != ancestor.root_path()) {
+    ancestor = ancestor.parent_path();
+  }
+  if (ancestor.empty()) ancestor = ".";
+  const auto status = fs::status(ancestor, error);
+  if (!fs::is_directory(status)) {
+    throw Error("cannot create " + flag + " directory " + quoted(target) + ": " + quoted(ancestor) +
+                " is " + (fs::exists(status) ? "a file, not a directory" : "missing"));
+  }
+  if (const std::string problem = probe_directory(ancestor); !problem.empty()) {
+    throw Error("cannot create " + flag + " directory " + quoted(target) + ": " + problem +
+                " (in " + quoted(ancestor) + ")");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> check_output_directory(const fs::path& target,
                                                 const OutputDirectoryOptions& options) {
   std::error_code error;
   const auto status = fs::status(target, error);
-  if (!fs::exists(status)) return {};
+  if (!fs::exists(status)) {
+    check_creatable(target, options.flag);
+    return {};
+  }
   if (!fs::is_directory(status)) {
     throw Error(options.flag + " " + quoted(target) + ": exists and is not a directory");
   }
   // Under the lock, so that a commit in flight is never half-seen (it would look foreign).
   const DirectoryLock lock(target, LOCK_EX);
+  if (const std::string problem = probe_directory(target); !problem.empty()) {
+    throw Error("cannot write into " + options.flag + " directory " + quoted(target) + ": " +
+                problem);
+  }
   OutputDirectoryResult recovered;
   recovered.directory = target;
   recover(target, recovered.stale_staging, recovered.recovered);

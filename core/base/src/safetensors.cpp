@@ -171,8 +171,9 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
 SafetensorsFile SafetensorsFile::read_header(const std::filesystem::path& path) {
   const std::string source = path.string();
   std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw Error("cannot read '" + source + "': no such file");
+  if (const std::string what = not_a_regular_file(path); !what.empty()) {
+    throw Error("cannot read '" + source + "': " + what +
+                (what == "no such file" ? "" : ", expected a .safetensors file"));
   }
   const std::uint64_t file_size = std::filesystem::file_size(path, error);
   if (error) throw Error("cannot read '" + source + "': " + error.message());

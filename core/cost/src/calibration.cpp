@@ -189,7 +189,7 @@ CalibrationTable parse_calibration(const std::string& text, const std::string& s
 }
 
 CalibrationTable load_calibration(const std::string& path) {
-  return parse_calibration(read_file(path), path);
+  return parse_calibration(read_file(path, "a calibration .toml file"), path);
 }
 
 const std::string& builtin_calibration_text() {

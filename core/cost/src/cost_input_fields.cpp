@@ -227,12 +227,22 @@ std::vector<std::int64_t> parse_sweep_values(const std::string& text, const std:
     }
     return expand_sweep_range(range, where);
   }
+  if (text.find_first_not_of(" \t") == std::string::npos)
+    throw Error(where + ": no values given (" + forms + ")");
   std::vector<std::int64_t> values;
-  std::stringstream stream(text);
-  for (std::string word; std::getline(stream, word, ',');) {
-    if (word.find_first_not_of(" \t") != std::string::npos) values.push_back(to_int(word));
+  std::size_t start = 0;
+  for (std::size_t entry = 1;; ++entry) {
+    const std::size_t comma = text.find(',', start);
+    const std::string word =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (word.find_first_not_of(" \t") == std::string::npos) {
+      throw Error(where + ": entry " + std::to_string(entry) + " of '" + text +
+                  "' is empty (a stray comma?); expected a list such as 1,2,4");
+    }
+    values.push_back(to_int(word));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
-  if (values.empty()) throw Error(where + ": no values given (" + forms + ")");
   return values;
 }
 

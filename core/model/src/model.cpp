@@ -182,12 +182,19 @@ ModelWeights<double> load_model(const fs::path& directory) {
   const fs::path config_path = directory / "config.json";
   const fs::path weights_path = directory / "model.safetensors";
   if (!fs::is_directory(directory)) {
-    throw Error("model directory '" + directory.string() + "' does not exist");
+    std::error_code error;
+    if (!fs::exists(directory, error))
+      throw Error("model directory '" + directory.string() + "' does not exist");
+    const std::string what = not_a_regular_file(directory);
+    throw Error("'" + directory.string() + "' " + (what.empty() ? "is a file" : what) +
+                ", not a model directory (expected a directory with config.json and "
+                "model.safetensors)");
   }
   // A write of this directory cut short (init-model, train) is completed first, and none
   // switches its files while they are read: config.json and the weights are one set.
   const OutputDirectoryReadLock lock(directory);
-  const ModelConfig config = parse_model_config(read_file(config_path), config_path.string());
+  const ModelConfig config =
+      parse_model_config(read_file(config_path, "a config.json file"), config_path.string());
   // Refuse before allocating anything: the weights as float64 plus the file itself must fit.
   const std::uint64_t needed = model_bytes_as_float64(config, config_path.string());
   std::error_code size_error;

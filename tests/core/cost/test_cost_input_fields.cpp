@@ -80,7 +80,7 @@ TEST(CostInputFields, JsonInputsHaveEveryKeyOfTheTable) {
 TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
   using V = std::vector<std::int64_t>;
   EXPECT_EQ(parse_sweep_values("1,2,4", "--values", 0), (V{1, 2, 4}));
-  EXPECT_EQ(parse_sweep_values(" 3, 5 ,", "--values", 0), (V{3, 5}));
+  EXPECT_EQ(parse_sweep_values(" 3, 5 ", "--values", 0), (V{3, 5}));
   EXPECT_EQ(parse_sweep_values("divisors", "--values", 12), (V{1, 2, 3, 4, 6, 12}));
   EXPECT_EQ(parse_sweep_values("1:10:3", "--values", 0), (V{1, 4, 7, 10}));
   EXPECT_EQ(parse_sweep_values("2:5", "--values", 0), (V{2, 3, 4, 5}));
@@ -94,6 +94,9 @@ TEST(SweepValues, TheCliFormsExpandAsWrittenByHand) {
   for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
            {"a,2", "--values: 'a' is not an integer"},
            {"", "--values: no values given"},
+           {" 3, 5 ,", "--values: entry 3 of ' 3, 5 ,' is empty"},
+           {",1,2", "--values: entry 1 of ',1,2' is empty"},
+           {"1,,2", "--values: entry 2 of '1,,2' is empty"},
            {"5:1", "--values: TO (1) is below FROM (5)"},
            {"1:10:0", "--values: STEP must be >= 1"},
            {"1:10:x1", "--values: a factor needs FROM >= 1 and FACTOR >= 2"},
