@@ -16,6 +16,7 @@
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/output_schema.hpp"
 #include "attnres/version.hpp"
 #include "progress.hpp"
 
@@ -146,7 +147,7 @@ bool wants_json(const std::vector<std::string>& args) {
 void print_json_error(std::ostream& out, const std::string& message, int exit_status,
                       const char* kind) {
   const nlohmann::ordered_json error = {
-      {"schema", {{"name", "attnres.error"}, {"version", 1}}},
+      {"schema", schema_tag("error")},
       {"error", {{"message", message}, {"exit_status", exit_status}, {"kind", kind}}}};
   out << error.dump(2) << "\n";
 }

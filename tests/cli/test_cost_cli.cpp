@@ -490,7 +490,7 @@ const std::map<std::string, Check>& scenario_checks() {
        }},
       {"kimi-linear-48b",
        [](const json& r) {
-         EXPECT_EQ(r["inputs"]["sublayers"], 54);
+         EXPECT_EQ(r["inputs"]["model"]["sublayers"], 54);
          EXPECT_EQ(r["history_vectors_per_token"]["block"], 10.0);  // embedding + 9 blocks
          const auto& grid = r["sweeps"][0]["points"];
          EXPECT_EQ(grid.size(), 12u);  // P in {1,2,4,8} x V in {1,2,4}
@@ -521,7 +521,7 @@ const std::map<std::string, Check>& scenario_checks() {
        }},
       {"block-size-tradeoff",
        [](const json& r) {
-         EXPECT_EQ(r["inputs"]["sublayers"], 32);
+         EXPECT_EQ(r["inputs"]["model"]["sublayers"], 32);
          const auto& io = r["sweeps"][0]["points"];
          ASSERT_EQ(io.size(), 6u);  // N over the divisors of 32
          EXPECT_EQ(io[0]["io_multiples_of_d.block_two_phase"], 1.0 / 32 + 5);  // N = 1, S = 32
@@ -545,7 +545,7 @@ const std::map<std::string, Check>& scenario_checks() {
        }},
       {"paper-overhead-claims",
        [](const json& r) {
-         EXPECT_EQ(r["inputs"]["sublayers"], 54);
+         EXPECT_EQ(r["inputs"]["model"]["sublayers"], 54);
          EXPECT_GT(r["pipeline"]["attnres_overhead_fraction"].get<double>(), 0.0);
          EXPECT_GE(r["pipeline"]["bubble_fraction"].get<double>(), 0.0);
          EXPECT_GT(r["pipeline"]["iteration_seconds"].get<double>(),

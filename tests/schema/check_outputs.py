@@ -176,9 +176,19 @@ def main():
         outputs[" ".join(args)] = check_json(" ".join(args), run(args + ["--format", "json"]))
     for args in CSV_RUNS:
         check_csv(" ".join(args) + " --format csv", run(args + ["--format", "csv"]))
+    # Errors under --format json are JSON too (attnres.error), the words on stderr.
+    for args, status in ((["cost", "--layers", "24", "--d-model", "1024"], 2),
+                         (["strategies"] + MODEL + ["--calls", "stak"], 2),
+                         (["calibrate", "--table", os.path.join(WORK, "missing.toml")], 1)):
+        doc = check_json(" ".join(args) + " (error)", run(args + ["--format", "json"], expect=status))
+        if doc and doc.get("error", {}).get("exit_status") != status:
+            problem(" ".join(args), f"error object says exit status {doc.get('error')}")
     # Several tables and no --table: refused, exit 2, nothing on stdout.
-    if run(["strategies"] + MODEL + ["--format", "csv"], expect=2):
-        problem("strategies --format csv", "printed something although it was refused")
+    refused = subprocess.run([ATTNRES, "strategies"] + MODEL + ["--format", "csv"],
+                             capture_output=True, text=True)
+    if refused.returncode != 2 or refused.stdout or "--table" not in refused.stderr:
+        problem("strategies --format csv", f"not refused as expected: {refused.returncode} "
+                f"{refused.stdout[:80]!r} {refused.stderr[:200]!r}")
 
     # The JSON files commands write.
     sweep_dir = os.path.join(WORK, "sweep-out")
