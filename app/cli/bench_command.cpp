@@ -99,17 +99,17 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<double> sorted = seconds;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
-  const double tokens_per_s = static_cast<double>(batch) * seq / median;
+  const double tokens_per_second = static_cast<double>(batch) * seq / median;
   const std::size_t peak = peak_resident_bytes();
   nlohmann::json json = {{"schema", schema_tag("bench")},
                          {"kind", "train_step"},
-                         {"tokens_per_s", tokens_per_s},
+                         {"tokens_per_second", tokens_per_second},
                          {"seconds_per_step", median},
                          {"threads", gradients_engine.threads()},
                          {"engine", to_string(engine.engine)},
                          {"mode", to_string(mode)},
                          {"batch", batch},
-                         {"seq", seq},
+                         {"tokens", seq},
                          {"steps", steps},
                          {"seconds", seconds},
                          {"peak_resident_bytes", peak}};
@@ -127,7 +127,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   table.add_row({"batch", std::to_string(batch) + " x " + std::to_string(seq) + " tokens"});
   table.add_row(
       {"seconds per step (median of " + std::to_string(steps) + ")", format_number(median)});
-  table.add_row({"tokens_per_s", format_number(tokens_per_s)});
+  table.add_row({"tokens_per_second", format_number(tokens_per_second)});
   table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
   table.print(out);
   return kExitOk;
@@ -199,7 +199,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
 
   nlohmann::json json = {{"schema", schema_tag("bench")},
                          {"kind", "forward"},
-                         {"tokens_per_s", timing.tokens_per_s},
+                         {"tokens_per_second", timing.tokens_per_second},
                          {"seconds_per_forward", timing.seconds_per_forward},
                          {"threads", threads_used},
                          {"engine", to_string(engine.engine)},
@@ -236,7 +236,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   table.add_row({"tokens per forward (T)", std::to_string(seq)});
   table.add_row({"seconds per forward (median of " + std::to_string(repeat) + ")",
                  format_number(timing.seconds_per_forward)});
-  table.add_row({"tokens_per_s", format_number(timing.tokens_per_s)});
+  table.add_row({"tokens_per_second", format_number(timing.tokens_per_second)});
   table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
   if (bandwidth) {
     table.add_row({"depth read, 9 sources (GB/s)", format_number(read9.bytes_per_s() / 1e9)});

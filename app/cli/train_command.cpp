@@ -289,13 +289,13 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   summary["final_train_loss"] = trainer->log().back().train_loss;
   summary["steps"] = trainer->current_step();
   summary["tokens"] = trainer->tokens_seen();
-  summary["tokens_per_s"] =
+  summary["tokens_per_second"] =
       train_seconds > 0.0 ? static_cast<double>(trained_tokens) / train_seconds : 0.0;
   summary["threads"] = trainer->threads();
   summary["mode"] = to_string(*run.forward.mode);
   if (run.forward.mode == ResidualMode::block) summary["block_size"] = *run.forward.block_size;
   summary["parameters"] = parameter_count(trainer->model());
-  summary["peak_rss_bytes"] = peak_resident_bytes();
+  summary["peak_resident_bytes"] = peak_resident_bytes();
   summary["out"] = target.string();
   summary["notes"] = notes;
   if (table) {

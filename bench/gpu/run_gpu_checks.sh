@@ -109,11 +109,11 @@ done
 bench "cpu_block_T256" --device cpu --seq 256 --mode block --block-size 4
 
 note ""
-note "benchmark                 tokens_per_s   seconds_per_forward"
+note "benchmark                 tokens_per_second   seconds_per_forward"
 for json in "$RESULTS"/bench_*.json; do
   [ -e "$json" ] || continue
   name=$(basename "$json" .json)
-  tps=$(grep -o '"tokens_per_s": *[0-9.eE+-]*' "$json" | head -n 1 | sed 's/.*: *//')
+  tps=$(grep -o '"tokens_per_second": *[0-9.eE+-]*' "$json" | head -n 1 | sed 's/.*: *//')
   spf=$(grep -o '"seconds_per_forward": *[0-9.eE+-]*' "$json" | head -n 1 | sed 's/.*: *//')
   note "$(printf '%-25s %-14s %s' "${name#bench_}" "$tps" "$spf")"
 done

@@ -35,7 +35,7 @@ Token ids (shared with attnres so both sides run the same sequence):
 (with unsigned 64-bit arithmetic the wrap-around is harmless, since 2^31 divides 2^64).
 
 Timing: one warm-up forward pass, then --repeat K timed whole forward passes (embedding to
-logits); seconds_per_forward is the median, tokens_per_s = T / seconds_per_forward.
+logits); seconds_per_forward is the median, tokens_per_second = T / seconds_per_forward.
 --threads N sets torch.set_num_threads(N) and OpenBLAS's own thread count (PyTorch does not set
 the latter).
 
@@ -435,7 +435,7 @@ def main(argv=None):
 
     seconds = statistics.median(times)
     result = {
-        "tokens_per_s": T / seconds,
+        "tokens_per_second": T / seconds,
         "seconds_per_forward": seconds,
         "threads": args.threads,
         "engine": ENGINE,
@@ -453,7 +453,7 @@ def main(argv=None):
         print(json.dumps(result))
     else:
         print(f"{ENGINE} {mode}{' S=%d' % block_size if mode == 'block' else ''} T={T} "
-              f"threads={args.threads}: {result['tokens_per_s']:.0f} tokens/s "
+              f"threads={args.threads}: {result['tokens_per_second']:.0f} tokens/s "
               f"({seconds * 1e3:.1f} ms per forward, median of {args.repeat}; "
               f"BLAS core {result['blas'].get('openblas_corename')})")
     return 0

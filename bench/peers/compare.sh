@@ -109,7 +109,7 @@ for wait in unset PASSIVE; do
   tps=0
   if peer_env "$best_core" "$wait" "$python" "$peer" --model "$model" --seq "$seq" --mode standard \
       --threads 2 --repeat 2 --format json >"$work/wait.json" 2>"$work/wait.err"; then
-    tps="$(json_field "$work/wait.json" tokens_per_s)"
+    tps="$(json_field "$work/wait.json" tokens_per_second)"
   fi
   printf '   OMP_WAIT_POLICY=%-8s %8.0f tokens/s\n' "$wait" "$tps"
   if greater "$tps" "$best_tps"; then
@@ -136,11 +136,11 @@ for threads in 1 2; do
       if "$attnres" bench forward --model "$model" --seq "$seq" --repeat "$repeat" \
           --threads "$threads" --mode "$mode" "${extra[@]}" --format json \
           >"$ours" 2>"$work/ours.err"; then
-        tps="$(json_field "$ours" tokens_per_s 2>/dev/null || true)"
+        tps="$(json_field "$ours" tokens_per_second 2>/dev/null || true)"
       fi
       if [ -z "$tps" ]; then
         ours_note="$(head -n1 "$work/ours.err")"
-        [ -n "$ours_note" ] || ours_note="no tokens_per_s in its output"
+        [ -n "$ours_note" ] || ours_note="no tokens_per_second in its output"
         rm -f "$ours"
         if grep -q "unknown command" "$work/ours.err"; then ours_available=0; fi
       fi
@@ -150,8 +150,8 @@ for threads in 1 2; do
       --format json >"$theirs" || die "the peer failed ($mode, $threads threads)"
     echo "$mode $threads $ours $theirs" >>"$results"
     printf '   %-8s %d thread(s): attnres %s, peer %.0f tokens/s\n' "$mode" "$threads" \
-      "$( [ -f "$ours" ] && printf '%.0f tokens/s' "$(json_field "$ours" tokens_per_s)" || echo unavailable)" \
-      "$(json_field "$theirs" tokens_per_s)"
+      "$( [ -f "$ours" ] && printf '%.0f tokens/s' "$(json_field "$ours" tokens_per_second)" || echo unavailable)" \
+      "$(json_field "$theirs" tokens_per_second)"
   done
 done
 
@@ -167,9 +167,9 @@ for line in open(results):
     mode, threads, ours_path, peer_path = line.split()
     key = (mode, int(threads))
     if os.path.exists(ours_path):
-        ours[key] = json.load(open(ours_path))["tokens_per_s"]
+        ours[key] = json.load(open(ours_path))["tokens_per_second"]
     peer_json = json.load(open(peer_path))
-    peer[key] = peer_json["tokens_per_s"]
+    peer[key] = peer_json["tokens_per_second"]
     first_peer = first_peer or peer_json
 
 modes = ["standard", "full", "block"]

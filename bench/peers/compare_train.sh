@@ -143,7 +143,7 @@ for wait in unset PASSIVE; do
   if peer_env "$best_core" "$wait" "$python" "$peer" --model "$(model_for standard)" \
       --mode standard --seq "$seq" --batch "$batch" --threads 2 --warmup 1 --steps 2 \
       --format json >"$work/wait.json" 2>"$work/wait.err"; then
-    tps="$(json_field "$work/wait.json" tokens_per_s)"
+    tps="$(json_field "$work/wait.json" tokens_per_second)"
   fi
   printf '   OMP_WAIT_POLICY=%-8s %8.0f tokens/s\n' "$wait" "$tps"
   if greater "$tps" "$best_tps"; then
@@ -156,7 +156,7 @@ echo "   chosen: OMP_WAIT_POLICY=$best_wait"
 # ---------------------------------------------------------------------------------------------
 # ATTNRES BENCH TRAIN -- placeholder until `attnres bench train` lands. It is detected by
 # `attnres bench train --help` succeeding; the command line below is the expected interface
-# (mirroring `bench forward` and the peer's flags) and must print JSON with `tokens_per_s`.
+# (mirroring `bench forward` and the peer's flags) and must print JSON with `tokens_per_second`.
 # Adjust the flags here when the subcommand exists. Until then the column reads "n/a".
 ours_available=0
 if "$attnres" bench train --help >/dev/null 2>&1; then ours_available=1; fi
@@ -192,8 +192,8 @@ for threads in 1 2; do
       echo "$mode $threads $ours $theirs" >>"$results"
       printf '   %-8s %d thread(s) run %d: attnres %s, peer %.0f tokens/s (%.0f ms/step)\n' \
         "$mode" "$threads" "$run" \
-        "$( [ -f "$ours" ] && printf '%.0f tokens/s' "$(json_field "$ours" tokens_per_s)" || echo n/a)" \
-        "$(json_field "$theirs" tokens_per_s)" "$(json_field "$theirs" seconds_per_step | awk '{print $1 * 1000}')"
+        "$( [ -f "$ours" ] && printf '%.0f tokens/s' "$(json_field "$ours" tokens_per_second)" || echo n/a)" \
+        "$(json_field "$theirs" tokens_per_second)" "$(json_field "$theirs" seconds_per_step | awk '{print $1 * 1000}')"
     done
   done
 done
@@ -211,10 +211,10 @@ for line in open(results):
     mode, threads, ours_path, peer_path = line.split()
     key = (mode, int(threads))
     if os.path.exists(ours_path):
-        ours.setdefault(key, []).append(json.load(open(ours_path))["tokens_per_s"])
+        ours.setdefault(key, []).append(json.load(open(ours_path))["tokens_per_second"])
     p = json.load(open(peer_path))
-    peer.setdefault(key, []).append(p["tokens_per_s"])
-    rss[key] = max(rss.get(key, 0), p["peak_rss_bytes"])
+    peer.setdefault(key, []).append(p["tokens_per_second"])
+    rss[key] = max(rss.get(key, 0), p["peak_resident_bytes"])
     first = first or p
 ours = {k: statistics.median(v) for k, v in ours.items()}
 runs = {k: len(v) for k, v in peer.items()}

@@ -31,7 +31,7 @@ mode).
 
 Timing: a fixed random batch (--batch B sequences of --seq T tokens, torch.Generator seeded with
 --seed, ids in [0, vocab)); --warmup W untimed steps, then --steps N timed steps;
-seconds_per_step is the median, tokens_per_s = B * T / seconds_per_step.
+seconds_per_step is the median, tokens_per_second = B * T / seconds_per_step.
 
   /usr/bin/python3 bench/peers/train_peer.py --model DIR --mode block --block-size 4 \
       --batch 8 --seq 256 --threads 1 --steps 5 --format json
@@ -287,7 +287,7 @@ def parse_ids(text):
     return [int(t) for t in text.replace(",", " ").split()]
 
 
-def peak_rss_bytes():
+def peak_resident_bytes():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 
 
@@ -412,14 +412,14 @@ def main(argv=None):
                                            args.warmup, args.steps)
     seconds = statistics.median(times)
     result = {
-        "tokens_per_s": batch * args.seq / seconds,
+        "tokens_per_second": batch * args.seq / seconds,
         "seconds_per_step": seconds,
         "seconds_min": min(times),
         "threads": args.threads,
         "steps": args.steps,
         "warmup": args.warmup,
         "batch": batch,
-        "seq": args.seq,
+        "tokens": args.seq,
         "mode": model.mode,
         "block_size": block_size,
         "lr": args.lr,
@@ -431,15 +431,15 @@ def main(argv=None):
         "torch_version": torch.__version__,
         "torch_num_threads": torch.get_num_threads(),
         "blas": {**torch_blas_config(torch), **attnres_peer.blas_info()},
-        "peak_rss_bytes": peak_rss_bytes(),
+        "peak_resident_bytes": peak_resident_bytes(),
     }
     if args.format == "json":
         print(json.dumps(result))
     else:
         print(f"{ENGINE} {model.mode}{' S=%d' % block_size if block_size else ''} "
-              f"B={batch} T={args.seq} threads={args.threads}: {result['tokens_per_s']:.0f} tokens/s "
+              f"B={batch} T={args.seq} threads={args.threads}: {result['tokens_per_second']:.0f} tokens/s "
               f"({seconds * 1e3:.0f} ms per step, median of {args.steps}; loss "
-              f"{losses[0]:.4f} -> {losses[-1]:.4f}; peak RSS {result['peak_rss_bytes'] / 2**20:.0f} MiB; "
+              f"{losses[0]:.4f} -> {losses[-1]:.4f}; peak RSS {result['peak_resident_bytes'] / 2**20:.0f} MiB; "
               f"BLAS core {result['blas'].get('openblas_corename')})")
     return 0
 

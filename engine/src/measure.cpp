@@ -48,7 +48,7 @@ ForwardTiming time_forward(ForwardEngine<Scalar>& engine, const std::vector<int>
   std::sort(sorted.begin(), sorted.end());
   const std::size_t n = sorted.size();
   timing.seconds_per_forward = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  timing.tokens_per_s = static_cast<double>(tokens.size()) / timing.seconds_per_forward;
+  timing.tokens_per_second = static_cast<double>(tokens.size()) / timing.seconds_per_forward;
   return timing;
 }
 

@@ -182,7 +182,7 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
         ++done;
       }
       run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      run.tokens_per_s =
+      run.tokens_per_second =
           train_seconds > 0 ? static_cast<double>(trainer.tokens_seen()) / train_seconds : 0.0;
       run.log = trainer.log();
       const auto windows = validation_windows(data, training.seq, 1);
@@ -527,11 +527,11 @@ json add_runs_section(const std::vector<TrainingRun>& runs, const SchemeGroups& 
       "Each scheme's validation loss at the evaluation steps, averaged over its seeds.";
   json runs_json = json::array();
   for (const auto& run : runs) {
-    run_table.rows.push_back({run.scheme, std::to_string(run.seed),
-                              fixed(run.log.front().val_loss, 4), fixed(final_val(run), 4),
-                              fixed(run.log.back().train_loss, 4),
-                              std::to_string(run.log.back().step),
-                              format_number(std::round(run.tokens_per_s)), fixed(run.seconds, 1)});
+    run_table.rows.push_back(
+        {run.scheme, std::to_string(run.seed), fixed(run.log.front().val_loss, 4),
+         fixed(final_val(run), 4), fixed(run.log.back().train_loss, 4),
+         std::to_string(run.log.back().step), format_number(std::round(run.tokens_per_second)),
+         fixed(run.seconds, 1)});
     json curve_json = json::array();
     for (const auto& row : run.log) {
       if (!std::isnan(row.val_loss))
@@ -540,7 +540,7 @@ json add_runs_section(const std::vector<TrainingRun>& runs, const SchemeGroups& 
     runs_json.push_back({{"scheme", run.scheme},
                          {"seed", run.seed},
                          {"final_val_loss", final_val(run)},
-                         {"tokens_per_s", run.tokens_per_s},
+                         {"tokens_per_second", run.tokens_per_second},
                          {"val_curve", curve_json}});
   }
   for (const auto& scheme : groups.order) {

@@ -124,15 +124,16 @@ TEST(EngineCli, BenchForwardPrintsTheAgreedKeys) {
                "2", "--mode", "full", "--bandwidth", "off", "--format", "json"});
   ASSERT_EQ(run.status, 0) << run.err;
   const auto json = nlohmann::json::parse(run.out);
-  for (const char* key : {"tokens_per_s", "seconds_per_forward", "threads", "engine", "device"}) {
+  for (const char* key :
+       {"tokens_per_second", "seconds_per_forward", "threads", "engine", "device"}) {
     EXPECT_TRUE(json.contains(key)) << key;
   }
   EXPECT_EQ(json["threads"], 2);
   EXPECT_EQ(json["engine"], "fast");
   EXPECT_EQ(json["device"], "cpu");
   EXPECT_EQ(json["seconds"].size(), 3u);
-  EXPECT_NEAR(json["tokens_per_s"].get<double>() * json["seconds_per_forward"].get<double>(), 16.0,
-              1e-6);
+  EXPECT_NEAR(json["tokens_per_second"].get<double>() * json["seconds_per_forward"].get<double>(),
+              16.0, 1e-6);
   const CliRun reference =
       run_cli({"bench", "forward", "--model", model, "--seq", "4", "--repeat", "1", "--engine",
                "reference", "--bandwidth", "off", "--format", "json"});
@@ -141,7 +142,7 @@ TEST(EngineCli, BenchForwardPrintsTheAgreedKeys) {
   const CliRun table = run_cli(
       {"bench", "forward", "--model", model, "--seq", "8", "--repeat", "1", "--bandwidth", "off"});
   ASSERT_EQ(table.status, 0) << table.err;
-  EXPECT_NE(table.out.find("tokens_per_s"), std::string::npos);
+  EXPECT_NE(table.out.find("tokens_per_second"), std::string::npos);
   EXPECT_EQ(run_cli({"bench", "backward"}).status, cli::kExitUsage);
   EXPECT_EQ(run_cli({"bench", "forward", "--model", model, "--seq", "0"}).status, cli::kExitUsage);
   EXPECT_EQ(run_cli({"bench", "forward", "--model", model, "--seq", "4", "--mode", "standard",

@@ -54,8 +54,8 @@ TEST(TrainCli, WritesACheckpointAndEndsWithJson) {
   const auto json = nlohmann::json::parse(run.out.substr(run.out.rfind("\n{")));
   EXPECT_EQ(json["steps"], 6);
   EXPECT_EQ(json["mode"], "block");
-  EXPECT_GT(json["tokens_per_s"].get<double>(), 0.0);
-  EXPECT_GT(json["peak_rss_bytes"].get<double>(), 0.0);
+  EXPECT_GT(json["tokens_per_second"].get<double>(), 0.0);
+  EXPECT_GT(json["peak_resident_bytes"].get<double>(), 0.0);
   EXPECT_LT(json["final_val_loss"].get<double>(), json["initial_val_loss"].get<double>());
   const std::string log = read_file(dir / "run/train_log.csv");
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 8);  // header + steps 0..6

@@ -190,6 +190,30 @@ def main():
         problem("strategies --format csv", f"not refused as expected: {refused.returncode} "
                 f"{refused.stdout[:80]!r} {refused.stderr[:200]!r}")
 
+    # The engine commands on a tiny model: train, bench (forward and train), forward --trace, mask.
+    model = os.path.join(WORK, "tiny-model")
+    data = os.path.join(WORK, "tiny.txt")
+    with open(data, "w", encoding="utf-8") as f:
+        f.write("Attention residuals replace the fixed residual sum. " * 80)
+    run(["init-model", "--layers", "2", "--d-model", "16", "--heads", "2", "--ffn", "32",
+         "--vocab", "256", "--mode", "block", "--block-size", "2", "--out", model, "--force"])
+    trained = os.path.join(WORK, "tiny-trained")
+    check_json("train", run(["train", "--model", model, "--data", data, "--steps", "2", "--seq",
+                             "16", "--batch", "2", "--eval-every", "1", "--out", trained,
+                             "--force", "--format", "json"]))
+    check_json("bench forward", run(["bench", "forward", "--model", model, "--seq", "16",
+                                     "--repeat", "1", "--bandwidth", "off", "--format", "json"]))
+    check_json("bench train", run(["bench", "train", "--model", model, "--seq", "16", "--batch",
+                                   "2", "--steps", "2", "--format", "json"]))
+    trace = os.path.join(WORK, "trace.json")
+    run(["forward", "--model", model, "--tokens", "1 2 3 4", "--trace", trace])
+    if os.path.exists(trace):
+        check_json(trace, open(trace, encoding="utf-8").read())
+    else:
+        problem(trace, "not written")
+    check_json("mask", run(["mask", "--model", trained, "--data", data, "--drop", "embedding",
+                            "--seq", "16", "--windows", "2", "--random", "2", "--format", "json"]))
+
     # The JSON files commands write.
     sweep_dir = os.path.join(WORK, "sweep-out")
     run(["sweep", "--scenario", os.path.join(REPO, "scenarios", "paper-overhead-claims.toml"),

@@ -17,7 +17,7 @@ std::vector<int> benchmark_tokens(int count, int vocab, int seed = 0);
 
 struct ForwardTiming {
   double seconds_per_forward = 0;  // median over the repeats
-  double tokens_per_s = 0;         // tokens / seconds_per_forward
+  double tokens_per_second = 0;    // tokens / seconds_per_forward
   std::vector<double> seconds;     // every timed repeat
 };
 // One warm-up pass, then `repeat` timed passes (options.record_mixing should be off).

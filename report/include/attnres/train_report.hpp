@@ -28,7 +28,7 @@ struct TrainingRun {
   int block_size = 0;    // S (block)
   std::uint64_t seed = 0;
   std::vector<TrainLogRow> log;
-  double tokens_per_s = 0.0;
+  double tokens_per_second = 0.0;
   double seconds = 0.0;
   ForwardTrace trace;  // a forward pass of the trained model on the first validation window
   std::string model_config_json;  // saved models only
