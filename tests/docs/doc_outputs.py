@@ -106,8 +106,36 @@ def check_doc(name):
                     problems.append(f"{where}: {key} is {got!r}, the doc says {expected}")
                 if not re.search(rf"(?<![\d.]){re.escape(expected)}(?![\d.])", paragraph):
                     problems.append(f"{where}: the text below does not quote {key} = {expected}")
+        m = re.match(r"<!-- measured \(the main job's report.json, training.quality, "
+                     r"(\w+), within ([\d.]+)\): (.*?) -->$", line)
+        if m:
+            check_measured(where, m.group(1), float(m.group(2)), m.group(3), lines[i + 1:i + 6])
         if line.startswith("<!-- presets:"):
             check_presets(where, lines[i + 1] + " " + lines[i + 2])
+
+
+def check_measured(where, key, tolerance, pairs, below):
+    """The main job's measured numbers (with ATTNRES_DOCS_MAIN_JOB=1: it trains for a minute).
+    Training is deterministic on one machine; another CPU's kernels round differently, hence
+    the tolerance."""
+    paragraph = " ".join(below)
+    for pair in pairs.split(";"):
+        scheme, _, value = pair.strip().rpartition(" ")
+        shown = value.lstrip("-")
+        if not re.search(rf"(?<![\d.]){re.escape(shown)}(?![\d.])", paragraph):
+            problems.append(f"{where}: the text below does not quote {scheme} = {shown}")
+    if os.environ.get("ATTNRES_DOCS_MAIN_JOB") != "1":
+        return
+    run("attnres report scenarios/block-size-tradeoff.toml --out out/main-job")
+    path = os.path.join(WORK, "out", "main-job", "report.json")
+    rows = json.load(open(path, encoding="utf-8"))["training"]["quality"] if os.path.exists(path) else []
+    by_scheme = {row["scheme"]: row.get(key) for row in rows}
+    for pair in pairs.split(";"):
+        scheme, _, value = pair.strip().rpartition(" ")
+        got = by_scheme.get(scheme)
+        if got is None or abs(got - float(value)) > tolerance:
+            problems.append(f"{where}: the main job measures {scheme} {key} = {got!r}, the README "
+                            f"says {value} (within {tolerance})")
 
 
 def check_presets(where, text):
