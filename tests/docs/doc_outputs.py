@@ -77,6 +77,7 @@ def check_doc(name):
     lines = open(path, encoding="utf-8").read().splitlines()
     for i, line in enumerate(lines):
         where = f"{name}:{i + 1}"
+        line = line.strip()  # a marker may be indented inside a list item
         m = re.match(r"<!-- output: (attnres .*?) -->$", line)
         if m:
             block = block_after(lines, i, quoted=False)
@@ -110,6 +111,10 @@ def check_doc(name):
                      r"(\w+), within ([\d.]+)\): (.*?) -->$", line)
         if m:
             check_measured(where, m.group(1), float(m.group(2)), m.group(3), lines[i + 1:i + 6])
+        m = re.match(r"<!-- masks \((\S+), history_masks: delta, random_mean, random_std\): "
+                     r"(.*?) -->$", line)
+        if m:
+            check_masks(where, m.group(1), m.group(2), lines[i + 1:i + 14])
         if line.startswith("<!-- presets:"):
             check_presets(where, lines[i + 1] + " " + lines[i + 2])
 
@@ -136,6 +141,28 @@ def check_measured(where, key, tolerance, pairs, below):
         if got is None or abs(got - float(value)) > tolerance:
             problems.append(f"{where}: the main job measures {scheme} {key} = {got!r}, the README "
                             f"says {value} (within {tolerance})")
+
+
+def check_masks(where, file, entries, below):
+    """History-masking results quoted from a committed training report: each entry's three
+    numbers match the file to two decimals and appear in the text below."""
+    masks = json.load(open(os.path.join(REPO, file), encoding="utf-8"))["training"]["history_masks"]
+    paragraph = " ".join(below)
+    for entry in entries.split(";"):
+        words = entry.split()
+        scheme, drop, numbers = " ".join(words[:-4]), words[-4], [float(w) for w in words[-3:]]
+        found = [m for m in masks if m["scheme"] == scheme and m["drop"] == drop]
+        if not found:
+            problems.append(f"{where}: {file} has no mask {scheme} {drop}")
+            continue
+        actual = [found[0]["delta"], found[0]["random_mean"], found[0]["random_std"]]
+        for quoted, value in zip(numbers, actual):
+            if abs(round(value, 2) - quoted) > 1e-9:
+                problems.append(f"{where}: {scheme} {drop}: the doc says {quoted}, {file} {value:.4f}")
+        for quoted in numbers:
+            text = f"{quoted:.2f}"
+            if text not in paragraph:
+                problems.append(f"{where}: the text below does not quote {scheme} {drop} {text}")
 
 
 def check_presets(where, text):
