@@ -162,10 +162,6 @@ Report build_report(const Scenario& s, const Progress& progress) {
     sweeps.push_back(add_sweep(s, spec, progress, report));
   }
   report.json["sweeps"] = sweeps;
-  // Every table in its typed form (docs/json.md §2), by id.
-  json tables = json::object();
-  for (const auto& table : report.tables) tables[table.id] = table_json(table);
-  report.json["tables"] = tables;
   report.json["schema"] = schema_tag("report");
   report.json["provenance"] = report_provenance(s);
   report.provenance = report.json["provenance"];

@@ -126,7 +126,13 @@ OutputDirectoryResult write_report(const Report& report, const fs::path& directo
       write_file_atomically(staging / relative, bytes);
       step();
     }
-    write_file_atomically(staging / "report.json", report.json.dump(2) + "\n");
+    // Every table in its typed form (docs/json.md §2), by id: those of the sections and of the
+    // training added after build_report alike.
+    json root = report.json;
+    json tables = json::object();
+    for (const auto& table : report.tables) tables[table.id] = table_json(table);
+    root["tables"] = tables;
+    write_file_atomically(staging / "report.json", root.dump(2) + "\n");
     step();
     write_file_atomically(staging / "report.md", report_markdown(report));
     step();

@@ -1,6 +1,7 @@
 #include "attnres/train_report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -17,6 +18,19 @@ namespace attnres {
 using nlohmann::json;
 
 namespace {
+
+// "block N=1" -> "block_n_1": a scheme's name as a key.
+std::string snake_case(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c))
+      out.push_back(static_cast<char>(std::tolower(c)));
+    else if (!out.empty() && out.back() != '_')
+      out.push_back('_');
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
+}
 
 struct SchemeSpec {
   std::string name;  // as listed: "standard", "full", "full_sigmoid", "block N=2", ...
@@ -346,11 +360,19 @@ void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
       if (scheme == row.scheme) q.table4_rows.push_back({scheme, row.row});
     }
   }
-  q.table.rows.push_back({scheme, first.blocks ? std::to_string(first.blocks) : "-",
-                          first.block_size ? std::to_string(first.block_size) : "-", fixed(mean, 4),
-                          fixed(lowest, 4), fixed(highest, 4), std::to_string(group.size()),
-                          (paired_mean > 0 ? "+" : "") + fixed(paired_mean, 4), io, history, ratio,
-                          fixed(paper_loss, 3)});
+  auto number_or_null = [](double v) { return std::isnan(v) ? json() : json(v); };
+  add_row(
+      q.table,
+      {scheme, first.blocks ? json(first.blocks) : json(),
+       first.block_size ? json(first.block_size) : json(), mean, lowest, highest,
+       static_cast<std::int64_t>(group.size()), number_or_null(paired_mean),
+       cost.io.total() / static_cast<double>(setup.d), cost.io_schedule, cost.history_vectors,
+       normalised && first.mode != ResidualMode::standard ? json(entropy / uniform) : json(),
+       number_or_null(paper_loss)},
+      {"", first.blocks ? "" : "-", first.block_size ? "" : "-", fixed(mean, 4), fixed(lowest, 4),
+       fixed(highest, 4), "", (paired_mean > 0 ? "+" : "") + fixed(paired_mean, 4),
+       format_number(cost.io.total() / static_cast<double>(setup.d)), "", history, ratio,
+       fixed(paper_loss, 3)});
   q.rows.push_back(
       {{"scheme", scheme},
        {"spec", cost.spec},
@@ -374,21 +396,30 @@ void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
 // ---- Quality against N, beside the tiny model's costs.
 QualitySection quality_section(const TrainingSetup& setup, const SchemeGroups& groups) {
   QualitySection q;
-  q.table = ReportTable{
-      "train_quality",
-      "Measured quality (this tool's training) against the number of blocks N",
-      {"scheme", "N", "S", "val loss mean (nats/token)", "min", "max", "seeds",
-       "vs standard, paired by seed", "residual I/O per sublayer (x d)",
-       "stored history (vectors/token)", "alpha entropy / uniform", "paper Table 4 loss"},
-      {},
+  q.table = typed_table(
+      "train_quality", "Measured quality (this tool's training) against the number of blocks N",
+      {{"scheme", "scheme", Shown::text},
+       {"blocks", "N", Shown::integer},
+       {"block_size", "S", Shown::integer},
+       {"val_loss_mean", "val loss mean (nats/token)", Shown::number},
+       {"val_loss_min", "min", Shown::number},
+       {"val_loss_max", "max", Shown::number},
+       {"seeds", "seeds", Shown::integer},
+       {"val_loss_minus_standard_paired", "vs standard, paired by seed", Shown::number},
+       {"io_multiples_of_d", "residual I/O per sublayer (x d)", Shown::number},
+       {"io_schedule", "I/O schedule", Shown::text},
+       {"history_vectors_per_token", "stored history (vectors/token)", Shown::integer},
+       {"alpha_entropy_over_uniform", "alpha entropy / uniform", Shown::number},
+       {"paper_table4_loss", "paper Table 4 loss", Shown::number}},
+      "train_loss_vs_blocks");
+  q.table.note =
       "Measured here: " + setup.text +
-          " (docs/training.md). These are tiny models trained for seconds, not the paper's "
-          "1.6B-parameter runs: compare the trend, not the values, with the paper's Fig. 6. \"vs "
-          "standard\": the mean over seeds of (this scheme's loss - the standard residual's loss "
-          "with the same seed), which removes most of the seed-to-seed spread. Entropy: mean over "
-          "reads of the entropy of the mean depth-attention row, divided by log(#sources) (1 = "
-          "uniform mean).",
-      "train_loss_vs_blocks"};
+      " (docs/training.md). These are tiny models trained for seconds, not the paper's "
+      "1.6B-parameter runs: compare the trend, not the values, with the paper's Fig. 6. \"vs "
+      "standard\": the mean over seeds of (this scheme's loss - the standard residual's loss "
+      "with the same seed), which removes most of the seed-to-seed spread. Entropy: mean over "
+      "reads of the entropy of the mean depth-attention row, divided by log(#sources) (1 = "
+      "uniform mean).";
   std::map<std::uint64_t, double> standard_by_seed;
   if (const auto standard = groups.by_scheme.find("standard"); standard != groups.by_scheme.end()) {
     for (const TrainingRun* run : standard->second) standard_by_seed[run->seed] = final_val(*run);
@@ -489,20 +520,26 @@ std::optional<Table4Section> table4_section(const TrainingSetup& setup, QualityS
   // The tiny Table 4 itself: each row's measured loss and rank beside the paper's.
   const auto measured_rank = ranks_of(q.table4_measured), paper_rank = ranks_of(q.table4_paper);
   section.table =
-      ReportTable{"train_table4",
-                  "A tiny Table 4: measured validation loss beside the paper's",
-                  {"scheme", "paper's row", "paper loss", "paper rank",
-                   "measured mean (nats/token)", "seed range", "measured rank"},
-                  {},
-                  "Rank 1 = the lowest loss. Spearman rho = " + fixed(rho, 3) + ": " + verdict +
-                      ". Measured: " + setup.text + "; the paper: its 32-sublayer ablation model.",
-                  "train_table4"};
+      typed_table("train_table4", "A tiny Table 4: measured validation loss beside the paper's",
+                  {{"scheme", "scheme", Shown::text},
+                   {"paper_row", "paper's row", Shown::text},
+                   {"paper_loss", "paper loss", Shown::number},
+                   {"paper_rank", "paper rank", Shown::integer},
+                   {"val_loss_mean", "measured mean (nats/token)", Shown::number},
+                   {"val_loss_min", "seed min", Shown::number},
+                   {"val_loss_max", "seed max", Shown::number},
+                   {"measured_rank", "measured rank", Shown::integer}},
+                  "train_table4");
+  section.table.note = "Rank 1 = the lowest loss. Spearman rho = " + fixed(rho, 3) + ": " +
+                       verdict + ". Measured: " + setup.text +
+                       "; the paper: its 32-sublayer ablation model.";
   for (std::size_t i = 0; i < q.table4_rows.size(); ++i) {
-    section.table.rows.push_back({q.table4_rows[i].first, q.table4_rows[i].second,
-                                  fixed(q.table4_paper[i], 3), std::to_string(paper_rank[i]),
-                                  fixed(q.table4_measured[i], 4),
-                                  fixed(q.table4_low[i], 4) + " .. " + fixed(q.table4_high[i], 4),
-                                  std::to_string(measured_rank[i])});
+    add_row(section.table,
+            {q.table4_rows[i].first, q.table4_rows[i].second, q.table4_paper[i],
+             static_cast<std::int64_t>(paper_rank[i]), q.table4_measured[i], q.table4_low[i],
+             q.table4_high[i], static_cast<std::int64_t>(measured_rank[i])},
+            {"", "", fixed(q.table4_paper[i], 3), "", fixed(q.table4_measured[i], 4),
+             fixed(q.table4_low[i], 4), fixed(q.table4_high[i], 4), ""});
   }
   section.summary = {{"rank_correlation", std::isnan(rho) ? json() : json(rho)},
                      {"rows", q.table4_measured.size()}};
@@ -512,14 +549,19 @@ std::optional<Table4Section> table4_section(const TrainingSetup& setup, QualityS
 // ---- Every run, with the loss curves: the train_runs table and chart; returns the runs' JSON.
 json add_runs_section(const std::vector<TrainingRun>& runs, const SchemeGroups& groups,
                       Report& report) {
-  ReportTable run_table{"train_runs",
-                        "Training runs (loss curves)",
-                        {"scheme", "seed", "initial val loss", "final val loss", "final train loss",
-                         "steps", "tokens/s", "seconds"},
-                        {},
-                        "Validation loss of the fixed validation windows at every evaluation; "
-                        "tokens/s counts training steps only (evaluation excluded).",
-                        "train_loss_curves"};
+  ReportTable run_table = typed_table("train_runs", "Training runs (loss curves)",
+                                      {{"scheme", "scheme", Shown::text},
+                                       {"seed", "seed", Shown::integer},
+                                       {"initial_val_loss", "initial val loss", Shown::number},
+                                       {"final_val_loss", "final val loss", Shown::number},
+                                       {"final_train_loss", "final train loss", Shown::number},
+                                       {"steps", "steps", Shown::integer},
+                                       {"tokens_per_second", "tokens/s", Shown::number},
+                                       {"seconds", "seconds", Shown::number}},
+                                      "train_loss_curves");
+  run_table.note =
+      "Validation loss of the fixed validation windows at every evaluation; "
+      "tokens/s counts training steps only (evaluation excluded).";
   ChartSpec curves =
       detail::xy_chart("train_loss_curves", "Validation loss during training (mean over seeds)",
                        "step", "validation loss (nats/token)");
@@ -527,10 +569,14 @@ json add_runs_section(const std::vector<TrainingRun>& runs, const SchemeGroups& 
       "Each scheme's validation loss at the evaluation steps, averaged over its seeds.";
   json runs_json = json::array();
   for (const auto& run : runs) {
-    run_table.rows.push_back(
-        {run.scheme, std::to_string(run.seed), fixed(run.log.front().val_loss, 4),
-         fixed(final_val(run), 4), fixed(run.log.back().train_loss, 4),
-         std::to_string(run.log.back().step), format_number(std::round(run.tokens_per_second)),
+    auto number_or_null = [](double v) { return std::isnan(v) ? json() : json(v); };
+    add_row(
+        run_table,
+        {run.scheme, static_cast<std::int64_t>(run.seed), number_or_null(run.log.front().val_loss),
+         number_or_null(final_val(run)), number_or_null(run.log.back().train_loss),
+         static_cast<std::int64_t>(run.log.back().step), run.tokens_per_second, run.seconds},
+        {"", "", fixed(run.log.front().val_loss, 4), fixed(final_val(run), 4),
+         fixed(run.log.back().train_loss, 4), "", format_number(std::round(run.tokens_per_second)),
          fixed(run.seconds, 1)});
     json curve_json = json::array();
     for (const auto& row : run.log) {
@@ -565,7 +611,9 @@ json add_runs_section(const std::vector<TrainingRun>& runs, const SchemeGroups& 
 // ---- Magnitudes or gradients by depth at the end of training (Fig. 5b/5c): table and chart.
 void add_depth_section(const SchemeGroups& groups, int L, const std::string& id,
                        const std::string& title, bool gradient, Report& report) {
-  ReportTable table{id, title, {"sublayer"}, {}, "", id};
+  // One column per scheme, keyed by the scheme's name in snake_case with the quantity after it.
+  std::vector<TableColumn> columns_of_table{{"sublayer", "sublayer", Shown::integer}};
+  const std::string suffix = gradient ? "_output_grad_rms" : "_output_rms";
   ChartSpec chart =
       detail::xy_chart(id, title, "sublayer l", gradient ? "RMS of d loss / d v_l" : "RMS of v_l");
   chart.log_y = gradient;
@@ -576,7 +624,7 @@ void add_depth_section(const SchemeGroups& groups, int L, const std::string& id,
   std::vector<std::vector<double>> columns;
   for (const auto& scheme : groups.order) {
     const auto& group = groups.by_scheme.at(scheme);
-    table.header.push_back(scheme);
+    columns_of_table.push_back({snake_case(scheme) + suffix, scheme, Shown::number});
     std::vector<double> mean(static_cast<std::size_t>(L), 0.0);
     for (const TrainingRun* run : group) {
       const auto& values = gradient ? run->log.back().output_grad_rms : run->log.back().output_rms;
@@ -590,11 +638,11 @@ void add_depth_section(const SchemeGroups& groups, int L, const std::string& id,
     chart.series.push_back(std::move(series));
     columns.push_back(std::move(mean));
   }
+  ReportTable table = typed_table(id, title, columns_of_table, id);
   for (int l = 0; l < L; ++l) {
-    std::vector<std::string> row{std::to_string(l + 1)};
-    for (const auto& column : columns)
-      row.push_back(format_number(column[static_cast<std::size_t>(l)]));
-    table.rows.push_back(std::move(row));
+    std::vector<json> row{static_cast<std::int64_t>(l + 1)};
+    for (const auto& column : columns) row.emplace_back(column[static_cast<std::size_t>(l)]);
+    add_row(table, std::move(row));
   }
   report.tables.push_back(std::move(table));
   report.charts.push_back(std::move(chart));
@@ -604,24 +652,30 @@ void add_depth_section(const SchemeGroups& groups, int L, const std::string& id,
 // something); returns the experiments' JSON.
 json add_masks_section(const std::vector<TrainingRun>& runs, Report& report) {
   json masks_json = json::array();
-  ReportTable masks{
+  ReportTable masks = typed_table(
       "train_history_masks",
       "History masking on the trained models: chosen sources against random masks of equal mass",
-      {"scheme", "drop", "masked reads", "mass removed", "loss change (nats/token)",
-       "random masks: loss change (mean ± std)"},
-      {},
+      {{"scheme", "scheme", Shown::text},
+       {"drop", "drop", Shown::text},
+       {"reads_masked", "masked reads", Shown::integer},
+       {"mass_removed", "mass removed", Shown::number},
+       {"loss_delta", "loss change (nats/token)", Shown::number},
+       {"random_loss_delta_mean", "random masks: mean loss change", Shown::number},
+       {"random_loss_delta_std", "std", Shown::number}});
+  masks.note =
       "Each mask removes the named sources from every depth read of the trained model (first seed) "
       "and renormalises the rest; the random masks remove the same mean weight from every masked "
       "read, taken from its sources in a random order (8 masks). A chosen mask that hurts more "
       "than random masks of equal mass marks sources the model relies on beyond their share of the "
       "weight (docs/training.md). A mask that would remove nothing from a scheme (every read too "
-      "short) is left out.",
-      ""};
+      "short) is left out.";
   for (const auto& run : runs) {
     for (const auto& e : run.masks) {
-      masks.rows.push_back({run.scheme, e.selection, std::to_string(e.reads_masked),
-                            fixed(e.mass_removed, 3), signed_fixed(e.delta, 4),
-                            signed_fixed(e.random_mean, 4) + " ± " + fixed(e.random_std, 4)});
+      add_row(masks,
+              {run.scheme, e.selection, static_cast<std::int64_t>(e.reads_masked), e.mass_removed,
+               e.delta, e.random_mean, e.random_std},
+              {"", "", "", fixed(e.mass_removed, 3), signed_fixed(e.delta, 4),
+               signed_fixed(e.random_mean, 4), fixed(e.random_std, 4)});
       masks_json.push_back({{"scheme", run.scheme},
                             {"drop", e.selection},
                             {"base_loss", e.base_loss},

@@ -250,6 +250,9 @@ def main():
             problem(path, "not written")
             continue
         reports[scenario] = check_json(path, open(path, encoding="utf-8").read())
+        for table_id, table in (reports[scenario] or {}).get("tables", {}).items():
+            if table.get("typed_from_display"):
+                problem(path, f"table {table_id} is typed from its displayed text, not built typed")
         tables = os.path.join(out, "tables")
         for name in sorted(os.listdir(tables)) if os.path.isdir(tables) else []:
             check_csv(os.path.join(tables, name), open(os.path.join(tables, name), encoding="utf-8").read())
