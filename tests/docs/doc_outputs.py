@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 ATTNRES, REPO, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
-DOCS = ["README.md", "docs/math.md"]
+DOCS = ["README.md", "docs/math.md"]  # and the example of docs/json.md
 problems = []
 cache = {}
 
@@ -194,6 +194,14 @@ def main():
         os.symlink(os.path.join(REPO, "scenarios"), link)
     for name in DOCS:
         check_doc(name)
+    # The Python example of docs/json.md runs against this build and prints something.
+    text = open(os.path.join(REPO, "docs", "json.md"), encoding="utf-8").read()
+    for snippet in re.findall(r"```python\n(.*?)```", text, re.S):
+        env = dict(os.environ, PATH=os.path.dirname(ATTNRES) + os.pathsep + os.environ["PATH"])
+        result = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True,
+                                cwd=WORK, env=env)
+        if result.returncode != 0 or not result.stdout.strip():
+            problems.append(f"docs/json.md: the Python example fails: {result.stderr[-400:]}")
     # Every preset is named wherever the docs list the presets.
     readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
     presets = re.search(r"preset \(([a-z0-9 ]+)\)", run("attnres pipeline --help"))
