@@ -65,7 +65,8 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   if (batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(batch));
   if (steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(steps));
   if (warmup < 0) throw UsageError("--warmup must be >= 0, got " + std::to_string(warmup));
-  const EngineOptions engine = parse_engine_flags(engine_text, "cpu", threads, "f32");
+  const EngineOptions engine =
+      parse_engine_flags(engine_text, "cpu", threads, "f32", given(values, "threads"));
   const ModelWeights<double> loaded = load_model(model_dir);
   ForwardOptions forward_options;
   forward_options.record_mixing = false;
@@ -178,15 +179,24 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   require_either("--bandwidth", bandwidth_text, "on", "off");
   if (seq < 1) throw UsageError("--seq must be >= 1, got " + std::to_string(seq));
   if (repeat < 1) throw UsageError("--repeat must be >= 1, got " + std::to_string(repeat));
-  const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
+  const EngineOptions engine =
+      parse_engine_flags(engine_text, device_text, threads, precision, given(values, "threads"));
+  if (given(values, "bandwidth") && bandwidth_text == "on" && engine.device != Device::cpu) {
+    throw UsageError(
+        "--bandwidth on measures the CPU's memory bandwidth; with --device cuda it would be "
+        "skipped: leave it out or give --device cpu");
+  }
 
   const ModelWeights<double> model = load_model(model_dir);
   ForwardOptions forward_options;
   forward_options.record_mixing = false;  // never on the timed path
   forward_options.two_phase = two_phase_text == "on";
   forward_options.mode = parse_mode_flag(values, mode_text);
-  const ResidualMode mode =
-      apply_block_size_flag(values, mode_text, block_size, model.config, forward_options).mode;
+  const ModeFlags mode_flags =
+      apply_block_size_flag(values, mode_text, block_size, model.config, forward_options);
+  const ResidualMode mode = mode_flags.mode;
+  if (given(values, "two-phase"))
+    refuse_two_phase_without_effect(model.config, forward_options, mode_flags.source);
   const std::vector<int> tokens = benchmark_tokens(seq, model.config.vocab_size);
 
   int threads_used = 1;

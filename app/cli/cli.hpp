@@ -74,8 +74,10 @@ auto parse_flag_value(Parse parse) {
 std::string threads_help(const std::string& what);
 
 // --engine, --device, --threads and --precision checked together (the CUDA engine is the fast
-// engine in f32; 0 <= threads <= kMaxThreads). Throws UsageError naming the flag.
+// engine in f32; 0 <= threads <= kMaxThreads; --threads, when `threads_given`, only with the fast
+// engine on the CPU, the one engine that starts threads). Throws UsageError naming the flag, before
+// any device is touched.
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
-                                 const std::string& precision);
+                                 const std::string& precision, bool threads_given);
 
 }  // namespace attnres::cli

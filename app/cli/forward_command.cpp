@@ -330,7 +330,8 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
   require_either("--precision", precision, "f32", "f64");
   const std::vector<int> tokens =
       parse_flag_value([&] { return parse_token_ids(tokens_text, "--tokens"); });
-  const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads, precision);
+  const EngineOptions engine =
+      parse_engine_flags(engine_text, device_text, threads, precision, given(values, "threads"));
   const bool with_gradients = values.count("grad") > 0;
   if (with_gradients && engine.device != Device::cpu) {
     throw UsageError(
@@ -393,15 +394,19 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
     throw UsageError("--zero-placeholder applies to Block AttnRes, but " + mode_source +
                      " is not block");
   }
-  if (given(values, "two-phase") && mode == ResidualMode::standard) {
-    throw UsageError("--two-phase applies to Full and Block AttnRes; " + mode_source +
-                     " has no depth reads");
-  }
+  if (given(values, "two-phase"))
+    refuse_two_phase_without_effect(model.config, forward_options, mode_source);
   if (given(values, "schedule-block")) {
     if (mode != ResidualMode::full || !forward_options.two_phase) {
       throw UsageError("--schedule-block applies to Full AttnRes with --two-phase on, but " +
                        (mode != ResidualMode::full ? mode_source + " is not full"
                                                    : std::string("--two-phase is off")));
+    }
+    AttnResConfig scheme = model.config.attn_res;  // the model's (converted) scheme, read as full
+    scheme.mode = mode;
+    if (const std::string limit = scheme.two_phase_limit(); !limit.empty()) {
+      throw UsageError("--schedule-block sets the two-phase schedule, but " + limit +
+                       ": every read is one-shot and it would change nothing; leave it out");
     }
     if (schedule_block > L) {
       throw UsageError("--schedule-block " + std::to_string(schedule_block) +

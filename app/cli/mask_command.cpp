@@ -61,6 +61,11 @@ int mask_command(const std::vector<std::string>& args, std::ostream& out, std::o
   if (seq < 2) throw UsageError("--seq must be at least 2, got " + std::to_string(seq));
   if (windows < 1) throw UsageError("--windows must be at least 1, got " + std::to_string(windows));
   if (random < 0) throw UsageError("--random must be >= 0, got " + std::to_string(random));
+  if (given(values, "seed") && random == 0) {
+    throw UsageError(
+        "--seed draws the random masks; with --random 0 there are none and it would change "
+        "nothing: leave it out or give --random R > 0");
+  }
   std::vector<MaskSelection> selections;
   for (const auto& drop : drops)
     selections.push_back(parse_flag_value([&] { return parse_mask_selection(drop, "--drop"); }));

@@ -9,6 +9,7 @@
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/forward_steps.hpp"
 #include "attnres/hardware.hpp"
 #include "cli.hpp"
 
@@ -19,7 +20,7 @@ std::string threads_help(const std::string& what) {
 }
 
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
-                                 const std::string& precision) {
+                                 const std::string& precision, bool threads_given) {
   EngineOptions options;
   options.engine = parse_flag_value([&] { return parse_engine(engine, "--engine"); });
   options.device = parse_flag_value([&] { return parse_device(device, "--device"); });
@@ -31,6 +32,16 @@ EngineOptions parse_engine_flags(const std::string& engine, const std::string& d
           "--device cuda runs the fast engine; --engine reference runs on the CPU only");
     }
     if (precision == "f64") throw UsageError("--device cuda computes in f32; drop --precision f64");
+    if (threads_given) {
+      throw UsageError(
+          "--threads sets the CPU threads of the fast engine; with --device cuda the GPU computes "
+          "and it would change nothing: leave it out or give --device cpu");
+    }
+  }
+  if (threads_given && options.engine == EngineKind::reference) {
+    throw UsageError(
+        "--threads sets the threads of the fast engine; --engine reference runs on one thread and "
+        "it would change nothing: leave it out or give --engine fast");
   }
   return options;
 }
@@ -230,6 +241,24 @@ ModeFlags apply_block_size_flag(const po::variables_map& values, const std::stri
                      "); the model's config.json has none");
   }
   return flags;
+}
+
+void refuse_two_phase_without_effect(const ModelConfig& config, const ForwardOptions& options,
+                                     const std::string& mode_source) {
+  AttnResConfig scheme;
+  try {
+    scheme = resolve_scheme(config, options);
+  } catch (const Error&) {
+    return;  // the pass itself says why it cannot run
+  }
+  if (scheme.mode == ResidualMode::standard) {
+    throw UsageError("--two-phase applies to Full and Block AttnRes; " + mode_source +
+                     " has no depth reads");
+  }
+  if (const std::string limit = scheme.two_phase_limit(); !limit.empty()) {
+    throw UsageError("--two-phase would change nothing: " + limit +
+                     ", so every read is one-shot; leave it out");
+  }
 }
 
 po::options_description command_options(const std::string& command) {

@@ -71,6 +71,12 @@ std::optional<ResidualMode> parse_mode_flag(const po::variables_map& values,
 ModeFlags apply_block_size_flag(const po::variables_map& values, const std::string& mode_text,
                                 int block_size, const ModelConfig& config, ForwardOptions& options);
 
+// --two-phase, given, must change the pass: a UsageError naming it when the scheme the pass runs
+// (resolve_scheme of `config` and `options`; `mode_source` as ModeFlags::source) has no reads
+// that split into two phases (the standard residual, mHC, an input-dependent query).
+void refuse_two_phase_without_effect(const ModelConfig& config, const ForwardOptions& options,
+                                     const std::string& mode_source);
+
 // The model-shape flags shared by `init-model` and `train`: --layers, --d-model, --heads,
 // --kv-heads, --ffn, --vocab, --query-std, --weight-std, --rms-norm-eps, --rope-theta,
 // --key-norm-eps. `required` makes the first five (and --vocab unless it has a default) required.

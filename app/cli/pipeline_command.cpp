@@ -102,6 +102,17 @@ void check_settings(const po::variables_map& values, const PipelineSettings& set
     throw UsageError(
         "--link-bandwidth and --ideal-links contradict each other (ideal links take no time)");
   }
+  if (settings.model.pp == 1) {
+    // One rank: every chunk boundary stays on it and nothing crosses a link.
+    for (const char* link_flag : {"link", "link-bandwidth", "overlap", "ideal-links"}) {
+      if (given(values, link_flag)) {
+        throw UsageError(
+            std::string("--") + link_flag +
+            " describes the links between pipeline ranks; with --pp 1 no transfer "
+            "crosses one and it would change nothing: leave it out or give --pp P > 1");
+      }
+    }
+  }
   if (const auto problem = pipeline_settings_problem(settings)) {
     static const std::map<std::string, std::string> setting_flags = {
         {"mode", "--mode"},

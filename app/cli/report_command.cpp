@@ -56,6 +56,12 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
   const bool train = scenario.training &&
                      std::find(scenario.sections.begin(), scenario.sections.end(), "training") !=
                          scenario.sections.end();
+  if (given(values, "train-steps") && !train) {
+    throw UsageError("--train-steps applies to the training section; the sections of " +
+                     scenario_path +
+                     " leave \"training\" out, so nothing would be trained: leave it out or add "
+                     "\"training\" to sections");
+  }
   if (train) output.inputs.push_back(scenario.training->data_path);
   std::vector<std::string> notes =
       check_output_directory(target, output);  // refuse before the work, not after

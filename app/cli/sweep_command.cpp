@@ -98,6 +98,18 @@ void check_output_flags(const po::variables_map& values, const SweepFlags& flags
                      ".json are written (drop one of the two flags)");
   }
   if (values.count("force") && flags.out_dir.empty()) throw UsageError("--force applies to --out");
+  for (const char* axis : {"log-x", "log-y"}) {
+    if (values.count(axis) && flags.out_dir.empty()) {
+      throw UsageError(std::string("--") + axis +
+                       " sets an axis of the chart, which only --out DIR draws; printed points "
+                       "have no axes: leave it out or give --out DIR");
+    }
+  }
+  if (given(values, "name") && flags.out_dir.empty() && flags.format == "csv") {
+    throw UsageError(
+        "--name names the files of --out DIR (and the JSON's \"name\"); the printed CSV has no "
+        "name and it would change nothing: leave it out, give --out DIR or --format json");
+  }
   try {
     validate_output_name(spec.name, "--name");
   } catch (const Error& error) {
@@ -133,7 +145,7 @@ ScenarioInputs base_setting(const po::variables_map& values, SweepFlags& flags) 
 }
 
 // --x/--values and --y/--y-values into spec.x and spec.y, within --max-points.
-void set_axes(SweepFlags& flags, const ScenarioInputs& base) {
+void set_axes(const po::variables_map& values, SweepFlags& flags, const ScenarioInputs& base) {
   SweepSpec& spec = flags.spec;
   const std::string& y_parameter = flags.y_parameter;
   auto axis_values = [&](const std::string& text, const std::string& flag,
@@ -160,6 +172,17 @@ void set_axes(SweepFlags& flags, const ScenarioInputs& base) {
   for (const auto& [flag, parameter] :
        {std::pair<std::string, std::string>{"--x", spec.x.parameter}, {"--y", y_parameter}}) {
     if (parameter.empty()) continue;
+    // A flag of the swept input is replaced by the swept values at every point. The model's
+    // shape flags stay allowed: the base setting needs them to be resolved at all.
+    const CostInputField* swept = find_cost_input_field(parameter);
+    if (swept && (swept->section != "model" || swept->key == "streams" || swept->key == "ffn")) {
+      const std::string name = InputFlags::flag_name(*swept, flags.model.pipeline);
+      if (given(values, name.c_str())) {
+        throw UsageError("--" + name + " sets " + parameter + ", which " + flag +
+                         " sweeps: every point takes its value from the sweep and --" + name +
+                         " would change nothing; leave it out");
+      }
+    }
     const std::string problem = sweep_parameter_problem(parameter, base.pipeline.has_value());
     if (!problem.empty()) {
       const bool missing_table =
@@ -289,7 +312,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   check_output_flags(values, flags);
   const ScenarioInputs base = base_setting(values, flags);
-  set_axes(flags, base);
+  set_axes(values, flags, base);
   set_metrics(flags, base);
   flags.spec.log_x = values.count("log-x") > 0;
   flags.spec.log_y = values.count("log-y") > 0;

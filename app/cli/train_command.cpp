@@ -98,6 +98,11 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
     check_thread_count(options.engine.threads, "--threads");
     return 0;
   });
+  if (given(values, "threads") && options.engine.engine == EngineKind::reference) {
+    throw UsageError(
+        "--threads sets the threads of the fast engine; --engine reference runs on one thread and "
+        "it would change nothing: leave it out or give --engine fast");
+  }
   const bool resuming = values.count("resume") > 0;
   const bool from_shape = model_shape_given(values);
   if (resuming) {
@@ -114,6 +119,10 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
     if (from_shape)
       throw UsageError(
           "the model shape flags cannot be given with --resume (the checkpoint has the model)");
+    if (scheme_flags_given(values))
+      throw UsageError(
+          "the scheme flags (--gate, --window, ...) cannot be given with --resume (the "
+          "checkpoint's model carries its scheme)");
   } else {
     if (values.count("model") && from_shape) {
       throw UsageError("give either --model DIR or the shape flags (--layers ...), not both");

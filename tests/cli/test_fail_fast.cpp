@@ -119,6 +119,132 @@ TEST(FailFast, FlagsACommandDoesNotUseAreRefusedByName) {
   EXPECT_EQ(with({"cost"}, {"--seq-shards", "8", "--pp", "2"}).status, 0);
 }
 
+// Flags outside the model flags that a combination would leave without effect (issue 25): each
+// is refused by name, saying why, before any work and before a device is touched (the CUDA cases
+// run on machines without a GPU); the combinations where the flag does something still run.
+TEST(FailFast, FlagsThatWouldDoNothingAreRefused) {
+  test::TempDir dir;
+  const std::string block = test::make_block_test_model(dir.path(), 2);
+  const std::string mhc = (dir / "mhc").string();
+  ASSERT_EQ(run_cli({"init-model", "--layers", "2", "--d-model", "16", "--heads", "4", "--ffn",
+                     "24", "--vocab", "20", "--mode", "mhc", "--out", mhc})
+                .status,
+            0);
+  write_file_atomically(dir / "data.txt", test::sample_text(4000));
+  write_file_atomically(dir / "costs.toml",
+                        "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = "
+                        "2\n[train]\ndata = \"data.txt\"\nlayers = 2\nd_model = 16\nheads = "
+                        "2\nblocks = [2]\n");
+  const std::vector<std::string> forward = {"forward", "--model", block, "--tokens", "1 2 3"};
+  const std::vector<std::string> bench = {"bench", "forward", "--model",  block,
+                                          "--seq", "4",       "--repeat", "1"};
+  const std::vector<std::string> pipeline = {"pipeline", "--layers",  "4", "--block-size",
+                                             "2",        "--d-model", "64"};
+  const std::vector<std::string> sweep = {"sweep",
+                                          "--sublayers",
+                                          "8",
+                                          "--blocks",
+                                          "2",
+                                          "--d-model",
+                                          "16",
+                                          "--x",
+                                          "blocks",
+                                          "--values",
+                                          "1,2",
+                                          "--metric",
+                                          "io_multiples_of_d.mhc"};
+  const std::vector<std::string> train = {"train",
+                                          "--layers",
+                                          "1",
+                                          "--d-model",
+                                          "16",
+                                          "--heads",
+                                          "2",
+                                          "--ffn",
+                                          "24",
+                                          "--data",
+                                          (dir / "data.txt").string(),
+                                          "--steps",
+                                          "2",
+                                          "--seq",
+                                          "8",
+                                          "--batch",
+                                          "1",
+                                          "--out",
+                                          (dir / "t").string()};
+  auto with = [](std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const struct {
+    std::vector<std::string> args;
+    std::string flag, why;
+  } refused[] = {
+      {with(bench, {"--device", "cuda", "--bandwidth", "on"}), "--bandwidth on",
+       "with --device cuda it would be skipped"},
+      {with(bench, {"--device", "cuda", "--threads", "2"}), "--threads", "with --device cuda"},
+      {with(bench, {"--engine", "reference", "--threads", "2"}), "--threads",
+       "--engine reference runs on one thread"},
+      {with(bench, {"--mode", "standard", "--two-phase", "off"}), "--two-phase",
+       "has no depth reads"},
+      {{"bench", "train", "--model", block, "--seq", "4", "--engine", "reference", "--threads",
+        "1"},
+       "--threads",
+       "--engine reference runs on one thread"},
+      {with(forward, {"--device", "cuda", "--threads", "2"}), "--threads", "with --device cuda"},
+      {with(forward, {"--engine", "reference", "--threads", "1"}), "--threads",
+       "--engine reference runs on one thread"},
+      {{"forward", "--model", mhc, "--tokens", "1 2", "--two-phase", "off"},
+       "--two-phase",
+       "mHC updates its stream state in place"},
+      {with(forward, {"--mode", "full", "--query-source", "input", "--two-phase", "on"}),
+       "--two-phase", "an input-dependent query"},
+      {with(forward, {"--mode", "full", "--query-source", "input", "--schedule-block", "2"}),
+       "--schedule-block", "an input-dependent query"},
+      {with(train, {"--engine", "reference", "--threads", "1"}), "--threads",
+       "--engine reference runs on one thread"},
+      {{"train", "--data", (dir / "data.txt").string(), "--resume", (dir / "t").string(), "--out",
+        (dir / "t").string(), "--gate", "sigmoid"},
+       "scheme flags",
+       "cannot be given with --resume"},
+      {{"mask", "--model", block, "--data", (dir / "data.txt").string(), "--drop", "embedding",
+        "--random", "0", "--seed", "3"},
+       "--seed",
+       "with --random 0 there are none"},
+      {with(sweep, {"--log-y"}), "--log-y", "only --out DIR draws"},
+      {with(sweep, {"--log-x", "--format", "json"}), "--log-x", "only --out DIR draws"},
+      {with(sweep, {"--name", "io"}), "--name", "the printed CSV has no name"},
+      {with(sweep, {"--y", "tokens", "--y-values", "64,128", "--seq", "256"}), "--seq",
+       "which --y sweeps"},
+      {with(pipeline, {"--overlap", "off"}), "--overlap", "with --pp 1 no transfer crosses one"},
+      {with(pipeline, {"--ideal-links"}), "--ideal-links", "with --pp 1"},
+      {with(pipeline, {"--link", "intra-node"}), "--link", "with --pp 1"},
+      {with(pipeline, {"--link-bandwidth", "10"}), "--link-bandwidth", "with --pp 1"},
+      {{"report", (dir / "costs.toml").string(), "--out", (dir / "r").string(), "--train-steps",
+        "2"},
+       "--train-steps",
+       "leave \"training\" out"},
+  };
+  for (const auto& c : refused) {
+    const auto run = run_cli(c.args);
+    EXPECT_EQ(run.status, 2) << c.args[0] << " " << c.flag << ": " << run.err;
+    EXPECT_TRUE(has(run.err, c.flag)) << run.err;
+    EXPECT_TRUE(has(run.err, c.why)) << run.err;
+    EXPECT_TRUE(run.out.empty() || has(run.out, "attnres.error")) << run.out;
+  }
+  EXPECT_FALSE(fs::exists(dir / "t"));
+  EXPECT_FALSE(fs::exists(dir / "r"));
+  // Where the flag does something, it is accepted.
+  EXPECT_EQ(run_cli(with(forward, {"--threads", "2"})).status, 0);
+  EXPECT_EQ(run_cli(with(forward, {"--mode", "full", "--schedule-block", "2"})).status, 0);
+  EXPECT_EQ(run_cli(with(forward, {"--mode", "full", "--two-phase", "off"})).status, 0);
+  EXPECT_EQ(run_cli(with(bench, {"--two-phase", "off", "--bandwidth", "off"})).status, 0);
+  EXPECT_EQ(run_cli(with(sweep, {"--name", "io", "--format", "json"})).status, 0);
+  EXPECT_EQ(run_cli(with(sweep, {"--y", "tokens", "--y-values", "64,128"})).status, 0);
+  EXPECT_EQ(
+      run_cli(with(pipeline, {"--pp", "2", "--overlap", "off", "--link", "intra-node"})).status, 0);
+}
+
 TEST(FailFast, PathsAreNamedForWhatTheyAre) {
   test::TempDir dir;
   fs::create_directory(dir / "folder");
@@ -206,7 +332,7 @@ TEST(FailFast, InterruptedTrainingWithFormatJsonPrintsJson) {
 // The sweep of cli_support.hpp without --out: the points are printed.
 std::vector<std::string> printed_sweep(const std::string& values) {
   auto args = test::sweep_args("s", "unused", values);
-  args.erase(args.end() - 2, args.end());
+  args.erase(args.end() - 4, args.end());  // --name s --out unused: printed, not written
   return args;
 }
 

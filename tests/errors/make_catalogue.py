@@ -32,6 +32,7 @@ FILES = {
     "mine/notes.txt": "my notes\n",
     "text.txt": "the cat sat on the mat. " * 20 + "\n",
     "empty.txt": "",
+    "untrained.toml": "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [2]\n",
     "train.toml": "sections = [\"training\"]\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [3]\n",
 }
 
@@ -179,6 +180,18 @@ CASES = [
     ("Before the work", "A device as the scenario", "attnres report /dev/null --out r", ""),
     ("Before the work", "A file as the model directory", "attnres forward --model ok.toml --tokens 1", "ok.toml"),
     ("Before the work", "A scenario error at the key, not the table", "attnres report layers.toml --out r", "layers.toml"),
+    ("Before the work", "--threads with the GPU (refused before CUDA starts)", "attnres forward --model m --tokens 1 --device cuda --threads 4", "m"),
+    ("Before the work", "--threads with the single-threaded reference engine", "attnres forward --model m --tokens 1 --engine reference --threads 4", "m"),
+    ("Before the work", "--bandwidth on with the GPU", "attnres bench forward --model m --seq 16 --device cuda --bandwidth on", "m"),
+    ("Before the work", "--two-phase where every read is one-shot", "attnres forward --model m --tokens 1 --mode mhc --two-phase off", "m"),
+    ("Before the work", "--schedule-block where every read is one-shot", "attnres forward --model m --tokens 1 --mode full --query-source input --schedule-block 2", "m"),
+    ("Before the work", "Scheme flags with --resume", "attnres train --data text.txt --resume t --out t --gate sigmoid", "text.txt"),
+    ("Before the work", "--seed without random masks", "attnres mask --model m --data text.txt --drop embedding --random 0 --seed 3", "m"),
+    ("Before the work", "A chart axis flag without a chart", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.mhc --log-y", ""),
+    ("Before the work", "--name for printed CSV", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.mhc --name io", ""),
+    ("Before the work", "A flag of the swept input", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --seq 256 --x tokens --values 64,128 --metric prefill_history_gb.total", ""),
+    ("Before the work", "A link flag with one pipeline rank", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --overlap off", ""),
+    ("Before the work", "--train-steps when the sections leave training out", "attnres report untrained.toml --out r --train-steps 3", "untrained.toml"),
 ]
 
 
