@@ -1,7 +1,6 @@
 #include "attnres/train_report.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -18,19 +17,6 @@ namespace attnres {
 using nlohmann::json;
 
 namespace {
-
-// "block N=1" -> "block_n_1": a scheme's name as a key.
-std::string snake_case(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c))
-      out.push_back(static_cast<char>(std::tolower(c)));
-    else if (!out.empty() && out.back() != '_')
-      out.push_back('_');
-  }
-  while (!out.empty() && out.back() == '_') out.pop_back();
-  return out;
-}
 
 struct SchemeSpec {
   std::string name;  // as listed: "standard", "full", "full_sigmoid", "block N=2", ...
@@ -624,7 +610,7 @@ void add_depth_section(const SchemeGroups& groups, int L, const std::string& id,
   std::vector<std::vector<double>> columns;
   for (const auto& scheme : groups.order) {
     const auto& group = groups.by_scheme.at(scheme);
-    columns_of_table.push_back({snake_case(scheme) + suffix, scheme, Shown::number});
+    columns_of_table.push_back({snake_case_key(scheme) + suffix, scheme, Shown::number});
     std::vector<double> mean(static_cast<std::size_t>(L), 0.0);
     for (const TrainingRun* run : group) {
       const auto& values = gradient ? run->log.back().output_grad_rms : run->log.back().output_rms;

@@ -58,6 +58,19 @@ std::string shown_value(const json& value, Shown shown) {
   return format_number(v);
 }
 
+std::string snake_case_key(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c)) {
+      out.push_back(static_cast<char>(std::tolower(c)));
+    } else if (!out.empty() && out.back() != '_') {
+      out.push_back('_');
+    }
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
+}
+
 ReportTable typed_table(std::string id, std::string title, std::vector<TableColumn> columns,
                         std::string chart) {
   ReportTable table;
@@ -96,19 +109,6 @@ HeaderParts split_header(const std::string& header) {
   if (open != std::string::npos && header.back() == ')')
     return {header.substr(0, open), header.substr(open + 2, header.size() - open - 3)};
   return {header, ""};
-}
-
-std::string snake(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c)) {
-      out.push_back(static_cast<char>(std::tolower(c)));
-    } else if (!out.empty() && out.back() != '_') {
-      out.push_back('_');
-    }
-  }
-  while (!out.empty() && out.back() == '_') out.pop_back();
-  return out;
 }
 
 // A displayed unit: the key's suffix and the factor from the shown number to the SI value.
@@ -159,12 +159,13 @@ ReportTable typed_from_display(const ReportTable& table) {
   std::vector<std::string> seen;
   for (const auto& header : table.header) {
     const HeaderParts parts = split_header(header);
-    std::string key = snake(parts.name);
+    std::string key = snake_case_key(parts.name);
     double factor = 1;
     std::string unit = parts.unit;
     if (unit.empty()) {
       for (const auto& u : kUnits)
-        if (parts.name == u.shown || snake(parts.name) == snake(u.shown)) unit = u.shown, key = "";
+        if (parts.name == u.shown || snake_case_key(parts.name) == snake_case_key(u.shown))
+          unit = u.shown, key = "";
     }
     for (const auto& u : kUnits) {
       if (unit == u.shown) {
@@ -174,7 +175,7 @@ ReportTable typed_from_display(const ReportTable& table) {
         break;
       }
     }
-    if (!unit.empty()) key += "_" + snake(unit);
+    if (!unit.empty()) key += "_" + snake_case_key(unit);
     if (key.empty()) key = "value";
     // The same quantity in another unit (GB beside bytes): kept once, the first time.
     const bool repeated = std::find(seen.begin(), seen.end(), key) != seen.end();

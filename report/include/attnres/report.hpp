@@ -64,6 +64,8 @@ ReportTable typed_table(std::string id, std::string title, std::vector<TableColu
 // where `shown_as` has a non-empty cell, as that text (a value whose displayed unit varies by row).
 void add_row(ReportTable& table, std::vector<nlohmann::json> values,
              std::vector<std::string> shown_as = {});
+// A name as a key: lower case, every run of other characters one '_' ("block N=1" -> block_n_1).
+std::string snake_case_key(const std::string& text);
 // A value as its column shows it ("n/a" for null).
 std::string shown_value(const nlohmann::json& value, Shown shown);
 // The typed form of a table for JSON output (docs/json.md §2): id, title, note, its columns
