@@ -211,7 +211,9 @@ std::vector<std::size_t> distinct_columns(const ReportTable& typed) {
 }  // namespace
 
 json table_json(const ReportTable& table) {
-  const ReportTable typed = typed_from_display(table);
+  // A typed table as it is (no copy: a sweep's table can hold millions of rows).
+  const ReportTable converted = table.columns.empty() ? typed_from_display(table) : ReportTable{};
+  const ReportTable& typed = table.columns.empty() ? converted : table;
   const auto distinct = distinct_columns(typed);
   json columns = json::array();
   for (std::size_t i : distinct)
@@ -228,7 +230,9 @@ json table_json(const ReportTable& table) {
 }
 
 std::string table_csv(const ReportTable& table) {
-  const ReportTable typed = typed_from_display(table);
+  // A typed table as it is (no copy: a sweep's table can hold millions of rows).
+  const ReportTable converted = table.columns.empty() ? typed_from_display(table) : ReportTable{};
+  const ReportTable& typed = table.columns.empty() ? converted : table;
   auto quote = [](const std::string& cell) {
     if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
     std::string out = "\"";
