@@ -68,6 +68,10 @@ constexpr Command kCommands[] = {
      layout_command, 11},
     {"recompute", "memory per rank and recompute FLOPs with activation checkpointing",
      recompute_command, 12},
+    {"memory",
+     "memory per rank under TP/CP/EP/PP/DP, ZeRO and recompute against the\n"
+     "device capacity: fits or not, and communication per step",
+     memory_command, 15},
     {"calibrate", "modelled vs measured for public AttnRes overhead measurements",
      calibrate_command, 14},
     {"scaling", "the paper's scaling-law fits: compute to reach a loss, multipliers",

@@ -43,6 +43,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
 int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int strategies_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int layout_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int memory_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int recompute_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -462,7 +462,7 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
           "[--seq-shards k] [--chunk tokens] [--scheme SPEC|all [--compare SPEC ...] [--gate G] "
           "[--key-norm on|off] [--window W] [--depth-heads H] [--query-source static|input] "
           "[--mixing attention|scalars] [--dynamic on|off] [--sinkhorn-iterations I]] "
-          "[--format table|markdown|json|csv]" +
+          "[--format table|markdown|json|csv] [model flags]" +
               scheme_help())) {
     return kExitOk;
   }
@@ -470,6 +470,10 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
   const bool refining = check_scheme_flags(values, schemes);
   if (!schemes.scheme.empty())
     flags.refuse_unused(values, "the scheme comparison of --scheme", {"streams", "dtype"});
+  else
+    flags.refuse_unused(values, "the cost report",
+                        {"streams", "ffn", "tokens", "batch", "dtype", "seq_shards", "chunk", "pp",
+                         "vpp", "architecture"});
   const CostInputs inputs = flags.resolved();
   if (schemes.scheme.empty()) {
     print_cost_report(out, inputs, format.format);

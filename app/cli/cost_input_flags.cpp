@@ -35,22 +35,43 @@ void InputFlags::add_to(po::options_description& options, bool for_pipeline) {
                           "uneven blocks: sublayers per block, e.g. 6,6,4 (sum = L), instead of "
                           "blocks, block size or layers per block");
     }
-    if (field.key == "tokens") {
-      group.add_options()("dtype", po::value(&dtype)->default_value("bf16"),
-                          "element type: bf16 | fp16 | fp32 | fp8");
-    }
   }
+  // The choices (dtype, attention, mlp, recompute, sequence-parallel) and the hybrid list.
+  for (const auto& choice : cost_input_choices()) {
+    std::string names;
+    for (std::size_t i = 0; i < choice.names.size(); ++i)
+      names += (i ? " | " : "") + choice.names[i];
+    const std::string help = std::string(choice.help) + ": " + names;
+    group.add_options()(
+        std::string(choice.flag).c_str(),
+        po::value(&choices[std::string(choice.key)])->default_value(choice.get(defaults)),
+        help.c_str());
+  }
+  group.add_options()("full-attention-layers", po::value(&full_attention_layers),
+                      "hybrid by list: the 1-based layers that keep the attention kind, e.g. "
+                      "4,8,12 (the others linear), instead of a hybrid period");
   options.add(group);
 }
 
 std::string InputFlags::flag_for_field(const std::string& key) const {
   if (key == "block_sizes") return "--block-sizes";
+  if (key == "full_attention_layers") return "--full-attention-layers";
+  if (const CostInputChoice* choice = find_cost_input_choice(key))
+    return "--" + std::string(choice->flag);
   const CostInputField* field = find_cost_input_field(key);
   return field ? "--" + flag_name(*field, pipeline) : key;
 }
 
 CostInputs InputFlags::resolved() {
-  inputs.dtype = parse_flag_value([&] { return parse_dtype(dtype, "--dtype"); });
+  for (const auto& choice : cost_input_choices()) {
+    const std::string& name = choices[std::string(choice.key)];
+    if (name.empty()) continue;
+    parse_flag_value([&] { choice.set(inputs, name, "--" + std::string(choice.flag)); });
+  }
+  if (!full_attention_layers.empty()) {
+    inputs.full_attention_layers = parse_flag_value(
+        [&] { return parse_block_list(full_attention_layers, "--full-attention-layers"); });
+  }
   if (!block_sizes.empty()) {
     inputs.block_sizes =
         parse_flag_value([&] { return parse_block_list(block_sizes, "--block-sizes"); });
@@ -77,30 +98,67 @@ CostInputs InputFlags::resolved_for_listing(const std::string& command) {
   return out;
 }
 
+const std::vector<std::string_view>& InputFlags::architecture_keys() {
+  static const std::vector<std::string_view> keys = {
+      "heads",      "kv_heads",      "head_dim",  "kv_latent", "rope_dim",
+      "q_latent",   "hybrid_period", "experts",   "active",    "shared",
+      "expert_ffn", "dense_layers",  "attention", "mlp",       "full_attention_layers"};
+  return keys;
+}
+
+const std::vector<std::string_view>& InputFlags::parallel_keys() {
+  static const std::vector<std::string_view> keys = {
+      "tp", "cp", "ep", "dp", "zero", "optimizer_bytes", "recompute", "sequence_parallel", "vocab"};
+  return keys;
+}
+
 void InputFlags::refuse_unused(const po::variables_map& values, const std::string& what,
                                std::initializer_list<std::string_view> used) const {
-  auto uses = [&](std::string_view key) {
-    return std::find(used.begin(), used.end(), key) != used.end();
+  auto in = [](const std::vector<std::string_view>& keys, std::string_view key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
   };
+  auto uses = [&](std::string_view key) {
+    for (const std::string_view u : used) {
+      if (u == key) return true;
+      if (u == "architecture" && in(architecture_keys(), key)) return true;
+      if (u == "parallel" && in(parallel_keys(), key)) return true;
+    }
+    return false;
+  };
+  // The block shape, L and d are always used.
+  static const std::vector<std::string_view> always = {"sublayers", "layers",     "d_model",
+                                                       "blocks",    "block_size", "block_layers"};
   std::string list = "the block shape, --d-model";
   std::vector<std::string> flags;
-  for (const auto& field : cost_input_fields()) {
-    if (uses(field.key)) flags.push_back("--" + flag_name(field, pipeline));
+  for (const std::string_view u : used) {
+    if (u == "architecture")
+      flags.emplace_back("the architecture flags");
+    else if (u == "parallel")
+      flags.emplace_back("the parallelism flags");
+    else
+      flags.push_back(flag_for_field(std::string(u)));
   }
-  if (uses("dtype")) flags.push_back("--dtype");
   for (std::size_t i = 0; i < flags.size(); ++i)
     list += (i + 1 == flags.size() ? " and " : ", ") + flags[i];
-  auto refuse = [&](const std::string& flag) {
-    throw UsageError("--" + flag + " does not change " + what + " (it uses only " + list +
-                     "); leave it out");
+  auto refuse = [&](const std::string& flag, const std::string& key) {
+    std::string hint;
+    if (in(parallel_keys(), key) && !uses("tp"))
+      hint = "; memory per rank under parallelism: attnres memory";
+    throw UsageError("--" + flag + " does not change " + what + " (it uses only " + list + ")" +
+                     hint + "; leave it out");
   };
   for (const auto& field : cost_input_fields()) {
-    if (field.section == "model" && field.key != "streams" && field.key != "ffn") continue;
-    if (uses(field.key)) continue;
+    if (in(always, field.key) || uses(field.key)) continue;
     const std::string flag = flag_name(field, pipeline);
-    if (given(values, flag.c_str())) refuse(flag);
+    if (given(values, flag.c_str())) refuse(flag, std::string(field.key));
   }
-  if (!uses("dtype") && given(values, "dtype")) refuse("dtype");
+  for (const auto& choice : cost_input_choices()) {
+    if (uses(choice.key)) continue;
+    const std::string flag(choice.flag);
+    if (given(values, flag.c_str())) refuse(flag, std::string(choice.key));
+  }
+  if (!uses("full_attention_layers") && given(values, "full-attention-layers"))
+    refuse("full-attention-layers", "full_attention_layers");
 }
 
 ResidualMode strategy_mode(const std::string& mode) {

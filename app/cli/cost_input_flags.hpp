@@ -6,8 +6,10 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "attnres/cost.hpp"
 #include "attnres/cost_input_fields.hpp"
@@ -17,7 +19,8 @@ namespace attnres::cli {
 
 struct InputFlags {
   CostInputs inputs;
-  std::string dtype = "bf16";
+  std::map<std::string, std::string> choices;  // CostInputChoice key -> the name typed
+  std::string full_attention_layers;
   bool pipeline =
       false;  // pipeline: --micro-batch-size instead of --batch, no prefill or mHC flags
   bool d_model_required = true;  // off for `sweep`, whose --scenario gives the model instead
@@ -36,7 +39,11 @@ struct InputFlags {
   CostInputs resolved_for_listing(const std::string& command);
   // Refuses (UsageError naming the flag) every model flag the user typed that `what` ("the
   // layout") does not depend on: it uses the block shape, --d-model and the CostInputs keys in
-  // `used` ("pp", "tokens", ...; "dtype" for --dtype), nothing else.
+  // `used` ("pp", "tokens", ...; "dtype" for --dtype; "architecture" for every architecture key,
+  // "parallel" for the parallel degrees, ZeRO, recompute, sequence parallelism and vocab),
+  // nothing else.
+  static const std::vector<std::string_view>& architecture_keys();
+  static const std::vector<std::string_view>& parallel_keys();
   void refuse_unused(const po::variables_map& values, const std::string& what,
                      std::initializer_list<std::string_view> used) const;
 };

@@ -10,7 +10,9 @@
 #include "attnres/output_schema.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/pipeline_sim.hpp"
+#include "attnres/rank_memory.hpp"
 #include "attnres/report.hpp"
+#include "attnres/strategy.hpp"
 #include "attnres/time_model.hpp"
 #include "cli.hpp"
 #include "cost_input_flags.hpp"
@@ -27,7 +29,7 @@ namespace {
 struct PipelineFlags {
   InputFlags model;
   PipelineSettings settings;
-  std::string schedule, cache, hardware, overlap, format, mode, link;
+  std::string schedule, cache, hardware, overlap, format, mode, link, strategy;
   double link_gbps = 0;
 };
 
@@ -51,16 +53,12 @@ void add_pipeline_options(po::options_description& options, PipelineFlags& flags
       "pipeline link: scale-out | intra-node")("link-bandwidth", po::value(&flags.link_gbps),
                                                "override the link bandwidth, GB/s per direction")(
       "overlap", po::value(&flags.overlap)->default_value("on"),
-      "on: transfers overlap compute; off: the sender waits")(
-      "ideal-links", "transfers cost nothing")("experts",
-                                               po::value(&settings.moe.experts)->default_value(0),
-                                               "MoE routed experts (0: dense MLP)")(
-      "active-experts", po::value(&settings.moe.active)->default_value(0),
-      "routed experts per token")(
-      "shared-experts", po::value(&settings.moe.shared)->default_value(0), "always-on experts")(
-      "expert-ffn", po::value(&settings.moe.expert_ffn)->default_value(0),
-      "SwiGLU width of one expert")("format", po::value(&flags.format)->default_value("table"),
-                                    "table | json");
+      "on: transfers overlap compute; off: the sender waits")("ideal-links",
+                                                              "transfers cost nothing")(
+      "strategy", po::value(&flags.strategy)->default_value("fused_two_phase"),
+      "implementation strategy whose saved tensors the memory counts: stack | arena | "
+      "fused_one_shot | fused_two_phase")(
+      "format", po::value(&flags.format)->default_value("table"), "table | json");
 }
 
 // --hardware: a preset name is a flag value (exit 2 when unknown); a .toml file is an input file
@@ -92,12 +90,6 @@ void set_links(const po::variables_map& values, const PipelineFlags& flags,
 // Flags that contradict each other, and the core's rules (pipeline_settings_problem) under the
 // flag of the setting they are about.
 void check_settings(const po::variables_map& values, const PipelineSettings& settings) {
-  for (const char* moe_flag : {"active-experts", "shared-experts", "expert-ffn"}) {
-    if (given(values, moe_flag) && settings.moe.experts == 0) {
-      throw UsageError(std::string("--") + moe_flag +
-                       " describes a MoE MLP and needs --experts N (N >= 1)");
-    }
-  }
   if (given(values, "link-bandwidth") && values.count("ideal-links")) {
     throw UsageError(
         "--link-bandwidth and --ideal-links contradict each other (ideal links take no time)");
@@ -118,11 +110,7 @@ void check_settings(const po::variables_map& values, const PipelineSettings& set
         {"mode", "--mode"},
         {"microbatches", "--microbatches"},
         {"schedule", "--schedule"},
-        {"link_bandwidth", "--link-bandwidth"},
-        {"experts", "--experts"},
-        {"active", "--active-experts"},
-        {"shared", "--shared-experts"},
-        {"expert_ffn", "--expert-ffn"}};
+        {"link_bandwidth", "--link-bandwidth"}};
     throw UsageError(setting_flags.at(problem->field) + ": " + problem->message);
   }
 }
@@ -137,6 +125,7 @@ PipelineSettings pipeline_settings(const po::variables_map& values, PipelineFlag
                             : default_pipeline_schedule(settings.model.vpp);
     settings.cache = parse_cache_policy(flags.cache, "--cache");
     settings.mode = parse_residual_mode(flags.mode, "--mode");
+    settings.strategy = parse_strategy(flags.strategy, "--strategy");
   });
   settings.hardware = hardware_flag(flags.hardware);
   set_links(values, flags, settings);
@@ -154,7 +143,8 @@ nlohmann::json pipeline_json(const PipelineSettings& settings, const PipelineRep
   json["pipeline"]["peak_memory_bytes_by_rank"] = pipeline.attnres.peak_memory_bytes;
   json["pipeline"]["link_bandwidth_bytes_per_second"] = pipeline.link_bandwidth;
   json["pipeline"]["bubble_denominator"] = "the busiest rank's compute time (ideal time)";
-  json["inputs"] = inputs_to_json(settings.model, &settings.hardware, settings.moe, &settings);
+  json["memory"] = memory_to_json(pipeline.memory);
+  json["inputs"] = inputs_to_json(settings.model, &settings.hardware, &settings);
   json["schema"] = schema_tag("pipeline");
   return json;
 }
@@ -176,8 +166,10 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
           "[--hardware h100|FILE.toml] "
           "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap "
           "on|off] "
-          "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] [--format "
-          "table|json]")) {
+          "[--strategy S] [--experts E --active-experts K --expert-ffn F [--shared-experts S]] "
+          "[--tp t] [--cp c] [--ep e] [--dp D] [--zero 0..3] [--recompute none|selective|full] "
+          "[model flags] "
+          "[--format table|json]")) {
     return kExitOk;
   }
   require_format(flags.format, {"table", "json"});
@@ -185,10 +177,8 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   settings.record_timeline = flags.format == "table";
   PipelineReport pipeline;
   parse_flag_value([&] { pipeline = evaluate_pipeline(settings); });
-  const StackTime prefill =
-      stack_time(settings.model, settings.moe, Phase::prefill, settings.hardware);
-  const StackTime decode =
-      stack_time(settings.model, settings.moe, Phase::decode, settings.hardware);
+  const StackTime prefill = stack_time(settings.model, Phase::prefill, settings.hardware);
+  const StackTime decode = stack_time(settings.model, Phase::decode, settings.hardware);
   if (flags.format == "json") {
     out << pipeline_json(settings, pipeline, prefill, decode).dump(2) << "\n";
     return kExitOk;

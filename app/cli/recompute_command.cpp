@@ -36,7 +36,7 @@ int recompute_command(const std::vector<std::string>& args, std::ostream& out, s
   }
   require_table_format(format);
   flags.refuse_unused(values, "the recompute table",
-                      {"ffn", "tokens", "batch", "dtype", "pp", "vpp"});
+                      {"ffn", "tokens", "batch", "dtype", "pp", "vpp", "architecture"});
   const ResidualMode residual = strategy_mode(mode);
   const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--strategy"); });
   const CostInputs inputs = flags.resolved_for_listing("recompute");

@@ -113,14 +113,15 @@ int strategies_command(const std::vector<std::string>& args, std::ostream& out, 
     return kExitOk;
   }
   require_table_format(format);
-  flags.refuse_unused(values, "the strategy costs", {"ffn", "tokens", "batch", "dtype"});
+  flags.refuse_unused(values, "the strategy costs",
+                      {"ffn", "tokens", "batch", "dtype", "architecture"});
   if (given(values, "mode") && values.count("scheme"))
     throw UsageError("--mode and --scheme both choose the scheme; give one");
   const CostInputs inputs = flags.resolved_for_listing("strategies");
   const AttnResConfig scheme = strategies_scheme(values, mode, scheme_text, inputs);
   const Hardware hw = parse_flag_value([&] { return load_hardware(hardware); });
-  std::vector<ReportTable> tables = {strategies_table(scheme, inputs, {}, hw),
-                                     decode_table(scheme, inputs, {}, hw)};
+  std::vector<ReportTable> tables = {strategies_table(scheme, inputs, hw),
+                                     decode_table(scheme, inputs, hw)};
   if (values.count("calls")) {
     const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--calls"); });
     tables.push_back(calls_table(picked, scheme, inputs, hw));

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "attnres/block_layout.hpp"
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
@@ -44,8 +45,16 @@ void override_from_flags(const InputFlags& flags, const po::variables_map& value
     if (values.count(name) && !values[name].defaulted())
       set_cost_input(in, std::string(field.key), flags.inputs.*field.member);
   }
-  if (values.count("dtype") && !values["dtype"].defaulted()) {
-    in.dtype = parse_flag_value([&] { return parse_dtype(flags.dtype, "--dtype"); });
+  for (const auto& choice : cost_input_choices()) {
+    const std::string flag(choice.flag);
+    if (values.count(flag) && !values[flag].defaulted()) {
+      parse_flag_value(
+          [&] { choice.set(in, flags.choices.at(std::string(choice.key)), "--" + flag); });
+    }
+  }
+  if (values.count("full-attention-layers")) {
+    in.full_attention_layers = parse_flag_value(
+        [&] { return parse_block_list(flags.full_attention_layers, "--full-attention-layers"); });
   }
 }
 
@@ -231,7 +240,7 @@ void set_metrics(SweepFlags& flags, const ScenarioInputs& base) {
 
 // The sweep's base setting as its JSON's "inputs" (docs/json.md §4).
 nlohmann::json sweep_inputs_json(const ScenarioInputs& base) {
-  return inputs_to_json(base.cost, base.hardware ? &*base.hardware : nullptr, base.moe,
+  return inputs_to_json(base.cost, base.hardware ? &*base.hardware : nullptr,
                         base.pipeline ? &*base.pipeline : nullptr);
 }
 

@@ -124,8 +124,8 @@ StrategyComparison compare_strategies(const CostInputs& in, const Hardware& hard
       row.saved_vectors = cost.saved_vectors;
       row.inherent_read_vectors = cost.inherent_read_vectors;
       row.max_sources = max_sources;
-      row.train = strategy_step(entry.value, mode, in, {}, Phase::prefill, true, hardware);
-      row.decode = strategy_step(entry.value, mode, in, {}, Phase::decode, false, hardware);
+      row.train = strategy_step(entry.value, mode, in, Phase::prefill, true, hardware);
+      row.decode = strategy_step(entry.value, mode, in, Phase::decode, false, hardware);
       c.rows.push_back(std::move(row));
     }
   }

@@ -339,8 +339,8 @@ class CostView : public View {
                     false, false)};
           // The current numbers, with units.
           const CostReport report = evaluate_costs(in);
-          const StackTime prefill = stack_time(in, {}, Phase::prefill, hw),
-                          decode = stack_time(in, {}, Phase::decode, hw);
+          const StackTime prefill = stack_time(in, Phase::prefill, hw),
+                          decode = stack_time(in, Phase::decode, hw);
           const Evaluation evaluation{&report, &prefill, &decode, nullptr};
           std::vector<std::array<std::string, 3>> rows;
           for (const auto& metric : cost_metrics()) {

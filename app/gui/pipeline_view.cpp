@@ -194,11 +194,13 @@ class PipelineView : public View {
     in.batch = micro_->value();
     in.pp = pp_->value();
     in.vpp = vpp_->value();
+    in.experts = experts_->value();
+    if (in.experts > 0) {  // the other MoE inputs apply to a mixture of experts only
+      in.active = active_->value();
+      in.shared = shared_->value();
+      in.expert_ffn = expert_ffn_->value();
+    }
     s.model = resolve_cost_inputs(in);
-    s.moe.experts = experts_->value();
-    s.moe.active = active_->value();
-    s.moe.shared = shared_->value();
-    s.moe.expert_ffn = expert_ffn_->value();
     s.microbatches = m_->value();
     s.schedule = default_pipeline_schedule(in.vpp);
     s.cache = parse_cache_policy(cache_->currentText().toStdString(), "cache");
@@ -239,7 +241,6 @@ class PipelineView : public View {
           ScenarioInputs base;
           base.cost = s.model;
           base.hardware = s.hardware;
-          base.moe = s.moe;
           base.pipeline = s;
           base.pipeline->record_timeline = false;
           base.pipeline->progress =
@@ -313,10 +314,10 @@ class PipelineView : public View {
     micro_->setValue(static_cast<int>(s.inputs.batch));
     pp_->setValue(static_cast<int>(s.inputs.pp));
     vpp_->setValue(static_cast<int>(s.inputs.vpp));
-    experts_->setValue(static_cast<int>(s.moe.experts));
-    active_->setValue(static_cast<int>(s.moe.active));
-    shared_->setValue(static_cast<int>(s.moe.shared));
-    expert_ffn_->setValue(static_cast<int>(s.moe.expert_ffn));
+    experts_->setValue(static_cast<int>(s.inputs.experts));
+    active_->setValue(static_cast<int>(s.inputs.active));
+    shared_->setValue(static_cast<int>(s.inputs.shared));
+    expert_ffn_->setValue(static_cast<int>(s.inputs.expert_ffn));
     const Hardware hw = s.pipeline   ? s.pipeline->hardware
                         : s.hardware ? *s.hardware
                                      : load_hardware("h100");
@@ -341,7 +342,11 @@ class PipelineView : public View {
   // The pipeline settings (the model is the cost explorer's, the scenario's one [model]).
   void save_to(Scenario& s) const override {
     const PipelineSettings p = settings();
-    s.moe = p.moe;
+    // The MoE shape is the pipeline view's: it goes into the scenario's [moe].
+    s.inputs.experts = p.model.experts;
+    s.inputs.active = p.model.active;
+    s.inputs.shared = p.model.shared;
+    s.inputs.expert_ffn = p.model.expert_ffn;
     s.hardware = p.hardware;
     PipelineSettings saved = p;
     saved.model = s.has_model ? s.inputs : p.model;

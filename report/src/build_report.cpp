@@ -39,18 +39,35 @@ void add_strategy_sections(const Scenario& s, Report& report) {
   std::vector<ReportTable> v2;
   for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
     if (!wants(s.sections, "strategies")) continue;
-    v2.push_back(strategies_table(mode, s.inputs, s.moe, *s.hardware));
+    v2.push_back(strategies_table(mode, s.inputs, *s.hardware));
     AttnResConfig scheme;
     scheme.mode = mode;
     v2.back().chart = "strategies_" + to_string(mode);
     report.charts.push_back(strategies_chart(scheme, s.inputs, *s.hardware));
   }
   for (ResidualMode mode : {ResidualMode::block, ResidualMode::full}) {
-    if (wants(s.sections, "decode")) v2.push_back(decode_table(mode, s.inputs, s.moe, *s.hardware));
+    if (wants(s.sections, "decode")) v2.push_back(decode_table(mode, s.inputs, *s.hardware));
   }
   if (wants(s.sections, "layout")) v2.push_back(layout_table(s.inputs));
   if (wants(s.sections, "recompute"))
     v2.push_back(recompute_table(s.strategy_mode, s.strategy, s.inputs));
+  if (wants(s.sections, "memory")) {
+    // Memory per rank and communication per step (docs/math.md §3.7), with the [pipeline]
+    // table's micro-batches and schedule when there is one.
+    MemorySettings memory;
+    memory.mode = s.strategy_mode;
+    memory.strategy = s.strategy;
+    memory.schedule = default_pipeline_schedule(s.inputs.vpp);
+    if (s.pipeline) {
+      memory.microbatches = s.pipeline->microbatches;
+      memory.schedule = s.pipeline->schedule;
+    }
+    memory.capacity_bytes = s.hardware->memory_bytes;
+    v2.push_back(memory_table(memory_per_rank(s.inputs, memory),
+                              memory_assumptions(s.inputs, memory), " on " + s.hardware->name));
+    v2.push_back(communication_table(
+        step_communication(s.inputs, *s.hardware, memory.microbatches, memory.mode)));
+  }
   for (auto& table : v2) report.tables.push_back(std::move(table));
 }
 
@@ -170,7 +187,7 @@ Report build_report(const Scenario& s, const Progress& progress) {
 }
 
 json report_provenance(const Scenario& s) {
-  json inputs = inputs_to_json(s.inputs, s.hardware ? &*s.hardware : nullptr, s.moe,
+  json inputs = inputs_to_json(s.inputs, s.hardware ? &*s.hardware : nullptr,
                                s.pipeline ? &*s.pipeline : nullptr);
   if (!s.has_model) inputs.erase("model");
   if (wants(s.sections, "scaling")) {

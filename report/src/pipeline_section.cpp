@@ -154,10 +154,21 @@ void add_pipeline_section(const PipelineReport& p, Report& report) {
                      p.attnres.peak_activation_bytes[r]});
   }
   memory.note =
-      "Activations 17·B·T·d·(b/2) bytes per sublayer (34·sbh per layer, flash attention), plus the "
-      "received AttnRes history, held from a chunk's forward to its backward.";
+      "Activations of every sublayer (docs/math.md §3.7: Korthikanti et al. 2022 term by term, "
+      "recompute " +
+      enum_name(kRecomputePolicyNames, s.model.recompute) +
+      ") plus the received AttnRes history, held from a chunk's forward to its backward.";
   report.tables.push_back(memory);
   report.charts.push_back(pipeline_memory_chart(p));
+  MemorySettings settings;
+  settings.microbatches = s.microbatches;
+  settings.schedule = s.schedule;
+  settings.mode = s.mode;
+  settings.strategy = s.strategy;
+  report.tables.push_back(memory_table(p.memory, memory_assumptions(s.model, settings),
+                                       " (activations and history at the simulated peak)"));
+  report.tables.push_back(
+      communication_table(step_communication(s.model, s.hardware, s.microbatches, s.mode)));
 }
 
 }  // namespace attnres

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/cost_input_fields.hpp"
@@ -19,10 +20,10 @@ namespace attnres::detail {
 Scenario ScenarioReader::read(const toml::table& root) {
   Scenario s;
   s.source = source();
-  check_keys(
-      root, "",
-      {"title", "description", "source", "sections", "model", "sequence", "parallel", "scaling",
-       "sweep", "hardware", "moe", "pipeline", "train", "implementation", "calibration"});
+  check_keys(root, "",
+             {"title", "description", "source", "sections", "model", "sequence", "parallel",
+              "scaling", "sweep", "hardware", "attention", "moe", "pipeline", "train",
+              "implementation", "calibration"});
   read_header(root, s);
   read_sections(root, s);
   read_scaling(root, s);
@@ -30,7 +31,6 @@ Scenario ScenarioReader::read(const toml::table& root) {
   check_training_section(root, s);
   if (!read_model(root, s)) return s;
   read_hardware(root, s);
-  read_moe(root, s);
   read_pipeline(root, s);
   check_section_needs(root, s);
   read_sweeps(root, s);
@@ -82,34 +82,38 @@ bool ScenarioReader::read_model(const toml::table& root, Scenario& s) {
   }
   s.has_model = true;
   CostInputs& in = s.inputs;
-  // The integer inputs come from the one table of cost inputs (cost_input_fields.hpp).
-  std::vector<std::string> model_keys = cost_input_keys("model");
-  model_keys.push_back("block_sizes");
-  check_keys(*model, "model.", model_keys);
-  read_inputs(*model, "model", in);
-  if (const toml::node* n = model->get("block_sizes")) {
-    if (!n->is_array()) fail(n->source(), "model.block_sizes must be an array of integers");
-    for (const auto& item : *n->as_array())
-      in.block_sizes.push_back(integer(item, "model.block_sizes entry"));
-    locations_["block_sizes"] = n->source();
-  }
+  // Every input comes from the one table of cost inputs (cost_input_fields.hpp): [model],
+  // [attention], [moe], [sequence] and [parallel], integers, choices and the two lists.
   model_region_ = model->source();
-  if (const toml::table* sequence = table(root, "sequence")) {
-    std::vector<std::string> keys = cost_input_keys("sequence");
-    keys.push_back("dtype");
-    check_keys(*sequence, "sequence.", keys);
-    read_inputs(*sequence, "sequence", in);
-    if (const toml::node* n = sequence->get("dtype")) {
-      try {
-        in.dtype = parse_dtype(string(*n, "sequence.dtype"), "sequence.dtype");
-      } catch (const Error& error) {
-        fail(n->source(), error.what());
+  for (const std::string_view section : kCostInputSections) {
+    const toml::table* t = section == "model" ? model : table(root, std::string(section).c_str());
+    if (!t) continue;
+    const std::string prefix = std::string(section) + ".";
+    check_keys(*t, prefix, cost_input_section_keys(section));
+    read_inputs(*t, section, in);
+    for (const auto& choice : cost_input_choices()) {
+      if (choice.section != section) continue;
+      if (const toml::node* n = t->get(std::string(choice.key))) {
+        const std::string where = prefix + std::string(choice.key);
+        try {
+          choice.set(in, string(*n, where), where);
+        } catch (const Error& error) {
+          fail(n->source(), error.what());
+        }
+        locations_[std::string(choice.key)] = n->source();
       }
     }
-  }
-  if (const toml::table* parallel = table(root, "parallel")) {
-    check_keys(*parallel, "parallel.", cost_input_keys("parallel"));
-    read_inputs(*parallel, "parallel", in);
+    for (const auto& [list_section, key, target] :
+         {std::tuple{"model", "block_sizes", &in.block_sizes},
+          std::tuple{"attention", "full_attention_layers", &in.full_attention_layers}}) {
+      if (section != list_section) continue;
+      if (const toml::node* n = t->get(key)) {
+        if (!n->is_array()) fail(n->source(), prefix + key + " must be an array of integers");
+        for (const auto& item : *n->as_array())
+          target->push_back(integer(item, prefix + key + " entry"));
+        locations_[key] = n->source();
+      }
+    }
   }
   try {
     in = resolve_cost_inputs(in);
@@ -125,7 +129,18 @@ bool ScenarioReader::read_model(const toml::table& root, Scenario& s) {
         keys.emplace_back(key);
     }
     for (const auto& key : keys) {
-      if (auto it = locations_.find(key); it != locations_.end()) fail(it->second, error.what());
+      if (auto it = locations_.find(key); it != locations_.end()) {
+        // The message names the key as the file spells it ("moe.active: ...").
+        std::string section;
+        if (const CostInputField* f = find_cost_input_field(key)) section = std::string(f->section);
+        if (const CostInputChoice* c = find_cost_input_choice(key))
+          section = std::string(c->section);
+        if (key == "block_sizes") section = "model";
+        if (key == "full_attention_layers") section = "attention";
+        fail(it->second, section.empty() || section == "model"
+                             ? std::string(error.what())
+                             : section + "." + key + ": " + error.what());
+      }
     }
     fail(model_region_, error.what());
   }
@@ -223,32 +238,6 @@ void ScenarioReader::read_hardware(const toml::table& root, Scenario& s) const {
   s.hardware = detail::read_hardware_layers(*this, layers, "hardware");
 }
 
-void ScenarioReader::read_moe(const toml::table& root, Scenario& s) const {
-  const toml::table* moe = table(root, "moe");
-  if (!moe) return;
-  check_keys(*moe, "moe.", {"experts", "active", "shared", "expert_ffn"});
-  // Structure here (the three sizes are required in [moe]); the value rules are the core's.
-  auto read = [&](const char* key, std::int64_t& out, bool required_key) {
-    const toml::node* node = moe->get(key);
-    if (!node) {
-      if (required_key) fail(moe->source(), std::string("[moe] needs '") + key + "'");
-      return;
-    }
-    out = integer(*node, std::string("moe.") + key);
-  };
-  read("experts", s.moe.experts, true);
-  read("active", s.moe.active, true);
-  read("expert_ffn", s.moe.expert_ffn, true);
-  read("shared", s.moe.shared, false);
-  if (s.moe.experts < 1)
-    fail(moe->get("experts")->source(),
-         "moe.experts must be >= 1 (leave [moe] out for a dense MLP)");
-  if (const auto problem = moe_problem(s.moe)) {
-    const toml::node* node = moe->get(problem->field);
-    fail(node ? node->source() : moe->source(), "moe." + problem->field + ": " + problem->message);
-  }
-}
-
 void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
   const toml::table* pipe = table(root, "pipeline");
   if (!pipe) return;
@@ -292,7 +281,6 @@ void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
       fail(n->source(), "pipeline.link_bandwidth must be > 0 bytes/s (or set ideal_links = true)");
   }
   p.model = s.inputs;
-  p.moe = s.moe;
   if (const auto problem = pipeline_settings_problem(p)) {
     const toml::node* node = pipe->get(problem->field);
     fail(node ? node->source() : pipe->source(),
@@ -317,7 +305,8 @@ void ScenarioReader::check_section_needs(const toml::table& root, Scenario& s) c
     if (s.pipeline) s.sections.push_back("pipeline_sim");
   }
   for (const auto& section : s.sections) {
-    const bool needs_hardware = section == "time" || section == "strategies" || section == "decode";
+    const bool needs_hardware =
+        section == "time" || section == "strategies" || section == "decode" || section == "memory";
     if ((needs_hardware && !s.hardware) || (section == "pipeline_sim" && !s.pipeline)) {
       fail(root.get("sections")->source(),
            "section '" + section + "' needs " +

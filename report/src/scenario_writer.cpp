@@ -45,20 +45,19 @@ std::string values_array(const std::vector<std::int64_t>& values) {
 
 void write_cost_inputs(const CostInputs& in, std::ostringstream& out) {
   // Every primary input of the one table, in its TOML table (derived aliases are left out).
-  for (const char* section : {"model", "sequence", "parallel"}) {
+  for (const std::string_view section : kCostInputSections) {
     out << "\n[" << section << "]\n";
     for (const auto& field : cost_input_fields()) {
       if (field.section == section && !field.derived)
         out << field.key << " = " << in.*field.member << "\n";
     }
-    if (std::string_view(section) == "model" && !in.block_sizes.empty()) {
-      out << "block_sizes = [";
-      for (std::size_t i = 0; i < in.block_sizes.size(); ++i)
-        out << (i ? ", " : "") << in.block_sizes[i];
-      out << "]\n";
+    for (const auto& choice : cost_input_choices()) {
+      if (choice.section == section) out << choice.key << " = " << quoted(choice.get(in)) << "\n";
     }
-    if (std::string_view(section) == "sequence")
-      out << "dtype = " << quoted(to_string(in.dtype)) << "\n";
+    if (section == "model" && !in.block_sizes.empty())
+      out << "block_sizes = " << values_array(in.block_sizes) << "\n";
+    if (section == "attention" && !in.full_attention_layers.empty())
+      out << "full_attention_layers = " << values_array(in.full_attention_layers) << "\n";
   }
 }
 
@@ -72,6 +71,7 @@ void write_hardware(const Hardware& hw, std::ostringstream& out) {
       << "\nlink_latency = " << toml_number(hw.link_latency)
       << "\nkernel_floor = " << toml_number(hw.kernel_floor)
       << "\ngpus_per_node = " << hw.gpus_per_node
+      << (hw.memory_bytes > 0 ? "\nmemory_bytes = " + toml_number(hw.memory_bytes) : std::string())
       << "\nefficiency = { compute = " << toml_number(hw.compute_efficiency)
       << ", memory = " << toml_number(hw.memory_efficiency)
       << ", link = " << toml_number(hw.link_efficiency) << " }\n";
@@ -149,10 +149,6 @@ std::string scenario_to_toml(const Scenario& s) {
       << toml_number(s.scaling.loss_from) << ", " << toml_number(s.scaling.loss_to) << "]\n";
   if (s.hardware) write_hardware(*s.hardware, out);
   if (s.training) write_training(*s.training, out);
-  if (s.moe.experts > 0) {
-    out << "\n[moe]\nexperts = " << s.moe.experts << "\nactive = " << s.moe.active
-        << "\nshared = " << s.moe.shared << "\nexpert_ffn = " << s.moe.expert_ffn << "\n";
-  }
   if (s.pipeline) write_pipeline(*s.pipeline, out);
   for (const auto& sweep : s.sweeps) write_sweep(sweep, out);
   return out.str();

@@ -54,17 +54,15 @@ bool not_applicable_row(ReportTable& t, Strategy strategy, std::string_view name
 
 }  // namespace
 
-ReportTable strategies_table(ResidualMode mode, const CostInputs& in, const MoeShape& moe,
-                             const Hardware& hw) {
-  return strategies_table(mode_scheme(mode), in, moe, hw);
+ReportTable strategies_table(ResidualMode mode, const CostInputs& in, const Hardware& hw) {
+  return strategies_table(mode_scheme(mode), in, hw);
 }
 
-ReportTable decode_table(ResidualMode mode, const CostInputs& in, const MoeShape& moe,
-                         const Hardware& hw) {
-  return decode_table(mode_scheme(mode), in, moe, hw);
+ReportTable decode_table(ResidualMode mode, const CostInputs& in, const Hardware& hw) {
+  return decode_table(mode_scheme(mode), in, hw);
 }
 
-ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, const MoeShape& moe,
+ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in,
                              const Hardware& hw) {
   ReportTable t = typed_table(
       "strategies_" + scheme_id(scheme),
@@ -88,7 +86,7 @@ ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, 
   for (const auto& [strategy, name] : kStrategyNames) {
     if (not_applicable_row(t, strategy, name, ops)) continue;
     const StrategyCost cost = scheme_strategy_cost(strategy, scheme, in);
-    const StrategyStep step = strategy_step(strategy, scheme, in, moe, Phase::prefill, true, hw);
+    const StrategyStep step = strategy_step(strategy, scheme, in, Phase::prefill, true, hw);
     auto bytes = [&](std::int64_t vectors) { return static_cast<double>(vectors) * vector_bytes; };
     add_row(t,
             {std::string(name), bytes(cost.forward.read_vectors), bytes(cost.forward.write_vectors),
@@ -98,7 +96,7 @@ ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in, 
              step.forward.seconds + step.backward.seconds, step.overhead_fraction});
   }
   const StrategyStep reference =
-      strategy_step(Strategy::fused_one_shot, scheme, in, moe, Phase::prefill, true, hw);
+      strategy_step(Strategy::fused_one_shot, scheme, in, Phase::prefill, true, hw);
   t.note = "One micro-batch of B = " + num(in.batch) + " x T = " + num(in.tokens) +
            " tokens, d = " + num(in.d_model) + ", L = " + num(in.sublayers) + ", blocks " +
            (scheme.mode == ResidualMode::block ? scheme_layout(scheme, in).describe()
@@ -145,8 +143,7 @@ ChartSpec strategies_chart(const AttnResConfig& scheme, const CostInputs& in, co
   return chart;
 }
 
-ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& in, const MoeShape& moe,
-                         const Hardware& hw) {
+ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& in, const Hardware& hw) {
   ReportTable t = typed_table(
       "decode_" + scheme_id(scheme), scheme_title(scheme) + " per decode step (docs/math.md §3.6)",
       {{"strategy", "strategy", Shown::text},
@@ -160,9 +157,8 @@ ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& in, cons
   const ReadOps ops = read_ops_of(scheme);
   for (const auto& [strategy, name] : kStrategyNames) {
     if (not_applicable_row(t, strategy, name, ops)) continue;
-    const StrategyStep decode = strategy_step(strategy, scheme, in, moe, Phase::decode, false, hw);
-    const StrategyStep prefill =
-        strategy_step(strategy, scheme, in, moe, Phase::prefill, false, hw);
+    const StrategyStep decode = strategy_step(strategy, scheme, in, Phase::decode, false, hw);
+    const StrategyStep prefill = strategy_step(strategy, scheme, in, Phase::prefill, false, hw);
     add_row(t, {std::string(name), decode.forward.launches, decode.forward.floor_bound,
                 decode.forward.seconds, decode.standard_forward.seconds, decode.model_seconds,
                 decode.overhead_fraction, prefill.overhead_fraction});

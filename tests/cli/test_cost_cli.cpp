@@ -447,7 +447,7 @@ TEST(PipelineCli, ImpossibleSchedulesAreUsageErrors) {
   expect_usage({"--experts", "4", "--active-experts", "8", "--expert-ffn", "16"},
                "--active-experts: active experts must be between 1 and the 4 experts, got 8");
   expect_usage({"--experts", "4", "--active-experts", "2", "--expert-ffn", "0"},
-               "--expert-ffn: the expert SwiGLU width");
+               "--expert-ffn: the expert MLP width must be >= 1, got 0");
   expect_usage({"--pp", "2", "--vpp", "2", "--microbatches", "3"},
                "needs the micro-batches m to be a multiple of P = 2");
   test::TempDir dir;
@@ -487,6 +487,51 @@ const std::map<std::string, Check>& scenario_checks() {
          EXPECT_EQ(io["full_two_phase"], 24.0);
          EXPECT_EQ(io["full_naive"], 128.0);
          EXPECT_EQ(r["io_elements_per_sublayer"]["mhc"], 34.0 * 7168 + 48);
+       }},
+      {"moe-61-layers-128k",
+       [](const json& r) {
+         // The question: with TP 8, CP 8, EP 64, DP 8, ZeRO-1 and full recompute every
+         // one of the 8 pipeline ranks fits an 80 GB H100, and each total is its parts' sum.
+         const auto& rows = r["tables"]["memory_per_rank"]["rows"];
+         ASSERT_EQ(rows.size(), 8u);
+         for (const auto& row : rows) {
+           EXPECT_EQ(row["fits"], true);
+           EXPECT_EQ(row["capacity_bytes"], 80e9);
+           EXPECT_NEAR(
+               row["total_bytes"].get<double>(),
+               row["weights_bytes"].get<double>() + row["gradients_bytes"].get<double>() +
+                   row["optimizer_bytes"].get<double>() + row["activations_bytes"].get<double>() +
+                   row["attnres_history_bytes"].get<double>() + row["kv_cache_bytes"].get<double>(),
+               1.0);
+         }
+         EXPECT_EQ(r["inputs"]["model"]["attention"], "mla");
+       }},
+      {"llama-3-70b",
+       [](const json& r) {
+         // The ranks' bf16 weights (ZeRO-1 keeps them whole) times t = 8 add up to the published
+         // 70.6B parameters of Llama-3-70B.
+         double parameters = 0;
+         for (const auto& row : r["tables"]["memory_per_rank"]["rows"])
+           parameters += row["weights_bytes"].get<double>() / 2 * 8;
+         EXPECT_NEAR(parameters / 1e9, 70.6, 0.1);
+         EXPECT_EQ(r["tables"]["memory_per_rank"]["rows"].size(), 4u);
+       }},
+      {"kimi-k3",
+       [](const json& r) {
+         // Blocks of 12 layers: S = 24 sublayers, N = ceil(186 / 24) = 8, 9 history vectors.
+         EXPECT_EQ(r["history_vectors_per_token"]["block"], 9.0);
+         const auto& rows = r["tables"]["memory_per_rank"]["rows"];
+         ASSERT_EQ(rows.size(), 16u);
+         for (const auto& row : rows) EXPECT_EQ(row["fits"], true);
+         EXPECT_EQ(r["inputs"]["model"]["hybrid_period"], 4);
+       }},
+      {"deepseek-v4-flash",
+       [](const json& r) {
+         // mHC with m = 4 streams: (8m + 2)d + 2m² + 4m elements per sublayer (paper Table 1).
+         EXPECT_EQ(r["io_elements_per_sublayer"]["mhc"], 34.0 * 4096 + 48);
+         const auto& rows = r["tables"]["memory_per_rank"]["rows"];
+         ASSERT_EQ(rows.size(), 4u);
+         for (const auto& row : rows) EXPECT_EQ(row["fits"], true);
        }},
       {"kimi-linear-48b",
        [](const json& r) {

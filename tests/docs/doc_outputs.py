@@ -167,7 +167,7 @@ def check_masks(where, file, entries, below):
 
 def check_presets(where, text):
     names = run("attnres strategies --help")
-    listed = re.search(r"preset \(([a-z0-9 ]+)\)", names)
+    listed = re.search(r"preset \(([a-z0-9\s]+)\)", names)  # the help may wrap the list
     presets = listed.group(1).split() if listed else []
     if not presets:
         problems.append(f"{where}: strategies --help lists no presets")

@@ -217,12 +217,12 @@ TEST(Gui, CostViewComparesTheFourStrategiesWithTheCoresNumbers) {
             std::to_string(stack_block.forward.launches) + " / " +
                 std::to_string(stack_block.backward.launches));
   const StrategyStep arena_full =
-      strategy_step(Strategy::arena, ResidualMode::full, in, {}, Phase::prefill, true, h100);
+      strategy_step(Strategy::arena, ResidualMode::full, in, Phase::prefill, true, h100);
   EXPECT_NEAR(cell_value(times, 5, 2), arena_full.overhead_fraction * 100, 0.051);
   const double train_ms = (arena_full.forward.seconds + arena_full.backward.seconds) * 1e3;
   EXPECT_NEAR(cell_value(times, 5, 1), train_ms, train_ms * 5e-3);
-  const StrategyStep two_phase_decode = strategy_step(
-      Strategy::fused_two_phase, ResidualMode::block, in, {}, Phase::decode, false, h100);
+  const StrategyStep two_phase_decode =
+      strategy_step(Strategy::fused_two_phase, ResidualMode::block, in, Phase::decode, false, h100);
   const double decode_us = two_phase_decode.forward.seconds * 1e6;
   EXPECT_NEAR(cell_value(times, 3, 3), decode_us, decode_us * 5e-3);
   EXPECT_NEAR(cell_value(times, 3, 4), two_phase_decode.overhead_fraction * 100, 0.051);

@@ -616,7 +616,7 @@ TEST(Lesson, OpenScenarioFillsEveryTabAndSaveWritesEveryTab) {
   EXPECT_EQ(saved.pipeline->microbatches, 16);
   EXPECT_EQ(saved.pipeline->cache, CachePolicy::naive);
   EXPECT_DOUBLE_EQ(saved.pipeline->link_bandwidth, 100e9);
-  EXPECT_EQ(saved.moe.experts, 256);
+  EXPECT_EQ(saved.inputs.experts, 256);
   EXPECT_EQ(saved.inputs.sublayers, 54);
   EXPECT_DOUBLE_EQ(saved.scaling.target_loss, 1.695);
   // Reopened in a new window, the pipeline tab comes back as saved.

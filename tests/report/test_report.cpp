@@ -85,7 +85,7 @@ TEST(Sweep, StreamedSweepsSeeEveryPointAndKeepOnlyWhatAChartShows) {
     sum += point.values[0];
   };
   const SweepResult result =
-      run_sweep(ScenarioInputs{base_inputs(), std::nullopt, {}, std::nullopt}, spec, run);
+      run_sweep(ScenarioInputs{base_inputs(), std::nullopt, std::nullopt}, spec, run);
   // 18 valid y values x 2500 d values; 2 x 2500 impossible settings.
   EXPECT_EQ(seen, 18u * 2500u);
   EXPECT_EQ(result.valid_count, seen);
@@ -107,7 +107,7 @@ TEST(Sweep, StreamedSweepsSeeEveryPointAndKeepOnlyWhatAChartShows) {
 
 TEST(Sweep, ImpossibleParameterValuesAreSkippedWithTheValueGiven) {
   // Before: microbatches were clamped to 10^9, so a message showed a value nobody typed.
-  ScenarioInputs in{base_inputs(), load_hardware("h100"), {}, PipelineSettings{}};
+  ScenarioInputs in{base_inputs(), load_hardware("h100"), PipelineSettings{}};
   SweepSpec spec{"m",
                  "",
                  {"microbatches", {0, 4, 5'000'000'000}},
@@ -277,9 +277,9 @@ link = "intra_node"
   EXPECT_EQ(p["scenario_text"], text);
   EXPECT_EQ(p["inputs"]["hardware"]["name"], "H100 SXM");
   EXPECT_EQ(p["inputs"]["hardware"]["compute_efficiency_fraction"], 0.4);
-  EXPECT_EQ(p["inputs"]["moe"]["experts"], 16);
+  EXPECT_EQ(p["inputs"]["model"]["experts"], 16);
   EXPECT_EQ(report.json["schema"]["name"], "attnres.report");
-  EXPECT_EQ(p["inputs"]["moe"]["expert_ffn"], 128);
+  EXPECT_EQ(p["inputs"]["model"]["expert_ffn"], 128);
   EXPECT_EQ(p["inputs"]["pipeline"]["schedule"], "1f1b");
   EXPECT_EQ(p["inputs"]["pipeline"]["cache"], "naive");
   EXPECT_EQ(p["inputs"]["pipeline"]["overlap"], false);

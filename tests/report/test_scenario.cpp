@@ -196,7 +196,7 @@ overlap = false
   EXPECT_EQ(s.hardware->scale_out_bandwidth, 25e9);
   EXPECT_EQ(s.hardware->compute_efficiency, 0.4);
   EXPECT_EQ(s.hardware->memory_efficiency, 0.8);  // kept from the preset
-  EXPECT_EQ(s.moe.experts, 256);
+  EXPECT_EQ(s.inputs.experts, 256);
   EXPECT_EQ(s.pipeline->microbatches, 16);
   EXPECT_EQ(s.pipeline->schedule, PipelineSchedule::interleaved);  // vpp > 1
   EXPECT_EQ(s.pipeline->cache, CachePolicy::naive);
@@ -285,7 +285,7 @@ TEST(ScenarioWriter, RoundTripsEverySetting) {
   ASSERT_TRUE(again.hardware && again.pipeline);
   EXPECT_EQ(again.hardware->scale_out_bandwidth, original.hardware->scale_out_bandwidth);
   EXPECT_EQ(again.hardware->source, original.hardware->source);
-  EXPECT_EQ(again.moe.experts, 256);
+  EXPECT_EQ(again.inputs.experts, 256);
   EXPECT_EQ(again.pipeline->microbatches, original.pipeline->microbatches);
   EXPECT_EQ(again.pipeline->cache, original.pipeline->cache);
   ASSERT_EQ(again.sweeps.size(), original.sweeps.size());

@@ -23,11 +23,43 @@ namespace {
 TEST(CostInputFields, ScenarioReadsEveryKeyOfTheTableAndWritesItBack) {
   // Each primary field gets a distinct value in a scenario built from the table itself; parsing
   // must put each value in its member and the writer must give the same settings back.
-  std::string model = "[model]\n", sequence = "[sequence]\n", parallel = "[parallel]\n";
-  const std::map<std::string, std::int64_t> values = {
-      {"sublayers", 24}, {"d_model", 96}, {"block_size", 4}, {"streams", 3},
-      {"ffn", 200},      {"tokens", 512}, {"batch", 2},      {"seq_shards", 4},
-      {"chunk", 128},    {"pp", 2},       {"vpp", 3}};
+  std::map<std::string, std::string> tables = {{"model", "[model]\n"},
+                                               {"attention", "[attention]\nattention = \"gqa\"\n"},
+                                               {"moe", "[moe]\n"},
+                                               {"sequence", "[sequence]\n"},
+                                               {"parallel", "[parallel]\n"}};
+  // One valid setting (GQA with a hybrid period, MoE, every parallel degree): the MLA widths
+  // do not apply to GQA and stay 0.
+  const std::map<std::string, std::int64_t> values = {{"sublayers", 24},
+                                                      {"d_model", 96},
+                                                      {"block_size", 4},
+                                                      {"streams", 3},
+                                                      {"ffn", 200},
+                                                      {"tokens", 512},
+                                                      {"batch", 2},
+                                                      {"seq_shards", 4},
+                                                      {"chunk", 128},
+                                                      {"pp", 2},
+                                                      {"vpp", 3},
+                                                      {"heads", 4},
+                                                      {"kv_heads", 2},
+                                                      {"head_dim", 24},
+                                                      {"vocab", 1000},
+                                                      {"kv_latent", 0},
+                                                      {"rope_dim", 0},
+                                                      {"q_latent", 0},
+                                                      {"hybrid_period", 3},
+                                                      {"experts", 4},
+                                                      {"active", 2},
+                                                      {"shared", 1},
+                                                      {"expert_ffn", 50},
+                                                      {"dense_layers", 1},
+                                                      {"tp", 2},
+                                                      {"cp", 2},
+                                                      {"ep", 2},
+                                                      {"dp", 2},
+                                                      {"zero", 1},
+                                                      {"optimizer_bytes", 8}};
   for (const auto& field : cost_input_fields()) {
     auto it = values.find(std::string(field.key));
     if (field.derived) {
@@ -35,18 +67,21 @@ TEST(CostInputFields, ScenarioReadsEveryKeyOfTheTableAndWritesItBack) {
       continue;
     }
     ASSERT_NE(it, values.end()) << field.key << " has no value in this test";
-    std::string& table = field.section == "model"      ? model
-                         : field.section == "sequence" ? sequence
-                                                       : parallel;
-    table += std::string(field.key) + " = " + std::to_string(it->second) + "\n";
+    tables.at(std::string(field.section)) +=
+        std::string(field.key) + " = " + std::to_string(it->second) + "\n";
   }
-  const Scenario s = parse_scenario(model + sequence + parallel, "table.toml");
+  std::string text;
+  for (const auto& [section, table] : tables) text += table;
+  const Scenario s = parse_scenario(text, "table.toml");
   for (const auto& [key, value] : values)
     EXPECT_EQ(s.inputs.*find_cost_input_field(key)->member, value) << key;
   EXPECT_EQ(s.inputs.blocks, 6);  // derived: ceil(24 / 4)
   const Scenario again = parse_scenario(scenario_to_toml(s), "again.toml");
   for (const auto& field : cost_input_fields())
     EXPECT_EQ(again.inputs.*field.member, s.inputs.*field.member) << field.key;
+  for (const auto& choice : cost_input_choices())
+    EXPECT_EQ(choice.get(again.inputs), choice.get(s.inputs)) << choice.key;
+  EXPECT_EQ(s.inputs.attention, AttentionKind::gqa);
   // A key of one table in another is refused with the table's own list.
   const std::string wrong = test::error_message(
       [] { parse_scenario("[model]\nd_model = 8\nsublayers = 4\npp = 2\n", "w.toml"); });

@@ -152,6 +152,10 @@ JSON_RUNS = [
     ["sweep", "--d-model", "1024", "--layers", "24", "--blocks", "6", "--x", "blocks", "--values", "divisors",
      "--metric", "io_elements_per_sublayer.block_two_phase",
      "--metric", "io_elements_per_sublayer.full_two_phase"],
+    ["memory"] + MODEL + ["--pp", "4", "--tp", "4", "--dp", "2", "--zero", "1"],
+    ["memory"] + MODEL + ["--attention", "mla", "--heads", "8", "--head-dim", "128", "--experts", "16",
+                          "--active-experts", "2", "--expert-ffn", "512", "--ep", "2", "--dp", "2",
+                          "--workload", "inference", "--capacity", "24"],
 ]
 CSV_RUNS = [
     ["cost"] + MODEL,
@@ -166,6 +170,7 @@ CSV_RUNS = [
     ["scaling"],
     ["sweep", "--d-model", "1024", "--layers", "24", "--blocks", "6", "--x", "blocks", "--values", "divisors",
      "--metric", "io_elements_per_sublayer.block_two_phase"],
+    ["memory"] + MODEL + ["--pp", "4", "--table", "memory_per_rank"],
 ]
 
 

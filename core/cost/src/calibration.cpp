@@ -131,13 +131,10 @@ CalibrationPoint read_point(const detail::TomlReader& reader, const toml::table&
       if (const toml::node* node = moe->get(key))
         out = reader.integer(*node, prefix + "moe." + key);
     };
-    moe_integer("experts", p.moe.experts);
-    moe_integer("active", p.moe.active);
-    moe_integer("shared", p.moe.shared);
-    moe_integer("expert_ffn", p.moe.expert_ffn);
-    if (auto problem = moe_problem(p.moe)) {
-      reader.fail(moe->source(), prefix + "moe." + problem->field + ": " + problem->message);
-    }
+    moe_integer("experts", in.experts);
+    moe_integer("active", in.active);
+    moe_integer("shared", in.shared);
+    moe_integer("expert_ffn", in.expert_ffn);
   }
   if (is_call(p.quantity)) {
     text("call", p.call, true);
@@ -227,7 +224,7 @@ std::vector<CalibrationRow> evaluate_calibration(const CalibrationTable& table) 
                    " tokens";
     } else {
       const bool decode = p.quantity == CalibrationQuantity::decode_overhead_max;
-      const StrategyStep step = strategy_step(p.strategy, p.mode, p.inputs, p.moe,
+      const StrategyStep step = strategy_step(p.strategy, p.mode, p.inputs,
                                               decode ? Phase::decode : p.phase, !decode, hw);
       row.modelled = p.quantity == CalibrationQuantity::throughput_change
                          ? 1 / (1 + step.overhead_fraction) - 1

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "attnres/architecture.hpp"
 #include "attnres/block_layout.hpp"
 #include "attnres/checked_math.hpp"
 #include "named_schemes.hpp"
@@ -124,11 +125,8 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
   }
   if (auto p = below(in.streams, 1, "streams", "residual streams m")) return p;
   if (auto p = below(in.ffn, 0, "ffn", "FFN width")) return p;
-  if (in.ffn == 0) {
-    if (in.d_model > std::numeric_limits<std::int64_t>::max() / 8) {
-      return problem("d_model", "width d is too large");
-    }
-    in.ffn = in.d_model * 8 / 3;
+  if (in.d_model > std::numeric_limits<std::int64_t>::max() / 8) {
+    return problem("d_model", "width d is too large");
   }
   if (auto p = below(in.tokens, 1, "tokens", "sequence length T")) return p;
   if (auto p = below(in.batch, 1, "batch", "batch B")) return p;
@@ -151,6 +149,7 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
                              " chunks exceed L = " + std::to_string(L) +
                              " sublayers (every chunk needs at least one sublayer)");
   }
+  if (auto p = resolve_architecture(in)) return p;
   // Products the engine forms later must fit 64 bits: B·b·N·T·d, (L+1)(L+2)/2 and (L+1)·d.
   std::int64_t product = 0;
   if (__builtin_mul_overflow(in.batch, std::int64_t{bytes_per_element(in.dtype)}, &product) ||
@@ -214,7 +213,7 @@ CostReport evaluate_costs(const CostInputs& in) {
   r.boundary_peak_cached_elements = checked_multiply(peak_cached, d, what);
   r.depth_flops_full = depth_attention_flops(ResidualMode::full, L, 1, d);
   r.depth_flops_block = depth_attention_flops(ResidualMode::block, L, S, d);
-  r.model_flops = model_flops_per_token(L, d, in.ffn, in.tokens);
+  r.model_flops = model_flops_per_token(in);
   return r;
 }
 

@@ -53,16 +53,6 @@ double depth_attention_flops(ResidualMode mode, std::int64_t sublayers, std::int
          static_cast<double>(sublayers + 1) * 2.0 * D;
 }
 
-double model_flops_per_token(std::int64_t sublayers, std::int64_t d, std::int64_t ffn,
-                             std::int64_t tokens) {
-  const double D = static_cast<double>(d);
-  const double attention = 8.0 * D * D + 2.0 * static_cast<double>(tokens) * D;
-  const double mlp = 6.0 * D * static_cast<double>(ffn);
-  const auto attention_count = static_cast<double>((sublayers + 1) / 2);
-  const auto mlp_count = static_cast<double>(sublayers / 2);
-  return attention_count * attention + mlp_count * mlp;
-}
-
 // ---------------------------------------------------------------- docs/math.md §3.5
 
 double ScalingFit::loss_at(double compute) const {

@@ -29,8 +29,8 @@ CostInputField make(std::string_view key, std::int64_t CostInputs::*member,
   return field;
 }
 
-std::array<CostInputField, 14> build_fields() {
-  std::array<CostInputField, 14> f = {
+std::array<CostInputField, kCostInputFieldCount> build_fields() {
+  std::array<CostInputField, kCostInputFieldCount> f = {
       make("sublayers", &CostInputs::sublayers, "model", "sublayers", "L", "sublayers L",
            "sublayers", "sublayers L (attention and MLP each count; 2 x transformer layers)"),
       make("layers", &CostInputs::layers, "model", "layers", "", "transformer layers", "layers",
@@ -61,6 +61,48 @@ std::array<CostInputField, 14> build_fields() {
            "pipeline ranks P"),
       make("vpp", &CostInputs::vpp, "parallel", "vpp", "V", "virtual stages V", "stages per rank",
            "virtual stages V per rank (V > 1: interleaved)"),
+      make("heads", &CostInputs::heads, "model", "heads", "H", "attention heads H", "heads",
+           "attention heads H (0: d / 128, or the largest divisor of d below it)"),
+      make("kv_heads", &CostInputs::kv_heads, "model", "kv-heads", "H_kv", "KV heads H_kv", "heads",
+           "key/value heads H_kv of GQA (0: H for mha, 1 for mqa)"),
+      make("head_dim", &CostInputs::head_dim, "model", "head-dim", "d_h", "head width d_h",
+           "elements", "width of one head d_h (0: d / H)"),
+      make("vocab", &CostInputs::vocab, "model", "vocab", "", "vocabulary", "tokens",
+           "vocabulary size: embedding and LM head rows (0: not counted)"),
+      make("kv_latent", &CostInputs::kv_latent, "attention", "kv-latent", "d_c", "MLA latent d_c",
+           "elements", "MLA: cached key/value latent width d_c (0: 512)"),
+      make("rope_dim", &CostInputs::rope_dim, "attention", "rope-dim", "d_r", "MLA RoPE width d_r",
+           "elements", "MLA: decoupled RoPE key width d_r, cached beside the latent (0: 64)"),
+      make("q_latent", &CostInputs::q_latent, "attention", "q-latent", "", "MLA query latent",
+           "elements", "MLA: query compression rank (0: no query compression)"),
+      make("hybrid_period", &CostInputs::hybrid_period, "attention", "hybrid-period", "",
+           "hybrid period", "layers",
+           "hybrid: linear attention except every k-th layer and the last, which keep the "
+           "attention kind (0: every layer keeps it)"),
+      make("experts", &CostInputs::experts, "moe", "experts", "E", "routed experts E", "experts",
+           "MoE routed experts E (0: dense MLP)"),
+      make("active", &CostInputs::active, "moe", "active-experts", "k", "experts per token k",
+           "experts", "routed experts per token k (top-k)"),
+      make("shared", &CostInputs::shared, "moe", "shared-experts", "", "shared experts", "experts",
+           "always-on shared experts"),
+      make("expert_ffn", &CostInputs::expert_ffn, "moe", "expert-ffn", "F_e", "expert width F_e",
+           "elements", "MLP width of one expert F_e"),
+      make("dense_layers", &CostInputs::dense_layers, "moe", "dense-layers", "", "dense layers",
+           "layers", "first layers with a dense MLP of width F before the MoE layers"),
+      make("tp", &CostInputs::tp, "parallel", "tp", "t", "tensor parallel t", "ranks",
+           "tensor-parallel ranks t (Megatron-LM: heads and MLP width split t ways)"),
+      make("cp", &CostInputs::cp, "parallel", "cp", "c", "context parallel c", "ranks",
+           "context-parallel ranks c (the sequence split c ways, ring attention)"),
+      make("ep", &CostInputs::ep, "parallel", "ep", "e", "expert parallel e", "ranks",
+           "expert-parallel ranks e (experts split e ways; e divides t·c·DP)"),
+      make("dp", &CostInputs::dp, "parallel", "dp", "D", "data parallel D", "ranks",
+           "data-parallel replicas D"),
+      make("zero", &CostInputs::zero, "parallel", "zero", "", "ZeRO stage", "stage",
+           "ZeRO stage over the data-parallel ranks: 0 none, 1 optimizer, 2 + gradients, 3 + "
+           "weights (FSDP)"),
+      make("optimizer_bytes", &CostInputs::optimizer_bytes, "parallel", "optimizer-bytes", "K",
+           "optimizer bytes K", "bytes per parameter",
+           "optimizer state bytes per parameter K (Adam in mixed precision: 12)"),
   };
   auto at = [&f](std::string_view key) -> CostInputField& {
     return *std::find_if(f.begin(), f.end(), [&](const CostInputField& x) { return x.key == key; });
@@ -89,14 +131,82 @@ std::array<CostInputField, 14> build_fields() {
   at("streams").input_max = 64;
   at("pp").input_max = 4096;
   at("vpp").input_max = 64;
+  for (const char* key :
+       {"heads", "kv_heads", "head_dim", "vocab", "kv_latent", "rope_dim", "q_latent",
+        "hybrid_period", "experts", "active", "shared", "expert_ffn", "dense_layers", "zero"})
+    at(key).input_min = 0;
+  at("zero").input_max = 3;
+  at("optimizer_bytes").input_min = 0;
+  at("optimizer_bytes").input_max = 64;
+  for (const char* key : {"tp", "cp", "ep", "dp"}) at(key).input_max = 1'000'000;
   return f;
 }
 
 }  // namespace
 
 std::span<const CostInputField> cost_input_fields() {
-  static const std::array<CostInputField, 14> fields = build_fields();
+  static const std::array<CostInputField, kCostInputFieldCount> fields = build_fields();
   return fields;
+}
+
+std::span<const CostInputChoice> cost_input_choices() {
+  static const std::vector<CostInputChoice> choices = {
+      {"dtype", "sequence", "dtype", "element type",
+       "element type of activations, history and traffic", enum_names(kDTypeNames),
+       [](const CostInputs& in) { return to_string(in.dtype); },
+       [](CostInputs& in, const std::string& name, const std::string& where) {
+         in.dtype = parse_dtype(name, where);
+       }},
+      {"attention", "attention", "attention", "attention kind",
+       "attention of the layers: mha, gqa (give kv-heads), mqa, mla (latent KV) or linear "
+       "(fixed-size state, KDA)",
+       enum_names(kAttentionKindNames),
+       [](const CostInputs& in) { return enum_name(kAttentionKindNames, in.attention); },
+       [](CostInputs& in, const std::string& name, const std::string& where) {
+         in.attention = parse_enum(kAttentionKindNames, name, where, "unknown attention kind");
+       }},
+      {"mlp", "model", "mlp", "MLP kind",
+       "MLP: swiglu (3 matrices, F = 8d/3) or gelu (GPT: 2 matrices, F = 4d, with dropout)",
+       enum_names(kMlpKindNames),
+       [](const CostInputs& in) { return enum_name(kMlpKindNames, in.mlp); },
+       [](CostInputs& in, const std::string& name, const std::string& where) {
+         in.mlp = parse_enum(kMlpKindNames, name, where, "unknown MLP kind");
+       }},
+      {"recompute", "parallel", "recompute", "activation recompute",
+       "activation recomputation: none, selective (attention scores, Korthikanti et al.) or full "
+       "(layer inputs only)",
+       enum_names(kRecomputePolicyNames),
+       [](const CostInputs& in) { return enum_name(kRecomputePolicyNames, in.recompute); },
+       [](CostInputs& in, const std::string& name, const std::string& where) {
+         in.recompute = parse_enum(kRecomputePolicyNames, name, where, "unknown recompute policy");
+       }},
+      {"sequence_parallel", "parallel", "sequence-parallel", "sequence parallelism",
+       "sequence parallelism with tensor parallelism: on (norms, dropout and the residual stream "
+       "split by sequence) or off (replicated)",
+       enum_names(kSwitchNames),
+       [](const CostInputs& in) { return enum_name(kSwitchNames, in.sequence_parallel); },
+       [](CostInputs& in, const std::string& name, const std::string& where) {
+         in.sequence_parallel = parse_enum(kSwitchNames, name, where, "expected on or off");
+       }},
+  };
+  return choices;
+}
+
+const CostInputChoice* find_cost_input_choice(std::string_view key) {
+  for (const auto& choice : cost_input_choices()) {
+    if (choice.key == key) return &choice;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> cost_input_section_keys(std::string_view section) {
+  std::vector<std::string> keys = cost_input_keys(section);
+  for (const auto& choice : cost_input_choices()) {
+    if (choice.section == section) keys.emplace_back(choice.key);
+  }
+  if (section == "model") keys.emplace_back("block_sizes");
+  if (section == "attention") keys.emplace_back("full_attention_layers");
+  return keys;
 }
 
 const CostInputField* find_cost_input_field(std::string_view key) {

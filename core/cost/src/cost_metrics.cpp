@@ -560,8 +560,9 @@ json cost_inputs_to_json(const CostInputs& in) {
   json inputs = json::object();
   for (const auto& field : cost_input_fields())
     inputs[std::string(field.key)] = cost_input_value(in, field);
-  inputs["dtype"] = to_string(in.dtype);
+  for (const auto& choice : cost_input_choices()) inputs[std::string(choice.key)] = choice.get(in);
   inputs["bytes_per_element"] = bytes_per_element(in.dtype);
+  inputs["full_attention_layers"] = in.full_attention_layers;
   return inputs;
 }
 
@@ -575,16 +576,43 @@ json hardware_to_json(const Hardware& h) {
           {"link_latency_seconds", h.link_latency},
           {"kernel_floor_seconds", h.kernel_floor},
           {"gpus_per_node", h.gpus_per_node},
+          {"memory_bytes", h.memory_bytes > 0 ? json(h.memory_bytes) : json(nullptr)},
           {"compute_efficiency_fraction", h.compute_efficiency},
           {"memory_efficiency_fraction", h.memory_efficiency},
           {"link_efficiency_fraction", h.link_efficiency}};
 }
 
-json moe_to_json(const MoeShape& moe) {
-  return {{"experts", moe.experts},
-          {"active_experts", moe.active},
-          {"shared_experts", moe.shared},
-          {"expert_ffn", moe.expert_ffn}};
+json memory_to_json(const std::vector<RankMemory>& ranks,
+                    const std::vector<std::string>& assumptions) {
+  auto rank_json = [](const RankMemory& m) {
+    const bool known = m.known_capacity();
+    return json{{"rank", m.rank},
+                {"weights_bytes", m.weights},
+                {"gradients_bytes", m.gradients},
+                {"optimizer_bytes", m.optimizer},
+                {"activations_bytes", m.activations},
+                {"attnres_history_bytes", m.attnres_history},
+                {"kv_cache_bytes", m.kv_cache},
+                {"total_bytes", m.total()},
+                {"capacity_bytes", known ? json(m.capacity) : json(nullptr)},
+                {"margin_bytes", known ? json(m.margin()) : json(nullptr)},
+                {"fits", known ? json(m.fits()) : json(nullptr)},
+                {"verdict", fit_verdict(m)},
+                {"parameters", m.parameters},
+                {"sublayers", m.sublayers},
+                {"in_flight_microbatches", m.in_flight}};
+  };
+  json out = json::object();
+  json all = json::array();
+  const RankMemory* worst = nullptr;
+  for (const RankMemory& m : ranks) {
+    all.push_back(rank_json(m));
+    if (!worst || m.total() > worst->total()) worst = &m;
+  }
+  out["per_rank"] = worst ? rank_json(*worst) : json(nullptr);
+  out["ranks"] = all;
+  out["assumptions"] = assumptions;
+  return out;
 }
 
 json pipeline_settings_to_json(const PipelineSettings& p) {
@@ -599,11 +627,10 @@ json pipeline_settings_to_json(const PipelineSettings& p) {
           {"ideal_links", p.ideal_links}};
 }
 
-json inputs_to_json(const CostInputs& model, const Hardware* hardware, const MoeShape& moe,
+json inputs_to_json(const CostInputs& model, const Hardware* hardware,
                     const PipelineSettings* pipeline) {
   json inputs = {{"model", cost_inputs_to_json(model)}};
   if (hardware) inputs["hardware"] = hardware_to_json(*hardware);
-  if (moe.experts > 0) inputs["moe"] = moe_to_json(moe);
   if (pipeline) inputs["pipeline"] = pipeline_settings_to_json(*pipeline);
   return inputs;
 }

@@ -48,6 +48,7 @@ Hardware read_hardware_layers(const TomlReader& reader, const std::vector<Hardwa
                                          "link_latency",
                                          "kernel_floor",
                                          "gpus_per_node",
+                                         "memory_bytes",
                                          "efficiency"};
   for (const auto& layer : layers) {
     std::vector<std::string> allowed = keys;
@@ -116,6 +117,7 @@ Hardware read_hardware_layers(const TomlReader& reader, const std::vector<Hardwa
       reader.fail(found.node->source(), found.name + " must be a positive integer");
     hw.gpus_per_node = static_cast<int>(gpus);
   }
+  number("memory_bytes", nullptr, hw.memory_bytes, false, 0, kHuge);
   number("efficiency", "compute", hw.compute_efficiency, false, 0, 1);
   number("efficiency", "memory", hw.memory_efficiency, false, 0, 1);
   number("efficiency", "link", hw.link_efficiency, false, 0, 1);

@@ -1,10 +1,13 @@
 #include "attnres/pipeline.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
+#include "attnres/architecture.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/rank_memory.hpp"
 
 namespace attnres {
 
@@ -37,14 +40,22 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
   const ResidualScheme scheme = mode == ResidualMode::standard ? ResidualScheme::standard
                                 : mode == ResidualMode::full   ? ResidualScheme::full_two_phase
                                                                : ResidualScheme::block_two_phase;
-  const double attention = attention_cost(in, Phase::prefill, s.hardware).seconds;
-  const double mlp = mlp_cost(in, s.moe, Phase::prefill, s.hardware).seconds;
-  const double residual = residual_cost(in, scheme, Phase::prefill, s.hardware).seconds;
-  const double tokens = static_cast<double>(in.batch) * static_cast<double>(in.tokens);
+  // Per-sublayer roofline times of one micro-batch, each rank doing 1/(t·c) of the work (tensor
+  // and context parallelism split it); the residual mechanism works per token on the rank's
+  // share of the sequence.
+  const double share = 1.0 / static_cast<double>(in.tp * in.cp);
+  const double residual = residual_cost(in, scheme, Phase::prefill, s.hardware).seconds * share;
+  std::array<double, kAttentionKindNames.size()> attention{};
+  for (const auto& [kind, name] : kAttentionKindNames) {
+    if (count_attention_layers(in, kind) > 0)
+      attention[static_cast<std::size_t>(kind)] =
+          attention_cost(in, Phase::prefill, s.hardware, kind).seconds * share;
+  }
+  const double dense_mlp = mlp_cost(in, false, Phase::prefill, s.hardware).seconds * share;
+  const double moe_mlp =
+      in.experts > 0 ? mlp_cost(in, true, Phase::prefill, s.hardware).seconds * share : 0.0;
   const double b = bytes_per_element(in.dtype);
-  const double vector_bytes = static_cast<double>(in.d_model) * tokens * b;
-  const double activation_per_sublayer =
-      17.0 * tokens * static_cast<double>(in.d_model) * (b / 2.0);
+  const double vector_bytes = static_cast<double>(in.d_model) * local_tokens(in, true) * b;
 
   PipelineSimInputs sim;
   sim.ranks = P;
@@ -60,15 +71,18 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
   const auto last = chunk_last_sublayers(in.sublayers, C);
   for (int c = 0; c < C; ++c) {
     const std::int64_t first = c == 0 ? 1 : last[static_cast<std::size_t>(c - 1)] + 1;
-    double forward = 0;
+    double forward = 0, activations = 0;
     for (std::int64_t sublayer = first; sublayer <= last[static_cast<std::size_t>(c)]; ++sublayer) {
-      forward += (sublayer % 2 == 1 ? attention : mlp) + residual;  // odd sublayers are attention
+      const std::int64_t layer = (sublayer + 1) / 2;
+      forward += residual + (sublayer % 2 == 1
+                                 ? attention[static_cast<std::size_t>(layer_attention(in, layer))]
+                                 : (layer_is_moe(in, layer) ? moe_mlp : dense_mlp));
+      activations += sublayer_activation_bytes(in, sublayer);
     }
     sim.forward_seconds.push_back(forward);
-    sim.backward_seconds.push_back(2.0 * forward);
-    sim.activation_bytes.push_back(
-        activation_per_sublayer *
-        static_cast<double>(last[static_cast<std::size_t>(c)] - first + 1));
+    // Backward is twice the forward; full recompute runs the forward again first.
+    sim.backward_seconds.push_back((in.recompute == RecomputePolicy::full ? 3.0 : 2.0) * forward);
+    sim.activation_bytes.push_back(activations);
   }
   const auto boundaries = pipeline_boundaries(mode, in.sublayers, in.block_size, in.pp, in.vpp);
   sim.history_bytes.assign(static_cast<std::size_t>(C), 0.0);
@@ -83,26 +97,6 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
 }
 
 }  // namespace
-
-std::optional<CostInputProblem> moe_problem(const MoeShape& moe) {
-  if (moe.experts < 0)
-    return CostInputProblem{
-        "experts", "experts must be >= 0 (0: a dense MLP), got " + std::to_string(moe.experts)};
-  if (moe.experts == 0) return std::nullopt;
-  if (moe.active < 1 || moe.active > moe.experts) {
-    return CostInputProblem{"active", "active experts must be between 1 and the " +
-                                          std::to_string(moe.experts) + " experts, got " +
-                                          std::to_string(moe.active)};
-  }
-  if (moe.shared < 0)
-    return CostInputProblem{"shared",
-                            "shared experts must be >= 0, got " + std::to_string(moe.shared)};
-  if (moe.expert_ffn < 1) {
-    return CostInputProblem{"expert_ffn", "the expert SwiGLU width must be >= 1, got " +
-                                              std::to_string(moe.expert_ffn)};
-  }
-  return std::nullopt;
-}
 
 std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings& s) {
   if (s.mode == ResidualMode::standard) {
@@ -142,7 +136,7 @@ std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings
     return CostInputProblem{"link_bandwidth",
                             "the link bandwidth must be > 0 (or ideal links for free transfers)"};
   }
-  return moe_problem(s.moe);
+  return std::nullopt;
 }
 
 PipelineSchedule default_pipeline_schedule(std::int64_t vpp) {
@@ -179,6 +173,18 @@ PipelineReport evaluate_pipeline(const PipelineSettings& s) {
                                                         report.attnres.peak_memory_bytes.end());
   report.closed_form_bubble = closed_form_bubble(s.schedule, static_cast<int>(s.model.pp),
                                                  static_cast<int>(s.model.vpp), s.microbatches);
+  MemorySettings memory;
+  memory.microbatches = s.microbatches;
+  memory.schedule = s.schedule;
+  memory.mode = s.mode;
+  memory.strategy = s.strategy;
+  memory.capacity_bytes = s.hardware.memory_bytes;
+  report.memory = memory_per_rank(s.model, memory);
+  for (std::size_t r = 0; r < report.memory.size(); ++r) {
+    const double activations = report.attnres.peak_activation_bytes[r];
+    report.memory[r].activations = activations;
+    report.memory[r].attnres_history = report.attnres.peak_memory_bytes[r] - activations;
+  }
   report.chunk_forward_seconds = attnres.forward_seconds;
   report.boundary_bytes = attnres.boundary_bytes;
   return report;

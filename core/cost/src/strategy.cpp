@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attnres/architecture.hpp"
 #include "attnres/error.hpp"
+#include "attnres/rank_memory.hpp"
 
 namespace attnres {
 
@@ -327,16 +329,15 @@ StrategyCost scheme_strategy_cost(Strategy strategy, const AttnResConfig& scheme
 }
 
 StrategyStep strategy_step(Strategy strategy, ResidualMode mode, const CostInputs& resolved,
-                           const MoeShape& moe, Phase phase, bool training,
-                           const Hardware& hardware) {
+                           Phase phase, bool training, const Hardware& hardware) {
   AttnResConfig scheme;
   scheme.mode = mode;
-  return strategy_step(strategy, scheme, resolved, moe, phase, training, hardware);
+  return strategy_step(strategy, scheme, resolved, phase, training, hardware);
 }
 
 StrategyStep strategy_step(Strategy strategy, const AttnResConfig& scheme,
-                           const CostInputs& resolved, const MoeShape& moe, Phase phase,
-                           bool training, const Hardware& hardware) {
+                           const CostInputs& resolved, Phase phase, bool training,
+                           const Hardware& hardware) {
   const StrategyCost cost = scheme_strategy_cost(strategy, scheme, resolved);
   StrategyStep step;
   step.strategy = strategy;
@@ -348,7 +349,7 @@ StrategyStep strategy_step(Strategy strategy, const AttnResConfig& scheme,
   // The standard residual: one add per sublayer each way (read h and f(h), write h').
   const std::vector<KernelCall> adds = standard_residual_calls(resolved.sublayers);
   step.standard_forward = calls_time(adds, d, step.tokens, b, hardware);
-  const StackTime stack = stack_time(resolved, moe, phase, hardware);
+  const StackTime stack = stack_time(resolved, phase, hardware);
   const double model_forward = stack.stack_seconds[static_cast<int>(ResidualScheme::standard)];
   step.model_seconds = model_forward;
   double mechanism = step.forward.seconds - step.standard_forward.seconds;
@@ -377,12 +378,17 @@ RecomputeReport recompute_report(Checkpointing policy, ResidualMode mode, Strate
   const double tokens = static_cast<double>(in.batch) * static_cast<double>(in.tokens);
   const double b = bytes_per_element(in.dtype);
   const double vector_bytes = static_cast<double>(in.d_model) * tokens * b;
-  // Korthikanti et al. 2022: 34·s·b·h bytes per layer at 2 bytes per element, 17 per sublayer.
-  const double activation_per_sublayer = 17.0 * static_cast<double>(in.d_model) * tokens * (b / 2);
-  const double flops_per_sublayer =
-      model_flops_per_token(L, in.d_model, in.ffn, in.tokens) / static_cast<double>(L) * tokens;
+  // Activations per sublayer (rank_memory.hpp: Korthikanti et al. 2022 term by term, for this
+  // architecture, under its attention-score policy; the checkpointing policy here replaces full
+  // recompute) and forward FLOPs per sublayer (architecture.hpp).
+  CostInputs stored = in;
+  if (stored.recompute == RecomputePolicy::full) stored.recompute = RecomputePolicy::selective;
+  auto activations_of = [&](std::int64_t s) { return sublayer_activation_bytes(stored, s); };
+  auto flops_of = [&](std::int64_t s) {
+    return sublayer_flops_per_token(in, s, static_cast<double>(in.tokens) / 2.0) * tokens;
+  };
   const double D = static_cast<double>(in.d_model);
-  report.forward_flops = model_flops_per_token(L, in.d_model, in.ffn, in.tokens) * tokens;
+  report.forward_flops = model_flops_per_token(in) * tokens;
   // Saved tensors of each read, spread over the reads (the strategy's per-read pattern).
   auto saved_of_read = [&](std::int64_t r) -> double {
     const std::int64_t n = reads[static_cast<std::size_t>(r)].sources();
@@ -415,14 +421,19 @@ RecomputeReport recompute_report(Checkpointing policy, ResidualMode mode, Strate
     const double produced =
         static_cast<double>(layout.completed_after(end) - layout.completed_after(first - 1)) +
         (c + 1 < C && boundaries[static_cast<std::size_t>(c)].partial ? 1.0 : 0.0);
-    double saved = 0, depth_flops = 0;
+    double saved = 0, depth_flops = 0, chunk_activations = 0, chunk_flops = 0, one_layer = 0;
     for (std::int64_t s = first; s <= end; ++s) {
       saved += saved_of_read(s - 1);
+      chunk_activations += activations_of(s);
+      chunk_flops += flops_of(s);
+      if (s % 2 == 1)
+        one_layer =
+            std::max(one_layer, activations_of(s) + (s < end ? activations_of(s + 1) : 0.0));
       const double n = static_cast<double>(reads[static_cast<std::size_t>(s - 1)].sources());
       depth_flops += (6 * n + 2) * D * tokens;
     }
-    const double chunk_activations = activation_per_sublayer * static_cast<double>(sublayers);
-    const double chunk_flops = flops_per_sublayer * static_cast<double>(sublayers) + depth_flops;
+    if (first % 2 == 0) one_layer = std::max(one_layer, activations_of(first));
+    chunk_flops += depth_flops;
     switch (policy) {
       case Checkpointing::none:
         rank.activation_bytes += chunk_activations;
@@ -435,8 +446,6 @@ RecomputeReport recompute_report(Checkpointing policy, ResidualMode mode, Strate
         const std::int64_t layers = (end + 1) / 2 - (first + 1) / 2 + 1;
         rank.activation_bytes += static_cast<double>(layers) * vector_bytes;
         rank.history_bytes += (received + produced) * vector_bytes;
-        const double one_layer =
-            activation_per_sublayer * std::min<double>(2, static_cast<double>(sublayers));
         rank.transient_bytes = std::max(rank.transient_bytes, one_layer + saved * vector_bytes);
         rank.recompute_flops += chunk_flops;
         break;

@@ -26,13 +26,12 @@ EvaluatedScenario evaluate_scenario(const ScenarioInputs& in, bool time, bool pi
                                     bool timeline) {
   EvaluatedScenario out{evaluate_costs(in.cost), std::nullopt, std::nullopt, std::nullopt};
   if (time && in.hardware) {
-    out.prefill = stack_time(in.cost, in.moe, Phase::prefill, *in.hardware);
-    out.decode = stack_time(in.cost, in.moe, Phase::decode, *in.hardware);
+    out.prefill = stack_time(in.cost, Phase::prefill, *in.hardware);
+    out.decode = stack_time(in.cost, Phase::decode, *in.hardware);
   }
   if (pipeline && in.pipeline) {
     PipelineSettings settings = *in.pipeline;
     settings.model = in.cost;
-    settings.moe = in.moe;
     if (in.hardware) settings.hardware = *in.hardware;
     settings.record_timeline = timeline;
     out.pipeline = evaluate_pipeline(settings);
@@ -63,7 +62,7 @@ void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::i
 }
 
 SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec, const Progress& progress) {
-  return run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec,
+  return run_sweep(ScenarioInputs{base, std::nullopt, std::nullopt}, spec,
                    SweepRun{progress, {}, true});
 }
 
@@ -216,7 +215,7 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
 }
 
 ChartSpec sweep_chart(const SweepResult& result, const CostInputs& base) {
-  return sweep_chart(result, ScenarioInputs{base, std::nullopt, {}, std::nullopt});
+  return sweep_chart(result, ScenarioInputs{base, std::nullopt, std::nullopt});
 }
 
 ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "attnres/architecture.hpp"
 #include "attnres/error.hpp"
 
 namespace attnres {
@@ -59,38 +60,42 @@ double tokens_in_step(const CostInputs& in, Phase phase) {
 
 }  // namespace
 
-OpCost attention_cost(const CostInputs& in, Phase phase, const Hardware& hw) {
-  const double d = static_cast<double>(in.d_model), T = static_cast<double>(in.tokens);
+OpCost attention_cost(const CostInputs& in, Phase phase, const Hardware& hw, AttentionKind kind) {
+  const double T = static_cast<double>(in.tokens), d = static_cast<double>(in.d_model);
   const double b = bytes_per_element(in.dtype), B = static_cast<double>(in.batch);
   const double tokens = tokens_in_step(in, phase);
-  const double weights = 4.0 * d * d * b;  // q, k, v, o
+  const double weights = attention_params(in, kind) * b;
+  const double cache = kv_cache_elements_per_token(in, kind);
   if (phase == Phase::prefill) {
-    // Projections 8d^2 per token; scores and values 2·(T/2)·d each at mean causal context.
-    const double flops = tokens * (8.0 * d * d + 2.0 * T * d);
-    const double bytes = weights + tokens * d * b * 4.0;  // input, output, K and V written
+    // Scores and values at mean causal context T/2; input and output read and written, the
+    // cached keys and values (or latent) written.
+    const double flops = tokens * attention_flops_per_token(in, kind, T / 2.0);
+    const double bytes = weights + tokens * b * (2.0 * d + cache);
     return roofline(flops, bytes, hw);
   }
-  const double flops = tokens * (8.0 * d * d + 4.0 * T * d);
-  const double bytes = weights + B * 2.0 * T * d * b + tokens * d * b * 2.0;  // KV cache read
+  // Decode: one token per sequence against the whole cache (linear attention: its state).
+  const double flops = tokens * attention_flops_per_token(in, kind, T);
+  const double bytes =
+      weights + B * kv_cache_bytes_per_sequence(in, kind, in.tokens) + tokens * d * b * 2.0;
   return roofline(flops, bytes, hw);
 }
 
-OpCost mlp_cost(const CostInputs& in, const MoeShape& moe, Phase phase, const Hardware& hw) {
+OpCost mlp_cost(const CostInputs& in, bool moe, Phase phase, const Hardware& hw) {
   const double d = static_cast<double>(in.d_model), b = bytes_per_element(in.dtype);
   const double tokens = tokens_in_step(in, phase);
-  if (moe.experts == 0) {
-    const double F = static_cast<double>(in.ffn);
-    return roofline(tokens * 6.0 * d * F, 3.0 * d * F * b + tokens * 2.0 * d * b, hw);
-  }
+  if (!moe)
+    return roofline(tokens * mlp_flops_per_token(in, false),
+                    mlp_params(in, false) * b + tokens * 2.0 * d * b, hw);
   // MoE by active parameters: each token runs `active` routed + `shared` experts; the weights
   // read are those of the experts some token in the step uses (at most all of them).
-  const double expert_weights = 3.0 * d * static_cast<double>(moe.expert_ffn) * b;
-  const double active = static_cast<double>(moe.active + moe.shared);
+  const double expert_weights = mlp_matrices(in.mlp) * d * static_cast<double>(in.expert_ffn) * b;
   const double touched =
-      std::min(static_cast<double>(moe.experts), tokens * static_cast<double>(moe.active)) +
-      static_cast<double>(moe.shared);
-  return roofline(tokens * 6.0 * d * static_cast<double>(moe.expert_ffn) * active,
-                  touched * expert_weights + tokens * 2.0 * d * b, hw);
+      std::min(static_cast<double>(in.experts), tokens * static_cast<double>(in.active)) +
+      static_cast<double>(in.shared);
+  return roofline(
+      tokens * mlp_flops_per_token(in, true),
+      touched * expert_weights + d * static_cast<double>(in.experts) * b + tokens * 2.0 * d * b,
+      hw);
 }
 
 OpCost residual_cost(const CostInputs& in, ResidualScheme scheme, Phase phase, const Hardware& hw) {
@@ -109,14 +114,35 @@ OpCost residual_cost(const CostInputs& in, ResidualScheme scheme, Phase phase, c
   return roofline(flops, bytes, hw);
 }
 
-StackTime stack_time(const CostInputs& in, const MoeShape& moe, Phase phase, const Hardware& hw) {
+StackTime stack_time(const CostInputs& in, Phase phase, const Hardware& hw) {
   StackTime out;
   out.phase = phase;
-  out.attention = attention_cost(in, phase, hw);
-  out.mlp = mlp_cost(in, moe, phase, hw);
-  const double attention_sublayers = static_cast<double>((in.sublayers + 1) / 2);
-  const double mlp_sublayers = static_cast<double>(in.sublayers / 2);
-  const double body = attention_sublayers * out.attention.seconds + mlp_sublayers * out.mlp.seconds;
+  // The body: every attention layer by its kind, every MLP layer dense or MoE. `attention` and
+  // `mlp` are the mean op of their sublayers.
+  double body = 0;
+  const double attention_count = static_cast<double>(attention_layers(in));
+  const double mlp_count = static_cast<double>(mlp_layers(in));
+  for (const auto& [kind, name] : kAttentionKindNames) {
+    const auto n = static_cast<double>(count_attention_layers(in, kind));
+    if (n == 0) continue;
+    const OpCost op = attention_cost(in, phase, hw, kind);
+    body += n * op.seconds;
+    out.attention.flops += n * op.flops / attention_count;
+    out.attention.bytes += n * op.bytes / attention_count;
+    out.attention.seconds += n * op.seconds / attention_count;
+    out.attention.memory_bound = op.memory_bound;
+  }
+  const auto moe_layers = static_cast<double>(count_moe_layers(in));
+  for (const bool moe : {false, true}) {
+    const double n = moe ? moe_layers : mlp_count - moe_layers;
+    if (n == 0) continue;
+    const OpCost op = mlp_cost(in, moe, phase, hw);
+    body += n * op.seconds;
+    out.mlp.flops += n * op.flops / mlp_count;
+    out.mlp.bytes += n * op.bytes / mlp_count;
+    out.mlp.seconds += n * op.seconds / mlp_count;
+    out.mlp.memory_bound = op.memory_bound;
+  }
   for (const auto& [scheme, name] : kResidualSchemeNames) {
     const auto i = static_cast<std::size_t>(scheme);
     out.residual[i] = residual_cost(in, scheme, phase, hw);

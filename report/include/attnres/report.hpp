@@ -102,6 +102,14 @@ void add_scaling_section(const ScenarioScaling& scaling, Report& report);
 ReportTable time_table(const CostInputs& inputs, const StackTime& prefill, const StackTime& decode,
                        const Hardware& hardware);
 void add_pipeline_section(const PipelineReport& pipeline, Report& report);
+// Memory per rank (rank_memory.hpp): the breakdown, the device capacity and whether it fits, one
+// row per pipeline rank; the note names the largest rank's verdict and the assumptions. `where`
+// is added to the title (" (simulated peak)").
+ReportTable memory_table(const std::vector<RankMemory>& ranks,
+                         const std::vector<std::string>& assumptions,
+                         const std::string& where = "");
+// Bytes and unoverlapped time of each parallel group's communication per step.
+ReportTable communication_table(const std::vector<CommTerm>& terms);
 // Gantt chart (one lane per rank: forward and backward boxes, transfers) and memory timeline.
 ChartSpec pipeline_gantt_chart(const PipelineReport& pipeline);
 ChartSpec pipeline_memory_chart(const PipelineReport& pipeline);

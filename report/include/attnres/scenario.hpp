@@ -95,8 +95,7 @@ struct Scenario {
   std::vector<std::string> sections;
   std::vector<SweepSpec> sweeps;
   ScenarioScaling scaling;
-  std::optional<Hardware> hardware;  // enables the "time" section and time metrics
-  MoeShape moe;
+  std::optional<Hardware> hardware;          // enables the "time" section and time metrics
   std::optional<PipelineSettings> pipeline;  // enables "pipeline_sim" and pipeline metrics
   std::optional<ScenarioTraining> training;  // enables the "training" section
   // [implementation]: the strategy and variant the recompute section uses (docs/math.md §3.6).
@@ -106,7 +105,7 @@ struct Scenario {
   // empty = the committed table (docs/calibration.md).
   std::filesystem::path calibration_table;
 
-  ScenarioInputs scenario_inputs() const { return {inputs, hardware, moe, pipeline}; }
+  ScenarioInputs scenario_inputs() const { return {inputs, hardware, pipeline}; }
 };
 
 const std::vector<std::string>& scenario_sections();

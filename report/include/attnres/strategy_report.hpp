@@ -16,12 +16,12 @@ namespace attnres {
 // Every strategy for `mode` (block or full): bytes and launches per forward and backward of one
 // micro-batch (B·T tokens), temporary and saved memory, and the training-step overhead on
 // `hardware` against the standard residual (strategy_step).
-ReportTable strategies_table(ResidualMode mode, const CostInputs& resolved, const MoeShape& moe,
+ReportTable strategies_table(ResidualMode mode, const CostInputs& resolved,
                              const Hardware& hardware);
 // The same for any scheme with reads (read_ops_of); a strategy that does not apply to it (the
 // two-phase schedule with an input-dependent query) gets a row saying why.
 ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& resolved,
-                             const MoeShape& moe, const Hardware& hardware);
+                             const Hardware& hardware);
 // The mechanism's forward time per pass against the tokens per call (1 .. 2^20, log-log), one
 // line per strategy and one for the standard residual's adds: flat at launches x floor while
 // launch-bound, then rising with the bytes (docs/math.md §3.6).
@@ -30,10 +30,9 @@ ChartSpec strategies_chart(const AttnResConfig& scheme, const CostInputs& resolv
 // Decode per call: reads per forward (L + 1), tokens per call (B), each strategy's launches per
 // decode step, the mechanism's time, its share of the decode step, and the regime (floor- or
 // bandwidth-bound) with the crossover in tokens per call.
-ReportTable decode_table(ResidualMode mode, const CostInputs& resolved, const MoeShape& moe,
-                         const Hardware& hardware);
+ReportTable decode_table(ResidualMode mode, const CostInputs& resolved, const Hardware& hardware);
 ReportTable decode_table(const AttnResConfig& scheme, const CostInputs& resolved,
-                         const MoeShape& moe, const Hardware& hardware);
+                         const Hardware& hardware);
 // Every block: sublayers, layers, sources per read, pipeline chunks and ranks, and whether it
 // crosses a stage boundary or splits a transformer layer.
 ReportTable layout_table(const CostInputs& resolved);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attnres/architecture.hpp"
 #include "attnres/cost.hpp"
 #include "attnres/time_model.hpp"
 
@@ -140,10 +141,23 @@ TEST(CostPipeline, RejectsMoreChunksThanSublayers) {
 TEST(CostFlops, DepthAttentionIsSmallNextToTheModel) {
   // Kimi-Linear-like: L = 54, S = 6, d = 2304, T = 4096.
   const double depth = depth_attention_flops(ResidualMode::block, 54, 6, 2304);
-  const double model = model_flops_per_token(54, 2304, 6144, 4096);
+  CostInputs kimi;
+  kimi.sublayers = 54;
+  kimi.block_size = 6;
+  kimi.d_model = 2304;
+  kimi.ffn = 6144;
+  kimi.tokens = 4096;
+  const double model = model_flops_per_token(resolve_cost_inputs(kimi));
   EXPECT_GT(depth, 0);
   EXPECT_LT(depth / model, 0.01);
-  EXPECT_DOUBLE_EQ(model_flops_per_token(2, 10, 20, 4), (8.0 * 100 + 2 * 4 * 10) + 6.0 * 10 * 20);
+  CostInputs tiny;
+  tiny.sublayers = 2;
+  tiny.d_model = 10;
+  tiny.ffn = 20;
+  tiny.tokens = 4;
+  tiny.blocks = 1;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(resolve_cost_inputs(tiny)),
+                   (8.0 * 100 + 2 * 4 * 10) + 6.0 * 10 * 20);
 }
 
 TEST(CostScaling, BlockNeedsAbout125xLessComputeNearLoss1695) {

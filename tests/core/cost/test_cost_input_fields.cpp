@@ -19,17 +19,18 @@ namespace attnres {
 namespace {
 
 TEST(CostInputFields, EveryIntegerInputOnceWithItsOwnMember) {
-  // CostInputs has 14 integer fields (and the block_sizes list) and dtype (cost.hpp); each row
-  // writes exactly its member.
+  // CostInputs has 33 integer fields (and the block_sizes and full_attention_layers lists) and
+  // five choices (cost.hpp); each row writes exactly its member.
   const auto fields = cost_input_fields();
-  ASSERT_EQ(fields.size(), 14u);
+  ASSERT_EQ(fields.size(), 33u);
   std::set<std::string> keys, flags;
   for (const auto& field : fields) {
     EXPECT_TRUE(keys.insert(std::string(field.key)).second) << field.key;
     EXPECT_TRUE(flags.insert(std::string(field.flag)).second) << field.flag;
     EXPECT_FALSE(field.help.empty()) << field.key;
     EXPECT_TRUE(field.section == "model" || field.section == "sequence" ||
-                field.section == "parallel")
+                field.section == "parallel" || field.section == "attention" ||
+                field.section == "moe")
         << field.key;
     EXPECT_LE(field.input_min, field.input_max) << field.key;
     CostInputs probe;
@@ -41,7 +42,21 @@ TEST(CostInputFields, EveryIntegerInputOnceWithItsOwnMember) {
     EXPECT_EQ(find_cost_input_field(field.key), &field);
   }
   EXPECT_EQ(find_cost_input_field("nope"), nullptr);
-  EXPECT_EQ(cost_input_keys("parallel"), (std::vector<std::string>{"pp", "vpp"}));
+  EXPECT_EQ(
+      cost_input_keys("parallel"),
+      (std::vector<std::string>{"pp", "vpp", "tp", "cp", "ep", "dp", "zero", "optimizer_bytes"}));
+  // The choices: each sets what it reads back, and refuses an unknown name with the list.
+  for (const auto& choice : cost_input_choices()) {
+    for (const auto& name : choice.names) {
+      CostInputs probe;
+      choice.set(probe, name, std::string(choice.key));
+      EXPECT_EQ(choice.get(probe), name) << choice.key;
+    }
+    CostInputs probe;
+    EXPECT_NE(test::error_message([&] { choice.set(probe, "nope", "k"); }).find(choice.names[0]),
+              std::string::npos)
+        << choice.key;
+  }
 }
 
 TEST(CostInputFields, SettingOneOfTwoAlternativesClearsTheOther) {
@@ -69,7 +84,8 @@ TEST(CostInputFields, JsonInputsHaveEveryKeyOfTheTable) {
   in.d_model = 64;
   in.blocks = 4;
   const nlohmann::json j = cost_inputs_to_json(resolve_cost_inputs(in));
-  EXPECT_EQ(j.size(), cost_input_fields().size() + 2);  // + dtype, bytes_per_element
+  // + the five choices, bytes_per_element and full_attention_layers
+  EXPECT_EQ(j.size(), cost_input_fields().size() + cost_input_choices().size() + 2);
   EXPECT_EQ(j["layers"], 16);
   EXPECT_EQ(j["block_size"], 8);
   EXPECT_EQ(j["dtype"], "bf16");
@@ -161,8 +177,7 @@ TEST(SweepJson, TheStreamedObjectHoldsTheHeaderEveryPointAndTheRejectedSettings)
   SweepRun run;
   SweepJsonWriter writer(text, spec, cost_inputs_to_json(base));
   run.on_point = [&](const SweepPoint& point) { writer.point(point); };
-  const SweepResult result =
-      run_sweep(ScenarioInputs{base, std::nullopt, {}, std::nullopt}, spec, run);
+  const SweepResult result = run_sweep(ScenarioInputs{base, std::nullopt, std::nullopt}, spec, run);
   writer.end(result);
   const nlohmann::json j = nlohmann::json::parse(text.str());
   EXPECT_EQ(j["name"], "io");

@@ -329,9 +329,9 @@ TEST(Strategy, DecodeIsLaunchBoundAndFusingHelps) {
   const CostInputs r = resolve_cost_inputs(in);
   const Hardware h100 = load_hardware("h100");
   const StrategyStep stack =
-      strategy_step(Strategy::stack, ResidualMode::block, r, {}, Phase::decode, false, h100);
-  const StrategyStep fused = strategy_step(Strategy::fused_one_shot, ResidualMode::block, r, {},
-                                           Phase::decode, false, h100);
+      strategy_step(Strategy::stack, ResidualMode::block, r, Phase::decode, false, h100);
+  const StrategyStep fused =
+      strategy_step(Strategy::fused_one_shot, ResidualMode::block, r, Phase::decode, false, h100);
   EXPECT_EQ(stack.forward.floor_bound, stack.forward.launches);  // one token: all at the floor
   EXPECT_EQ(fused.forward.launches, 55);                         // L + 1 reads
   EXPECT_NEAR(fused.forward.seconds, 55 * h100.kernel_floor, 1e-12);
@@ -360,8 +360,11 @@ TEST(Recompute, CheckpointingTradesMemoryForRecompute) {
     EXPECT_LT(layers.ranks[k].total_bytes(), none.ranks[k].total_bytes());
     EXPECT_LT(chunk.ranks[k].total_bytes(), layers.ranks[k].total_bytes());
     EXPECT_EQ(none.ranks[k].sublayers, 8);
-    // No checkpointing: 17·d·(b/2) bytes per token per sublayer of activations.
-    EXPECT_DOUBLE_EQ(none.ranks[k].activation_bytes, 8 * 17.0 * 1024 * 2048);
+    // No checkpointing (scores recomputed, flash-style): per layer, bf16 (2 bytes), of the
+    // SwiGLU layer (docs/math.md §3.7): norm and projection inputs 2h + 2h, Q K V and the
+    // out-projection input 4h, gate, up and down inputs 3F with F = floor(8h/3) = 2730; 4 layers
+    // per rank of 2048 tokens.
+    EXPECT_DOUBLE_EQ(none.ranks[k].activation_bytes, 4 * 2.0 * (8 * 1024 + 3 * 2730) * 2048);
     recompute += layers.ranks[k].recompute_flops;
   }
   // Rank 1's chunk (sublayers 9..16) received emb + b1, b2 and produced b3, b4.

@@ -11,15 +11,19 @@ namespace {
 TEST(Hardware, PresetsCarryTheDatasheetFigures) {
   struct Expected {
     const char* name;
-    double tflops, tbps, nvlink_gbps;
+    double tflops, tbps, nvlink_gbps, memory_gb;
   };
-  for (const auto& e : {Expected{"a100", 312, 2.04, 300}, Expected{"h100", 989, 3.35, 450},
-                        Expected{"h200", 989, 4.8, 450}, Expected{"b200", 2250, 7.7, 900},
-                        Expected{"gb300", 2250, 8.0, 900}, Expected{"rtx5090", 209.5, 1.792, 64}}) {
+  // Datasheets: device memory 80 / 80 / 141 / 180 (HGX B200 as shipped) / 288 / 32 GB.
+  for (const auto& e :
+       {Expected{"a100", 312, 2.04, 300, 80}, Expected{"h100", 989, 3.35, 450, 80},
+        Expected{"h200", 989, 4.8, 450, 141}, Expected{"b200", 2250, 7.7, 900, 180},
+        Expected{"gb300", 2250, 8.0, 900, 288}, Expected{"h800", 989, 3.35, 200, 80},
+        Expected{"rtx5090", 209.5, 1.792, 64, 32}}) {
     const Hardware hw = load_hardware(e.name);
     EXPECT_DOUBLE_EQ(hw.peak_flops, e.tflops * 1e12) << e.name;
     EXPECT_DOUBLE_EQ(hw.hbm_bandwidth, e.tbps * 1e12) << e.name;
     EXPECT_DOUBLE_EQ(hw.intra_node_bandwidth, e.nvlink_gbps * 1e9) << e.name;
+    EXPECT_DOUBLE_EQ(hw.memory_bytes, e.memory_gb * 1e9) << e.name;
     EXPECT_FALSE(hw.source.empty());
     EXPECT_GT(hw.compute_efficiency, 0);
     EXPECT_LE(hw.compute_efficiency, 1);
@@ -28,7 +32,7 @@ TEST(Hardware, PresetsCarryTheDatasheetFigures) {
   }
   EXPECT_DOUBLE_EQ(load_hardware("gb300").kernel_floor, 4.16e-6);  // fitted to vLLM PR #50185
   EXPECT_EQ(hardware_preset_names(),
-            (std::vector<std::string>{"a100", "b200", "gb300", "h100", "h200", "rtx5090"}));
+            (std::vector<std::string>{"a100", "b200", "gb300", "h100", "h200", "h800", "rtx5090"}));
 }
 
 TEST(Hardware, BadPresetsAreLocated) {
@@ -104,8 +108,8 @@ TEST(TimeModel, ResidualOpMovesTheTable1Bytes) {
 
 TEST(TimeModel, OverheadsAreOrderedAndDecodeIsDominatedByWeights) {
   const Hardware hw = load_hardware("h100");
-  const auto prefill = stack_time(kimi(), {}, Phase::prefill, hw);
-  const auto decode = stack_time(kimi(), {}, Phase::decode, hw);
+  const auto prefill = stack_time(kimi(), Phase::prefill, hw);
+  const auto decode = stack_time(kimi(), Phase::decode, hw);
   auto at = [](const StackTime& t, ResidualScheme s) {
     return t.overhead_fraction[static_cast<std::size_t>(s)];
   };
@@ -122,12 +126,17 @@ TEST(TimeModel, OverheadsAreOrderedAndDecodeIsDominatedByWeights) {
 TEST(TimeModel, MoeCountsActiveParametersOnly) {
   const Hardware hw = load_hardware("h100");
   CostInputs in = kimi();
-  const MoeShape moe{256, 8, 1, 1024};
-  const OpCost sparse = mlp_cost(in, moe, Phase::prefill, hw);
-  EXPECT_DOUBLE_EQ(sparse.flops, 4096.0 * 6 * 2304 * 1024 * 9);
+  in.experts = 256;
+  in.active = 8;
+  in.shared = 1;
+  in.expert_ffn = 1024;
+  in = resolve_cost_inputs(in);
+  const OpCost sparse = mlp_cost(in, true, Phase::prefill, hw);
+  // 9 experts' SwiGLU per token, plus the router (2·d·E).
+  EXPECT_DOUBLE_EQ(sparse.flops, 4096.0 * (6 * 2304.0 * 1024 * 9 + 2 * 2304.0 * 256));
   in.batch = 1;
-  const OpCost decode = mlp_cost(in, moe, Phase::decode, hw);  // one token touches 8 + 1 experts
-  EXPECT_DOUBLE_EQ(decode.bytes, 9 * 3.0 * 2304 * 1024 * 2 + 2.0 * 2304 * 2);
+  const OpCost decode = mlp_cost(in, true, Phase::decode, hw);  // one token touches 8 + 1 experts
+  EXPECT_DOUBLE_EQ(decode.bytes, 9 * 3.0 * 2304 * 1024 * 2 + 2304.0 * 256 * 2 + 2.0 * 2304 * 2);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ inline constexpr OutputSchema kOutputSchemas[] = {
     {"scaling", 1, "scaling --format json"},
     {"sweep", 1, "sweep --format json, and NAME.json of sweep --out"},
     {"pipeline", 1, "pipeline --format json"},
+    {"memory", 1, "memory --format json"},
     {"metrics", 1, "metrics --format json"},
     {"train", 1, "train --format json"},
     {"bench", 1, "bench --format json"},

@@ -43,8 +43,7 @@ struct CalibrationPoint {
   ResidualMode mode = ResidualMode::block;
   Strategy strategy = Strategy::fused_one_shot;
   Phase phase = Phase::prefill;
-  CostInputs inputs;  // resolved (call_seconds: d, batch and tokens only)
-  MoeShape moe;
+  CostInputs inputs;         // resolved (call_seconds: d, batch and tokens only)
   std::string call;          // call_seconds: "fused_read" or "merge"
   std::int64_t sources = 0;  // call_seconds: sources per read
   bool fitted = false;       // a model parameter was set from this point

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "attnres/enum_names.hpp"
 #include "attnres/error.hpp"
 #include "attnres/pipeline_payload.hpp"
 #include "attnres/residual_scheme.hpp"
@@ -39,6 +40,32 @@ inline constexpr EnumNames<DType, 4> kDTypeNames{
 std::string to_string(DType dtype);
 DType parse_dtype(const std::string& text, const std::string& where);
 int bytes_per_element(DType dtype);
+
+// ------------------------------------------------- architecture and parallelism (docs/math.md
+// §3.7) The attention of a layer: multi-head (H_kv = H), grouped-query (1 < H_kv < H), multi-query
+// (H_kv = 1), multi-head latent attention (DeepSeek's MLA: a cached latent of d_c + d_r elements
+// per token) or linear attention with a fixed-size state per head (Kimi Delta Attention, KDA).
+enum class AttentionKind { mha, gqa, mqa, mla, linear };
+inline constexpr EnumNames<AttentionKind, 5> kAttentionKindNames{
+    {{AttentionKind::mha, "mha"},
+     {AttentionKind::gqa, "gqa"},
+     {AttentionKind::mqa, "mqa"},
+     {AttentionKind::mla, "mla"},
+     {AttentionKind::linear, "linear"}}};
+// The MLP: SwiGLU (three d x F matrices, Llama) or the GPT-style GeLU MLP (two, F = 4d, with the
+// dropout Korthikanti et al. count).
+enum class MlpKind { swiglu, gelu };
+inline constexpr EnumNames<MlpKind, 2> kMlpKindNames{
+    {{MlpKind::swiglu, "swiglu"}, {MlpKind::gelu, "gelu"}}};
+// Activation recomputation (Korthikanti et al. 2022): none, selective (the attention scores,
+// softmax and dropout are recomputed) or full (only each layer's input is kept).
+enum class RecomputePolicy { none, selective, full };
+inline constexpr EnumNames<RecomputePolicy, 3> kRecomputePolicyNames{
+    {{RecomputePolicy::none, "none"},
+     {RecomputePolicy::selective, "selective"},
+     {RecomputePolicy::full, "full"}}};
+// On or off (sequence parallelism).
+inline constexpr EnumNames<bool, 2> kSwitchNames{{{true, "on"}, {false, "off"}}};
 
 // ------------------------------------------------------------------ memory I/O (docs/math.md §3.1)
 // Reads and writes of the residual mechanism per token per sublayer, in elements; the I/O inside
@@ -108,11 +135,8 @@ std::int64_t depth_read_source_pairs(ResidualMode mode, std::int64_t sublayers,
 // score against w*g and 2d for the weighted sum (6d); plus 2d per read for w*g and h = o / l.
 double depth_attention_flops(ResidualMode mode, std::int64_t sublayers, std::int64_t block_size,
                              std::int64_t d);
-// Forward FLOPs per token of the sublayers themselves (LM head and embedding excluded):
-// attention 8d^2 (q, k, v, o with H_kv = H) + 2·T·d (causal scores and values at mean context
-// T/2); SwiGLU 6·d·F. Attention sublayers are the odd ones (1, 3, ...).
-double model_flops_per_token(std::int64_t sublayers, std::int64_t d, std::int64_t ffn,
-                             std::int64_t tokens);
+// Forward FLOPs per token of the sublayers themselves for the architecture of the inputs:
+// model_flops_per_token(resolved) in architecture.hpp (docs/math.md §3.7).
 
 // (read, source) pairs of Full AttnRes with a sliding window of W outputs: read r (0..L) sees the
 // embedding and min(r, W) outputs, so (L + 1) + W(W + 1)/2 + (L - W)W for W <= L (W = 0 or
@@ -159,6 +183,37 @@ struct CostInputs {
   std::int64_t chunk = 0;  // chunked prefill length; 0 = no chunking
   std::int64_t pp = 1;     // P
   std::int64_t vpp = 1;    // V
+
+  // Architecture (docs/math.md §3.7). Defaults reproduce the engine's original model: MHA with
+  // H·d_h = d and H_kv = H, a dense SwiGLU, no embedding counted.
+  AttentionKind attention = AttentionKind::mha;
+  std::int64_t heads = 0;          // H; 0 = max(1, d / 128)
+  std::int64_t kv_heads = 0;       // H_kv; 0 = H (mha), 1 (mqa); gqa needs it
+  std::int64_t head_dim = 0;       // d_h; 0 = d / H (must divide)
+  std::int64_t kv_latent = 0;      // MLA d_c; 0 = 512
+  std::int64_t rope_dim = 0;       // MLA decoupled RoPE dimensions d_r; 0 = 64
+  std::int64_t q_latent = 0;       // MLA query compression rank; 0 = none
+  std::int64_t hybrid_period = 0;  // > 0: linear attention except every k-th layer and the last
+  // Hybrid by list: the 1-based layers that use `attention`, the others linear (instead of a
+  // period).
+  std::vector<std::int64_t> full_attention_layers;
+  MlpKind mlp = MlpKind::swiglu;
+  std::int64_t vocab = 0;  // embedding and LM head rows; 0 = not counted
+  // Mixture of experts: experts = 0 is a dense MLP of width ffn.
+  std::int64_t experts = 0;       // routed experts
+  std::int64_t active = 0;        // routed experts per token (top-k)
+  std::int64_t shared = 0;        // always-on experts
+  std::int64_t expert_ffn = 0;    // width of one expert
+  std::int64_t dense_layers = 0;  // first layers with a dense MLP of width ffn
+  // Parallelism (docs/math.md §3.7): world = tp · cp · pp · dp ranks.
+  std::int64_t tp = 1;  // tensor parallel
+  bool sequence_parallel = true;
+  std::int64_t cp = 1;                // context parallel
+  std::int64_t ep = 1;                // expert parallel (folded into tp · cp · dp)
+  std::int64_t dp = 1;                // data parallel
+  std::int64_t zero = 0;              // ZeRO stage 0..3 (3: FSDP-style weight sharding)
+  std::int64_t optimizer_bytes = 12;  // K: optimizer bytes per parameter (Adam, mixed precision)
+  RecomputePolicy recompute = RecomputePolicy::selective;  // what flash attention does
 };
 
 // An invalid input: `field` is the CostInputs member name, so the CLI can name its flag and a

@@ -11,6 +11,7 @@
 //   choice expand_sweep_range({1, 64, 0, 2}, "--values");  // 1, 2, 4, ..., 64
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -45,7 +46,31 @@ struct CostInputField {
 };
 
 // Every integer CostInputs field, in the order scenarios, help texts and JSON list them.
+inline constexpr std::size_t kCostInputFieldCount = 33;
 std::span<const CostInputField> cost_input_fields();
+
+// The inputs that take one of a few names (dtype, attention, mlp, recompute, sequence_parallel):
+// the same roles as CostInputField (key, TOML table, flag, help), with the accepted names and the
+// value read and written as its name.
+struct CostInputChoice {
+  std::string_view key;      // "attention"
+  std::string_view section;  // TOML table
+  std::string_view flag;     // CLI flag without dashes
+  std::string_view label;
+  std::string_view help;
+  std::vector<std::string> names;         // accepted values, in the order messages list them
+  std::string (*get)(const CostInputs&);  // the value's name
+  // Sets the value; throws attnres::Error naming `where` and the accepted names.
+  void (*set)(CostInputs&, const std::string& name, const std::string& where);
+};
+std::span<const CostInputChoice> cost_input_choices();
+const CostInputChoice* find_cost_input_choice(std::string_view key);
+// The TOML tables of the cost inputs, in the order a written scenario lists them.
+inline constexpr std::string_view kCostInputSections[] = {"model", "attention", "moe", "sequence",
+                                                          "parallel"};
+// The keys of one table: its integer fields, then its choices (and the lists: model.block_sizes,
+// attention.full_attention_layers).
+std::vector<std::string> cost_input_section_keys(std::string_view section);
 // nullptr when `key` names no field.
 const CostInputField* find_cost_input_field(std::string_view key);
 // The keys of one TOML table ("model", "sequence", "parallel"), in table order.

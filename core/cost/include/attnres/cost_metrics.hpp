@@ -55,15 +55,20 @@ nlohmann::json cost_report_to_json(const CostReport& report);
 nlohmann::json cost_inputs_to_json(const CostInputs& inputs);
 // A hardware preset's figures and efficiencies (docs/json.md §4), the same in every output.
 nlohmann::json hardware_to_json(const Hardware& hardware);
-// The MoE shape: experts, active, shared, expert_ffn (experts 0: a dense MLP).
-nlohmann::json moe_to_json(const MoeShape& moe);
+// Memory per rank (rank_memory.hpp, docs/json.md): "per_rank" is the largest rank as
+// {rank, weights_bytes, gradients_bytes, optimizer_bytes, activations_bytes,
+// attnres_history_bytes, kv_cache_bytes, total_bytes, capacity_bytes (null: unknown), margin_bytes,
+// fits (null: unknown), verdict}, "ranks" every rank the same way, "assumptions" the lines.
+nlohmann::json memory_to_json(const std::vector<RankMemory>& ranks,
+                              const std::vector<std::string>& assumptions = {});
 // A pipeline simulation's settings beyond the model and hardware: mode, microbatches, schedule,
 // cache, link, link bandwidth override (null: the hardware's), overlap, ideal links.
 nlohmann::json pipeline_settings_to_json(const PipelineSettings& settings);
 // Everything that changes a result, as every output's "inputs" holds it (docs/json.md §4):
-// "model" (cost_inputs_to_json), and where they are set "hardware", "moe" and "pipeline".
+// "model" (cost_inputs_to_json: sizes, architecture, MoE and parallel degrees), and where they
+// are set "hardware" and "pipeline".
 nlohmann::json inputs_to_json(const CostInputs& model, const Hardware* hardware,
-                              const MoeShape& moe, const PipelineSettings* pipeline);
+                              const PipelineSettings* pipeline);
 // One scheme's costs (docs/scheme-costs.md): spec, description, io_elements_per_sublayer {reads,
 // writes, total, multiples_of_d, formula, schedule}, io_one_shot_elements_per_sublayer, history,
 // params, mixing_flops, two_phase {applies, reason}. `cost_report_to_json` lists every named

@@ -20,7 +20,8 @@ struct Hardware {
   // The shortest time one kernel call takes however little it moves: launch and small-kernel
   // latency (docs/math.md §3.6), seconds.
   double kernel_floor = 4e-6;
-  int gpus_per_node = 8;
+  int gpus_per_node = 8;            // GPUs that share the intra-node (NVLink) domain
+  double memory_bytes = 0;          // device memory per GPU; 0 = not given (no fit verdict)
   double compute_efficiency = 0.5;  // achieved / peak
   double memory_efficiency = 0.8;
   double link_efficiency = 0.8;

@@ -6,9 +6,9 @@
 // Chunk forward time: the roofline time (time_model.hpp) of its attention, MLP and
 // residual-mechanism work for one micro-batch (B sequences x T tokens); backward = 2 x forward.
 // Boundary payload: the exact per-boundary vectors of the cost engine under the cache policy,
-// x d x B·T x b bytes (the standard residual sends one hidden state). Memory per chunk:
-// activations 17·B·T·d·(b/2) bytes per sublayer (Korthikanti et al. 2022, 34·s·b·h per layer
-// with flash attention) plus the AttnRes history it received, from forward start to backward end.
+// x d x B·T x b bytes (the standard residual sends one hidden state). Memory per chunk: the
+// activations of its sublayers (docs/math.md §3.7, rank_memory.hpp) plus the AttnRes history it
+// received, from forward start to backward end; compute split over t·c ranks.
 #pragma once
 
 #include <optional>
@@ -17,6 +17,8 @@
 #include "attnres/enum_names.hpp"
 #include "attnres/hardware.hpp"
 #include "attnres/pipeline_sim.hpp"
+#include "attnres/rank_memory.hpp"
+#include "attnres/strategy.hpp"
 #include "attnres/time_model.hpp"
 
 namespace attnres {
@@ -31,11 +33,11 @@ CachePolicy parse_cache_policy(const std::string& text, const std::string& where
 
 struct PipelineSettings {
   CostInputs model;  // resolved; batch = sequences per micro-batch, tokens = T, pp = P, vpp = V
-  MoeShape moe;
   ResidualMode mode = ResidualMode::block;  // the AttnRes variant (block or full)
   int microbatches = 8;                     // m
   PipelineSchedule schedule = PipelineSchedule::interleaved;
   CachePolicy cache = CachePolicy::cached;
+  Strategy strategy = Strategy::fused_two_phase;  // its saved tensors count in memory
   Hardware hardware;
   bool intra_node_link = false;  // pipeline transfers over NVLink instead of the scale-out network
   double link_bandwidth = 0;     // bytes/s per direction, overrides the hardware's (0: use it)
@@ -59,20 +61,19 @@ struct PipelineReport {
   double closed_form_bubble = 0;
   std::vector<double> chunk_forward_seconds;  // AttnRes run
   std::vector<double> boundary_bytes;         // AttnRes run, per forward boundary
+  // Memory per rank (rank_memory.hpp) with the activations and AttnRes history at the simulated
+  // peak, and the device capacity of the hardware.
+  std::vector<RankMemory> memory;
 };
 
 // Throws attnres::Error on impossible settings (m < 1, 1f1b with V > 1, zero bandwidth without
 // ideal links, mode standard).
-// The input rules of the time model's MoE shape and of the pipeline simulation, one place for
-// scenario files, `attnres pipeline` and the GUI (docs/math.md §3.4). Each returns the first
-// problem: `field` is the MoeShape / PipelineSettings member ("active", "microbatches", ...), so
-// the caller names its own key, flag or input; the message carries no location.
-//   MoE: experts = 0 is a dense MLP (the other three are then ignored); experts >= 1 needs
-//   1 <= active <= experts, shared >= 0 and expert_ffn >= 1.
-std::optional<CostInputProblem> moe_problem(const MoeShape& moe);
+// The input rules of the pipeline simulation, one place for scenario files, `attnres pipeline`
+// and the GUI (docs/math.md §3.4): the first problem, `field` the PipelineSettings member
+// ("microbatches", ...), so the caller names its own key, flag or input (the MoE shape and the
+// rest of the model are CostInputs, checked by resolve_cost_inputs).
 //   Pipeline: mode block or full; 1 <= m <= kMaxMicrobatches; m x P·V <= kMaxPipelinePairs; the
-//   1f1b schedule needs V = 1; a link bandwidth override is > 0 (or absent: 0); the MoE shape as
-//   above.
+//   1f1b schedule needs V = 1; a link bandwidth override is > 0 (or absent: 0).
 inline constexpr int kMaxMicrobatches = 1'000'000;
 // The simulation places a forward and a backward of every micro-batch on every chunk (m x C
 // pairs, C = P·V) with their transfers and memory steps: about kPipelineBytesPerPair bytes each

@@ -146,13 +146,12 @@ struct StrategyStep {
 // block (best_full_schedule_block). Training: `phase` prefill with backward; decode: one token
 // per sequence, forward only.
 StrategyStep strategy_step(Strategy strategy, ResidualMode mode, const CostInputs& resolved,
-                           const MoeShape& moe, Phase phase, bool training,
-                           const Hardware& hardware);
+                           Phase phase, bool training, const Hardware& hardware);
 // The same for any scheme with reads (read_ops_of): Block's S from scheme.block_size (or the
 // inputs' layout when 0), Full-like schemes over every output.
 StrategyStep strategy_step(Strategy strategy, const AttnResConfig& scheme,
-                           const CostInputs& resolved, const MoeShape& moe, Phase phase,
-                           bool training, const Hardware& hardware);
+                           const CostInputs& resolved, Phase phase, bool training,
+                           const Hardware& hardware);
 // The source layout and two-phase groups of a mode at these inputs.
 BlockLayout mode_layout(ResidualMode mode, const CostInputs& resolved);
 BlockLayout mode_groups(ResidualMode mode, const CostInputs& resolved);

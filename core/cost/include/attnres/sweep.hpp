@@ -29,7 +29,6 @@ namespace attnres {
 struct ScenarioInputs {
   CostInputs cost;
   std::optional<Hardware> hardware;
-  MoeShape moe;
   std::optional<PipelineSettings> pipeline;
 };
 

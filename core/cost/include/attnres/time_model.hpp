@@ -2,8 +2,9 @@
 // per op, for the attention, MLP (dense or MoE by active parameters) and residual-mechanism work
 // of one sublayer, in prefill and in decode; transfers t = latency + bytes / (link_bw·eff_l).
 //
-// Conventions (docs/math.md): attention counts q, k, v, o projections with H_kv = H; prefill
-// scores at mean causal context T/2; decode reads the whole KV cache of context T; the residual
+// Conventions (docs/math.md): attention and MLP from the architecture (architecture.hpp: MHA,
+// GQA, MQA, MLA or linear attention; SwiGLU or GeLU; dense or MoE); prefill scores at mean causal
+// context T/2; decode reads the whole KV cache of context T; the residual
 // mechanism is a separate memory-bound op whose bytes are the I/O per token of docs/math.md §3.1.
 #pragma once
 
@@ -32,14 +33,6 @@ inline constexpr EnumNames<ResidualScheme, 5> kResidualSchemeNames{
 std::string to_string(ResidualScheme scheme);
 ResidualScheme parse_residual_scheme(const std::string& text, const std::string& where);
 
-// Mixture of experts: experts == 0 means a dense SwiGLU of width CostInputs::ffn.
-struct MoeShape {
-  std::int64_t experts = 0;     // routed experts in all
-  std::int64_t active = 0;      // routed experts per token
-  std::int64_t shared = 0;      // always-on experts
-  std::int64_t expert_ffn = 0;  // SwiGLU width of one expert
-};
-
 struct OpCost {
   double flops = 0;
   double bytes = 0;
@@ -57,9 +50,11 @@ double residual_io_elements(const CostInputs& resolved, ResidualScheme scheme);
 
 // One op of one sublayer for `batch` sequences of context T (inputs.tokens): prefill processes
 // all B·T tokens, decode one new token per sequence.
-OpCost attention_cost(const CostInputs& resolved, Phase phase, const Hardware& hardware);
-OpCost mlp_cost(const CostInputs& resolved, const MoeShape& moe, Phase phase,
-                const Hardware& hardware);
+// Attention of one layer of `kind` and one MLP (dense or MoE) from the architecture
+// (architecture.hpp): FLOPs per token, weights read once per step, the KV cache or state.
+OpCost attention_cost(const CostInputs& resolved, Phase phase, const Hardware& hardware,
+                      AttentionKind kind);
+OpCost mlp_cost(const CostInputs& resolved, bool moe, Phase phase, const Hardware& hardware);
 OpCost residual_cost(const CostInputs& resolved, ResidualScheme scheme, Phase phase,
                      const Hardware& hardware);
 
@@ -67,13 +62,12 @@ OpCost residual_cost(const CostInputs& resolved, ResidualScheme scheme, Phase ph
 // each scheme's overhead over the standard residual as a fraction of the standard's time.
 struct StackTime {
   Phase phase = Phase::prefill;
-  OpCost attention, mlp;                                   // one sublayer each
+  OpCost attention, mlp;                                   // the mean attention and MLP sublayer
   OpCost residual[kResidualSchemeNames.size()];            // indexed by ResidualScheme
   double stack_seconds[kResidualSchemeNames.size()] = {};  // L sublayers, per scheme
   double overhead_fraction[kResidualSchemeNames.size()] =
       {};  // (stack(scheme) - stack(standard)) / stack(standard)
 };
-StackTime stack_time(const CostInputs& resolved, const MoeShape& moe, Phase phase,
-                     const Hardware& hardware);
+StackTime stack_time(const CostInputs& resolved, Phase phase, const Hardware& hardware);
 
 }  // namespace attnres

@@ -1,0 +1,407 @@
+// Memory per rank and communication per step (rank_memory.hpp, docs/math.md §3.7).
+#include "attnres/rank_memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attnres/architecture.hpp"
+#include "attnres/block_layout.hpp"
+#include "attnres/format.hpp"
+#include "attnres/pipeline_payload.hpp"
+
+namespace attnres {
+
+namespace {
+
+double D(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
+bool sp_on(const CostInputs& r) {
+  return r.sequence_parallel && r.tp > 1;
+}
+
+// Sublayers of chunk c: first..last (1-based).
+struct ChunkRange {
+  std::int64_t first = 1, last = 0;
+};
+std::vector<ChunkRange> chunk_ranges(const CostInputs& r) {
+  const std::int64_t C = r.pp * r.vpp;
+  const auto last = chunk_last_sublayers(r.sublayers, C);
+  std::vector<ChunkRange> out;
+  std::int64_t first = 1;
+  for (const std::int64_t l : last) {
+    out.push_back({first, l});
+    first = l + 1;
+  }
+  return out;
+}
+
+// Activation bytes of one sublayer for one micro-batch under `policy` (full handled by callers).
+double sublayer_bytes(const CostInputs& r, std::int64_t sublayer, RecomputePolicy policy) {
+  const std::int64_t layer = (sublayer + 1) / 2;
+  const double b = bytes_per_element(r.dtype), t = D(r.tp);
+  const double tokens = D(r.batch) * D(r.tokens) / D(r.cp);
+  const double rep = sp_on(r) ? 1.0 / t : 1.0;  // replicated across TP ranks unless SP splits it
+  const double h = D(r.d_model), H = D(r.heads), dh = D(r.head_dim);
+  const bool gelu = r.mlp == MlpKind::gelu;  // GPT: dropout after attention and after the MLP
+  const double mask = gelu ? h : 0.0;        // dropout mask, 1 byte per element
+  if (sublayer % 2 == 1) {
+    const AttentionKind kind = layer_attention(r, layer);
+    double rep_bytes = 2.0 * h * b + mask;  // norm input, projection input
+    double split_bytes = 0;
+    bool scores = true;
+    switch (kind) {
+      case AttentionKind::mha:
+      case AttentionKind::gqa:
+      case AttentionKind::mqa:
+        split_bytes = (2.0 * H * dh + 2.0 * D(r.kv_heads) * dh) * b;  // Q, out-proj input; K, V
+        break;
+      case AttentionKind::mla: {
+        const double dr = D(r.rope_dim);
+        rep_bytes += (D(r.q_latent) + D(r.kv_latent) + dr) * b;  // the latents
+        split_bytes = (2.0 * H * (dh + dr) + 2.0 * H * dh) * b;  // q, k; v, out-proj input
+        break;
+      }
+      case AttentionKind::linear:
+        // q, k, v, forget gate, output gate, out-proj input; chunk states (fp32, one per 64
+        // tokens) for the chunked backward.
+        split_bytes = 6.0 * H * dh * b + H * dh * dh * kLinearStateBytes / 64.0;
+        scores = false;
+        break;
+    }
+    double score_bytes = 0;
+    if (scores && policy == RecomputePolicy::none) {
+      // Softmax output (and, with dropout, its mask and output) for every key: a·s per token.
+      score_bytes = H * D(r.tokens) * (gelu ? 2.0 * b + 1.0 : b);
+    }
+    return tokens * (rep * rep_bytes + (split_bytes + score_bytes) / t);
+  }
+  const double rep_bytes = 2.0 * h * b + mask;  // norm input, MLP input
+  if (!layer_is_moe(r, layer)) {
+    const double F = D(r.ffn);
+    return tokens * (rep * rep_bytes + (gelu ? 2.0 : 3.0) * F * b / t);
+  }
+  // MoE (experts not split by TP): dispatched copies and expert outputs (k·h each), the
+  // intermediate of every routed and shared expert, the router's probabilities in fp32.
+  const double k = D(r.active), Fe = D(r.expert_ffn);
+  const double per_token = rep_bytes + 2.0 * k * h * b +
+                           (k + D(r.shared)) * (gelu ? 2.0 : 3.0) * Fe * b + D(r.experts) * 4.0;
+  return tokens * rep * per_token;
+}
+
+double chunk_history_vectors(const CostInputs& r, ResidualMode mode, std::int64_t chunk,
+                             const std::vector<BoundaryPayload>& boundaries) {
+  if (mode == ResidualMode::standard) return 0;
+  const std::int64_t C = r.pp * r.vpp;
+  if (chunk + 1 < C) return D(boundaries[static_cast<std::size_t>(chunk)].naive_vectors);
+  // The last chunk: every source of the final read.
+  return mode == ResidualMode::full ? D(r.sublayers + 1) : D(r.blocks + 1);
+}
+
+}  // namespace
+
+ModelStates model_state_bytes(double parameters, int bytes_per_element, double optimizer_bytes,
+                              int zero_stage, double group) {
+  ModelStates s;
+  const double b = bytes_per_element;
+  s.weights = b * parameters / (zero_stage >= 3 ? group : 1.0);
+  s.gradients = b * parameters / (zero_stage >= 2 ? group : 1.0);
+  s.optimizer = optimizer_bytes * parameters / (zero_stage >= 1 ? group : 1.0);
+  return s;
+}
+
+double local_tokens(const CostInputs& r, bool split_by_tp) {
+  return D(r.batch) * D(r.tokens) / D(r.cp) / (split_by_tp && sp_on(r) ? D(r.tp) : 1.0);
+}
+
+double layer_input_bytes(const CostInputs& r) {
+  return local_tokens(r, true) * D(r.d_model) * bytes_per_element(r.dtype);
+}
+
+double sublayer_activation_bytes(const CostInputs& r, std::int64_t sublayer) {
+  if (r.recompute == RecomputePolicy::full) return sublayer % 2 == 1 ? layer_input_bytes(r) : 0.0;
+  return sublayer_bytes(r, sublayer, r.recompute);
+}
+
+double in_flight_microbatches(PipelineSchedule schedule, std::int64_t pp, std::int64_t vpp,
+                              int microbatches, std::int64_t rank) {
+  const double m = microbatches;
+  if (schedule == PipelineSchedule::one_f_one_b || vpp == 1) return std::min(m, D(pp - rank));
+  const double warmup = std::min(m * D(vpp), 2.0 * D(pp - rank - 1) + D((vpp - 1) * pp));
+  return std::min(m, (warmup + 1.0) / D(vpp));
+}
+
+std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySettings& s) {
+  const std::int64_t P = r.pp, V = r.vpp, C = P * V;
+  const auto chunks = chunk_ranges(r);
+  const int b = bytes_per_element(r.dtype);
+  const bool training = s.workload == Workload::training;
+  const auto boundaries =
+      s.mode == ResidualMode::standard
+          ? std::vector<BoundaryPayload>{}
+          : (r.block_sizes.empty()
+                 ? pipeline_boundaries(s.mode, r.sublayers,
+                                       s.mode == ResidualMode::full ? 1 : r.block_size, P, V)
+                 : pipeline_boundaries(block_layout_of(r), P, V));
+  const double vector_bytes = local_tokens(r, true) * D(r.d_model) * b;
+  // Tensors the strategy saves for backward, per sublayer (spread evenly).
+  double saved_per_sublayer = 0;
+  if (training && s.mode != ResidualMode::standard && r.sublayers <= kMaxStrategySublayers) {
+    const StrategyCost cost = strategy_cost(s.strategy, mode_layout(s.mode, r),
+                                            s.strategy == Strategy::fused_two_phase
+                                                ? std::optional<BlockLayout>(mode_groups(s.mode, r))
+                                                : std::nullopt);
+    saved_per_sublayer = D(cost.saved_vectors) / D(r.sublayers);
+  }
+  const double dense_group = D(r.dp * r.cp);
+  const double expert_group = D(r.tp * r.cp * r.dp / r.ep);
+  const ParameterCounts whole = parameter_counts(r);
+  std::vector<RankMemory> out;
+  for (std::int64_t rank = 0; rank < P; ++rank) {
+    RankMemory m;
+    m.rank = static_cast<int>(rank);
+    m.capacity = s.capacity_bytes;
+    m.dense_group = dense_group;
+    m.expert_group = expert_group;
+    double dense = 0, routed = 0, per_mb = 0, one_layer = 0, history = 0, kv = 0;
+    for (std::int64_t c = rank; c < C; c += P) {
+      const ChunkRange range = chunks[static_cast<std::size_t>(c)];
+      if (c == 0) dense += whole.embedding;
+      if (c == C - 1) dense += whole.lm_head + D(r.d_model);  // and the final norm
+      history += chunk_history_vectors(r, s.mode, c, boundaries);
+      for (std::int64_t sub = range.first; sub <= range.last; ++sub) {
+        ++m.sublayers;
+        const std::int64_t layer = (sub + 1) / 2;
+        dense += D(r.d_model);  // the sublayer's norm
+        per_mb += sublayer_activation_bytes(r, sub);
+        // One sublayer while it is recomputed (or in a prefill), flash-style: no stored scores.
+        const double none = sublayer_bytes(r, sub, RecomputePolicy::selective);
+        one_layer = std::max(one_layer, none);
+        if (sub % 2 == 1) {
+          const AttentionKind kind = layer_attention(r, layer);
+          dense += attention_params(r, kind);
+          double cache = kv_cache_bytes_per_sequence(r, kind, r.tokens) * D(r.batch);
+          if (kind == AttentionKind::linear) {
+            cache /= D(r.tp);  // state split by heads
+          } else if (kind != AttentionKind::mla) {
+            cache *= std::max(1.0, D(r.kv_heads) / D(r.tp)) / D(r.kv_heads) / D(r.cp);
+          } else {
+            cache /= D(r.cp);  // the latent is replicated over TP ranks
+          }
+          kv += cache;
+        } else if (layer_is_moe(r, layer)) {
+          const double m_ = mlp_matrices(r.mlp), d = D(r.d_model), Fe = D(r.expert_ffn);
+          routed += D(r.experts) * m_ * d * Fe;
+          dense += D(r.shared) * m_ * d * Fe + d * D(r.experts);
+        } else {
+          dense += mlp_params(r, false);
+        }
+      }
+    }
+    m.parameters = dense / D(r.tp) + routed / D(r.ep);
+    if (training) {
+      const ModelStates a = model_state_bytes(dense / D(r.tp), b, D(r.optimizer_bytes),
+                                              static_cast<int>(r.zero), dense_group);
+      const ModelStates e = model_state_bytes(routed / D(r.ep), b, D(r.optimizer_bytes),
+                                              static_cast<int>(r.zero), expert_group);
+      m.weights = a.weights + e.weights;
+      m.gradients = a.gradients + e.gradients;
+      m.optimizer = a.optimizer + e.optimizer;
+      m.in_flight = P == 1 ? 1.0 : in_flight_microbatches(s.schedule, P, V, s.microbatches, rank);
+      // Each chunk keeps what it received (the naive policy's copies) and the strategy's saved
+      // tensors, for every micro-batch in flight; full recompute adds one layer being recomputed.
+      m.activations =
+          per_mb * m.in_flight + (r.recompute == RecomputePolicy::full ? 2.0 * one_layer : 0.0);
+      m.attnres_history =
+          (history / D(V) + saved_per_sublayer * D(m.sublayers)) * vector_bytes * m.in_flight;
+    } else {
+      m.weights = b * m.parameters;
+      m.in_flight = 1;
+      m.activations = 2.0 * one_layer;  // one layer of a prefill pass, transient
+      double widest = 0;
+      for (std::int64_t c = rank; c < C; c += P)
+        widest = std::max(widest, chunk_history_vectors(r, s.mode, c, boundaries));
+      m.attnres_history = widest * vector_bytes;
+      m.kv_cache = kv;
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+RankMemory peak_rank_memory(const CostInputs& r, const MemorySettings& s) {
+  const auto ranks = memory_per_rank(r, s);
+  return *std::max_element(
+      ranks.begin(), ranks.end(),
+      [](const RankMemory& a, const RankMemory& b) { return a.total() < b.total(); });
+}
+
+std::string fit_verdict(const RankMemory& m) {
+  const auto gb = [](double bytes) { return format_number(std::round(bytes / 1e7) / 100) + " GB"; };
+  if (!m.known_capacity()) return "capacity unknown: " + gb(m.total()) + " per rank";
+  if (m.fits())
+    return "fits: " + gb(m.total()) + " of " + gb(m.capacity) + ", " + gb(m.margin()) + " spare";
+  return "does not fit: " + gb(m.total()) + " of " + gb(m.capacity) + ", over by " +
+         gb(-m.margin());
+}
+
+std::vector<std::string> memory_assumptions(const CostInputs& r, const MemorySettings& s) {
+  std::vector<std::string> out;
+  const bool training = s.workload == Workload::training;
+  out.push_back("world = t·c·P·D = " + std::to_string(r.tp) + "·" + std::to_string(r.cp) + "·" +
+                std::to_string(r.pp) + "·" + std::to_string(r.dp) + " = " +
+                std::to_string(r.tp * r.cp * r.pp * r.dp) + " GPUs; " + describe_architecture(r));
+  if (training) {
+    out.push_back(
+        "model states: " + to_string(r.dtype) + " weights and gradients, K = " +
+        std::to_string(r.optimizer_bytes) + " optimizer bytes per parameter; ZeRO stage " +
+        std::to_string(r.zero) + " over D·c = " + std::to_string(r.dp * r.cp) +
+        " ranks (routed experts over t·c·D/e = " + std::to_string(r.tp * r.cp * r.dp / r.ep) + ")");
+    out.push_back(
+        "activations: Korthikanti et al. 2022 term by term (docs/math.md §3.7), recompute " +
+        enum_name(kRecomputePolicyNames, r.recompute) + ", sequence parallelism " +
+        (sp_on(r) ? "on" : "off") + ", " + enum_name(kPipelineScheduleNames, s.schedule) +
+        " schedule with m = " + std::to_string(s.microbatches) +
+        " micro-batches in flight at most");
+  } else {
+    out.push_back(
+        "inference: weights and the KV cache (linear attention: its fixed state, fp32) of B = " +
+        std::to_string(r.batch) + " sequences at context T = " + std::to_string(r.tokens) +
+        "; one layer's prefill activations");
+  }
+  if (r.vocab == 0) out.push_back("embedding and LM head not counted (vocab = 0)");
+  out.push_back("not counted: framework workspace, communication buffers, fragmentation");
+  return out;
+}
+
+std::vector<CommTerm> step_communication(const CostInputs& r, const Hardware& hw, int microbatches,
+                                         ResidualMode mode) {
+  std::vector<CommTerm> out;
+  const double b = bytes_per_element(r.dtype), m = microbatches;
+  const std::int64_t P = r.pp, V = r.vpp, C = P * V;
+  const auto chunks = chunk_ranges(r);
+  // The busiest rank: the most sublayers (rank 0 when L splits evenly).
+  std::int64_t busiest = 0, most = -1;
+  for (std::int64_t rank = 0; rank < P; ++rank) {
+    std::int64_t n = 0;
+    for (std::int64_t c = rank; c < C; c += P)
+      n += chunks[static_cast<std::size_t>(c)].last - chunks[static_cast<std::size_t>(c)].first + 1;
+    if (n > most) most = n, busiest = rank;
+  }
+  std::int64_t attention_layers_on = 0, dense_mlp_on = 0, moe_on = 0;
+  std::vector<AttentionKind> kinds;
+  for (std::int64_t c = busiest; c < C; c += P) {
+    for (std::int64_t sub = chunks[static_cast<std::size_t>(c)].first;
+         sub <= chunks[static_cast<std::size_t>(c)].last; ++sub) {
+      const std::int64_t layer = (sub + 1) / 2;
+      if (sub % 2 == 1) {
+        ++attention_layers_on;
+        kinds.push_back(layer_attention(r, layer));
+      } else if (layer_is_moe(r, layer)) {
+        ++moe_on;
+      } else {
+        ++dense_mlp_on;
+      }
+    }
+  }
+  const double hidden = local_tokens(r, false) * D(r.d_model) * b;  // one micro-batch, one CP rank
+  const int gpn = hw.gpus_per_node;
+  auto add = [&](std::string group, std::string what, double bytes, std::int64_t ranks,
+                 std::int64_t span) {
+    CommTerm term;
+    term.group = std::move(group);
+    term.what = std::move(what);
+    term.bytes = bytes;
+    term.ranks = ranks;
+    term.intra_node = span <= gpn;
+    const double bw = term.intra_node ? hw.intra_node_bandwidth : hw.scale_out_bandwidth;
+    term.seconds = bw > 0 ? bytes / (bw * hw.link_efficiency) : 0.0;
+    out.push_back(std::move(term));
+  };
+  const double recompute_passes = r.recompute == RecomputePolicy::full ? 3.0 : 2.0;
+  if (r.tp > 1) {
+    const double t = D(r.tp);
+    const double per = 2.0 * (t - 1.0) / t * hidden;  // all-reduce, or reduce-scatter + all-gather
+    add("tp",
+        std::string(sp_on(r) ? "reduce-scatter + all-gather" : "all-reduce") +
+            " of attention and dense-MLP outputs, forward and backward" +
+            (r.recompute == RecomputePolicy::full ? " and the recomputed forward" : ""),
+        per * D(attention_layers_on + dense_mlp_on) * recompute_passes * m, r.tp, r.tp);
+  }
+  if (r.cp > 1) {
+    double per_layer = 0;
+    const double c = D(r.cp), t = D(r.tp);
+    const double tokens = local_tokens(r, false);
+    for (const AttentionKind kind : kinds) {
+      if (kind == AttentionKind::linear) {
+        per_layer += linear_state_elements(r) * kLinearStateBytes * D(r.batch) / t;
+      } else if (kind == AttentionKind::mla) {
+        per_layer += (c - 1.0) * tokens *
+                     (2.0 * D(r.heads) * D(r.head_dim) + D(r.heads) * D(r.rope_dim)) * b / t;
+      } else {
+        per_layer += (c - 1.0) * tokens * kv_cache_elements_per_token(r, kind) * b / t;
+      }
+    }
+    add("cp",
+        "ring exchange of keys and values (linear attention: its state), forward and 2x backward",
+        per_layer * 3.0 * m, r.cp, r.tp * r.cp);
+  }
+  if (r.ep > 1 && moe_on > 0) {
+    const double e = D(r.ep);
+    const double tokens = local_tokens(r, true);
+    const double per = (e - 1.0) / e * D(r.active) * tokens * D(r.d_model) * b;
+    add("ep", "all-to-all dispatch and combine of the routed tokens, forward and backward",
+        4.0 * per * D(moe_on) * m, r.ep, r.ep);
+  }
+  const ParameterCounts whole = parameter_counts(r);
+  const double routed_rank = whole.routed_experts / D(P) / D(r.ep);
+  const double dense_rank = (whole.total() - whole.routed_experts) / D(P) / D(r.tp);
+  const double factor = r.zero >= 3 ? 3.0 : 2.0;
+  const char* how = r.zero >= 3
+                        ? "reduce-scatter of gradients + all-gather of weights twice (ZeRO-3)"
+                    : r.zero >= 1 ? "reduce-scatter of gradients + all-gather of updated weights"
+                                  : "all-reduce of gradients";
+  const std::int64_t dpc = r.dp * r.cp;
+  if (dpc > 1) {
+    const double g = D(dpc);
+    add("dp", std::string(how) + " (dense weights, once per step)",
+        factor * (g - 1.0) / g * b * dense_rank, dpc, r.tp * dpc);
+  }
+  const std::int64_t edp = r.tp * r.cp * r.dp / r.ep;
+  if (edp > 1 && whole.routed_experts > 0) {
+    const double g = D(edp);
+    add("dp", std::string(how) + " (routed experts, once per step)",
+        factor * (g - 1.0) / g * b * routed_rank, edp, r.tp * r.cp * r.dp);
+  }
+  if (P > 1) {
+    const double t_sp = sp_on(r) ? D(r.tp) : 1.0;
+    std::int64_t sends = 0;
+    double attnres_vectors = 0;
+    const auto boundaries =
+        mode == ResidualMode::standard
+            ? std::vector<BoundaryPayload>{}
+            : (r.block_sizes.empty()
+                   ? pipeline_boundaries(mode, r.sublayers,
+                                         mode == ResidualMode::full ? 1 : r.block_size, P, V)
+                   : pipeline_boundaries(block_layout_of(r), P, V));
+    for (std::int64_t c = busiest; c + 1 < C; c += P) {
+      ++sends;
+      if (!boundaries.empty())
+        attnres_vectors += D(boundaries[static_cast<std::size_t>(c)].cached_vectors - 1);
+    }
+    const std::int64_t world = r.tp * r.cp * r.dp * P;
+    add("pp",
+        "hidden state to the next stage and its gradient back (÷ t with sequence parallelism)",
+        2.0 * D(sends) * hidden / t_sp * m, P, world);
+    if (mode != ResidualMode::standard) {
+      add("pp_attnres",
+          "AttnRes block representations beyond the hidden state (cached policy), and their "
+          "gradients",
+          2.0 * attnres_vectors * hidden / t_sp * m, P, world);
+    }
+  }
+  return out;
+}
+
+}  // namespace attnres
