@@ -631,6 +631,13 @@ json inputs_to_json(const CostInputs& model, const Hardware* hardware,
                     const PipelineSettings* pipeline) {
   json inputs = {{"model", cost_inputs_to_json(model)}};
   if (hardware) inputs["hardware"] = hardware_to_json(*hardware);
+  // Version 1's MoE object, kept beside model's experts, active, shared and expert_ffn.
+  if (model.experts > 0) {
+    inputs["moe"] = {{"experts", model.experts},
+                     {"active_experts", model.active},
+                     {"shared_experts", model.shared},
+                     {"expert_ffn", model.expert_ffn}};
+  }
   if (pipeline) inputs["pipeline"] = pipeline_settings_to_json(*pipeline);
   return inputs;
 }

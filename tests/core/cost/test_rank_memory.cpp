@@ -11,7 +11,7 @@
 namespace attnres {
 namespace {
 
-// Rajbhandari et al. 2020 (ZeRO), §5.1 / Figure 1: Ψ = 7.5B, N_d = 64, K = 12, fp16 weights and
+// Rajbhandari et al. 2020 (ZeRO), Figure 1: Ψ = 7.5B, N_d = 64, K = 12, fp16 weights and
 // gradients: 120 GB, 31.4 GB, 16.6 GB and 1.9 GB for stages 0..3.
 TEST(ModelStates, ZeroPaperExample) {
   const double psi = 7.5e9;

@@ -66,7 +66,7 @@ nlohmann::json memory_to_json(const std::vector<RankMemory>& ranks,
 nlohmann::json pipeline_settings_to_json(const PipelineSettings& settings);
 // Everything that changes a result, as every output's "inputs" holds it (docs/json.md §4):
 // "model" (cost_inputs_to_json: sizes, architecture, MoE and parallel degrees), and where they
-// are set "hardware" and "pipeline".
+// are set "hardware", "moe" (version 1's copy of the MoE shape, with experts) and "pipeline".
 nlohmann::json inputs_to_json(const CostInputs& model, const Hardware* hardware,
                               const PipelineSettings* pipeline);
 // One scheme's costs (docs/scheme-costs.md): spec, description, io_elements_per_sublayer {reads,

@@ -31,7 +31,7 @@ inline constexpr EnumNames<Workload, 2> kWorkloadNames{
 // ------------------------------------------------------------------ model states (ZeRO)
 // Bytes per rank of weights, gradients and optimizer states for Ψ parameters replicated over a
 // data-parallel group of `group` ranks: b·Ψ + b·Ψ + K·Ψ, with stage 1 sharding the optimizer, 2
-// also the gradients, 3 also the weights over the group (Rajbhandari et al. 2020, §5: 7.5B
+// also the gradients, 3 also the weights over the group (Rajbhandari et al. 2020, Figure 1: 7.5B
 // parameters, N_d = 64, K = 12: 120, 31.4, 16.6 and 1.9 GB).
 struct ModelStates {
   double weights = 0, gradients = 0, optimizer = 0;
