@@ -30,6 +30,8 @@ int metrics_command(const std::vector<std::string>& args, std::ostream& out, std
         return "[hardware]";
       case CostMetric::Needs::pipeline:
         return "[pipeline]";
+      case CostMetric::Needs::memory:
+        return "model ([hardware] for the capacity)";
     }
     return "";
   };

@@ -54,15 +54,7 @@ void add_strategy_sections(const Scenario& s, Report& report) {
   if (wants(s.sections, "memory")) {
     // Memory per rank and communication per step (docs/math.md §3.7), with the [pipeline]
     // table's micro-batches and schedule when there is one.
-    MemorySettings memory;
-    memory.mode = s.strategy_mode;
-    memory.strategy = s.strategy;
-    memory.schedule = default_pipeline_schedule(s.inputs.vpp);
-    if (s.pipeline) {
-      memory.microbatches = s.pipeline->microbatches;
-      memory.schedule = s.pipeline->schedule;
-    }
-    memory.capacity_bytes = s.hardware->memory_bytes;
+    const MemorySettings memory = scenario_memory_settings(s.scenario_inputs());
     v2.push_back(memory_table(memory_per_rank(s.inputs, memory),
                               memory_assumptions(s.inputs, memory), " on " + s.hardware->name));
     v2.push_back(communication_table(
@@ -73,8 +65,9 @@ void add_strategy_sections(const Scenario& s, Report& report) {
 
 // The sections computed from the model: the cost tables, time, the pipeline simulation and v2.
 void add_model_sections(const Scenario& s, Report& report) {
-  const EvaluatedScenario evaluated = evaluate_scenario(
-      s.scenario_inputs(), wants(s.sections, "time"), wants(s.sections, "pipeline_sim"), true);
+  const EvaluatedScenario evaluated =
+      evaluate_scenario(s.scenario_inputs(), wants(s.sections, "time"),
+                        wants(s.sections, "pipeline_sim"), true, wants(s.sections, "memory"));
   report.json = evaluation_to_json(evaluated.view());
   report.tables = cost_tables(evaluated.cost, s.sections);
   if (evaluated.prefill)

@@ -505,6 +505,13 @@ const std::map<std::string, Check>& scenario_checks() {
                1.0);
          }
          EXPECT_EQ(r["inputs"]["model"]["attention"], "mla");
+         // The sweeps: without TP (t = 1) or without CP the largest rank does not fit.
+         const auto& tp = r["sweeps"][0]["points"];
+         ASSERT_EQ(tp.size(), 4u);
+         EXPECT_GT(tp[0]["memory.per_rank.capacity_fraction"].get<double>(), 1.0);  // t = 1
+         EXPECT_LT(tp[3]["memory.per_rank.capacity_fraction"].get<double>(), 1.0);  // t = 8
+         EXPECT_NEAR(tp[3]["memory.per_rank.capacity_fraction"].get<double>() * 80e9,
+                     r["memory"]["per_rank"]["total_bytes"].get<double>(), 1e3);
        }},
       {"llama-3-70b",
        [](const json& r) {

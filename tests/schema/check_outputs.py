@@ -271,9 +271,13 @@ def main():
 
 
 def at(doc, key):
-    group, _, name = key.partition(".")
-    value = doc.get(group, {})
-    return value.get(name) if isinstance(value, dict) else None
+    # group.name, or group.sub.name (memory.per_rank.total_bytes): one object per dot
+    value = doc
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
 
 
 def same(a, b):

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -71,6 +72,17 @@ std::vector<CostMetric> with_scheme_io_metrics(const std::vector<CostMetric>& pa
     out.insert(last, rows.begin(), rows.end());
   }
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+RankMemory peak_of(const Evaluation& e) {
+  RankMemory worst;
+  for (const RankMemory& m : *e.memory)
+    if (m.total() >= worst.total()) worst = m;
+  return worst;
 }
 
 }  // namespace
@@ -422,6 +434,31 @@ const std::vector<CostMetric>& cost_metrics() {
        "all stage-boundary transfers of one iteration, both directions",
        [](const Evaluation& e) { return e.pipeline->attnres.transferred_bytes; },
        CostMetric::Needs::pipeline},
+      // Memory of the largest pipeline rank (docs/math.md §3.7), JSON path memory.per_rank.*.
+      {"memory.per_rank.weights_bytes", "bytes", "weights on the largest rank (docs/math.md §3.7)",
+       [](const Evaluation& e) { return peak_of(e).weights; }, CostMetric::Needs::memory},
+      {"memory.per_rank.gradients_bytes", "bytes", "gradients on the largest rank",
+       [](const Evaluation& e) { return peak_of(e).gradients; }, CostMetric::Needs::memory},
+      {"memory.per_rank.optimizer_bytes", "bytes", "optimizer states on the largest rank",
+       [](const Evaluation& e) { return peak_of(e).optimizer; }, CostMetric::Needs::memory},
+      {"memory.per_rank.activations_bytes", "bytes",
+       "activations of the micro-batches in flight on the largest rank",
+       [](const Evaluation& e) { return peak_of(e).activations; }, CostMetric::Needs::memory},
+      {"memory.per_rank.attnres_history_bytes", "bytes",
+       "AttnRes history and the strategy's saved tensors on the largest rank",
+       [](const Evaluation& e) { return peak_of(e).attnres_history; }, CostMetric::Needs::memory},
+      {"memory.per_rank.kv_cache_bytes", "bytes", "KV cache (inference) on the largest rank",
+       [](const Evaluation& e) { return peak_of(e).kv_cache; }, CostMetric::Needs::memory},
+      {"memory.per_rank.total_bytes", "bytes", "everything on the largest rank",
+       [](const Evaluation& e) { return peak_of(e).total(); }, CostMetric::Needs::memory},
+      {"memory.per_rank.capacity_fraction", "fraction",
+       "largest rank's total / device memory (> 1: does not fit; NaN without a capacity)",
+       [](const Evaluation& e) {
+         const RankMemory m = peak_of(e);
+         return m.known_capacity() ? m.total() / m.capacity
+                                   : std::numeric_limits<double>::quiet_NaN();
+       },
+       CostMetric::Needs::memory},
   };
   // The other schemes' rows go after the last paper row of their group.
   static const std::vector<CostMetric> metrics = with_scheme_io_metrics(paper_metrics);
@@ -544,6 +581,8 @@ json metric_json_value(const CostMetric& metric, double value) {
 
 json evaluation_to_json(const Evaluation& evaluation) {
   json root = cost_report_to_json(*evaluation.cost);
+  // Memory as memory_to_json writes it everywhere (the metrics are its per_rank numbers).
+  if (evaluation.memory) root["memory"] = memory_to_json(*evaluation.memory);
   for (const auto& metric : cost_metrics()) {
     const bool available = metric.needs == CostMetric::Needs::cost ||
                            (metric.needs == CostMetric::Needs::time && evaluation.prefill) ||
@@ -596,6 +635,7 @@ json memory_to_json(const std::vector<RankMemory>& ranks,
                 {"total_bytes", m.total()},
                 {"capacity_bytes", known ? json(m.capacity) : json(nullptr)},
                 {"margin_bytes", known ? json(m.margin()) : json(nullptr)},
+                {"capacity_fraction", known ? json(m.total() / m.capacity) : json(nullptr)},
                 {"fits", known ? json(m.fits()) : json(nullptr)},
                 {"verdict", fit_verdict(m)},
                 {"parameters", m.parameters},

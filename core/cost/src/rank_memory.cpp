@@ -133,6 +133,11 @@ double in_flight_microbatches(PipelineSchedule schedule, std::int64_t pp, std::i
 }
 
 std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySettings& s) {
+  if (r.sublayers > kMaxStrategySublayers) {
+    // Every sublayer of every rank is visited (its kind, its activations).
+    throw Error("memory per rank visits every sublayer: L = " + std::to_string(r.sublayers) +
+                " is above the " + std::to_string(kMaxStrategySublayers) + " it takes");
+  }
   const std::int64_t P = r.pp, V = r.vpp, C = P * V;
   const auto chunks = chunk_ranges(r);
   const int b = bytes_per_element(r.dtype);

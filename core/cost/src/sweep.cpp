@@ -19,12 +19,27 @@ namespace attnres {
 
 Evaluation EvaluatedScenario::view() const {
   return {&cost, prefill ? &*prefill : nullptr, decode ? &*decode : nullptr,
-          pipeline ? &*pipeline : nullptr};
+          pipeline ? &*pipeline : nullptr, memory ? &*memory : nullptr};
+}
+
+MemorySettings scenario_memory_settings(const ScenarioInputs& in) {
+  MemorySettings s;
+  s.schedule = default_pipeline_schedule(in.cost.vpp);
+  if (in.pipeline) {
+    s.microbatches = in.pipeline->microbatches;
+    s.schedule = in.pipeline->schedule;
+    s.mode = in.pipeline->mode;
+  }
+  s.strategy = Strategy::fused_two_phase;
+  if (in.hardware) s.capacity_bytes = in.hardware->memory_bytes;
+  return s;
 }
 
 EvaluatedScenario evaluate_scenario(const ScenarioInputs& in, bool time, bool pipeline,
-                                    bool timeline) {
-  EvaluatedScenario out{evaluate_costs(in.cost), std::nullopt, std::nullopt, std::nullopt};
+                                    bool timeline, bool memory) {
+  EvaluatedScenario out{evaluate_costs(in.cost), std::nullopt, std::nullopt, std::nullopt,
+                        std::nullopt};
+  if (memory) out.memory = memory_per_rank(in.cost, scenario_memory_settings(in));
   if (time && in.hardware) {
     out.prefill = stack_time(in.cost, Phase::prefill, *in.hardware);
     out.decode = stack_time(in.cost, Phase::decode, *in.hardware);
@@ -124,7 +139,7 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
     if (!problem.empty()) throw Error("sweep '" + spec.name + "': " + problem);
   }
   std::vector<const CostMetric*> metrics;
-  bool needs_time = false, needs_pipeline = false;
+  bool needs_time = false, needs_pipeline = false, needs_memory = false;
   for (const auto& key : spec.metrics) {
     const std::string problem =
         sweep_metric_problem(key, base.hardware.has_value(), base.pipeline.has_value(),
@@ -133,6 +148,7 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
     const CostMetric* metric = find_cost_metric(key);
     needs_time = needs_time || metric->needs == CostMetric::Needs::time;
     needs_pipeline = needs_pipeline || metric->needs == CostMetric::Needs::pipeline;
+    needs_memory = needs_memory || metric->needs == CostMetric::Needs::memory;
     metrics.push_back(metric);
   }
   SweepResult result;
@@ -185,7 +201,7 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
       } else {
         try {
           const EvaluatedScenario evaluated =
-              evaluate_scenario(in, needs_time, needs_pipeline, false);
+              evaluate_scenario(in, needs_time, needs_pipeline, false, needs_memory);
           const Evaluation view = evaluated.view();
           SweepPoint point{x, spec.y ? std::optional<std::int64_t>(y) : std::nullopt, {}};
           point.values.reserve(metrics.size());

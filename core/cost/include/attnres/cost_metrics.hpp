@@ -14,16 +14,18 @@
 namespace attnres {
 
 // What a metric is computed from: the cost engine always; the time model (prefill and decode)
-// when a scenario names hardware; the pipeline simulation when it has a [pipeline] table.
+// when a scenario names hardware; the pipeline simulation when it has a [pipeline] table; memory
+// per rank (docs/math.md §3.7) when it is asked for (memory.* metrics, the memory section).
 struct Evaluation {
   const CostReport* cost = nullptr;
   const StackTime* prefill = nullptr;
   const StackTime* decode = nullptr;
   const PipelineReport* pipeline = nullptr;
+  const std::vector<RankMemory>* memory = nullptr;
 };
 
 struct CostMetric {
-  enum class Needs { cost, time, pipeline };
+  enum class Needs { cost, time, pipeline, memory };
   std::string key;          // JSON path "group.name"
   std::string unit;         // "elements/token/sublayer", "bytes", "vectors/token", ...
   std::string description;  // one line, with the formula's source

@@ -83,7 +83,8 @@ struct RankMemory {
   double dense_group = 1, expert_group = 1;  // the ZeRO sharding groups
 };
 
-// One entry per pipeline rank, in rank order.
+// One entry per pipeline rank, in rank order. Throws attnres::Error for L above
+// kMaxStrategySublayers (every sublayer is visited).
 std::vector<RankMemory> memory_per_rank(const CostInputs& resolved, const MemorySettings& settings);
 // The rank with the largest total.
 RankMemory peak_rank_memory(const CostInputs& resolved, const MemorySettings& settings);

@@ -37,12 +37,17 @@ struct EvaluatedScenario {
   CostReport cost;
   std::optional<StackTime> prefill, decode;
   std::optional<PipelineReport> pipeline;
+  std::optional<std::vector<RankMemory>> memory;
   Evaluation view() const;
 };
-// `inputs.cost` must be resolved. Time and pipeline parts are evaluated when asked for and
-// available; the pipeline timeline is recorded when `timeline` is set.
+// `inputs.cost` must be resolved. Time, pipeline and memory parts are evaluated when asked for
+// and available; the pipeline timeline is recorded when `timeline` is set.
 EvaluatedScenario evaluate_scenario(const ScenarioInputs& inputs, bool time, bool pipeline,
-                                    bool timeline);
+                                    bool timeline, bool memory = false);
+// The memory settings of a scenario (docs/math.md §3.7): the [pipeline] table's micro-batches,
+// schedule and mode when there is one (else 8, the default schedule for V, block), the
+// fused_two_phase strategy, and the hardware's device memory.
+MemorySettings scenario_memory_settings(const ScenarioInputs& inputs);
 
 // Sets one field of the scenario: a CostInputs field (set_cost_input, cost_input_fields.hpp) or a
 // pipeline-simulation setting (microbatches, link_bandwidth_gbps; needs inputs.pipeline).
