@@ -247,11 +247,13 @@ ReportTable recompute_table(ResidualMode mode, Strategy strategy, const CostInpu
   }
   t.note = "Per micro-batch of B = " + num(in.batch) + " x T = " + num(in.tokens) +
            " tokens held from a chunk's forward to its backward; multiply by the micro-batches in "
-           "flight (P - rank for 1F1B). none: activations 17·d·b/2 bytes per token per sublayer "
+           "flight (P - rank for 1F1B). none: the activations of docs/math.md §3.7 per sublayer "
            "plus the history received and produced; layers: one checkpoint per transformer layer, "
            "block summaries kept, one forward recomputed; chunk: only the received history kept, "
            "the chunk (block summaries included) recomputed. Model forward: " +
-           rounded(forward / 1e12, 1e3) + " TFLOP per micro-batch.";
+           rounded(forward / 1e12, 1e3) +
+           " TFLOP per micro-batch. Weights, gradients, optimizer states and the device's "
+           "capacity are not here: attnres memory gives the whole rank and whether it fits.";
   return t;
 }
 

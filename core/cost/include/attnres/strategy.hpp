@@ -165,7 +165,7 @@ StrategyCost scheme_strategy_cost(Strategy strategy, const AttnResConfig& scheme
 // ------------------------------------------------------------------ recompute / checkpointing
 // Memory of one micro-batch's activations and AttnRes history on one pipeline rank, and the
 // recompute FLOPs, under three checkpointing policies (docs/math.md §3.6):
-//   none     every sublayer's activations (17·d·b/2 bytes per token, Korthikanti et al.) plus the
+//   none     every sublayer's activations (docs/math.md §3.7, Korthikanti et al.) plus the
 //            history the chunk received and produced, plus the strategy's saved tensors;
 //   layers   keep each transformer layer's input only (Megatron-LM full recompute, uniform, one
 //            layer per checkpoint): for AttnRes that input is the partial sum, and the block
