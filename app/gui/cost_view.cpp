@@ -1,7 +1,7 @@
 // The cost explorer: the costs of every residual scheme against the number of blocks N
 // (docs/math.md §3, docs/scheme-costs.md), and in tabs beside the charts the implementation
-// strategies, the block layout and the calibration against public measurements (docs/math.md
-// §3.6, docs/calibration.md).
+// strategies, the block layout, the calibration against public measurements (docs/math.md
+// §3.6, docs/calibration.md) and the memory per rank of a parallel run (docs/math.md §3.7).
 #include <QComboBox>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -16,6 +16,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "attnres/block_layout.hpp"
 #include "attnres/cost.hpp"
@@ -23,9 +24,12 @@
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/pipeline.hpp"
+#include "attnres/rank_memory.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
 #include "cost_panels.hpp"
+#include "memory_panel.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -72,9 +76,7 @@ class CostView : public View {
     strategy_->setToolTip(
         "Implementation strategy of the depth read highlighted in the Strategies tab (docs/math.md "
         "§3.6)");
-    dtype_ = new QComboBox;
-    for (const auto& entry : kDTypeNames)
-      dtype_->addItem(QString::fromUtf8(entry.name.data(), static_cast<int>(entry.name.size())));
+    dtype_ = choice_combo(*find_cost_input_choice("dtype"));
     hardware_ = hardware_combo();
     hardware_->setObjectName("hardware");
     sweep_ = new QComboBox;
@@ -101,8 +103,8 @@ class CostView : public View {
     form->addRow("scheme A", scheme_a_);
     form->addRow("scheme B", scheme_b_);
     form->addRow("strategy", strategy_);
+    add_model_and_cluster_inputs(form);
     blocks_->setToolTip(blocks_->toolTip() + "; the charts sweep every N and mark this one");
-    dtype_->setToolTip("Element type of the stored history and of the traffic (bytes per element)");
     hardware_->setToolTip("GPU preset for the time and bandwidth figures");
     sweep_->setToolTip("A sweep of the opened scenario, drawn instead of the four charts");
     scheme_a_->setToolTip(
@@ -150,6 +152,7 @@ class CostView : public View {
     strategies_ = new StrategyPanel;
     layout_panel_ = new LayoutPanel;
     calibration_ = new CalibrationPanel;
+    memory_ = new MemoryPanel;
     // A tab bar over a stack rather than a QTabWidget: the view's error banner and stale marks
     // go over the pages (set_content below), never over the tab bar.
     tabs_ = new QTabBar;
@@ -162,7 +165,8 @@ class CostView : public View {
     const std::pair<QWidget*, const char*> pages[] = {{charts_page, "Charts"},
                                                       {strategies_, "Strategies"},
                                                       {layout_panel_, "Layout"},
-                                                      {calibration_, "Calibration"}};
+                                                      {calibration_, "Calibration"},
+                                                      {memory_, "Memory"}};
     for (const auto& [page, title] : pages) {
       tabs_->addTab(title);
       pages_->addWidget(page);
@@ -173,6 +177,9 @@ class CostView : public View {
                          "memory, time (docs/math.md §3.6)");
     tabs_->setTabToolTip(2, "The blocks against the pipeline's chunks (docs/math.md §3.6)");
     tabs_->setTabToolTip(3, "Modelled against measured overheads (docs/calibration.md)");
+    tabs_->setTabToolTip(4,
+                         "Memory per GPU of every pipeline rank against the device's capacity: "
+                         "does it fit? (docs/math.md §3.7)");
     QObject::connect(tabs_, &QTabBar::currentChanged, pages_, &QStackedWidget::setCurrentIndex);
     auto* content = new QWidget;
     auto* content_layout = new QVBoxLayout(content);
@@ -213,10 +220,26 @@ class CostView : public View {
         "<p><b>Calibration</b> (docs/calibration.md): public measurements of AttnRes overheads "
         "against the model's value for each; hover a row for its assumptions.</p>"
         "<p><b>Try:</b> pick stack and compare Block with Full; set the block sizes to 2,6,4 "
-        "with L = 12 and P = 3 and see which block crosses a stage.</p>");
+        "with L = 12 and P = 3 and see which block crosses a stage.</p>"
+        "<p><b>Memory</b> (docs/math.md §3.7): what one GPU of each pipeline rank holds — "
+        "weights, gradients and optimizer states (sharded by tensor, expert and pipeline "
+        "parallelism and ZeRO), the activations of the micro-batches in flight (Korthikanti et "
+        "al. 2022, with sequence and context parallelism and recompute), the AttnRes history and, "
+        "for inference, the KV cache — against the hardware preset's memory (dashed line). The "
+        "banner gives the largest rank's verdict. The architecture (attention kind, heads, MLA, "
+        "MLP), mixture of experts and parallelism inputs are the folding groups under the "
+        "form.</p><p><b>Try:</b> a 61-layer MoE (MLA, 256 experts) on P = 8 does not fit an H100; "
+        "add t = 8, c = 8, e = 64, D = 8, ZeRO 1 and full recompute and it does.</p>");
+    // The folded groups: open for the width above (the column fits them opened), then folded
+    // but Parallelism, which the Memory tab is about.
+    for (auto* section : sections_)
+      if (section->objectName() != "parallel_inputs") section->set_expanded(false);
     set_content(pages_);
-    std::vector<QWidget*> watched = {dtype_, hardware_, scheme_a_, scheme_b_, block_sizes_};
+    std::vector<QWidget*> watched = {dtype_,       hardware_,    scheme_a_,
+                                     scheme_b_,    block_sizes_, full_attention_layers_,
+                                     microbatches_};
     for (const auto& entry : fields_) watched.push_back(entry.second);
+    for (const auto& entry : choices_) watched.push_back(entry.second);
     on_change(this, watched, [this] { recompute(); });
     QObject::connect(sweep_, &QComboBox::currentIndexChanged, this,
                      [this] { show_scenario_sweep(); });
@@ -228,19 +251,31 @@ class CostView : public View {
       block_sizes_->clear();
       block_layers_->setValue(0);
     });
-    // The picker only moves the highlight: nothing to recompute.
+    // The picker moves the highlight and changes the saved tensors of the Memory tab only.
     QObject::connect(strategy_, &QComboBox::currentIndexChanged, this, [this] {
       strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
+      recompute_memory();
     });
+    QObject::connect(memory_->workload_combo(), &QComboBox::currentIndexChanged, this,
+                     [this] { recompute_memory(); });
     strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
   }
 
   // The inputs as set; throws attnres::Error on a block list that does not parse. N, K and the
   // list are one choice: a list overrides K, K overrides N.
-  CostInputs inputs() const {
+  CostInputs inputs() const { return read_inputs(nullptr); }
+
+  // As inputs(); a list that does not parse names its line edit in `culprit`.
+  CostInputs read_inputs(QWidget** culprit) const {
     CostInputs in;
     for (const auto& [key, box] : fields_) in.*find_cost_input_field(key)->member = box->value();
-    in.dtype = parse_dtype(dtype_->currentText().toStdString(), "dtype");
+    for (const auto& [key, combo] : choices_)
+      find_cost_input_choice(key)->set(in, combo->currentText().toStdString(), key);
+    if (culprit) *culprit = full_attention_layers_;
+    const std::string layers = full_attention_layers_->text().trimmed().toStdString();
+    if (!layers.empty())
+      in.full_attention_layers = parse_block_list(layers, "full-attention layers");
+    if (culprit) *culprit = block_sizes_;
     const std::string list = block_sizes_->text().trimmed().toStdString();
     if (!list.empty()) {
       in.block_sizes = parse_block_list(list, "block sizes");
@@ -254,15 +289,21 @@ class CostView : public View {
 
   void recompute() override {
     CostInputs in;
+    last_.reset();  // the Memory tab's picks recompute only from valid inputs
+    QWidget* culprit = nullptr;
     try {
-      in = inputs();
+      in = read_inputs(&culprit);
     } catch (const Error& error) {
-      show_error(error.what(), {block_sizes_});
+      show_error(error.what(), {culprit});
       return;
     }
     const bool n_decides = in.blocks != 0;
     if (auto problem = try_resolve_cost_inputs(in)) {
-      show_error(problem->message, {field(problem->field)});
+      // The engine's message (CostInputError's field and text), at the input it names: a folded
+      // group opens to show it.
+      QWidget* input = field(problem->field);
+      if (input) reveal_in_sections(input);
+      show_error(problem->message, {input});
       return;
     }
     clear_error();
@@ -280,6 +321,8 @@ class CostView : public View {
       show_error(error.what());
       return;
     }
+    last_ = Resolved{in, hw};
+    recompute_memory();
     // The strategies and the layout: closed forms, but Full's kernel lists grow with L.
     run("strategies and layout", [this, in, hw](const Progress& progress) -> std::function<void()> {
       StrategyComparison comparison = compare_strategies(in, hw);
@@ -344,7 +387,9 @@ class CostView : public View {
           const Evaluation evaluation{&report, &prefill, &decode, nullptr};
           std::vector<std::array<std::string, 3>> rows;
           for (const auto& metric : cost_metrics()) {
-            if (metric.needs == CostMetric::Needs::pipeline) continue;
+            if (metric.needs == CostMetric::Needs::pipeline ||
+                metric.needs == CostMetric::Needs::memory)
+              continue;
             if (metric.key.find("reads_") != std::string::npos ||
                 metric.key.find("writes_") != std::string::npos)
               continue;
@@ -404,7 +449,15 @@ class CostView : public View {
         const QSignalBlocker blocker(box);
         box->setValue(static_cast<int>(cost_input_value(s.inputs, *find_cost_input_field(key))));
       }
-      dtype_->setCurrentText(QString::fromStdString(to_string(s.inputs.dtype)));
+      for (const auto& [key, combo] : choices_) {
+        const QSignalBlocker blocker(combo);
+        combo->setCurrentText(QString::fromStdString(find_cost_input_choice(key)->get(s.inputs)));
+      }
+      const QSignalBlocker layers_blocker(full_attention_layers_);
+      QStringList layers;
+      for (const std::int64_t layer : s.inputs.full_attention_layers)
+        layers << QString::number(layer);
+      full_attention_layers_->setText(layers.join(","));
       // The resolved inputs carry N (and the list when there is one): K stays off.
       const QSignalBlocker k_blocker(block_layers_);
       block_layers_->setValue(0);
@@ -412,6 +465,16 @@ class CostView : public View {
       QStringList sizes;
       for (const std::int64_t size : s.inputs.block_sizes) sizes << QString::number(size);
       block_sizes_->setText(sizes.join(","));
+    }
+    // The in-flight count of the [pipeline] table and the [hardware] preset (the capacity).
+    if (s.pipeline) {
+      const QSignalBlocker blocker(microbatches_);
+      microbatches_->setValue(s.pipeline->microbatches);
+    }
+    if (s.hardware) {
+      const int preset = hardware_->findText(QString::fromStdString(s.hardware->name));
+      const QSignalBlocker blocker(hardware_);
+      if (preset >= 0) hardware_->setCurrentIndex(preset);
     }
     // The scenario's [implementation] strategy is the one highlighted.
     strategy_->setCurrentText(QString::fromStdString(to_string(s.strategy)));
@@ -503,7 +566,98 @@ class CostView : public View {
   }
   std::string hardware() const { return hardware_->currentText().toStdString(); }
 
+  // The Memory tab for the last valid inputs: the workload and strategy pickers change it alone.
+  void recompute_memory() {
+    if (!last_) return;
+    const CostInputs in = last_->inputs;
+    const Hardware hw = last_->hardware;
+    MemorySettings settings;
+    settings.workload = memory_->workload();
+    settings.microbatches = microbatches_->value();
+    settings.schedule = default_pipeline_schedule(in.vpp);
+    settings.mode = ResidualMode::block;  // the explorer's N blocks
+    settings.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
+    settings.capacity_bytes = hw.memory_bytes;
+    run("memory per rank", [this, in, hw, settings](const Progress&) -> std::function<void()> {
+      MemoryResult result = compute_memory(in, settings, hw);
+      return
+          [this, result = std::move(result)]() mutable { memory_->set_result(std::move(result)); };
+    });
+  }
+
  private:
+  // A combo box of one choice input of the table (names, tooltip from its help); the object name is
+  // its key.
+  QComboBox* choice_combo(const CostInputChoice& choice) {
+    auto* combo = new QComboBox;
+    combo->setObjectName(QString::fromUtf8(choice.key.data(), static_cast<int>(choice.key.size())));
+    for (const auto& name : choice.names) combo->addItem(QString::fromStdString(name));
+    combo->setCurrentText(QString::fromStdString(choice.get(CostInputs{})));
+    combo->setToolTip(QString::fromUtf8(choice.help.data(), static_cast<int>(choice.help.size())));
+    choices_[std::string(choice.key)] = combo;
+    return combo;
+  }
+
+  // The other cost inputs (docs/math.md §3.7), generated from the two tables: every integer field
+  // and every choice the form above does not show, in folding groups by their TOML table, each
+  // table's choices first, at the engine's defaults.
+  void add_model_and_cluster_inputs(QFormLayout* form) {
+    std::set<std::string_view> shown;
+    for (const auto& entry : kShownInputs) shown.insert(entry.first);
+    struct Group {
+      const char* title;
+      const char* name;
+      std::vector<std::string_view> tables;
+    };
+    const Group groups[] = {{"Architecture", "architecture_inputs", {"model", "attention"}},
+                            {"Mixture of experts", "moe_inputs", {"moe"}},
+                            {"Parallelism", "parallel_inputs", {"parallel", "sequence"}}};
+    const CostInputs defaults;
+    auto text = [](std::string_view s) {
+      return QString::fromUtf8(s.data(), static_cast<int>(s.size()));
+    };
+    for (const Group& group : groups) {
+      auto* section = new CollapsibleSection(group.title, group.name);
+      sections_.push_back(section);
+      QFormLayout* rows = section->form();
+      for (const std::string_view table : group.tables) {
+        for (const CostInputChoice& choice : cost_input_choices()) {
+          if (choice.section != table || choices_.count(std::string(choice.key))) continue;
+          rows->addRow(text(choice.label), choice_combo(choice));
+        }
+        for (const CostInputField& f : cost_input_fields()) {
+          if (f.section != table || shown.count(f.key) || shown.count(f.alternative)) continue;
+          QSpinBox* box = spin(static_cast<int>(f.input_min), static_cast<int>(f.input_max),
+                               static_cast<int>(defaults.*f.member));
+          box->setObjectName(text(f.key));
+          box->setToolTip(text(f.help));
+          fields_[std::string(f.key)] = box;
+          rows->addRow(text(f.label), box);
+        }
+        if (table == "attention") {
+          // The hybrid by list (a list, not in the integer table).
+          full_attention_layers_ = new QLineEdit;
+          full_attention_layers_->setObjectName("full_attention_layers");
+          full_attention_layers_->setPlaceholderText("e.g. 4,8,12");
+          full_attention_layers_->setClearButtonEnabled(true);
+          full_attention_layers_->setToolTip(
+              "Hybrid by list: the 1-based layers that keep the attention kind, e.g. 4,8,12 (the "
+              "others linear), instead of a hybrid period (docs/math.md §3.7)");
+          rows->addRow("full-attention layers", full_attention_layers_);
+        }
+        if (table == "parallel") {
+          microbatches_ = spin(1, kMaxMicrobatches, MemorySettings{}.microbatches);
+          microbatches_->setObjectName("microbatches");
+          microbatches_->setToolTip(
+              "Micro-batches m per step: how many the pipeline schedule keeps in flight, whose "
+              "activations the Memory tab counts (docs/math.md §3.7)");
+          rows->addRow("micro-batches m", microbatches_);
+        }
+      }
+      form->addRow(section);
+    }
+  }
+
   // The integer inputs shown and the value they open with (the paper's example setting).
   static constexpr std::pair<const char*, int> kShownInputs[] = {
       {"sublayers", 128}, {"blocks", 8},     {"block_layers", 0}, {"d_model", 7168},
@@ -514,23 +668,35 @@ class CostView : public View {
   // is set through N here, layers through L).
   QWidget* field(const std::string& key) const {
     if (key == "block_sizes") return block_sizes_;
+    if (key == "full_attention_layers") return full_attention_layers_;
     if (auto it = fields_.find(key); it != fields_.end()) return it->second;
+    if (auto it = choices_.find(key); it != choices_.end()) return it->second;
     const CostInputField* input = find_cost_input_field(key);
     if (!input || input->alternative.empty()) return nullptr;
     auto it = fields_.find(std::string(input->alternative));
     return it == fields_.end() ? nullptr : it->second;
   }
-  std::map<std::string, QSpinBox*> fields_;  // CostInputs key -> its input
-  QSpinBox* blocks_;                         // fields_["blocks"], with its slider
-  QWidget* blocks_row_ = nullptr;            // blocks_ and its slider
-  QSpinBox* block_layers_;                   // fields_["block_layers"]: K, 0 = off
-  QLineEdit* block_sizes_;                   // an uneven list "6,6,4"
+  std::map<std::string, QSpinBox*> fields_;     // CostInputs key -> its input
+  std::map<std::string, QComboBox*> choices_;   // choice key (dtype, attention, ...) -> its input
+  std::vector<CollapsibleSection*> sections_;   // Architecture, Mixture of experts, Parallelism
+  QLineEdit* full_attention_layers_ = nullptr;  // attention.full_attention_layers "4,8,12"
+  QSpinBox* microbatches_ = nullptr;            // the Memory tab's in-flight count
+  QSpinBox* blocks_;                            // fields_["blocks"], with its slider
+  QWidget* blocks_row_ = nullptr;               // blocks_ and its slider
+  QSpinBox* block_layers_;                      // fields_["block_layers"]: K, 0 = off
+  QLineEdit* block_sizes_;                      // an uneven list "6,6,4"
   QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_, *strategy_;
   QTabBar* tabs_;
   QStackedWidget* pages_;
   StrategyPanel* strategies_;
   LayoutPanel* layout_panel_;
   CalibrationPanel* calibration_;
+  MemoryPanel* memory_;
+  struct Resolved {
+    CostInputs inputs;
+    Hardware hardware;
+  };
+  std::optional<Resolved> last_;  // the last valid inputs (the Memory tab's pickers use them)
   std::vector<ChartPanel*> panels_;
   ChartPanel* scenario_panel_;
   QTableWidget *table_, *compare_;

@@ -342,11 +342,14 @@ class PipelineView : public View {
   // The pipeline settings (the model is the cost explorer's, the scenario's one [model]).
   void save_to(Scenario& s) const override {
     const PipelineSettings p = settings();
-    // The MoE shape is the pipeline view's: it goes into the scenario's [moe].
-    s.inputs.experts = p.model.experts;
-    s.inputs.active = p.model.active;
-    s.inputs.shared = p.model.shared;
-    s.inputs.expert_ffn = p.model.expert_ffn;
+    // The scenario's one [moe]: the cost explorer's when it wrote the model (its inputs have the
+    // whole mixture of experts, dense layers included), else this view's.
+    if (!s.has_model) {
+      s.inputs.experts = p.model.experts;
+      s.inputs.active = p.model.active;
+      s.inputs.shared = p.model.shared;
+      s.inputs.expert_ffn = p.model.expert_ffn;
+    }
     s.hardware = p.hardware;
     PipelineSettings saved = p;
     saved.model = s.has_model ? s.inputs : p.model;

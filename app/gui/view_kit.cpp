@@ -4,6 +4,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLineEdit>
 #include <QScrollArea>
@@ -75,6 +76,49 @@ void ExplanationPanel::set_collapsed(bool collapsed) {
 
 bool ExplanationPanel::collapsed() const {
   return text_->isHidden();
+}
+
+CollapsibleSection::CollapsibleSection(const QString& title, const QString& name, QWidget* parent)
+    : QWidget(parent) {
+  setObjectName(name);
+  auto* column = new QVBoxLayout(this);
+  column->setContentsMargins(0, 4, 0, 0);
+  column->setSpacing(2);
+  toggle_ = new QToolButton;
+  toggle_->setObjectName(name + "_toggle");
+  toggle_->setText(title);
+  toggle_->setCheckable(true);
+  toggle_->setAutoRaise(true);
+  toggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  toggle_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  QFont bold = toggle_->font();
+  bold.setBold(true);
+  toggle_->setFont(bold);
+  body_ = new QWidget;
+  form_ = new QFormLayout(body_);
+  form_->setContentsMargins(8, 0, 0, 0);
+  column->addWidget(toggle_);
+  column->addWidget(body_);
+  connect(toggle_, &QToolButton::toggled, this, [this](bool on) { set_expanded(on); });
+  set_expanded(true);
+}
+
+void CollapsibleSection::set_expanded(bool expanded) {
+  const QSignalBlocker blocker(toggle_);
+  toggle_->setChecked(expanded);
+  toggle_->setArrowType(expanded ? Qt::DownArrow : Qt::RightArrow);
+  toggle_->setToolTip(expanded ? "Fold this group of inputs" : "Show this group of inputs");
+  body_->setVisible(expanded);
+}
+
+bool CollapsibleSection::expanded() const {
+  return toggle_->isChecked();
+}
+
+void reveal_in_sections(QWidget* widget) {
+  for (QWidget* w = widget; w != nullptr; w = w->parentWidget()) {
+    if (auto* section = dynamic_cast<CollapsibleSection*>(w)) section->set_expanded(true);
+  }
 }
 
 QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const QString& html) {

@@ -14,6 +14,7 @@
 QT_BEGIN_NAMESPACE
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QHBoxLayout;
 class QSpinBox;
 class QTextBrowser;
@@ -40,6 +41,23 @@ class ExplanationPanel : public QWidget {
   QToolButton* toggle_;
   QTextBrowser* text_;
 };
+// A titled group of inputs in an input column that folds to its header (a button with an arrow):
+// a long form stays usable, and a folded group still takes part in the column's width.
+class CollapsibleSection : public QWidget {
+ public:
+  // `name` names the header button "<name>_toggle" (tests, lessons).
+  CollapsibleSection(const QString& title, const QString& name, QWidget* parent = nullptr);
+  QFormLayout* form() const { return form_; }
+  void set_expanded(bool expanded);
+  bool expanded() const;
+
+ private:
+  QToolButton* toggle_;
+  QWidget* body_;
+  QFormLayout* form_;
+};
+// Opens every folded section that holds `widget` (an input an error points at).
+void reveal_in_sections(QWidget* widget);
 // Left: inputs (scrollable, so that a small window never clips them); middle: content; right:
 // the explanation, collapsible. Registers the content with the view (error banner, stale marks).
 QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const QString& html);
