@@ -75,7 +75,7 @@ class CostView : public View {
     strategy_->setCurrentText("fused_one_shot");
     strategy_->setToolTip(
         "Implementation strategy of the depth read highlighted in the Strategies tab (docs/math.md "
-        "§3.6)");
+        "§3.6); the tensors it saves for backward count in the Memory tab (docs/math.md §3.7)");
     dtype_ = choice_combo(*find_cost_input_choice("dtype"));
     hardware_ = hardware_combo();
     hardware_->setObjectName("hardware");
@@ -235,9 +235,8 @@ class CostView : public View {
     for (auto* section : sections_)
       if (section->objectName() != "parallel_inputs") section->set_expanded(false);
     set_content(pages_);
-    std::vector<QWidget*> watched = {dtype_,       hardware_,    scheme_a_,
-                                     scheme_b_,    block_sizes_, full_attention_layers_,
-                                     microbatches_};
+    std::vector<QWidget*> watched = {dtype_,    hardware_,    scheme_a_,
+                                     scheme_b_, block_sizes_, full_attention_layers_};
     for (const auto& entry : fields_) watched.push_back(entry.second);
     for (const auto& entry : choices_) watched.push_back(entry.second);
     on_change(this, watched, [this] { recompute(); });
@@ -258,6 +257,8 @@ class CostView : public View {
     });
     QObject::connect(memory_->workload_combo(), &QComboBox::currentIndexChanged, this,
                      [this] { recompute_memory(); });
+    // The in-flight count changes the Memory tab only.
+    QObject::connect(microbatches_, &QSpinBox::valueChanged, this, [this] { recompute_memory(); });
     strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
   }
 

@@ -235,12 +235,13 @@ MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
   column->addWidget(verdict_);
   chart_ = new MemoryChart;
   chart_->setObjectName("memory_chart");
-  column->addWidget(chart_, 3);
+  column->addWidget(chart_, 4);
   table_ = new QTableWidget;
   table_->setObjectName("memory_table");
   table_->verticalHeader()->setVisible(false);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setMinimumHeight(90);
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
   column->addWidget(table_, 2);
   assumptions_ = new QLabel;
   assumptions_->setObjectName("memory_assumptions");
