@@ -181,8 +181,8 @@ std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySetting
         dense += D(r.d_model);  // the sublayer's norm
         per_mb += sublayer_activation_bytes(r, sub);
         // One sublayer while it is recomputed (or in a prefill), flash-style: no stored scores.
-        const double none = sublayer_bytes(r, sub, RecomputePolicy::selective);
-        one_layer = std::max(one_layer, none);
+        const double recomputed = sublayer_bytes(r, sub, RecomputePolicy::selective);
+        one_layer = std::max(one_layer, recomputed);
         if (sub % 2 == 1) {
           const AttentionKind kind = layer_attention(r, layer);
           dense += attention_params(r, kind);

@@ -120,28 +120,24 @@ StackTime stack_time(const CostInputs& in, Phase phase, const Hardware& hw) {
   // The body: every attention layer by its kind, every MLP layer dense or MoE. `attention` and
   // `mlp` are the mean op of their sublayers.
   double body = 0;
+  // n sublayers running `op`: their time in the body, their share of the mean op over `count`.
+  auto add = [&body](OpCost& mean, const OpCost& op, double n, double count) {
+    body += n * op.seconds;
+    mean.flops += n * op.flops / count;
+    mean.bytes += n * op.bytes / count;
+    mean.seconds += n * op.seconds / count;
+    mean.memory_bound = op.memory_bound;
+  };
   const double attention_count = static_cast<double>(attention_layers(in));
   const double mlp_count = static_cast<double>(mlp_layers(in));
   for (const auto& [kind, name] : kAttentionKindNames) {
     const auto n = static_cast<double>(count_attention_layers(in, kind));
-    if (n == 0) continue;
-    const OpCost op = attention_cost(in, phase, hw, kind);
-    body += n * op.seconds;
-    out.attention.flops += n * op.flops / attention_count;
-    out.attention.bytes += n * op.bytes / attention_count;
-    out.attention.seconds += n * op.seconds / attention_count;
-    out.attention.memory_bound = op.memory_bound;
+    if (n > 0) add(out.attention, attention_cost(in, phase, hw, kind), n, attention_count);
   }
   const auto moe_layers = static_cast<double>(count_moe_layers(in));
   for (const bool moe : {false, true}) {
     const double n = moe ? moe_layers : mlp_count - moe_layers;
-    if (n == 0) continue;
-    const OpCost op = mlp_cost(in, moe, phase, hw);
-    body += n * op.seconds;
-    out.mlp.flops += n * op.flops / mlp_count;
-    out.mlp.bytes += n * op.bytes / mlp_count;
-    out.mlp.seconds += n * op.seconds / mlp_count;
-    out.mlp.memory_bound = op.memory_bound;
+    if (n > 0) add(out.mlp, mlp_cost(in, moe, phase, hw), n, mlp_count);
   }
   for (const auto& [scheme, name] : kResidualSchemeNames) {
     const auto i = static_cast<std::size_t>(scheme);
