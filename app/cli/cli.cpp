@@ -82,6 +82,10 @@ constexpr Command kCommands[] = {
      "simulate a pipelined training iteration (1F1B / interleaved): does\n"
      "the AttnRes traffic hide behind compute? plus the time model",
      pipeline_command, 5},
+    {"plan",
+     "which N and which parallel settings meet your budgets (AttnRes step\n"
+     "overhead, memory, pipeline traffic): the Pareto set and why the others fail",
+     plan_command, 16},
     {"metrics", "list the metric keys (JSON paths, CSV rows, sweep metrics)", metrics_command, 6},
     {"report", "run a scenario file: report.md, report.json, CSV tables, PNG/SVG charts",
      report_command, 7},

@@ -41,6 +41,7 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
 int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int strategies_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int layout_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int memory_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -30,11 +30,6 @@ void InputFlags::add_to(po::options_description& options, bool for_pipeline) {
     if (defaults.*field.member != 0) value->default_value(defaults.*field.member);
     if (field.key == "d_model" && d_model_required) value->required();
     group.add_options()(name.c_str(), value, help.c_str());
-    if (field.key == "block_layers" && block_list) {
-      group.add_options()("block-sizes", po::value(&block_sizes),
-                          "uneven blocks: sublayers per block, e.g. 6,6,4 (sum = L), instead of "
-                          "blocks, block size or layers per block");
-    }
   }
   // The choices (dtype, attention, mlp, recompute, sequence-parallel) and the hybrid list.
   for (const auto& choice : cost_input_choices()) {
@@ -47,19 +42,31 @@ void InputFlags::add_to(po::options_description& options, bool for_pipeline) {
         po::value(&choices[std::string(choice.key)])->default_value(choice.get(defaults)),
         help.c_str());
   }
-  group.add_options()("full-attention-layers", po::value(&full_attention_layers),
-                      "hybrid by list: the 1-based layers that keep the attention kind, e.g. "
-                      "4,8,12 (the others linear), instead of a hybrid period");
+  // The lists (uneven blocks only where the command takes them).
+  for (const auto& list : cost_input_lists()) {
+    if (list.key == "block_sizes" && !block_list) continue;
+    const std::string help = std::string(list.help) + ", e.g. " + std::string(list.example);
+    group.add_options()(std::string(list.flag).c_str(), po::value(&lists[std::string(list.key)]),
+                        help.c_str());
+  }
   options.add(group);
 }
 
 std::string InputFlags::flag_for_field(const std::string& key) const {
-  if (key == "block_sizes") return "--block-sizes";
-  if (key == "full_attention_layers") return "--full-attention-layers";
+  if (const CostInputList* list = find_cost_input_list(key)) return "--" + std::string(list->flag);
   if (const CostInputChoice* choice = find_cost_input_choice(key))
     return "--" + std::string(choice->flag);
   const CostInputField* field = find_cost_input_field(key);
   return field ? "--" + flag_name(*field, pipeline) : key;
+}
+
+void InputFlags::set_lists(CostInputs& in) const {
+  for (const auto& list : cost_input_lists()) {
+    const auto typed = lists.find(std::string(list.key));
+    if (typed == lists.end() || typed->second.empty()) continue;
+    const std::string flag = "--" + std::string(list.flag);
+    in.*list.member = parse_flag_value([&] { return parse_block_list(typed->second, flag); });
+  }
 }
 
 CostInputs InputFlags::resolved() {
@@ -68,14 +75,7 @@ CostInputs InputFlags::resolved() {
     if (name.empty()) continue;
     parse_flag_value([&] { choice.set(inputs, name, "--" + std::string(choice.flag)); });
   }
-  if (!full_attention_layers.empty()) {
-    inputs.full_attention_layers = parse_flag_value(
-        [&] { return parse_block_list(full_attention_layers, "--full-attention-layers"); });
-  }
-  if (!block_sizes.empty()) {
-    inputs.block_sizes =
-        parse_flag_value([&] { return parse_block_list(block_sizes, "--block-sizes"); });
-  }
+  set_lists(inputs);
   try {
     return resolve_cost_inputs(inputs);
   } catch (const CostInputError& error) {
@@ -157,8 +157,14 @@ void InputFlags::refuse_unused(const po::variables_map& values, const std::strin
     const std::string flag(choice.flag);
     if (given(values, flag.c_str())) refuse(flag, std::string(choice.key));
   }
-  if (!uses("full_attention_layers") && given(values, "full-attention-layers"))
-    refuse("full-attention-layers", "full_attention_layers");
+  for (const auto& typed : cost_input_lists()) {
+    // The stage layout goes with the pipeline ranks it splits the model over.
+    if (typed.key == "block_sizes" || uses(typed.key) ||
+        (typed.key == "stage_layers" && uses("pp")))
+      continue;
+    const std::string flag(typed.flag);
+    if (given(values, flag.c_str())) refuse(flag, std::string(typed.key));
+  }
 }
 
 ResidualMode strategy_mode(const std::string& mode) {

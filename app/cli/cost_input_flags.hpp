@@ -20,20 +20,21 @@ namespace attnres::cli {
 struct InputFlags {
   CostInputs inputs;
   std::map<std::string, std::string> choices;  // CostInputChoice key -> the name typed
-  std::string full_attention_layers;
+  std::map<std::string, std::string> lists;    // CostInputList key -> the list typed ("7,8,6")
   bool pipeline =
       false;  // pipeline: --micro-batch-size instead of --batch, no prefill or mHC flags
   bool d_model_required = true;  // off for `sweep`, whose --scenario gives the model instead
   bool block_list = false;       // --block-sizes LIST (uneven blocks): cost, strategies, layout
-  std::string block_sizes;
   // The flag of `field` without its dashes ("micro-batch-size" for batch in `pipeline`).
   static std::string flag_name(const CostInputField& field, bool for_pipeline);
   // Adds the "model flags" group to `options`, each flag bound to its field of `inputs`.
   void add_to(po::options_description& options, bool for_pipeline = false);
   // The flag that sets CostInputs field `key` ("--seq" for tokens).
   std::string flag_for_field(const std::string& key) const;
-  // The inputs as typed, with --dtype and --block-sizes parsed, resolved and validated.
+  // The inputs as typed, with the choices and lists parsed, resolved and validated.
   CostInputs resolved();
+  // Sets the lists the user typed (non-empty) into `in`; UsageError naming the flag.
+  void set_lists(CostInputs& in) const;
   // resolved(), for a command that lists every read (`layout`, `recompute`: memory grows with
   // L): L at most kMaxStrategySublayers, refused before the work with the memory it would take.
   CostInputs resolved_for_listing(const std::string& command);

@@ -17,21 +17,12 @@
 #include "cli.hpp"
 #include "cost_input_flags.hpp"
 #include "options.hpp"
+#include "pipeline_flags.hpp"
 #include "table_output.hpp"
 
 namespace attnres::cli {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-// The flags of attnres pipeline as typed; those bound to a setting directly write `settings`.
-struct PipelineFlags {
-  InputFlags model;
-  PipelineSettings settings;
-  std::string schedule, cache, hardware, overlap, format, mode, link, strategy;
-  double link_gbps = 0;
-};
 
 void add_pipeline_options(po::options_description& options, PipelineFlags& flags) {
   PipelineSettings& settings = flags.settings;
@@ -56,9 +47,13 @@ void add_pipeline_options(po::options_description& options, PipelineFlags& flags
       "on: transfers overlap compute; off: the sender waits")("ideal-links",
                                                               "transfers cost nothing")(
       "strategy", po::value(&flags.strategy)->default_value("fused_two_phase"),
-      "implementation strategy whose saved tensors the memory counts: stack | arena | "
-      "fused_one_shot | fused_two_phase")(
-      "format", po::value(&flags.format)->default_value("table"), "table | json");
+      "implementation of the depth reads, as in [implementation]: its kernels time the residual "
+      "mechanism and its saved tensors count in memory: stack | arena | fused_one_shot | "
+      "fused_two_phase")(
+      "overlap-comm", po::value(&flags.overlap_comm)->default_value("cp,dp"),
+      "parallel groups whose collectives overlap compute (the rest is exposed): a list of tp, cp, "
+      "ep, dp, or none | all")("format", po::value(&flags.format)->default_value("table"),
+                               "table | json");
 }
 
 // --hardware: a preset name is a flag value (exit 2 when unknown); a .toml file is an input file
@@ -70,6 +65,8 @@ Hardware hardware_flag(const std::string& hardware) {
   if (hardware_file) return load_hardware(hardware);
   return parse_flag_value([&] { return load_hardware(hardware); });
 }
+
+namespace {
 
 // --overlap, --link, --ideal-links and --link-bandwidth.
 void set_links(const po::variables_map& values, const PipelineFlags& flags,
@@ -86,6 +83,8 @@ void set_links(const po::variables_map& values, const PipelineFlags& flags,
     settings.link_bandwidth = flags.link_gbps * 1e9;
   }
 }
+
+}  // namespace
 
 // Flags that contradict each other, and the core's rules (pipeline_settings_problem) under the
 // flag of the setting they are about.
@@ -110,7 +109,8 @@ void check_settings(const po::variables_map& values, const PipelineSettings& set
         {"mode", "--mode"},
         {"microbatches", "--microbatches"},
         {"schedule", "--schedule"},
-        {"link_bandwidth", "--link-bandwidth"}};
+        {"link_bandwidth", "--link-bandwidth"},
+        {"sublayers", "--layers"}};
     throw UsageError(setting_flags.at(problem->field) + ": " + problem->message);
   }
 }
@@ -126,12 +126,15 @@ PipelineSettings pipeline_settings(const po::variables_map& values, PipelineFlag
     settings.cache = parse_cache_policy(flags.cache, "--cache");
     settings.mode = parse_residual_mode(flags.mode, "--mode");
     settings.strategy = parse_strategy(flags.strategy, "--strategy");
+    settings.comm_overlap = parse_comm_overlap(flags.overlap_comm, "--overlap-comm");
   });
   settings.hardware = hardware_flag(flags.hardware);
   set_links(values, flags, settings);
   check_settings(values, settings);
   return settings;
 }
+
+namespace {
 
 // --format json: every metric of `attnres metrics` the run gives, under the key it has there
 // (cost, time and pipeline groups, as report.json and sweeps), the peak memory of every rank,
@@ -144,6 +147,7 @@ nlohmann::json pipeline_json(const PipelineSettings& settings, const PipelineRep
   json["pipeline"]["link_bandwidth_bytes_per_second"] = pipeline.link_bandwidth;
   json["pipeline"]["bubble_denominator"] = "the busiest rank's compute time (ideal time)";
   json["memory"] = memory_to_json(pipeline.memory);
+  json["step"] = step_to_json(pipeline);
   json["inputs"] = inputs_to_json(settings.model, &settings.hardware, &settings);
   json["schema"] = schema_tag("pipeline");
   return json;
@@ -151,7 +155,7 @@ nlohmann::json pipeline_json(const PipelineSettings& settings, const PipelineRep
 
 }  // namespace
 
-int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   PipelineFlags flags;
   po::options_description options = command_options("pipeline");
   add_pipeline_options(options, flags);
@@ -166,9 +170,10 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
           "[--hardware h100|FILE.toml] "
           "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap "
           "on|off] "
-          "[--strategy S] [--experts E --active-experts K --expert-ffn F [--shared-experts S]] "
+          "[--strategy S] [--overlap-comm tp,cp,ep,dp|none|all] "
+          "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] "
           "[--tp t] [--cp c] [--ep e] [--dp D] [--zero 0..3] [--recompute none|selective|full] "
-          "[model flags] "
+          "[--stage-layers LIST] [model flags] "
           "[--format table|json]")) {
     return kExitOk;
   }
@@ -179,12 +184,15 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   parse_flag_value([&] { pipeline = evaluate_pipeline(settings); });
   const StackTime prefill = stack_time(settings.model, Phase::prefill, settings.hardware);
   const StackTime decode = stack_time(settings.model, Phase::decode, settings.hardware);
+  if (!pipeline.stage_warning.empty()) err << "warning: " << pipeline.stage_warning << "\n";
   if (flags.format == "json") {
     out << pipeline_json(settings, pipeline, prefill, decode).dump(2) << "\n";
     return kExitOk;
   }
   Report report;
   add_pipeline_section(pipeline, report);
+  report.tables.push_back(step_table(pipeline));
+  report.tables.push_back(reconciliation_table(pipeline));
   report.tables.push_back(time_table(settings.model, prefill, decode, settings.hardware));
   print_tables(out, report.tables);
   return kExitOk;

@@ -52,10 +52,7 @@ void override_from_flags(const InputFlags& flags, const po::variables_map& value
           [&] { choice.set(in, flags.choices.at(std::string(choice.key)), "--" + flag); });
     }
   }
-  if (values.count("full-attention-layers")) {
-    in.full_attention_layers = parse_flag_value(
-        [&] { return parse_block_list(flags.full_attention_layers, "--full-attention-layers"); });
-  }
+  flags.set_lists(in);
 }
 
 // The flags of attnres sweep as typed; `spec` gets its axes and metrics once they are checked.

@@ -74,7 +74,42 @@ void add_model_sections(const Scenario& s, Report& report) {
     report.tables.push_back(
         time_table(s.inputs, *evaluated.prefill, *evaluated.decode, *s.hardware));
   if (evaluated.pipeline) add_pipeline_section(*evaluated.pipeline, report);
+  if (wants(s.sections, "step")) {
+    // The one step overhead and its parts (docs/math.md §3.8): the simulation's own run when the
+    // pipeline section has one, else one here.
+    const PipelineReport step =
+        evaluated.pipeline
+            ? *evaluated.pipeline
+            : evaluate_scenario(s.scenario_inputs(), false, true, false).pipeline.value();
+    report.tables.push_back(step_table(step));
+    report.tables.push_back(reconciliation_table(step));
+    report.json["step"] = step_to_json(step);
+    if (!step.stage_warning.empty()) report.notes.push_back("step: " + step.stage_warning);
+  }
   add_strategy_sections(s, report);
+}
+
+// The decision (docs/math.md §3.9): the [plan] grid against its budgets.
+void add_decision_section(const Scenario& s, const Progress& progress, Report& report) {
+  PipelineSettings base = *s.pipeline;
+  base.model = s.inputs;
+  base.hardware = *s.hardware;
+  base.strategy = s.strategy;
+  base.record_timeline = false;
+  const PlanResult plan = make_plan(base, s.plan->grid, s.plan->budgets, progress);
+  ReportTable table = plan_table(plan);
+  report.conclusions.push_back("**Decision: which N**\n\n" + plan.summary + "\n\n- " + [&] {
+    std::string lines;
+    for (std::size_t k = 0; k < plan.by_blocks.size(); ++k)
+      lines += (k ? "\n- " : "") + plan.by_blocks[k];
+    return lines;
+  }() + "\n");
+  report.json["decision"] = {
+      {"summary", plan.summary},
+      {"by_blocks", plan.by_blocks},
+      {"recommended", plan.recommended ? json(*plan.recommended) : json(nullptr)},
+      {"candidates", table_json(table)["rows"]}};
+  report.tables.push_back(std::move(table));
 }
 
 // Modelled against measured for every point of the calibration table (docs/calibration.md).
@@ -162,6 +197,8 @@ Report build_report(const Scenario& s, const Progress& progress) {
   Report report = report_heading(s);
   if (s.has_model) add_model_sections(s, report);
   if (wants(s.sections, "calibration")) add_calibration_section(s, report);
+  if (s.has_model && s.plan && wants(s.sections, "decision"))
+    add_decision_section(s, progress, report);
   report.json["scenario"] = {
       {"source", s.source}, {"title", report.title}, {"sections", s.sections}};
   if (wants(s.sections, "scaling")) add_scaling_section(s.scaling, report);

@@ -51,7 +51,7 @@ const std::vector<std::string>& scenario_sections() {
   static const std::vector<std::string> sections = {
       "io",      "history",   "prefill",      "pipeline", "boundaries", "flops",
       "scaling", "time",      "pipeline_sim", "training", "strategies", "decode",
-      "layout",  "recompute", "calibration",  "memory"};
+      "layout",  "recompute", "calibration",  "memory",   "step",       "decision"};
   return sections;
 }
 

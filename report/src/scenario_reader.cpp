@@ -6,6 +6,8 @@
 #include "scenario_reader.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <limits>
 #include <tuple>
 
@@ -23,7 +25,7 @@ Scenario ScenarioReader::read(const toml::table& root) {
   check_keys(root, "",
              {"title", "description", "source", "sections", "model", "sequence", "parallel",
               "scaling", "sweep", "hardware", "attention", "moe", "pipeline", "train",
-              "implementation", "calibration"});
+              "implementation", "calibration", "plan"});
   read_header(root, s);
   read_sections(root, s);
   read_scaling(root, s);
@@ -32,6 +34,7 @@ Scenario ScenarioReader::read(const toml::table& root) {
   if (!read_model(root, s)) return s;
   read_hardware(root, s);
   read_pipeline(root, s);
+  read_plan(root, s);
   check_section_needs(root, s);
   read_sweeps(root, s);
   return s;
@@ -83,7 +86,7 @@ bool ScenarioReader::read_model(const toml::table& root, Scenario& s) {
   s.has_model = true;
   CostInputs& in = s.inputs;
   // Every input comes from the one table of cost inputs (cost_input_fields.hpp): [model],
-  // [attention], [moe], [sequence] and [parallel], integers, choices and the two lists.
+  // [attention], [moe], [sequence] and [parallel], integers, choices and lists.
   model_region_ = model->source();
   for (const std::string_view section : kCostInputSections) {
     const toml::table* t = section == "model" ? model : table(root, std::string(section).c_str());
@@ -103,14 +106,13 @@ bool ScenarioReader::read_model(const toml::table& root, Scenario& s) {
         locations_[std::string(choice.key)] = n->source();
       }
     }
-    for (const auto& [list_section, key, target] :
-         {std::tuple{"model", "block_sizes", &in.block_sizes},
-          std::tuple{"attention", "full_attention_layers", &in.full_attention_layers}}) {
-      if (section != list_section) continue;
+    for (const auto& list : cost_input_lists()) {
+      if (list.section != section) continue;
+      const std::string key(list.key);
       if (const toml::node* n = t->get(key)) {
         if (!n->is_array()) fail(n->source(), prefix + key + " must be an array of integers");
         for (const auto& item : *n->as_array())
-          target->push_back(integer(item, prefix + key + " entry"));
+          (in.*list.member).push_back(integer(item, prefix + key + " entry"));
         locations_[key] = n->source();
       }
     }
@@ -131,12 +133,7 @@ bool ScenarioReader::read_model(const toml::table& root, Scenario& s) {
     for (const auto& key : keys) {
       if (auto it = locations_.find(key); it != locations_.end()) {
         // The message names the key as the file spells it ("moe.active: ...").
-        std::string section;
-        if (const CostInputField* f = find_cost_input_field(key)) section = std::string(f->section);
-        if (const CostInputChoice* c = find_cost_input_choice(key))
-          section = std::string(c->section);
-        if (key == "block_sizes") section = "model";
-        if (key == "full_attention_layers") section = "attention";
+        const std::string section(cost_input_section(key));
         fail(it->second, section.empty() || section == "model"
                              ? std::string(error.what())
                              : section + "." + key + ": " + error.what());
@@ -242,8 +239,8 @@ void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
   const toml::table* pipe = table(root, "pipeline");
   if (!pipe) return;
   check_keys(*pipe, "pipeline.",
-             {"microbatches", "schedule", "cache", "mode", "overlap", "ideal_links", "link",
-              "link_bandwidth"});
+             {"microbatches", "schedule", "cache", "mode", "overlap", "overlap_comm", "ideal_links",
+              "link", "link_bandwidth"});
   PipelineSettings p;
   p.schedule = default_pipeline_schedule(s.inputs.vpp);
   if (const toml::node* n = pipe->get("microbatches")) {
@@ -267,6 +264,9 @@ void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
   });
   choice("cache", [&](const std::string& t) { p.cache = parse_cache_policy(t, "pipeline.cache"); });
   choice("mode", [&](const std::string& t) { p.mode = parse_residual_mode(t, "pipeline.mode"); });
+  choice("overlap_comm", [&](const std::string& t) {
+    p.comm_overlap = parse_comm_overlap(t, "pipeline.overlap_comm");
+  });
   choice("link", [&](const std::string& t) {
     if (t != "scale_out" && t != "intra_node")
       throw Error("pipeline.link must be \"scale_out\" or \"intra_node\"");
@@ -281,6 +281,7 @@ void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
       fail(n->source(), "pipeline.link_bandwidth must be > 0 bytes/s (or set ideal_links = true)");
   }
   p.model = s.inputs;
+  p.strategy = s.strategy;  // [implementation] (read before)
   if (const auto problem = pipeline_settings_problem(p)) {
     const toml::node* node = pipe->get(problem->field);
     fail(node ? node->source() : pipe->source(),
@@ -299,18 +300,103 @@ void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
   s.pipeline = p;
 }
 
+void ScenarioReader::read_plan(const toml::table& root, Scenario& s) const {
+  const toml::table* t = table(root, "plan");
+  if (!t) return;
+  check_keys(*t, "plan.",
+             {"blocks", "tp", "cp", "ep", "pp", "vpp", "strategies", "hardware", "gpus",
+              "max_overhead_percent", "max_pipeline_gb", "max_step_seconds", "require_fit"});
+  if (!s.pipeline) {
+    fail(t->source(), "[plan] simulates training steps and needs a [pipeline] table");
+  }
+  ScenarioPlan plan;
+  PlanGrid& g = plan.grid;
+  auto array = [&](const char* key) -> const toml::array* {
+    const toml::node* n = t->get(key);
+    if (!n) return nullptr;
+    if (!n->is_array()) fail(n->source(), std::string("plan.") + key + " must be an array");
+    return n->as_array();
+  };
+  for (const auto& [key, into] :
+       {std::pair{"blocks", &g.blocks}, std::pair{"tp", &g.tp}, std::pair{"cp", &g.cp},
+        std::pair{"ep", &g.ep}, std::pair{"pp", &g.pp}, std::pair{"vpp", &g.vpp}}) {
+    if (const toml::array* a = array(key)) {
+      for (const auto& item : *a) {
+        const std::int64_t v = integer(item, std::string("plan.") + key + " entry");
+        if (v < 1) fail(item.source(), std::string("plan.") + key + " values must be >= 1");
+        into->push_back(v);
+      }
+    }
+  }
+  if (g.blocks.empty()) g.blocks = plan_default_blocks(s.inputs.sublayers);
+  if (const toml::array* a = array("strategies")) {
+    for (const auto& item : *a) {
+      try {
+        g.strategies.push_back(
+            parse_strategy(string(item, "plan.strategies entry"), "plan.strategies"));
+      } catch (const Error& error) {
+        fail(item.source(), error.what());
+      }
+    }
+  }
+  if (const toml::array* a = array("hardware")) {
+    for (const auto& item : *a) {
+      // A preset name, or a .toml file relative to the scenario's directory.
+      std::string name = string(item, "plan.hardware entry");
+      const bool file = name.find('/') != std::string::npos ||
+                        (name.size() > 5 && name.substr(name.size() - 5) == ".toml");
+      if (file && std::filesystem::path(name).is_relative())
+        name = (std::filesystem::path(source()).parent_path() / name).string();
+      try {
+        g.hardware.push_back(load_hardware(name));
+        plan.hardware_entries.push_back(name);
+      } catch (const Error& error) {
+        fail(item.source(), std::string("plan.hardware: ") + error.what());
+      }
+    }
+  }
+  if (const toml::node* n = t->get("gpus")) {
+    g.gpus = integer(*n, "plan.gpus");
+    if (g.gpus < 1) fail(n->source(), "plan.gpus must be >= 1");
+  }
+  auto positive = [&](const char* key, double scale, double& into) {
+    const toml::node* n = t->get(key);
+    if (!n) return;
+    const double v = number(*n, std::string("plan.") + key);
+    if (!(v > 0) || !std::isfinite(v))
+      fail(n->source(), std::string("plan.") + key + " must be > 0");
+    into = v * scale;
+  };
+  positive("max_overhead_percent", 0.01, plan.budgets.max_overhead_fraction);
+  positive("max_pipeline_gb", 1e9, plan.budgets.max_pipeline_bytes);
+  positive("max_step_seconds", 1.0, plan.budgets.max_step_seconds);
+  if (const toml::node* n = t->get("require_fit"))
+    plan.budgets.must_fit = boolean(*n, "plan.require_fit");
+  if (std::string problem = plan_grid_problem(g); !problem.empty())
+    fail(t->source(), "[plan]: " + problem);
+  if (std::string problem = plan_budgets_problem(plan.budgets); !problem.empty())
+    fail(t->source(), "[plan]: " + problem);
+  s.plan = plan;
+}
+
 void ScenarioReader::check_section_needs(const toml::table& root, Scenario& s) const {
   if (!root.get("sections")) {
     if (s.hardware) s.sections.push_back("time");
     if (s.pipeline) s.sections.push_back("pipeline_sim");
+    if (s.pipeline) s.sections.push_back("step");
+    if (s.plan) s.sections.push_back("decision");
   }
   for (const auto& section : s.sections) {
     const bool needs_hardware =
         section == "time" || section == "strategies" || section == "decode" || section == "memory";
-    if ((needs_hardware && !s.hardware) || (section == "pipeline_sim" && !s.pipeline)) {
+    const bool needs_pipeline = section == "pipeline_sim" || section == "step";
+    if ((needs_hardware && !s.hardware) || (needs_pipeline && !s.pipeline) ||
+        (section == "decision" && !s.plan)) {
       fail(root.get("sections")->source(),
            "section '" + section + "' needs " +
-               (needs_hardware ? "[hardware]" : "a [pipeline] table"));
+               (needs_hardware   ? "[hardware]"
+                : needs_pipeline ? "a [pipeline] table"
+                                 : "a [plan] table (and [pipeline])"));
     }
   }
 }

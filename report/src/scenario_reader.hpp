@@ -44,6 +44,7 @@ class ScenarioReader : public TomlReader {
   void read_implementation(const toml::table& root, Scenario& s) const;
   void read_hardware(const toml::table& root, Scenario& s) const;
   void read_pipeline(const toml::table& root, Scenario& s) const;
+  void read_plan(const toml::table& root, Scenario& s) const;
   // Adds the time and pipeline_sim sections by default; a listed section needs its table.
   void check_section_needs(const toml::table& root, Scenario& s) const;
 

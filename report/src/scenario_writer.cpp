@@ -54,10 +54,10 @@ void write_cost_inputs(const CostInputs& in, std::ostringstream& out) {
     for (const auto& choice : cost_input_choices()) {
       if (choice.section == section) out << choice.key << " = " << quoted(choice.get(in)) << "\n";
     }
-    if (section == "model" && !in.block_sizes.empty())
-      out << "block_sizes = " << values_array(in.block_sizes) << "\n";
-    if (section == "attention" && !in.full_attention_layers.empty())
-      out << "full_attention_layers = " << values_array(in.full_attention_layers) << "\n";
+    for (const auto& list : cost_input_lists()) {
+      if (list.section == section && !(in.*list.member).empty())
+        out << list.key << " = " << values_array(in.*list.member) << "\n";
+    }
   }
 }
 
@@ -103,9 +103,39 @@ void write_pipeline(const PipelineSettings& p, std::ostringstream& out) {
       << "\nschedule = " << quoted(to_string(p.schedule))
       << "\ncache = " << quoted(to_string(p.cache)) << "\nmode = " << quoted(to_string(p.mode))
       << "\noverlap = " << (p.overlap ? "true" : "false")
+      << "\noverlap_comm = " << quoted(to_string(p.comm_overlap))
       << "\nideal_links = " << (p.ideal_links ? "true" : "false")
       << "\nlink = " << quoted(p.intra_node_link ? "intra_node" : "scale_out") << "\n";
   if (p.link_bandwidth > 0) out << "link_bandwidth = " << toml_number(p.link_bandwidth) << "\n";
+}
+
+void write_plan(const ScenarioPlan& plan, std::ostringstream& out) {
+  const PlanGrid& g = plan.grid;
+  out << "\n[plan]\n";
+  for (const auto& [key, values] :
+       {std::pair{"blocks", &g.blocks}, std::pair{"tp", &g.tp}, std::pair{"cp", &g.cp},
+        std::pair{"ep", &g.ep}, std::pair{"pp", &g.pp}, std::pair{"vpp", &g.vpp}}) {
+    if (!values->empty()) out << key << " = " << values_array(*values) << "\n";
+  }
+  auto names = [&](const char* key, const std::vector<std::string>& list) {
+    if (list.empty()) return;
+    out << key << " = [";
+    for (std::size_t i = 0; i < list.size(); ++i) out << (i ? ", " : "") << quoted(list[i]);
+    out << "]\n";
+  };
+  std::vector<std::string> strategies;
+  for (const Strategy st : g.strategies) strategies.push_back(to_string(st));
+  names("strategies", strategies);
+  names("hardware", plan.hardware_entries);  // preset names, or the files' resolved paths
+  if (g.gpus > 0) out << "gpus = " << g.gpus << "\n";
+  const PlanBudgets& b = plan.budgets;
+  if (!std::isnan(b.max_overhead_fraction))
+    out << "max_overhead_percent = " << toml_number(b.max_overhead_fraction * 100) << "\n";
+  if (!std::isnan(b.max_pipeline_bytes))
+    out << "max_pipeline_gb = " << toml_number(b.max_pipeline_bytes / 1e9) << "\n";
+  if (!std::isnan(b.max_step_seconds))
+    out << "max_step_seconds = " << toml_number(b.max_step_seconds) << "\n";
+  out << "require_fit = " << (b.must_fit ? "true" : "false") << "\n";
 }
 
 void write_sweep(const SweepSpec& sweep, std::ostringstream& out) {
@@ -150,6 +180,7 @@ std::string scenario_to_toml(const Scenario& s) {
   if (s.hardware) write_hardware(*s.hardware, out);
   if (s.training) write_training(*s.training, out);
   if (s.pipeline) write_pipeline(*s.pipeline, out);
+  if (s.plan) write_plan(*s.plan, out);
   for (const auto& sweep : s.sweeps) write_sweep(sweep, out);
   return out.str();
 }

@@ -200,7 +200,7 @@ ReportTable layout_table(const CostInputs& in) {
                    {"ranks", "ranks", Shown::text},
                    {"crosses_stage", "crosses a stage", Shown::yes_no},
                    {"splits_layer", "splits a layer", Shown::yes_no}});
-  for (const auto& row : layout_rows(layout, in.pp, in.vpp)) {
+  for (const auto& row : layout_rows(layout, in.pp, in.vpp, stage_last_sublayers(in))) {
     std::string ranks;
     for (std::int64_t c = row.first_chunk; c <= row.last_chunk; ++c) {
       if (!ranks.empty()) ranks.push_back(',');

@@ -512,6 +512,27 @@ const std::map<std::string, Check>& scenario_checks() {
          EXPECT_LT(tp[3]["memory.per_rank.capacity_fraction"].get<double>(), 1.0);  // t = 8
          EXPECT_NEAR(tp[3]["memory.per_rank.capacity_fraction"].get<double>() * 80e9,
                      r["memory"]["per_rank"]["total_bytes"].get<double>(), 1e3);
+         // Issue 27's question: one AttnRes step overhead, its parts summing to it, and the N
+         // (and t, c) that meet a 2 % budget.
+         const auto& overhead = r["step"]["overhead_fraction"];
+         const auto& parts = overhead["step_parts"];
+         double sum = 0;
+         for (const auto& [key, value] : parts.items()) sum += value.get<double>();
+         EXPECT_NEAR(sum, overhead["step"].get<double>(), 1e-12);
+         EXPECT_GT(overhead["step"].get<double>(), 0.0);
+         EXPECT_LT(overhead["step"].get<double>(), 0.02);
+         const auto& decision = r["decision"];
+         EXPECT_NE(decision["summary"].get<std::string>().find("recommended N = "),
+                   std::string::npos);
+         ASSERT_FALSE(decision["recommended"].is_null());
+         const auto& best = decision["candidates"][decision["recommended"].get<std::size_t>()];
+         EXPECT_EQ(best["meets"], true);
+         EXPECT_LE(best["overhead_fraction"].get<double>(), 0.02);
+         for (const auto& c : decision["candidates"]) {
+           if (c["meets"] == true) EXPECT_LE(c["overhead_fraction"].get<double>(), 0.02);
+           if (c["meets"] == true) EXPECT_LE(c["blocks"].get<int>(), best["blocks"].get<int>());
+         }
+         EXPECT_EQ(decision["candidates"].size(), 8u * 2 * 2);  // N x t x c
        }},
       {"llama-3-70b",
        [](const json& r) {
@@ -852,6 +873,192 @@ TEST(ReportCli, CalibrationScenarioPrintsEveryPointWithItsSource) {
   EXPECT_NE(md.find("Model source: Kimi Team"), std::string::npos);
   EXPECT_NE(md.find("implementation strategies per training step"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir.path() / "r" / "charts" / "calibration.png"));
+}
+
+}  // namespace
+}  // namespace attnres
+
+namespace attnres {
+namespace {
+
+using test::CliRun;
+using test::run_cli;
+
+// The 61-layer MoE model of issue 27 (DeepSeek-V3's shape) as flags.
+std::vector<std::string> moe_flags(std::vector<std::string> command) {
+  for (const char* flag : {"--layers",
+                           "61",
+                           "--d-model",
+                           "7168",
+                           "--blocks",
+                           "8",
+                           "--attention",
+                           "mla",
+                           "--heads",
+                           "128",
+                           "--head-dim",
+                           "128",
+                           "--q-latent",
+                           "1536",
+                           "--ffn",
+                           "18432",
+                           "--experts",
+                           "256",
+                           "--active-experts",
+                           "8",
+                           "--shared-experts",
+                           "1",
+                           "--expert-ffn",
+                           "2048",
+                           "--dense-layers",
+                           "3",
+                           "--vocab",
+                           "129280",
+                           "--pp",
+                           "8",
+                           "--vpp",
+                           "2",
+                           "--seq",
+                           "131072",
+                           "--tp",
+                           "8",
+                           "--cp",
+                           "8",
+                           "--ep",
+                           "64",
+                           "--dp",
+                           "8",
+                           "--zero",
+                           "1",
+                           "--recompute",
+                           "full",
+                           "--microbatches",
+                           "16"})
+    command.emplace_back(flag);
+  return command;
+}
+
+TEST(StepCli, PipelineGivesOneOverheadWithItsPartsAndTheOtherTwoBesideIt) {
+  const CliRun run = run_cli(moe_flags({"pipeline", "--format", "json"}));
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  const auto& step = j["step"];
+  EXPECT_DOUBLE_EQ(step["overhead_fraction"]["step"].get<double>(),
+                   j["pipeline"]["attnres_overhead_fraction"].get<double>());
+  EXPECT_DOUBLE_EQ(step["attnres"]["step_seconds"].get<double>(),
+                   j["pipeline"]["step_seconds"].get<double>());
+  double parts = 0;
+  for (const char* key : {"attention_mlp_seconds", "residual_seconds", "tp_seconds", "cp_seconds",
+                          "ep_seconds", "bubble_seconds", "pp_seconds", "dp_seconds"})
+    parts += step["attnres"][key].get<double>();
+  EXPECT_NEAR(parts, step["attnres"]["step_seconds"].get<double>(), 1e-9);
+  EXPECT_EQ(j["inputs"]["pipeline"]["strategy"], "fused_two_phase");
+  EXPECT_EQ(j["inputs"]["pipeline"]["overlap_comm"], "cp,dp");
+  // Whole layers: 13 chunks of 4 layers, 3 of 3; no warning.
+  EXPECT_EQ(step["stage_last_sublayers"][0], 8);
+  EXPECT_EQ(step["stage_last_sublayers"][15], 122);
+  EXPECT_TRUE(step["warnings"].empty());
+  // The strategy changes the step (stack is slower than fused), and the table says so.
+  const CliRun stack = run_cli(moe_flags({"pipeline", "--format", "json", "--strategy", "stack"}));
+  ASSERT_EQ(stack.status, 0) << stack.err;
+  EXPECT_GT(nlohmann::json::parse(stack.out)["pipeline"]["step_seconds"].get<double>(),
+            j["pipeline"]["step_seconds"].get<double>());
+  const CliRun table = run_cli(moe_flags({"pipeline"}));
+  EXPECT_NE(table.out.find("What AttnRes adds to a step: three numbers, one answer"),
+            std::string::npos);
+}
+
+TEST(StepCli, StageLayoutsAreListedCheckedAndSplitLayersWarned) {
+  const std::vector<std::string> base = {"pipeline", "--layers",  "13",  "--blocks",
+                                         "4",        "--d-model", "256", "--pp",
+                                         "4",        "--format",  "json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  const CliRun listed = with({"--stage-layers", "3,4,4,2"});
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  EXPECT_EQ(nlohmann::json::parse(listed.out)["step"]["stage_last_sublayers"],
+            nlohmann::json({6, 14, 22, 26}));
+  const CliRun sum = with({"--stage-layers", "3,4,4,3"});
+  EXPECT_EQ(sum.status, 2);
+  EXPECT_NE(sum.err.find("--stage-layers: the stage_layers list sums to 14 layers; the model "
+                         "has 13"),
+            std::string::npos)
+      << sum.err;
+  const CliRun count = with({"--stage-layers", "6,7"});
+  EXPECT_EQ(count.status, 2);
+  EXPECT_NE(count.err.find("4 chunks expected"), std::string::npos) << count.err;
+  const CliRun split = run_cli({"pipeline", "--layers", "4", "--blocks", "2", "--d-model", "256",
+                                "--pp", "8", "--microbatches", "8"});
+  ASSERT_EQ(split.status, 0) << split.err;
+  EXPECT_NE(split.err.find("warning: the stage boundaries split layers 1, 2, 3 and 4"),
+            std::string::npos)
+      << split.err;
+  // Commands without pipeline ranks refuse the list.
+  const CliRun strategies = run_cli(
+      {"strategies", "--layers", "8", "--blocks", "2", "--d-model", "256", "--stage-layers", "8"});
+  EXPECT_EQ(strategies.status, 2);
+  EXPECT_NE(strategies.err.find("--stage-layers does not change"), std::string::npos)
+      << strategies.err;
+}
+
+TEST(PlanCli, TheMoeQuestionGetsTheNThatMeetATwoPercentBudget) {
+  const CliRun run = run_cli(moe_flags(
+      {"plan", "--max-overhead", "2", "--try-tp", "4,8", "--try-cp", "4,8", "--format", "json"}));
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["schema"]["name"], "attnres.plan");
+  EXPECT_DOUBLE_EQ(j["budgets"]["max_overhead_fraction"].get<double>(), 0.02);
+  const auto& candidates = j["candidates"];
+  EXPECT_EQ(candidates.size(), 8u * 2 * 2);  // N = 1 2 4 8 16 31 61 122, t, c
+  ASSERT_FALSE(j["recommended"].is_null());
+  const auto& best = candidates[j["recommended"].get<std::size_t>()];
+  EXPECT_EQ(best["meets"], true);
+  int meeting = 0, pareto = 0;
+  for (const auto& c : candidates) {
+    if (c["meets"] == true) {
+      ++meeting;
+      EXPECT_LE(c["overhead_fraction"].get<double>(), 0.02);
+      EXPECT_LE(c["blocks"].get<int>(), best["blocks"].get<int>());
+    } else {
+      EXPECT_FALSE(c["why"].get<std::string>().empty());
+    }
+    if (c["pareto"] == true) ++pareto;
+  }
+  EXPECT_GT(meeting, 0);
+  EXPECT_GT(pareto, 0);
+  EXPECT_LT(meeting, static_cast<int>(candidates.size()));  // some fail the budget or the engine
+  EXPECT_EQ(j["by_blocks"].size(), 8u);
+  const CliRun table = run_cli(moe_flags({"plan", "--max-overhead", "2"}));
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("recommended N = "), std::string::npos);
+  EXPECT_NE(table.out.find("Settings against the budgets"), std::string::npos);
+}
+
+TEST(PlanCli, BadBudgetsAndGridsNameTheFlag) {
+  const std::vector<std::string> base = {"plan",      "--layers", "8",    "--blocks", "2",
+                                         "--d-model", "256",      "--pp", "2"};
+  auto status_and_err = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  for (const auto& [extra, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--max-overhead", "-1"}, "--max-overhead must be > 0, got -1"},
+           {{"--max-overhead", "5000"}, "--max-overhead is a percentage below 1000"},
+           {{"--max-pipeline-gb", "0"}, "--max-pipeline-gb must be > 0"},
+           {{"--try-tp", "0,2"}, "--try-tp: values must be >= 1, got 0"},
+           {{"--try-strategy", "fused,stack"}, "--try-strategy"},
+           {{"--try-hardware", "h1000"}, "h1000"},
+           {{"--gpus", "0"}, "--gpus must be >= 1"},
+           {{"--fit", "maybe"}, "--fit"}}) {
+    const CliRun run = status_and_err(extra);
+    EXPECT_EQ(run.status, 2) << extra[0] << ": " << run.err;
+    EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
+    EXPECT_TRUE(run.out.empty()) << run.out;
+  }
 }
 
 }  // namespace

@@ -84,8 +84,9 @@ TEST(Sweep, StreamedSweepsSeeEveryPointAndKeepOnlyWhatAChartShows) {
     ++seen;
     sum += point.values[0];
   };
-  const SweepResult result =
-      run_sweep(ScenarioInputs{base_inputs(), std::nullopt, std::nullopt}, spec, run);
+  const SweepResult result = run_sweep(
+      ScenarioInputs{base_inputs(), std::nullopt, std::nullopt, Strategy::fused_two_phase}, spec,
+      run);
   // 18 valid y values x 2500 d values; 2 x 2500 impossible settings.
   EXPECT_EQ(seen, 18u * 2500u);
   EXPECT_EQ(result.valid_count, seen);

@@ -7,6 +7,7 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/report.hpp"
 #include "attnres/scenario.hpp"
 #include "test_support.hpp"
 
@@ -232,6 +233,72 @@ TEST(ScenarioPipeline, AHardwareFilesOwnMistakesPointIntoThatFile) {
   ASSERT_TRUE(s.hardware);
   EXPECT_EQ(s.hardware->hbm_bandwidth, 1e12);
   EXPECT_EQ(s.hardware->scale_out_bandwidth, 5e10);
+}
+
+TEST(ScenarioPlan, ReadsTheGridAndBudgetsAndWritesThemBack) {
+  const std::string text = kKimi + R"(stage_layers = [3, 4, 4, 3, 3, 4, 3, 3]
+[implementation]
+strategy = "arena"
+[hardware]
+preset = "h100"
+[pipeline]
+microbatches = 8
+overlap_comm = "tp,dp"
+[plan]
+blocks = [1, 3, 9]
+tp = [1, 2]
+strategies = ["stack", "fused_two_phase"]
+hardware = ["h100", "b200"]
+gpus = 64
+max_overhead_percent = 2.5
+max_pipeline_gb = 100
+require_fit = false
+)";
+  const Scenario s = parse_scenario(text, "s.toml");
+  ASSERT_TRUE(s.plan && s.pipeline);
+  EXPECT_EQ(s.pipeline->strategy, Strategy::arena);  // [implementation] is the one strategy
+  EXPECT_TRUE(s.pipeline->comm_overlap.tp);
+  EXPECT_FALSE(s.pipeline->comm_overlap.cp);
+  EXPECT_EQ(s.inputs.stage_layers.size(), 8u);
+  EXPECT_EQ(s.plan->grid.blocks, (std::vector<std::int64_t>{1, 3, 9}));
+  EXPECT_EQ(s.plan->grid.hardware.size(), 2u);
+  EXPECT_EQ(s.plan->grid.hardware[1].memory_bytes, 180e9);
+  EXPECT_DOUBLE_EQ(s.plan->budgets.max_overhead_fraction, 0.025);
+  EXPECT_FALSE(s.plan->budgets.must_fit);
+  EXPECT_NE(std::find(s.sections.begin(), s.sections.end(), "step"), s.sections.end());
+  EXPECT_NE(std::find(s.sections.begin(), s.sections.end(), "decision"), s.sections.end());
+  const Scenario again = parse_scenario(scenario_to_toml(s), "again.toml");
+  ASSERT_TRUE(again.plan);
+  EXPECT_EQ(again.plan->grid.tp, s.plan->grid.tp);
+  EXPECT_EQ(again.plan->grid.strategies, s.plan->grid.strategies);
+  EXPECT_EQ(again.plan->grid.gpus, 64);
+  EXPECT_DOUBLE_EQ(again.plan->budgets.max_pipeline_bytes, 100e9);
+  EXPECT_EQ(again.inputs.stage_layers, s.inputs.stage_layers);
+  EXPECT_EQ(to_string(again.pipeline->comm_overlap), "tp,dp");
+  // The report's decision section is the plan of these settings.
+  const Report report = build_report(s);
+  bool found = false;
+  for (const auto& table : report.tables) found = found || table.id == "plan";
+  EXPECT_TRUE(found);
+  EXPECT_EQ(report.json["decision"]["candidates"].size(), 3u * 2 * 2 * 2);
+}
+
+TEST(ScenarioPlan, BadPlansAndStageListsAreLocated) {
+  const std::string pipeline = "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 8\n";
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[plan]\ntp = [2]\n", "10:1",
+               "[plan] simulates training steps and needs a [pipeline] table");
+  expect_error(kKimi + pipeline + "[plan]\nmax_overhead = 2\n", "13:1",
+               "unknown key 'plan.max_overhead'; expected one of: blocks");
+  expect_error(kKimi + pipeline + "[plan]\nmax_overhead_percent = -2\n", "13:24",
+               "plan.max_overhead_percent must be > 0");
+  expect_error(kKimi + pipeline + "[plan]\ntp = [2, 0]\n", "13:10", "plan.tp values must be >= 1");
+  expect_error(kKimi + pipeline + "[plan]\nstrategies = [\"fused\"]\n", "13:15",
+               "plan.strategies: unknown implementation strategy 'fused'");
+  expect_error(kKimi + pipeline + "[plan]\nhardware = [\"h1000\"]\n", "13:13", "h1000");
+  expect_error(kKimi + "stage_layers = [3, 4]\n", "8:16",
+               "parallel.stage_layers: the stage_layers list has 2 entries");
+  expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[pipeline]\noverlap_comm = \"tp,xp\"\n",
+               "11:16", "unknown parallel group 'xp'");
 }
 
 TEST(ScenarioPipeline, BadSettingsAreLocated) {

@@ -152,6 +152,11 @@ JSON_RUNS = [
     ["sweep", "--d-model", "1024", "--layers", "24", "--blocks", "6", "--x", "blocks", "--values", "divisors",
      "--metric", "io_elements_per_sublayer.block_two_phase",
      "--metric", "io_elements_per_sublayer.full_two_phase"],
+    ["pipeline"] + PIPE + ["--stage-layers", "1,2,2,3,3,2,2,1", "--tp", "2", "--strategy", "arena",
+                          "--overlap-comm", "none"],
+    ["plan"] + PIPE + ["--max-overhead", "5", "--try-tp", "1,2", "--try-strategy", "stack,fused_two_phase"],
+    ["plan"] + PIPE + ["--try-blocks", "1,3", "--try-hardware", "h100,b200", "--gpus", "16",
+                       "--max-pipeline-gb", "1"],
     ["memory"] + MODEL + ["--pp", "4", "--tp", "4", "--dp", "2", "--zero", "1"],
     ["memory"] + MODEL + ["--attention", "mla", "--heads", "8", "--head-dim", "128", "--experts", "16",
                           "--active-experts", "2", "--expert-ffn", "512", "--ep", "2", "--dp", "2",
@@ -171,6 +176,7 @@ CSV_RUNS = [
     ["sweep", "--d-model", "1024", "--layers", "24", "--blocks", "6", "--x", "blocks", "--values", "divisors",
      "--metric", "io_elements_per_sublayer.block_two_phase"],
     ["memory"] + MODEL + ["--pp", "4", "--table", "memory_per_rank"],
+    ["plan"] + PIPE + ["--try-tp", "1,2", "--try-hardware", "h100,b200"],
 ]
 
 

@@ -151,14 +151,18 @@ std::int64_t read_source_pairs(const BlockLayout& layout) {
 }
 
 std::vector<LayoutBlockRow> layout_rows(const BlockLayout& layout, std::int64_t pp,
-                                        std::int64_t vpp) {
+                                        std::int64_t vpp,
+                                        const std::vector<std::int64_t>& chunk_last) {
   const std::int64_t L = layout.sublayers();
   const std::int64_t chunks = checked_multiply(pp, vpp, "pipeline chunks P·V");
   if (pp < 1 || vpp < 1 || chunks > L) {
     throw Error("layout: need 1 <= P·V <= L, got P·V = " + std::to_string(chunks) +
                 ", L = " + std::to_string(L));
   }
-  const auto last = chunk_last_sublayers(L, chunks);
+  const auto last = chunk_last.empty() ? layer_aligned_chunks(L, chunks) : chunk_last;
+  if (static_cast<std::int64_t>(last.size()) != chunks || last.back() != L)
+    throw Error("layout: the stage layout does not split L = " + std::to_string(L) + " into " +
+                std::to_string(chunks) + " chunks");
   auto chunk_of = [&](std::int64_t sublayer) {
     return static_cast<std::int64_t>(std::lower_bound(last.begin(), last.end(), sublayer) -
                                      last.begin());

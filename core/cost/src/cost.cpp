@@ -149,6 +149,30 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& in) {
                              " chunks exceed L = " + std::to_string(L) +
                              " sublayers (every chunk needs at least one sublayer)");
   }
+  if (!in.stage_layers.empty()) {
+    const std::int64_t layers = (L + 1) / 2;
+    if (static_cast<std::int64_t>(in.stage_layers.size()) != chunks) {
+      return problem("stage_layers", "the stage_layers list has " +
+                                         std::to_string(in.stage_layers.size()) +
+                                         " entries; P·V = " + std::to_string(in.pp) + " x " +
+                                         std::to_string(in.vpp) + " = " + std::to_string(chunks) +
+                                         " chunks expected (one entry per chunk, in chunk order)");
+    }
+    std::int64_t sum = 0;
+    for (std::size_t c = 0; c < in.stage_layers.size(); ++c) {
+      if (in.stage_layers[c] < 1) {
+        return problem("stage_layers", "chunk " + std::to_string(c) + " has " +
+                                           std::to_string(in.stage_layers[c]) +
+                                           " layers; every chunk needs at least one");
+      }
+      if (__builtin_add_overflow(sum, in.stage_layers[c], &sum)) sum = layers + 1;
+    }
+    if (sum != layers) {
+      return problem("stage_layers", "the stage_layers list sums to " + std::to_string(sum) +
+                                         " layers; the model has " + std::to_string(layers) +
+                                         " (L = " + std::to_string(L) + " sublayers)");
+    }
+  }
   if (auto p = resolve_architecture(in)) return p;
   // Products the engine forms later must fit 64 bits: B·b·N·T·d, (L+1)(L+2)/2 and (L+1)·d.
   std::int64_t product = 0;
@@ -176,6 +200,33 @@ CostInputs resolve_cost_inputs(CostInputs in) {
   return in;
 }
 
+std::vector<std::int64_t> stage_last_sublayers(const CostInputs& in) {
+  return in.stage_layers.empty() ? layer_aligned_chunks(in.sublayers, in.pp * in.vpp)
+                                 : listed_chunks(in.sublayers, in.stage_layers);
+}
+
+std::string stage_split_warning(const CostInputs& in) {
+  const auto split = split_layers(stage_last_sublayers(in));
+  if (split.empty()) return "";
+  std::string list;
+  const std::size_t shown = std::min<std::size_t>(split.size(), 8);
+  for (std::size_t i = 0; i < shown; ++i)
+    list += (i == 0 ? "" : i + 1 == split.size() ? " and " : ", ") + std::to_string(split[i]);
+  if (shown < split.size()) list += " and " + std::to_string(split.size() - shown) + " more";
+  return "the stage boundaries split layer" + std::string(split.size() > 1 ? "s " : " ") + list +
+         " (attention on one chunk, MLP on the next): P·V = " + std::to_string(in.pp * in.vpp) +
+         " chunks exceed the " + std::to_string((in.sublayers + 1) / 2) +
+         " layers; real pipelines keep layers whole (docs/math.md §3.3)";
+}
+
+std::vector<BoundaryPayload> pipeline_boundaries(const CostInputs& in, ResidualMode mode) {
+  const auto last = stage_last_sublayers(in);
+  if (mode == ResidualMode::block && !in.block_sizes.empty())
+    return pipeline_boundaries(block_layout_of(in), in.pp, in.vpp, last);
+  return pipeline_boundaries(mode, in.sublayers, mode == ResidualMode::full ? 1 : in.block_size,
+                             in.pp, in.vpp, last);
+}
+
 CostReport evaluate_costs(const CostInputs& in) {
   CostReport r;
   r.inputs = in;
@@ -194,9 +245,7 @@ CostReport evaluate_costs(const CostInputs& in) {
   r.prefill = prefill_history_bytes(in.batch, in.tokens, N, d, bytes_per_element(in.dtype),
                                     in.seq_shards, in.chunk);
   r.pipeline_paper = pipeline_comm_paper(in.pp, in.vpp, N, d);
-  r.boundaries = in.block_sizes.empty()
-                     ? pipeline_boundaries(ResidualMode::block, L, S, in.pp, in.vpp)
-                     : pipeline_boundaries(block_layout_of(in), in.pp, in.vpp);
+  r.boundaries = pipeline_boundaries(in, ResidualMode::block);
   std::int64_t naive = 0, cached = 0, own = 0, peak_naive = 0, peak_cached = 0;
   for (const auto& b : r.boundaries) {
     naive += b.naive_vectors;

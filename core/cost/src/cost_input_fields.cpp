@@ -199,13 +199,45 @@ const CostInputChoice* find_cost_input_choice(std::string_view key) {
   return nullptr;
 }
 
+std::span<const CostInputList> cost_input_lists() {
+  static const std::vector<CostInputList> lists = {
+      {"block_sizes", "model", "block-sizes", "block sizes",
+       "uneven blocks: sublayers per block in model order (sum = L), instead of N, S or K",
+       "8,8,8,8", &CostInputs::block_sizes},
+      {"full_attention_layers", "attention", "full-attention-layers", "full-attention layers",
+       "hybrid by list: the 1-based layers that keep the attention kind (the others linear), "
+       "instead of a hybrid period",
+       "4,8,12", &CostInputs::full_attention_layers},
+      {"stage_layers", "parallel", "stage-layers", "stage layers",
+       "uneven pipeline stages: transformer layers per chunk in chunk order (P·V entries, sum = "
+       "the layers); default whole layers split evenly",
+       "7,8,8,6", &CostInputs::stage_layers},
+  };
+  return lists;
+}
+
+const CostInputList* find_cost_input_list(std::string_view key) {
+  for (const auto& list : cost_input_lists()) {
+    if (list.key == key) return &list;
+  }
+  return nullptr;
+}
+
+std::string_view cost_input_section(std::string_view key) {
+  if (const CostInputField* f = find_cost_input_field(key)) return f->section;
+  if (const CostInputChoice* c = find_cost_input_choice(key)) return c->section;
+  if (const CostInputList* l = find_cost_input_list(key)) return l->section;
+  return "";
+}
+
 std::vector<std::string> cost_input_section_keys(std::string_view section) {
   std::vector<std::string> keys = cost_input_keys(section);
   for (const auto& choice : cost_input_choices()) {
     if (choice.section == section) keys.emplace_back(choice.key);
   }
-  if (section == "model") keys.emplace_back("block_sizes");
-  if (section == "attention") keys.emplace_back("full_attention_layers");
+  for (const auto& list : cost_input_lists()) {
+    if (list.section == section) keys.emplace_back(list.key);
+  }
   return keys;
 }
 

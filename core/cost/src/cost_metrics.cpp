@@ -422,9 +422,31 @@ const std::vector<CostMetric>& cost_metrics() {
        CostMetric::Needs::pipeline},
       {"pipeline.exposed_communication_seconds", "s", "iteration - iteration with free transfers",
        [](const Evaluation& e) { return e.pipeline->exposed_comm_s; }, CostMetric::Needs::pipeline},
+      {"pipeline.step_seconds", "s",
+       "training step, AttnRes: the iteration + exposed gradient collectives (docs/math.md §3.8)",
+       [](const Evaluation& e) { return e.pipeline->step_time_s; }, CostMetric::Needs::pipeline},
+      {"pipeline.standard_step_seconds", "s", "the same step with the standard residual",
+       [](const Evaluation& e) { return e.pipeline->step_standard.total(); },
+       CostMetric::Needs::pipeline},
       {"pipeline.attnres_overhead_fraction", "fraction",
-       "AttnRes iteration / standard iteration - 1",
+       "AttnRes step / standard step - 1: the one step overhead (docs/math.md §3.8)",
        [](const Evaluation& e) { return e.pipeline->attnres_overhead_fraction; },
+       CostMetric::Needs::pipeline},
+      {"pipeline.overhead_residual_fraction", "fraction",
+       "of the step overhead: the mechanism's kernels on the busiest rank, ÷ standard step",
+       [](const Evaluation& e) { return e.pipeline->reconciliation.residual; },
+       CostMetric::Needs::pipeline},
+      {"pipeline.overhead_pp_fraction", "fraction",
+       "of the step overhead: exposed pipeline transfers of the history, ÷ standard step",
+       [](const Evaluation& e) { return e.pipeline->reconciliation.pp; },
+       CostMetric::Needs::pipeline},
+      {"pipeline.overhead_bubble_fraction", "fraction",
+       "of the step overhead: the longer bubble, ÷ standard step",
+       [](const Evaluation& e) { return e.pipeline->reconciliation.bubble; },
+       CostMetric::Needs::pipeline},
+      {"pipeline.strategies_overhead_fraction", "fraction",
+       "the strategies view of the same setting: one device, forward + backward, no pipeline",
+       [](const Evaluation& e) { return e.pipeline->reconciliation.strategy; },
        CostMetric::Needs::pipeline},
       {"pipeline.peak_memory_bytes_per_rank", "bytes",
        "largest live activations + history on a rank",
@@ -601,7 +623,7 @@ json cost_inputs_to_json(const CostInputs& in) {
     inputs[std::string(field.key)] = cost_input_value(in, field);
   for (const auto& choice : cost_input_choices()) inputs[std::string(choice.key)] = choice.get(in);
   inputs["bytes_per_element"] = bytes_per_element(in.dtype);
-  inputs["full_attention_layers"] = in.full_attention_layers;
+  for (const auto& list : cost_input_lists()) inputs[std::string(list.key)] = in.*list.member;
   return inputs;
 }
 
@@ -664,7 +686,41 @@ json pipeline_settings_to_json(const PipelineSettings& p) {
           {"link_bandwidth_bytes_per_second",
            p.link_bandwidth > 0 ? json(p.link_bandwidth) : json(nullptr)},
           {"overlap", p.overlap},
+          {"overlap_comm", to_string(p.comm_overlap)},
+          {"strategy", to_string(p.strategy)},
           {"ideal_links", p.ideal_links}};
+}
+
+json step_to_json(const PipelineReport& p) {
+  auto parts = [](const StepParts& s) {
+    return json{{"rank", s.rank},
+                {"attention_mlp_seconds", s.attention_mlp},
+                {"residual_seconds", s.residual},
+                {"tp_seconds", s.tp},
+                {"cp_seconds", s.cp},
+                {"ep_seconds", s.ep},
+                {"bubble_seconds", s.bubble},
+                {"pp_seconds", s.pp},
+                {"dp_seconds", s.dp},
+                {"step_seconds", s.total()}};
+  };
+  const StepReconciliation& r = p.reconciliation;
+  json out = {{"attnres", parts(p.step_attnres)},
+              {"standard", parts(p.step_standard)},
+              {"overhead_fraction",
+               {{"time_model", r.time_model},
+                {"strategies", r.strategy},
+                {"step", r.step},
+                {"step_parts",
+                 {{"residual", r.residual},
+                  {"pp", r.pp},
+                  {"bubble", r.bubble},
+                  {"dp", r.dp},
+                  {"other", r.other}}}}},
+              {"stage_last_sublayers", stage_last_sublayers(p.settings.model)},
+              {"warnings", json::array()}};
+  if (!p.stage_warning.empty()) out["warnings"].push_back(p.stage_warning);
+  return out;
 }
 
 json inputs_to_json(const CostInputs& model, const Hardware* hardware,

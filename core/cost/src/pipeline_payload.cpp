@@ -38,12 +38,42 @@ std::vector<std::int64_t> chunk_last_sublayers(std::int64_t sublayers, std::int6
   return last;
 }
 
+std::vector<std::int64_t> layer_aligned_chunks(std::int64_t sublayers, std::int64_t chunks) {
+  const std::int64_t layers = (sublayers + 1) / 2;
+  if (chunks > layers) return chunk_last_sublayers(sublayers, chunks);
+  std::vector<std::int64_t> last = chunk_last_sublayers(layers, chunks);
+  for (auto& end : last) end = std::min(2 * end, sublayers);
+  return last;
+}
+
+std::vector<std::int64_t> listed_chunks(std::int64_t sublayers,
+                                        const std::vector<std::int64_t>& stage_layers) {
+  std::vector<std::int64_t> last;
+  last.reserve(stage_layers.size());
+  std::int64_t layers = 0;
+  for (const std::int64_t n : stage_layers) {
+    layers += n;
+    last.push_back(std::min(2 * layers, sublayers));
+  }
+  return last;
+}
+
+std::vector<std::int64_t> split_layers(const std::vector<std::int64_t>& chunk_last) {
+  std::vector<std::int64_t> out;
+  // A boundary after an attention sublayer (odd) leaves that layer's MLP to the next chunk.
+  for (std::size_t c = 0; c + 1 < chunk_last.size(); ++c) {
+    if (chunk_last[c] % 2 == 1) out.push_back((chunk_last[c] + 1) / 2);
+  }
+  return out;
+}
+
 namespace {
 
 // The payloads of every boundary, given how many blocks are complete after sublayer e
 // (docs/math.md §3.3); shared by the uniform and the listed layouts.
 template <typename Completed>
 std::vector<BoundaryPayload> boundaries_with(std::int64_t L, std::int64_t pp, std::int64_t vpp,
+                                             const std::vector<std::int64_t>& chunk_last,
                                              Completed completed) {
   if (L < 1 || pp < 1 || vpp < 1) throw Error("pipeline boundaries: L, P and V must be >= 1");
   const std::int64_t chunks = checked_multiply(pp, vpp, "pipeline chunks P·V");
@@ -51,7 +81,13 @@ std::vector<BoundaryPayload> boundaries_with(std::int64_t L, std::int64_t pp, st
     throw Error("pipeline boundaries: P·V = " + std::to_string(chunks) +
                 " chunks exceed L = " + std::to_string(L) + " sublayers");
   }
-  const auto last = chunk_last_sublayers(L, chunks);
+  const auto last = chunk_last.empty() ? layer_aligned_chunks(L, chunks) : chunk_last;
+  if (static_cast<std::int64_t>(last.size()) != chunks || last.back() != L) {
+    throw Error("pipeline boundaries: the stage layout has " + std::to_string(last.size()) +
+                " chunks ending at sublayer " + std::to_string(last.empty() ? 0 : last.back()) +
+                "; P·V = " + std::to_string(chunks) + " chunks over L = " + std::to_string(L) +
+                " expected");
+  }
   std::vector<BoundaryPayload> out;
   out.reserve(static_cast<std::size_t>(chunks - 1));
   for (std::int64_t c = 0; c + 1 < chunks; ++c) {
@@ -89,12 +125,12 @@ std::vector<BoundaryPayload> boundaries_with(std::int64_t L, std::int64_t pp, st
 }
 
 // Blocks of S sublayers (the last one shorter): floor(e / S) complete after e < L.
-std::vector<BoundaryPayload> uniform_pipeline_boundaries(std::int64_t sublayers,
-                                                         std::int64_t block_size, std::int64_t pp,
-                                                         std::int64_t vpp) {
+std::vector<BoundaryPayload> uniform_pipeline_boundaries(
+    std::int64_t sublayers, std::int64_t block_size, std::int64_t pp, std::int64_t vpp,
+    const std::vector<std::int64_t>& chunk_last) {
   if (sublayers >= 1 && (block_size < 1 || block_size > sublayers))
     throw Error("pipeline boundaries: block size must be between 1 and L");
-  return boundaries_with(sublayers, pp, vpp,
+  return boundaries_with(sublayers, pp, vpp, chunk_last,
                          [block_size](std::int64_t e) { return e / block_size; });
 }
 
@@ -102,14 +138,16 @@ std::vector<BoundaryPayload> uniform_pipeline_boundaries(std::int64_t sublayers,
 
 std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t sublayers,
                                                  std::int64_t block_size, std::int64_t pp,
-                                                 std::int64_t vpp) {
-  if (mode == ResidualMode::full) return uniform_pipeline_boundaries(sublayers, 1, pp, vpp);
+                                                 std::int64_t vpp,
+                                                 const std::vector<std::int64_t>& chunk_last) {
+  if (mode == ResidualMode::full)
+    return uniform_pipeline_boundaries(sublayers, 1, pp, vpp, chunk_last);
   if (mode != ResidualMode::standard) {
-    return uniform_pipeline_boundaries(sublayers, block_size, pp, vpp);
+    return uniform_pipeline_boundaries(sublayers, block_size, pp, vpp, chunk_last);
   }
   // The standard residual: the hidden state h is the whole payload of every boundary (the same
   // boundaries as one block spanning the model, with one vector each).
-  auto out = uniform_pipeline_boundaries(sublayers, sublayers, pp, vpp);
+  auto out = uniform_pipeline_boundaries(sublayers, sublayers, pp, vpp, chunk_last);
   for (auto& b : out) {
     b.completed_blocks = 0;
     b.partial = false;
@@ -120,13 +158,14 @@ std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t
 }
 
 std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std::int64_t pp,
-                                                 std::int64_t vpp) {
+                                                 std::int64_t vpp,
+                                                 const std::vector<std::int64_t>& chunk_last) {
   // Block ends in order, so "blocks complete after e" is a binary search.
   std::vector<std::int64_t> ends;
   ends.reserve(layout.sizes.size());
   std::int64_t end = 0;
   for (std::int64_t size : layout.sizes) ends.push_back(end += size);
-  return boundaries_with(end, pp, vpp, [&ends](std::int64_t e) {
+  return boundaries_with(end, pp, vpp, chunk_last, [&ends](std::int64_t e) {
     return static_cast<std::int64_t>(std::upper_bound(ends.begin(), ends.end(), e) - ends.begin());
   });
 }

@@ -26,8 +26,7 @@ struct ChunkRange {
   std::int64_t first = 1, last = 0;
 };
 std::vector<ChunkRange> chunk_ranges(const CostInputs& r) {
-  const std::int64_t C = r.pp * r.vpp;
-  const auto last = chunk_last_sublayers(r.sublayers, C);
+  const auto last = stage_last_sublayers(r);
   std::vector<ChunkRange> out;
   std::int64_t first = 1;
   for (const std::int64_t l : last) {
@@ -142,13 +141,8 @@ std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySetting
   const auto chunks = chunk_ranges(r);
   const int b = bytes_per_element(r.dtype);
   const bool training = s.workload == Workload::training;
-  const auto boundaries =
-      s.mode == ResidualMode::standard
-          ? std::vector<BoundaryPayload>{}
-          : (r.block_sizes.empty()
-                 ? pipeline_boundaries(s.mode, r.sublayers,
-                                       s.mode == ResidualMode::full ? 1 : r.block_size, P, V)
-                 : pipeline_boundaries(block_layout_of(r), P, V));
+  const auto boundaries = s.mode == ResidualMode::standard ? std::vector<BoundaryPayload>{}
+                                                           : pipeline_boundaries(r, s.mode);
   const double vector_bytes = local_tokens(r, true) * D(r.d_model) * b;
   // Tensors the strategy saves for backward, per sublayer (spread evenly).
   double saved_per_sublayer = 0;
@@ -280,6 +274,93 @@ std::vector<std::string> memory_assumptions(const CostInputs& r, const MemorySet
   return out;
 }
 
+namespace {
+
+// One term of a group spanning `span` ranks: NVLink within a node, else the scale-out network.
+void add_term(std::vector<CommTerm>& out, const Hardware& hw, std::string group, std::string what,
+              double bytes, std::int64_t ranks, std::int64_t span) {
+  CommTerm term;
+  term.group = std::move(group);
+  term.what = std::move(what);
+  term.bytes = bytes;
+  term.ranks = ranks;
+  term.intra_node = span <= hw.gpus_per_node;
+  const double bw = term.intra_node ? hw.intra_node_bandwidth : hw.scale_out_bandwidth;
+  term.seconds = bw > 0 ? bytes / (bw * hw.link_efficiency) : 0.0;
+  out.push_back(std::move(term));
+}
+
+}  // namespace
+
+std::int64_t comm_group_ranks(const CostInputs& r, CommGroup group) {
+  switch (group) {
+    case CommGroup::tp:
+      return r.tp;
+    case CommGroup::cp:
+      return r.cp;
+    case CommGroup::ep:
+      return r.ep;
+    case CommGroup::dp:
+      return r.dp * r.cp;
+  }
+  return 1;
+}
+
+std::int64_t comm_group_span(const CostInputs& r, CommGroup group) {
+  switch (group) {
+    case CommGroup::tp:
+    case CommGroup::ep:
+      return comm_group_ranks(r, group);
+    case CommGroup::cp:
+      return r.tp * r.cp;
+    case CommGroup::dp:
+      return r.tp * r.cp * r.dp;
+  }
+  return 1;
+}
+
+double collective_seconds(const CostInputs& r, const Hardware& hw, CommGroup group, double bytes) {
+  if (!(bytes > 0)) return 0.0;
+  const bool intra = comm_group_span(r, group) <= hw.gpus_per_node;
+  const double bw = intra ? hw.intra_node_bandwidth : hw.scale_out_bandwidth;
+  return bw > 0 ? bytes / (bw * hw.link_efficiency) : 0.0;
+}
+
+SublayerComm sublayer_communication(const CostInputs& r, std::int64_t sublayer) {
+  SublayerComm out;
+  const double b = bytes_per_element(r.dtype), t = D(r.tp), c = D(r.cp);
+  const std::int64_t layer = (sublayer + 1) / 2;
+  const bool attention = sublayer % 2 == 1;
+  const bool moe = !attention && layer_is_moe(r, layer);
+  // Full recompute runs the forward again before the backward, collectives included.
+  const double again = r.recompute == RecomputePolicy::full ? 1.0 : 0.0;
+  if (r.tp > 1 && !moe) {
+    // All-reduce, or reduce-scatter + all-gather: 2(t-1)/t of one micro-batch's hidden states.
+    const double per = 2.0 * (t - 1.0) / t * local_tokens(r, false) * D(r.d_model) * b;
+    out.tp = {per, per * (1.0 + again)};
+  }
+  if (r.cp > 1 && attention) {
+    const AttentionKind kind = layer_attention(r, layer);
+    const double tokens = local_tokens(r, false);
+    double per = 0;
+    if (kind == AttentionKind::linear) {
+      per = linear_state_elements(r) * kLinearStateBytes * D(r.batch) / t;
+    } else if (kind == AttentionKind::mla) {
+      per = (c - 1.0) * tokens * (2.0 * D(r.heads) * D(r.head_dim) + D(r.heads) * D(r.rope_dim)) *
+            b / t;
+    } else {
+      per = (c - 1.0) * tokens * kv_cache_elements_per_token(r, kind) * b / t;
+    }
+    out.cp = {per, per * (2.0 + again)};  // keys and values out, their gradients back twice
+  }
+  if (r.ep > 1 && moe) {
+    const double e = D(r.ep);
+    const double per = (e - 1.0) / e * D(r.active) * local_tokens(r, true) * D(r.d_model) * b;
+    out.ep = {2.0 * per, 2.0 * per * (1.0 + again)};  // dispatch and combine each way
+  }
+  return out;
+}
+
 std::vector<CommTerm> step_communication(const CostInputs& r, const Hardware& hw, int microbatches,
                                          ResidualMode mode) {
   std::vector<CommTerm> out;
@@ -294,70 +375,43 @@ std::vector<CommTerm> step_communication(const CostInputs& r, const Hardware& hw
       n += chunks[static_cast<std::size_t>(c)].last - chunks[static_cast<std::size_t>(c)].first + 1;
     if (n > most) most = n, busiest = rank;
   }
-  std::int64_t attention_layers_on = 0, dense_mlp_on = 0, moe_on = 0;
-  std::vector<AttentionKind> kinds;
+  SublayerComm sum;
+  std::int64_t moe_on = 0;
   for (std::int64_t c = busiest; c < C; c += P) {
     for (std::int64_t sub = chunks[static_cast<std::size_t>(c)].first;
          sub <= chunks[static_cast<std::size_t>(c)].last; ++sub) {
-      const std::int64_t layer = (sub + 1) / 2;
-      if (sub % 2 == 1) {
-        ++attention_layers_on;
-        kinds.push_back(layer_attention(r, layer));
-      } else if (layer_is_moe(r, layer)) {
-        ++moe_on;
-      } else {
-        ++dense_mlp_on;
+      const SublayerComm one = sublayer_communication(r, sub);
+      for (const CommGroup g : {CommGroup::tp, CommGroup::cp, CommGroup::ep}) {
+        sum.of(g).forward += one.of(g).forward;
+        sum.of(g).backward += one.of(g).backward;
       }
+      if (sub % 2 == 0 && layer_is_moe(r, (sub + 1) / 2)) ++moe_on;
     }
   }
   const double hidden = local_tokens(r, false) * D(r.d_model) * b;  // one micro-batch, one CP rank
-  const int gpn = hw.gpus_per_node;
-  auto add = [&](std::string group, std::string what, double bytes, std::int64_t ranks,
-                 std::int64_t span) {
-    CommTerm term;
-    term.group = std::move(group);
-    term.what = std::move(what);
-    term.bytes = bytes;
-    term.ranks = ranks;
-    term.intra_node = span <= gpn;
-    const double bw = term.intra_node ? hw.intra_node_bandwidth : hw.scale_out_bandwidth;
-    term.seconds = bw > 0 ? bytes / (bw * hw.link_efficiency) : 0.0;
-    out.push_back(std::move(term));
+  auto add = [&](CommGroup g, std::string what, double bytes) {
+    add_term(out, hw, enum_name(kCommGroupNames, g), std::move(what), bytes, comm_group_ranks(r, g),
+             comm_group_span(r, g));
   };
-  const double recompute_passes = r.recompute == RecomputePolicy::full ? 3.0 : 2.0;
+  const bool full = r.recompute == RecomputePolicy::full;
+  const std::string again = full ? " and the recomputed forward" : "";
   if (r.tp > 1) {
-    const double t = D(r.tp);
-    const double per = 2.0 * (t - 1.0) / t * hidden;  // all-reduce, or reduce-scatter + all-gather
-    add("tp",
+    add(CommGroup::tp,
         std::string(sp_on(r) ? "reduce-scatter + all-gather" : "all-reduce") +
-            " of attention and dense-MLP outputs, forward and backward" +
-            (r.recompute == RecomputePolicy::full ? " and the recomputed forward" : ""),
-        per * D(attention_layers_on + dense_mlp_on) * recompute_passes * m, r.tp, r.tp);
+            " of attention and dense-MLP outputs, forward and backward" + again,
+        sum.tp.total() * m);
   }
   if (r.cp > 1) {
-    double per_layer = 0;
-    const double c = D(r.cp), t = D(r.tp);
-    const double tokens = local_tokens(r, false);
-    for (const AttentionKind kind : kinds) {
-      if (kind == AttentionKind::linear) {
-        per_layer += linear_state_elements(r) * kLinearStateBytes * D(r.batch) / t;
-      } else if (kind == AttentionKind::mla) {
-        per_layer += (c - 1.0) * tokens *
-                     (2.0 * D(r.heads) * D(r.head_dim) + D(r.heads) * D(r.rope_dim)) * b / t;
-      } else {
-        per_layer += (c - 1.0) * tokens * kv_cache_elements_per_token(r, kind) * b / t;
-      }
-    }
-    add("cp",
-        "ring exchange of keys and values (linear attention: its state), forward and 2x backward",
-        per_layer * 3.0 * m, r.cp, r.tp * r.cp);
+    add(CommGroup::cp,
+        "ring exchange of keys and values (linear attention: its state), forward and 2x "
+        "backward" +
+            again,
+        sum.cp.total() * m);
   }
   if (r.ep > 1 && moe_on > 0) {
-    const double e = D(r.ep);
-    const double tokens = local_tokens(r, true);
-    const double per = (e - 1.0) / e * D(r.active) * tokens * D(r.d_model) * b;
-    add("ep", "all-to-all dispatch and combine of the routed tokens, forward and backward",
-        4.0 * per * D(moe_on) * m, r.ep, r.ep);
+    add(CommGroup::ep,
+        "all-to-all dispatch and combine of the routed tokens, forward and backward" + again,
+        sum.ep.total() * m);
   }
   const ParameterCounts whole = parameter_counts(r);
   const double routed_rank = whole.routed_experts / D(P) / D(r.ep);
@@ -370,40 +424,35 @@ std::vector<CommTerm> step_communication(const CostInputs& r, const Hardware& hw
   const std::int64_t dpc = r.dp * r.cp;
   if (dpc > 1) {
     const double g = D(dpc);
-    add("dp", std::string(how) + " (dense weights, once per step)",
-        factor * (g - 1.0) / g * b * dense_rank, dpc, r.tp * dpc);
+    add_term(out, hw, "dp", std::string(how) + " (dense weights, once per step)",
+             factor * (g - 1.0) / g * b * dense_rank, dpc, r.tp * dpc);
   }
   const std::int64_t edp = r.tp * r.cp * r.dp / r.ep;
   if (edp > 1 && whole.routed_experts > 0) {
     const double g = D(edp);
-    add("dp", std::string(how) + " (routed experts, once per step)",
-        factor * (g - 1.0) / g * b * routed_rank, edp, r.tp * r.cp * r.dp);
+    add_term(out, hw, "dp", std::string(how) + " (routed experts, once per step)",
+             factor * (g - 1.0) / g * b * routed_rank, edp, r.tp * r.cp * r.dp);
   }
   if (P > 1) {
     const double t_sp = sp_on(r) ? D(r.tp) : 1.0;
     std::int64_t sends = 0;
     double attnres_vectors = 0;
-    const auto boundaries =
-        mode == ResidualMode::standard
-            ? std::vector<BoundaryPayload>{}
-            : (r.block_sizes.empty()
-                   ? pipeline_boundaries(mode, r.sublayers,
-                                         mode == ResidualMode::full ? 1 : r.block_size, P, V)
-                   : pipeline_boundaries(block_layout_of(r), P, V));
+    const auto boundaries = mode == ResidualMode::standard ? std::vector<BoundaryPayload>{}
+                                                           : pipeline_boundaries(r, mode);
     for (std::int64_t c = busiest; c + 1 < C; c += P) {
       ++sends;
       if (!boundaries.empty())
         attnres_vectors += D(boundaries[static_cast<std::size_t>(c)].cached_vectors - 1);
     }
     const std::int64_t world = r.tp * r.cp * r.dp * P;
-    add("pp",
-        "hidden state to the next stage and its gradient back (÷ t with sequence parallelism)",
-        2.0 * D(sends) * hidden / t_sp * m, P, world);
+    add_term(out, hw, "pp",
+             "hidden state to the next stage and its gradient back (÷ t with sequence parallelism)",
+             2.0 * D(sends) * hidden / t_sp * m, P, world);
     if (mode != ResidualMode::standard) {
-      add("pp_attnres",
-          "AttnRes block representations beyond the hidden state (cached policy), and their "
-          "gradients",
-          2.0 * attnres_vectors * hidden / t_sp * m, P, world);
+      add_term(out, hw, "pp_attnres",
+               "AttnRes block representations beyond the hidden state (cached policy), and their "
+               "gradients",
+               2.0 * attnres_vectors * hidden / t_sp * m, P, world);
     }
   }
   return out;

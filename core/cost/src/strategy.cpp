@@ -372,9 +372,9 @@ RecomputeReport recompute_report(Checkpointing policy, ResidualMode mode, Strate
   report.strategy = strategy;
   const BlockLayout layout = mode_layout(mode, in);
   const auto reads = read_sources(layout);
-  const std::int64_t L = in.sublayers, P = in.pp, C = in.pp * in.vpp;
-  const auto last = chunk_last_sublayers(L, C);
-  const auto boundaries = pipeline_boundaries(layout, in.pp, in.vpp);
+  const std::int64_t P = in.pp, C = in.pp * in.vpp;
+  const auto last = stage_last_sublayers(in);
+  const auto boundaries = pipeline_boundaries(layout, in.pp, in.vpp, last);
   const double tokens = static_cast<double>(in.batch) * static_cast<double>(in.tokens);
   const double b = bytes_per_element(in.dtype);
   const double vector_bytes = static_cast<double>(in.d_model) * tokens * b;

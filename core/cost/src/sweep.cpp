@@ -30,7 +30,7 @@ MemorySettings scenario_memory_settings(const ScenarioInputs& in) {
     s.schedule = in.pipeline->schedule;
     s.mode = in.pipeline->mode;
   }
-  s.strategy = Strategy::fused_two_phase;
+  s.strategy = in.strategy;
   if (in.hardware) s.capacity_bytes = in.hardware->memory_bytes;
   return s;
 }
@@ -47,6 +47,7 @@ EvaluatedScenario evaluate_scenario(const ScenarioInputs& in, bool time, bool pi
   if (pipeline && in.pipeline) {
     PipelineSettings settings = *in.pipeline;
     settings.model = in.cost;
+    settings.strategy = in.strategy;
     if (in.hardware) settings.hardware = *in.hardware;
     settings.record_timeline = timeline;
     out.pipeline = evaluate_pipeline(settings);
@@ -77,8 +78,8 @@ void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::i
 }
 
 SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec, const Progress& progress) {
-  return run_sweep(ScenarioInputs{base, std::nullopt, std::nullopt}, spec,
-                   SweepRun{progress, {}, true});
+  return run_sweep(ScenarioInputs{base, std::nullopt, std::nullopt, Strategy::fused_two_phase},
+                   spec, SweepRun{progress, {}, true});
 }
 
 SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const Progress& progress) {
@@ -231,7 +232,8 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
 }
 
 ChartSpec sweep_chart(const SweepResult& result, const CostInputs& base) {
-  return sweep_chart(result, ScenarioInputs{base, std::nullopt, std::nullopt});
+  return sweep_chart(result,
+                     ScenarioInputs{base, std::nullopt, std::nullopt, Strategy::fused_two_phase});
 }
 
 ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario) {

@@ -12,6 +12,7 @@
 #include "attnres/chart_spec.hpp"
 #include "attnres/format.hpp"
 #include "attnres/output_dir.hpp"
+#include "attnres/plan.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/time_model.hpp"
 
@@ -102,6 +103,13 @@ void add_scaling_section(const ScenarioScaling& scaling, Report& report);
 ReportTable time_table(const CostInputs& inputs, const StackTime& prefill, const StackTime& decode,
                        const Hardware& hardware);
 void add_pipeline_section(const PipelineReport& pipeline, Report& report);
+// The step's parts (AttnRes and standard, busiest rank) and the three overhead numbers side by
+// side with the step's split (docs/math.md §3.8): the report's "step" section.
+ReportTable step_table(const PipelineReport& pipeline);
+ReportTable reconciliation_table(const PipelineReport& pipeline);
+// Every setting of a plan against the budgets, with the recommendation and why per N in the note
+// (docs/math.md §3.9): `attnres plan` and the report's "decision" section.
+ReportTable plan_table(const PlanResult& plan);
 // Memory per rank (rank_memory.hpp): the breakdown, the device capacity and whether it fits, one
 // row per pipeline rank; the note names the largest rank's verdict and the assumptions. `where`
 // is added to the title (" (simulated peak)").

@@ -43,6 +43,7 @@
 #include "attnres/hardware.hpp"
 #include "attnres/model_config.hpp"
 #include "attnres/pipeline.hpp"
+#include "attnres/plan.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
 
@@ -84,6 +85,14 @@ struct ScenarioTraining {
 // ("block:block_size=4" -> "block_block_size_4").
 std::string scheme_file_name(const std::string& spec);
 
+// The [plan] table (docs/scenarios.md): the grid a "decision" section tries and the budgets it
+// checks (plan.hpp, docs/math.md §3.9).
+struct ScenarioPlan {
+  PlanGrid grid;
+  PlanBudgets budgets;
+  std::vector<std::string> hardware_entries;  // plan.hardware as written (files resolved)
+};
+
 struct Scenario {
   std::string source;  // file name, for messages
   std::string text;    // the file's text as read (reports keep a copy; empty when built in code)
@@ -98,14 +107,16 @@ struct Scenario {
   std::optional<Hardware> hardware;          // enables the "time" section and time metrics
   std::optional<PipelineSettings> pipeline;  // enables "pipeline_sim" and pipeline metrics
   std::optional<ScenarioTraining> training;  // enables the "training" section
-  // [implementation]: the strategy and variant the recompute section uses (docs/math.md §3.6).
-  Strategy strategy = Strategy::fused_one_shot;
+  std::optional<ScenarioPlan> plan;          // enables the "decision" section (needs [pipeline])
+  // [implementation]: the strategy the pipeline simulation times and memory counts, and the
+  // variant the recompute section uses (docs/math.md §3.6).
+  Strategy strategy = Strategy::fused_two_phase;
   ResidualMode strategy_mode = ResidualMode::block;
   // [calibration] table: a calibration table file (resolved against the scenario's directory);
   // empty = the committed table (docs/calibration.md).
   std::filesystem::path calibration_table;
 
-  ScenarioInputs scenario_inputs() const { return {inputs, hardware, pipeline}; }
+  ScenarioInputs scenario_inputs() const { return {inputs, hardware, pipeline, strategy}; }
 };
 
 const std::vector<std::string>& scenario_sections();

@@ -72,7 +72,9 @@ TEST(CostPipeline, ExactBoundariesReduceToThePaperWhenBlocksAlignWithChunks) {
     for (std::int64_t V : {1, 2, 4}) {
       for (std::int64_t blocks_per_chunk : {1, 2, 3}) {
         const std::int64_t C = P * V, S = 3, N = C * blocks_per_chunk, L = N * S;
-        const auto boundaries = pipeline_boundaries(ResidualMode::block, L, S, P, V);
+        // The paper's accounting splits sublayers evenly (S = 3 cuts layers).
+        const auto boundaries =
+            pipeline_boundaries(ResidualMode::block, L, S, P, V, chunk_last_sublayers(L, C));
         ASSERT_EQ(static_cast<std::int64_t>(boundaries.size()), C - 1);
         std::int64_t naive = 0, cached = 0, embedding_sends = 0;
         for (const auto& b : boundaries) {
@@ -98,8 +100,10 @@ TEST(CostPipeline, NaiveAndCachedAgreeWithOneVirtualStage) {
 }
 
 TEST(CostPipeline, UnalignedBlocksAndChunksCountThePartialSum) {
-  // L = 10, S = 4 (blocks {1-4}, {5-8}, {9-10}), P = 3, V = 1: chunks end at 4, 7, 10.
-  const auto boundaries = pipeline_boundaries(ResidualMode::block, 10, 4, 3, 1);
+  // L = 10, S = 4 (blocks {1-4}, {5-8}, {9-10}), P = 3, V = 1: chunks listed to end at 4, 7, 10
+  // (the default keeps layers whole: 4, 8, 10).
+  const auto boundaries = pipeline_boundaries(ResidualMode::block, 10, 4, 3, 1, {4, 7, 10});
+  EXPECT_EQ(pipeline_boundaries(ResidualMode::block, 10, 4, 3, 1)[1].last_sublayer, 8);
   ASSERT_EQ(boundaries.size(), 2u);
   EXPECT_EQ(boundaries[0].last_sublayer, 4);
   EXPECT_EQ(boundaries[0].completed_blocks, 1);

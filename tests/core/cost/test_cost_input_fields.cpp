@@ -84,8 +84,12 @@ TEST(CostInputFields, JsonInputsHaveEveryKeyOfTheTable) {
   in.d_model = 64;
   in.blocks = 4;
   const nlohmann::json j = cost_inputs_to_json(resolve_cost_inputs(in));
-  // + the five choices, bytes_per_element and full_attention_layers
-  EXPECT_EQ(j.size(), cost_input_fields().size() + cost_input_choices().size() + 2);
+  // + the five choices, bytes_per_element and the three lists
+  EXPECT_EQ(j.size(), cost_input_fields().size() + cost_input_choices().size() + 1 +
+                          cost_input_lists().size());
+  EXPECT_EQ(cost_input_lists().size(), 3u);
+  for (const auto& list : cost_input_lists())
+    EXPECT_TRUE(j[std::string(list.key)].is_array()) << list.key;
   EXPECT_EQ(j["layers"], 16);
   EXPECT_EQ(j["block_size"], 8);
   EXPECT_EQ(j["dtype"], "bf16");
@@ -177,7 +181,8 @@ TEST(SweepJson, TheStreamedObjectHoldsTheHeaderEveryPointAndTheRejectedSettings)
   SweepRun run;
   SweepJsonWriter writer(text, spec, cost_inputs_to_json(base));
   run.on_point = [&](const SweepPoint& point) { writer.point(point); };
-  const SweepResult result = run_sweep(ScenarioInputs{base, std::nullopt, std::nullopt}, spec, run);
+  const SweepResult result = run_sweep(
+      ScenarioInputs{base, std::nullopt, std::nullopt, Strategy::fused_two_phase}, spec, run);
   writer.end(result);
   const nlohmann::json j = nlohmann::json::parse(text.str());
   EXPECT_EQ(j["name"], "io");

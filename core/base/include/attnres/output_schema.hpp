@@ -26,6 +26,7 @@ inline constexpr OutputSchema kOutputSchemas[] = {
     {"sweep", 1, "sweep --format json, and NAME.json of sweep --out"},
     {"pipeline", 1, "pipeline --format json"},
     {"memory", 1, "memory --format json"},
+    {"plan", 1, "plan --format json"},
     {"metrics", 1, "metrics --format json"},
     {"train", 1, "train --format json"},
     {"bench", 1, "bench --format json"},

@@ -72,7 +72,7 @@ std::int64_t read_source_pairs(const BlockLayout& layout);
 
 // ------------------------------------------------------------------ the layout view
 // One row per block: where it sits in the model and against the pipeline's C = P·V chunks (chunk
-// c runs on rank c mod P; chunks split L as chunk_last_sublayers does).
+// c runs on rank c mod P; chunks end at `chunk_last`, empty: layer_aligned_chunks).
 struct LayoutBlockRow {
   std::int64_t block = 0;                              // 1-based
   std::int64_t first_sublayer = 0, last_sublayer = 0;  // 1-based, inclusive
@@ -87,7 +87,8 @@ struct LayoutBlockRow {
   bool crosses_stage = false;                    // first_chunk != last_chunk
 };
 std::vector<LayoutBlockRow> layout_rows(const BlockLayout& layout, std::int64_t pp,
-                                        std::int64_t vpp);
+                                        std::int64_t vpp,
+                                        const std::vector<std::int64_t>& chunk_last = {});
 
 // The exact pipeline payload of every stage boundary for a layout, uneven lists included:
 // pipeline_boundaries(layout, P, V) in pipeline_payload.hpp (docs/math.md §3.3).

@@ -214,6 +214,10 @@ struct CostInputs {
   std::int64_t zero = 0;              // ZeRO stage 0..3 (3: FSDP-style weight sharding)
   std::int64_t optimizer_bytes = 12;  // K: optimizer bytes per parameter (Adam, mixed precision)
   RecomputePolicy recompute = RecomputePolicy::selective;  // what flash attention does
+  // Pipeline stage layout (docs/math.md §3.3): transformer layers per chunk, in chunk order
+  // (P·V entries, sum = the layers), e.g. 7,8,8,8,8,8,8,6; empty = whole layers split as
+  // evenly as possible (stage_last_sublayers in pipeline_payload.hpp).
+  std::vector<std::int64_t> stage_layers;
 };
 
 // An invalid input: `field` is the CostInputs member name, so the CLI can name its flag and a
@@ -243,8 +247,22 @@ std::optional<CostInputProblem> try_resolve_cost_inputs(CostInputs& inputs);
 // L <= kMaxSublayers, N <= L, S
 // <= L, consistent N and S when both are given, P·V <= L, chunk <= T, products that fit 64 bits.
 // block_layers K becomes S = 2K (and is then cleared); a block_sizes list must sum to L and fixes
-// N and S (a given N, S or K must agree with it).
+// N and S (a given N, S or K must agree with it); a stage_layers list has P·V entries >= 1 that
+// sum to the layers ceil(L/2).
 CostInputs resolve_cost_inputs(CostInputs inputs);
+
+// ------------------------------------------------------------------ the stage layout
+// The chunks of resolved inputs (docs/math.md §3.3), as the last sublayer of each of the P·V
+// chunks: the stage_layers list when given, else whole layers split evenly
+// (layer_aligned_chunks, pipeline_payload.hpp).
+std::vector<std::int64_t> stage_last_sublayers(const CostInputs& resolved);
+// Where a stage boundary cuts a layer (its attention on one chunk, its MLP on the next), in words
+// for a warning: "the stage boundaries split layers 3 and 5 ...; give more layers than P·V = 8
+// chunks"; "" when every chunk holds whole layers.
+std::string stage_split_warning(const CostInputs& resolved);
+// The exact payload of every stage boundary of the inputs: their block layout (block_sizes, or
+// blocks of S; Full: S = 1; standard: the hidden state) over their stage layout.
+std::vector<BoundaryPayload> pipeline_boundaries(const CostInputs& resolved, ResidualMode mode);
 
 // ------------------------------------------------------------------ every residual scheme
 // The costs of any scheme described by an AttnResConfig (docs/scheme-costs.md, the contract for

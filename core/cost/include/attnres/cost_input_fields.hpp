@@ -65,12 +65,27 @@ struct CostInputChoice {
 };
 std::span<const CostInputChoice> cost_input_choices();
 const CostInputChoice* find_cost_input_choice(std::string_view key);
+// The inputs that take a list of integers (model.block_sizes, attention.full_attention_layers,
+// parallel.stage_layers): the same roles (key, TOML table, flag, help) and the member; the CLI
+// and the GUI take them as "7,8,8,6".
+struct CostInputList {
+  std::string_view key;      // "stage_layers"
+  std::string_view section;  // TOML table
+  std::string_view flag;     // CLI flag without dashes
+  std::string_view label;
+  std::string_view help;
+  std::string_view example;  // "7,8,8,6"
+  std::vector<std::int64_t> CostInputs::*member;
+};
+std::span<const CostInputList> cost_input_lists();
+const CostInputList* find_cost_input_list(std::string_view key);
 // The TOML tables of the cost inputs, in the order a written scenario lists them.
 inline constexpr std::string_view kCostInputSections[] = {"model", "attention", "moe", "sequence",
                                                           "parallel"};
-// The keys of one table: its integer fields, then its choices (and the lists: model.block_sizes,
-// attention.full_attention_layers).
+// The keys of one table: its integer fields, then its choices, then its lists.
 std::vector<std::string> cost_input_section_keys(std::string_view section);
+// The TOML table of any cost input key (field, choice or list); "" when none.
+std::string_view cost_input_section(std::string_view key);
 // nullptr when `key` names no field.
 const CostInputField* find_cost_input_field(std::string_view key);
 // The keys of one TOML table ("model", "sequence", "parallel"), in table order.

@@ -66,6 +66,9 @@ nlohmann::json memory_to_json(const std::vector<RankMemory>& ranks,
 // A pipeline simulation's settings beyond the model and hardware: mode, microbatches, schedule,
 // cache, link, link bandwidth override (null: the hardware's), overlap, ideal links.
 nlohmann::json pipeline_settings_to_json(const PipelineSettings& settings);
+// The step's parts (AttnRes and standard), the three overheads with the step's split, the stage
+// layout and its warnings (docs/json.md): `attnres pipeline --format json`'s "step".
+nlohmann::json step_to_json(const PipelineReport& pipeline);
 // Everything that changes a result, as every output's "inputs" holds it (docs/json.md §4):
 // "model" (cost_inputs_to_json: sizes, architecture, MoE and parallel degrees), and where they
 // are set "hardware", "moe" (version 1's copy of the MoE shape, with experts) and "pipeline".

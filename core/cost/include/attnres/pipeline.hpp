@@ -3,8 +3,12 @@
 // residual — plus once with free transfers to measure the exposed communication (docs/math.md
 // §3.3–3.4).
 //
-// Chunk forward time: the roofline time (time_model.hpp) of its attention, MLP and
-// residual-mechanism work for one micro-batch (B sequences x T tokens); backward = 2 x forward.
+// Chunk forward time: the roofline time (time_model.hpp) of its attention and MLP for one
+// micro-batch (B sequences x T tokens, ÷ t·c), the implementation strategy's kernels for its depth
+// reads (strategy.hpp; the standard residual: one add per sublayer) and its tensor-, context- and
+// expert-parallel collectives, exposed or hidden as CommOverlap says; backward = 2 x forward (+ the
+// attention scores again under selective recompute, + the whole forward under full recompute).
+// Chunks hold whole layers unless listed otherwise (stage_last_sublayers, cost.hpp).
 // Boundary payload: the exact per-boundary vectors of the cost engine under the cache policy,
 // x d x B·T x b bytes (the standard residual sends one hidden state). Memory per chunk: the
 // activations of its sublayers (docs/math.md §3.7, rank_memory.hpp) plus the AttnRes history it
@@ -31,13 +35,33 @@ inline constexpr EnumNames<CachePolicy, 3> kCachePolicyNames{
 std::string to_string(CachePolicy policy);
 CachePolicy parse_cache_policy(const std::string& text, const std::string& where);
 
+// Which parallel groups' collectives hide behind compute (docs/math.md §3.8). A hidden group
+// shows only what a chunk's collectives take beyond the chunk's own compute (the gradient
+// collectives of dp: beyond the last micro-batch's backward); an exposed group adds all of it.
+// Defaults follow Megatron-LM: ring attention overlaps its key and value exchange (cp) and the
+// distributed optimizer overlaps the gradient reduce-scatter (dp); the tensor-parallel
+// collectives and the MoE all-to-all sit on the critical path.
+struct CommOverlap {
+  bool tp = false, cp = true, ep = false, dp = true;
+  bool& of(CommGroup g) {
+    return g == CommGroup::tp ? tp : g == CommGroup::cp ? cp : g == CommGroup::ep ? ep : dp;
+  }
+  bool of(CommGroup g) const { return const_cast<CommOverlap&>(*this).of(g); }
+};
+// "cp,dp" (the groups that overlap), "none" or "all"; and back.
+std::string to_string(const CommOverlap& overlap);
+CommOverlap parse_comm_overlap(const std::string& text, const std::string& where);
+
 struct PipelineSettings {
   CostInputs model;  // resolved; batch = sequences per micro-batch, tokens = T, pp = P, vpp = V
   ResidualMode mode = ResidualMode::block;  // the AttnRes variant (block or full)
   int microbatches = 8;                     // m
   PipelineSchedule schedule = PipelineSchedule::interleaved;
   CachePolicy cache = CachePolicy::cached;
-  Strategy strategy = Strategy::fused_two_phase;  // its saved tensors count in memory
+  // The implementation of the depth reads: its kernels time the residual mechanism of every
+  // chunk, and its saved tensors count in memory (docs/math.md §3.6).
+  Strategy strategy = Strategy::fused_two_phase;
+  CommOverlap comm_overlap;
   Hardware hardware;
   bool intra_node_link = false;  // pipeline transfers over NVLink instead of the scale-out network
   double link_bandwidth = 0;     // bytes/s per direction, overrides the hardware's (0: use it)
@@ -47,16 +71,48 @@ struct PipelineSettings {
   Progress progress;  // passed to each simulation; false stops with attnres::Cancelled
 };
 
+// One run's step on its busiest rank (the most compute), per training step of m micro-batches;
+// the parts sum to the step (docs/math.md §3.8).
+struct StepParts {
+  int rank = 0;                   // the busiest pipeline rank
+  double attention_mlp = 0;       // forward + backward (+ recompute) of attention and MLP, ÷ t·c
+  double residual = 0;            // the residual mechanism: the strategy's kernels (standard: adds)
+  double tp = 0, cp = 0, ep = 0;  // exposed collectives inside the chunks
+  double bubble = 0;              // idle time with free pipeline links
+  double pp = 0;                  // exposed pipeline transfers
+  double dp = 0;                  // exposed gradient collectives after the last backward
+  double compute() const { return attention_mlp + residual + tp + cp + ep; }
+  double total() const { return compute() + bubble + pp + dp; }
+};
+// The three answers to "what does AttnRes add to a step" side by side (docs/math.md §3.8):
+//   time_model  forward only, one device, the mechanism as one memory-bound op moving the I/O of
+//               docs/math.md §3.1 (attnres cost / stack_time);
+//   strategy    forward + backward, one device, the strategy's kernels with their launch floors,
+//               no pipeline (attnres strategies / strategy_step);
+//   step        the simulated step: per rank (÷ t·c), the strategy's kernels, bubbles and exposed
+//               communication — the number that answers the question; its parts below sum to it.
+struct StepReconciliation {
+  double time_model = 0, strategy = 0, step = 0;
+  // The step's overhead split, each a fraction of the standard step: mechanism kernels on the
+  // busiest rank, exposed pipeline traffic, the bubble, exposed gradient collectives, the rest
+  // (tensor, context and expert collectives and attention/MLP, 0 unless the busiest rank moved).
+  double residual = 0, pp = 0, bubble = 0, dp = 0, other = 0;
+};
+
 struct PipelineReport {
   PipelineSettings settings;
-  PipelineSimResult attnres;       // the AttnRes run
-  PipelineSimResult standard;      // the same run with the standard residual
-  double ideal_links_seconds = 0;  // the AttnRes run with free transfers
-  double link_bandwidth = 0;       // bytes/s per direction actually used
-  double iteration_time_s = 0;
-  double bubble_fraction = 0;             // of the busiest rank's compute time
-  double exposed_comm_s = 0;              // iteration - iteration with free transfers
-  double attnres_overhead_fraction = 0;   // iteration / standard iteration - 1
+  PipelineSimResult attnres;              // the AttnRes run
+  PipelineSimResult standard;             // the same run with the standard residual
+  double ideal_links_seconds = 0;         // the AttnRes run with free transfers
+  double link_bandwidth = 0;              // bytes/s per direction actually used
+  double iteration_time_s = 0;            // the simulated pipeline (no dp collectives)
+  double step_time_s = 0;                 // iteration + exposed dp collectives
+  StepParts step_attnres, step_standard;  // the step's parts, each run's busiest rank
+  StepReconciliation reconciliation;
+  std::string stage_warning;   // stage_split_warning: "" when every chunk holds whole layers
+  double bubble_fraction = 0;  // of the busiest rank's compute time
+  double exposed_comm_s = 0;   // iteration - iteration with free transfers
+  double attnres_overhead_fraction = 0;   // step / standard step - 1
   double peak_memory_bytes_per_rank = 0;  // max over ranks
   double closed_form_bubble = 0;
   std::vector<double> chunk_forward_seconds;  // AttnRes run
@@ -73,7 +129,8 @@ struct PipelineReport {
 // ("microbatches", ...), so the caller names its own key, flag or input (the MoE shape and the
 // rest of the model are CostInputs, checked by resolve_cost_inputs).
 //   Pipeline: mode block or full; 1 <= m <= kMaxMicrobatches; m x P·V <= kMaxPipelinePairs; the
-//   1f1b schedule needs V = 1; a link bandwidth override is > 0 (or absent: 0).
+//   1f1b schedule needs V = 1; a link bandwidth override is > 0 (or absent: 0); L at most
+//   kMaxStrategySublayers (the strategy's kernels are listed per read).
 inline constexpr int kMaxMicrobatches = 1'000'000;
 // The simulation places a forward and a backward of every micro-batch on every chunk (m x C
 // pairs, C = P·V) with their transfers and memory steps: about kPipelineBytesPerPair bytes each

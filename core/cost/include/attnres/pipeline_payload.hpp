@@ -28,9 +28,21 @@ struct PipelineCommPaper {
 PipelineCommPaper pipeline_comm_paper(std::int64_t pp, std::int64_t vpp, std::int64_t blocks,
                                       std::int64_t d);
 
-// How L sublayers are split into C = P·V chunks: the first (L mod C) chunks hold one more.
+// How L sublayers are split into C = P·V chunks, as the last sublayer of each chunk (1-based).
 // Chunk c runs on rank c mod P as its virtual stage c / P.
+// Sublayers split evenly: the first (L mod C) chunks hold one more (a layer's attention and MLP
+// may land on different chunks).
 std::vector<std::int64_t> chunk_last_sublayers(std::int64_t sublayers, std::int64_t chunks);
+// Whole layers split evenly, as Megatron-LM does: the first (layers mod C) chunks hold one more
+// layer (a layer is an attention and an MLP sublayer; with L odd the last holds attention only).
+// With more chunks than layers no split keeps layers whole: sublayers split evenly
+// (chunk_last_sublayers) and split_layers says which layers are cut.
+std::vector<std::int64_t> layer_aligned_chunks(std::int64_t sublayers, std::int64_t chunks);
+// The listed layout: transformer layers per chunk (sum = ceil(L/2)), as last sublayers.
+std::vector<std::int64_t> listed_chunks(std::int64_t sublayers,
+                                        const std::vector<std::int64_t>& stage_layers);
+// The layers (1-based) whose attention and MLP sublayers sit on different chunks.
+std::vector<std::int64_t> split_layers(const std::vector<std::int64_t>& chunk_last);
 
 // The exact payload of one forward stage boundary (chunk c -> c+1), counted in d-wide vectors
 // per token, from the real block layout. Backward sends gradients of exactly these tensors over
@@ -49,14 +61,17 @@ struct BoundaryPayload {
   std::int64_t cached_block_vectors = 0;  // N_p accounting counts only these)
 };
 // mode standard: one hidden-state vector per boundary; full: every sublayer output is a source
-// (S = 1); block: blocks of block_size sublayers, the last one shorter (O(P·V), any L). Throws on
-// P·V > L or sizes < 1.
+// (S = 1); block: blocks of block_size sublayers, the last one shorter (O(P·V), any L). The
+// chunks end at `chunk_last` (P·V entries; empty: layer_aligned_chunks). Throws on P·V > L or
+// sizes < 1.
 std::vector<BoundaryPayload> pipeline_boundaries(ResidualMode mode, std::int64_t sublayers,
                                                  std::int64_t block_size, std::int64_t pp,
-                                                 std::int64_t vpp);
+                                                 std::int64_t vpp,
+                                                 const std::vector<std::int64_t>& chunk_last = {});
 // The same for any block layout, uneven lists included; pipeline_boundaries(block, L, S, P, V) is
 // this with the uniform layout.
 std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std::int64_t pp,
-                                                 std::int64_t vpp);
+                                                 std::int64_t vpp,
+                                                 const std::vector<std::int64_t>& chunk_last = {});
 
 }  // namespace attnres

@@ -113,4 +113,32 @@ struct CommTerm {
 std::vector<CommTerm> step_communication(const CostInputs& resolved, const Hardware& hardware,
                                          int microbatches, ResidualMode mode);
 
+// The parallel groups whose collectives run inside a step (pipeline transfers are simulated).
+enum class CommGroup { tp, cp, ep, dp };
+inline constexpr EnumNames<CommGroup, 4> kCommGroupNames{
+    {{CommGroup::tp, "tp"}, {CommGroup::cp, "cp"}, {CommGroup::ep, "ep"}, {CommGroup::dp, "dp"}}};
+// Ranks in one group (dp: the data- and context-parallel ranks that share weights), and the
+// consecutive ranks it spans (tp innermost, then cp, then dp): NVLink when the span fits a node.
+std::int64_t comm_group_ranks(const CostInputs& resolved, CommGroup group);
+std::int64_t comm_group_span(const CostInputs& resolved, CommGroup group);
+// Time of `bytes` per rank over the group's link, none of it overlapped.
+double collective_seconds(const CostInputs& resolved, const Hardware& hardware, CommGroup group,
+                          double bytes);
+// Bytes one rank sends for one sublayer (1-based) and one micro-batch, forward and backward (the
+// recomputed forward of full recompute counts in the backward): tp the all-reduce of attention
+// and dense-MLP outputs, cp the ring exchange of keys and values, ep the all-to-all of the routed
+// tokens. step_communication sums these over the busiest rank.
+struct PassBytes {
+  double forward = 0, backward = 0;
+  double total() const { return forward + backward; }
+};
+struct SublayerComm {
+  PassBytes tp, cp, ep;
+  PassBytes& of(CommGroup g) { return g == CommGroup::tp ? tp : g == CommGroup::cp ? cp : ep; }
+  const PassBytes& of(CommGroup g) const {
+    return g == CommGroup::tp ? tp : g == CommGroup::cp ? cp : ep;
+  }
+};
+SublayerComm sublayer_communication(const CostInputs& resolved, std::int64_t sublayer);
+
 }  // namespace attnres

@@ -30,6 +30,9 @@ struct ScenarioInputs {
   CostInputs cost;
   std::optional<Hardware> hardware;
   std::optional<PipelineSettings> pipeline;
+  // The implementation strategy ([implementation]): the pipeline simulation times its kernels,
+  // and memory counts its saved tensors.
+  Strategy strategy = Strategy::fused_two_phase;
 };
 
 // The results the metrics read.
@@ -46,7 +49,7 @@ EvaluatedScenario evaluate_scenario(const ScenarioInputs& inputs, bool time, boo
                                     bool timeline, bool memory = false);
 // The memory settings of a scenario (docs/math.md §3.7): the [pipeline] table's micro-batches,
 // schedule and mode when there is one (else 8, the default schedule for V, block), the
-// fused_two_phase strategy, and the hardware's device memory.
+// scenario's strategy, and the hardware's device memory.
 MemorySettings scenario_memory_settings(const ScenarioInputs& inputs);
 
 // Sets one field of the scenario: a CostInputs field (set_cost_input, cost_input_fields.hpp) or a
