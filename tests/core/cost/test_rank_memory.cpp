@@ -7,6 +7,7 @@
 #include "attnres/architecture.hpp"
 #include "attnres/cost.hpp"
 #include "attnres/rank_memory.hpp"
+#include "published_models.hpp"
 
 namespace attnres {
 namespace {
@@ -98,21 +99,7 @@ CostInputs llama3_70b() {
 }
 
 CostInputs deepseek_v3() {
-  CostInputs in;
-  in.layers = 61;
-  in.d_model = 7168;
-  in.attention = AttentionKind::mla;
-  in.heads = 128;
-  in.head_dim = 128;
-  in.q_latent = 1536;
-  in.ffn = 18432;
-  in.experts = 256;
-  in.active = 8;
-  in.shared = 1;
-  in.expert_ffn = 2048;
-  in.dense_layers = 3;
-  in.vocab = 129280;
-  in.blocks = 8;
+  CostInputs in = test::deepseek_v3_shape();
   in.tokens = 4096;
   return resolve_cost_inputs(in);
 }

@@ -14,6 +14,7 @@
 #include "attnres/rank_memory.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/time_model.hpp"
+#include "published_models.hpp"
 
 namespace attnres {
 namespace {
@@ -31,6 +32,19 @@ Hardware launch_bound() {
   return hw;
 }
 
+// One micro-batch of `in` under 1F1B.
+PipelineSettings one_micro_batch(const CostInputs& in, ResidualMode mode, Strategy strategy,
+                                 const Hardware& hardware) {
+  PipelineSettings s;
+  s.model = resolve_cost_inputs(in);
+  s.mode = mode;
+  s.strategy = strategy;
+  s.microbatches = 1;
+  s.schedule = PipelineSchedule::one_f_one_b;
+  s.hardware = hardware;
+  return s;
+}
+
 PipelineSettings small(ResidualMode mode, Strategy strategy, std::int64_t P = 2) {
   CostInputs in;
   in.sublayers = 4;
@@ -38,13 +52,7 @@ PipelineSettings small(ResidualMode mode, Strategy strategy, std::int64_t P = 2)
   in.d_model = 8;
   in.tokens = 16;
   in.pp = P;
-  PipelineSettings s;
-  s.model = resolve_cost_inputs(in);
-  s.mode = mode;
-  s.strategy = strategy;
-  s.microbatches = 1;
-  s.schedule = PipelineSchedule::one_f_one_b;
-  s.hardware = launch_bound();
+  PipelineSettings s = one_micro_batch(in, mode, strategy, launch_bound());
   s.ideal_links = true;
   return s;
 }
@@ -80,13 +88,7 @@ TEST(Step, OneRankSumsToTheStrategiesCountOfTheWholeModel) {
       in.blocks = 4;
       in.d_model = 1024;
       in.tokens = 2048;
-      PipelineSettings s;
-      s.model = resolve_cost_inputs(in);
-      s.mode = mode;
-      s.strategy = strategy;
-      s.microbatches = 1;
-      s.schedule = PipelineSchedule::one_f_one_b;
-      s.hardware = load_hardware("h100");
+      const PipelineSettings s = one_micro_batch(in, mode, strategy, load_hardware("h100"));
       const auto report = evaluate_pipeline(s);
       const auto step = strategy_step(strategy, mode, s.model, Phase::prefill, true, s.hardware);
       EXPECT_NEAR(report.step_attnres.residual, step.forward.seconds + step.backward.seconds, 1e-12)
@@ -97,22 +99,9 @@ TEST(Step, OneRankSumsToTheStrategiesCountOfTheWholeModel) {
   }
 }
 
+// Issue 27's question: DeepSeek-V3's shape at 128k on H100, as scenarios/moe-61-layers-128k.toml.
 PipelineSettings moe_61(Strategy strategy = Strategy::fused_two_phase) {
-  CostInputs in;
-  in.layers = 61;
-  in.d_model = 7168;
-  in.blocks = 8;
-  in.attention = AttentionKind::mla;
-  in.heads = 128;
-  in.head_dim = 128;
-  in.q_latent = 1536;
-  in.ffn = 18432;
-  in.experts = 256;
-  in.active = 8;
-  in.shared = 1;
-  in.expert_ffn = 2048;
-  in.dense_layers = 3;
-  in.vocab = 129280;
+  CostInputs in = test::deepseek_v3_shape();
   in.pp = 8;
   in.vpp = 2;
   in.tokens = 131072;
