@@ -443,7 +443,7 @@ void print_cost_report(std::ostream& out, const CostInputs& inputs, const std::s
 
 }  // namespace
 
-int cost_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+int cost_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   InputFlags flags;
   flags.block_list = true;
   SchemeFlags schemes;
@@ -475,6 +475,7 @@ int cost_command(const std::vector<std::string>& args, std::ostream& out, std::o
                         {"streams", "ffn", "tokens", "batch", "dtype", "seq_shards", "chunk", "pp",
                          "vpp", "architecture"});
   const CostInputs inputs = flags.resolved();
+  warn_stage_split(inputs, err);
   if (schemes.scheme.empty()) {
     print_cost_report(out, inputs, format.format);
   } else {

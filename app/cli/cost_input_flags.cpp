@@ -167,6 +167,11 @@ void InputFlags::refuse_unused(const po::variables_map& values, const std::strin
   }
 }
 
+void warn_stage_split(const CostInputs& resolved, std::ostream& err) {
+  if (const std::string warning = stage_split_warning(resolved); !warning.empty())
+    err << "warning: " << warning << "\n";
+}
+
 ResidualMode strategy_mode(const std::string& mode) {
   const ResidualMode parsed = parse_flag_value([&] { return parse_residual_mode(mode, "--mode"); });
   if (parsed != ResidualMode::block && parsed != ResidualMode::full)

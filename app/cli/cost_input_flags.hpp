@@ -7,6 +7,7 @@
 
 #include <initializer_list>
 #include <map>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,10 @@ struct InputFlags {
   void refuse_unused(const po::variables_map& values, const std::string& what,
                      std::initializer_list<std::string_view> used) const;
 };
+
+// "warning: the stage boundaries split layers ..." on `err` when P·V chunks cannot hold whole
+// layers (stage_split_warning, cost.hpp); nothing otherwise.
+void warn_stage_split(const CostInputs& resolved, std::ostream& err);
 
 // --mode of `strategies` and `recompute`: block or full (the schemes with implementation
 // strategies).

@@ -12,7 +12,7 @@
 
 namespace attnres::cli {
 
-int layout_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+int layout_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   InputFlags flags;
   flags.block_list = true;
   TableFormat format;
@@ -33,6 +33,7 @@ int layout_command(const std::vector<std::string>& args, std::ostream& out, std:
   require_table_format(format);
   flags.refuse_unused(values, "the layout", {"pp", "vpp"});
   const CostInputs inputs = flags.resolved_for_listing("layout");
+  warn_stage_split(inputs, err);
   std::vector<ReportTable> tables = {layout_table(inputs)};
   if (inputs.pp * inputs.vpp > 1) {
     tables.push_back(cost_tables(evaluate_costs(inputs), {"boundaries"}).front());

@@ -17,7 +17,7 @@
 
 namespace attnres::cli {
 
-int memory_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+int memory_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   InputFlags flags;
   flags.block_list = true;
   std::string workload, mode, strategy, schedule, hardware;
@@ -72,6 +72,7 @@ int memory_command(const std::vector<std::string>& args, std::ostream& out, std:
     }
   }
   const CostInputs inputs = flags.resolved();
+  warn_stage_split(inputs, err);
   settings.microbatches = microbatches;
   settings.schedule = parse_flag_value([&] {
     return values.count("schedule") ? parse_pipeline_schedule(schedule, "--schedule")

@@ -184,7 +184,7 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   parse_flag_value([&] { pipeline = evaluate_pipeline(settings); });
   const StackTime prefill = stack_time(settings.model, Phase::prefill, settings.hardware);
   const StackTime decode = stack_time(settings.model, Phase::decode, settings.hardware);
-  if (!pipeline.stage_warning.empty()) err << "warning: " << pipeline.stage_warning << "\n";
+  warn_stage_split(settings.model, err);
   if (flags.format == "json") {
     out << pipeline_json(settings, pipeline, prefill, decode).dump(2) << "\n";
     return kExitOk;

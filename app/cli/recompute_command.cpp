@@ -11,7 +11,7 @@
 
 namespace attnres::cli {
 
-int recompute_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+int recompute_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   InputFlags flags;
   flags.block_list = true;
   std::string mode, strategy;
@@ -40,6 +40,7 @@ int recompute_command(const std::vector<std::string>& args, std::ostream& out, s
   const ResidualMode residual = strategy_mode(mode);
   const Strategy picked = parse_flag_value([&] { return parse_strategy(strategy, "--strategy"); });
   const CostInputs inputs = flags.resolved_for_listing("recompute");
+  warn_stage_split(inputs, err);
   const nlohmann::json inputs_json = {{"model", cost_inputs_to_json(inputs)},
                                       {"mode", to_string(residual)},
                                       {"strategy", to_string(picked)}};

@@ -70,6 +70,8 @@ void add_model_sections(const Scenario& s, Report& report) {
                         wants(s.sections, "pipeline_sim"), true, wants(s.sections, "memory"));
   report.json = evaluation_to_json(evaluated.view());
   report.tables = cost_tables(evaluated.cost, s.sections);
+  if (const std::string warning = stage_split_warning(s.inputs); !warning.empty())
+    report.notes.push_back("pipeline stages: " + warning);
   if (evaluated.prefill)
     report.tables.push_back(
         time_table(s.inputs, *evaluated.prefill, *evaluated.decode, *s.hardware));
@@ -84,7 +86,6 @@ void add_model_sections(const Scenario& s, Report& report) {
     report.tables.push_back(step_table(step));
     report.tables.push_back(reconciliation_table(step));
     report.json["step"] = step_to_json(step);
-    if (!step.stage_warning.empty()) report.notes.push_back("step: " + step.stage_warning);
   }
   add_strategy_sections(s, report);
 }

@@ -31,7 +31,10 @@ ReportTable time_table(const CostInputs& in, const StackTime& prefill, const Sta
       ", " + format_number(hw.hbm_bandwidth / 1e12) + " TB/s x " +
       format_number(hw.memory_efficiency) + "); prefill: B = " + num(in.batch) +
       " x T = " + num(in.tokens) + " tokens; decode: one token for each of B = " + num(in.batch) +
-      " sequences at context T. Overhead = stack time / standard - 1. Source: " + hw.source + ".";
+      " sequences at context T. Overhead = stack time / standard - 1: forward only, one device, "
+      "the mechanism as one memory-bound op; the training step's overhead is attnres pipeline's "
+      "(docs/math.md §3.8). Source: " +
+      hw.source + ".";
   return t;
 }
 

@@ -114,6 +114,8 @@ ReportTable plan_table(const PlanResult& plan) {
   for (const PlanCandidate& c : plan.candidates) {
     std::string why = c.invalid;
     for (std::size_t k = 0; k < c.failures.size(); ++k) why += (k ? "; " : "") + c.failures[k];
+    if (!c.stage_warning.empty())
+      why += std::string(why.empty() ? "" : "; ") + "stages split layers";
     const bool valid = c.invalid.empty();
     auto value = [&](double v) { return valid ? nlohmann::json(v) : nlohmann::json(nullptr); };
     add_row(t, {c.blocks, c.tp, c.cp, c.ep, c.pp, c.vpp, c.dp, to_string(c.strategy), c.hardware,

@@ -108,7 +108,9 @@ ReportTable strategies_table(const AttnResConfig& scheme, const CostInputs& in,
            ". Step overhead = (mechanism - standard residual adds) / the model's step (forward + "
            "backward = 3 x forward, " +
            rounded(reference.model_seconds * 1e3, 1e4) +
-           " ms). Saved = tensors kept for the backward beyond the stored history." +
+           " ms), on one device without a pipeline: the mechanism part of the training step; "
+           "attnres pipeline gives the whole step with bubbles and communication (docs/math.md "
+           "§3.8). Saved = tensors kept for the backward beyond the stored history." +
            (ops.two_phase_limit.empty() ? std::string()
                                         : " fused_two_phase: n/a, " + ops.two_phase_limit + ".");
   return t;
