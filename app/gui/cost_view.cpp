@@ -1,7 +1,10 @@
 // The cost explorer: the costs of every residual scheme against the number of blocks N
 // (docs/math.md §3, docs/scheme-costs.md), and in tabs beside the charts the implementation
 // strategies, the block layout, the calibration against public measurements (docs/math.md
-// §3.6, docs/calibration.md) and the memory per rank of a parallel run (docs/math.md §3.7).
+// §3.6, docs/calibration.md), the memory per rank of a parallel run (docs/math.md §3.7), the
+// simulated training step with its stage layout (docs/math.md §3.8) and the decision: which N
+// meets the user's budgets (docs/math.md §3.9).
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -25,11 +28,14 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/pipeline.hpp"
+#include "attnres/plan.hpp"
 #include "attnres/rank_memory.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
 #include "cost_panels.hpp"
+#include "decision_panel.hpp"
 #include "memory_panel.hpp"
+#include "step_panel.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -153,6 +159,8 @@ class CostView : public View {
     layout_panel_ = new LayoutPanel;
     calibration_ = new CalibrationPanel;
     memory_ = new MemoryPanel;
+    step_ = new StepPanel;
+    decision_ = new DecisionPanel;
     // A tab bar over a stack rather than a QTabWidget: the view's error banner and stale marks
     // go over the pages (set_content below), never over the tab bar.
     tabs_ = new QTabBar;
@@ -162,11 +170,10 @@ class CostView : public View {
     pages_ = new QStackedWidget;
     pages_->setObjectName("cost_pages");
     pages_->setFrameShape(QFrame::StyledPanel);
-    const std::pair<QWidget*, const char*> pages[] = {{charts_page, "Charts"},
-                                                      {strategies_, "Strategies"},
-                                                      {layout_panel_, "Layout"},
-                                                      {calibration_, "Calibration"},
-                                                      {memory_, "Memory"}};
+    const std::pair<QWidget*, const char*> pages[] = {
+        {charts_page, "Charts"},       {strategies_, "Strategies"}, {layout_panel_, "Layout"},
+        {calibration_, "Calibration"}, {memory_, "Memory"},         {step_, "Step"},
+        {decision_, "Decision"}};
     for (const auto& [page, title] : pages) {
       tabs_->addTab(title);
       pages_->addWidget(page);
@@ -180,7 +187,19 @@ class CostView : public View {
     tabs_->setTabToolTip(4,
                          "Memory per GPU of every pipeline rank against the device's capacity: "
                          "does it fit? (docs/math.md §3.7)");
+    tabs_->setTabToolTip(5,
+                         "One training step simulated with AttnRes and with the standard "
+                         "residual: what AttnRes adds, part by part, and the stage layout "
+                         "(docs/math.md §3.8)");
+    tabs_->setTabToolTip(6,
+                         "Which N meets your budgets (overhead, memory, pipeline traffic): "
+                         "every N of a grid simulated as one step (docs/math.md §3.9)");
     QObject::connect(tabs_, &QTabBar::currentChanged, pages_, &QStackedWidget::setCurrentIndex);
+    // The plan runs while its tab is shown (it simulates every setting of the grid): showing the
+    // tab runs it for inputs changed meanwhile.
+    QObject::connect(tabs_, &QTabBar::currentChanged, this, [this] {
+      if (plan_dirty_ && pages_->currentWidget() == decision_) recompute_plan();
+    });
     auto* content = new QWidget;
     auto* content_layout = new QVBoxLayout(content);
     content_layout->setContentsMargins(0, 0, 0, 0);
@@ -229,14 +248,30 @@ class CostView : public View {
         "banner gives the largest rank's verdict. The architecture (attention kind, heads, MLA, "
         "MLP), mixture of experts and parallelism inputs are the folding groups under the "
         "form.</p><p><b>Try:</b> a 61-layer MoE (MLA, 256 experts) on P = 8 does not fit an H100; "
-        "add t = 8, c = 8, e = 64, D = 8, ZeRO 1 and full recompute and it does.</p>");
+        "add t = 8, c = 8, e = 64, D = 8, ZeRO 1 and full recompute and it does.</p>"
+        "<p><b>Step</b> (docs/math.md §3.8): one training step of m micro-batches simulated "
+        "twice, with AttnRes and with the standard residual, on the busiest rank: attention and "
+        "MLP, the residual mechanism (the picked strategy's kernels), the exposed tensor-, "
+        "context- and expert-parallel collectives (tick the groups that overlap compute), the "
+        "bubble, the exposed pipeline transfers and gradient collectives. The headline is the "
+        "one AttnRes step overhead and its split; the second table puts it beside the time "
+        "model's and the strategies' numbers, which answer narrower questions (one device, no "
+        "pipeline). The stage layout gives the layers of every chunk and its rank (c mod P); "
+        "list them in <i>stage layers</i> (Parallelism) for uneven stages.</p>"
+        "<p><b>Decision</b> (docs/math.md §3.9): type your budgets — the largest AttnRes "
+        "overhead in %, whether it must fit the device memory, the most pipeline traffic — and "
+        "the block counts N (and the t, c, e, P, V values) to try: every setting is simulated as "
+        "one step, and the largest N that meets them all is recommended, with why the others "
+        "fail.</p>"
+        "<p><b>Try:</b> open scenarios/moe-61-layers-128k.toml, then type 2 as the overhead "
+        "budget; untick cp and see the context-parallel exchange join the step.</p>");
     // The folded groups: open for the width above (the column fits them opened), then folded
     // but Parallelism, which the Memory tab is about.
     for (auto* section : sections_)
       if (section->objectName() != "parallel_inputs") section->set_expanded(false);
     set_content(pages_);
-    std::vector<QWidget*> watched = {dtype_,    hardware_,    scheme_a_,
-                                     scheme_b_, block_sizes_, full_attention_layers_};
+    std::vector<QWidget*> watched = {dtype_, hardware_, scheme_a_, scheme_b_, block_sizes_};
+    for (const auto& entry : lists_) watched.push_back(entry.second);
     for (const auto& entry : fields_) watched.push_back(entry.second);
     for (const auto& entry : choices_) watched.push_back(entry.second);
     on_change(this, watched, [this] { recompute(); });
@@ -250,15 +285,29 @@ class CostView : public View {
       block_sizes_->clear();
       block_layers_->setValue(0);
     });
-    // The picker moves the highlight and changes the saved tensors of the Memory tab only.
+    // The picker moves the highlight and changes the saved tensors of the Memory tab and the
+    // kernels that time the step.
     QObject::connect(strategy_, &QComboBox::currentIndexChanged, this, [this] {
       strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
       recompute_memory();
+      recompute_step();
+      recompute_plan();
     });
     QObject::connect(memory_->workload_combo(), &QComboBox::currentIndexChanged, this,
                      [this] { recompute_memory(); });
-    // The in-flight count changes the Memory tab only.
-    QObject::connect(microbatches_, &QSpinBox::valueChanged, this, [this] { recompute_memory(); });
+    // The in-flight count changes the Memory, Step and Decision tabs only.
+    QObject::connect(microbatches_, &QSpinBox::valueChanged, this, [this] {
+      recompute_memory();
+      recompute_step();
+      recompute_plan();
+    });
+    std::vector<QWidget*> overlap;
+    for (QCheckBox* box : step_->overlap_boxes()) overlap.push_back(box);
+    on_change(this, overlap, [this] {
+      recompute_step();
+      recompute_plan();
+    });
+    on_change(this, decision_->inputs(), [this] { recompute_plan(); });
     strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
   }
 
@@ -272,10 +321,12 @@ class CostView : public View {
     for (const auto& [key, box] : fields_) in.*find_cost_input_field(key)->member = box->value();
     for (const auto& [key, combo] : choices_)
       find_cost_input_choice(key)->set(in, combo->currentText().toStdString(), key);
-    if (culprit) *culprit = full_attention_layers_;
-    const std::string layers = full_attention_layers_->text().trimmed().toStdString();
-    if (!layers.empty())
-      in.full_attention_layers = parse_block_list(layers, "full-attention layers");
+    for (const auto& [key, edit] : lists_) {
+      if (culprit) *culprit = edit;
+      const CostInputList& list = *find_cost_input_list(key);
+      const std::string text = edit->text().trimmed().toStdString();
+      if (!text.empty()) in.*list.member = parse_block_list(text, std::string(list.label));
+    }
     if (culprit) *culprit = block_sizes_;
     const std::string list = block_sizes_->text().trimmed().toStdString();
     if (!list.empty()) {
@@ -324,11 +375,14 @@ class CostView : public View {
     }
     last_ = Resolved{in, hw};
     recompute_memory();
+    recompute_step();
+    recompute_plan();
     // The strategies and the layout: closed forms, but Full's kernel lists grow with L.
     run("strategies and layout", [this, in, hw](const Progress& progress) -> std::function<void()> {
       StrategyComparison comparison = compare_strategies(in, hw);
       if (progress && !progress(0, 0)) return {};
-      std::vector<LayoutBlockRow> rows = layout_rows(block_layout_of(in), in.pp, in.vpp);
+      std::vector<LayoutBlockRow> rows =
+          layout_rows(block_layout_of(in), in.pp, in.vpp, stage_last_sublayers(in));
       return [this, comparison = std::move(comparison), rows = std::move(rows), in]() mutable {
         strategies_->set_comparison(std::move(comparison));
         layout_panel_->set_rows(rows, in);
@@ -454,11 +508,13 @@ class CostView : public View {
         const QSignalBlocker blocker(combo);
         combo->setCurrentText(QString::fromStdString(find_cost_input_choice(key)->get(s.inputs)));
       }
-      const QSignalBlocker layers_blocker(full_attention_layers_);
-      QStringList layers;
-      for (const std::int64_t layer : s.inputs.full_attention_layers)
-        layers << QString::number(layer);
-      full_attention_layers_->setText(layers.join(","));
+      for (const auto& [key, edit] : lists_) {
+        const QSignalBlocker list_blocker(edit);
+        QStringList values;
+        for (const std::int64_t v : s.inputs.*find_cost_input_list(key)->member)
+          values << QString::number(v);
+        edit->setText(values.join(","));
+      }
       // The resolved inputs carry N (and the list when there is one): K stays off.
       const QSignalBlocker k_blocker(block_layers_);
       block_layers_->setValue(0);
@@ -467,18 +523,26 @@ class CostView : public View {
       for (const std::int64_t size : s.inputs.block_sizes) sizes << QString::number(size);
       block_sizes_->setText(sizes.join(","));
     }
-    // The in-flight count of the [pipeline] table and the [hardware] preset (the capacity).
+    // The in-flight count and the overlapped groups of the [pipeline] table (its cache, links and
+    // schedule are kept for the Step tab: step_settings), and the [hardware] preset (the capacity).
     if (s.pipeline) {
       const QSignalBlocker blocker(microbatches_);
       microbatches_->setValue(s.pipeline->microbatches);
+      step_->set_overlap(s.pipeline->comm_overlap);
     }
+    // The [plan] table's budgets and grid (none: the Decision tab's defaults).
+    decision_->apply_plan(s.plan ? *s.plan : ScenarioPlan{}, s.inputs.sublayers);
     if (s.hardware) {
       const int preset = hardware_->findText(QString::fromStdString(s.hardware->name));
       const QSignalBlocker blocker(hardware_);
       if (preset >= 0) hardware_->setCurrentIndex(preset);
     }
-    // The scenario's [implementation] strategy is the one highlighted.
-    strategy_->setCurrentText(QString::fromStdString(to_string(s.strategy)));
+    // The scenario's [implementation] strategy is the one highlighted (recompute below uses it).
+    {
+      const QSignalBlocker blocker(strategy_);
+      strategy_->setCurrentText(QString::fromStdString(to_string(s.strategy)));
+      strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
+    }
     {
       const QSignalBlocker blocker(sweep_);
       sweep_->clear();
@@ -564,6 +628,8 @@ class CostView : public View {
     if (scenario_) s = *scenario_;
     s.inputs = resolve_cost_inputs(inputs());
     s.has_model = true;
+    // The picked strategy: the [implementation] table the Memory and Step tabs count with.
+    s.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
   }
   std::string hardware() const { return hardware_->currentText().toStdString(); }
 
@@ -584,6 +650,74 @@ class CostView : public View {
       return
           [this, result = std::move(result)]() mutable { memory_->set_result(std::move(result)); };
     });
+  }
+
+  // The simulated step of the last valid inputs (docs/math.md §3.8): the explorer's model,
+  // hardware, micro-batches, strategy and overlapped groups; an opened scenario's [pipeline] table
+  // gives the rest (cache, links, variant, and its schedule while V is the scenario's), else the
+  // defaults of `attnres pipeline`.
+  PipelineSettings step_settings() const {
+    const CostInputs& in = last_->inputs;
+    PipelineSettings s;
+    s.schedule = default_pipeline_schedule(in.vpp);
+    if (scenario_ && scenario_->pipeline) {
+      s = *scenario_->pipeline;
+      if (scenario_->pipeline->model.vpp != in.vpp) s.schedule = default_pipeline_schedule(in.vpp);
+    }
+    s.model = in;
+    s.hardware = last_->hardware;
+    s.microbatches = microbatches_->value();
+    s.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
+    s.comm_overlap = step_->overlap();
+    s.record_timeline = false;
+    s.progress = {};
+    return s;
+  }
+
+  // The Step tab for the last valid inputs; the simulation's own rules (m x P·V, ...) are said
+  // in the tab, the rest of the explorer stays usable.
+  void recompute_step() {
+    if (!last_) return;
+    PipelineSettings settings = step_settings();
+    if (const auto problem = pipeline_settings_problem(settings)) {
+      step_->set_problem(problem->message);
+      return;
+    }
+    run("training step",
+        [this, settings](const Progress& progress) mutable -> std::function<void()> {
+          settings.progress = progress;
+          StepResult result = compute_step(settings);
+          return [this, result = std::move(result)]() mutable {
+            step_->set_result(std::move(result));
+          };
+        });
+  }
+
+  // The Decision tab's plan (docs/math.md §3.9) while the tab is shown; else it runs when shown.
+  void recompute_plan() {
+    if (pages_->currentWidget() != decision_) {
+      plan_dirty_ = true;
+      return;
+    }
+    plan_dirty_ = false;
+    if (!last_) return;
+    PlanRequest request = decision_->request(last_->inputs.sublayers);
+    if (!request.problem.empty()) {
+      decision_->set_problem(request.problem, request.culprit);
+      return;
+    }
+    const PipelineSettings base = step_settings();
+    if (const auto problem = pipeline_settings_problem(base)) {
+      decision_->set_problem("the step cannot be simulated: " + problem->message);
+      return;
+    }
+    run("decision plan",
+        [this, base,
+         request = std::move(request)](const Progress& progress) -> std::function<void()> {
+          PlanResult plan = make_plan(base, request.grid, request.budgets, progress);
+          return
+              [this, plan = std::move(plan)]() mutable { decision_->set_result(std::move(plan)); };
+        });
   }
 
  private:
@@ -635,23 +769,28 @@ class CostView : public View {
           fields_[std::string(f.key)] = box;
           rows->addRow(text(f.label), box);
         }
-        if (table == "attention") {
-          // The hybrid by list (a list, not in the integer table).
-          full_attention_layers_ = new QLineEdit;
-          full_attention_layers_->setObjectName("full_attention_layers");
-          full_attention_layers_->setPlaceholderText("e.g. 4,8,12");
-          full_attention_layers_->setClearButtonEnabled(true);
-          full_attention_layers_->setToolTip(
-              "Hybrid by list: the 1-based layers that keep the attention kind, e.g. 4,8,12 (the "
-              "others linear), instead of a hybrid period (docs/math.md §3.7)");
-          rows->addRow("full-attention layers", full_attention_layers_);
+        // The lists of the table (the hybrid by list, the stage layout); the block list has its
+        // own input beside K above.
+        for (const CostInputList& list : cost_input_lists()) {
+          if (list.section != table || list.key == "block_sizes") continue;
+          auto* edit = new QLineEdit;
+          edit->setObjectName(text(list.key));
+          edit->setPlaceholderText("e.g. " + text(list.example));
+          edit->setClearButtonEnabled(true);
+          QString help = text(list.help);
+          if (!help.isEmpty()) help[0] = help[0].toUpper();
+          edit->setToolTip(help + " (docs/math.md " + (table == "parallel" ? "§3.3" : "§3.7") +
+                           ")");
+          lists_[std::string(list.key)] = edit;
+          rows->addRow(text(list.label), edit);
         }
         if (table == "parallel") {
           microbatches_ = spin(1, kMaxMicrobatches, MemorySettings{}.microbatches);
           microbatches_->setObjectName("microbatches");
           microbatches_->setToolTip(
               "Micro-batches m per step: how many the pipeline schedule keeps in flight, whose "
-              "activations the Memory tab counts (docs/math.md §3.7)");
+              "activations the Memory tab counts (docs/math.md §3.7), and how many the Step tab "
+              "simulates (docs/math.md §3.8)");
           rows->addRow("micro-batches m", microbatches_);
         }
       }
@@ -669,7 +808,7 @@ class CostView : public View {
   // is set through N here, layers through L).
   QWidget* field(const std::string& key) const {
     if (key == "block_sizes") return block_sizes_;
-    if (key == "full_attention_layers") return full_attention_layers_;
+    if (auto it = lists_.find(key); it != lists_.end()) return it->second;
     if (auto it = fields_.find(key); it != fields_.end()) return it->second;
     if (auto it = choices_.find(key); it != choices_.end()) return it->second;
     const CostInputField* input = find_cost_input_field(key);
@@ -677,15 +816,15 @@ class CostView : public View {
     auto it = fields_.find(std::string(input->alternative));
     return it == fields_.end() ? nullptr : it->second;
   }
-  std::map<std::string, QSpinBox*> fields_;     // CostInputs key -> its input
-  std::map<std::string, QComboBox*> choices_;   // choice key (dtype, attention, ...) -> its input
-  std::vector<CollapsibleSection*> sections_;   // Architecture, Mixture of experts, Parallelism
-  QLineEdit* full_attention_layers_ = nullptr;  // attention.full_attention_layers "4,8,12"
-  QSpinBox* microbatches_ = nullptr;            // the Memory tab's in-flight count
-  QSpinBox* blocks_;                            // fields_["blocks"], with its slider
-  QWidget* blocks_row_ = nullptr;               // blocks_ and its slider
-  QSpinBox* block_layers_;                      // fields_["block_layers"]: K, 0 = off
-  QLineEdit* block_sizes_;                      // an uneven list "6,6,4"
+  std::map<std::string, QSpinBox*> fields_;    // CostInputs key -> its input
+  std::map<std::string, QComboBox*> choices_;  // choice key (dtype, attention, ...) -> its input
+  std::vector<CollapsibleSection*> sections_;  // Architecture, Mixture of experts, Parallelism
+  std::map<std::string, QLineEdit*> lists_;    // list key (full_attention_layers, stage_layers)
+  QSpinBox* microbatches_ = nullptr;           // the Memory and Step tabs' m
+  QSpinBox* blocks_;                           // fields_["blocks"], with its slider
+  QWidget* blocks_row_ = nullptr;              // blocks_ and its slider
+  QSpinBox* block_layers_;                     // fields_["block_layers"]: K, 0 = off
+  QLineEdit* block_sizes_;                     // an uneven list "6,6,4"
   QComboBox *dtype_, *hardware_, *sweep_, *scheme_a_, *scheme_b_, *strategy_;
   QTabBar* tabs_;
   QStackedWidget* pages_;
@@ -693,6 +832,9 @@ class CostView : public View {
   LayoutPanel* layout_panel_;
   CalibrationPanel* calibration_;
   MemoryPanel* memory_;
+  StepPanel* step_;
+  DecisionPanel* decision_;
+  bool plan_dirty_ = true;  // the inputs changed while the Decision tab was hidden
   struct Resolved {
     CostInputs inputs;
     Hardware hardware;

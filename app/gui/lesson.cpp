@@ -149,11 +149,11 @@ std::vector<LessonStep> make_steps() {
        }});
   steps.push_back(
       {"pipeline", "Pipeline: a slower link exposes it",
-       "Link bandwidth lowered from 200 to 100 GB/s.",
+       "Link bandwidth lowered from 200 to 50 GB/s.",
        "The overhead passes 4 % (red): the block history no longer fits in the compute's shadow.",
-       [](MainWindow& w) { set_double(w, "pipeline", "link_bandwidth", 100.0); }});
+       [](MainWindow& w) { set_double(w, "pipeline", "link_bandwidth", 50.0); }});
   steps.push_back({"pipeline", "Pipeline: more micro-batches hide it again",
-                   "Micro-batches m raised from 8 to 32 (at 100 GB/s).",
+                   "Micro-batches m raised from 8 to 32 (at 50 GB/s).",
                    "The overhead drops back under 4 %: more micro-batches give the transfers more "
                    "compute to hide "
                    "behind. Switch the cache to naive and it grows again.",

@@ -26,7 +26,7 @@ namespace {
 // The lesson's defaults: the paper's Kimi-Linear-like MoE model of
 // scenarios/paper-overhead-claims.toml (27 layers, Block AttnRes with S = 6, d = 2304, 8 of 256
 // experts + 1 shared) on H100s, P = 4, V = 2, m = 8, the cross-stage cache on, at 200 GB/s: the
-// overhead is under 4 % there and passes 4 % when the link drops to 100 GB/s (docs/teaching.md).
+// overhead is under 4 % there and passes 4 % when the link drops to 50 GB/s (docs/teaching.md).
 constexpr double kClaimThreshold = 0.04;
 
 class PipelineView : public View {
@@ -156,7 +156,7 @@ class PipelineView : public View {
         "<p><b>The model.</b> The paper's Kimi-Linear-like MoE model (27 layers, d = 2304, 8 of "
         "256 "
         "experts + 1 shared, Block AttnRes with S = 6) on H100s: at 200 GB/s the overhead is under "
-        "4 % (docs/teaching.md).</p><p><b>Try:</b> lower the link bandwidth to 100 GB/s: the "
+        "4 % (docs/teaching.md).</p><p><b>Try:</b> lower the link bandwidth to 50 GB/s: the "
         "overhead passes 4 %; then raise m to 32 and it drops back under 4 %, or switch the cache "
         "to "
         "naive and it grows; turn overlap off; set experts to 0 for a dense model (less compute "

@@ -11,6 +11,7 @@
 #include <QScrollBar>
 #include <QSlider>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QTextBrowser>
 #include <QTimer>
 #include <QToolButton>
@@ -18,6 +19,7 @@
 #include <cmath>
 
 #include "attnres/cost.hpp"
+#include "attnres/report.hpp"
 
 namespace attnres::gui {
 
@@ -254,6 +256,28 @@ QComboBox* hardware_combo() {
   for (const auto& name : hardware_preset_names()) combo->addItem(QString::fromStdString(name));
   combo->setCurrentText("h100");
   return combo;
+}
+
+void show_report_table(QTableWidget* widget, const ReportTable& table) {
+  QString tip = QString::fromStdString(table.title);
+  if (!table.note.empty()) tip += "\n" + QString::fromStdString(table.note);
+  widget->setToolTip(tip);
+  widget->clear();
+  widget->setColumnCount(static_cast<int>(table.header.size()));
+  widget->setRowCount(static_cast<int>(table.rows.size()));
+  QStringList header;
+  for (const auto& h : table.header) header << QString::fromStdString(h);
+  widget->setHorizontalHeaderLabels(header);
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    for (std::size_t c = 0; c < table.rows[r].size(); ++c) {
+      auto* item = new QTableWidgetItem(QString::fromStdString(table.rows[r][c]));
+      const bool number = c < table.columns.size() ? table.columns[c].shown != Shown::text &&
+                                                         table.columns[c].shown != Shown::yes_no
+                                                   : c > 0;
+      if (number) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      widget->setItem(static_cast<int>(r), static_cast<int>(c), item);
+    }
+  }
 }
 
 // Step `index` of `count` equal steps of one run (e.g. the second of three forward passes) as

@@ -13,6 +13,7 @@
 
 QT_BEGIN_NAMESPACE
 class QComboBox;
+class QTableWidget;
 class QDoubleSpinBox;
 class QFormLayout;
 class QHBoxLayout;
@@ -21,6 +22,10 @@ class QTextBrowser;
 class QToolButton;
 class QWidget;
 QT_END_NAMESPACE
+
+namespace attnres {
+struct ReportTable;
+}
 
 namespace attnres::gui {
 
@@ -74,6 +79,9 @@ void on_change(QWidget* owner, const std::vector<QWidget*>& inputs,
 QComboBox* hardware_combo();
 // A picker of the cost engine's named schemes (docs/scheme-costs.md); the item data is the name.
 QComboBox* named_scheme_picker(const std::string& current);
+// A report table (report.hpp) in a table widget, cell for cell as the CLI prints it: its header,
+// its displayed rows (numbers right-aligned), its title and note as the tooltip.
+void show_report_table(QTableWidget* widget, const ReportTable& table);
 // Step `index` of `count` equal steps of one run (e.g. the second of three forward passes).
 Progress step(const Progress& progress, std::size_t index, std::size_t count);
 // Only asks whether the run goes on (for nested work whose own counts would confuse the bar).

@@ -8,8 +8,11 @@
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTabBar>
 #include <QTableWidget>
@@ -35,17 +38,20 @@
 #include "attnres/model.hpp"
 #include "attnres/model_charts.hpp"
 #include "attnres/pipeline.hpp"
+#include "attnres/plan.hpp"
 #include "attnres/rank_memory.hpp"
 #include "attnres/report.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
 #include "attnres/trainer.hpp"
 #include "cost_panels.hpp"
+#include "decision_panel.hpp"
 #include "gui_wait.hpp"
 #include "lesson_model.hpp"
 #include "main_window.hpp"
 #include "memory_panel.hpp"
 #include "model_support.hpp"
+#include "step_panel.hpp"
 #include "training_view.hpp"
 
 namespace attnres::gui {
@@ -423,7 +429,8 @@ TEST(Gui, CostViewTabsDrawAt1024x700) {
   View* cost = window.view("cost");
   auto* tabs = cost->findChild<QTabBar*>("cost_tabs");
   ASSERT_NE(tabs, nullptr);
-  ASSERT_EQ(tabs->count(), 5);  // charts, strategies, layout, calibration, memory
+  // charts, strategies, layout, calibration, memory, step, decision
+  ASSERT_EQ(tabs->count(), 7);
   for (int i = 0; i < tabs->count(); ++i) {
     tabs->setCurrentIndex(i);
     settle();
@@ -753,6 +760,454 @@ TEST(Gui, MemoryTabDrawsAt1024x700AndAtProjectorSize) {
       EXPECT_GE(verdict->height(), verdict->heightForWidth(verdict->width())) << name;
     }
   }
+}
+
+// ------------------------------------------------------------------ Step and Decision tabs
+
+const fs::path kMoe61Scenario = fs::path(ATTNRES_SCENARIOS_DIR) / "moe-61-layers-128k.toml";
+
+// The step the scenario's [pipeline] table describes, with the explorer's strategy picker.
+PipelineSettings scenario_step_settings(const Scenario& scenario, View* cost) {
+  PipelineSettings settings = *scenario.pipeline;
+  settings.strategy = parse_strategy(
+      cost->findChild<QComboBox*>("strategy")->currentText().toStdString(), "strategy");
+  settings.record_timeline = false;
+  return settings;
+}
+
+// Every displayed cell of a table widget against the report table's rows.
+void expect_same_cells(QTableWidget* widget, const ReportTable& table) {
+  ASSERT_EQ(widget->rowCount(), static_cast<int>(table.rows.size())) << table.id;
+  ASSERT_EQ(widget->columnCount(), static_cast<int>(table.header.size())) << table.id;
+  for (int c = 0; c < widget->columnCount(); ++c)
+    EXPECT_EQ(widget->horizontalHeaderItem(c)->text().toStdString(),
+              table.header[static_cast<std::size_t>(c)]);
+  for (int r = 0; r < widget->rowCount(); ++r)
+    for (int c = 0; c < widget->columnCount(); ++c)
+      EXPECT_EQ(widget->item(r, c)->text().toStdString(),
+                table.rows[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)])
+          << table.id << " row " << r << " column " << c;
+}
+
+void type_text(View* view, const char* name, const QString& text) {
+  auto* edit = view->findChild<QLineEdit*>(name);
+  ASSERT_NE(edit, nullptr) << name;
+  edit->setText(text);
+  emit edit->editingFinished();
+  settle();
+}
+
+// With ATTNRES_GUI_SHOTS=DIR, the window at 1024x700 as DIR/name (to look at); else nothing.
+void keep_shot(MainWindow& window, const std::string& name) {
+  const QByteArray keep = qgetenv("ATTNRES_GUI_SHOTS");
+  if (keep.isEmpty()) return;
+  window.show();
+  window.resize(1024, 700);
+  settle();
+  window.grab().toImage().save(
+      QString::fromStdString((fs::path(keep.toStdString()) / name).string()), "PNG");
+}
+
+void show_cost_tab(View* cost, const QString& title) {
+  auto* tabs = cost->findChild<QTabBar*>("cost_tabs");
+  ASSERT_NE(tabs, nullptr);
+  for (int i = 0; i < tabs->count(); ++i) {
+    if (tabs->tabText(i) == title) {
+      tabs->setCurrentIndex(i);
+      settle();
+      return;
+    }
+  }
+  FAIL() << "no tab " << title.toStdString();
+}
+
+TEST(Gui, StepTabShowsTheEnginesStepOverheadForThe61LayerMoe) {
+  MainWindow window(true);
+  ASSERT_TRUE(window.open_scenario(kMoe61Scenario));
+  settle();
+  ASSERT_EQ(window.error_text(), "");
+  View* cost = window.view("cost");
+  show_cost_tab(cost, "Step");
+  auto* headline = cost->findChild<QLabel*>("step_headline");
+  auto* parts = cost->findChild<QTableWidget*>("step_parts");
+  auto* reconciliation = cost->findChild<QTableWidget*>("step_reconciliation");
+  auto* stages = cost->findChild<QTableWidget*>("stage_layout");
+  auto* warning = cost->findChild<QLabel*>("stage_warning");
+  ASSERT_NE(headline, nullptr);
+  ASSERT_NE(parts, nullptr);
+  ASSERT_NE(reconciliation, nullptr);
+  ASSERT_NE(stages, nullptr);
+  ASSERT_NE(warning, nullptr);
+  // The engine on the same settings: the scenario's step with the explorer's strategy.
+  const Scenario scenario = load_scenario(kMoe61Scenario);
+  ASSERT_TRUE(scenario.pipeline);
+  PipelineSettings settings = scenario_step_settings(scenario, cost);
+  EXPECT_EQ(settings.strategy, scenario.strategy);
+  EXPECT_EQ(settings.microbatches, 16);
+  const PipelineReport report = evaluate_pipeline(settings);
+  const std::string overhead =
+      shown_value(nlohmann::json(report.attnres_overhead_fraction), Shown::percent);
+  ASSERT_GT(report.attnres_overhead_fraction, 0);
+  EXPECT_TRUE(headline->text().startsWith(
+      QString::fromStdString("AttnRes adds " + overhead + " % to the step (mechanism ")))
+      << headline->text().toStdString();
+  EXPECT_EQ(headline->text().toStdString(), step_headline(report));
+  // The tables cell for cell as `attnres pipeline` prints them; the reconciliation's step row is
+  // the headline's number.
+  expect_same_cells(parts, step_table(report));
+  expect_same_cells(reconciliation, reconciliation_table(report));
+  bool step_row = false;
+  for (int r = 0; r < reconciliation->rowCount(); ++r) {
+    if (reconciliation->item(r, 0)->text() != "step") continue;
+    EXPECT_EQ(reconciliation->item(r, 1)->text().toStdString(), overhead);
+    step_row = true;
+  }
+  EXPECT_TRUE(step_row);
+  // The stage layout: P·V = 16 chunks, chunk c on rank c mod 8, the 61 layers whole.
+  ASSERT_EQ(stages->columnCount(), 16);
+  double layers = 0;
+  for (int c = 0; c < stages->columnCount(); ++c) {
+    EXPECT_EQ(stages->item(0, c)->text().toInt(), c % 8) << c;
+    layers += stages->item(1, c)->text().toDouble();
+  }
+  EXPECT_DOUBLE_EQ(layers, 61);
+  EXPECT_TRUE(warning->isHidden());
+  // The overlap of a group and the strategy picker change the step as they change the engine's.
+  auto* cp = cost->findChild<QCheckBox*>("overlap_cp");
+  ASSERT_NE(cp, nullptr);
+  EXPECT_TRUE(cp->isChecked());  // CommOverlap{}
+  cp->setChecked(false);
+  settle();
+  settings.comm_overlap.cp = false;
+  const PipelineReport exposed = evaluate_pipeline(settings);
+  EXPECT_EQ(headline->text().toStdString(), step_headline(exposed));
+  expect_same_cells(parts, step_table(exposed));
+  set_choice(cost, "strategy", "stack");
+  settle();
+  settings.strategy = Strategy::stack;
+  const PipelineReport stack = evaluate_pipeline(settings);
+  EXPECT_EQ(headline->text().toStdString(), step_headline(stack));
+  expect_same_cells(reconciliation, reconciliation_table(stack));
+  // The micro-batches of the Memory tab are the step's.
+  set_spin(cost, "microbatches", 32);
+  settle();
+  settings.microbatches = 32;
+  EXPECT_EQ(headline->text().toStdString(), step_headline(evaluate_pipeline(settings)));
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, DecisionTabRecommendsTheSameNAsMakePlanForA2PercentBudget) {
+  MainWindow window(true);
+  ASSERT_TRUE(window.open_scenario(kMoe61Scenario));
+  settle();
+  View* cost = window.view("cost");
+  show_cost_tab(cost, "Decision");
+  auto* panel = cost->findChild<DecisionPanel*>("decision_tab");
+  auto* summary = cost->findChild<QLabel*>("plan_summary");
+  auto* by_blocks = cost->findChild<QPlainTextEdit*>("plan_by_blocks");
+  auto* table = cost->findChild<QTableWidget*>("plan_table");
+  ASSERT_NE(panel, nullptr);
+  ASSERT_NE(summary, nullptr);
+  ASSERT_NE(by_blocks, nullptr);
+  ASSERT_NE(table, nullptr);
+  type_text(cost, "plan_max_overhead", "2");
+  ASSERT_EQ(window.error_text(), "");
+  EXPECT_TRUE(cost->findChild<QLabel*>("plan_problem")->isHidden());
+  // The engine on the same settings: the scenario's [plan] grid (the default N of L = 122, its t
+  // and c values) and a 2 % budget.
+  const Scenario scenario = load_scenario(kMoe61Scenario);
+  ASSERT_TRUE(scenario.plan);
+  const PipelineSettings base = scenario_step_settings(scenario, cost);
+  const PlanGrid grid = scenario.plan->grid;
+  EXPECT_EQ(grid.blocks, (std::vector<std::int64_t>{1, 2, 4, 8, 16, 31, 61, 122}));
+  EXPECT_EQ(cost->findChild<QLineEdit*>("plan_blocks")->text(), "");  // the default N
+  EXPECT_EQ(cost->findChild<QLineEdit*>("plan_tp")->text(), "4,8");
+  PlanBudgets budgets;
+  budgets.max_overhead_fraction = 0.02;
+  const PlanResult plan = make_plan(base, grid, budgets);
+  ASSERT_TRUE(plan.recommended) << plan.summary;
+  const PlanCandidate& best = plan.candidates[*plan.recommended];
+  ASSERT_TRUE(panel->result().recommended);
+  EXPECT_EQ(panel->result().candidates[*panel->result().recommended].blocks, best.blocks);
+  EXPECT_EQ(summary->text().toStdString(), plan.summary);
+  for (const auto& line : plan.by_blocks)
+    EXPECT_TRUE(by_blocks->toPlainText().contains(QString::fromStdString(line))) << line;
+  // The table is the plan table; the recommended row is bold and shows its N.
+  const ReportTable expected = plan_table(plan);
+  expect_same_cells(table, expected);
+  const int row = panel->recommended_row();
+  ASSERT_EQ(row, static_cast<int>(*plan.recommended));
+  EXPECT_EQ(table->item(row, 0)->text().toStdString(), std::to_string(best.blocks));
+  EXPECT_TRUE(table->item(row, 0)->font().bold());
+  // The columns the same in every row are named above it instead, the overhead stays in view.
+  EXPECT_FALSE(table->isColumnHidden(0));  // N
+  EXPECT_FALSE(table->isColumnHidden(1));  // t = 4, 8
+  EXPECT_TRUE(table->isColumnHidden(3));   // e = 64 throughout
+  EXPECT_FALSE(table->isColumnHidden(9));  // the overhead
+  EXPECT_TRUE(cost->findChild<QLabel*>("plan_constant")->text().contains("e = 64"));
+  // Another budget, typed: the engine's plan for it.
+  type_text(cost, "plan_max_overhead", "0.5");
+  budgets.max_overhead_fraction = 0.005;
+  const PlanResult tight = make_plan(base, grid, budgets);
+  EXPECT_EQ(summary->text().toStdString(), tight.summary);
+  EXPECT_EQ(panel->recommended_row(),
+            tight.recommended ? static_cast<int>(*tight.recommended) : -1);
+  // Only the N typed, t as set (8).
+  type_text(cost, "plan_tp", "");
+  type_text(cost, "plan_cp", "");
+  type_text(cost, "plan_blocks", "4,8");
+  PlanGrid typed;
+  typed.blocks = {4, 8};
+  const PlanResult few = make_plan(base, typed, budgets);
+  expect_same_cells(table, plan_table(few));
+  EXPECT_EQ(window.error_text(), "");
+}
+
+TEST(Gui, DecisionTabSaysWhatIsWrongWithABadBudgetAndKeepsRunning) {
+  MainWindow window(true);
+  ASSERT_TRUE(window.open_scenario(kMoe61Scenario));
+  settle();
+  View* cost = window.view("cost");
+  show_cost_tab(cost, "Decision");
+  auto* panel = cost->findChild<DecisionPanel*>("decision_tab");
+  auto* problem = cost->findChild<QLabel*>("plan_problem");
+  auto* budget = cost->findChild<QLineEdit*>("plan_max_overhead");
+  ASSERT_NE(problem, nullptr);
+  type_text(cost, "plan_max_overhead", "2");
+  ASSERT_TRUE(problem->isHidden());
+  const std::string summary = panel->result().summary;
+  // A negative budget: the engine's rule, at the input, the last plan kept.
+  PlanBudgets negative;
+  negative.max_overhead_fraction = -0.01;
+  const std::string rule = plan_budgets_problem(negative);
+  ASSERT_FALSE(rule.empty());
+  type_text(cost, "plan_max_overhead", "-1");
+  EXPECT_FALSE(problem->isHidden());
+  EXPECT_NE(problem->text().toStdString().find("max AttnRes overhead (%): " + rule),
+            std::string::npos)
+      << problem->text().toStdString();
+  EXPECT_EQ(budget->palette().color(QPalette::Base), QColor(253, 214, 211));
+  EXPECT_EQ(panel->result().summary, summary);
+  // Not a number; a negative traffic budget; a bad N list.
+  type_text(cost, "plan_max_overhead", "two");
+  EXPECT_TRUE(problem->text().contains("\"two\" is not a number")) << problem->text().toStdString();
+  type_text(cost, "plan_max_overhead", "");
+  type_text(cost, "plan_max_pipeline_gb", "-5");
+  EXPECT_TRUE(problem->text().contains("the pipeline traffic budget must be > 0"))
+      << problem->text().toStdString();
+  type_text(cost, "plan_max_pipeline_gb", "");
+  type_text(cost, "plan_blocks", "1,x");
+  EXPECT_TRUE(problem->text().contains("block counts N")) << problem->text().toStdString();
+  type_text(cost, "plan_blocks", "4,500");
+  EXPECT_TRUE(problem->text().contains("N = 500 exceeds L = 122")) << problem->text().toStdString();
+  // Fixed: the plan runs again, the message goes, the window never stopped.
+  type_text(cost, "plan_blocks", "");
+  type_text(cost, "plan_max_overhead", "2");
+  EXPECT_TRUE(problem->isHidden());
+  EXPECT_EQ(budget->palette().color(QPalette::Base), QPalette().color(QPalette::Base));
+  EXPECT_EQ(panel->result().summary, summary);
+  EXPECT_EQ(window.error_text(), "");
+}
+
+// Off the GUI thread, the plan's Cancel stops it inside the grid (make_plan checks the run's
+// progress after every setting) and its result is never applied.
+TEST(Gui, DecisionTabPlansOffTheGuiThreadAndCancelStopsIt) {
+  MainWindow window(false);
+  ASSERT_TRUE(window.open_scenario(kMoe61Scenario));
+  View* cost = window.view("cost");
+  show_cost_tab(cost, "Decision");
+  // Many micro-batches make every simulation of the plan long (m x P·V = 80,000 pairs).
+  set_spin(cost, "microbatches", 5000);
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }, 120000));
+  settle();
+  auto* panel = cost->findChild<DecisionPanel*>("decision_tab");
+  ASSERT_NE(panel, nullptr);
+  ASSERT_EQ(panel->result().candidates.size(), 32u);  // 8 N x t 4, 8 x c 4, 8
+  const std::string summary = panel->result().summary;
+  // The same plan with a 1 % budget, timed here in one go.
+  const Scenario scenario = load_scenario(kMoe61Scenario);
+  PipelineSettings base = scenario_step_settings(scenario, cost);
+  base.microbatches = 5000;
+  PlanBudgets budgets = scenario.plan->budgets;
+  budgets.max_overhead_fraction = 0.01;
+  QElapsedTimer timer;
+  timer.start();
+  const PlanResult plan = make_plan(base, scenario.plan->grid, budgets);
+  const qint64 whole = timer.elapsed();
+  ASSERT_NE(plan.summary, summary);
+  // Typed, then cancelled at once: the worker stops long before the plan would end, and its
+  // result is never applied.
+  type_text(cost, "plan_max_overhead", "1");
+  ASSERT_GT(window.runs_in_flight(), 0u);
+  timer.restart();
+  window.cancel_background();
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  const qint64 stopped = timer.elapsed();
+  settle();
+  EXPECT_LT(stopped, whole / 2) << "the plan of " << whole << " ms was not cut short";
+  EXPECT_EQ(panel->result().summary, summary);
+  EXPECT_EQ(window.error_text(), "");
+  // Typed again, it completes: the engine's plan.
+  type_text(cost, "plan_max_overhead", "1");
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }, 120000));
+  settle();
+  EXPECT_EQ(panel->result().summary, plan.summary);
+}
+
+TEST(Gui, StageLayersListThatDoesNotSumShowsTheEnginesMessageAndKeepsRunning) {
+  MainWindow window(true);
+  ASSERT_TRUE(window.open_scenario(kMoe61Scenario));
+  settle();
+  View* cost = window.view("cost");
+  show_cost_tab(cost, "Step");
+  auto* edit = cost->findChild<QLineEdit*>("stage_layers");
+  ASSERT_NE(edit, nullptr);
+  const CostInputList& list = *find_cost_input_list("stage_layers");
+  EXPECT_TRUE(edit->toolTip().startsWith(QString::fromUtf8(list.help.data(), 1).toUpper()));
+  EXPECT_TRUE(edit->toolTip().contains("docs/math.md §3.3"));
+  auto* headline = cost->findChild<QLabel*>("step_headline");
+  const QString before = headline->text();
+  // 16 chunks of 4 layers: 64, not the 61 layers. The engine's message, at the line edit.
+  const Scenario scenario = load_scenario(kMoe61Scenario);
+  CostInputs bad = scenario.inputs;
+  bad.stage_layers.assign(16, 4);
+  const auto problem = try_resolve_cost_inputs(bad);
+  ASSERT_TRUE(problem);
+  EXPECT_EQ(problem->field, "stage_layers");
+  type_text(cost, "stage_layers", "4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4");
+  EXPECT_NE(window.error_text().find(problem->message), std::string::npos) << window.error_text();
+  const auto fields = cost->error_fields();
+  EXPECT_NE(std::find(fields.begin(), fields.end(), edit), fields.end());
+  EXPECT_EQ(headline->text(), before);  // the last step stays
+  keep_shot(window, "cost-step-bad-stage-list.png");
+  // A list that does not parse: the parser's message names the input.
+  type_text(cost, "stage_layers", "4,x");
+  EXPECT_NE(window.error_text().find("stage layers"), std::string::npos) << window.error_text();
+  // 15 chunks of 4 and one of 1: the step of that layout, as the engine simulates it.
+  type_text(cost, "stage_layers", "4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,1");
+  ASSERT_EQ(window.error_text(), "");
+  PipelineSettings settings = scenario_step_settings(scenario, cost);
+  settings.model.stage_layers.assign(16, 4);
+  settings.model.stage_layers.back() = 1;
+  settings.model = resolve_cost_inputs(settings.model);
+  EXPECT_EQ(headline->text().toStdString(), step_headline(evaluate_pipeline(settings)));
+  auto* stages = cost->findChild<QTableWidget*>("stage_layout");
+  ASSERT_EQ(stages->columnCount(), 16);
+  EXPECT_EQ(stages->item(1, 0)->text(), "4");
+  EXPECT_EQ(stages->item(1, 15)->text(), "1");
+  EXPECT_EQ(stages->item(2, 15)->text(), "61");
+  // Saved, the scenario carries the list.
+  Scenario saved;
+  cost->save_to(saved);
+  EXPECT_EQ(saved.inputs.stage_layers, settings.model.stage_layers);
+  // Cleared: whole layers split evenly again.
+  type_text(cost, "stage_layers", "");
+  EXPECT_EQ(window.error_text(), "");
+  EXPECT_EQ(headline->text(), before);
+}
+
+TEST(Gui, StepTabWarnsWhenStageBoundariesSplitALayer) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->recompute();
+  show_cost_tab(cost, "Step");
+  auto* warning = cost->findChild<QLabel*>("stage_warning");
+  auto* stages = cost->findChild<QTableWidget*>("stage_layout");
+  ASSERT_NE(warning, nullptr);
+  ASSERT_NE(stages, nullptr);
+  EXPECT_TRUE(warning->isHidden());  // 64 layers on P·V = 8 chunks
+  // 6 layers on P·V = 8 chunks: the boundaries cut layers.
+  set_spin(cost, "sublayers", 12);
+  set_spin(cost, "blocks", 4);
+  settle();
+  ASSERT_EQ(window.error_text(), "");
+  Scenario saved;
+  cost->save_to(saved);
+  const std::string expected = stage_split_warning(saved.inputs);
+  ASSERT_FALSE(expected.empty());
+  EXPECT_FALSE(warning->isHidden());
+  EXPECT_EQ(warning->text().toStdString(), "Warning: " + expected);
+  auto* step = cost->findChild<StepPanel*>("step_tab");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(step->result().report.stage_warning, expected);
+  keep_shot(window, "cost-step-split-layers.png");
+  ASSERT_EQ(stages->columnCount(), 8);
+  int split = 0;
+  for (int c = 0; c < stages->columnCount(); ++c)
+    if (stages->item(1, c)->background().color() == QColor(255, 236, 190)) ++split;
+  EXPECT_GT(split, 0);
+  // Whole layers again: the warning goes.
+  set_spin(cost, "sublayers", 32);
+  settle();
+  EXPECT_TRUE(warning->isHidden());
+}
+
+// The Step and Decision tabs at the smallest window and on a projector (presentation mode's
+// larger type); ATTNRES_GUI_SHOTS=DIR keeps the images.
+TEST(Gui, StepAndDecisionTabsDrawAt1024x700AndAtProjectorSize) {
+  test::TempDir temp;
+  const QByteArray keep = qgetenv("ATTNRES_GUI_SHOTS");
+  const fs::path dir = keep.isEmpty() ? temp.path() : fs::path(keep.toStdString());
+  fs::create_directories(dir);
+  MainWindow window(true);
+  ASSERT_TRUE(window.open_scenario(kMoe61Scenario));
+  window.show_view("cost");
+  View* cost = window.view("cost");
+  window.show();
+  for (const bool projector : {false, true}) {
+    window.set_presentation(projector);
+    window.resize(projector ? QSize(1920, 1080) : QSize(1024, 700));
+    for (const QString tab : {"Step", "Decision"}) {
+      show_cost_tab(cost, tab);
+      if (tab == "Decision") type_text(cost, "plan_max_overhead", "2");
+      settle();
+      ASSERT_EQ(window.error_text(), "");
+      const std::string name = "cost-" + tab.toLower().toStdString() + "-" +
+                               (projector ? "1920-projector" : "1024") + ".png";
+      const QImage image = window.grab().toImage();
+      ASSERT_TRUE(image.save(QString::fromStdString((dir / name).string()), "PNG"));
+      // No label cut: each shows its text at its wrapped height.
+      for (const char* label : {"step_headline", "step_setting", "stage_warning", "plan_summary"}) {
+        auto* l = cost->findChild<QLabel*>(label);
+        ASSERT_NE(l, nullptr) << label;
+        if (!l->isVisible()) continue;
+        EXPECT_GE(l->height(), l->heightForWidth(l->width())) << name << " " << label;
+      }
+      if (tab == "Step") {
+        // The parts table shows all of its rows; the stage layout its three.
+        auto* parts = cost->findChild<QTableWidget*>("step_parts");
+        auto* stages = cost->findChild<QTableWidget*>("stage_layout");
+        auto* reconciliation = cost->findChild<QTableWidget*>("step_reconciliation");
+        for (QTableWidget* t : {parts, reconciliation, stages}) {
+          EXPECT_GE(t->viewport()->height(), t->rowCount() * t->rowHeight(0)) << name;
+          // The type of presentation mode reaches the rows.
+          EXPECT_GE(t->rowHeight(0), t->fontMetrics().height()) << name;
+        }
+        EXPECT_FALSE(parts->horizontalScrollBar()->isVisible()) << name;
+        // The page scrolls (not sideways) to the stage layout.
+        auto* scroll = cost->findChild<QScrollArea*>("step_scroll");
+        ASSERT_NE(scroll, nullptr);
+        EXPECT_FALSE(scroll->horizontalScrollBar()->isVisible()) << name;
+        scroll->verticalScrollBar()->setValue(scroll->verticalScrollBar()->maximum());
+        settle();
+        const std::string bottom =
+            "cost-step-" + std::string(projector ? "1920-projector" : "1024") + "-scrolled.png";
+        ASSERT_TRUE(
+            window.grab().toImage().save(QString::fromStdString((dir / bottom).string()), "PNG"));
+        const QRect shown = stages->rect().translated(stages->mapTo(scroll->viewport(), QPoint()));
+        EXPECT_TRUE(scroll->viewport()->rect().contains(shown)) << name;
+        // The styled headline takes presentation mode's type too.
+        auto* headline = cost->findChild<QLabel*>("step_headline");
+        EXPECT_NEAR(headline->fontInfo().pointSizeF(), QFontInfo(QApplication::font()).pointSizeF(),
+                    0.5)
+            << name;
+      } else {
+        auto* table = cost->findChild<QTableWidget*>("plan_table");
+        EXPECT_GE(table->viewport()->height(), 3 * table->rowHeight(0)) << name;
+      }
+    }
+  }
+  window.set_presentation(false);
 }
 
 TEST(Gui, HeatmapCellCentreHasTheColormapColourOfItsValue) {

@@ -308,7 +308,7 @@ TEST(Lesson, TheReadmeSessionRunsWithRealInputEvents) {
   click_tab(*window, "pipeline");
   idle(*window);
   EXPECT_LT(shown_overhead(*window), 0.04);
-  type_into(window->view("pipeline")->findChild<QDoubleSpinBox*>("link_bandwidth"), "100");
+  type_into(window->view("pipeline")->findChild<QDoubleSpinBox*>("link_bandwidth"), "50");
   idle(*window);
   EXPECT_GT(shown_overhead(*window), 0.04);
   auto* m_slider = window->view("pipeline")->findChild<QSlider*>("microbatches_slider");
@@ -327,7 +327,7 @@ TEST(Lesson, TheReadmeSessionRunsWithRealInputEvents) {
   const ChartSeries* claim = series_named(overhead->series, "claim: training overhead < 4%");
   ASSERT_NE(claim, nullptr);
   EXPECT_EQ(claim->points.front().second, 0.04);
-  EXPECT_EQ(overhead->marker_x, 100.0);
+  EXPECT_EQ(overhead->marker_x, 50.0);
 
   // Scaling law: Block is worth about 1.25x compute near loss 1.695.
   click_tab(*window, "scaling");
