@@ -11,7 +11,20 @@
 
 #include "attnres/error.hpp"
 
+#if defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+#define ATTNRES_TEST_ASAN 1
+#endif
+#endif
+
 namespace attnres::test {
+
+// Whether this test program runs under AddressSanitizer (the asan preset).
+#if defined(__SANITIZE_ADDRESS__) || defined(ATTNRES_TEST_ASAN)  // GCC, clang
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
 
 // The message of the attnres::Error that `run()` throws. A run that throws none is a test failure
 // (and gives ""), so a check on the message cannot pass by the error going missing.

@@ -77,7 +77,8 @@ void add_sweep_options(po::options_description& options, SweepFlags& flags) {
   options.add_options()("x", po::value(&spec.x.parameter)->required(),
                         ("parameter to sweep: " + parameters).c_str())(
       "values", po::value(&flags.x_values)->required(),
-      "1,2,4 | divisors | FROM:TO[:STEP] | FROM:TO:xFACTOR")("y", po::value(&flags.y_parameter),
+      "1,2,4 | divisors | FROM:TO[:STEP] | FROM:TO:xFACTOR; strategy and hardware take names, "
+      "e.g. stack,fused_two_phase or h100,b200,my-gpu.toml")("y", po::value(&flags.y_parameter),
                                                              "second parameter for a grid")(
       "y-values", po::value(&flags.y_values), "values of the second parameter")(
       "metric", po::value(&flags.metrics)->required(),
@@ -197,11 +198,29 @@ void set_axes(const po::variables_map& values, SweepFlags& flags, const Scenario
                        (missing_table ? " (give --scenario with one)" : ""));
     }
   }
-  spec.x.values = axis_values(flags.x_values, "--values", spec.x.parameter);
+  // A named parameter (strategy, hardware) takes names separated by commas.
+  auto axis = [&](const std::string& text, const std::string& flag, const std::string& parameter) {
+    if (!is_named_sweep_parameter(parameter)) {
+      SweepAxis out;
+      out.parameter = parameter;
+      out.values = axis_values(text, flag, parameter);
+      return out;
+    }
+    std::vector<std::string> names;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const std::size_t comma = std::min(text.find(',', start), text.size());
+      names.push_back(text.substr(start, comma - start));
+      start = comma + 1;
+    }
+    return parse_flag_value([&] { return named_sweep_axis(parameter, names, flag); });
+  };
+  const std::string x_parameter = spec.x.parameter;
+  spec.x = axis(flags.x_values, "--values", x_parameter);
   if (!y_parameter.empty()) {
     if (flags.y_values.empty()) throw UsageError("--y needs --y-values");
     if (y_parameter == spec.x.parameter) throw UsageError("--y must differ from --x");
-    spec.y = SweepAxis{y_parameter, axis_values(flags.y_values, "--y-values", y_parameter)};
+    spec.y = axis(flags.y_values, "--y-values", y_parameter);
   } else if (!flags.y_values.empty()) {
     throw UsageError("--y-values needs --y (the second parameter of the grid)");
   }
@@ -223,7 +242,8 @@ void set_metrics(SweepFlags& flags, const ScenarioInputs& base) {
   std::string unit;
   for (const auto& key : flags.metrics) {
     const std::string problem =
-        sweep_metric_problem(key, base.hardware.has_value(), base.pipeline.has_value(), unit);
+        sweep_metric_problem(key, base.hardware.has_value() || sweeps_hardware(flags.spec),
+                             base.pipeline.has_value(), unit);
     if (!problem.empty()) {
       const bool missing_table = problem.find(" needs ") != std::string::npos;
       throw UsageError(
@@ -252,7 +272,7 @@ void print_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags
     writer.end(run_sweep(base, spec, run));
   } else {
     out << sweep_csv_header(spec);
-    run.on_point = [&](const SweepPoint& point) { out << sweep_csv_row(point); };
+    run.on_point = [&](const SweepPoint& point) { out << sweep_csv_row(spec, point); };
     run_sweep(base, spec, run);
   }
 }
@@ -280,7 +300,7 @@ void write_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags
         csv << sweep_csv_header(spec);
         run.keep_points = false;
         run.on_point = [&](const SweepPoint& point) {
-          csv << sweep_csv_row(point);
+          csv << sweep_csv_row(spec, point);
           writer.point(point);
         };
         result = run_sweep(base, spec, run);

@@ -148,16 +148,23 @@ void check_sweep_name(const Scenario& s, const SweepSpec& spec, const Report& re
 json add_sweep(const Scenario& s, const SweepSpec& spec, const Progress& progress, Report& report) {
   const SweepResult result = run_sweep(s.scenario_inputs(), spec, progress);
   // Keyed as attnres sweep keys its CSV and JSON: the parameters, then the metric keys.
-  std::vector<TableColumn> columns{{spec.x.parameter, spec.x.parameter, Shown::integer}};
-  if (spec.y) columns.push_back({spec.y->parameter, spec.y->parameter, Shown::integer});
+  // A named axis (strategy, hardware) holds its names, a numeric one its values.
+  auto shown = [](const SweepAxis& axis) {
+    return axis.names.empty() ? Shown::integer : Shown::text;
+  };
+  auto axis_value = [](const SweepAxis& axis, std::int64_t v) {
+    return axis.names.empty() ? json(v) : json(axis.value_text(v));
+  };
+  std::vector<TableColumn> columns{{spec.x.parameter, spec.x.parameter, shown(spec.x)}};
+  if (spec.y) columns.push_back({spec.y->parameter, spec.y->parameter, shown(*spec.y)});
   for (const auto& key : spec.metrics)
     columns.push_back({key, key + " (" + find_cost_metric(key)->unit + ")", Shown::number});
   ReportTable table = typed_table(spec.name, spec.title.empty() ? "Sweep " + spec.name : spec.title,
                                   columns, spec.name);
   json points = json::array();
   for (const auto& point : result.points) {
-    std::vector<json> row{point.x};
-    if (point.y) row.emplace_back(*point.y);
+    std::vector<json> row{axis_value(spec.x, point.x)};
+    if (point.y && spec.y) row.push_back(axis_value(*spec.y, *point.y));
     for (double value : point.values)
       row.push_back(std::isfinite(value) ? json(value) : json(nullptr));
     json entry = json::object();

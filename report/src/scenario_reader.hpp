@@ -70,6 +70,9 @@ class ScenarioReader : public TomlReader {
   void read_sweep_axes(const toml::table& t, const Scenario& s, SweepSpec& spec) const;
   // A sweep parameter ("blocks", ...) that this scenario can vary.
   std::string sweep_parameter(const toml::node& node, const char* what, const Scenario& s) const;
+  // One axis: numbers (axis_values) or, for a named parameter, its names checked.
+  SweepAxis sweep_axis(const std::string& parameter, const toml::node& values,
+                       const std::string& name, const Scenario& s) const;
   std::vector<std::int64_t> axis_values(const toml::node& node, const std::string& name,
                                         const Scenario& scenario) const;
   // metrics (one unit), threshold and claim, log axes and the paper overlay.

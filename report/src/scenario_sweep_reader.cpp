@@ -3,6 +3,7 @@
 // range) within max_points settings, metrics of one unit, and the claim, log axes and overlay of
 // its chart.
 #include <cmath>
+#include <filesystem>
 
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
@@ -69,16 +70,43 @@ std::string ScenarioReader::sweep_parameter(const toml::node& node, const char* 
   return p;
 }
 
+SweepAxis ScenarioReader::sweep_axis(const std::string& parameter, const toml::node& values,
+                                     const std::string& name, const Scenario& s) const {
+  SweepAxis axis;
+  axis.parameter = parameter;
+  if (!is_named_sweep_parameter(parameter)) {
+    axis.values = axis_values(values, name, s);
+    return axis;
+  }
+  // Named values: strategies, or hardware presets and .toml files (relative to the scenario).
+  if (!values.is_array() || values.as_array()->empty())
+    fail(values.source(), name + ": '" + parameter + "' takes a non-empty array of names");
+  std::vector<std::string> names;
+  for (const auto& item : *values.as_array()) {
+    std::string text = string(item, name + " entry");
+    const bool file = text.find('/') != std::string::npos ||
+                      (text.size() > 5 && text.substr(text.size() - 5) == ".toml");
+    if (parameter == "hardware" && file && std::filesystem::path(text).is_relative())
+      text = (std::filesystem::path(source()).parent_path() / text).string();
+    try {
+      named_sweep_axis(parameter, {text}, name);
+    } catch (const Error& error) {
+      fail(item.source(), error.what());
+    }
+    names.push_back(text);
+  }
+  return named_sweep_axis(parameter, std::move(names), name);
+}
+
 void ScenarioReader::read_sweep_axes(const toml::table& t, const Scenario& s,
                                      SweepSpec& spec) const {
-  spec.x.parameter = sweep_parameter(sweep_key(t, "x"), "sweep.x", s);
-  spec.x.values = axis_values(sweep_key(t, "values"), "sweep.values", s);
+  spec.x = sweep_axis(sweep_parameter(sweep_key(t, "x"), "sweep.x", s), sweep_key(t, "values"),
+                      "sweep.values", s);
   if (const toml::node* y = t.get("y")) {
-    SweepAxis axis;
-    axis.parameter = sweep_parameter(*y, "sweep.y", s);
+    const std::string parameter = sweep_parameter(*y, "sweep.y", s);
     const toml::node* values = t.get("y_values");
     if (!values) fail(y->source(), "sweep.y needs sweep.y_values");
-    axis.values = axis_values(*values, "sweep.y_values", s);
+    SweepAxis axis = sweep_axis(parameter, *values, "sweep.y_values", s);
     if (axis.parameter == spec.x.parameter) fail(y->source(), "sweep.y must differ from sweep.x");
     spec.y = axis;
   } else if (const toml::node* values = t.get("y_values")) {
@@ -165,8 +193,8 @@ void ScenarioReader::read_sweep_metrics(const toml::table& t, const Scenario& s,
   std::string unit;
   for (const auto& item : *metrics.as_array()) {
     const std::string key = string(item, "sweep.metrics entry");
-    const std::string problem =
-        sweep_metric_problem(key, s.hardware.has_value(), s.pipeline.has_value(), unit);
+    const std::string problem = sweep_metric_problem(
+        key, s.hardware.has_value() || sweeps_hardware(spec), s.pipeline.has_value(), unit);
     if (!problem.empty()) fail(item.source(), problem);
     const CostMetric* metric = find_cost_metric(key);
     if (unit.empty()) unit = metric->unit;

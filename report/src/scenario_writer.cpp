@@ -141,11 +141,17 @@ void write_plan(const ScenarioPlan& plan, std::ostringstream& out) {
 void write_sweep(const SweepSpec& sweep, std::ostringstream& out) {
   out << "\n[[sweep]]\nname = " << quoted(sweep.name) << "\n";
   if (!sweep.title.empty()) out << "title = " << quoted(sweep.title) << "\n";
-  out << "x = " << quoted(sweep.x.parameter) << "\nvalues = " << values_array(sweep.x.values)
-      << "\n";
+  // A named axis (strategy, hardware) as its names, a numeric one as its values.
+  auto axis_values = [](const SweepAxis& axis) {
+    if (axis.names.empty()) return values_array(axis.values);
+    std::string text = "[";
+    for (std::size_t i = 0; i < axis.names.size(); ++i)
+      text += (i ? ", " : "") + quoted(axis.names[i]);
+    return text + "]";
+  };
+  out << "x = " << quoted(sweep.x.parameter) << "\nvalues = " << axis_values(sweep.x) << "\n";
   if (sweep.y)
-    out << "y = " << quoted(sweep.y->parameter) << "\ny_values = " << values_array(sweep.y->values)
-        << "\n";
+    out << "y = " << quoted(sweep.y->parameter) << "\ny_values = " << axis_values(*sweep.y) << "\n";
   out << "metrics = [";
   for (std::size_t i = 0; i < sweep.metrics.size(); ++i)
     out << (i ? ", " : "") << quoted(sweep.metrics[i]);

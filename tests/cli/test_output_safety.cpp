@@ -309,16 +309,8 @@ TEST(SafeMessages, AHostileConfigJsonGivesAValidUtf8Message) {
   EXPECT_NE(run.err.find("config.json"), std::string::npos) << run.err;
 }
 
-#if defined(__has_feature)  // clang
-#if __has_feature(address_sanitizer)
-#define ATTNRES_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(ATTNRES_TEST_ASAN)  // GCC, clang
-constexpr bool kAddressSanitizer = true;  // ASan reserves terabytes of address space
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
+// ASan reserves terabytes of address space.
+using test::kAddressSanitizer;
 
 TEST(SafeMessages, RunningOutOfMemoryIsReportedInOurWords) {
   // Before: "internal error: std::bad_alloc". A child process limited to 1 GiB of address space

@@ -160,7 +160,7 @@ TEST(Sweep, StreamedJsonAndCsvRowsMatchTheInMemoryTable) {
   const auto result = run_sweep(base_inputs(), spec);
   std::string rows = sweep_csv_header(spec);
   for (const auto& point : result.points) {
-    rows += sweep_csv_row(point);
+    rows += sweep_csv_row(spec, point);
     const auto json = nlohmann::json::parse(sweep_point_json(spec, point));
     EXPECT_EQ(json["pp"], point.x);
     EXPECT_EQ(json["vpp"], *point.y);

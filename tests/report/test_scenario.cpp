@@ -283,6 +283,43 @@ require_fit = false
   EXPECT_EQ(report.json["decision"]["candidates"].size(), 3u * 2 * 2 * 2);
 }
 
+TEST(ScenarioSweeps, StrategyAndHardwareAxesTakeNames) {
+  const std::string text = kKimi + R"([hardware]
+preset = "h100"
+[pipeline]
+microbatches = 8
+[[sweep]]
+name = "by_name"
+x = "hardware"
+values = ["h100", "b200"]
+y = "strategy"
+y_values = ["arena", "fused_two_phase"]
+metrics = ["pipeline.attnres_overhead_fraction"]
+)";
+  const Scenario s = parse_scenario(text, "s.toml");
+  ASSERT_EQ(s.sweeps.size(), 1u);
+  EXPECT_EQ(s.sweeps[0].x.names, (std::vector<std::string>{"h100", "b200"}));
+  EXPECT_EQ(s.sweeps[0].x.values, (std::vector<std::int64_t>{0, 1}));
+  ASSERT_TRUE(s.sweeps[0].y.has_value());
+  EXPECT_EQ(s.sweeps[0].y->names[0], "arena");
+  const Scenario again = parse_scenario(scenario_to_toml(s), "again.toml");
+  EXPECT_EQ(again.sweeps[0].x.names, s.sweeps[0].x.names);
+  EXPECT_EQ(again.sweeps[0].y->names, s.sweeps[0].y->names);
+  const Report report = build_report(s);
+  const auto& points = report.json["sweeps"][0]["points"];
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0]["hardware"], "h100");
+  EXPECT_EQ(points[3]["strategy"], "fused_two_phase");
+  expect_error(kKimi +
+                   "[[sweep]]\nname = \"s\"\nx = \"hardware\"\nvalues = [\"h1000\"]\n"
+                   "metrics = [\"io_elements_per_sublayer.standard\"]\n",
+               "11:11", "h1000");
+  expect_error(kKimi +
+                   "[[sweep]]\nname = \"s\"\nx = \"strategy\"\nvalues = [1, 2]\n"
+                   "metrics = [\"io_elements_per_sublayer.standard\"]\n",
+               "11:11", "sweep.values entry");
+}
+
 TEST(ScenarioPlan, BadPlansAndStageListsAreLocated) {
   const std::string pipeline = "[hardware]\npreset = \"h100\"\n[pipeline]\nmicrobatches = 8\n";
   expect_error(kKimi + "[hardware]\npreset = \"h100\"\n[plan]\ntp = [2]\n", "10:1",

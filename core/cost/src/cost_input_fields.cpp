@@ -267,9 +267,15 @@ const std::vector<std::string>& sweep_parameters() {
     std::vector<std::string> out;
     for (const auto& field : cost_input_fields()) out.emplace_back(field.key);
     for (std::string_view name : kPipelineSweepParameters) out.emplace_back(name);
+    for (std::string_view name : kNamedSweepParameters) out.emplace_back(name);
     return out;
   }();
   return names;
+}
+
+bool is_named_sweep_parameter(std::string_view parameter) {
+  return std::find(std::begin(kNamedSweepParameters), std::end(kNamedSweepParameters), parameter) !=
+         std::end(kNamedSweepParameters);
 }
 
 bool is_pipeline_sweep_parameter(std::string_view parameter) {

@@ -77,6 +77,52 @@ void set_scenario_input(ScenarioInputs& in, const std::string& parameter, std::i
   set_cost_input(in.cost, parameter, value);
 }
 
+std::string SweepAxis::value_text(std::int64_t value) const {
+  if (names.empty()) return std::to_string(value);
+  return value >= 0 && static_cast<std::size_t>(value) < names.size()
+             ? names[static_cast<std::size_t>(value)]
+             : std::to_string(value);
+}
+
+SweepAxis named_sweep_axis(const std::string& parameter, std::vector<std::string> names,
+                           const std::string& where) {
+  if (!is_named_sweep_parameter(parameter))
+    throw Error(where + ": '" + parameter + "' takes numbers, not names");
+  if (names.empty()) throw Error(where + ": no " + parameter + " given");
+  for (const std::string& name : names) {
+    if (parameter == "strategy") {
+      parse_strategy(name, where);
+    } else {
+      try {
+        load_hardware(name);
+      } catch (const Error& error) {
+        throw Error(where + ": " + error.what());
+      }
+    }
+  }
+  SweepAxis axis;
+  axis.parameter = parameter;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    axis.values.push_back(static_cast<std::int64_t>(i));
+  axis.names = std::move(names);
+  return axis;
+}
+
+bool sweeps_hardware(const SweepSpec& spec) {
+  return spec.x.parameter == "hardware" || (spec.y && spec.y->parameter == "hardware");
+}
+
+void set_scenario_choice(ScenarioInputs& in, const std::string& parameter,
+                         const std::string& name) {
+  if (parameter == "strategy") {
+    in.strategy = parse_strategy(name, "sweep strategy");
+  } else if (parameter == "hardware") {
+    in.hardware = load_hardware(name);
+  } else {
+    throw Error("sweep parameter '" + parameter + "' takes numbers, not names");
+  }
+}
+
 SweepResult run_sweep(const CostInputs& base, const SweepSpec& spec, const Progress& progress) {
   return run_sweep(ScenarioInputs{base, std::nullopt, std::nullopt, Strategy::fused_two_phase},
                    spec, SweepRun{progress, {}, true});
@@ -141,10 +187,10 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
   }
   std::vector<const CostMetric*> metrics;
   bool needs_time = false, needs_pipeline = false, needs_memory = false;
+  const bool has_hardware = base.hardware.has_value() || sweeps_hardware(spec);
   for (const auto& key : spec.metrics) {
-    const std::string problem =
-        sweep_metric_problem(key, base.hardware.has_value(), base.pipeline.has_value(),
-                             metrics.empty() ? "" : metrics.front()->unit);
+    const std::string problem = sweep_metric_problem(key, has_hardware, base.pipeline.has_value(),
+                                                     metrics.empty() ? "" : metrics.front()->unit);
     if (!problem.empty()) throw Error("sweep '" + spec.name + "': " + problem);
     const CostMetric* metric = find_cost_metric(key);
     needs_time = needs_time || metric->needs == CostMetric::Needs::time;
@@ -180,15 +226,21 @@ SweepResult run_sweep(const ScenarioInputs& base, const SweepSpec& spec, const S
       const std::int64_t x = spec.x.values[ix];
       ScenarioInputs in = base;
       std::string setting_problem;  // a value the parameter cannot take (e.g. microbatches = 0)
+      auto set = [&](const SweepAxis& axis, std::int64_t value) {
+        if (axis.names.empty())
+          set_scenario_input(in, axis.parameter, value);
+        else
+          set_scenario_choice(in, axis.parameter, axis.value_text(value));
+      };
       try {
-        set_scenario_input(in, spec.x.parameter, x);
-        if (spec.y) set_scenario_input(in, spec.y->parameter, y);
+        set(spec.x, x);
+        if (spec.y) set(*spec.y, y);
       } catch (const Error& error) {
         setting_problem = error.what();
       }
       auto label = [&] {
-        std::string text = spec.x.parameter + " = " + std::to_string(x);
-        if (spec.y) text += ", " + spec.y->parameter + " = " + std::to_string(y);
+        std::string text = spec.x.parameter + " = " + spec.x.value_text(x);
+        if (spec.y) text += ", " + spec.y->parameter + " = " + spec.y->value_text(y);
         return text;
       };
       auto skip = [&](const std::string& why) {
@@ -243,6 +295,13 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
   chart.id = spec.name;
   chart.title = spec.title.empty() ? spec.name : spec.title;
   chart.x_label = spec.x.parameter;
+  if (!spec.x.names.empty()) {
+    // Named values sit at their index: the label says which is which.
+    std::string names;
+    for (std::size_t i = 0; i < spec.x.names.size(); ++i)
+      names += (i ? ", " : "") + std::to_string(i) + " = " + spec.x.names[i];
+    chart.x_label += " (" + names + ")";
+  }
   chart.y_label = spec.metrics.empty() ? "" : cost_metric_axis(spec.metrics.front());
   chart.log_x = spec.log_x;
   chart.log_y = spec.log_y;
@@ -256,7 +315,7 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
     for (const auto& y : ys) {
       ChartSeries series;
       series.name = cost_metric_label(spec.metrics[m]);
-      if (y) series.name += " @ " + spec.y->parameter + "=" + std::to_string(*y);
+      if (y) series.name += " @ " + spec.y->parameter + "=" + spec.y->value_text(*y);
       for (const auto& point : result.points) {
         if (point.y == y) {
           series.points.emplace_back(static_cast<double>(point.x), point.values[m]);
@@ -348,28 +407,30 @@ std::string sweep_conclusion(const SweepResult& result) {
           worst_x = point.x;
         }
       }
-      auto list = [](const std::vector<std::int64_t>& xs) {
+      auto list = [&](const std::vector<std::int64_t>& xs) {
         std::string text;
-        for (auto v : xs) text += (text.empty() ? "" : ", ") + std::to_string(v);
+        for (auto v : xs) text += (text.empty() ? "" : ", ") + spec.x.value_text(v);
         return text;
       };
+      // Named values have no order: the claim lists where it holds.
+      const bool ordered = spec.x.names.empty();
       out << "- " << cost_metric_label(spec.metrics[m]);
-      if (y) out << " at " << spec.y->parameter << " = " << *y;
+      if (y) out << " at " << spec.y->parameter << " = " << spec.y->value_text(*y);
       out << ": \"" << claim << "\" ";
       if (fails.empty()) {
         out << "holds for every " << spec.x.parameter << " swept (" << list(holds) << ")";
       } else if (holds.empty()) {
         out << "fails for every " << spec.x.parameter << " swept (" << list(fails) << ")";
-      } else if (holds.front() > fails.back()) {
+      } else if (ordered && holds.front() > fails.back()) {
         out << "holds for " << spec.x.parameter << " >= " << holds.front() << " and fails below";
-      } else if (holds.back() < fails.front()) {
+      } else if (ordered && holds.back() < fails.front()) {
         out << "holds for " << spec.x.parameter << " <= " << holds.back() << " and fails above";
       } else {
         out << "holds for " << spec.x.parameter << " in {" << list(holds) << "}, fails for {"
             << list(fails) << "}";
       }
       out << "; largest value " << format_number(worst) << " at " << spec.x.parameter << " = "
-          << worst_x << ".\n";
+          << spec.x.value_text(worst_x) << ".\n";
     }
   }
   return out.str();
@@ -394,9 +455,9 @@ std::string shortest(double value, const char* missing) {
 
 }  // namespace
 
-std::string sweep_csv_row(const SweepPoint& point) {
-  std::string text = std::to_string(point.x);
-  if (point.y) text.append(",").append(std::to_string(*point.y));
+std::string sweep_csv_row(const SweepSpec& spec, const SweepPoint& point) {
+  std::string text = spec.x.value_text(point.x);
+  if (point.y && spec.y) text.append(",").append(spec.y->value_text(*point.y));
   for (double value : point.values) text.append(",").append(shortest(value, ""));
   text.push_back('\n');
   return text;
@@ -404,15 +465,19 @@ std::string sweep_csv_row(const SweepPoint& point) {
 
 std::string sweep_csv(const SweepResult& result) {
   std::string text = sweep_csv_header(result.spec);
-  for (const auto& point : result.points) text += sweep_csv_row(point);
+  for (const auto& point : result.points) text += sweep_csv_row(result.spec, point);
   return text;
 }
 
 std::string sweep_point_json(const SweepSpec& spec, const SweepPoint& point) {
   auto number = [](double value) { return shortest(value, "null"); };
-  std::string text = "{" + nlohmann::json(spec.x.parameter).dump() + ": " + std::to_string(point.x);
+  // A named value as a JSON string, a number as itself.
+  auto value = [](const SweepAxis& axis, std::int64_t v) {
+    return axis.names.empty() ? std::to_string(v) : nlohmann::json(axis.value_text(v)).dump();
+  };
+  std::string text = "{" + nlohmann::json(spec.x.parameter).dump() + ": " + value(spec.x, point.x);
   if (point.y && spec.y)
-    text += ", " + nlohmann::json(spec.y->parameter).dump() + ": " + std::to_string(*point.y);
+    text += ", " + nlohmann::json(spec.y->parameter).dump() + ": " + value(*spec.y, *point.y);
   for (std::size_t m = 0; m < point.values.size() && m < spec.metrics.size(); ++m) {
     text += ", " + nlohmann::json(spec.metrics[m]).dump() + ": " + number(point.values[m]);
   }

@@ -157,12 +157,16 @@ TEST(SweepRules, ParametersAndMetricsNeedWhatTheyMeasure) {
   EXPECT_NE(sweep_metric_problem("prefill_history_gb.total", false, false, io->unit)
                 .find("separate sweeps"),
             std::string::npos);
-  // every sweep parameter is a table key or one of the two pipeline settings
+  // every sweep parameter is a table key, one of the two pipeline settings or one of the two
+  // named ones (strategy, hardware)
   for (const auto& name : sweep_parameters()) {
-    EXPECT_TRUE(find_cost_input_field(name) != nullptr || is_pipeline_sweep_parameter(name))
+    EXPECT_TRUE(find_cost_input_field(name) != nullptr || is_pipeline_sweep_parameter(name) ||
+                is_named_sweep_parameter(name))
         << name;
   }
-  EXPECT_EQ(sweep_parameters().size(), cost_input_fields().size() + 2);
+  EXPECT_EQ(sweep_parameters().size(), cost_input_fields().size() + 2 + 2);
+  EXPECT_TRUE(is_named_sweep_parameter("hardware"));
+  EXPECT_FALSE(is_named_sweep_parameter("tp"));
 }
 
 TEST(SweepJson, TheStreamedObjectHoldsTheHeaderEveryPointAndTheRejectedSettings) {

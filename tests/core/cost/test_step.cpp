@@ -13,6 +13,7 @@
 #include "attnres/pipeline.hpp"
 #include "attnres/rank_memory.hpp"
 #include "attnres/strategy.hpp"
+#include "attnres/sweep.hpp"
 #include "attnres/time_model.hpp"
 #include "published_models.hpp"
 
@@ -294,6 +295,51 @@ TEST(StageLayout, BadListsAreRefusedNamingTheList) {
   EXPECT_FALSE(try_resolve_cost_inputs(ok).has_value());
   EXPECT_NE(find_cost_input_list("stage_layers"), nullptr);
   EXPECT_EQ(cost_input_section("stage_layers"), "parallel");
+}
+
+}  // namespace
+}  // namespace attnres
+
+// ------------------------------------------------------------------ named sweep parameters
+namespace attnres {
+namespace {
+
+TEST(NamedSweeps, StrategyAndHardwareAxesGiveEverySettingItsOwnStep) {
+  const PipelineSettings setting = moe_61();
+  const ScenarioInputs base{setting.model, setting.hardware, setting, Strategy::fused_two_phase};
+  SweepSpec spec;
+  spec.name = "named";
+  spec.x = named_sweep_axis("strategy", {"stack", "fused_two_phase"}, "x");
+  spec.y = named_sweep_axis("hardware", {"h100", "b200"}, "y");
+  spec.metrics = {"pipeline.step_seconds", "pipeline.standard_step_seconds"};
+  spec.threshold = 30;
+  const SweepResult result = run_sweep(base, spec);
+  ASSERT_EQ(result.points.size(), 4u);
+  for (const SweepPoint& point : result.points) {
+    PipelineSettings s = moe_61(parse_strategy(spec.x.value_text(point.x), "x"));
+    s.hardware = load_hardware(spec.y->value_text(*point.y));
+    s.record_timeline = false;
+    const PipelineReport r = evaluate_pipeline(s);
+    EXPECT_DOUBLE_EQ(point.values[0], r.step_time_s);
+    EXPECT_DOUBLE_EQ(point.values[1], r.step_standard.total());
+  }
+  // B200 is faster than H100, stack slower than fused two-phase.
+  EXPECT_LT(result.points[2].values[0], result.points[0].values[0]);
+  EXPECT_GT(result.points[0].values[0], result.points[1].values[0]);
+  // The outputs write the names.
+  EXPECT_EQ(sweep_csv_row(spec, result.points[0]).rfind("stack,h100,", 0), 0u);
+  EXPECT_NE(sweep_point_json(spec, result.points[3]).find("\"strategy\": \"fused_two_phase\""),
+            std::string::npos);
+  EXPECT_NE(sweep_chart(result, base).x_label.find("0 = stack, 1 = fused_two_phase"),
+            std::string::npos);
+  const std::string conclusion = sweep_conclusion(result);
+  EXPECT_NE(conclusion.find("strategy swept (stack, fused_two_phase)"), std::string::npos)
+      << conclusion;
+  EXPECT_NE(conclusion.find("at hardware = b200"), std::string::npos) << conclusion;
+  // Names are checked before any work.
+  EXPECT_THROW(named_sweep_axis("strategy", {"fused"}, "--values"), Error);
+  EXPECT_THROW(named_sweep_axis("hardware", {"h1000"}, "--values"), Error);
+  EXPECT_THROW(named_sweep_axis("tp", {"8"}, "--values"), Error);
 }
 
 }  // namespace

@@ -93,12 +93,17 @@ std::vector<std::string> cost_input_keys(std::string_view section);
 // The field a resolved input shows for `field` (layers: L / 2, the rest: the member).
 std::int64_t cost_input_value(const CostInputs& resolved, const CostInputField& field);
 
-// Names of the parameters a sweep may vary: every CostInputs field, plus the two
-// pipeline-simulation settings in kPipelineSweepParameters.
+// Names of the parameters a sweep may vary: every CostInputs field, the two
+// pipeline-simulation settings in kPipelineSweepParameters and the named ones.
 inline constexpr std::string_view kPipelineSweepParameters[] = {"microbatches",
                                                                 "link_bandwidth_gbps"};
+// The parameters whose values are names (docs/math.md §3.8): the implementation strategy and the
+// hardware (a preset name or a .toml file). A sweep over one lists the names; its points carry
+// their index.
+inline constexpr std::string_view kNamedSweepParameters[] = {"strategy", "hardware"};
 const std::vector<std::string>& sweep_parameters();
 bool is_pipeline_sweep_parameter(std::string_view parameter);
+bool is_named_sweep_parameter(std::string_view parameter);
 // Sets one field (and clears its alternative). Throws attnres::Error on an unknown name, with a
 // did-you-mean hint, and on a pipeline-simulation parameter (those need a scenario's [pipeline]).
 void set_cost_input(CostInputs& inputs, const std::string& parameter, std::int64_t value);

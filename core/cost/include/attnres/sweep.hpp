@@ -69,7 +69,19 @@ std::string sweep_metric_problem(const std::string& key, bool has_hardware, bool
 struct SweepAxis {
   std::string parameter;
   std::vector<std::int64_t> values;
+  // A named parameter's values (is_named_sweep_parameter: "fused_two_phase", "h100" or a .toml
+  // file); `values` are then their indices 0, 1, ...
+  std::vector<std::string> names = {};
+  // A value as the outputs write it: the name, or the number.
+  std::string value_text(std::int64_t value) const;
 };
+// The axis of a named parameter over `names`, each checked (a strategy's name, a hardware preset
+// or file that loads); throws attnres::Error naming `where`.
+SweepAxis named_sweep_axis(const std::string& parameter, std::vector<std::string> names,
+                           const std::string& where);
+// Sets a named parameter of the scenario: the strategy ([implementation]) or the hardware.
+void set_scenario_choice(ScenarioInputs& inputs, const std::string& parameter,
+                         const std::string& name);
 
 struct SweepSpec {
   std::string name;  // used for file names: tables/<name>.csv, charts/<name>.png
@@ -86,6 +98,10 @@ struct SweepSpec {
   std::size_t max_points = kDefaultMaxSweepPoints;
   static constexpr std::size_t kDefaultMaxSweepPoints = 2'000'000;
 };
+
+// Whether an axis of the sweep is the hardware (every setting then has hardware: the time
+// metrics are available without a [hardware] table).
+bool sweeps_hardware(const SweepSpec& spec);
 
 struct SweepPoint {
   std::int64_t x = 0;
@@ -141,7 +157,7 @@ std::string sweep_conclusion(const SweepResult& result);
 // Comma-separated table of the sweep (header: x, [y,] metric keys): the header, one row.
 std::string sweep_csv(const SweepResult& result);
 std::string sweep_csv_header(const SweepSpec& spec);
-std::string sweep_csv_row(const SweepPoint& point);
+std::string sweep_csv_row(const SweepSpec& spec, const SweepPoint& point);
 // One point as a JSON object text {"x": .., "y": .., "metric": value, ...} (shortest round-trip
 // numbers; non-finite values as null), for streamed JSON output.
 std::string sweep_point_json(const SweepSpec& spec, const SweepPoint& point);
