@@ -80,13 +80,6 @@ constexpr DegreeList kDegreeLists[] = {
     {"plan_pp", "P", "pipeline ranks P", &PlanGrid::pp},
     {"plan_vpp", "V", "virtual stages V", &PlanGrid::vpp}};
 
-constexpr const char* kProblemStyle =
-    "QLabel { background: #fde2e1; color: #8a1c1c; padding: 5px; border: 1px solid #e0a3a0; }";
-constexpr const char* kMeetsStyle =
-    "QLabel { background: #e3f4e1; color: #1d5e20; padding: 5px; border: 1px solid #9fd09a; }";
-constexpr const char* kNoneStyle =
-    "QLabel { background: #fff4d6; color: #785000; padding: 5px; border: 1px solid #e0c080; }";
-
 }  // namespace
 
 DecisionPanel::DecisionPanel(QWidget* parent) : QWidget(parent) {
@@ -161,7 +154,7 @@ DecisionPanel::DecisionPanel(QWidget* parent) : QWidget(parent) {
   problem_->setWordWrap(true);
   problem_->setTextFormat(Qt::PlainText);
   problem_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  problem_->setStyleSheet(kProblemStyle);
+  problem_->setStyleSheet(kBadStyle);
   problem_->setVisible(false);
   column->addWidget(problem_);
   summary_ = new QLabel;
@@ -352,7 +345,7 @@ void DecisionPanel::set_result(PlanResult plan) {
   clear_problem();
   result_ = std::move(plan);
   summary_->setText(text_of(result_.summary));
-  summary_->setStyleSheet(result_.recommended ? kMeetsStyle : kNoneStyle);
+  summary_->setStyleSheet(result_.recommended ? kGoodStyle : kWarningStyle);
   QString lines;
   for (const auto& line : result_.by_blocks)
     lines += (lines.isEmpty() ? "• " : "\n• ") + text_of(line);

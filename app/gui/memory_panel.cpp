@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "attnres/format.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 
@@ -264,12 +265,7 @@ void MemoryPanel::set_result(MemoryResult result) {
                         .arg(peak.rank)
                         .arg(result_.ranks.size())
                         .arg(verdict));
-  const char* style = !peak.known_capacity() ? "QLabel { background: #ececec; color: #333333; "
-                                               "padding: 5px; border: 1px solid #c8c8c8; }"
-                      : peak.fits() ? "QLabel { background: #e3f4e1; color: #1d5e20; padding: 5px; "
-                                      "border: 1px solid #9fd09a; }"
-                                    : "QLabel { background: #fde2e1; color: #8a1c1c; padding: 5px; "
-                                      "border: 1px solid #e0a3a0; }";
+  const char* style = !peak.known_capacity() ? kUnknownStyle : peak.fits() ? kGoodStyle : kBadStyle;
   verdict_->setStyleSheet(style);
   verdict_->setToolTip(
       "The largest rank against the hardware preset's device memory (docs/math.md §3.7)");

@@ -103,13 +103,6 @@ std::int64_t layer_of(std::int64_t sublayer) {
   return (sublayer + 1) / 2;
 }
 
-constexpr const char* kWarningStyle =
-    "QLabel { background: #fff4d6; color: #785000; padding: 5px; border: 1px solid #e0c080; }";
-constexpr const char* kProblemStyle =
-    "QLabel { background: #fde2e1; color: #8a1c1c; padding: 5px; border: 1px solid #e0a3a0; }";
-constexpr const char* kHeadlineStyle =
-    "QLabel { background: #e8f0fa; color: #1c3d66; padding: 5px; border: 1px solid #a9c1e0; }";
-
 }  // namespace
 
 std::vector<StageChunk> stage_chunks(const CostInputs& resolved) {
@@ -308,7 +301,7 @@ void StepPanel::set_overlap(const CommOverlap& overlap) {
 
 void StepPanel::set_problem(const std::string& message) {
   headline_->setText(text_of("The step cannot be simulated: " + message));
-  headline_->setStyleSheet(kProblemStyle);
+  headline_->setStyleSheet(kBadStyle);
 }
 
 void StepPanel::set_result(StepResult result) {

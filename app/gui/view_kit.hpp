@@ -29,6 +29,19 @@ struct ReportTable;
 
 namespace attnres::gui {
 
+// The verdict boxes of the cost explorer's tabs (a QLabel style sheet each): fits or meets the
+// budgets, does not or is wrong, a warning, an unknown verdict, and a neutral headline.
+inline constexpr const char* kGoodStyle =
+    "QLabel { background: #e3f4e1; color: #1d5e20; padding: 5px; border: 1px solid #9fd09a; }";
+inline constexpr const char* kBadStyle =
+    "QLabel { background: #fde2e1; color: #8a1c1c; padding: 5px; border: 1px solid #e0a3a0; }";
+inline constexpr const char* kWarningStyle =
+    "QLabel { background: #fff4d6; color: #785000; padding: 5px; border: 1px solid #e0c080; }";
+inline constexpr const char* kUnknownStyle =
+    "QLabel { background: #ececec; color: #333333; padding: 5px; border: 1px solid #c8c8c8; }";
+inline constexpr const char* kHeadlineStyle =
+    "QLabel { background: #e8f0fa; color: #1c3d66; padding: 5px; border: 1px solid #a9c1e0; }";
+
 // Spin boxes that only report a value when editing is done (no recompute per keystroke).
 QSpinBox* spin(int low, int high, int value);
 QDoubleSpinBox* dspin(double low, double high, double value, int decimals, double step);
