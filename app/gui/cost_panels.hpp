@@ -6,6 +6,7 @@
 
 #include <QString>
 #include <QWidget>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -120,5 +121,11 @@ class CalibrationPanel : public QWidget {
 // change is negative), measured, fitted and bound points as separate series, and y = x.
 ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows,
                             std::vector<CalibrationChart::Label>* labels = nullptr);
+
+// The (quantity, scheme A, scheme B) rows of the explorer's comparison table
+// (docs/scheme-costs.md).
+std::vector<std::array<std::string, 3>> scheme_comparison_rows(const SchemeCost& a,
+                                                               const SchemeCost& b,
+                                                               const CostInputs& in);
 
 }  // namespace attnres::gui

@@ -32,6 +32,7 @@
 #include "attnres/rank_memory.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
+#include "cost_explanation.hpp"
 #include "cost_panels.hpp"
 #include "decision_panel.hpp"
 #include "memory_panel.hpp"
@@ -206,65 +207,7 @@ class CostView : public View {
     content_layout->setSpacing(2);
     content_layout->addWidget(tabs_);
     content_layout->addWidget(pages_, 1);
-    three_columns(
-        this, inputs, content,
-        "<h3>Cost explorer</h3><p><b>What you see.</b> Four costs of the residual mechanism "
-        "against the "
-        "number of blocks <i>N</i> for your model: memory I/O per sublayer, stored depth history, "
-        "long-context prefill memory and pipeline traffic. The dashed line marks your <i>N</i>; "
-        "the "
-        "orange dots are the paper's Fig. 6 losses (32-sublayer model, right axis).</p>"
-        "<p><b>Formulas</b> (docs/math.md §3.1–3.3): standard 3d; Block two-phase (N/S + 5)d; Full "
-        "two-phase "
-        "(S + N)d; prefill b·N·T·d; naive pipeline C(C-1)/2·N<sub>p</sub>·d, cached "
-        "[P(P-1)/2 + (V-1)P²]·N<sub>p</sub>·d.</p><p><b>Two schemes side by side.</b> Pick scheme "
-        "A "
-        "and B (the paper's Table 4 zoo: gates, key norm, window, heads, input query, scalars, "
-        "DenseFormer, rescaled, mHC): the table under the charts gives each one's I/O per sublayer "
-        "with its formula, stored history, parameters, mixing FLOPs and whether the two-phase "
-        "schedule applies; both are drawn in the I/O chart (docs/scheme-costs.md).</p>"
-        "<p><b>Try:</b> move N from 1 to L and watch Block "
-        "approach Full; set V = 1 and see naive = cached; raise P·V and see the cache pay off; "
-        "compare full with full_input_query to see what breaks the two-phase schedule.</p>"
-        "<p><b>Strategies</b> (docs/math.md §3.6): the same read done four ways — <i>stack</i> "
-        "(framework ops that stack the sources for every read), <i>arena</i> (a preallocated "
-        "history, views), <i>fused_one_shot</i> (one kernel per read), <i>fused_two_phase</i> (one "
-        "batched kernel per block, one merge per read). The table gives each one's bytes, "
-        "launches, temporary and saved memory, and its share of a training and a decode step. "
-        "Every call costs at least the hardware's kernel floor, so many small launches, not "
-        "bytes, dominate decode.</p>"
-        "<p><b>Layout</b>: blocks as N equal ones, K transformer layers each (S = 2K), or an "
-        "uneven list such as 6,6,4; the table shows where each block sits against the P·V "
-        "pipeline chunks and whether it splits a layer.</p>"
-        "<p><b>Calibration</b> (docs/calibration.md): public measurements of AttnRes overheads "
-        "against the model's value for each; hover a row for its assumptions.</p>"
-        "<p><b>Try:</b> pick stack and compare Block with Full; set the block sizes to 2,6,4 "
-        "with L = 12 and P = 3 and see which block crosses a stage.</p>"
-        "<p><b>Memory</b> (docs/math.md §3.7): what one GPU of each pipeline rank holds — "
-        "weights, gradients and optimizer states (sharded by tensor, expert and pipeline "
-        "parallelism and ZeRO), the activations of the micro-batches in flight (Korthikanti et "
-        "al. 2022, with sequence and context parallelism and recompute), the AttnRes history and, "
-        "for inference, the KV cache — against the hardware preset's memory (dashed line). The "
-        "banner gives the largest rank's verdict. The architecture (attention kind, heads, MLA, "
-        "MLP), mixture of experts and parallelism inputs are the folding groups under the "
-        "form.</p><p><b>Try:</b> a 61-layer MoE (MLA, 256 experts) on P = 8 does not fit an H100; "
-        "add t = 8, c = 8, e = 64, D = 8, ZeRO 1 and full recompute and it does.</p>"
-        "<p><b>Step</b> (docs/math.md §3.8): one training step of m micro-batches simulated "
-        "twice, with AttnRes and with the standard residual, on the busiest rank: attention and "
-        "MLP, the residual mechanism (the picked strategy's kernels), the exposed tensor-, "
-        "context- and expert-parallel collectives (tick the groups that overlap compute), the "
-        "bubble, the exposed pipeline transfers and gradient collectives. The headline is the "
-        "one AttnRes step overhead and its split; the second table puts it beside the time "
-        "model's and the strategies' numbers, which answer narrower questions (one device, no "
-        "pipeline). The stage layout gives the layers of every chunk and its rank (c mod P); "
-        "list them in <i>stage layers</i> (Parallelism) for uneven stages.</p>"
-        "<p><b>Decision</b> (docs/math.md §3.9): type your budgets — the largest AttnRes "
-        "overhead in %, whether it must fit the device memory, the most pipeline traffic — and "
-        "the block counts N (and the t, c, e, P, V values) to try: every setting is simulated as "
-        "one step, and the largest N that meets them all is recommended, with why the others "
-        "fail.</p>"
-        "<p><b>Try:</b> open scenarios/moe-61-layers-128k.toml, then type 2 as the overhead "
-        "budget; untick cp and see the context-parallel exchange join the step.</p>");
+    three_columns(this, inputs, content, cost_explorer_explanation());
     // The folded groups: open for the width above (the column fits them opened), then folded
     // but Parallelism, which the Memory tab is about.
     for (auto* section : sections_)
@@ -453,7 +396,7 @@ class CostView : public View {
           // Schemes A and B side by side.
           const SchemeCost a = scheme_cost(named_scheme(scheme_a, in), in),
                            b = scheme_cost(named_scheme(scheme_b, in), in);
-          const std::vector<std::array<std::string, 3>> compared = scheme_rows(a, b, in);
+          const std::vector<std::array<std::string, 3>> compared = scheme_comparison_rows(a, b, in);
           SweepSpec fig6;
           fig6.overlay = "paper_fig6";
           std::string warning = paper_fig6_warning(fig6, in);
@@ -589,40 +532,6 @@ class CostView : public View {
     return "io_multiples_of_d." + name;
   }
 
-  // (quantity, A, B) rows of the comparison table.
-  static std::vector<std::array<std::string, 3>> scheme_rows(const SchemeCost& a,
-                                                             const SchemeCost& b,
-                                                             const CostInputs& in) {
-    const double d = static_cast<double>(in.d_model);
-    std::vector<std::array<std::string, 3>> rows;
-    auto add = [&rows, &a, &b](const std::string& quantity,
-                               const std::function<std::string(const SchemeCost&)>& get) {
-      rows.push_back({quantity, get(a), get(b)});
-    };
-    add("scheme", [](const SchemeCost& c) { return c.spec; });
-    add("description", [](const SchemeCost& c) { return c.description; });
-    add("I/O per sublayer (x d)",
-        [d](const SchemeCost& c) { return format_number(c.io.total() / d); });
-    add("I/O formula", [](const SchemeCost& c) { return c.io_formula; });
-    add("I/O reads / writes (x d)", [d](const SchemeCost& c) {
-      return format_number(c.io.reads / d) + " / " + format_number(c.io.writes / d);
-    });
-    add("I/O schedule", [](const SchemeCost& c) { return c.io_schedule; });
-    add("history (vectors/token)", [](const SchemeCost& c) {
-      return std::to_string(c.history_vectors) + " = " + c.history_formula;
-    });
-    add("history (bytes/token)",
-        [](const SchemeCost& c) { return format_number(c.history_bytes); });
-    add("params (whole model)", [](const SchemeCost& c) { return format_number(c.params); });
-    add("params formula", [](const SchemeCost& c) { return c.params_formula; });
-    add("mixing FLOP/token", [](const SchemeCost& c) { return format_number(c.mixing_flops); });
-    add("mixing FLOP/token/sublayer",
-        [](const SchemeCost& c) { return format_number(c.mixing_flops_per_sublayer); });
-    add("mixing FLOPs formula", [](const SchemeCost& c) { return c.flops_formula; });
-    add("two-phase", [](const SchemeCost& c) { return std::string(c.two_phase ? "yes" : "no"); });
-    add("two-phase reason", [](const SchemeCost& c) { return c.two_phase_reason; });
-    return rows;
-  }
   const std::optional<Scenario>& scenario() const { return scenario_; }
   void save_to(Scenario& s) const override {
     if (scenario_) s = *scenario_;

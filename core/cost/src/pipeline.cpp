@@ -193,6 +193,7 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
 // The step of one run: simulated with the links and with free links, the busiest rank's parts,
 // and the exposed gradient collectives.
 struct SimulatedStep {
+  PipelineSimInputs inputs;  // chunk times and boundary payloads as simulated
   PipelineSimResult result;
   double free_links_seconds = 0;
   StepParts parts;
@@ -206,6 +207,7 @@ SimulatedStep simulate_step(const PipelineSettings& s, ResidualMode mode, double
   sim.record_timeline = timeline;
   SimulatedStep out;
   out.result = simulate_pipeline(sim);
+  out.inputs = sim;
   PipelineSimInputs free_links = sim;
   free_links.ideal_links = true;
   free_links.record_timeline = false;
@@ -213,6 +215,10 @@ SimulatedStep simulate_step(const PipelineSettings& s, ResidualMode mode, double
   // The busiest rank: the most compute over its chunks.
   const double m = s.microbatches;
   const std::int64_t P = in.pp, C = in.pp * in.vpp;
+  // The gradient collectives, once per step (the same on every rank).
+  double dp = 0;
+  for (const CommTerm& term : step_communication(in, s.hardware, s.microbatches, mode))
+    if (term.group == "dp") dp += term.seconds;
   double most = -1;
   for (std::int64_t rank = 0; rank < P; ++rank) {
     StepParts p;
@@ -229,9 +235,6 @@ SimulatedStep simulate_step(const PipelineSettings& s, ResidualMode mode, double
     }
     if (p.compute() > most) {
       most = p.compute();
-      double dp = 0;
-      for (const CommTerm& term : step_communication(in, s.hardware, s.microbatches, mode))
-        if (term.group == "dp") dp += term.seconds;
       p.dp = s.comm_overlap.dp ? std::max(0.0, dp - last_backward) : dp;
       out.parts = p;
     }
@@ -381,13 +384,8 @@ PipelineReport evaluate_pipeline(const PipelineSettings& s) {
     report.memory[rank].activations = activations;
     report.memory[rank].attnres_history = report.attnres.peak_memory_bytes[rank] - activations;
   }
-  const auto times = chunk_times(s, s.mode);
-  for (const ChunkTimes& t : times) report.chunk_forward_seconds.push_back(t.forward());
-  for (const BoundaryPayload& boundary : pipeline_boundaries(s.model, s.mode)) {
-    report.boundary_bytes.push_back(static_cast<double>(sent_vectors(boundary, s.cache)) *
-                                    static_cast<double>(s.model.d_model) *
-                                    local_tokens(s.model, true) * bytes_per_element(s.model.dtype));
-  }
+  report.chunk_forward_seconds = attnres.inputs.forward_seconds;
+  report.boundary_bytes = attnres.inputs.boundary_bytes;
   return report;
 }
 

@@ -46,7 +46,9 @@ struct CommOverlap {
   bool& of(CommGroup g) {
     return g == CommGroup::tp ? tp : g == CommGroup::cp ? cp : g == CommGroup::ep ? ep : dp;
   }
-  bool of(CommGroup g) const { return const_cast<CommOverlap&>(*this).of(g); }
+  bool of(CommGroup g) const {
+    return g == CommGroup::tp ? tp : g == CommGroup::cp ? cp : g == CommGroup::ep ? ep : dp;
+  }
 };
 // "cp,dp" (the groups that overlap), "none" or "all"; and back.
 std::string to_string(const CommOverlap& overlap);
