@@ -35,8 +35,40 @@ ForwardTiming time_model(const ModelWeights<double>& model, const std::vector<in
 
 // attnres bench train: whole training steps (forward + backward + clipping + AdamW, f32) on a
 // fixed batch, the same work the PyTorch peer (bench/peers/train_peer.py) times.
+struct TrainTiming {
+  std::vector<double> seconds;
+  int threads = 1;
+};
+
+// warmup + steps training steps of `model` (in Scalar) on `tokens`; the timed ones' seconds.
+template <typename Scalar>
+TrainTiming time_training(const ModelWeights<double>& loaded,
+                          const std::vector<std::vector<int>>& tokens,
+                          ForwardOptions forward_options, const EngineOptions& engine,
+                          bool attn_res_tensors, int warmup, int steps) {
+  ModelWeights<Scalar> model = loaded.cast<Scalar>();
+  model.has_attn_res_tensors = attn_res_tensors;
+  GradientEngine<Scalar> gradients_engine(model.config, engine);
+  Gradients<Scalar> gradients;
+  AdamState<Scalar> adam = adam_state_for(model);
+  TrainTiming timing;
+  timing.threads = gradients_engine.threads();
+  ProgressBar progress("bench");
+  forward_options.progress = progress.callback();
+  for (int step = 1; step <= warmup + steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    gradients_engine.compute(model, tokens, forward_options, gradients);
+    const double norm = gradient_norm(gradients.grad);
+    adamw_update(model, gradients.grad, adam, step, 1e-4, clip_scale(norm, 1.0), AdamWOptions{});
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (step > warmup) timing.seconds.push_back(elapsed);
+  }
+  return timing;
+}
+
 int bench_train(const std::vector<std::string>& args, std::ostream& out) {
-  std::string model_dir, mode_text, engine_text, format;
+  std::string model_dir, mode_text, engine_text, format, precision_text;
   int seq = 0, batch = 0, steps = 0, warmup = 0, threads = 0, block_size = 0;
   po::options_description options = command_options("bench train");
   options.add_options()("model", po::value(&model_dir)->required(),
@@ -50,14 +82,17 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
       "mode", po::value(&mode_text), "standard | full | block (default: the model's)")(
       "block-size", po::value(&block_size), "block size S with --mode block")(
       "engine", po::value(&engine_text)->default_value("fast"), "fast | reference")(
+      "precision", po::value(&precision_text)->default_value("f32"),
+      "bf16 | f32 | f64 (bf16: f32 weights, bf16 matrix products; docs/engines.md)")(
       "format", po::value(&format)->default_value("table"), "table | json");
   po::variables_map values;
   if (parse_or_help(
           args, options, values, out,
           "usage: attnres bench train --model DIR --seq T [--batch B] [--steps N] [--warmup "
           "W] [--threads N] "
-          "[--mode M] [--block-size S] [--engine fast|reference] [--format table|json]\n"
-          "Times training steps (forward + backward + clip + AdamW, f32; docs/training.md).")) {
+          "[--mode M] [--block-size S] [--engine fast|reference] [--precision bf16|f32|f64] "
+          "[--format table|json]\n"
+          "Times training steps (forward + backward + clip + AdamW; docs/training.md).")) {
     return kExitOk;
   }
   require_either("--format", format, "table", "json");
@@ -65,37 +100,25 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   if (batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(batch));
   if (steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(steps));
   if (warmup < 0) throw UsageError("--warmup must be >= 0, got " + std::to_string(warmup));
+  const Precision precision = parse_precision_flag(precision_text);
   const EngineOptions engine =
-      parse_engine_flags(engine_text, "cpu", threads, "f32", given(values, "threads"));
+      parse_engine_flags(engine_text, "cpu", threads, precision, given(values, "threads"));
   const ModelWeights<double> loaded = load_model(model_dir);
   ForwardOptions forward_options;
   forward_options.record_mixing = false;
   forward_options.mode = parse_mode_flag(values, mode_text);
   const ResidualMode mode =
       apply_block_size_flag(values, mode_text, block_size, loaded.config, forward_options).mode;
-  ModelWeights<float> model = loaded.cast<float>();
-  model.has_attn_res_tensors = mode != ResidualMode::standard;
   std::vector<std::vector<int>> tokens;
   for (int b = 0; b < batch; ++b)
     tokens.push_back(benchmark_tokens(seq, loaded.config.vocab_size, b));
-
-  GradientEngine<float> gradients_engine(model.config, engine);
-  Gradients<float> gradients;
-  AdamState<float> adam = adam_state_for(model);
-  std::vector<double> seconds;
-  {
-    ProgressBar progress("bench");
-    forward_options.progress = progress.callback();
-    for (int step = 1; step <= warmup + steps; ++step) {
-      const auto start = std::chrono::steady_clock::now();
-      gradients_engine.compute(model, tokens, forward_options, gradients);
-      const double norm = gradient_norm(gradients.grad);
-      adamw_update(model, gradients.grad, adam, step, 1e-4, clip_scale(norm, 1.0), AdamWOptions{});
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (step > warmup) seconds.push_back(elapsed);
-    }
-  }
+  const bool attn_res_tensors = mode != ResidualMode::standard;
+  const TrainTiming timing = computes_in_f64(precision)
+                                 ? time_training<double>(loaded, tokens, forward_options, engine,
+                                                         attn_res_tensors, warmup, steps)
+                                 : time_training<float>(loaded, tokens, forward_options, engine,
+                                                        attn_res_tensors, warmup, steps);
+  const std::vector<double>& seconds = timing.seconds;
   throw_if_interrupted("benchmark");
   std::vector<double> sorted = seconds;
   std::sort(sorted.begin(), sorted.end());
@@ -106,8 +129,9 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
                          {"kind", "train_step"},
                          {"tokens_per_second", tokens_per_second},
                          {"seconds_per_step", median},
-                         {"threads", gradients_engine.threads()},
+                         {"threads", timing.threads},
                          {"engine", to_string(engine.engine)},
+                         {"precision", to_string(precision)},
                          {"mode", to_string(mode)},
                          {"batch", batch},
                          {"tokens", seq},
@@ -120,11 +144,11 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
     return kExitOk;
   }
   TextTable table({"measure", "value"});
-  table.add_row({"engine", to_string(engine.engine) + ", f32, " +
-                               std::to_string(gradients_engine.threads()) + " thread(s)"});
-  table.add_row({"model", model_dir + ": d = " + std::to_string(model.config.hidden_size) +
-                              ", L = " + std::to_string(model.config.sublayers()) + " sublayers, " +
-                              to_string(mode)});
+  table.add_row({"engine", to_string(engine.engine) + ", " + precision_description(precision) +
+                               ", " + std::to_string(timing.threads) + " thread(s)"});
+  table.add_row({"model", model_dir + ": d = " + std::to_string(loaded.config.hidden_size) +
+                              ", L = " + std::to_string(loaded.config.sublayers()) +
+                              " sublayers, " + to_string(mode)});
   table.add_row({"batch", std::to_string(batch) + " x " + std::to_string(seq) + " tokens"});
   table.add_row(
       {"seconds per step (median of " + std::to_string(steps) + ")", format_number(median)});
@@ -145,8 +169,8 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                          : "unknown benchmark '" + args[0] + "' (expected: forward or train)");
   }
   const std::vector<std::string> rest(args.begin() + (args[0] == "forward" ? 1 : 0), args.end());
-  std::string model_dir, mode_text, engine_text, device_text, precision, format, two_phase_text,
-      bandwidth_text;
+  std::string model_dir, mode_text, engine_text, device_text, precision_text, format,
+      two_phase_text, bandwidth_text;
   int seq = 0, repeat = 0, threads = 0, block_size = 0;
   po::options_description options = command_options("bench forward");
   options.add_options()("model", po::value(&model_dir)->required(),
@@ -161,7 +185,8 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       "two-phase", po::value(&two_phase_text)->default_value("on"), "on | off")(
       "engine", po::value(&engine_text)->default_value("fast"), "fast | reference")(
       "device", po::value(&device_text)->default_value("cpu"), "cpu | cuda")(
-      "precision", po::value(&precision)->default_value("f32"), "f32 | f64")(
+      "precision", po::value(&precision_text)->default_value("f32"),
+      "bf16 | f32 | f64 (bf16: f32 weights, bf16 matrix products; docs/engines.md)")(
       "bandwidth", po::value(&bandwidth_text)->default_value("on"),
       "on: also measure the depth read (9 and 17 sources) and the stream triad bandwidth")(
       "format", po::value(&format)->default_value("table"), "table | json");
@@ -170,15 +195,15 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
           rest, options, values, out,
           "usage: attnres bench forward --model DIR --seq T [--repeat K] [--threads N] [--mode M] "
           "[--block-size S] [--two-phase on|off] [--engine fast|reference] [--device cpu|cuda] "
-          "[--precision f32|f64] [--bandwidth on|off] [--format table|json]")) {
+          "[--precision bf16|f32|f64] [--bandwidth on|off] [--format table|json]")) {
     return kExitOk;
   }
   require_either("--format", format, "table", "json");
-  require_either("--precision", precision, "f32", "f64");
   require_either("--two-phase", two_phase_text, "on", "off");
   require_either("--bandwidth", bandwidth_text, "on", "off");
   if (seq < 1) throw UsageError("--seq must be >= 1, got " + std::to_string(seq));
   if (repeat < 1) throw UsageError("--repeat must be >= 1, got " + std::to_string(repeat));
+  const Precision precision = parse_precision_flag(precision_text);
   const EngineOptions engine =
       parse_engine_flags(engine_text, device_text, threads, precision, given(values, "threads"));
   if (given(values, "bandwidth") && bandwidth_text == "on" && engine.device != Device::cpu) {
@@ -201,9 +226,9 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
 
   int threads_used = 1;
   const ForwardTiming timing =
-      precision == "f32"
-          ? time_model<float>(model, tokens, forward_options, engine, repeat, &threads_used)
-          : time_model<double>(model, tokens, forward_options, engine, repeat, &threads_used);
+      computes_in_f64(precision)
+          ? time_model<double>(model, tokens, forward_options, engine, repeat, &threads_used)
+          : time_model<float>(model, tokens, forward_options, engine, repeat, &threads_used);
   throw_if_interrupted("benchmark");
   const std::size_t peak = peak_resident_bytes();
 
@@ -214,7 +239,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                          {"threads", threads_used},
                          {"engine", to_string(engine.engine)},
                          {"device", to_string(engine.device)},
-                         {"precision", precision},
+                         {"precision", to_string(precision)},
                          {"mode", to_string(mode)},
                          {"tokens", seq},
                          {"repeat", repeat},
@@ -238,7 +263,8 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   TextTable table({"measure", "value"});
   table.add_row({"engine", to_string(engine.engine) + " on " + to_string(engine.device) + ", " +
-                               precision + ", " + std::to_string(threads_used) +
+                               precision_description(precision) + ", " +
+                               std::to_string(threads_used) +
                                (threads_used == 1 ? " thread" : " threads")});
   table.add_row({"model", model_dir + ": d = " + std::to_string(model.config.hidden_size) +
                               ", L = " + std::to_string(model.config.sublayers()) + " sublayers, " +

@@ -12,11 +12,13 @@
 
 namespace attnres {
 struct EngineOptions;
-}
+enum class Precision;
+}  // namespace attnres
 
 namespace attnres::cli {
 
 using attnres::EngineOptions;
+using attnres::Precision;
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
@@ -80,6 +82,12 @@ std::string threads_help(const std::string& what);
 // engine on the CPU, the one engine that starts threads). Throws UsageError naming the flag, before
 // any device is touched.
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
-                                 const std::string& precision, bool threads_given);
+                                 Precision precision, bool threads_given);
+// --precision's value (f64 | f32 | bf16; f64 refused where `f64` is false, as for training).
+Precision parse_precision_flag(const std::string& text, bool f64 = true);
+// What a precision computes here, for a table: "f32", or "bf16 (bf16 products, f32
+// accumulation; avx512_core_bf16)" with oneDNN's instruction set, and a warning where bf16 is
+// emulated.
+std::string precision_description(Precision precision);
 
 }  // namespace attnres::cli

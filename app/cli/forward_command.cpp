@@ -264,7 +264,8 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
 }  // namespace
 
 int forward_command(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
-  std::string model_dir, tokens_text, mode_text, two_phase_text, precision, dump_path, trace_path;
+  std::string model_dir, tokens_text, mode_text, two_phase_text, precision_text, dump_path,
+      trace_path;
   std::string engine_text, device_text, chart_dir;
   int threads = 0;
   int block_size = 0;
@@ -286,9 +287,10 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
       "zero-placeholder",
       "Block: add a zero source at each block's first sublayer "
       "(as some public ports do; off by default)")(
-      "precision", po::value(&precision)->default_value("f32"), "f32 | f64")(
-      "engine", po::value(&engine_text)->default_value("fast"),
-      "fast (fused, threaded; the default) | reference (the readable oracle)")(
+      "precision", po::value(&precision_text)->default_value("f32"),
+      "bf16 | f32 | f64 (bf16: f32 weights, bf16 matrix products with f32 accumulation; "
+      "docs/engines.md)")("engine", po::value(&engine_text)->default_value("fast"),
+                          "fast (fused, threaded; the default) | reference (the readable oracle)")(
       "threads", po::value(&threads)->default_value(0),
       threads_help("CPU threads of the fast engine").c_str())(
       "device", po::value(&device_text)->default_value("cpu"),
@@ -313,7 +315,8 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
           args, options, values, out,
           "usage: attnres forward --model DIR --tokens \"IDS\" [--mode M] [--block-size S] [scheme "
           "flags] "
-          "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision f32|f64] "
+          "[--two-phase on|off] [--schedule-block K] [--zero-placeholder] [--precision "
+          "bf16|f32|f64] "
           "[--engine fast|reference] [--threads N] [--device cpu|cuda] [--dump F.safetensors] "
           "[--trace F.json] [--chart DIR [--force]] [--grad]")) {
     return kExitOk;
@@ -327,11 +330,12 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
     throw UsageError("--schedule-block must be >= 0, got " + std::to_string(schedule_block));
   }
   forward_options.full_schedule_block = schedule_block;
-  require_either("--precision", precision, "f32", "f64");
+  const Precision precision_value = parse_precision_flag(precision_text);
+  const std::string precision = to_string(precision_value);
   const std::vector<int> tokens =
       parse_flag_value([&] { return parse_token_ids(tokens_text, "--tokens"); });
-  const EngineOptions engine =
-      parse_engine_flags(engine_text, device_text, threads, precision, given(values, "threads"));
+  const EngineOptions engine = parse_engine_flags(engine_text, device_text, threads,
+                                                  precision_value, given(values, "threads"));
   const bool with_gradients = values.count("grad") > 0;
   if (with_gradients && engine.device != Device::cpu) {
     throw UsageError(
@@ -413,12 +417,12 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
                        " is larger than L = " + std::to_string(L) + " sublayers");
     }
   }
-  if (precision == "f32") {
-    run_forward<float>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
-                       trace_path, with_gradients, chart, out);
-  } else {
+  if (computes_in_f64(precision_value)) {
     run_forward<double>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
                         trace_path, with_gradients, chart, out);
+  } else {
+    run_forward<float>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
+                       trace_path, with_gradients, chart, out);
   }
   return kExitOk;
 }

@@ -15,23 +15,47 @@
 
 namespace attnres::cli {
 
+Precision parse_precision_flag(const std::string& text, bool f64) {
+  const Precision precision =
+      parse_flag_value([&] { return parse_precision(text, "--precision"); });
+  if (!f64 && precision == Precision::f64) {
+    throw UsageError("--precision f64: training keeps f32 weights; expected bf16 or f32");
+  }
+  return precision;
+}
+
+std::string precision_description(Precision precision) {
+  if (precision != Precision::bf16) return to_string(precision);
+  const MatrixUnits units = matrix_units();
+  return "bf16 (bf16 products, f32 accumulation; " + units.isa +
+         (units.native_bf16 ? ")" : ", emulated: this CPU has no native bf16 units)");
+}
+
 std::string threads_help(const std::string& what) {
   return what + " (0: every core, at most " + std::to_string(kMaxThreads) + ")";
 }
 
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
-                                 const std::string& precision, bool threads_given) {
+                                 Precision precision, bool threads_given) {
   EngineOptions options;
   options.engine = parse_flag_value([&] { return parse_engine(engine, "--engine"); });
   options.device = parse_flag_value([&] { return parse_device(device, "--device"); });
   parse_flag_value([&] { check_thread_count(threads, "--threads"); });
   options.threads = threads;
+  options = with_precision(options, precision);
+  if (precision == Precision::bf16 && options.engine == EngineKind::reference) {
+    throw UsageError(
+        "--precision bf16 runs on the fast engine; --engine reference computes in f32 or f64 "
+        "(docs/engines.md)");
+  }
   if (options.device == Device::cuda) {
     if (options.engine == EngineKind::reference) {
       throw UsageError(
           "--device cuda runs the fast engine; --engine reference runs on the CPU only");
     }
-    if (precision == "f64") throw UsageError("--device cuda computes in f32; drop --precision f64");
+    if (precision != Precision::f32) {
+      throw UsageError("--device cuda computes in f32; drop --precision " + to_string(precision));
+    }
     if (threads_given) {
       throw UsageError(
           "--threads sets the CPU threads of the fast engine; with --device cuda the GPU computes "

@@ -8,6 +8,7 @@
 
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/forward_steps.hpp"
 #include "attnres/measure.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/output_schema.hpp"
@@ -27,12 +28,45 @@ std::string loss_text(double loss) {
   return std::isnan(loss) ? "-" : format_fixed(loss, 4);
 }
 
+// A new run's default precision: bf16 where the CPU has native bf16 units and the fast engine
+// runs the scheme, else f32; `note` says why, for the run's first line.
+Precision default_precision_of(const EngineOptions& engine, const AttnResConfig& scheme,
+                               std::string& note) {
+  const MatrixUnits units = matrix_units();
+  if (engine.engine == EngineKind::reference) {
+    note = "the reference engine computes in f32";
+    return Precision::f32;
+  }
+  if (!units.native_bf16) {
+    note = "the default here: no native bf16 units (" + units.isa + ")";
+    return Precision::f32;
+  }
+  if (!fast_engine_runs(scheme)) {
+    note = "the default for " + scheme.describe() + ", which runs on the reference engine";
+    return Precision::f32;
+  }
+  note = "the default here";
+  return Precision::bf16;
+}
+
+// The run's precision for its first line: "bf16 products with f32 accumulation
+// (avx512_core_bf16; the default here)".
+std::string training_precision_text(const EngineOptions& engine, const std::string& note) {
+  const MatrixUnits units = matrix_units();
+  if (!engine.bf16) return note.empty() ? "f32" : "f32 (" + note + ")";
+  std::string text = "bf16 products with f32 accumulation (" + units.isa;
+  if (!units.native_bf16) text += ", emulated: no native bf16 units";
+  if (!note.empty()) text += "; " + note;
+  return text + ")";
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ModelShapeFlags shape;
   TrainOptions options;
-  std::string model_dir, data_path, out_dir, resume_dir, mode_text, engine_text, format;
+  std::string model_dir, data_path, out_dir, resume_dir, mode_text, engine_text, format,
+      precision_text;
   int block_size = 0;
   po::options_description description = command_options("train");
   description.add_options()("model", po::value(&model_dir),
@@ -67,8 +101,11 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       (threads_help("CPU threads") + "; results are deterministic for a given thread count")
           .c_str())("engine", po::value(&engine_text)->default_value("fast"),
                     "fast | reference (the readable oracle, slow)")(
-      "out", po::value(&out_dir)->required(),
-      "checkpoint directory: new, empty, or written by attnres")(
+      "precision", po::value(&precision_text),
+      "bf16 | f32 (bf16: f32 master weights and AdamW state, bf16 matrix products with f32 "
+      "accumulation; default: bf16 where the CPU has native bf16 units, else f32; "
+      "docs/training.md)")("out", po::value(&out_dir)->required(),
+                           "checkpoint directory: new, empty, or written by attnres")(
       "resume", po::value(&resume_dir),
       "continue the run saved in this checkpoint directory (may equal --out)")(
       "force", "replace the contents of an --out directory that holds other files")(
@@ -86,7 +123,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
           "[--lr X] "
           "[--min-lr-ratio R] [--warmup K] [--weight-decay W] [--clip C] [--seed S] [--eval-every "
           "K] "
-          "[--eval-sequences K] [--val-fraction F] [--threads N] [--engine fast|reference] --out "
+          "[--eval-sequences K] [--val-fraction F] [--threads N] [--engine fast|reference] "
+          "[--precision bf16|f32] --out "
           "DIR [--force] "
           "[--resume DIR] [--format table|json]\n"
           "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).")) {
@@ -103,6 +141,16 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
         "--threads sets the threads of the fast engine; --engine reference runs on one thread and "
         "it would change nothing: leave it out or give --engine fast");
   }
+  // The precision: the flag's; else a new run's default (below, once the scheme is known); a
+  // resumed run keeps its checkpoint's unless the flag is given.
+  const bool precision_given = given(values, "precision");
+  Precision precision =
+      precision_given ? parse_precision_flag(precision_text, /*f64=*/false) : Precision::f32;
+  if (precision == Precision::bf16 && options.engine.engine == EngineKind::reference) {
+    throw UsageError(
+        "--precision bf16 runs on the fast engine; --engine reference computes in f32 "
+        "(docs/engines.md)");
+  }
   const bool resuming = values.count("resume") > 0;
   const bool from_shape = model_shape_given(values);
   if (resuming) {
@@ -113,7 +161,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
         throw UsageError(
             std::string("--") + flag +
             " cannot change a resumed run (its checkpoint keeps the run's "
-            "settings); only --steps, --threads and --engine may be given with --resume");
+            "settings); only --steps, --threads, --engine and --precision may be given with "
+            "--resume");
       }
     }
     if (from_shape)
@@ -143,6 +192,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
 
   // The model and the run's mode.
   ModelWeights<double> initial;
+  std::string precision_note;  // why a new run's default precision is what it is
   if (!resuming) {
     options.forward.mode = parse_mode_flag(values, mode_text);
     if (from_shape) {
@@ -182,7 +232,12 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       shape.random.seed = options.seed;
       initial = random_model(shape.config, shape.random);
     }
+    if (!precision_given) {
+      precision = default_precision_of(
+          options.engine, resolve_scheme(initial.config, options.forward), precision_note);
+    }
   }
+  options.engine = with_precision(options.engine, precision);
 
   // The output directory is checked before any work.
   OutputDirectoryOptions output;
@@ -207,7 +262,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       const EngineOptions* engine =
           (given(values, "threads") || given(values, "engine")) ? &options.engine : nullptr;
       trainer = Trainer::resume(clean_output_path(resume_dir, "--resume"), std::move(data),
-                                values.count("steps") ? options.steps : 0, engine);
+                                values.count("steps") ? options.steps : 0, engine,
+                                precision_given ? &precision : nullptr);
     } else {
       trainer = std::make_unique<Trainer>(initial, std::move(data), options);
     }
@@ -225,7 +281,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
                 ? " (S = " + std::to_string(*run.forward.block_size) + ")"
                 : "")
         << ": " << parameter_count(trainer->model()) << " parameters, " << run.steps << " steps of "
-        << run.batch << " x " << run.sequence_length << " tokens, " << trainer->threads()
+        << run.batch << " x " << run.sequence_length << " tokens, "
+        << training_precision_text(run.engine, precision_note) << ", " << trainer->threads()
         << " thread(s), data " << trainer->data().source.string() << " ("
         << trainer->data().train.size() << " + " << trainer->data().validation.size()
         << " bytes)\n";
@@ -301,6 +358,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   summary["tokens_per_second"] =
       train_seconds > 0.0 ? static_cast<double>(trained_tokens) / train_seconds : 0.0;
   summary["threads"] = trainer->threads();
+  summary["precision"] = to_string(run.engine.bf16 ? Precision::bf16 : Precision::f32);
   summary["mode"] = to_string(*run.forward.mode);
   if (run.forward.mode == ResidualMode::block) summary["block_size"] = *run.forward.block_size;
   summary["parameters"] = parameter_count(trainer->model());

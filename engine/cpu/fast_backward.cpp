@@ -221,9 +221,9 @@ struct SequenceRun {
     const Eigen::Index d = s.d;
     const auto Lu = static_cast<std::size_t>(L);
     norm_forward(w.h, c.model.norm, c.eps, T, d, w.inv[Lu], w.nhat[Lu], w.x[Lu]);
-    const ConstMap<Scalar> Xf(w.x[Lu], T, d);
     Map<Scalar> logits(w.logits, T, s.vocab);
-    logits.noalias() = Xf * c.model.lm_head.transpose();
+    w.matmul(w.logits, s.vocab, plain(w.x[Lu], T, d),
+             transpose(c.model.lm_head, &c.prepared.lm_head16));
     double sum = 0.0;
     const auto loss_scale = static_cast<Scalar>(c.loss_scale);
     for (Eigen::Index p = 0; p < T; ++p) {
@@ -241,8 +241,8 @@ struct SequenceRun {
       row *= loss_scale;
     }
     w.loss += sum * c.loss_scale;
-    w.grad.lm_head.noalias() += logits.transpose() * Xf;
-    Map<Scalar>(w.dx, T, d).noalias() = logits * c.model.lm_head;
+    w.matmul(w.grad.lm_head.data(), d, transpose(w.logits, T, s.vocab), plain(w.x[Lu], T, d), true);
+    w.matmul(w.dx, d, plain(w.logits, T, s.vocab), plain(c.model.lm_head, &c.prepared.lm_head16));
     norm_backward(w.dx, w.inv[Lu], w.nhat[Lu], c.model.norm, T, d, w.dh, w.grad.norm);
   }
 
@@ -307,13 +307,19 @@ struct FastBackward<Scalar>::State {
   std::mutex progress_mutex;
   std::size_t progress_done = 0;
   std::atomic<bool> stop{false};
-  explicit State(int threads) : pool(threads), workers(static_cast<std::size_t>(pool.size())) {}
+  bool bf16 = false;  // the products take bf16 inputs (matmul.hpp)
+  State(int threads, bool bf16_inputs)
+      : pool(threads), workers(static_cast<std::size_t>(pool.size())), bf16(bf16_inputs) {
+    for (auto& w : workers) w.matmul = Matmul(bf16);
+  }
 
   // Fused weights and effective queries, once per call (the model changes between steps).
   void prepare_weights(const ModelWeights<Scalar>& model, const Shape& shape) {
     const int L = shape.L;
     prepared.qkv.resize(model.layers.size());
     prepared.gate_up.resize(model.layers.size());
+    for (auto* list : {&prepared.qkv16, &prepared.gate_up16, &prepared.o16, &prepared.down16})
+      list->resize(model.layers.size());
     pool.parallel_for(model.layers.size(), [&](std::size_t begin, std::size_t end, int) {
       for (std::size_t i = begin; i < end; ++i) {
         const LayerWeights<Scalar>& layer = model.layers[i];
@@ -321,8 +327,19 @@ struct FastBackward<Scalar>::State {
         prepared.qkv[i] << layer.q_proj, layer.k_proj, layer.v_proj;
         prepared.gate_up[i].resize(2 * shape.F, shape.d);
         prepared.gate_up[i] << layer.gate_proj, layer.up_proj;
+        if constexpr (std::is_same_v<Scalar, float>) {
+          if (bf16) {
+            prepared.qkv16[i] = to_bf16(prepared.qkv[i]);
+            prepared.gate_up16[i] = to_bf16(prepared.gate_up[i]);
+            prepared.o16[i] = to_bf16(layer.o_proj);
+            prepared.down16[i] = to_bf16(layer.down_proj);
+          }
+        }
       }
     });
+    if constexpr (std::is_same_v<Scalar, float>) {
+      if (bf16) prepared.lm_head16 = to_bf16(model.lm_head);
+    }
     prepared.queries.resize(L + 1, shape.d);
     for (int r = 0; r <= L; ++r) {
       const auto& read = model.depth_read(r);
@@ -430,8 +447,8 @@ struct FastBackward<Scalar>::State {
 };
 
 template <typename Scalar>
-FastBackward<Scalar>::FastBackward(const ModelConfig&, int threads)
-    : state_(std::make_unique<State>(threads)) {}
+FastBackward<Scalar>::FastBackward(const ModelConfig&, int threads, bool bf16)
+    : state_(std::make_unique<State>(threads, bf16)) {}
 
 template <typename Scalar>
 FastBackward<Scalar>::~FastBackward() = default;

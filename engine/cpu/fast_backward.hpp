@@ -11,7 +11,8 @@ namespace attnres::engine {
 template <typename Scalar>
 class FastBackward {
  public:
-  FastBackward(const ModelConfig& config, int threads);
+  // bf16: the products take bf16 inputs (f32 accumulation; f32 only, matmul.hpp).
+  FastBackward(const ModelConfig& config, int threads, bool bf16 = false);
   ~FastBackward();
   FastBackward(const FastBackward&) = delete;
   FastBackward& operator=(const FastBackward&) = delete;

@@ -14,6 +14,7 @@
 #include "attnres/model.hpp"
 #include "attnres/tensor.hpp"
 #include "cpu/eigen_maps.hpp"
+#include "cpu/matmul.hpp"
 
 namespace attnres::engine::backward {
 
@@ -65,18 +66,22 @@ struct Plan {
 // The plan of a call with `options` on `config` (resolve_layout's errors).
 Plan make_plan(const ModelConfig& config, const ForwardOptions& options);
 
-// Weights rearranged once per call.
+// Weights rearranged once per call, and rounded to bf16 once per call when the products take
+// bf16 inputs (empty otherwise).
 template <typename Scalar>
 struct Prepared {
   std::vector<Matrix<Scalar>> qkv;      // per layer (qc + 2 kvc, d): q_proj, k_proj, v_proj stacked
   std::vector<Matrix<Scalar>> gate_up;  // per layer (2F, d): gate_proj, up_proj stacked
   Matrix<Scalar> queries;               // (L + 1, d): effective query w * g of every read
+  std::vector<std::vector<Bf16>> qkv16, gate_up16, o16, down16;  // per layer
+  std::vector<Bf16> lm_head16;
 };
 
 // One worker's buffers: the tape and scratch of one sequence (carved from one arena for the
 // sequence's T), its gradients and its sums.
 template <typename Scalar>
 struct Worker {
+  Matmul matmul;  // this worker's products (matmul.hpp)
   Buffer<Scalar> arena;
   // Tape, per sublayer r = 0 .. L-1 and the final norm at index L.
   std::vector<Scalar*> inv, nhat, x;  // (T), (T, d) RMS-normalised input without / with the gain

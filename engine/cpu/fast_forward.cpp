@@ -14,6 +14,7 @@
 #include "attnres/layers.hpp"
 #include "attnres/tensor.hpp"
 #include "cpu/eigen_maps.hpp"
+#include "cpu/matmul.hpp"
 #include "cpu/thread_pool.hpp"
 #include "src/fast_pass.hpp"
 
@@ -55,12 +56,22 @@ class CancelCheck {
   std::atomic<bool> stop_{false};
 };
 
-// Weights rearranged once for the GEMMs of the forward pass.
+// Weights rearranged once for the GEMMs of the forward pass, and rounded to bf16 once when the
+// products take bf16 inputs (empty otherwise).
 template <typename Scalar>
 struct PreparedLayer {
   Matrix<Scalar> qkv;      // (H*hd + 2*Hkv*hd, d): q_proj, k_proj, v_proj stacked
   Matrix<Scalar> gate_up;  // (2F, d): gate_proj then up_proj
+  std::vector<Bf16> qkv16, gate_up16, o16, down16;
 };
+
+template <typename Scalar>
+std::vector<Bf16> rounded_if(bool bf16, const Matrix<Scalar>& m) {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (bf16) return to_bf16(m);
+  }
+  return {};
+}
 
 // 64-byte aligned buffers: Eigen's vectorised reductions peel a scalar prologue up to the first
 // aligned element, so the summation order (and the last bit) depends on a buffer's alignment;
@@ -112,14 +123,18 @@ template <typename Scalar>
 struct FastForward<Scalar>::State {
   const ModelWeights<Scalar>& model;
   ThreadPool pool;
+  std::vector<Matmul> matmul;  // one per worker
   std::vector<PreparedLayer<Scalar>> layers;
+  std::vector<Bf16> lm_head16;
   Matrix<Scalar> queries;  // (L+1, d): effective query w * g of every read
   Workspace<Scalar> work;
   std::vector<AttentionScratch<Scalar>> scratch;  // one per worker
   CancelCheck cancel;                             // of the pass in progress
   int d, H, Hkv, hd, F, L, vocab, q_columns, kv_columns;
 
-  State(const ModelWeights<Scalar>& weights, int threads) : model(weights), pool(threads) {
+  State(const ModelWeights<Scalar>& weights, int threads, bool bf16)
+      : model(weights), pool(threads) {
+    for (int k = 0; k < pool.size(); ++k) matmul.emplace_back(bf16);
     const ModelConfig& c = model.config;
     d = c.hidden_size;
     H = c.num_attention_heads;
@@ -136,8 +151,13 @@ struct FastForward<Scalar>::State {
       p.qkv << layer.q_proj, layer.k_proj, layer.v_proj;
       p.gate_up.resize(2 * F, d);
       p.gate_up << layer.gate_proj, layer.up_proj;
+      p.qkv16 = rounded_if(bf16, p.qkv);
+      p.gate_up16 = rounded_if(bf16, p.gate_up);
+      p.o16 = rounded_if(bf16, layer.o_proj);
+      p.down16 = rounded_if(bf16, layer.down_proj);
       layers.push_back(std::move(p));
     }
+    lm_head16 = rounded_if(bf16, model.lm_head);
     queries.resize(L + 1, d);
     for (int r = 0; r <= L; ++r) {
       const auto& read = model.depth_read(r);
@@ -152,23 +172,29 @@ struct FastForward<Scalar>::State {
     }
   }
 
-  // out (T, n) = in (T, k) * W^T, W (n, k); rows split over the workers (columns when T is
-  // smaller than the pool).
-  void gemm(Scalar* out, const Scalar* in, const Matrix<Scalar>& W, int T) {
+  // out (T, n) = in (T, k) * W^T, W (n, k) (W16: its bf16 copy, when the products take bf16);
+  // rows split over the workers (columns when T is smaller than the pool).
+  void gemm(Scalar* out, const Scalar* in, const Matrix<Scalar>& W, const std::vector<Bf16>& W16,
+            int T) {
     const auto n = W.rows(), k = W.cols();
     if (T >= 8 * pool.size()) {
-      pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t begin, std::size_t end, int) {
-        const auto rows = static_cast<Eigen::Index>(end - begin);
-        Map<Scalar>(out + begin * static_cast<std::size_t>(n), rows, n).noalias() =
-            ConstMap<Scalar>(in + begin * static_cast<std::size_t>(k), rows, k) * W.transpose();
-      });
+      pool.parallel_for(
+          static_cast<std::size_t>(T), [&](std::size_t begin, std::size_t end, int worker) {
+            const auto rows = static_cast<Eigen::Index>(end - begin);
+            matmul[static_cast<std::size_t>(worker)](
+                out + begin * static_cast<std::size_t>(n), n,
+                plain(in + begin * static_cast<std::size_t>(k), rows, k), transpose(W, &W16));
+          });
     } else {
-      pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end, int) {
-        const auto columns = static_cast<Eigen::Index>(end - begin);
-        StridedMap<Scalar>(out + begin, T, columns, Eigen::OuterStride<>(n)).noalias() =
-            ConstMap<Scalar>(in, T, k) *
-            W.middleRows(static_cast<Eigen::Index>(begin), columns).transpose();
-      });
+      pool.parallel_for(static_cast<std::size_t>(n),
+                        [&](std::size_t begin, std::size_t end, int worker) {
+                          const auto columns = static_cast<Eigen::Index>(end - begin);
+                          const auto first = static_cast<Eigen::Index>(begin);
+                          matmul[static_cast<std::size_t>(worker)](
+                              out + begin, n, plain(in, T, k),
+                              transpose(W.data() + first * k, columns, k, k,
+                                        W16.empty() ? nullptr : W16.data() + first * k));
+                        });
     }
   }
 
@@ -311,13 +337,13 @@ struct FastForward<Scalar>::State {
     const auto& prepared = layers[static_cast<std::size_t>(r / 2)];
     if (r % 2 == 0) {
       rms_norm(work.xn.data(), h, layer.input_layernorm, T);
-      gemm(work.qkv.data(), work.xn.data(), prepared.qkv, T);
+      gemm(work.qkv.data(), work.xn.data(), prepared.qkv, prepared.qkv16, T);
       rope(T);
       attention(T);
-      gemm(v, work.context.data(), layer.o_proj, T);
+      gemm(v, work.context.data(), layer.o_proj, prepared.o16, T);
     } else {
       rms_norm(work.xn.data(), h, layer.post_attention_layernorm, T);
-      gemm(work.gate_up.data(), work.xn.data(), prepared.gate_up, T);
+      gemm(work.gate_up.data(), work.xn.data(), prepared.gate_up, prepared.gate_up16, T);
       pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t begin, std::size_t end, int) {
         for (std::size_t t = begin; t < end; ++t) {
           const Scalar* gu = work.gate_up.data() + t * 2 * static_cast<std::size_t>(F);
@@ -327,14 +353,14 @@ struct FastForward<Scalar>::State {
                   .matrix();  // silu(g) * u
         }
       });
-      gemm(v, work.activated.data(), layer.down_proj, T);
+      gemm(v, work.activated.data(), layer.down_proj, prepared.down16, T);
     }
   }
 };
 
 template <typename Scalar>
-FastForward<Scalar>::FastForward(const ModelWeights<Scalar>& model, int threads)
-    : state_(std::make_unique<State>(model, threads)) {}
+FastForward<Scalar>::FastForward(const ModelWeights<Scalar>& model, int threads, bool bf16)
+    : state_(std::make_unique<State>(model, threads, bf16)) {}
 
 template <typename Scalar>
 FastForward<Scalar>::~FastForward() = default;
@@ -514,7 +540,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
   result.hidden_final = ConstMap<Scalar>(hidden, T, d);
   s.rms_norm(w.xn.data(), hidden, s.model.norm, T);
   result.logits.resize(T, s.vocab);
-  s.gemm(result.logits.data(), w.xn.data(), s.model.lm_head, T);
+  s.gemm(result.logits.data(), w.xn.data(), s.model.lm_head, s.lm_head16, T);
   finish_fast_pass(result, options);
   return result;
 }

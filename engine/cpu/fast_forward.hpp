@@ -26,7 +26,8 @@ namespace attnres::engine {
 template <typename Scalar>
 class FastForward {
  public:
-  FastForward(const ModelWeights<Scalar>& model, int threads);
+  // bf16: the products take bf16 inputs (f32 accumulation; f32 engines only, matmul.hpp).
+  FastForward(const ModelWeights<Scalar>& model, int threads, bool bf16 = false);
   ~FastForward();
   FastForward(const FastForward&) = delete;
   FastForward& operator=(const FastForward&) = delete;

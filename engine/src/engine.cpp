@@ -6,6 +6,7 @@
 #include "attnres/error.hpp"
 #include "attnres/forward_steps.hpp"
 #include "cpu/fast_forward.hpp"
+#include "cpu/matmul.hpp"
 #include "cuda/cuda_forward.hpp"
 #include "src/fast_pass.hpp"
 
@@ -16,6 +17,26 @@ std::string to_string(EngineKind engine) {
 }
 std::string to_string(Device device) {
   return enum_name(kDeviceNames, device);
+}
+
+std::string to_string(Precision precision) {
+  return enum_name(kPrecisionNames, precision);
+}
+
+Precision parse_precision(const std::string& text, const std::string& where) {
+  return parse_enum(kPrecisionNames, text, where, "unknown precision");
+}
+
+MatrixUnits matrix_units() {
+  return {engine::matmul_isa(), engine::native_bf16()};
+}
+
+bool fast_engine_runs(const AttnResConfig& scheme) {
+  return engine::fast_engines_run(scheme);
+}
+
+Precision default_training_precision() {
+  return engine::native_bf16() ? Precision::bf16 : Precision::f32;
 }
 
 EngineKind parse_engine(const std::string& text, const std::string& where) {
@@ -42,6 +63,19 @@ bool cuda_engine_available(std::string* why_not) {
   return cuda_engine::available(why_not);
 }
 
+void check_bf16(const EngineOptions& options, bool f32) {
+  if (!options.bf16) return;
+  if (!f32) throw Error("--precision bf16 keeps f32 weights and activations; it has no f64 form");
+  if (options.device == Device::cuda) {
+    throw Error("--precision bf16 runs on the CPU; the CUDA engine computes in f32");
+  }
+  if (options.engine == EngineKind::reference) {
+    throw Error(
+        "--precision bf16 runs on the fast engine; the reference engine computes in f32 or f64 "
+        "only (docs/engines.md)");
+  }
+}
+
 template <typename Scalar>
 struct ForwardEngine<Scalar>::Impl {
   std::unique_ptr<engine::FastForward<Scalar>> fast;
@@ -54,6 +88,7 @@ ForwardEngine<Scalar>::ForwardEngine(const ModelWeights<Scalar>& model,
     : model_(model), options_(options), impl_(std::make_unique<Impl>()) {
   check_thread_count(options_.threads, "threads");
   if (options_.threads == 0) options_.threads = default_thread_count();
+  check_bf16(options_, std::is_same_v<Scalar, float>);
   if (options_.device == Device::cuda) {
     if (options_.engine == EngineKind::reference) {
       throw Error("--device cuda runs the fast engine only; the reference engine runs on the CPU");
@@ -66,7 +101,8 @@ ForwardEngine<Scalar>::ForwardEngine(const ModelWeights<Scalar>& model,
     return;
   }
   if (options_.engine == EngineKind::fast)
-    impl_->fast = std::make_unique<engine::FastForward<Scalar>>(model, options_.threads);
+    impl_->fast =
+        std::make_unique<engine::FastForward<Scalar>>(model, options_.threads, options_.bf16);
 }
 
 template <typename Scalar>
@@ -81,10 +117,22 @@ template <typename Scalar>
 ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tokens,
                                                      const ForwardOptions& options) {
   // Masked reads and recorded sublayer inputs: the reference only.
-  if (engine::reference_only(options)) return attnres::forward(model_, tokens, options);
+  if (engine::reference_only(options)) {
+    if (options_.bf16) {
+      throw Error(
+          "--precision bf16 runs on the fast engine, but masked reads and recorded sublayer "
+          "inputs run on the reference engine (f32 or f64 only)");
+    }
+    return attnres::forward(model_, tokens, options);
+  }
   // Schemes beyond the paper's defaults run on the reference code (docs/schemes.md); the CUDA
   // engine refuses them with a message.
   if (impl_->fast && !engine::fast_engines_run(resolve_scheme(model_.config, options))) {
+    if (options_.bf16) {
+      throw Error("--precision bf16 runs on the fast engine, but " +
+                  resolve_scheme(model_.config, options).describe() +
+                  " runs on the reference engine (f32 or f64 only; docs/schemes.md)");
+    }
     return attnres::forward(model_, tokens, options);
   }
   if (impl_->fast) return impl_->fast->forward(tokens, options);

@@ -19,9 +19,10 @@ GradientEngine<Scalar>::GradientEngine(const ModelConfig& config, const EngineOp
         "forward-only");
   }
   check_thread_count(options.threads, "threads");
+  check_bf16(options, std::is_same_v<Scalar, float>);
   if (options.engine == EngineKind::fast) {
     fast_ = std::make_unique<engine::FastBackward<Scalar>>(
-        config, options.threads > 0 ? options.threads : default_thread_count());
+        config, options.threads > 0 ? options.threads : default_thread_count(), options.bf16);
   }
 }
 
@@ -39,7 +40,14 @@ void GradientEngine<Scalar>::compute(const ModelWeights<Scalar>& model,
                                      const ForwardOptions& options, Gradients<Scalar>& out) {
   if (fast_ && resolve_scheme(model.config, options).paper_defaults()) {
     fast_->compute(model, batch, options, out);
-  } else if (fast_ && batch.size() > 1 && fast_->threads() > 1) {
+    return;
+  }
+  if (options_.bf16) {
+    throw Error("--precision bf16 runs on the fast engine, but the gradients of " +
+                resolve_scheme(model.config, options).describe() +
+                " run on the reference engine (f32 or f64 only; docs/schemes.md)");
+  }
+  if (fast_ && batch.size() > 1 && fast_->threads() > 1) {
     reference_in_parallel(model, batch, options, out);
   } else {
     out = loss_and_gradients(model, batch, options);

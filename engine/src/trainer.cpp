@@ -184,6 +184,7 @@ json options_json(const TrainOptions& o) {
   j["validation_fraction"] = o.validation_fraction;
   j["engine"] = to_string(o.engine.engine);
   j["threads"] = o.engine.threads;
+  j["precision"] = to_string(o.engine.bf16 ? Precision::bf16 : Precision::f32);
   j["zero_placeholder"] = o.forward.zero_placeholder;
   return j;
 }
@@ -207,6 +208,11 @@ TrainOptions options_from_json(const json& j) {
   o.validation_fraction = j.at("validation_fraction").get<double>();
   o.engine.engine = parse_engine(j.at("engine").get<std::string>(), "train_state.json engine");
   o.engine.threads = j.at("threads").get<int>();
+  // Checkpoints written before bf16 existed trained in f32.
+  const Precision precision =
+      parse_precision(j.value("precision", std::string("f32")), "train_state.json precision");
+  if (precision == Precision::f64) throw Error("precision f64: training keeps f32 weights");
+  o.engine.bf16 = precision == Precision::bf16;
   o.forward.zero_placeholder = j.at("zero_placeholder").get<bool>();
   return o;
 }
@@ -268,7 +274,8 @@ void Trainer::write_checkpoint(const fs::path& directory) const {
 }
 
 std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData data,
-                                         std::int64_t steps, const EngineOptions* engine) {
+                                         std::int64_t steps, const EngineOptions* engine,
+                                         const Precision* precision) {
   // A write of this checkpoint cut short is completed first; none switches files while we read.
   const OutputDirectoryReadLock lock(directory);
   const fs::path state_path = directory / kTrainStateFile;
@@ -316,7 +323,13 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
                 state["data"].value("path", std::string("?")) + "); its fingerprint differs");
   }
   if (steps > 0) options.steps = steps;
-  if (engine) options.engine = *engine;
+  if (engine)
+    options.engine =
+        with_precision(*engine, options.engine.bf16 ? Precision::bf16 : Precision::f32);
+  if (precision) {
+    if (*precision == Precision::f64) throw Error("--precision f64: training keeps f32 weights");
+    options.engine = with_precision(options.engine, *precision);
+  }
   if (step > options.steps) {
     throw Error("train --resume: the checkpoint is at step " + std::to_string(step) +
                 ", past --steps " + std::to_string(options.steps));

@@ -11,9 +11,10 @@ namespace attnres::detail {
 void ScenarioReader::read_training(const toml::table& root, Scenario& s) const {
   const toml::table* train = table(root, "train");
   if (!train) return;
-  check_keys(*train, "train.",
-             {"data", "layers", "d_model", "heads", "kv_heads", "ffn", "schemes", "blocks", "steps",
-              "seq", "batch", "lr", "seeds", "eval_every", "threads", "save_models", "masks"});
+  check_keys(
+      *train, "train.",
+      {"data", "layers", "d_model", "heads", "kv_heads", "ffn", "schemes", "blocks", "steps", "seq",
+       "batch", "lr", "seeds", "eval_every", "threads", "precision", "save_models", "masks"});
   ScenarioTraining t;
   const toml::node* data = train->get("data");
   if (!data)
@@ -58,6 +59,15 @@ void ScenarioReader::read_training_settings(const toml::table& train, ScenarioTr
     t.lr = number(*n, "train.lr");
     if (!(t.lr > 0.0 && t.lr < 10.0))
       fail(n->source(), "train.lr must be a positive number below 10");
+  }
+  if (const toml::node* n = train.get("precision")) {
+    t.precision = string(*n, "train.precision");
+    if (t.precision != "bf16" && t.precision != "f32") {
+      fail(n->source(),
+           "train.precision must be \"bf16\" or \"f32\" (training keeps f32 "
+           "weights), got \"" +
+               t.precision + "\"");
+    }
   }
   if (const toml::node* n = train.get("save_models"))
     t.save_models = boolean(*n, "train.save_models");

@@ -92,6 +92,7 @@ void write_training(const ScenarioTraining& t, std::ostringstream& out) {
       << "\nsteps = " << t.steps << "\nseq = " << t.seq << "\nbatch = " << t.batch
       << "\nlr = " << toml_number(t.lr) << "\nseeds = " << list(t.seeds)
       << "\neval_every = " << t.eval_every << "\nthreads = " << t.threads
+      << (t.precision.empty() ? "" : "\nprecision = " + quoted(t.precision))
       << "\nsave_models = " << (t.save_models ? "true" : "false") << "\n";
   std::vector<std::string> masks;
   for (const auto& mask : t.masks) masks.push_back(quoted(mask));

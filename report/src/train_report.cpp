@@ -131,6 +131,17 @@ Progress check_progress(const Progress& progress) {
   return [progress](std::size_t, std::size_t) { return progress(0, 0); };
 }
 
+// The precision of every run of the table: train.precision, else bf16 where the CPU has native
+// bf16 units and the fast engine runs every scheme (one precision, so the schemes compare).
+Precision training_precision(const ScenarioTraining& training,
+                             const std::vector<SchemeSpec>& schemes) {
+  if (!training.precision.empty()) return parse_precision(training.precision, "train.precision");
+  for (const auto& scheme : schemes) {
+    if (!fast_engine_runs(scheme.config)) return Precision::f32;
+  }
+  return default_training_precision();
+}
+
 std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
                                                const Progress& progress, int steps_override) {
   const std::vector<SchemeSpec> schemes = schemes_of(training);
@@ -143,6 +154,7 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
   options.lr = training.lr;
   options.eval_every = training.eval_every;
   options.engine.threads = training.threads;
+  options.engine = with_precision(options.engine, training_precision(training, schemes));
   const TextData data =
       load_text_data(training.data_path, options.validation_fraction, training.seq);
   const std::size_t total =
@@ -160,6 +172,7 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
       run.blocks = scheme.blocks;
       run.block_size = scheme.block_size;
       run.seed = seed;
+      run.precision = options.engine.bf16 ? Precision::bf16 : Precision::f32;
       TrainOptions o = options;
       o.seed = seed;
       // The same initial weights for every scheme of a seed: the shared tensors are drawn in the
@@ -246,6 +259,9 @@ TrainingSetup training_setup(const ScenarioTraining& training,
                " steps of " + std::to_string(training.batch) + " x " +
                std::to_string(training.seq) + " byte tokens from " + training.data + ", seeds";
   for (auto seed : training.seeds) setup.text += " " + std::to_string(seed);
+  setup.text += runs.front().precision == Precision::bf16
+                    ? "; bf16 matrix products with f32 accumulation, f32 weights"
+                    : "; f32";
   return setup;
 }
 

@@ -191,7 +191,8 @@ TEST(Cli, ForwardBadInputGivesClearErrorsAndWritesNothing) {
   const CliRun two_phase = forward_with({"--tokens", "1", "--two-phase", "maybe"});
   EXPECT_NE(two_phase.err.find("--two-phase must be on or off"), std::string::npos);
   const CliRun precision = forward_with({"--tokens", "1", "--precision", "f16"});
-  EXPECT_NE(precision.err.find("--precision must be f32 or f64"), std::string::npos);
+  EXPECT_NE(precision.err.find("--precision: unknown precision 'f16'"), std::string::npos);
+  EXPECT_NE(precision.err.find("expected f64, f32 or bf16"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dump));
 
   const CliRun missing =

@@ -27,6 +27,11 @@ Cases (CASES below; every model has d = 16, 4 attention heads, 2 kv heads, vocab
   N(0, 0.8²), DenseFormer weights 1 + N(0, 0.6²), mHC biases b_pre, b_post ~ N(0, 0.7²),
   B_res = I + N(0, 0.8²), mHC projections N(0, 0.1²) (logits of spread ~0.7 over m·d inputs).
 
+`expected_bf16.safetensors` holds `logits`, `hidden_final` and `alpha.<r>` of the same pass with
+bf16 products (PRODUCTS below: the inputs of every sublayer weight product and of the LM head
+rounded to bf16, docs/engines.md "Precision"), which the fast engine's --precision bf16 must match
+(tests/engine/test_bf16.cpp).
+
 Expected tensors per case: `logits` (T, vocab), `hidden_final` (T, d), `sublayer_input_rms` (L),
 `sublayer_output_rms` (L), `alpha.<r>` for reads r = 0..L — (T, sources), or (T, H, sources) for
 multi-head reads; DenseFormer, rescaled and mHC reads list v_0..v_r (the final read v_0..v_L)
@@ -238,6 +243,26 @@ def make_model(rng, cfg, attn_res_tensors, query_std, weight_std=0.3):
     return t
 
 
+# bf16 products (docs/engines.md, "Precision"): the weight products of the sublayers and the LM
+# head take both inputs rounded to bf16 (round to nearest even from the float32 value, as the C++
+# engine rounds its float32 activations); the sum itself stays exact (float64). Everything else
+# (norms, RoPE, attention scores and softmax, depth reads, losses) stays float64.
+PRODUCTS = {"bf16": False}
+
+
+def bf16(x):
+    bits = np.asarray(x, dtype=np.float64).astype(np.float32).view(np.uint32)
+    rounded = (bits + (0x7FFF + ((bits >> 16) & 1))) & np.uint32(0xFFFF0000)
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def product(x, w):
+    """x @ w.T: activations (T, k) times a weight (n, k)."""
+    if PRODUCTS["bf16"]:
+        return bf16(x) @ bf16(w).T
+    return x @ w.T
+
+
 def rmsnorm(x, g, eps):
     return g * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
 
@@ -252,9 +277,9 @@ def attention(t, i, x, cfg):
     H, Hkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = d // H
     p = f"model.layers.{i}.self_attn."
-    q = (x @ t[p + "q_proj.weight"].T).reshape(T, H, hd)
-    k = (x @ t[p + "k_proj.weight"].T).reshape(T, Hkv, hd)
-    v = (x @ t[p + "v_proj.weight"].T).reshape(T, Hkv, hd)
+    q = product(x, t[p + "q_proj.weight"]).reshape(T, H, hd)
+    k = product(x, t[p + "k_proj.weight"]).reshape(T, Hkv, hd)
+    v = product(x, t[p + "v_proj.weight"]).reshape(T, Hkv, hd)
     inv_freq = 1.0 / (cfg["rope_theta"] ** (np.arange(0, hd, 2) / hd))
     freqs = np.outer(np.arange(T), inv_freq)
     emb = np.concatenate([freqs, freqs], axis=-1)          # (T, hd)
@@ -269,14 +294,14 @@ def attention(t, i, x, cfg):
             p_ = np.exp(scores - scores.max())
             p_ /= p_.sum()
             out[s, h] = sum(p_[u] * v[u, kv] for u in range(s + 1))
-    return out.reshape(T, H * hd) @ t[p + "o_proj.weight"].T
+    return product(out.reshape(T, H * hd), t[p + "o_proj.weight"])
 
 
 def mlp(t, i, x):
     p = f"model.layers.{i}.mlp."
-    g = x @ t[p + "gate_proj.weight"].T
-    u = x @ t[p + "up_proj.weight"].T
-    return (g / (1.0 + np.exp(-g)) * u) @ t[p + "down_proj.weight"].T
+    g = product(x, t[p + "gate_proj.weight"])
+    u = product(x, t[p + "up_proj.weight"])
+    return product(g / (1.0 + np.exp(-g)) * u, t[p + "down_proj.weight"])
 
 
 def sublayer(t, l, h, cfg):
@@ -403,7 +428,7 @@ def forward_reads(t, cfg, tokens, scheme, zero_placeholder=False):
         v.append(out)
     if mode == "standard":
         h = sum(v)
-    logits = rmsnorm(h, t["model.norm.weight"], cfg["rms_norm_eps"]) @ t["lm_head.weight"].T
+    logits = product(rmsnorm(h, t["model.norm.weight"], cfg["rms_norm_eps"]), t["lm_head.weight"])
     return {"hidden_final": h, "logits": logits, "alphas": alphas, "in_rms": np.array(in_rms),
             "out_rms": np.array(out_rms), "M": M, "M_heads": M_heads, "v": v, "inputs": inputs}
 
@@ -485,7 +510,7 @@ def forward_mhc(t, cfg, tokens, scheme):
             M[s, L, i] = C[s, i].sum() / m
     alphas.append(M[:, L, :].reshape(T, 1, L + 1).copy())
     inputs.append(h)
-    logits = rmsnorm(h, t["model.norm.weight"], cfg["rms_norm_eps"]) @ t["lm_head.weight"].T
+    logits = product(rmsnorm(h, t["model.norm.weight"], cfg["rms_norm_eps"]), t["lm_head.weight"])
     return {"hidden_final": h, "logits": logits, "alphas": alphas, "in_rms": np.array(in_rms),
             "out_rms": np.array(out_rms), "M": M, "M_heads": [M[:, r, None, :] for r in range(L + 1)],
             "v": v, "inputs": inputs, "sinkhorns": sinkhorns}
@@ -723,7 +748,16 @@ def build_case(name, layers, attn_res, forced_mode, zero_placeholder, seed):
         meta["scheme"] = {"mode": mode, **{key: scheme[key] for key in keys}}
         meta["heads"] = scheme["heads"] if uses_query(scheme) else 1
     assert all(a.shape[0] == T for _, a in expected[:2])
-    return cfg, t, expected, meta
+    # The same pass with bf16 products (the fast engine's --precision bf16).
+    PRODUCTS["bf16"] = True
+    try:
+        out16 = forward_scheme(t, cfg, TOKENS, scheme, zero_placeholder)
+    finally:
+        PRODUCTS["bf16"] = False
+    expected16 = [("logits", out16["logits"]), ("hidden_final", out16["hidden_final"])]
+    for r, a in enumerate(out16["alphas"]):
+        expected16.append((f"alpha.{r}", a[:, 0, :] if a.shape[1] == 1 else a))
+    return cfg, t, expected, meta, expected16
 
 
 def conditioning(name, cfg, t, expected, scheme, zero_placeholder, trials=4):
@@ -746,24 +780,27 @@ def conditioning(name, cfg, t, expected, scheme, zero_placeholder, trials=4):
     return worst
 
 
-def case_reproduces(case_dir, t, expected, tol=1e-12):
+def case_reproduces(case_dir, t, expected, expected16, tol=1e-12):
     """Worst difference between the files in case_dir and a fresh computation (inf if missing)."""
     try:
         model = read_safetensors(os.path.join(case_dir, "model.safetensors"))
         stored = read_safetensors(os.path.join(case_dir, "expected.safetensors"))
+        stored16 = read_safetensors(os.path.join(case_dir, "expected_bf16.safetensors"))
     except OSError:
         return float("inf")
-    if set(model) != set(t) or set(stored) != {key for key, _ in expected}:
+    if set(model) != set(t) or set(stored) != {key for key, _ in expected} or \
+            set(stored16) != {key for key, _ in expected16}:
         return float("inf")
     worst = 0.0
     for key, value in t.items():
         if model[key].shape != value.shape:
             return float("inf")
         worst = max(worst, float(np.max(np.abs(model[key] - value))))
-    for key, value in expected:
-        if stored[key].shape != value.shape:
-            return float("inf")
-        worst = max(worst, float(np.max(np.abs(stored[key] - value))))
+    for files, values in ((stored, expected), (stored16, expected16)):
+        for key, value in values:
+            if files[key].shape != value.shape:
+                return float("inf")
+            worst = max(worst, float(np.max(np.abs(files[key] - value))))
     return worst
 
 
@@ -785,7 +822,7 @@ def main():
     args = parser.parse_args()
     if args.conditioning:
         for name, layers, attn_res, forced_mode, zp, seed in CASES:
-            cfg, t, expected, meta = build_case(name, layers, attn_res, forced_mode, zp, seed)
+            cfg, t, expected, meta, _ = build_case(name, layers, attn_res, forced_mode, zp, seed)
             scheme = resolve_scheme(cfg)
             scheme["mode"] = meta["mode"]
             print(f"{name}: {conditioning(name, cfg, t, expected, scheme, zp):.1e}")
@@ -794,24 +831,25 @@ def main():
     print("sanity checks passed")
     worst = 0.0
     for name, layers, attn_res, forced_mode, zp, seed in CASES:
-        cfg, t, expected, meta = build_case(name, layers, attn_res, forced_mode, zp, seed)
+        cfg, t, expected, meta, expected16 = build_case(name, layers, attn_res, forced_mode, zp, seed)
         if args.out:
             case_dir = os.path.join(args.out, name)
             same_json = all(os.path.exists(os.path.join(case_dir, f)) for f in ("config.json", "case.json")) \
                 and json.load(open(os.path.join(case_dir, "config.json"))) == cfg \
                 and json.load(open(os.path.join(case_dir, "case.json"))) == meta
-            if not args.force and same_json and case_reproduces(case_dir, t, expected) <= 1e-12:
+            if not args.force and same_json and case_reproduces(case_dir, t, expected, expected16) <= 1e-12:
                 print(f"kept {case_dir} (reproduces)")
                 continue
             os.makedirs(case_dir, exist_ok=True)
             write_json(os.path.join(case_dir, "config.json"), cfg)
             write_safetensors(os.path.join(case_dir, "model.safetensors"), list(t.items()), "F32")
             write_safetensors(os.path.join(case_dir, "expected.safetensors"), expected, "F64")
+            write_safetensors(os.path.join(case_dir, "expected_bf16.safetensors"), expected16, "F64")
             write_json(os.path.join(case_dir, "case.json"), meta)
             print(f"wrote {case_dir}")
         else:
             case_dir = os.path.join(args.check, name)
-            diff = case_reproduces(case_dir, t, expected)
+            diff = case_reproduces(case_dir, t, expected, expected16)
             with open(os.path.join(case_dir, "config.json")) as f:
                 if json.load(f) != cfg:
                     diff = float("inf")

@@ -84,6 +84,18 @@ double compare(const Gradients<Scalar>& fast, const Gradients<Scalar>& reference
   return worst;
 }
 
+// Every tensor's bytes.
+template <typename Scalar>
+std::vector<std::vector<unsigned char>> bytes_of(Gradients<Scalar>& g) {
+  std::vector<std::vector<unsigned char>> bytes;
+  visit_tensors(g.grad, [&](const TensorRef<Scalar>& t) {
+    const auto* begin = reinterpret_cast<const unsigned char*>(t.data);
+    bytes.emplace_back(begin,
+                       begin + t.element_count() * static_cast<std::int64_t>(sizeof(Scalar)));
+  });
+  return bytes;
+}
+
 class FastBackwardModes : public ::testing::TestWithParam<ModeCase> {};
 
 TEST_P(FastBackwardModes, MatchesTheReferenceAtF64WithOneTwoAndThreeThreads) {
@@ -114,20 +126,48 @@ TEST_P(FastBackwardModes, MatchesTheReferenceAtF32) {
   std::cout << "[ " << GetParam().name << " ] worst f32 difference " << worst << "\n";
 }
 
+// bf16 products (docs/engines.md "Precision") against the f64 reference. The bound, from the
+// arithmetic: every product rounds its two inputs to bf16 (relative error <= u16 = 2^-8 each), so
+// to first order each rounded product on a gradient's path perturbs it by at most 2 u16 of its
+// terms' magnitude, and the perturbations of a chain add. This model (2 layers) has 9 rounded
+// products forward (q|k|v, o, gate|up and down per layer, and the LM head) and 2 per product
+// backward (the input's and the weight's gradient): P = 27 on the longest path, so every tensor's
+// relative (Frobenius) error is within 2 u16 P = 0.21, and the loss's within 2 u16 9 = 0.07.
+TEST_P(FastBackwardModes, Bf16WithinTheRoundingBoundOfTheF64Reference) {
+  const ModelWeights<double> model = fast_test_model(7);
+  const auto batch = test_batch(model.config.vocab_size);
+  const ForwardOptions options = options_for(GetParam());
+  const Gradients<double> reference = loss_and_gradients(model, batch, options);
+  const ModelWeights<float> model32 = model.cast<float>();
+  constexpr double kU16 = 1.0 / 256;
+  for (int threads : {1, 2, 3}) {
+    GradientEngine<float> engine(model32.config, {.threads = threads, .bf16 = true});
+    Gradients<float> bf16, again;
+    engine.compute(model32, batch, options, bf16);
+    engine.compute(model32, batch, options, again);
+    EXPECT_EQ(bytes_of(bf16), bytes_of(again)) << "reruns at " << threads << " threads";
+    std::map<std::string, Eigen::VectorXd> exact;
+    visit_tensors(const_cast<ModelWeights<double>&>(reference.grad), [&](const auto& t) {
+      exact[t.name] = Eigen::Map<const Eigen::VectorXd>(t.data, t.element_count());
+    });
+    double worst = 0.0;
+    visit_tensors(bf16.grad, [&](const TensorRef<float>& t) {
+      const Eigen::VectorXd got =
+          Eigen::Map<const Eigen::VectorXf>(t.data, t.element_count()).cast<double>();
+      const Eigen::VectorXd& want = exact.at(t.name);
+      const double error = (got - want).norm() / std::max(want.norm(), 1e-300);
+      EXPECT_LE(error, 2 * kU16 * 27) << GetParam().name << ": " << t.name;
+      worst = std::max(worst, error);
+    });
+    EXPECT_LE(std::abs(bf16.loss - reference.loss), 2 * kU16 * 9 * std::abs(reference.loss));
+    EXPECT_GT(worst, 1e-4) << "bf16 gradients as exact as f32's: were the products rounded?";
+    std::cout << "[ " << GetParam().name << " x" << threads << " ] worst bf16 relative error "
+              << worst << ", loss " << bf16.loss << " vs " << reference.loss << "\n";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryMode, FastBackwardModes, ::testing::ValuesIn(test::gradient_modes()),
                          [](const auto& info) { return info.param.name; });
-
-// Every tensor's bytes.
-template <typename Scalar>
-std::vector<std::vector<unsigned char>> bytes_of(Gradients<Scalar>& g) {
-  std::vector<std::vector<unsigned char>> bytes;
-  visit_tensors(g.grad, [&](const TensorRef<Scalar>& t) {
-    const auto* begin = reinterpret_cast<const unsigned char*>(t.data);
-    bytes.emplace_back(begin,
-                       begin + t.element_count() * static_cast<std::int64_t>(sizeof(Scalar)));
-  });
-  return bytes;
-}
 
 TEST(FastBackward, RerunsAreBitIdenticalAndWorkspacesAreReusedCorrectly) {
   const ModelWeights<float> model = fast_test_model(5).cast<float>();

@@ -39,11 +39,51 @@ Device parse_device(const std::string& text, const std::string& where);
 // rather than exhausting the process's threads or memory (docs/cli.md).
 inline constexpr int kMaxThreads = 256;
 
+// The arithmetic of a pass (docs/engines.md, "Precision"): f64 and f32 compute in that type;
+// bf16 is mixed precision: f32 weights, activations, depth reads, norms, softmax and loss, with
+// the matrix products' inputs rounded to bf16 and accumulated in f32 (oneDNN: AMX, AVX-512-BF16
+// or an emulation, whichever the CPU has).
+enum class Precision { f64, f32, bf16 };
+inline constexpr EnumNames<Precision, 3> kPrecisionNames{
+    {{Precision::f64, "f64"}, {Precision::f32, "f32"}, {Precision::bf16, "bf16"}}};
+std::string to_string(Precision precision);
+Precision parse_precision(const std::string& text, const std::string& where);
+
+// What runs the CPU engine's matrix products here: oneDNN's instruction set ("avx512_core_amx",
+// "avx512_core_bf16", "avx512_core", ...) and whether bf16 products run on native bf16 units
+// (AMX or AVX-512-BF16) rather than an emulation.
+struct MatrixUnits {
+  std::string isa;
+  bool native_bf16 = false;
+};
+MatrixUnits matrix_units();
+// Training's default: bf16 where the CPU has native bf16 units, f32 elsewhere.
+Precision default_training_precision();
+
+// Whether the fast CPU engine runs this scheme (forward and gradients); the others run on the
+// reference code, in f32 or f64 (docs/schemes.md).
+bool fast_engine_runs(const AttnResConfig& scheme);
+
 struct EngineOptions {
   EngineKind engine = EngineKind::fast;
   Device device = Device::cpu;
-  int threads = 0;  // CPU threads (fast engine); 0 = every core; at most kMaxThreads
+  int threads = 0;    // CPU threads (fast engine); 0 = every core; at most kMaxThreads
+  bool bf16 = false;  // bf16 products (Precision::bf16): the fast CPU engine in f32 only
 };
+
+// Throws attnres::Error unless bf16 products can run as asked: the fast engine on the CPU, with
+// f32 weights (`f32`).
+void check_bf16(const EngineOptions& options, bool f32);
+
+// The Scalar type of a precision's weights and activations (bf16 keeps f32 ones), and the
+// engine options that give it.
+inline bool computes_in_f64(Precision precision) {
+  return precision == Precision::f64;
+}
+inline EngineOptions with_precision(EngineOptions options, Precision precision) {
+  options.bf16 = precision == Precision::bf16;
+  return options;
+}
 
 // Throws attnres::Error naming `where` (a flag such as "--threads" or a file key) unless
 // 0 <= threads <= kMaxThreads (0: every core).

@@ -11,7 +11,8 @@
 //                                                  // train_state.json, train_log.csv
 //   auto again = Trainer::resume("out", data);     // continues bit-identically
 //
-// Training runs in f32 on the CPU with a GradientEngine (fast by default). Batches are a pure
+// Training keeps f32 weights and AdamW state on the CPU with a GradientEngine (fast by default),
+// its matrix products in f32 or bf16 (options.engine.bf16; docs/training.md). Batches are a pure
 // function of (seed, step), and the fast engine is deterministic for a thread count, so the same
 // seed and thread count give the same bits, and a resumed run equals an uninterrupted one.
 #pragma once
@@ -44,7 +45,7 @@ struct TrainOptions {
   int eval_sequences = 16;      // validation windows of T tokens
   double validation_fraction = 0.05;
   ForwardOptions forward;  // residual mode and block size (else the model's)
-  EngineOptions engine;    // fast | reference, threads (CPU only)
+  EngineOptions engine;    // fast | reference, threads (CPU only), bf16 products (engine.hpp)
 
   LearningRateSchedule schedule() const;
   std::int64_t evaluation_interval() const;
@@ -86,10 +87,12 @@ class Trainer {
   // Continues the run saved in `directory` (model, optimizer moments, step, options and log).
   // `data` must be the file the run started with (checked by fingerprint). `steps`, when > 0,
   // changes the run's length (the schedule then differs from the original run's); `engine`
-  // overrides the thread count / engine. Errors name the file and what is wrong.
+  // overrides the thread count / engine (not the precision); `precision` (bf16 | f32), when
+  // given, changes the run's precision. Errors name the file and what is wrong.
   static std::unique_ptr<Trainer> resume(const std::filesystem::path& directory, TextData data,
                                          std::int64_t steps = 0,
-                                         const EngineOptions* engine = nullptr);
+                                         const EngineOptions* engine = nullptr,
+                                         const Precision* precision = nullptr);
 
   // One optimisation step; the row is appended to the log (with a validation loss when the step
   // is an evaluation step or the last one). `progress` is checked inside the forward/backward;

@@ -27,6 +27,7 @@ struct TrainingRun {
   int blocks = 0;        // N (block), L (full), 0 (standard)
   int block_size = 0;    // S (block)
   std::uint64_t seed = 0;
+  Precision precision = Precision::f32;  // of the run's matrix products (engine.hpp)
   std::vector<TrainLogRow> log;
   double tokens_per_second = 0.0;
   double seconds = 0.0;
