@@ -39,15 +39,29 @@ logits); seconds_per_forward is the median, tokens_per_second = T / seconds_per_
 --threads N sets torch.set_num_threads(N) and OpenBLAS's own thread count (PyTorch does not set
 the latter).
 
+Precision: --precision f32 (default) runs the f32 model as is; --precision bf16 runs the same f32
+model and code inside torch.autocast("cpu", dtype=torch.bfloat16) (mixed precision: f32 weights,
+autocast casts the inputs of its lower-precision ops -- F.linear, matmul, bmm, baddbmm -- to bf16
+on every call; elementwise ops run in whatever dtype their inputs have, with the usual type
+promotion, so bf16 * f32 is f32). torch.backends.mkldnn stays on: PyTorch 1.13 sends bf16
+matmuls to oneDNN (f32 ones go to libblas.so.3, i.e. OpenBLAS). --op-dtypes runs one forward
+pass under a dispatch-level logger and prints every ATen op with its input dtypes, calls and
+time (and, with bf16, how far the bf16 logits are from the f32 ones): the evidence of what runs
+in bf16.
+
 Usage (use /usr/bin/python3, the Debian python with python3-torch):
   /usr/bin/python3 bench/peers/attnres_peer.py --model DIR --seq 256 --mode block --block-size 4 \
       --threads 1 --repeat 5 --format json
+  /usr/bin/python3 bench/peers/attnres_peer.py --model DIR --seq 256 --precision bf16 --format json
+  /usr/bin/python3 bench/peers/attnres_peer.py --model DIR --seq 64 --precision bf16 --op-dtypes
   /usr/bin/python3 bench/peers/attnres_peer.py --gemm-probe --threads 1 --format json
   /usr/bin/python3 bench/peers/attnres_peer.py --model DIR --tokens "1 2 3" --mode full \
       --logits-out logits.npy          # (for bench/peers/check_peer.py)
 """
 
 import argparse
+import collections
+import contextlib
 import ctypes
 import json
 import math
@@ -347,12 +361,16 @@ def set_threads(n):
         pass
 
 
-def gemm_probe(repeat):
-    """Single sgemm rate: torch.mm of two 1024 x 1024 f32 matrices, best of `repeat` x 3."""
+def gemm_probe(repeat, dtype=None):
+    """Single GEMM rate: torch.mm of two 1024 x 1024 matrices of `dtype` (default f32: the
+    sgemm of libblas.so.3; bf16: what autocast hands PyTorch 1.13, which runs it through oneDNN
+    when torch.backends.mkldnn is on and the CPU has AVX-512), best of `repeat` x 3."""
     import torch
 
     n = 1024
     a, b = torch.randn(n, n), torch.randn(n, n)
+    if dtype is not None:
+        a, b = a.to(dtype), b.to(dtype)
     for _ in range(2):
         torch.mm(a, b)
     best = float("inf")
@@ -362,6 +380,135 @@ def gemm_probe(repeat):
             torch.mm(a, b)
         best = min(best, (time.perf_counter() - start) / 3)
     return 2.0 * n ** 3 / best / 1e9
+
+
+def gemm_probe_result(torch, threads, repeat=5):
+    """The --gemm-probe JSON of both peers: the f32 and the bf16 1024^3 GEMM rates, and the
+    dtype torch.mm of two f32 matrices gets under CPU autocast (bfloat16 when autocast reaches
+    the matmuls)."""
+    a = torch.randn(64, 64)
+    with precision_context("bf16"):
+        autocast_dtype = str(torch.mm(a, a).dtype).replace("torch.", "")
+    return {"gemm_gflops": round(gemm_probe(repeat), 2),
+            "gemm_gflops_bf16": round(gemm_probe(repeat, torch.bfloat16), 2),
+            "autocast_mm_dtype": autocast_dtype, "threads": threads,
+            "torch_version": torch.__version__, "blas": blas_info(),
+            "torch_settings": torch_settings(torch)}
+
+
+def print_gemm_probe(result):
+    print(f"sgemm 1024^3: {result['gemm_gflops']:.1f} GFLOP/s, core {result['blas'].get('openblas_corename')}")
+    print(f"bf16 mm 1024^3: {result['gemm_gflops_bf16']:.1f} GFLOP/s (mkldnn "
+          f"{'on' if result['torch_settings']['mkldnn_enabled'] else 'off'}); "
+          f"torch.mm of f32 matrices under CPU autocast gives {result['autocast_mm_dtype']}")
+
+
+# ----------------------------------------------------------------------------- precision
+
+PRECISIONS = ("f32", "bf16")
+
+
+def precision_context(precision):
+    """f32: nothing; bf16: torch.autocast("cpu", dtype=torch.bfloat16) -- f32 weights stay f32,
+    autocast casts the inputs of its lower-precision ops (linear, matmul, mm, bmm, baddbmm, ...)
+    to bf16 at each call."""
+    import torch
+
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    if precision not in ("f32", "f64"):
+        raise ValueError(f"unknown precision '{precision}'")
+    return contextlib.nullcontext()
+
+
+def use_best_settings(torch):
+    """The peer's settings beyond threads: oneDNN (mkldnn) on, which PyTorch 1.13 needs for fast
+    bf16 matmuls (without it a bf16 mm falls back to a slow generic kernel)."""
+    torch.backends.mkldnn.enabled = True
+
+
+def torch_settings(torch):
+    """mkldnn (oneDNN) state and ATen's vector ISA (ATEN_CPU_CAPABILITY: 1.13 defaults to AVX2
+    even on AVX-512 CPUs; avx512 is opt-in), for the JSON."""
+    capability = None
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            capability = line.split(":", 1)[1].strip()
+    return {"mkldnn_available": bool(torch.backends.mkldnn.is_available()),
+            "mkldnn_enabled": bool(torch.backends.mkldnn.enabled),
+            "cpu_capability": capability,
+            "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY")}
+
+
+MATMUL_OPS = {"mm", "bmm", "baddbmm", "addmm", "addbmm", "addmv", "mv", "dot", "matmul", "linear"}
+
+
+def op_dtype_logger():
+    """A TorchDispatchMode that counts every ATen op reaching the kernels (below autocast, so
+    after its casts) by (phase, op, input dtypes, output dtype), with the time spent in it."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def dtypes(values):
+        out = []
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                out.append(str(v.dtype).replace("torch.", "").replace("bfloat16", "bf16")
+                           .replace("float32", "f32").replace("float64", "f64"))
+            elif isinstance(v, (list, tuple)):
+                out.extend(dtypes(v))
+        return out
+
+    class OpDtypeLog(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.phase = "forward"
+            self.calls = collections.Counter()
+            self.seconds = collections.Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            start = time.perf_counter()
+            out = func(*args, **(kwargs or {}))
+            elapsed = time.perf_counter() - start
+            key = (self.phase, func.overloadpacket.__name__,
+                   ",".join(dtypes(args)) or "-",
+                   ",".join(dtypes(out if isinstance(out, (list, tuple)) else [out])) or "-")
+            self.calls[key] += 1
+            self.seconds[key] += elapsed
+            return out
+
+        def rows(self):
+            """[{phase, op, inputs, output, calls, seconds, matmul}], matmuls first, by time."""
+            rows = [{"phase": k[0], "op": k[1], "inputs": k[2], "output": k[3],
+                     "calls": n, "seconds": self.seconds[k], "matmul": k[1] in MATMUL_OPS}
+                    for k, n in self.calls.items()]
+            return sorted(rows, key=lambda r: (r["phase"] != "forward", not r["matmul"], -r["seconds"]))
+
+        def summary(self):
+            """Per phase: matmul calls by output dtype, and the share of time in dtype casts."""
+            out = {}
+            for r in self.rows():
+                s = out.setdefault(r["phase"], {"matmul_calls": {}, "seconds": 0.0, "cast_seconds": 0.0})
+                s["seconds"] += r["seconds"]
+                if r["matmul"]:
+                    s["matmul_calls"][r["output"]] = s["matmul_calls"].get(r["output"], 0) + r["calls"]
+                if r["op"] == "_to_copy":
+                    s["cast_seconds"] += r["seconds"]
+            return out
+
+    return OpDtypeLog()
+
+
+def print_op_dtypes(log, title):
+    print(title)
+    print(f"  {'phase':<9} {'op':<28} {'input dtypes':<34} {'output':<10} {'calls':>6} {'ms':>9}")
+    for r in log.rows():
+        print(f"  {r['phase']:<9} {r['op']:<28} {r['inputs'][:34]:<34} {r['output'][:10]:<10} "
+              f"{r['calls']:>6} {r['seconds'] * 1e3:>9.2f}")
+    for phase, s in log.summary().items():
+        calls = ", ".join(f"{n} {dtype}" for dtype, n in sorted(s["matmul_calls"].items())) or "none"
+        print(f"  {phase}: matmul-class calls {calls}; dtype casts (_to_copy) "
+              f"{s['cast_seconds'] * 1e3:.1f} of {s['seconds'] * 1e3:.1f} ms in ops")
 
 
 # ----------------------------------------------------------------------------- main
@@ -380,8 +527,15 @@ def main(argv=None):
     parser.add_argument("--tokens-seed", type=int, default=0)
     parser.add_argument("--format", choices=["json", "text"], default="text")
     parser.add_argument("--logits-out", help="run once and write the logits (T, vocab) as .npy")
+    parser.add_argument("--precision", choices=PRECISIONS, default="f32",
+                        help="f32, or bf16: the f32 model under torch.autocast('cpu', "
+                             "dtype=torch.bfloat16) (default f32)")
+    parser.add_argument("--op-dtypes", action="store_true",
+                        help="run one forward pass and print every ATen op with its dtypes "
+                             "(what autocast runs in bf16), then exit")
     parser.add_argument("--gemm-probe", action="store_true",
-                        help="only measure the 1024^3 sgemm rate (GFLOP/s) and the BLAS in use")
+                        help="only measure the 1024^3 GEMM rates (f32 sgemm and bf16, GFLOP/s) "
+                             "and the BLAS in use")
     args = parser.parse_args(argv)
     if args.threads < 1 or args.repeat < 1:
         parser.error("--threads and --repeat must be >= 1")
@@ -392,16 +546,15 @@ def main(argv=None):
     import torch
 
     set_threads(args.threads)
+    use_best_settings(torch)
     torch.set_grad_enabled(False)
 
     if args.gemm_probe:
-        gflops = gemm_probe(5)
-        result = {"gemm_gflops": round(gflops, 2), "threads": args.threads,
-                  "torch_version": torch.__version__, "blas": blas_info()}
+        result = gemm_probe_result(torch, args.threads)
         if args.format == "json":
             print(json.dumps(result))
         else:
-            print(f"sgemm 1024^3: {gflops:.1f} GFLOP/s, core {result['blas'].get('openblas_corename')}")
+            print_gemm_probe(result)
         return 0
 
     if not args.model:
@@ -419,17 +572,40 @@ def main(argv=None):
     tokens = torch.tensor(ids, dtype=torch.long)
     T = len(ids)
 
+    def forward():  # one whole forward pass in the chosen precision (autocast for bf16)
+        with precision_context(args.precision):
+            return model.forward(tokens, mode, block_size)
+
     with torch.no_grad():
         if args.logits_out:
             import numpy as np
 
-            np.save(args.logits_out, model.forward(tokens, mode, block_size).numpy())
+            np.save(args.logits_out, forward().float().numpy())
             return 0
-        model.forward(tokens, mode, block_size)  # warm-up
+        if args.op_dtypes:
+            forward()  # warm-up, so that the logged times are not first-call times
+            log = op_dtype_logger()
+            with log:
+                logits = forward()
+            reference = model.forward(tokens, mode, block_size)  # f32
+            difference = float((logits.float() - reference).abs().max() / reference.abs().max())
+            if args.format == "json":
+                print(json.dumps({"precision": args.precision, "mode": mode, "tokens": T,
+                                  "logits_dtype": str(logits.dtype), "ops": log.rows(),
+                                  "summary": log.summary(),
+                                  "max_rel_difference_vs_f32": difference,
+                                  "torch_version": torch.__version__,
+                                  "torch_settings": torch_settings(torch)}))
+            else:
+                print_op_dtypes(log, f"{ENGINE} {mode} T={T} precision {args.precision}: ATen ops "
+                                     f"of one forward pass (logits {logits.dtype})")
+                print(f"  max |logits - f32 logits| / max |f32 logits| = {difference:.2e}")
+            return 0
+        forward()  # warm-up
         times = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            logits = model.forward(tokens, mode, block_size)
+            logits = forward()
             times.append(time.perf_counter() - start)
         assert logits.shape == (T, c["vocab"])
 
@@ -438,6 +614,9 @@ def main(argv=None):
         "tokens_per_second": T / seconds,
         "seconds_per_forward": seconds,
         "threads": args.threads,
+        "precision": args.precision,
+        "autocast": "cpu bfloat16" if args.precision == "bf16" else None,
+        "logits_dtype": str(logits.dtype).replace("torch.", ""),
         "engine": ENGINE,
         "device": "cpu",
         "mode": mode,
@@ -447,13 +626,14 @@ def main(argv=None):
         "seconds_min": min(times),
         "torch_version": torch.__version__,
         "torch_num_threads": torch.get_num_threads(),
+        "torch_settings": torch_settings(torch),
         "blas": blas_info(),
     }
     if args.format == "json":
         print(json.dumps(result))
     else:
         print(f"{ENGINE} {mode}{' S=%d' % block_size if mode == 'block' else ''} T={T} "
-              f"threads={args.threads}: {result['tokens_per_second']:.0f} tokens/s "
+              f"threads={args.threads} {args.precision}: {result['tokens_per_second']:.0f} tokens/s "
               f"({seconds * 1e3:.1f} ms per forward, median of {args.repeat}; "
               f"BLAS core {result['blas'].get('openblas_corename')})")
     return 0

@@ -33,10 +33,20 @@ Timing: a fixed random batch (--batch B sequences of --seq T tokens, torch.Gener
 --seed, ids in [0, vocab)); --warmup W untimed steps, then --steps N timed steps;
 seconds_per_step is the median, tokens_per_second = B * T / seconds_per_step.
 
+Precision: --precision f32 (default) trains in f32; --precision bf16 is PyTorch's CPU mixed
+precision: the forward pass and the loss run inside torch.autocast("cpu", dtype=torch.bfloat16),
+loss.backward() outside it (as PyTorch recommends: the backward ops run in the dtypes autocast
+chose for their forward ops), with f32 parameters (master weights), f32 gradients, and the clip
+and AdamW in f32 -- what a PyTorch user who turns autocast on gets (no GradScaler: bf16 has f32's
+exponent range). --precision f64 is for gradient checks (f64 parameters). --op-dtypes runs one
+step under a dispatch-level logger and prints each ATen op of the forward, backward and
+optimizer phases with its dtypes, calls and time.
+
   /usr/bin/python3 bench/peers/train_peer.py --model DIR --mode block --block-size 4 \
       --batch 8 --seq 256 --threads 1 --steps 5 --format json
   /usr/bin/python3 bench/peers/train_peer.py --model DIR --tokens "1,2,3,4" --grad-dump g.npz \
       [--precision f64]   # loss + every parameter's .grad (safetensors names), no optimizer step
+  /usr/bin/python3 bench/peers/train_peer.py --model DIR --precision bf16 --seq 64 --batch 2 --op-dtypes
   /usr/bin/python3 bench/peers/train_peer.py --gemm-probe --threads 1
 
 --grad-dump takes one sequence (--tokens) or a batch file (--batch FILE: one sequence a line,
@@ -45,6 +55,7 @@ ids separated by commas or spaces; sequences may differ in length). The .npz hol
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -79,10 +90,15 @@ class TrainModel:
     """Trainable model: `params` maps every tensor name (the safetensors names) to a leaf
     tensor with requires_grad; forward(tokens (B, T)) -> logits (B, T, vocab)."""
 
-    def __init__(self, directory, dtype=None, mode=None, block_size=0):
+    def __init__(self, directory, dtype=None, mode=None, block_size=0, precision=None):
+        """dtype: the parameters' dtype (f32; f64 for checks). precision "bf16" runs forward and
+        loss under CPU autocast to bfloat16 (the parameters stay `dtype`, i.e. f32)."""
         import torch
 
         self.dtype = dtype = dtype or torch.float32
+        self.precision = precision or ("f64" if dtype == torch.float64 else "f32")
+        if self.precision == "bf16" and dtype != torch.float32:
+            raise ValueError("bf16 (autocast) needs f32 parameters")
         self.config = c = attnres_peer.read_config(directory)
         self.mode = mode or c["mode"]
         self.block_size = block_size or c["block_size"]
@@ -245,12 +261,15 @@ class TrainModel:
         return F.linear(h, p["lm_head.weight"])
 
     def loss(self, tokens, outputs=None):
-        """Mean next-token cross-entropy (nats) over positions 0 .. T-2 of every sequence."""
+        """Mean next-token cross-entropy (nats) over positions 0 .. T-2 of every sequence; the
+        forward pass and the loss run in the model's precision (autocast for bf16: the loss is
+        f32, autocast runs cross_entropy's log_softmax in f32). Call .backward() outside."""
         import torch.nn.functional as F
 
-        logits = self.forward(tokens, outputs)
-        vocab = logits.shape[-1]
-        return F.cross_entropy(logits[:, :-1].reshape(-1, vocab), tokens[:, 1:].reshape(-1))
+        with attnres_peer.precision_context(self.precision):
+            logits = self.forward(tokens, outputs)
+            vocab = logits.shape[-1]
+            return F.cross_entropy(logits[:, :-1].reshape(-1, vocab), tokens[:, 1:].reshape(-1))
 
     def loss_and_gradients(self, sequences, outputs=None):
         """One forward + backward over a batch of id lists (lengths may differ: the loss is the
@@ -269,10 +288,11 @@ class TrainModel:
         total = 0
         for group in by_length.values():
             tokens = torch.tensor(group, dtype=torch.long)
-            logits = self.forward(tokens, outputs)
-            vocab = logits.shape[-1]
-            total = total + F.cross_entropy(logits[:, :-1].reshape(-1, vocab),
-                                            tokens[:, 1:].reshape(-1), reduction="sum")
+            with attnres_peer.precision_context(self.precision):
+                logits = self.forward(tokens, outputs)
+                vocab = logits.shape[-1]
+                total = total + F.cross_entropy(logits[:, :-1].reshape(-1, vocab),
+                                                tokens[:, 1:].reshape(-1), reduction="sum")
         loss = total / predicted
         if outputs is not None:
             for v in outputs:
@@ -302,7 +322,8 @@ def torch_blas_config(torch):
     return {"torch_config": lines, "torch_build_settings": settings}
 
 
-def train_benchmark(model, batch, seq, seed, lr, warmup, steps):
+def train_benchmark(model, batch, seq, seed, lr, warmup, steps, log=None):
+    """`log`: an attnres_peer.op_dtype_logger() to record every op of the steps in (by phase)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
@@ -310,13 +331,23 @@ def train_benchmark(model, batch, seq, seed, lr, warmup, steps):
     params = list(model.params.values())
     optimizer = torch.optim.AdamW(model.parameter_groups(), lr=lr, betas=ADAM_BETAS, eps=ADAM_EPS)
     times, losses, norms = [], [], []
+    logging = log if log is not None else contextlib.nullcontext()
+
+    def phase(name):
+        if log is not None:
+            log.phase = name
+
     for step in range(warmup + steps):
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss = model.loss(tokens)
-        loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(params, CLIP_NORM)
-        optimizer.step()
+        with logging:
+            phase("forward")
+            optimizer.zero_grad(set_to_none=True)
+            loss = model.loss(tokens)           # forward + loss, under autocast for bf16
+            phase("backward")
+            loss.backward()                     # outside autocast
+            phase("optimizer")
+            norm = torch.nn.utils.clip_grad_norm_(params, CLIP_NORM)
+            optimizer.step()
         elapsed = time.perf_counter() - start
         losses.append(float(loss))
         norms.append(float(norm))
@@ -344,10 +375,15 @@ def main(argv=None):
     parser.add_argument("--grad-dump", metavar="OUT.npz",
                         help="one forward + backward (no optimizer): write loss and every .grad")
     parser.add_argument("--tokens", help='with --grad-dump: one sequence, e.g. "1,2,3"')
-    parser.add_argument("--precision", choices=["f32", "f64"], default="f32",
-                        help="parameter dtype (default f32; f64 for gradient checks)")
+    parser.add_argument("--precision", choices=["f32", "bf16", "f64"], default="f32",
+                        help="f32 (default); bf16: f32 parameters, forward + loss under "
+                             "torch.autocast('cpu', dtype=torch.bfloat16); f64 for gradient checks")
+    parser.add_argument("--op-dtypes", action="store_true",
+                        help="time one step (after --warmup) under an op logger and print every "
+                             "ATen op of forward / backward / optimizer with its dtypes, then exit")
     parser.add_argument("--gemm-probe", action="store_true",
-                        help="only measure the 1024^3 sgemm rate (GFLOP/s) and the BLAS in use")
+                        help="only measure the 1024^3 GEMM rates (f32 sgemm and bf16, GFLOP/s) "
+                             "and the BLAS in use")
     args = parser.parse_args(argv)
     if args.threads < 1 or args.steps < 1 or args.warmup < 0 or args.seq < 2:
         parser.error("--threads and --steps must be >= 1, --warmup >= 0, --seq >= 2")
@@ -358,22 +394,21 @@ def main(argv=None):
     import torch
 
     attnres_peer.set_threads(args.threads)
+    attnres_peer.use_best_settings(torch)
 
     if args.gemm_probe:
-        gflops = attnres_peer.gemm_probe(5)
-        result = {"gemm_gflops": round(gflops, 2), "threads": args.threads,
-                  "torch_version": torch.__version__, "blas": attnres_peer.blas_info()}
+        result = attnres_peer.gemm_probe_result(torch, args.threads)
         if args.format == "json":
             print(json.dumps(result))
         else:
-            print(f"sgemm 1024^3: {gflops:.1f} GFLOP/s, core {result['blas'].get('openblas_corename')}")
+            attnres_peer.print_gemm_probe(result)
         return 0
 
     if not args.model:
         parser.error("--model is required")
     dtype = torch.float64 if args.precision == "f64" else torch.float32
     try:
-        model = TrainModel(args.model, dtype, args.mode, args.block_size)
+        model = TrainModel(args.model, dtype, args.mode, args.block_size, args.precision)
     except (OSError, ValueError, KeyError) as error:
         print(f"train_peer: {error}", file=sys.stderr)
         return 1
@@ -408,6 +443,37 @@ def main(argv=None):
     if not args.batch.isdigit() or int(args.batch) < 1:
         parser.error("--batch must be a positive integer when timing")
     batch = int(args.batch)
+    if args.op_dtypes:
+        # The loss of the fresh model (no step yet) against the f32 model's on the same batch;
+        # then --warmup untimed steps (so that the logged times are not first-call times) and
+        # one logged step.
+        generator = torch.Generator().manual_seed(args.seed)
+        tokens = torch.randint(0, c["vocab"], (batch, args.seq), generator=generator)
+        with torch.no_grad():
+            losses = [float(model.loss(tokens))]
+            reference = TrainModel(args.model, dtype, args.mode, args.block_size, "f32")
+            reference_losses = [float(reference.loss(tokens))]
+        train_benchmark(model, batch, args.seq, args.seed, args.lr, 0, args.warmup)
+        log = attnres_peer.op_dtype_logger()
+        train_benchmark(model, batch, args.seq, args.seed, args.lr, 0, 1, log)
+        dtypes = {name: str(t.dtype).replace("torch.", "") for name, t in model.params.items()}
+        grad_dtypes = sorted({str(t.grad.dtype).replace("torch.", "")
+                              for t in model.params.values() if t.grad is not None})
+        if args.format == "json":
+            print(json.dumps({"precision": args.precision, "mode": model.mode, "batch": batch,
+                              "tokens": args.seq, "ops": log.rows(), "summary": log.summary(),
+                              "loss": losses[0], "loss_f32": reference_losses[0],
+                              "parameter_dtypes": sorted(set(dtypes.values())),
+                              "gradient_dtypes": grad_dtypes,
+                              "torch_version": torch.__version__,
+                              "torch_settings": attnres_peer.torch_settings(torch)}))
+        else:
+            attnres_peer.print_op_dtypes(
+                log, f"{ENGINE} {model.mode}{' S=%d' % block_size if block_size else ''} "
+                     f"B={batch} T={args.seq} precision {args.precision}: ATen ops of one training step")
+            print(f"  initial loss {losses[0]:.6f} (f32: {reference_losses[0]:.6f}); parameters "
+                  f"{', '.join(sorted(set(dtypes.values())))}, gradients {', '.join(grad_dtypes)}")
+        return 0
     times, losses, norms = train_benchmark(model, batch, args.seq, args.seed, args.lr,
                                            args.warmup, args.steps)
     seconds = statistics.median(times)
@@ -416,6 +482,8 @@ def main(argv=None):
         "seconds_per_step": seconds,
         "seconds_min": min(times),
         "threads": args.threads,
+        "precision": args.precision,
+        "autocast": "cpu bfloat16" if args.precision == "bf16" else None,
         "steps": args.steps,
         "warmup": args.warmup,
         "batch": batch,
@@ -430,6 +498,7 @@ def main(argv=None):
         "device": "cpu",
         "torch_version": torch.__version__,
         "torch_num_threads": torch.get_num_threads(),
+        "torch_settings": attnres_peer.torch_settings(torch),
         "blas": {**torch_blas_config(torch), **attnres_peer.blas_info()},
         "peak_resident_bytes": peak_resident_bytes(),
     }
@@ -437,7 +506,8 @@ def main(argv=None):
         print(json.dumps(result))
     else:
         print(f"{ENGINE} {model.mode}{' S=%d' % block_size if block_size else ''} "
-              f"B={batch} T={args.seq} threads={args.threads}: {result['tokens_per_second']:.0f} tokens/s "
+              f"B={batch} T={args.seq} threads={args.threads} {args.precision}: "
+              f"{result['tokens_per_second']:.0f} tokens/s "
               f"({seconds * 1e3:.0f} ms per step, median of {args.steps}; loss "
               f"{losses[0]:.4f} -> {losses[-1]:.4f}; peak RSS {result['peak_resident_bytes'] / 2**20:.0f} MiB; "
               f"BLAS core {result['blas'].get('openblas_corename')})")
