@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 
 #include "attnres/engine.hpp"
@@ -35,6 +36,49 @@ ForwardTiming time_model(const ModelWeights<double>& model, const std::vector<in
 
 // attnres bench train: whole training steps (forward + backward + clipping + AdamW, f32) on a
 // fixed batch, the same work the PyTorch peer (bench/peers/train_peer.py) times.
+double median_of(std::vector<double> seconds) {
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// --versus: a second precision to time on the same work (not the first one, and one the engine
+// runs: the same checks as --precision's).
+std::optional<Precision> versus_flag(const po::variables_map& values, const std::string& text,
+                                     Precision precision, const EngineOptions& engine) {
+  if (!given(values, "versus")) return std::nullopt;
+  const Precision versus = parse_flag_value([&] { return parse_precision(text, "--versus"); });
+  if (versus == precision) {
+    throw UsageError("--versus " + text + " is the --precision already timed; give another one");
+  }
+  if (versus == Precision::bf16 && engine.engine == EngineKind::reference) {
+    throw UsageError(
+        "--versus bf16 runs on the fast engine; --engine reference computes in f32 "
+        "or f64 (docs/engines.md)");
+  }
+  if (engine.device == Device::cuda && versus != Precision::f32) {
+    throw UsageError("--device cuda computes in f32; drop --versus " + text);
+  }
+  return versus;
+}
+
+void add_versus(nlohmann::json& json, const std::optional<Precision>& versus,
+                const std::optional<double>& versus_tokens_per_second, double tokens_per_second) {
+  if (!versus) return;
+  json["versus"] = {{"precision", to_string(*versus)},
+                    {"tokens_per_second", *versus_tokens_per_second},
+                    {"speedup", tokens_per_second / *versus_tokens_per_second}};
+}
+
+void add_versus_rows(TextTable& table, const std::optional<Precision>& versus,
+                     const std::optional<double>& versus_tokens_per_second,
+                     double tokens_per_second, Precision precision) {
+  if (!versus) return;
+  table.add_row({"tokens_per_second at " + to_string(*versus) + " (--versus)",
+                 format_number(*versus_tokens_per_second)});
+  table.add_row({"speed-up " + to_string(precision) + " / " + to_string(*versus),
+                 format_number(tokens_per_second / *versus_tokens_per_second) + "x"});
+}
+
 struct TrainTiming {
   std::vector<double> seconds;
   int threads = 1;
@@ -68,7 +112,7 @@ TrainTiming time_training(const ModelWeights<double>& loaded,
 }
 
 int bench_train(const std::vector<std::string>& args, std::ostream& out) {
-  std::string model_dir, mode_text, engine_text, format, precision_text;
+  std::string model_dir, mode_text, engine_text, format, precision_text, versus_text;
   int seq = 0, batch = 0, steps = 0, warmup = 0, threads = 0, block_size = 0;
   po::options_description options = command_options("bench train");
   options.add_options()("model", po::value(&model_dir)->required(),
@@ -84,6 +128,8 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
       "engine", po::value(&engine_text)->default_value("fast"), "fast | reference")(
       "precision", po::value(&precision_text)->default_value("f32"),
       "bf16 | f32 | f64 (bf16: f32 weights, bf16 matrix products; docs/engines.md)")(
+      "versus", po::value(&versus_text),
+      "also time this precision on the same batch and print the speed-up over it")(
       "format", po::value(&format)->default_value("table"), "table | json");
   po::variables_map values;
   if (parse_or_help(
@@ -91,7 +137,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
           "usage: attnres bench train --model DIR --seq T [--batch B] [--steps N] [--warmup "
           "W] [--threads N] "
           "[--mode M] [--block-size S] [--engine fast|reference] [--precision bf16|f32|f64] "
-          "[--format table|json]\n"
+          "[--versus bf16|f32|f64] [--format table|json]\n"
           "Times training steps (forward + backward + clip + AdamW; docs/training.md).")) {
     return kExitOk;
   }
@@ -103,6 +149,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   const Precision precision = parse_precision_flag(precision_text);
   const EngineOptions engine =
       parse_engine_flags(engine_text, "cpu", threads, precision, given(values, "threads"));
+  const std::optional<Precision> versus = versus_flag(values, versus_text, precision, engine);
   const ModelWeights<double> loaded = load_model(model_dir);
   ForwardOptions forward_options;
   forward_options.record_mixing = false;
@@ -113,17 +160,24 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   for (int b = 0; b < batch; ++b)
     tokens.push_back(benchmark_tokens(seq, loaded.config.vocab_size, b));
   const bool attn_res_tensors = mode != ResidualMode::standard;
-  const TrainTiming timing = computes_in_f64(precision)
-                                 ? time_training<double>(loaded, tokens, forward_options, engine,
-                                                         attn_res_tensors, warmup, steps)
-                                 : time_training<float>(loaded, tokens, forward_options, engine,
-                                                        attn_res_tensors, warmup, steps);
+  auto time_at = [&](Precision p) {
+    const EngineOptions at = with_precision(engine, p);
+    return computes_in_f64(p) ? time_training<double>(loaded, tokens, forward_options, at,
+                                                      attn_res_tensors, warmup, steps)
+                              : time_training<float>(loaded, tokens, forward_options, at,
+                                                     attn_res_tensors, warmup, steps);
+  };
+  const TrainTiming timing = time_at(precision);
   const std::vector<double>& seconds = timing.seconds;
   throw_if_interrupted("benchmark");
-  std::vector<double> sorted = seconds;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[sorted.size() / 2];
+  const double median = median_of(seconds);
   const double tokens_per_second = static_cast<double>(batch) * seq / median;
+  std::optional<double> versus_tokens_per_second;
+  if (versus) {
+    const TrainTiming other = time_at(*versus);
+    throw_if_interrupted("benchmark");
+    versus_tokens_per_second = static_cast<double>(batch) * seq / median_of(other.seconds);
+  }
   const std::size_t peak = peak_resident_bytes();
   nlohmann::json json = {{"schema", schema_tag("bench")},
                          {"kind", "train_step"},
@@ -139,6 +193,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
                          {"seconds", seconds},
                          {"peak_resident_bytes", peak}};
   if (mode == ResidualMode::block) json["block_size"] = *forward_options.block_size;
+  add_versus(json, versus, versus_tokens_per_second, tokens_per_second);
   if (format == "json") {
     out << json.dump(2) << "\n";
     return kExitOk;
@@ -153,6 +208,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   table.add_row(
       {"seconds per step (median of " + std::to_string(steps) + ")", format_number(median)});
   table.add_row({"tokens_per_second", format_number(tokens_per_second)});
+  add_versus_rows(table, versus, versus_tokens_per_second, tokens_per_second, precision);
   table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
   table.print(out);
   return kExitOk;
@@ -169,7 +225,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                          : "unknown benchmark '" + args[0] + "' (expected: forward or train)");
   }
   const std::vector<std::string> rest(args.begin() + (args[0] == "forward" ? 1 : 0), args.end());
-  std::string model_dir, mode_text, engine_text, device_text, precision_text, format,
+  std::string model_dir, mode_text, engine_text, device_text, precision_text, versus_text, format,
       two_phase_text, bandwidth_text;
   int seq = 0, repeat = 0, threads = 0, block_size = 0;
   po::options_description options = command_options("bench forward");
@@ -187,6 +243,8 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       "device", po::value(&device_text)->default_value("cpu"), "cpu | cuda")(
       "precision", po::value(&precision_text)->default_value("f32"),
       "bf16 | f32 | f64 (bf16: f32 weights, bf16 matrix products; docs/engines.md)")(
+      "versus", po::value(&versus_text),
+      "also time this precision on the same tokens and print the speed-up over it")(
       "bandwidth", po::value(&bandwidth_text)->default_value("on"),
       "on: also measure the depth read (9 and 17 sources) and the stream triad bandwidth")(
       "format", po::value(&format)->default_value("table"), "table | json");
@@ -195,7 +253,8 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
           rest, options, values, out,
           "usage: attnres bench forward --model DIR --seq T [--repeat K] [--threads N] [--mode M] "
           "[--block-size S] [--two-phase on|off] [--engine fast|reference] [--device cpu|cuda] "
-          "[--precision bf16|f32|f64] [--bandwidth on|off] [--format table|json]")) {
+          "[--precision bf16|f32|f64] [--versus bf16|f32|f64] [--bandwidth on|off] "
+          "[--format table|json]")) {
     return kExitOk;
   }
   require_either("--format", format, "table", "json");
@@ -206,6 +265,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   const Precision precision = parse_precision_flag(precision_text);
   const EngineOptions engine =
       parse_engine_flags(engine_text, device_text, threads, precision, given(values, "threads"));
+  const std::optional<Precision> versus = versus_flag(values, versus_text, precision, engine);
   if (given(values, "bandwidth") && bandwidth_text == "on" && engine.device != Device::cpu) {
     throw UsageError(
         "--bandwidth on measures the CPU's memory bandwidth; with --device cuda it would be "
@@ -230,6 +290,17 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
           ? time_model<double>(model, tokens, forward_options, engine, repeat, &threads_used)
           : time_model<float>(model, tokens, forward_options, engine, repeat, &threads_used);
   throw_if_interrupted("benchmark");
+  std::optional<double> versus_tokens_per_second;
+  if (versus) {
+    const EngineOptions other = with_precision(engine, *versus);
+    int other_threads = 1;
+    versus_tokens_per_second =
+        (computes_in_f64(*versus)
+             ? time_model<double>(model, tokens, forward_options, other, repeat, &other_threads)
+             : time_model<float>(model, tokens, forward_options, other, repeat, &other_threads))
+            .tokens_per_second;
+    throw_if_interrupted("benchmark");
+  }
   const std::size_t peak = peak_resident_bytes();
 
   nlohmann::json json = {{"schema", schema_tag("bench")},
@@ -245,6 +316,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                          {"repeat", repeat},
                          {"seconds", timing.seconds},
                          {"peak_resident_bytes", peak}};
+  add_versus(json, versus, versus_tokens_per_second, timing.tokens_per_second);
   Bandwidth read9, read17, triad;
   const bool bandwidth = bandwidth_text == "on" && engine.device == Device::cpu;
   if (bandwidth) {
@@ -273,6 +345,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   table.add_row({"seconds per forward (median of " + std::to_string(repeat) + ")",
                  format_number(timing.seconds_per_forward)});
   table.add_row({"tokens_per_second", format_number(timing.tokens_per_second)});
+  add_versus_rows(table, versus, versus_tokens_per_second, timing.tokens_per_second, precision);
   table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
   if (bandwidth) {
     table.add_row({"depth read, 9 sources (GB/s)", format_number(read9.bytes_per_s() / 1e9)});

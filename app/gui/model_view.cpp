@@ -10,6 +10,7 @@
 #include <QShowEvent>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <mutex>
 
 #include "attnres/cost.hpp"
 #include "attnres/engine.hpp"
@@ -112,12 +113,46 @@ SchemeOnModel scheme_on_model(const std::string& pick, const char* picker,
 
 }  // namespace
 
+namespace {
+
+// The one forward engine of the model views (and its thread pool), kept across runs: a run on
+// other weights copies them in and re-prepares the engine (ForwardEngine::set_model) instead of
+// starting new threads. Runs come from the views' worker threads, one at a time.
+class TraceEngine {
+ public:
+  ForwardTrace trace(const ModelWeights<double>& model, const std::vector<int>& tokens,
+                     const ForwardOptions& options) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    model_ = model;
+    if (engine_) {
+      engine_->set_model(model_);
+    } else {
+      engine_ = std::make_unique<ForwardEngine<double>>(model_, EngineOptions{});
+    }
+    return engine_->forward(tokens, options).trace;
+  }
+
+ private:
+  std::mutex mutex_;
+  ModelWeights<double> model_;
+  std::unique_ptr<ForwardEngine<double>> engine_;
+};
+
+// Never destroyed: its matrix products hold oneDNN objects whose library state would be gone
+// by the time a static's destructor ran at exit (it is still reachable: no leak is reported).
+TraceEngine& trace_engine() {
+  static TraceEngine* engine = new TraceEngine;
+  return *engine;
+}
+
+}  // namespace
+
 ForwardTrace scheme_trace(const ModelWeights<double>& model, const std::vector<int>& tokens,
                           Progress progress, bool mixing) {
   ForwardOptions options;
   options.progress = std::move(progress);
   options.record_mixing = mixing;
-  return engine_forward(model, tokens, options, EngineOptions{}).trace;
+  return trace_engine().trace(model, tokens, options);
 }
 
 ModelView::ModelView(std::string name, QString title, const ViewHost& host)

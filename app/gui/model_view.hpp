@@ -41,7 +41,8 @@ struct SchemeOnModel {
   ModelWeights<double> model;
 };
 
-// One forward pass of a model view (the fast engine hands other schemes to the reference).
+// One forward pass of a model view, on the views' one fast engine (its thread pool is kept across
+// runs and models).
 ForwardTrace scheme_trace(const ModelWeights<double>& model, const std::vector<int>& tokens,
                           Progress progress, bool mixing);
 

@@ -17,7 +17,9 @@
 //     v_l is the sum of the gradients of every later read), Block AttnRes by one accumulator per
 //     block: a block summary's or partial sum's gradient is the gradient of each member, so the
 //     block's accumulator *is* d loss / d v of the member being processed;
-//   - the batch's sequences split over the thread pool in contiguous chunks; each worker owns its
+//   - the batch's sequences split over the thread pool in contiguous chunks (a batch that would
+//     leave half the pool idle runs its sequences in turn, each matrix product split by rows over
+//     the pool); each worker owns its
 //     workspace (grown, never shrunk: no allocation inside the layer loop) and its gradient
 //     buffers, summed in worker order at the end: bit-identical results for a given thread count.
 //
@@ -222,8 +224,8 @@ struct SequenceRun {
     const auto Lu = static_cast<std::size_t>(L);
     norm_forward(w.h, c.model.norm, c.eps, T, d, w.inv[Lu], w.nhat[Lu], w.x[Lu]);
     Map<Scalar> logits(w.logits, T, s.vocab);
-    w.matmul(w.logits, s.vocab, plain(w.x[Lu], T, d),
-             transpose(c.model.lm_head, &c.prepared.lm_head16));
+    w.product(w.logits, s.vocab, plain(w.x[Lu], T, d),
+              transpose(c.model.lm_head, &c.prepared.lm_head16));
     double sum = 0.0;
     const auto loss_scale = static_cast<Scalar>(c.loss_scale);
     for (Eigen::Index p = 0; p < T; ++p) {
@@ -241,8 +243,9 @@ struct SequenceRun {
       row *= loss_scale;
     }
     w.loss += sum * c.loss_scale;
-    w.matmul(w.grad.lm_head.data(), d, transpose(w.logits, T, s.vocab), plain(w.x[Lu], T, d), true);
-    w.matmul(w.dx, d, plain(w.logits, T, s.vocab), plain(c.model.lm_head, &c.prepared.lm_head16));
+    w.product(w.grad.lm_head.data(), d, transpose(w.logits, T, s.vocab), plain(w.x[Lu], T, d),
+              true);
+    w.product(w.dx, d, plain(w.logits, T, s.vocab), plain(c.model.lm_head, &c.prepared.lm_head16));
     norm_backward(w.dx, w.inv[Lu], w.nhat[Lu], c.model.norm, T, d, w.dh, w.grad.norm);
   }
 
@@ -277,6 +280,12 @@ struct SequenceRun {
     }
   }
 };
+
+// Whether a batch of `sequences` on `threads` workers splits each product over the pool rather
+// than the sequences (when at least half the workers would be idle).
+bool split_products(std::size_t sequences, int threads) {
+  return threads > 1 && 2 * sequences <= static_cast<std::size_t>(threads);
+}
 
 template <typename Scalar>
 void zero(ModelWeights<Scalar>& weights) {
@@ -470,9 +479,12 @@ void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model,
   const int L = shape.L;
 
   state.prepare_weights(model, shape);
-  // Workers: contiguous chunks of the batch, at most one per sequence.
-  const int parts = static_cast<int>(
-      std::min<std::size_t>(static_cast<std::size_t>(state.pool.size()), batch.size()));
+  // Workers: contiguous chunks of the batch, at most one per sequence (one in all when the
+  // products are split).
+  const int parts = split_products(batch.size(), state.pool.size())
+                        ? 1
+                        : static_cast<int>(std::min<std::size_t>(
+                              static_cast<std::size_t>(state.pool.size()), batch.size()));
   state.reset_workers(model, shape, plan, parts);
 
   const Context<Scalar> context{model,
@@ -500,14 +512,30 @@ void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model,
     }
   };
   const std::function<void()> step_function = step;
-  state.pool.parallel_for(batch.size(), [&](std::size_t begin, std::size_t end, int worker) {
+  auto run_sequences = [&](std::size_t begin, std::size_t end, int worker) {
     Worker<Scalar>& w = state.workers[static_cast<std::size_t>(worker)];
     for (std::size_t b = begin; b < end; ++b) {
       const auto T = static_cast<Eigen::Index>(batch[b].size());
       w.carve(shape, plan, T);
       SequenceRun<Scalar>{context, w, T, batch[b], step_function}.run();
     }
-  });
+  };
+  // A batch that would leave at least half the pool idle runs its sequences one after another on
+  // worker 0, its matrix products split by rows over the pool; else sequences split the pool.
+  Worker<Scalar>& first = state.workers[0];
+  if (split_products(batch.size(), state.pool.size())) {
+    first.split_pool = &state.pool;
+    first.team = &state.workers;
+    try {
+      run_sequences(0, batch.size(), 0);
+    } catch (...) {
+      first.split_pool = nullptr;
+      throw;
+    }
+    first.split_pool = nullptr;
+  } else {
+    state.pool.parallel_for(batch.size(), run_sequences);
+  }
 
   // Split the fused gradients, then sum the workers in order.
   state.split_fused_gradients(model, shape, parts);

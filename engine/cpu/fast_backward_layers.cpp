@@ -163,17 +163,17 @@ void LayerSteps<Scalar>::sublayer_forward(int r, const Scalar* h, Scalar* v) {
   const auto [ru, layer, lu, weights] = sublayer_at(c.model, r);
   if (r % 2 == 0) {
     norm_forward(h, weights.input_layernorm, c.eps, T, s.d, w.inv[ru], w.nhat[ru], w.x[ru]);
-    w.matmul(w.qkv[lu], s.qkvc, plain(w.x[ru], T, s.d),
-             transpose(c.prepared.qkv[lu], &c.prepared.qkv16[lu]));
+    w.product(w.qkv[lu], s.qkvc, plain(w.x[ru], T, s.d),
+              transpose(c.prepared.qkv[lu], &c.prepared.qkv16[lu]));
     rope(w.qkv[lu], s.qkvc, Eigen::Index(0), s.H + s.Hkv, s.hd, T, w.rope_cos.data(),
          w.rope_sin.data(), Scalar(1));
     attention_forward(layer);
-    w.matmul(v, s.d, plain(w.ctx[lu], T, s.qc), transpose(weights.o_proj, &c.prepared.o16[lu]));
+    w.product(v, s.d, plain(w.ctx[lu], T, s.qc), transpose(weights.o_proj, &c.prepared.o16[lu]));
   } else {
     norm_forward(h, weights.post_attention_layernorm, c.eps, T, s.d, w.inv[ru], w.nhat[ru],
                  w.x[ru]);
-    w.matmul(w.gu[lu], 2 * s.F, plain(w.x[ru], T, s.d),
-             transpose(c.prepared.gate_up[lu], &c.prepared.gate_up16[lu]));
+    w.product(w.gu[lu], 2 * s.F, plain(w.x[ru], T, s.d),
+              transpose(c.prepared.gate_up[lu], &c.prepared.gate_up16[lu]));
     for (Eigen::Index t = 0; t < T; ++t) {
       const ConstVectorMap<Scalar> gate(w.gu[lu] + t * 2 * s.F, s.F),
           up(w.gu[lu] + t * 2 * s.F + s.F, s.F);
@@ -181,8 +181,8 @@ void LayerSteps<Scalar>::sublayer_forward(int r, const Scalar* h, Scalar* v) {
           (gate.array() / (Scalar(1) + (-gate.array()).exp()) * up.array())
               .matrix();  // silu(g) * u
     }
-    w.matmul(v, s.d, plain(w.act[lu], T, s.F),
-             transpose(weights.down_proj, &c.prepared.down16[lu]));
+    w.product(v, s.d, plain(w.act[lu], T, s.F),
+              transpose(weights.down_proj, &c.prepared.down16[lu]));
   }
 }
 
@@ -193,19 +193,22 @@ void LayerSteps<Scalar>::sublayer_backward(int r, const Scalar* dv_data, Scalar*
   const auto [ru, layer, lu, weights] = sublayer_at(c.model, r);
   LayerWeights<Scalar>& grad = w.grad.layers[lu];
   if (r % 2 == 0) {
-    w.matmul(grad.o_proj.data(), s.qc, transpose(dv_data, T, s.d), plain(w.ctx[lu], T, s.qc), true);
-    w.matmul(w.dctx, s.qc, plain(dv_data, T, s.d), plain(weights.o_proj, &c.prepared.o16[lu]));
+    w.product(grad.o_proj.data(), s.qc, transpose(dv_data, T, s.d), plain(w.ctx[lu], T, s.qc),
+              true);
+    w.product(w.dctx, s.qc, plain(dv_data, T, s.d), plain(weights.o_proj, &c.prepared.o16[lu]));
     attention_backward(layer);
     rope(w.dqkv, s.qkvc, Eigen::Index(0), s.H + s.Hkv, s.hd, T, w.rope_cos.data(),
          w.rope_sin.data(), Scalar(-1));
-    w.matmul(w.dqkv_w[lu].data(), s.d, transpose(w.dqkv, T, s.qkvc), plain(w.x[ru], T, s.d), true);
-    w.matmul(w.dx, s.d, plain(w.dqkv, T, s.qkvc), plain(c.prepared.qkv[lu], &c.prepared.qkv16[lu]));
+    w.product(w.dqkv_w[lu].data(), s.d, transpose(w.dqkv, T, s.qkvc), plain(w.x[ru], T, s.d), true);
+    w.product(w.dx, s.d, plain(w.dqkv, T, s.qkvc),
+              plain(c.prepared.qkv[lu], &c.prepared.qkv16[lu]));
     norm_backward(w.dx, w.inv[ru], w.nhat[ru], weights.input_layernorm, T, s.d, dh,
                   grad.input_layernorm);
   } else {
-    w.matmul(grad.down_proj.data(), s.F, transpose(dv_data, T, s.d), plain(w.act[lu], T, s.F),
-             true);
-    w.matmul(w.dact, s.F, plain(dv_data, T, s.d), plain(weights.down_proj, &c.prepared.down16[lu]));
+    w.product(grad.down_proj.data(), s.F, transpose(dv_data, T, s.d), plain(w.act[lu], T, s.F),
+              true);
+    w.product(w.dact, s.F, plain(dv_data, T, s.d),
+              plain(weights.down_proj, &c.prepared.down16[lu]));
     for (Eigen::Index t = 0; t < T; ++t) {
       const Scalar* gu = w.gu[lu] + t * 2 * s.F;
       const auto gate = ConstVectorMap<Scalar>(gu, s.F).array();
@@ -217,10 +220,10 @@ void LayerSteps<Scalar>::sublayer_backward(int r, const Scalar* dv_data, Scalar*
       // silu'(g) = s (1 + g (1 - s)).
       dgate = (da * up * dgate.array() * (Scalar(1) + gate * (Scalar(1) - dgate.array()))).matrix();
     }
-    w.matmul(w.dgate_up_w[lu].data(), s.d, transpose(w.dgu, T, 2 * s.F), plain(w.x[ru], T, s.d),
-             true);
-    w.matmul(w.dx, s.d, plain(w.dgu, T, 2 * s.F),
-             plain(c.prepared.gate_up[lu], &c.prepared.gate_up16[lu]));
+    w.product(w.dgate_up_w[lu].data(), s.d, transpose(w.dgu, T, 2 * s.F), plain(w.x[ru], T, s.d),
+              true);
+    w.product(w.dx, s.d, plain(w.dgu, T, 2 * s.F),
+              plain(c.prepared.gate_up[lu], &c.prepared.gate_up16[lu]));
     norm_backward(w.dx, w.inv[ru], w.nhat[ru], weights.post_attention_layernorm, T, s.d, dh,
                   grad.post_attention_layernorm);
   }

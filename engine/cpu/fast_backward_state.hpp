@@ -15,6 +15,7 @@
 #include "attnres/tensor.hpp"
 #include "cpu/eigen_maps.hpp"
 #include "cpu/matmul.hpp"
+#include "cpu/thread_pool.hpp"
 
 namespace attnres::engine::backward {
 
@@ -82,6 +83,27 @@ struct Prepared {
 template <typename Scalar>
 struct Worker {
   Matmul matmul;  // this worker's products (matmul.hpp)
+  // When the batch leaves workers idle (split_products), the one busy worker splits each product's
+  // rows over the pool, every part on its own worker's Matmul (`team`).
+  ThreadPool* split_pool = nullptr;
+  std::vector<Worker>* team = nullptr;
+
+  // C = A B (+ C when `accumulate`): on this worker, or split by rows over the pool.
+  void product(Scalar* C, Eigen::Index ldc, const Operand<Scalar>& A, const Operand<Scalar>& B,
+               bool accumulate = false) {
+    if (split_pool == nullptr || A.rows < 16 * split_pool->size()) {
+      matmul(C, ldc, A, B, accumulate);
+      return;
+    }
+    split_pool->parallel_for(
+        static_cast<std::size_t>(A.rows), [&](std::size_t begin, std::size_t end, int k) {
+          const auto first = static_cast<Eigen::Index>(begin);
+          (*team)[static_cast<std::size_t>(k)].matmul(
+              C + first * ldc, ldc, row_slice(A, first, static_cast<Eigen::Index>(end - begin)), B,
+              accumulate);
+        });
+  }
+
   Buffer<Scalar> arena;
   // Tape, per sublayer r = 0 .. L-1 and the final norm at index L.
   std::vector<Scalar*> inv, nhat, x;  // (T), (T, d) RMS-normalised input without / with the gain

@@ -122,7 +122,7 @@ void resize(Buffer<Scalar>& buffer, std::size_t size) {
 template <typename Scalar>
 struct FastForward<Scalar>::State {
   const ModelWeights<Scalar>& model;
-  ThreadPool pool;
+  ThreadPool& pool;            // the engine's, kept across models (FastForward::set_model)
   std::vector<Matmul> matmul;  // one per worker
   std::vector<PreparedLayer<Scalar>> layers;
   std::vector<Bf16> lm_head16;
@@ -132,7 +132,7 @@ struct FastForward<Scalar>::State {
   CancelCheck cancel;                             // of the pass in progress
   int d, H, Hkv, hd, F, L, vocab, q_columns, kv_columns;
 
-  State(const ModelWeights<Scalar>& weights, int threads, bool bf16)
+  State(const ModelWeights<Scalar>& weights, ThreadPool& threads, bool bf16)
       : model(weights), pool(threads) {
     for (int k = 0; k < pool.size(); ++k) matmul.emplace_back(bf16);
     const ModelConfig& c = model.config;
@@ -360,7 +360,15 @@ struct FastForward<Scalar>::State {
 
 template <typename Scalar>
 FastForward<Scalar>::FastForward(const ModelWeights<Scalar>& model, int threads, bool bf16)
-    : state_(std::make_unique<State>(model, threads, bf16)) {}
+    : pool_(std::make_unique<ThreadPool>(threads)),
+      state_(std::make_unique<State>(model, *pool_, bf16)),
+      bf16_(bf16) {}
+
+template <typename Scalar>
+void FastForward<Scalar>::set_model(const ModelWeights<Scalar>& model) {
+  state_.reset();  // its buffers go before the new model's are made
+  state_ = std::make_unique<State>(model, *pool_, bf16_);
+}
 
 template <typename Scalar>
 FastForward<Scalar>::~FastForward() = default;

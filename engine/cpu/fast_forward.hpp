@@ -23,6 +23,8 @@
 
 namespace attnres::engine {
 
+class ThreadPool;
+
 template <typename Scalar>
 class FastForward {
  public:
@@ -34,10 +36,14 @@ class FastForward {
 
   ForwardResult<Scalar> forward(const std::vector<int>& tokens, const ForwardOptions& options);
   int threads() const;
+  // Other weights (of any shape) on the same threads: prepares them as the constructor does.
+  void set_model(const ModelWeights<Scalar>& model);
 
  private:
   struct State;
+  std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<State> state_;
+  bool bf16_ = false;
 };
 
 }  // namespace attnres::engine

@@ -63,6 +63,14 @@ Operand<Scalar> transpose(const Matrix<Scalar>& m, const std::vector<Bf16>* bf16
                    bf16 && !bf16->empty() ? bf16->data() : nullptr);
 }
 
+// Rows first .. first + count - 1 of an operand (its bf16 copy's too).
+template <typename Scalar>
+Operand<Scalar> row_slice(const Operand<Scalar>& x, Eigen::Index first, Eigen::Index count) {
+  const Eigen::Index offset = x.transposed ? first : first * x.stride;
+  return {x.data + offset, count,        x.cols,
+          x.stride,        x.transposed, x.bf16 ? x.bf16 + offset : nullptr};
+}
+
 class Matmul {
  public:
   // bf16: round f32 inputs to bf16 (f32 accumulation and output). Ignored for f64 products.

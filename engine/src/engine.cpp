@@ -85,7 +85,7 @@ struct ForwardEngine<Scalar>::Impl {
 template <typename Scalar>
 ForwardEngine<Scalar>::ForwardEngine(const ModelWeights<Scalar>& model,
                                      const EngineOptions& options)
-    : model_(model), options_(options), impl_(std::make_unique<Impl>()) {
+    : model_(&model), options_(options), impl_(std::make_unique<Impl>()) {
   check_thread_count(options_.threads, "threads");
   if (options_.threads == 0) options_.threads = default_thread_count();
   check_bf16(options_, std::is_same_v<Scalar, float>);
@@ -109,6 +109,15 @@ template <typename Scalar>
 ForwardEngine<Scalar>::~ForwardEngine() = default;
 
 template <typename Scalar>
+void ForwardEngine<Scalar>::set_model(const ModelWeights<Scalar>& model) {
+  model_ = &model;
+  if (impl_->fast) impl_->fast->set_model(model);
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (impl_->cuda) impl_->cuda = std::make_unique<cuda_engine::CudaForward>(model);
+  }
+}
+
+template <typename Scalar>
 int ForwardEngine<Scalar>::threads() const {
   return impl_->fast ? impl_->fast->threads() : 1;
 }
@@ -123,23 +132,23 @@ ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tok
           "--precision bf16 runs on the fast engine, but masked reads and recorded sublayer "
           "inputs run on the reference engine (f32 or f64 only)");
     }
-    return attnres::forward(model_, tokens, options);
+    return attnres::forward(*model_, tokens, options);
   }
   // Schemes beyond the paper's defaults run on the reference code (docs/schemes.md); the CUDA
   // engine refuses them with a message.
-  if (impl_->fast && !engine::fast_engines_run(resolve_scheme(model_.config, options))) {
+  if (impl_->fast && !engine::fast_engines_run(resolve_scheme(model_->config, options))) {
     if (options_.bf16) {
       throw Error("--precision bf16 runs on the fast engine, but " +
-                  resolve_scheme(model_.config, options).describe() +
+                  resolve_scheme(model_->config, options).describe() +
                   " runs on the reference engine (f32 or f64 only; docs/schemes.md)");
     }
-    return attnres::forward(model_, tokens, options);
+    return attnres::forward(*model_, tokens, options);
   }
   if (impl_->fast) return impl_->fast->forward(tokens, options);
   if constexpr (std::is_same_v<Scalar, float>) {
     if (impl_->cuda) return impl_->cuda->forward(tokens, options);
   }
-  return attnres::forward(model_, tokens, options);
+  return attnres::forward(*model_, tokens, options);
 }
 
 template <typename Scalar>

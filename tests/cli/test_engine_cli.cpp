@@ -116,6 +116,43 @@ TEST(EngineCli, EveryThreadsFlagHasTheBound) {
   }
 }
 
+// --precision bf16 with --versus: both timed on the same work, the speed-up is their ratio; the
+// precision each used is in the JSON. Bad values are refused before any timing.
+TEST(EngineCli, BenchVersusTimesBothPrecisions) {
+  test::TempDir dir;
+  const std::string model = make_model(dir);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"bench", "train", "--model", model, "--seq", "16", "--batch", "1",
+                                 "--steps", "1", "--warmup", "0"},
+        std::vector<std::string>{"bench", "forward", "--model", model, "--seq", "16", "--repeat",
+                                 "1", "--bandwidth", "off"}}) {
+    std::vector<std::string> versus = args;
+    for (const char* extra : {"--precision", "bf16", "--versus", "f32", "--format", "json"})
+      versus.push_back(extra);
+    const CliRun run = run_cli(versus);
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto json = nlohmann::json::parse(run.out);
+    EXPECT_EQ(json["precision"], "bf16");
+    EXPECT_EQ(json["versus"]["precision"], "f32");
+    EXPECT_NEAR(
+        json["versus"]["speedup"].get<double>(),
+        json["tokens_per_second"].get<double>() / json["versus"]["tokens_per_second"].get<double>(),
+        1e-12);
+    std::vector<std::string> same = args;
+    for (const char* extra : {"--precision", "f32", "--versus", "f32"}) same.push_back(extra);
+    const CliRun again = run_cli(same);
+    EXPECT_EQ(again.status, cli::kExitUsage);
+    EXPECT_NE(again.err.find("--versus f32 is the --precision already timed"), std::string::npos)
+        << again.err;
+    std::vector<std::string> bad = args;
+    for (const char* extra : {"--versus", "f16"}) bad.push_back(extra);
+    const CliRun unknown = run_cli(bad);
+    EXPECT_EQ(unknown.status, cli::kExitUsage);
+    EXPECT_NE(unknown.err.find("--versus: unknown precision 'f16'"), std::string::npos)
+        << unknown.err;
+  }
+}
+
 TEST(EngineCli, BenchForwardPrintsTheAgreedKeys) {
   test::TempDir dir;
   const std::string model = make_model(dir);

@@ -155,6 +155,36 @@ TEST(FastEngine, RerunsAreBitIdenticalForAGivenThreadCount) {
   }
 }
 
+// set_model keeps the engine (and its threads) for other weights, of another shape too: every
+// pass after it is bit-identical to a fresh engine's on those weights, in f32 and bf16.
+TEST(FastEngine, SetModelGivesWhatAFreshEngineGives) {
+  const auto small = random_model(config_of({"x", 2, 32, 4, 2, 40, 20}),
+                                  {.seed = 5, .weight_std = 0.4, .query_std = 1.0})
+                         .cast<float>();
+  const auto wide = random_model(config_of({"x", 3, 64, 8, 4, 96, 50}),
+                                 {.seed = 6, .weight_std = 0.3, .query_std = 1.0})
+                        .cast<float>();
+  ForwardOptions options;
+  options.mode = ResidualMode::block;
+  options.block_size = 2;
+  for (bool bf16 : {false, true}) {
+    const EngineOptions engine_options{.threads = 2, .bf16 = bf16};
+    ForwardEngine<float> kept(small, engine_options);
+    const auto before = kept.forward(tokens_of(70, 20), options);
+    for (const auto* model : {&wide, &small}) {
+      kept.set_model(*model);
+      const auto tokens = tokens_of(90, model->config.vocab_size);
+      ForwardEngine<float> fresh(*model, engine_options);
+      const auto expected = fresh.forward(tokens, options);
+      const auto got = kept.forward(tokens, options);
+      EXPECT_TRUE(got.logits == expected.logits) << "bf16 " << bf16;
+      EXPECT_TRUE(got.trace.reads.back().alpha == expected.trace.reads.back().alpha);
+    }
+    EXPECT_TRUE(kept.forward(tokens_of(70, 20), options).logits == before.logits);
+    EXPECT_EQ(kept.threads(), 2);
+  }
+}
+
 TEST(FastEngine, AWorkspaceReusedAcrossLengthsAndModesStaysCorrect) {
   const ModelConfig config = config_of({"x", 2, 32, 4, 2, 40, 20});
   const auto model = random_model(config, {.seed = 5, .weight_std = 0.4, .query_std = 1.0});

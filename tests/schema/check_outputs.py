@@ -219,6 +219,14 @@ def main():
                                      "--repeat", "1", "--bandwidth", "off", "--format", "json"]))
     check_json("bench train", run(["bench", "train", "--model", model, "--seq", "16", "--batch",
                                    "2", "--steps", "2", "--format", "json"]))
+    check_json("bench train --versus", run(["bench", "train", "--model", model, "--seq", "16",
+                                            "--batch", "1", "--steps", "1", "--warmup", "0",
+                                            "--precision", "bf16", "--versus", "f32",
+                                            "--format", "json"]))
+    check_json("bench forward --versus", run(["bench", "forward", "--model", model, "--seq", "16",
+                                              "--repeat", "1", "--bandwidth", "off",
+                                              "--precision", "bf16", "--versus", "f64",
+                                              "--format", "json"]))
     trace = os.path.join(WORK, "trace.json")
     run(["forward", "--model", model, "--tokens", "1 2 3 4", "--trace", trace])
     if os.path.exists(trace):

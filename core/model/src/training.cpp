@@ -216,10 +216,10 @@ double gradient_norm(const ModelWeights<Scalar>& grad) {
   double sum = 0.0;
   visit_tensors(const_cast<ModelWeights<Scalar>&>(grad), [&](const TensorRef<Scalar>& tensor) {
     if (tensor.attn_res && !grad.has_attn_res_tensors) return;
-    for (std::int64_t i = 0; i < tensor.element_count(); ++i) {
-      const auto g = static_cast<double>(tensor.data[i]);
-      sum += g * g;
-    }
+    sum += Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>(tensor.data,
+                                                                      tensor.element_count())
+               .template cast<double>()
+               .squaredNorm();
   });
   return std::sqrt(sum);
 }

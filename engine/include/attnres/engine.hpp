@@ -111,13 +111,18 @@ class ForwardEngine {
   // The same contract as attnres::forward (forward.hpp).
   ForwardResult<Scalar> forward(const std::vector<int>& tokens, const ForwardOptions& options = {});
 
+  // Other weights on the same engine: the fast engine keeps its thread pool and prepares the new
+  // weights (fused, rounded) as the constructor does; the CUDA engine uploads them. `model` must
+  // outlive its use, as the constructor's.
+  void set_model(const ModelWeights<Scalar>& model);
+
   const EngineOptions& options() const { return options_; }
   int threads() const;  // threads actually used (1 for reference and cuda)
 
   struct Impl;
 
  private:
-  const ModelWeights<Scalar>& model_;
+  const ModelWeights<Scalar>* model_;
   EngineOptions options_;
   std::unique_ptr<Impl> impl_;
 };
