@@ -22,6 +22,7 @@
 #include <initializer_list>
 
 #include "attnres/cost.hpp"
+#include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/scenario.hpp"
 #include "training_run.hpp"
@@ -181,6 +182,20 @@ QWidget* TrainingView::make_model_box() {
   seed_ = spin(0, 1'000'000, 1, "train_seed");
   threads_ = spin(0, 256, 0, "train_threads");
   threads_->setSpecialValueText("all cores");
+  // bf16 first where it is the default (native bf16 units), as `attnres train` chooses.
+  precision_ = new QComboBox;
+  precision_->setObjectName("train_precision");
+  const MatrixUnits units = matrix_units();
+  const bool bf16_default = default_training_precision() == Precision::bf16;
+  const QString bf16_text = QString("bf16 products, f32 weights (%1%2)")
+                                .arg(QString::fromStdString(units.isa))
+                                .arg(units.native_bf16 ? "" : ", emulated");
+  precision_->addItem(bf16_default ? bf16_text : QString("f32"), bf16_default ? "bf16" : "f32");
+  precision_->addItem(bf16_default ? QString("f32") : bf16_text, bf16_default ? "f32" : "bf16");
+  precision_->setToolTip(
+      "bf16: the weight products take bf16 inputs with f32 accumulation (mixed precision, as "
+      "production training runs); f32 weights, AdamW state, norms, softmax and loss "
+      "(docs/training.md). The default is bf16 where the CPU has native bf16 units.");
   form->addRow("layers (L = 2 x layers)", layers_);
   form->addRow("d_model", d_model_);
   form->addRow("heads", heads_);
@@ -191,6 +206,7 @@ QWidget* TrainingView::make_model_box() {
   form->addRow("peak learning rate", lr_);
   form->addRow("seed (weights, batches)", seed_);
   form->addRow("threads", threads_);
+  form->addRow("precision", precision_);
   return model_box;
 }
 
@@ -322,6 +338,8 @@ void TrainingView::apply_scenario(const Scenario& scenario) {
   lr_->setValue(t.lr);
   if (!t.seeds.empty()) seed_->setValue(static_cast<int>(t.seeds.front()));
   threads_->setValue(t.threads);
+  if (!t.precision.empty())
+    precision_->setCurrentIndex(precision_->findData(QString::fromStdString(t.precision)));
   // The schemes: standard, Full and the first Block N as the boxes; the first other as "another".
   standard_->setChecked(false);
   full_->setChecked(false);
@@ -369,6 +387,7 @@ TrainingView::Settings TrainingView::settings() const {
   s.options.seed = s.seed;
   s.options.validation_fraction = s.validation_fraction;
   s.options.engine.threads = threads_->value();
+  s.options.engine.bf16 = precision_->currentData().toString() == "bf16";
   s.options.validate();
   if (standard_->isChecked())
     s.schemes.push_back({"standard", "standard", ResidualMode::standard, 0, 0, std::nullopt});
@@ -412,7 +431,8 @@ void TrainingView::set_running(bool running) {
   stop_->setEnabled(running);
   for (QWidget* w : std::initializer_list<QWidget*>{
            data_path_, validation_fraction_, layers_, d_model_, heads_, ffn_, seq_, batch_, steps_,
-           lr_, seed_, threads_, standard_, full_, block_, block_size_, other_, other_scheme_}) {
+           lr_, seed_, threads_, precision_, standard_, full_, block_, block_size_, other_,
+           other_scheme_}) {
     w->setEnabled(!running);
   }
   save_->setEnabled(!running && steps_done() > 0);

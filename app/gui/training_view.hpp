@@ -95,6 +95,7 @@ class TrainingView : public View {
       *block_size_;
   QCheckBox *standard_, *full_, *block_, *other_;
   QComboBox* other_scheme_;  // a named scheme or "NAME:key=value,..." (docs/schemes.md)
+  QComboBox* precision_;     // bf16 | f32 (docs/training.md "Precision")
   QPushButton *start_, *stop_, *save_;
   QLabel* status_;
   QComboBox* alpha_scheme_;

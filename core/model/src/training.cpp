@@ -253,16 +253,15 @@ void adamw_update(ModelWeights<Scalar>& model, const ModelWeights<Scalar>& grad,
     if (p.attn_res && !model.has_attn_res_tensors) return;
     const Scalar decay =
         p.shape.size() == 2 ? static_cast<Scalar>(1.0 - lr * options.weight_decay) : Scalar(1);
-    Scalar* m = firsts[k].data;
-    Scalar* v = seconds[k].data;
-    const Scalar* g = grads[k].data;
-    for (std::int64_t i = 0; i < p.element_count(); ++i) {
-      const Scalar gi = g[i] * scale;
-      p.data[i] *= decay;
-      m[i] = b1 * m[i] + (Scalar(1) - b1) * gi;
-      v[i] = b2 * v[i] + (Scalar(1) - b2) * gi * gi;
-      p.data[i] -= step_size * m[i] / (std::sqrt(v[i]) / root_bias2 + eps);
-    }
+    // Element by element, as arrays (vectorised; the same operations in the same order).
+    using Array = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
+    const Eigen::Index n = p.element_count();
+    Eigen::Map<Array> param(p.data, n), m(firsts[k].data, n), v(seconds[k].data, n);
+    const auto g = Eigen::Map<const Array>(grads[k].data, n) * scale;
+    param *= decay;
+    m = b1 * m + (Scalar(1) - b1) * g;
+    v = b2 * v + (Scalar(1) - b2) * g * g;
+    param -= step_size * m / (v.sqrt() / root_bias2 + eps);
   });
 }
 
