@@ -35,12 +35,14 @@
 #include <mutex>
 
 #include "attnres/cancel.hpp"
+#include "attnres/depth_read.hpp"
 #include "attnres/error.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/tensor.hpp"
 #include "cpu/eigen_maps.hpp"
 #include "cpu/fast_backward_state.hpp"
 #include "cpu/thread_pool.hpp"
+#include "src/fast_pass.hpp"
 
 namespace attnres::engine {
 
@@ -48,13 +50,20 @@ namespace backward {
 
 Plan make_plan(const ModelConfig& config, const ForwardOptions& options) {
   Plan plan;
-  plan.layout = resolve_layout(config, options);
+  plan.scheme = resolve_scheme(config, options);
+  plan.layout = make_depth_layout(plan.scheme, config.sublayers(), options.zero_placeholder);
   const DepthLayout& layout = plan.layout;
   const int L = layout.sublayers;
   plan.standard = layout.mode == ResidualMode::standard;
   plan.block = layout.mode == ResidualMode::block;
   plan.output_slot.assign(static_cast<std::size_t>(L), 0);
   if (plan.standard) return plan;
+  plan.zoo = !plan.scheme.paper_defaults();
+  if (plan.zoo) {
+    plan.two_phase = plan.scheme.two_phase_limit().empty();
+    plan.input_query = plan.scheme.uses_query() && plan.scheme.query_source == QuerySource::input;
+    plan.heads = depth_read_heads(plan.scheme);
+  }
   const int N = layout.blocks;
   plan.values = plan.block ? N + 1 + L + 1 : L + 1;
   plan.slots = plan.block ? N + 1 : L + 1;
@@ -326,7 +335,11 @@ struct FastBackward<Scalar>::State {
     prepared.queries.resize(L + 1, shape.d);
     for (int r = 0; r <= L; ++r) {
       const auto& read = model.depth_read(r);
-      prepared.queries.row(r) = read.query.cwiseProduct(read.key_norm_gain).transpose();
+      if (model.config.attn_res.key_norm) {
+        prepared.queries.row(r) = read.query.cwiseProduct(read.key_norm_gain).transpose();
+      } else {
+        prepared.queries.row(r) = read.query.transpose();  // no key norm: the query itself
+      }
     }
   }
 
@@ -348,7 +361,9 @@ struct FastBackward<Scalar>::State {
       for (auto& g : w.dqkv_w) g.setZero();
       for (auto& g : w.dgate_up_w) g.setZero();
       w.dquery.resize(shape.d);
-      w.dalpha.resize(plan.max_sources);
+      w.dalpha.resize(plan.max_sources * plan.heads);
+      w.dscore.resize(plan.max_sources * plan.heads);
+      w.zoo_sources.resize(static_cast<std::size_t>(plan.max_sources));
       w.loss = 0.0;
       w.output_squares.assign(Lu, 0.0);
       w.grad_squares.assign(Lu, 0.0);
@@ -449,6 +464,10 @@ void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model,
   const ModelConfig& config = model.config;
   const std::int64_t predicted = check_training_batch(config, batch, "gradients");
   const Plan plan = make_plan(config, options);
+  if (!fast_engines_run(plan.scheme, FastEngine::cpu)) {
+    throw Error("the fast backward does not run " + plan.scheme.describe() +
+                "; the reference backward does (docs/schemes.md)");
+  }
   const Shape shape(config);
   const int L = shape.L;
 

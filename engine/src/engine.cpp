@@ -82,9 +82,10 @@ ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tok
                                                      const ForwardOptions& options) {
   // Masked reads and recorded sublayer inputs: the reference only.
   if (engine::reference_only(options)) return attnres::forward(model_, tokens, options);
-  // Schemes beyond the paper's defaults run on the reference code (docs/schemes.md); the CUDA
-  // engine refuses them with a message.
-  if (impl_->fast && !engine::fast_engines_run(resolve_scheme(model_.config, options))) {
+  // Schemes the fast CPU engine does not run go to the reference code (docs/schemes.md); the
+  // CUDA engine refuses what it does not run with a message.
+  if (impl_->fast &&
+      !engine::fast_engines_run(resolve_scheme(model_.config, options), engine::FastEngine::cpu)) {
     return attnres::forward(model_, tokens, options);
   }
   if (impl_->fast) return impl_->fast->forward(tokens, options);

@@ -7,6 +7,7 @@
 #include "attnres/forward_steps.hpp"
 #include "cpu/fast_backward.hpp"
 #include "cpu/thread_pool.hpp"
+#include "src/fast_pass.hpp"
 
 namespace attnres {
 
@@ -37,7 +38,8 @@ template <typename Scalar>
 void GradientEngine<Scalar>::compute(const ModelWeights<Scalar>& model,
                                      const std::vector<std::vector<int>>& batch,
                                      const ForwardOptions& options, Gradients<Scalar>& out) {
-  if (fast_ && resolve_scheme(model.config, options).paper_defaults()) {
+  if (fast_ &&
+      engine::fast_engines_run(resolve_scheme(model.config, options), engine::FastEngine::cpu)) {
     fast_->compute(model, batch, options, out);
   } else if (fast_ && batch.size() > 1 && fast_->threads() > 1) {
     reference_in_parallel(model, batch, options, out);
@@ -46,9 +48,9 @@ void GradientEngine<Scalar>::compute(const ModelWeights<Scalar>& model,
   }
 }
 
-// Schemes the fast backward does not implement (docs/schemes.md): the reference code on
-// contiguous slices of the batch, one per thread, combined in slice order (deterministic for a
-// given thread count). Each slice's mean is weighted by its share of the predicted positions.
+// Schemes the fast backward does not implement (fast_engines_run; docs/schemes.md): the reference
+// code on contiguous slices of the batch, one per thread, combined in slice order (deterministic
+// for a given thread count). Each slice's mean is weighted by its share of the predicted positions.
 template <typename Scalar>
 void GradientEngine<Scalar>::reference_in_parallel(const ModelWeights<Scalar>& model,
                                                    const std::vector<std::vector<int>>& batch,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnres/enum_names.hpp"
+#include "attnres/residual_scheme.hpp"
 
 namespace attnres {
 
@@ -59,6 +60,59 @@ void depth_merge_source(const Scalar* source, int T, int d, const Scalar* query,
 // h = o / l per token (h may be o).
 template <typename Scalar>
 void depth_finish(const Scalar* o, const Scalar* l, int d, Scalar* h, int t_begin, int t_end);
+
+// ---- Any read of the read-based schemes (docs/schemes.md "Read-based schemes: one formula"),
+// f32 and f64, on tokens [t_begin, t_end): Full / Block AttnRes with any gate, key norm on or off,
+// H heads, a static or per-token query, learned logits (mixing = scalars); DenseFormer's weights;
+// the rescaled residual's mean. The statistics are those of depth_read_stats
+// (core/model/include/attnres/depth_read.hpp), per token and head: e_i = exp(s_i - m) (softmax,
+// m the running max), sigmoid(s_i) (both sigmoid gates), a_i (DenseFormer) or 1 (rescaled);
+// l = sum e_i, o = sum e_i x_i over the head's channels. They merge exactly, so the two-phase
+// schedule is "accumulate the shared history, then each source produced inside the group".
+enum class DepthWeights {
+  attention,  // s = q . x / rms_c(x) (or q . x without the key norm), per head
+  logits,     // s_i = b_i, learned (mixing = scalars), then the gate
+  direct,     // alpha_i = a_i, unnormalised (DenseFormer)
+  mean,       // alpha_i = 1 / n (rescaled residual)
+};
+
+template <typename Scalar>
+struct DepthReadSpec {
+  DepthWeights weights = DepthWeights::attention;
+  DepthGate gate = DepthGate::softmax;  // attention and logits
+  int heads = 1;                        // attention: channel groups of d / heads; else 1
+  bool key_norm = true;                 // attention
+  Scalar eps = 0;                       // the key norm's eps
+  const Scalar* query = nullptr;        // attention: effective query (w * g, or w without key norm)
+  long query_stride = 0;                // 0: the same query for every token; d: (T, d) per token
+  const Scalar* logits = nullptr;       // logits / direct: (n) per source of the read
+  bool uses_max() const;                // softmax statistics carry a running max
+  bool normalised() const;              // the read is o / l (else o)
+};
+
+// The spec's kind, gate, heads and key norm for `scheme`; the caller sets query and logits.
+template <typename Scalar>
+DepthReadSpec<Scalar> depth_read_spec(const AttnResConfig& scheme);
+
+// Merges sources first .. first + k - 1 (of a read with n; sources[i] points at (T, d) values of
+// source first + i) into the read's statistics m, l (T, H) and o (T, d); `fresh` starts them
+// from the empty set. scores (T, H n), head-major columns c * n + i, receive the sources' scores.
+template <typename Scalar>
+void depth_read_accumulate(const DepthReadSpec<Scalar>& spec, const Scalar* const* sources, int k,
+                           int first, int n, int d, bool fresh, Scalar* m, Scalar* l, Scalar* o,
+                           Scalar* scores, int t_begin, int t_end);
+// The read's output h (T, d) and weights alpha (T, H n) from the statistics of all n sources.
+template <typename Scalar>
+void depth_read_finish(const DepthReadSpec<Scalar>& spec, int n, int d, const Scalar* m,
+                       const Scalar* l, const Scalar* o, const Scalar* scores, Scalar* h,
+                       Scalar* alpha, int t_begin, int t_end);
+// The input-dependent query (docs/schemes.md): y = u / rms(u) (eps, no gain), q = w + W y, and
+// the effective query q * g (gain not null: the key norm) or q. u, y, q, effective (T, d),
+// inv (T); W (d, d) row-major.
+template <typename Scalar>
+void depth_input_query(const Scalar* u, int d, const Scalar* w, const Scalar* W, const Scalar* gain,
+                       Scalar eps, Scalar* inv, Scalar* y, Scalar* q, Scalar* effective,
+                       int t_begin, int t_end);
 }  // namespace cpu
 
 namespace cuda {
