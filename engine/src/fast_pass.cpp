@@ -15,7 +15,7 @@ bool reference_only(const ForwardOptions& options) {
 
 bool fast_engines_run(const AttnResConfig& scheme, FastEngine engine) {
   if (engine == FastEngine::cuda) return scheme.paper_defaults();
-  return scheme.mode == ResidualMode::standard || scheme.attention_mode();
+  return scheme.mode == ResidualMode::standard || scheme.reads_sources();
 }
 
 FastPass start_fast_pass(ForwardTrace& trace, const ModelConfig& config,

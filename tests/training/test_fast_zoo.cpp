@@ -35,7 +35,8 @@ AttnResConfig make(ResidualMode mode, int block_size = 0) {
 }
 
 // Every setting of the read-based schemes, alone and combined, in Full and Block AttnRes (L = 6:
-// Full's schedule groups hold 2 reads; S = 4 leaves an incomplete last block).
+// Full's schedule groups hold 2 reads; S = 4 leaves an incomplete last block); DenseFormer and
+// the rescaled residual.
 std::vector<ZooCase> zoo_cases() {
   std::vector<ZooCase> cases;
   auto add = [&](const std::string& name, const AttnResConfig& s, bool placeholder = false) {
@@ -89,6 +90,8 @@ std::vector<ZooCase> zoo_cases() {
   s = make(ResidualMode::block, 1);
   s.mixing = DepthMixing::scalars;
   add("block_S1_scalars", s);
+  add("denseformer", make(ResidualMode::denseformer));
+  add("rescaled", make(ResidualMode::rescaled));
   return cases;
 }
 
