@@ -349,6 +349,113 @@ void DepthSteps<Scalar>::zoo_read_backward(int r, const Scalar* dh) {
   }
 }
 
+// ---- mHC (core/model/src/mhc.cpp, with the kernels of kernels.hpp).
+namespace {
+
+template <typename Scalar>
+cpu::MhcSpec<Scalar> mhc_spec(const Context<Scalar>& c, int r) {
+  cpu::MhcSpec<Scalar> spec;
+  spec.m = static_cast<int>(c.plan.streams);
+  spec.d = static_cast<int>(c.s.d);
+  spec.iterations = c.plan.scheme.sinkhorn_iterations;
+  spec.eps = c.eps;
+  spec.bias = c.prepared.mhc_bias[static_cast<std::size_t>(r)].data();
+  if (c.plan.scheme.dynamic) spec.proj = c.prepared.mhc_proj[static_cast<std::size_t>(r)].data();
+  return spec;
+}
+
+}  // namespace
+
+template <typename Scalar>
+void DepthSteps<Scalar>::mhc_start(const Scalar* embedding) {
+  const Eigen::Index d = c.s.d, m = c.plan.streams;
+  Scalar* X = w.mhc_X[0];
+  for (Eigen::Index t = 0; t < T; ++t) {
+    for (Eigen::Index j = 0; j < m; ++j)
+      std::copy(embedding + t * d, embedding + (t + 1) * d, X + (t * m + j) * d);
+  }
+}
+
+template <typename Scalar>
+void DepthSteps<Scalar>::mhc_read(int r, Scalar* h) {
+  const auto ru = static_cast<std::size_t>(r);
+  cpu::mhc_coefficients(mhc_spec(c, r), w.mhc_X[ru], w.mhc_inv[ru], w.mhc_flat[ru],
+                        w.mhc_logits[ru], w.mhc_coef[ru], h, 0, static_cast<int>(T));
+}
+
+template <typename Scalar>
+void DepthSteps<Scalar>::mhc_write(int r) {
+  const auto ru = static_cast<std::size_t>(r);
+  const Eigen::Index plane = T * c.s.d * c.plan.streams;
+  std::copy(w.mhc_X[ru], w.mhc_X[ru] + plane, w.mhc_X[ru + 1]);
+  cpu::mhc_write(mhc_spec(c, r), w.mhc_coef[ru], w.mhc_v[ru], w.mhc_X[ru + 1], 0,
+                 static_cast<int>(T));
+}
+
+template <typename Scalar>
+void DepthSteps<Scalar>::mhc_final(Scalar* h) {
+  const Eigen::Index d = c.s.d, m = c.plan.streams;
+  const Scalar* X = w.mhc_X[static_cast<std::size_t>(c.s.L)];
+  for (Eigen::Index t = 0; t < T; ++t) {
+    VectorMap<Scalar> out(h + t * d, d);
+    out.setZero();
+    for (Eigen::Index j = 0; j < m; ++j) out += ConstVectorMap<Scalar>(X + (t * m + j) * d, d);
+    out /= static_cast<Scalar>(m);
+  }
+}
+
+template <typename Scalar>
+void DepthSteps<Scalar>::mhc_final_backward(const Scalar* dh) {
+  const Eigen::Index d = c.s.d, m = c.plan.streams;
+  for (Eigen::Index t = 0; t < T; ++t) {
+    for (Eigen::Index j = 0; j < m; ++j)
+      VectorMap<Scalar>(w.mhc_dX + (t * m + j) * d, d) =
+          ConstVectorMap<Scalar>(dh + t * d, d) / static_cast<Scalar>(m);
+  }
+}
+
+template <typename Scalar>
+const Scalar* DepthSteps<Scalar>::mhc_output_gradient(int r) {
+  cpu::mhc_output_gradient(mhc_spec(c, r), w.mhc_coef[static_cast<std::size_t>(r)], w.mhc_dX,
+                           w.mhc_dv, 0, static_cast<int>(T));
+  return w.mhc_dv;
+}
+
+template <typename Scalar>
+void DepthSteps<Scalar>::mhc_step_backward(int r, const Scalar* du) {
+  const auto ru = static_cast<std::size_t>(r);
+  const cpu::MhcSpec<Scalar> spec = mhc_spec(c, r);
+  const Eigen::Index m = c.plan.streams, C = c.plan.coefficients, md = m * c.s.d;
+  cpu::mhc_step_backward(spec, w.mhc_X[ru], w.mhc_coef[ru], w.mhc_logits[ru], w.mhc_v[ru], du,
+                         w.mhc_dX, w.mhc_dlogits, 0, static_cast<int>(T));
+  // The biases' and projections' gradients; the path through x~ = vec(X) / rms(vec X).
+  const ConstMap<Scalar> dZ(w.mhc_dlogits, T, C);
+  DepthReadWeights<Scalar>& grad = w.grad.depth_read(r);
+  const Vector<Scalar> dbias = dZ.colwise().sum().transpose();
+  grad.pre_bias += dbias.head(m);
+  grad.post_bias += dbias.segment(m, m);
+  Eigen::Map<Vector<Scalar>>(grad.res_bias.data(), m * m) += dbias.tail(m * m);
+  if (!c.plan.scheme.dynamic) return;
+  const ConstMap<Scalar> flat(w.mhc_flat[ru], T, md);
+  grad.pre_proj.noalias() += dZ.leftCols(m).transpose() * flat;
+  grad.post_proj.noalias() += dZ.middleCols(m, m).transpose() * flat;
+  grad.res_proj.noalias() += dZ.rightCols(m * m).transpose() * flat;
+  Map<Scalar>(w.mhc_dflat, T, md).noalias() = dZ * c.prepared.mhc_proj[static_cast<std::size_t>(r)];
+  cpu::mhc_flat_backward(spec, w.mhc_flat[ru], w.mhc_inv[ru], w.mhc_dflat, w.mhc_dX, 0,
+                         static_cast<int>(T));
+}
+
+template <typename Scalar>
+void DepthSteps<Scalar>::mhc_embedding_gradient(Scalar* dembedding) {
+  const Eigen::Index d = c.s.d, m = c.plan.streams;
+  for (Eigen::Index t = 0; t < T; ++t) {  // X_0 = m copies of v_0
+    VectorMap<Scalar> out(dembedding + t * d, d);
+    out.setZero();
+    for (Eigen::Index j = 0; j < m; ++j)
+      out += ConstVectorMap<Scalar>(w.mhc_dX + (t * m + j) * d, d);
+  }
+}
+
 template struct DepthSteps<float>;
 template struct DepthSteps<double>;
 

@@ -68,6 +68,9 @@ struct Plan {
   bool two_phase = true;     // zoo: the group's shared history once, then its own sources
   bool input_query = false;  // zoo: query_source = input (one-shot reads)
   Eigen::Index heads = 1;    // zoo: depth-attention heads
+  // mHC (docs/schemes.md): m streams per token, C = 2m + m^2 coefficients per sublayer.
+  bool mhc = false;
+  Eigen::Index streams = 0, coefficients = 0;
 };
 
 // The plan of a call with `options` on `config` (resolve_layout's errors).
@@ -79,6 +82,8 @@ struct Prepared {
   std::vector<Matrix<Scalar>> qkv;      // per layer (qc + 2 kvc, d): q_proj, k_proj, v_proj stacked
   std::vector<Matrix<Scalar>> gate_up;  // per layer (2F, d): gate_proj, up_proj stacked
   Matrix<Scalar> queries;               // (L + 1, d): effective query w * g of every read
+  std::vector<Vector<Scalar>> mhc_bias;  // mHC, per sublayer: (C) biases of H_pre, H_post, H_res
+  std::vector<Matrix<Scalar>> mhc_proj;  // mHC, per sublayer: (C, m d) their projections
 };
 
 // One worker's buffers: the tape and scratch of one sequence (carved from one arena for the
@@ -98,8 +103,12 @@ struct Worker {
   std::vector<Scalar*> query_inv, query_y, query_q, query_effective;  // zoo input query, per read
   Scalar *zm = nullptr, *zl = nullptr;    // zoo statistics (group, T, H)
   Scalar *dqs = nullptr, *dys = nullptr;  // zoo input query: (T, d) d loss / d q and d y
-  std::vector<Scalar*> dacc;              // per gradient slot (T, d)
-  Scalar *h = nullptr, *v = nullptr;      // (T, d) read output / running h, sublayer output
+  // mHC tape: the streams before sublayer r (r = L: after the last), (T, m d); each sublayer's
+  // inverse RMS (T), normalised streams (T, m d), logits and coefficients (T, C), output (T, d).
+  std::vector<Scalar*> mhc_X, mhc_inv, mhc_flat, mhc_logits, mhc_coef, mhc_v;
+  Scalar *mhc_dX = nullptr, *mhc_dflat = nullptr, *mhc_dlogits = nullptr, *mhc_dv = nullptr;
+  std::vector<Scalar*> dacc;          // per gradient slot (T, d)
+  Scalar *h = nullptr, *v = nullptr;  // (T, d) read output / running h, sublayer output
   Scalar *o = nullptr, *m = nullptr, *l = nullptr, *zhist = nullptr;  // two-phase statistics
   Scalar* logits = nullptr;                                           // (T, vocab)
   Scalar *dh = nullptr, *dx = nullptr, *dctx = nullptr, *dqkv = nullptr, *dgu = nullptr,
@@ -157,6 +166,19 @@ struct Worker {
       take_many(query_effective, plan.read_value.size(), query_plane);
       dqs = take(query_plane);
       dys = take(query_plane);
+      const std::size_t streams_plane = static_cast<std::size_t>(plan.streams) * Tz * dz;
+      const std::size_t mhc_layers = plan.mhc ? L : 0;
+      const std::size_t coefficient_plane = static_cast<std::size_t>(plan.coefficients) * Tz;
+      take_many(mhc_X, plan.mhc ? L + 1 : 0, streams_plane);
+      take_many(mhc_inv, mhc_layers, Tz);
+      take_many(mhc_flat, mhc_layers, streams_plane);
+      take_many(mhc_logits, mhc_layers, coefficient_plane);
+      take_many(mhc_coef, mhc_layers, coefficient_plane);
+      take_many(mhc_v, mhc_layers, Tz * dz);
+      mhc_dX = take(plan.mhc ? streams_plane : 0);
+      mhc_dflat = take(plan.mhc ? streams_plane : 0);
+      mhc_dlogits = take(plan.mhc ? coefficient_plane : 0);
+      mhc_dv = take(plan.mhc ? Tz * dz : 0);
       take_many(dacc, static_cast<std::size_t>(plan.slots), Tz * dz);
       h = take(Tz * dz);
       v = take(Tz * dz);
@@ -272,6 +294,20 @@ struct DepthSteps {
   // (core/model/src/depth_read.cpp), one pass per token, then the input query's products.
   void zoo_read_forward(int r, Scalar* h);
   void zoo_read_backward(int r, const Scalar* dh);
+  // mHC (plan.mhc), with the kernels of kernels.hpp: the streams start as m copies of the
+  // embedding h; sublayer r's coefficients from its streams and its input u -> h; the write of its
+  // output; the final read (the mean of the streams) -> h.
+  void mhc_start(const Scalar* embedding);
+  void mhc_read(int r, Scalar* h);
+  void mhc_write(int r);
+  void mhc_final(Scalar* h);
+  // Backward: d loss / d X after the last sublayer from dh of the final read; dv of sublayer r
+  // (mhc_dv); then the step's backward from du (d loss / d u), adding its parameters' gradients;
+  // at the end, d loss / d embedding (T, d) = the sum over the streams.
+  void mhc_final_backward(const Scalar* dh);
+  const Scalar* mhc_output_gradient(int r);
+  void mhc_step_backward(int r, const Scalar* du);
+  void mhc_embedding_gradient(Scalar* dembedding);
 };
 
 // Instantiated in their files.

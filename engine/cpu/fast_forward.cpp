@@ -89,6 +89,11 @@ struct Workspace {
   Buffer<Scalar> zoo_alpha;                                     // (T, H n)
   Buffer<Scalar> query_inv, query_y, query_q, query_effective;  // input-dependent query
   std::vector<const Scalar*> zoo_sources;  // (n) the read's sources in the arena
+  // mHC (kernels.hpp): the streams, the step's coefficients, each output's stream weights.
+  Buffer<Scalar> mhc_X, mhc_flat;       // (T, m d)
+  Buffer<Scalar> mhc_inv;               // (T)
+  Buffer<Scalar> mhc_logits, mhc_coef;  // (T, 2m + m^2)
+  Buffer<Scalar> mhc_weights;           // (L + 1, T, m): C_i of v_i in the streams
 };
 
 // Per-worker scratch of the attention tiles.
@@ -121,6 +126,9 @@ struct FastForward<Scalar>::State {
   ThreadPool pool;
   std::vector<PreparedLayer<Scalar>> layers;
   Matrix<Scalar> queries;  // (L+1, d): effective query w * g of every read (w without key norm)
+  // mHC, per sublayer: biases (C) and projections (C, m d) of H_pre, H_post, H_res stacked.
+  std::vector<Vector<Scalar>> mhc_bias;
+  std::vector<Matrix<Scalar>> mhc_proj;
   Workspace<Scalar> work;
   std::vector<AttentionScratch<Scalar>> scratch;  // one per worker
   CancelCheck cancel;                             // of the pass in progress
@@ -154,6 +162,22 @@ struct FastForward<Scalar>::State {
         queries.row(r) = read.query.transpose();
       }
     }
+    if (c.attn_res.mode == ResidualMode::mhc) {
+      for (int r = 0; r < L; ++r) {
+        const auto& read = model.depth_read(r);
+        const auto m = static_cast<Eigen::Index>(c.attn_res.streams);
+        Vector<Scalar> bias(2 * m + m * m);
+        bias << read.pre_bias, read.post_bias,
+            Eigen::Map<const Vector<Scalar>>(read.res_bias.data(), m * m);
+        mhc_bias.push_back(std::move(bias));
+        Matrix<Scalar> proj;
+        if (c.attn_res.dynamic) {
+          proj.resize(2 * m + m * m, m * d);
+          proj << read.pre_proj, read.post_proj, read.res_proj;
+        }
+        mhc_proj.push_back(std::move(proj));
+      }
+    }
     scratch.resize(static_cast<std::size_t>(pool.size()));
     for (auto& s : scratch) {
       s.scores.resize(kTile, kTile);
@@ -161,6 +185,21 @@ struct FastForward<Scalar>::State {
       s.row_max.resize(kTile);
       s.row_sum.resize(kTile);
     }
+  }
+
+  // mHC's step spec of sublayer r (kernels.hpp).
+  cpu::MhcSpec<Scalar> mhc_spec(int r) const {
+    const AttnResConfig& scheme = model.config.attn_res;
+    cpu::MhcSpec<Scalar> spec;
+    spec.m = scheme.streams;
+    spec.d = d;
+    spec.iterations = scheme.sinkhorn_iterations;
+    spec.eps = static_cast<Scalar>(model.config.rms_norm_eps);
+    if (r < static_cast<int>(mhc_bias.size())) {
+      spec.bias = mhc_bias[static_cast<std::size_t>(r)].data();
+      if (scheme.dynamic) spec.proj = mhc_proj[static_cast<std::size_t>(r)].data();
+    }
+    return spec;
   }
 
   // out (T, n) = in (T, k) * W^T, W (n, k); rows split over the workers (columns when T is
@@ -200,7 +239,8 @@ struct FastForward<Scalar>::State {
   void prepare(int T, const DepthLayout& layout, const std::vector<int>& group_of, int zoo_heads) {
     Workspace<Scalar>& w = work;
     const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d);
-    const std::size_t slots = layout.mode == ResidualMode::standard ? 0
+    const bool mhc = layout.mode == ResidualMode::mhc;
+    const std::size_t slots = layout.mode == ResidualMode::standard || mhc ? 0
                               : layout.mode == ResidualMode::block
                                   ? static_cast<std::size_t>(layout.blocks) + 1
                                   : static_cast<std::size_t>(L) + 1;
@@ -235,6 +275,17 @@ struct FastForward<Scalar>::State {
       resize(w.query_q, Tz * dz);
       resize(w.query_effective, Tz * dz);
       w.zoo_sources.resize(max_sources);
+    }
+    if (mhc) {
+      const auto md = static_cast<std::size_t>(model.config.attn_res.streams) * dz;
+      const auto C = static_cast<std::size_t>(mhc_spec(0).coefficients());
+      resize(w.mhc_X, Tz * md);
+      resize(w.mhc_flat, Tz * md);
+      resize(w.mhc_inv, Tz);
+      resize(w.mhc_logits, Tz * C);
+      resize(w.mhc_coef, Tz * C);
+      resize(w.mhc_weights, (static_cast<std::size_t>(L) + 1) * Tz *
+                                static_cast<std::size_t>(model.config.attn_res.streams));
     }
     if (w.T != T) {
       const int half = hd / 2;
@@ -384,7 +435,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       layout.mode == ResidualMode::standard ? std::vector<int>{} : schedule_groups(layout, options);
   // The paper's reads run the stacked two-phase kernels; every other read-based scheme the
   // kernels of any read (cpu::depth_read_accumulate), two-phase where the scheme allows it.
-  const bool zoo = layout.mode != ResidualMode::standard && !pass.scheme.paper_defaults();
+  const bool zoo = pass.scheme.reads_sources() && !pass.scheme.paper_defaults();
   const int zoo_heads = zoo ? depth_read_heads(pass.scheme) : 0;
   s.prepare(T, layout, group_of, zoo_heads);
   Workspace<Scalar>& w = s.work;
@@ -393,7 +444,9 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
   trace.sublayer_output_rms.reserve(static_cast<std::size_t>(L));
 
   // The embedding v_0: the standard residual's h, or slot 0 of the arena.
-  Scalar* embedding = layout.mode == ResidualMode::standard ? w.h.data() : w.arena.data();
+  Scalar* embedding = layout.mode == ResidualMode::standard || layout.mode == ResidualMode::mhc
+                          ? w.h.data()
+                          : w.arena.data();
   for (int t = 0; t < T; ++t) {
     const auto row = s.model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
     std::copy(row.data(), row.data() + d, embedding + static_cast<std::size_t>(t) * dz);
@@ -418,6 +471,81 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       Eigen::Map<Vector<Scalar>>(w.h.data(), T * d) +=
           Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
     }
+  } else if (layout.mode == ResidualMode::mhc) {
+    // m streams (docs/schemes.md "mHC"), stream-major per token; each sublayer reads u = H_pre X
+    // into h, and X <- H_res X + H_post v. The trace's weights of v_0 .. v_r follow the stream
+    // coefficients C_i (T, m) of every output (forward.cpp, MhcCoefficientsOfOutputs).
+    const int m = pass.scheme.streams, C = s.mhc_spec(0).coefficients();
+    const auto mz = static_cast<std::size_t>(m);
+    Scalar* X = w.mhc_X.data();
+    Scalar* weights = w.mhc_weights.data();  // output i: weights + i T m
+    s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t t = b; t < e; ++t) {
+        for (std::size_t j = 0; j < mz; ++j)
+          std::copy(w.h.data() + t * dz, w.h.data() + (t + 1) * dz, X + (t * mz + j) * dz);
+        std::fill(weights + t * mz, weights + (t + 1) * mz, Scalar(1));  // v_0 in every stream
+      }
+    });
+    auto record = [&](int r, bool final_read) {
+      ReadTrace read;
+      read.read = r;
+      read.target = read_target_name(r, L);
+      read.sources = layout.reads[static_cast<std::size_t>(r)];
+      const int n = static_cast<int>(read.sources.size());
+      read.alpha = Eigen::MatrixXd(T, n);
+      for (int t = 0; t < T; ++t) {
+        const Scalar* pre = w.mhc_coef.data() + static_cast<std::size_t>(t) * C;
+        for (int i = 0; i < n; ++i) {
+          const Scalar* c = weights + (static_cast<std::size_t>(i) * Tz + t) * mz;
+          Scalar sum = 0;
+          for (int j = 0; j < m; ++j) sum += final_read ? c[j] : c[j] * pre[j];
+          read.alpha(t, i) = static_cast<double>(final_read ? sum / static_cast<Scalar>(m) : sum);
+        }
+      }
+      read.alpha_mean = read.alpha.colwise().mean().transpose();
+      trace.reads.push_back(std::move(read));
+    };
+    trace.reads.reserve(static_cast<std::size_t>(L) + 1);
+    for (int r = 0; r < L; ++r) {
+      const cpu::MhcSpec<Scalar> spec = s.mhc_spec(r);
+      s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+        cpu::mhc_coefficients(spec, X, w.mhc_inv.data(), w.mhc_flat.data(), w.mhc_logits.data(),
+                              w.mhc_coef.data(), w.h.data(), static_cast<int>(b),
+                              static_cast<int>(e));
+      });
+      record(r, false);
+      run_sublayer(r, w.h.data(), w.v.data());
+      s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+        cpu::mhc_write(spec, w.mhc_coef.data(), w.v.data(), X, static_cast<int>(b),
+                       static_cast<int>(e));
+        // C_i <- H_res C_i for the outputs so far; C_{r+1} = H_post.
+        std::vector<Scalar> column(mz);
+        for (std::size_t t = b; t < e; ++t) {
+          const Scalar* c = w.mhc_coef.data() + t * static_cast<std::size_t>(C);
+          for (int i = 0; i <= r; ++i) {
+            Scalar* ci = weights + (static_cast<std::size_t>(i) * Tz + t) * mz;
+            for (int a = 0; a < m; ++a) {
+              Scalar sum = 0;
+              for (int k = 0; k < m; ++k) sum += c[2 * m + a * m + k] * ci[k];
+              column[a] = sum;
+            }
+            std::copy(column.begin(), column.end(), ci);
+          }
+          std::copy(c + m, c + 2 * m, weights + (static_cast<std::size_t>(r + 1) * Tz + t) * mz);
+        }
+      });
+    }
+    record(L, true);
+    // The final read: the mean of the streams.
+    s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t t = b; t < e; ++t) {
+        Eigen::Map<Vector<Scalar>> h(w.h.data() + t * dz, d);
+        h.setZero();
+        for (std::size_t j = 0; j < mz; ++j)
+          h += Eigen::Map<const Vector<Scalar>>(X + (t * mz + j) * dz, d);
+        h /= static_cast<Scalar>(m);
+      }
+    });
   } else {
     // Arena slot of a source (see fast_forward.hpp): the sources of every read are slots 0 .. n-1.
     auto slot = [&](const DepthSource& source) {

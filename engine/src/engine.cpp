@@ -82,12 +82,8 @@ ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tok
                                                      const ForwardOptions& options) {
   // Masked reads and recorded sublayer inputs: the reference only.
   if (engine::reference_only(options)) return attnres::forward(model_, tokens, options);
-  // Schemes the fast CPU engine does not run go to the reference code (docs/schemes.md); the
-  // CUDA engine refuses what it does not run with a message.
-  if (impl_->fast &&
-      !engine::fast_engines_run(resolve_scheme(model_.config, options), engine::FastEngine::cpu)) {
-    return attnres::forward(model_, tokens, options);
-  }
+  // The fast CPU engine runs every scheme; the CUDA engine refuses the schemes it does not run
+  // with a message (engine::fast_engines_run; docs/schemes.md).
   if (impl_->fast) return impl_->fast->forward(tokens, options);
   if constexpr (std::is_same_v<Scalar, float>) {
     if (impl_->cuda) return impl_->cuda->forward(tokens, options);

@@ -14,8 +14,7 @@ bool reference_only(const ForwardOptions& options) {
 }
 
 bool fast_engines_run(const AttnResConfig& scheme, FastEngine engine) {
-  if (engine == FastEngine::cuda) return scheme.paper_defaults();
-  return scheme.mode == ResidualMode::standard || scheme.reads_sources();
+  return engine == FastEngine::cpu || scheme.paper_defaults();
 }
 
 FastPass start_fast_pass(ForwardTrace& trace, const ModelConfig& config,
@@ -23,14 +22,10 @@ FastPass start_fast_pass(ForwardTrace& trace, const ModelConfig& config,
                          FastEngine engine) {
   check_tokens(config, tokens);
   const AttnResConfig scheme = resolve_scheme(config, options);
-  if (!fast_engines_run(scheme, engine)) {
-    if (engine == FastEngine::cuda) {
-      throw Error(
-          "the CUDA engine runs the standard residual and the paper's Full / Block AttnRes only; " +
-          scheme.describe() + " runs on the CPU engines (--device cpu; docs/schemes.md)");
-    }
-    throw Error("the fast CPU engine does not run " + scheme.describe() +
-                "; it runs on the reference engine (docs/schemes.md)");
+  if (!fast_engines_run(scheme, engine)) {  // the CUDA engine's refusal
+    throw Error(
+        "the CUDA engine runs the standard residual and the paper's Full / Block AttnRes only; " +
+        scheme.describe() + " runs on the CPU engines (--device cpu; docs/schemes.md)");
   }
   FastPass pass{scheme, make_depth_layout(scheme, config.sublayers(), options.zero_placeholder)};
   if (tokens.size() > static_cast<std::size_t>(INT_MAX)) throw Error("forward: too many tokens");

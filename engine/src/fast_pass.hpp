@@ -23,10 +23,9 @@ bool reference_only(const ForwardOptions& options);
 enum class FastEngine { cpu, cuda };
 
 // Whether a fast engine runs `scheme` (docs/schemes.md "Which schedules apply"): the CPU engine
-// runs the standard residual and every read-based scheme (Full / Block AttnRes with any setting,
-// DenseFormer, the rescaled residual); the CUDA engine the paper's schemes only (the standard
-// residual, Full and Block AttnRes with softmax, key norm, a static query and one head). What a
-// fast engine does not run, the reference code computes.
+// runs every scheme (the standard residual; Full / Block AttnRes with any setting; DenseFormer; the
+// rescaled residual; mHC); the CUDA engine the paper's only (the standard residual, Full and Block
+// AttnRes with softmax, key norm, a static query and one head) and refuses the others.
 bool fast_engines_run(const AttnResConfig& scheme, FastEngine engine);
 
 // What a fast pass is about to compute.
@@ -37,7 +36,7 @@ struct FastPass {
 };
 
 // The start of a fast forward pass: checks the tokens (check_tokens), resolves the scheme
-// (resolve_scheme's errors) and refuses one that the fast engines do not run, makes its layout,
+// (resolve_scheme's errors) and refuses one that `engine` does not run, makes its layout,
 // checks that the token count fits an int, and fills the trace's header (start_trace).
 FastPass start_fast_pass(ForwardTrace& trace, const ModelConfig& config,
                          const std::vector<int>& tokens, const ForwardOptions& options,

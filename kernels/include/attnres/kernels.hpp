@@ -113,6 +113,44 @@ template <typename Scalar>
 void depth_input_query(const Scalar* u, int d, const Scalar* w, const Scalar* W, const Scalar* gain,
                        Scalar eps, Scalar* inv, Scalar* y, Scalar* q, Scalar* effective,
                        int t_begin, int t_end);
+
+// ---- mHC (docs/schemes.md "mHC") on raw buffers, f32 and f64, tokens [t_begin, t_end). A token's
+// m streams are stored stream-major, X (T, m d): entry j d + k is channel k of stream j, which is
+// vec(X). A sublayer's C = 2m + m^2 coefficients are stored (T, C): H_pre (m), H_post (m), then
+// H_res row-major (m^2), as are their logits; its biases (C) and projections (C, m d) likewise.
+// Reference: core/model/src/mhc.cpp (mhc_coefficients, mhc_write, mhc_step_backward, sinkhorn).
+template <typename Scalar>
+struct MhcSpec {
+  int m = 1, d = 0, iterations = 20;
+  Scalar eps = 0;                // rms_norm_eps: the norm of vec(X)
+  const Scalar* bias = nullptr;  // (C)
+  const Scalar* proj = nullptr;  // (C, m d) row-major; null: static mHC
+  int coefficients() const { return 2 * m + m * m; }
+};
+// inv (T) and flat (T, m d) = X / rms(vec X) (dynamic only), logits (T, C) = bias + proj flat,
+// coef (T, C) = sigmoid, 2 sigmoid and Sinkhorn of the logits, and u (T, d) = sum_j H_pre,j X_j.
+template <typename Scalar>
+void mhc_coefficients(const MhcSpec<Scalar>& spec, const Scalar* X, Scalar* inv, Scalar* flat,
+                      Scalar* logits, Scalar* coef, Scalar* u, int t_begin, int t_end);
+// X <- H_res X + H_post v (T, d), in place.
+template <typename Scalar>
+void mhc_write(const MhcSpec<Scalar>& spec, const Scalar* coef, const Scalar* v, Scalar* X,
+               int t_begin, int t_end);
+// dv (T, d) = sum_i H_post,i dX_i from d loss / d X after the step (T, m d).
+template <typename Scalar>
+void mhc_output_gradient(const MhcSpec<Scalar>& spec, const Scalar* coef, const Scalar* dX,
+                         Scalar* dv, int t_begin, int t_end);
+// The step's backward but for the projections: from X (before), coef, logits, v and du (d loss /
+// d u), dX (after) becomes d loss / d X before the step through H_res and H_pre, and dlogits
+// (T, C) receives d loss / d logits (Sinkhorn retraced per token).
+template <typename Scalar>
+void mhc_step_backward(const MhcSpec<Scalar>& spec, const Scalar* X, const Scalar* coef,
+                       const Scalar* logits, const Scalar* v, const Scalar* du, Scalar* dX,
+                       Scalar* dlogits, int t_begin, int t_end);
+// The path through flat = X r: dX += r dflat - r flat (dflat . flat) / (m d), dflat (T, m d).
+template <typename Scalar>
+void mhc_flat_backward(const MhcSpec<Scalar>& spec, const Scalar* flat, const Scalar* inv,
+                       const Scalar* dflat, Scalar* dX, int t_begin, int t_end);
 }  // namespace cpu
 
 namespace cuda {
