@@ -580,6 +580,14 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
     // Read r of another read-based scheme: one-shot, or phase 1 over the group's shared history
     // (each read of the group, token block by token block so that a block's rows stay in cache
     // between the reads) and phase 2 merging the sources produced inside the group.
+    // The last read of the schedule group that read r starts, or -1 when r starts none.
+    auto group_last = [&](int r) {
+      const int g = group_of[static_cast<std::size_t>(r)];
+      if (r > 0 && group_of[static_cast<std::size_t>(r - 1)] == g) return -1;
+      int last = r;
+      while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
+      return last;
+    };
     std::size_t max_sources = 1;
     for (const auto& list : layout.reads) max_sources = std::max(max_sources, list.size());
     auto zoo_read = [&](int r) {
@@ -603,10 +611,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       int j = 0, shared = 0;
       bool fresh = true;
       if (trace.two_phase) {
-        const int g = group_of[static_cast<std::size_t>(r)];
-        if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
-          int last = r;
-          while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
+        if (const int last = group_last(r); last >= 0) {
           group_first = r;
           group_shared = static_cast<int>(shared_history(layout, r, last));
           constexpr std::size_t kTokenBlock = 16;
@@ -682,10 +687,7 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
                                  static_cast<int>(e));
           });
         } else {
-          const int g = group_of[static_cast<std::size_t>(r)];
-          if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
-            int last = r;
-            while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
+          if (const int last = group_last(r); last >= 0) {
             group_first = r;
             group_shared = static_cast<int>(shared_history(layout, r, last));
             const int q = last - r + 1;

@@ -13,20 +13,11 @@
 #include "attnres/depth_read.hpp"
 #include "attnres/kernels.hpp"
 #include "attnres/tensor.hpp"
+#include "row_maps.hpp"
 
 namespace attnres::cpu {
 
 namespace {
-
-template <typename Scalar>
-using ConstRow = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>;
-template <typename Scalar>
-using Row = Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>;
-
-template <typename Scalar>
-Scalar sigmoid(Scalar x) {
-  return Scalar(1) / (Scalar(1) + std::exp(-x));
-}
 
 // e of one score (see DepthReadSpec): the unnormalised weight given the running max.
 template <typename Scalar>
@@ -173,7 +164,6 @@ template <typename Scalar>
 void depth_input_query(const Scalar* u, int d, const Scalar* w, const Scalar* W, const Scalar* gain,
                        Scalar eps, Scalar* inv, Scalar* y, Scalar* q, Scalar* effective,
                        int t_begin, int t_end) {
-  using RowMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const int rows = t_end - t_begin;
   if (rows <= 0) return;
   const long begin = static_cast<long>(t_begin) * d;
@@ -182,11 +172,11 @@ void depth_input_query(const Scalar* u, int d, const Scalar* w, const Scalar* W,
     inv[t] = inverse_rms_of_row(u + row, d, eps);
     Row<Scalar>(y + row, d) = ConstRow<Scalar>(u + row, d) * inv[t];
   }
-  Eigen::Map<RowMatrix> Q(q + begin, rows, d);
-  Q.noalias() = Eigen::Map<const RowMatrix>(y + begin, rows, d) *
-                Eigen::Map<const RowMatrix>(W, d, d).transpose();
+  Eigen::Map<RowMatrix<Scalar>> Q(q + begin, rows, d);
+  Q.noalias() = Eigen::Map<const RowMatrix<Scalar>>(y + begin, rows, d) *
+                Eigen::Map<const RowMatrix<Scalar>>(W, d, d).transpose();
   Q.rowwise() += ConstRow<Scalar>(w, d).transpose();
-  Eigen::Map<RowMatrix> E(effective + begin, rows, d);
+  Eigen::Map<RowMatrix<Scalar>> E(effective + begin, rows, d);
   if (gain) {
     E = (Q.array().rowwise() * ConstRow<Scalar>(gain, d).transpose().array()).matrix();
   } else {

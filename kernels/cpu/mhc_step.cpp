@@ -10,22 +10,11 @@
 
 #include "attnres/kernels.hpp"
 #include "attnres/tensor.hpp"
+#include "row_maps.hpp"
 
 namespace attnres::cpu {
 
 namespace {
-
-template <typename Scalar>
-using RowMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename Scalar>
-using ConstRow = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>;
-template <typename Scalar>
-using Row = Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>;
-
-template <typename Scalar>
-Scalar sigmoid(Scalar x) {
-  return Scalar(1) / (Scalar(1) + std::exp(-x));
-}
 
 // Scratch of one call, on the stack for the common sizes.
 template <typename Scalar>

@@ -18,6 +18,7 @@
 #include "cpu/fast_backward.hpp"
 #include "cpu/fast_forward.hpp"
 #include "model_support.hpp"
+#include "training/training_support.hpp"
 
 namespace attnres {
 namespace {
@@ -28,82 +29,45 @@ struct ZooCase {
   bool zero_placeholder = false;
 };
 
-AttnResConfig make(ResidualMode mode, int block_size = 0) {
-  AttnResConfig s;
-  s.mode = mode;
-  s.block_size = block_size;
-  return s;
-}
+using test::make_scheme;
 
-// Every setting of the read-based schemes, alone and combined, in Full and Block AttnRes (L = 6:
-// Full's schedule groups hold 2 reads; S = 4 leaves an incomplete last block); DenseFormer and
-// the rescaled residual.
+// Every scheme of the zoo (test::zoo_schemes, shared with test_schemes.cpp), and more
+// combinations: windows with heads, an input query with heads and no key norm, an incomplete last
+// block (S = 4 at L = 6), the zero placeholder with another gate, scalars with S = 1, mHC with 4
+// streams (20 Sinkhorn iterations) and with 1.
 std::vector<ZooCase> zoo_cases() {
   std::vector<ZooCase> cases;
+  for (const auto& c : test::zoo_schemes()) cases.push_back({c.name, c.scheme});
   auto add = [&](const std::string& name, const AttnResConfig& s, bool placeholder = false) {
     cases.push_back({name, s, placeholder});
   };
-  AttnResConfig s = make(ResidualMode::full);
-  s.gate = DepthGate::sigmoid;
-  add("full_sigmoid", s);
-  s.gate = DepthGate::sigmoid_normalized;
-  add("full_sigmoid_normalized", s);
-  s = make(ResidualMode::full);
-  s.key_norm = false;
-  add("full_no_key_norm", s);
-  s = make(ResidualMode::full);
+  AttnResConfig s = make_scheme(ResidualMode::full);
   s.window = 2;
-  add("full_window2", s);
   s.heads = 4;
   s.gate = DepthGate::sigmoid_normalized;
   add("full_window2_heads4_sigmoid_normalized", s);
-  s = make(ResidualMode::full);
-  s.heads = 2;
-  add("full_heads2", s);
-  s = make(ResidualMode::full);
+  s = make_scheme(ResidualMode::full);
   s.query_source = QuerySource::input;
-  add("full_input_query", s);
   s.key_norm = false;
   s.heads = 2;
   s.gate = DepthGate::sigmoid;
   add("full_input_query_heads2_sigmoid_no_key_norm", s);
-  s = make(ResidualMode::full);
-  s.mixing = DepthMixing::scalars;
-  add("full_scalars", s);
-  s = make(ResidualMode::block, 2);
-  s.heads = 4;
-  add("block_heads4", s);
-  s = make(ResidualMode::block, 4);
+  s = make_scheme(ResidualMode::block, 4);
   s.gate = DepthGate::sigmoid;
   s.key_norm = false;
   add("block_S4_sigmoid_no_key_norm", s);
-  s = make(ResidualMode::block, 2);
+  s = make_scheme(ResidualMode::block, 2);
   s.gate = DepthGate::sigmoid_normalized;
   add("block_placeholder_sigmoid_normalized", s, true);
-  s = make(ResidualMode::block, 4);
+  s = make_scheme(ResidualMode::block, 4);
   s.query_source = QuerySource::input;
-  s.gate = DepthGate::sigmoid_normalized;
-  add("block_S4_input_query", s);
-  s = make(ResidualMode::block, 4);
-  s.mixing = DepthMixing::scalars;
-  s.gate = DepthGate::sigmoid;
-  add("block_S4_scalars_sigmoid", s);
-  s = make(ResidualMode::block, 1);
+  add("block_S4_input_query_softmax", s);
+  s = make_scheme(ResidualMode::block, 1);
   s.mixing = DepthMixing::scalars;
   add("block_S1_scalars", s);
-  add("denseformer", make(ResidualMode::denseformer));
-  add("rescaled", make(ResidualMode::rescaled));
-  s = make(ResidualMode::mhc);
+  s = make_scheme(ResidualMode::mhc);
   add("mhc_dynamic_m4", s);
-  s.streams = 2;
-  s.sinkhorn_iterations = 5;
-  add("mhc_dynamic_m2_sinkhorn5", s);
-  s = make(ResidualMode::mhc);
-  s.streams = 3;
-  s.dynamic = false;
-  add("mhc_static_m3", s);
   s.streams = 1;
-  s.dynamic = true;
   add("mhc_dynamic_m1", s);
   return cases;
 }
@@ -290,13 +254,7 @@ TEST_P(FastZoo, FastGradientsMatchCentralDifferences) {
   visit_tensors(model, [&](const TensorRef<double>& tensor) {
     const double* gradient = analytic_by_name.at(tensor.name);
     auto difference = [&](std::int64_t i, double h) {
-      const double saved = tensor.data[i];
-      tensor.data[i] = saved + h;
-      const double up = batch_loss(model, batch, options);
-      tensor.data[i] = saved - h;
-      const double down = batch_loss(model, batch, options);
-      tensor.data[i] = saved;
-      return (up - down) / (2 * h);
+      return test::central_difference(model, batch, options, tensor.data[i], h);
     };
     const std::int64_t stride =
         tensor.attn_res ? std::max<std::int64_t>(1, tensor.element_count() / 64) : 5;
@@ -317,7 +275,7 @@ INSTANTIATE_TEST_SUITE_P(EveryScheme, FastZoo, ::testing::ValuesIn(zoo_cases()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(FastZooThreads, DifferentThreadCountsAgreeAndEachIsBitIdenticalAcrossEngines) {
-  ZooCase c{"block_heads4_input_query", make(ResidualMode::block, 2)};
+  ZooCase c{"block_heads4_input_query", make_scheme(ResidualMode::block, 2)};
   c.scheme.heads = 4;
   c.scheme.query_source = QuerySource::input;
   const ModelWeights<float> model = zoo_model(c, 5, 0.3).cast<float>();
