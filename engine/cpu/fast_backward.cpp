@@ -37,6 +37,7 @@
 #include <mutex>
 
 #include "attnres/cancel.hpp"
+#include "attnres/depth_read.hpp"
 #include "attnres/error.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/tensor.hpp"
@@ -50,13 +51,26 @@ namespace backward {
 
 Plan make_plan(const ModelConfig& config, const ForwardOptions& options) {
   Plan plan;
-  plan.layout = resolve_layout(config, options);
+  plan.scheme = resolve_scheme(config, options);
+  plan.layout = make_depth_layout(plan.scheme, config.sublayers(), options.zero_placeholder);
   const DepthLayout& layout = plan.layout;
   const int L = layout.sublayers;
   plan.standard = layout.mode == ResidualMode::standard;
   plan.block = layout.mode == ResidualMode::block;
   plan.output_slot.assign(static_cast<std::size_t>(L), 0);
   if (plan.standard) return plan;
+  if (layout.mode == ResidualMode::mhc) {
+    plan.mhc = true;
+    plan.streams = plan.scheme.streams;
+    plan.coefficients = 2 * plan.streams + plan.streams * plan.streams;
+    return plan;
+  }
+  plan.zoo = !plan.scheme.paper_defaults();
+  if (plan.zoo) {
+    plan.two_phase = plan.scheme.two_phase_limit().empty();
+    plan.input_query = plan.scheme.uses_query() && plan.scheme.query_source == QuerySource::input;
+    plan.heads = depth_read_heads(plan.scheme);
+  }
   const int N = layout.blocks;
   plan.values = plan.block ? N + 1 + L + 1 : L + 1;
   plan.slots = plan.block ? N + 1 : L + 1;
@@ -161,10 +175,24 @@ struct SequenceRun {
     const int L = c.s.L;
     const Eigen::Index d = c.s.d;
     const auto plane = static_cast<std::size_t>(T * d);
-    Scalar* embedding = plan.standard ? w.h : w.value[0];
+    Scalar* embedding = plan.standard || plan.mhc ? w.h : w.value[0];
     for (Eigen::Index t = 0; t < T; ++t) {
       const auto row = c.model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
       std::copy(row.data(), row.data() + d, embedding + t * d);
+    }
+    if (plan.mhc) {  // m streams (docs/schemes.md "mHC")
+      depth.mhc_start(w.h);
+      for (int r = 0; r < L; ++r) {
+        step();
+        depth.mhc_read(r, w.h);
+        Scalar* v = w.mhc_v[static_cast<std::size_t>(r)];
+        layers.sublayer_forward(r, w.h, v);
+        w.output_squares[static_cast<std::size_t>(r)] += squares(v);
+        depth.mhc_write(r);
+      }
+      step();
+      depth.mhc_final(w.h);
+      return;
     }
     if (!plan.standard) {
       depth.set_inverse_rms(0);
@@ -260,7 +288,19 @@ struct SequenceRun {
       std::fill(w.dacc[static_cast<std::size_t>(slot)],
                 w.dacc[static_cast<std::size_t>(slot)] + plane, Scalar(0));
     }
-    for (int r = L; r >= 0; --r) {
+    if (plan.mhc) {  // back through each write and read of the streams
+      depth.mhc_final_backward(w.dh);
+      step();
+      for (int r = L - 1; r >= 0; --r) {
+        step();
+        const Scalar* dv = depth.mhc_output_gradient(r);
+        w.grad_squares[static_cast<std::size_t>(r)] += squares(dv);
+        layers.sublayer_backward(r, dv, w.dh);
+        depth.mhc_step_backward(r, w.dh);
+      }
+      depth.mhc_embedding_gradient(w.dacc[0]);
+    }
+    for (int r = plan.mhc ? -1 : L; r >= 0; --r) {  // (mHC's sweep is above)
       step();
       if (r < L) {
         const Scalar* dv =
@@ -352,7 +392,30 @@ struct FastBackward<Scalar>::State {
     prepared.queries.resize(L + 1, shape.d);
     for (int r = 0; r <= L; ++r) {
       const auto& read = model.depth_read(r);
-      prepared.queries.row(r) = read.query.cwiseProduct(read.key_norm_gain).transpose();
+      if (model.config.attn_res.key_norm) {
+        prepared.queries.row(r) = read.query.cwiseProduct(read.key_norm_gain).transpose();
+      } else {
+        prepared.queries.row(r) = read.query.transpose();  // no key norm: the query itself
+      }
+    }
+    prepared.mhc_bias.clear();
+    prepared.mhc_proj.clear();
+    if (model.config.attn_res.mode == ResidualMode::mhc) {
+      const auto m = static_cast<Eigen::Index>(model.config.attn_res.streams);
+      prepared.mhc_bias.resize(static_cast<std::size_t>(L));
+      prepared.mhc_proj.resize(static_cast<std::size_t>(L));
+      for (int r = 0; r < L; ++r) {
+        const auto& read = model.depth_read(r);
+        auto& bias = prepared.mhc_bias[static_cast<std::size_t>(r)];
+        bias.resize(2 * m + m * m);
+        bias << read.pre_bias, read.post_bias,
+            Eigen::Map<const Vector<Scalar>>(read.res_bias.data(), m * m);
+        if (model.config.attn_res.dynamic) {
+          auto& proj = prepared.mhc_proj[static_cast<std::size_t>(r)];
+          proj.resize(2 * m + m * m, m * shape.d);
+          proj << read.pre_proj, read.post_proj, read.res_proj;
+        }
+      }
     }
   }
 
@@ -374,7 +437,9 @@ struct FastBackward<Scalar>::State {
       for (auto& g : w.dqkv_w) g.setZero();
       for (auto& g : w.dgate_up_w) g.setZero();
       w.dquery.resize(shape.d);
-      w.dalpha.resize(plan.max_sources);
+      w.dalpha.resize(plan.max_sources * plan.heads);
+      w.dscore.resize(plan.max_sources * plan.heads);
+      w.zoo_sources.resize(static_cast<std::size_t>(plan.max_sources));
       w.loss = 0.0;
       w.output_squares.assign(Lu, 0.0);
       w.grad_squares.assign(Lu, 0.0);

@@ -62,6 +62,17 @@ struct Plan {
   std::vector<int> group_first, group_last;  // per read: its schedule group's reads
   std::vector<int> group_shared;             // per read: the group's shared history size
   Eigen::Index max_sources = 1, max_group = 1, max_shared = 1;
+  // Reads of the other read-based schemes (docs/schemes.md): any gate, key norm, window, heads,
+  // query source and mixing; DenseFormer; the rescaled residual. The paper's reads (softmax, key
+  // norm, static query, one head) keep the stacked two-phase path.
+  AttnResConfig scheme;      // resolve_scheme(config, options)
+  bool zoo = false;          // a read-based scheme other than the paper's
+  bool two_phase = true;     // zoo: the group's shared history once, then its own sources
+  bool input_query = false;  // zoo: query_source = input (one-shot reads)
+  Eigen::Index heads = 1;    // zoo: depth-attention heads
+  // mHC (docs/schemes.md): m streams per token, C = 2m + m^2 coefficients per sublayer.
+  bool mhc = false;
+  Eigen::Index streams = 0, coefficients = 0;
 };
 
 // The plan of a call with `options` on `config` (resolve_layout's errors).
@@ -76,6 +87,8 @@ struct Prepared {
   Matrix<Scalar> queries;               // (L + 1, d): effective query w * g of every read
   std::vector<std::vector<Bf16>> qkv16, gate_up16, o16, down16;  // per layer
   std::vector<Bf16> lm_head16;
+  std::vector<Vector<Scalar>> mhc_bias;  // mHC, per sublayer: (C) biases of H_pre, H_post, H_res
+  std::vector<Matrix<Scalar>> mhc_proj;  // mHC, per sublayer: (C, m d) their projections
 };
 
 // One worker's buffers: the tape and scratch of one sequence (carved from one arena for the
@@ -112,16 +125,26 @@ struct Worker {
   std::vector<Scalar*> gu, act;        // (T, 2F) gate|up pre-activations, (T, F) silu(gate) * up
   // Depth history.
   std::vector<Scalar*> value, value_inv;  // per value (T, d), (T)
-  std::vector<Scalar*> alpha;             // per read (T, sources)
-  std::vector<Scalar*> dacc;              // per gradient slot (T, d)
-  Scalar *h = nullptr, *v = nullptr;      // (T, d) read output / running h, sublayer output
+  std::vector<Scalar*> alpha;             // per read (T, sources); zoo: (T, H sources)
+  std::vector<Scalar*> zscore;            // zoo, per read (T, H sources): the scores
+  std::vector<Scalar*> query_inv, query_y, query_q, query_effective;  // zoo input query, per read
+  Scalar *zm = nullptr, *zl = nullptr;    // zoo statistics (group, T, H)
+  Scalar *dqs = nullptr, *dys = nullptr;  // zoo input query: (T, d) d loss / d q and d y
+  // mHC tape: the streams before sublayer r (r = L: after the last), (T, m d); each sublayer's
+  // inverse RMS (T), normalised streams (T, m d), logits and coefficients (T, C), output (T, d).
+  std::vector<Scalar*> mhc_X, mhc_inv, mhc_flat, mhc_logits, mhc_coef, mhc_v;
+  Scalar *mhc_dX = nullptr, *mhc_dflat = nullptr, *mhc_dlogits = nullptr, *mhc_dv = nullptr;
+  std::vector<Scalar*> dacc;          // per gradient slot (T, d)
+  Scalar *h = nullptr, *v = nullptr;  // (T, d) read output / running h, sublayer output
   Scalar *o = nullptr, *m = nullptr, *l = nullptr, *zhist = nullptr;  // two-phase statistics
   Scalar* logits = nullptr;                                           // (T, vocab)
   Scalar *dh = nullptr, *dx = nullptr, *dctx = nullptr, *dqkv = nullptr, *dgu = nullptr,
          *dact = nullptr;
   Scalar *scores = nullptr, *dscores = nullptr;  // (kTile, T) attention tile scratch
   Vector<Scalar> dquery;                         // (d)
-  Vector<Scalar> dalpha;                         // (sources)
+  Vector<Scalar> dalpha;                         // (H sources)
+  Vector<Scalar> dscore;                         // zoo: (H sources)
+  std::vector<const Scalar*> zoo_sources;        // zoo: (sources) a read's values
   Buffer<Scalar> rope_cos, rope_sin;             // (rope_T, hd / 2), prefix rows valid for any T
   Eigen::Index rope_T = 0;
   // Gradients and sums of this worker's sequences.
@@ -155,10 +178,34 @@ struct Worker {
       take_many(gu, layers, Tz * 2 * static_cast<std::size_t>(s.F));
       take_many(act, layers, Tz * static_cast<std::size_t>(s.F));
       take_many(value, static_cast<std::size_t>(plan.values), Tz * dz);
-      take_many(value_inv, static_cast<std::size_t>(plan.values), Tz);
+      const auto Hz = static_cast<std::size_t>(plan.heads);
+      take_many(value_inv, static_cast<std::size_t>(plan.values), Tz * Hz);
       alpha.resize(plan.read_value.size());
-      for (std::size_t r = 0; r < alpha.size(); ++r)
-        alpha[r] = take(Tz * plan.read_value[r].size());
+      zscore.resize(plan.read_value.size());
+      for (std::size_t r = 0; r < alpha.size(); ++r) {
+        alpha[r] = take(Tz * Hz * plan.read_value[r].size());
+        zscore[r] = take(plan.zoo ? Tz * Hz * plan.read_value[r].size() : 0);
+      }
+      const std::size_t query_plane = plan.input_query ? Tz * dz : 0;
+      take_many(query_inv, plan.read_value.size(), plan.input_query ? Tz : 0);
+      take_many(query_y, plan.read_value.size(), query_plane);
+      take_many(query_q, plan.read_value.size(), query_plane);
+      take_many(query_effective, plan.read_value.size(), query_plane);
+      dqs = take(query_plane);
+      dys = take(query_plane);
+      const std::size_t streams_plane = static_cast<std::size_t>(plan.streams) * Tz * dz;
+      const std::size_t mhc_layers = plan.mhc ? L : 0;
+      const std::size_t coefficient_plane = static_cast<std::size_t>(plan.coefficients) * Tz;
+      take_many(mhc_X, plan.mhc ? L + 1 : 0, streams_plane);
+      take_many(mhc_inv, mhc_layers, Tz);
+      take_many(mhc_flat, mhc_layers, streams_plane);
+      take_many(mhc_logits, mhc_layers, coefficient_plane);
+      take_many(mhc_coef, mhc_layers, coefficient_plane);
+      take_many(mhc_v, mhc_layers, Tz * dz);
+      mhc_dX = take(plan.mhc ? streams_plane : 0);
+      mhc_dflat = take(plan.mhc ? streams_plane : 0);
+      mhc_dlogits = take(plan.mhc ? coefficient_plane : 0);
+      mhc_dv = take(plan.mhc ? Tz * dz : 0);
       take_many(dacc, static_cast<std::size_t>(plan.slots), Tz * dz);
       h = take(Tz * dz);
       v = take(Tz * dz);
@@ -167,6 +214,8 @@ struct Worker {
       m = take(group * Tz);
       l = take(group * Tz);
       zhist = take(static_cast<std::size_t>(plan.max_shared) * Tz * group);
+      zm = take(plan.zoo ? group * Tz * Hz : 0);
+      zl = take(plan.zoo ? group * Tz * Hz : 0);
       logits = take(Tz * static_cast<std::size_t>(s.vocab));
       dh = take(Tz * dz);
       dx = take(Tz * dz);
@@ -259,13 +308,33 @@ struct DepthSteps {
   Worker<Scalar>& w;
   Eigen::Index T;
 
-  // value_inv of a stored value: its per-token inverse RMS (the key norm's).
+  // value_inv of a stored value: its per-token inverse RMS (the key norm's; per head, (T, H), for
+  // a zoo scheme's heads).
   void set_inverse_rms(int value);
   // h (T, d) and alpha (T, sources) of read r, two-phase.
   void read_forward(int r, Scalar* h);
   // Adds d loss / d source of read r into the sources' gradient slots, and the query/gain
   // gradients.
   void read_backward(int r, const Scalar* dh);
+  // The same for a read of the other read-based schemes (plan.zoo): h, alpha (T, H sources) and
+  // the scores by the kernels of any read; the backward of depth_read_backward
+  // (core/model/src/depth_read.cpp), one pass per token, then the input query's products.
+  void zoo_read_forward(int r, Scalar* h);
+  void zoo_read_backward(int r, const Scalar* dh);
+  // mHC (plan.mhc), with the kernels of kernels.hpp: the streams start as m copies of the
+  // embedding h; sublayer r's coefficients from its streams and its input u -> h; the write of its
+  // output; the final read (the mean of the streams) -> h.
+  void mhc_start(const Scalar* embedding);
+  void mhc_read(int r, Scalar* h);
+  void mhc_write(int r);
+  void mhc_final(Scalar* h);
+  // Backward: d loss / d X after the last sublayer from dh of the final read; dv of sublayer r
+  // (mhc_dv); then the step's backward from du (d loss / d u), adding its parameters' gradients;
+  // at the end, d loss / d embedding (T, d) = the sum over the streams.
+  void mhc_final_backward(const Scalar* dh);
+  const Scalar* mhc_output_gradient(int r);
+  void mhc_step_backward(int r, const Scalar* du);
+  void mhc_embedding_gradient(Scalar* dembedding);
 };
 
 // Instantiated in their files.

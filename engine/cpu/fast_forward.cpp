@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "attnres/cancel.hpp"
+#include "attnres/depth_read.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/kernels.hpp"
 #include "attnres/layers.hpp"
@@ -93,6 +94,17 @@ struct Workspace {
   Buffer<Scalar> m, l, o;                       // two-phase statistics: (q, T), (q, T), (q, T, d)
   Buffer<Scalar> history_scores, extra_scores;  // (q, T, n) and (n, T)
   Buffer<Scalar> rope_cos, rope_sin;            // (T, hd/2)
+  // Reads of the other read-based schemes (any gate, heads, query; DenseFormer, rescaled).
+  Buffer<Scalar> zoo_m, zoo_l;                                  // (q, T, H) statistics per head
+  Buffer<Scalar> zoo_scores;                                    // (q, T, H n) per read of the group
+  Buffer<Scalar> zoo_alpha;                                     // (T, H n)
+  Buffer<Scalar> query_inv, query_y, query_q, query_effective;  // input-dependent query
+  std::vector<const Scalar*> zoo_sources;  // (n) the read's sources in the arena
+  // mHC (kernels.hpp): the streams, the step's coefficients, each output's stream weights.
+  Buffer<Scalar> mhc_X, mhc_flat;       // (T, m d)
+  Buffer<Scalar> mhc_inv;               // (T)
+  Buffer<Scalar> mhc_logits, mhc_coef;  // (T, 2m + m^2)
+  Buffer<Scalar> mhc_weights;           // (L + 1, T, m): C_i of v_i in the streams
 };
 
 // Per-worker scratch of the attention tiles.
@@ -126,7 +138,10 @@ struct FastForward<Scalar>::State {
   std::vector<Matmul> matmul;  // one per worker
   std::vector<PreparedLayer<Scalar>> layers;
   std::vector<Bf16> lm_head16;
-  Matrix<Scalar> queries;  // (L+1, d): effective query w * g of every read
+  Matrix<Scalar> queries;  // (L+1, d): effective query w * g of every read (w without key norm)
+  // mHC, per sublayer: biases (C) and projections (C, m d) of H_pre, H_post, H_res stacked.
+  std::vector<Vector<Scalar>> mhc_bias;
+  std::vector<Matrix<Scalar>> mhc_proj;
   Workspace<Scalar> work;
   std::vector<AttentionScratch<Scalar>> scratch;  // one per worker
   CancelCheck cancel;                             // of the pass in progress
@@ -161,7 +176,27 @@ struct FastForward<Scalar>::State {
     queries.resize(L + 1, d);
     for (int r = 0; r <= L; ++r) {
       const auto& read = model.depth_read(r);
-      queries.row(r) = read.query.cwiseProduct(read.key_norm_gain).transpose();
+      if (c.attn_res.key_norm) {
+        queries.row(r) = read.query.cwiseProduct(read.key_norm_gain).transpose();
+      } else {
+        queries.row(r) = read.query.transpose();
+      }
+    }
+    if (c.attn_res.mode == ResidualMode::mhc) {
+      for (int r = 0; r < L; ++r) {
+        const auto& read = model.depth_read(r);
+        const auto m = static_cast<Eigen::Index>(c.attn_res.streams);
+        Vector<Scalar> bias(2 * m + m * m);
+        bias << read.pre_bias, read.post_bias,
+            Eigen::Map<const Vector<Scalar>>(read.res_bias.data(), m * m);
+        mhc_bias.push_back(std::move(bias));
+        Matrix<Scalar> proj;
+        if (c.attn_res.dynamic) {
+          proj.resize(2 * m + m * m, m * d);
+          proj << read.pre_proj, read.post_proj, read.res_proj;
+        }
+        mhc_proj.push_back(std::move(proj));
+      }
     }
     scratch.resize(static_cast<std::size_t>(pool.size()));
     for (auto& s : scratch) {
@@ -170,6 +205,21 @@ struct FastForward<Scalar>::State {
       s.row_max.resize(kTile);
       s.row_sum.resize(kTile);
     }
+  }
+
+  // mHC's step spec of sublayer r (kernels.hpp).
+  cpu::MhcSpec<Scalar> mhc_spec(int r) const {
+    const AttnResConfig& scheme = model.config.attn_res;
+    cpu::MhcSpec<Scalar> spec;
+    spec.m = scheme.streams;
+    spec.d = d;
+    spec.iterations = scheme.sinkhorn_iterations;
+    spec.eps = static_cast<Scalar>(model.config.rms_norm_eps);
+    if (r < static_cast<int>(mhc_bias.size())) {
+      spec.bias = mhc_bias[static_cast<std::size_t>(r)].data();
+      if (scheme.dynamic) spec.proj = mhc_proj[static_cast<std::size_t>(r)].data();
+    }
+    return spec;
   }
 
   // out (T, n) = in (T, k) * W^T, W (n, k) (W16: its bf16 copy, when the products take bf16);
@@ -211,13 +261,15 @@ struct FastForward<Scalar>::State {
     });
   }
 
-  void prepare(int T, const DepthLayout& layout, const std::vector<int>& group_of) {
+  // zoo_heads: the heads of a read of another read-based scheme (0: the paper's reads).
+  void prepare(int T, const DepthLayout& layout, const std::vector<int>& group_of, int zoo_heads) {
     Workspace<Scalar>& w = work;
     const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d);
-    const std::size_t slots = layout.mode == ResidualMode::full ? static_cast<std::size_t>(L) + 1
+    const bool mhc = layout.mode == ResidualMode::mhc;
+    const std::size_t slots = layout.mode == ResidualMode::standard || mhc ? 0
                               : layout.mode == ResidualMode::block
                                   ? static_cast<std::size_t>(layout.blocks) + 1
-                                  : 0;
+                                  : static_cast<std::size_t>(L) + 1;
     std::size_t max_group = 1, max_sources = 1;
     for (std::size_t r = 0; r < layout.reads.size(); ++r) {
       max_sources = std::max(max_sources, layout.reads[r].size());
@@ -238,6 +290,29 @@ struct FastForward<Scalar>::State {
     resize(w.o, max_group * Tz * dz);
     resize(w.history_scores, max_group * Tz * max_sources);
     resize(w.extra_scores, max_sources * Tz);
+    if (zoo_heads > 0) {
+      const auto Hz = static_cast<std::size_t>(zoo_heads);
+      resize(w.zoo_m, max_group * Tz * Hz);
+      resize(w.zoo_l, max_group * Tz * Hz);
+      resize(w.zoo_scores, max_group * Tz * Hz * max_sources);
+      resize(w.zoo_alpha, Tz * Hz * max_sources);
+      resize(w.query_inv, Tz);
+      resize(w.query_y, Tz * dz);
+      resize(w.query_q, Tz * dz);
+      resize(w.query_effective, Tz * dz);
+      w.zoo_sources.resize(max_sources);
+    }
+    if (mhc) {
+      const auto md = static_cast<std::size_t>(model.config.attn_res.streams) * dz;
+      const auto C = static_cast<std::size_t>(mhc_spec(0).coefficients());
+      resize(w.mhc_X, Tz * md);
+      resize(w.mhc_flat, Tz * md);
+      resize(w.mhc_inv, Tz);
+      resize(w.mhc_logits, Tz * C);
+      resize(w.mhc_coef, Tz * C);
+      resize(w.mhc_weights, (static_cast<std::size_t>(L) + 1) * Tz *
+                                static_cast<std::size_t>(model.config.attn_res.streams));
+    }
     if (w.T != T) {
       const int half = hd / 2;
       w.rope_cos.assign(Tz * static_cast<std::size_t>(half), Scalar(0));
@@ -385,21 +460,27 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
   const ModelConfig& config = s.model.config;
   ForwardResult<Scalar> result;
   ForwardTrace& trace = result.trace;
-  const FastPass pass = start_fast_pass(trace, config, tokens, options);
+  const FastPass pass = start_fast_pass(trace, config, tokens, options, FastEngine::cpu);
   const DepthLayout& layout = pass.layout;
   const int L = s.L, d = s.d, T = pass.T;
   const auto Tz = static_cast<std::size_t>(T), dz = static_cast<std::size_t>(d), plane = Tz * dz;
   const std::size_t slot_stride = arena_slot_stride<Scalar>(Tz, dz);
   const std::vector<int> group_of =
       layout.mode == ResidualMode::standard ? std::vector<int>{} : schedule_groups(layout, options);
-  s.prepare(T, layout, group_of);
+  // The paper's reads run the stacked two-phase kernels; every other read-based scheme the
+  // kernels of any read (cpu::depth_read_accumulate), two-phase where the scheme allows it.
+  const bool zoo = pass.scheme.reads_sources() && !pass.scheme.paper_defaults();
+  const int zoo_heads = zoo ? depth_read_heads(pass.scheme) : 0;
+  s.prepare(T, layout, group_of, zoo_heads);
   Workspace<Scalar>& w = s.work;
   const auto key_eps = static_cast<Scalar>(config.attn_res.key_norm_eps);
   trace.sublayer_input_rms.reserve(static_cast<std::size_t>(L));
   trace.sublayer_output_rms.reserve(static_cast<std::size_t>(L));
 
   // The embedding v_0: the standard residual's h, or slot 0 of the arena.
-  Scalar* embedding = layout.mode == ResidualMode::standard ? w.h.data() : w.arena.data();
+  Scalar* embedding = layout.mode == ResidualMode::standard || layout.mode == ResidualMode::mhc
+                          ? w.h.data()
+                          : w.arena.data();
   for (int t = 0; t < T; ++t) {
     const auto row = s.model.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
     std::copy(row.data(), row.data() + d, embedding + static_cast<std::size_t>(t) * dz);
@@ -424,6 +505,81 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       Eigen::Map<Vector<Scalar>>(w.h.data(), T * d) +=
           Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
     }
+  } else if (layout.mode == ResidualMode::mhc) {
+    // m streams (docs/schemes.md "mHC"), stream-major per token; each sublayer reads u = H_pre X
+    // into h, and X <- H_res X + H_post v. The trace's weights of v_0 .. v_r follow the stream
+    // coefficients C_i (T, m) of every output (forward.cpp, MhcCoefficientsOfOutputs).
+    const int m = pass.scheme.streams, C = s.mhc_spec(0).coefficients();
+    const auto mz = static_cast<std::size_t>(m);
+    Scalar* X = w.mhc_X.data();
+    Scalar* weights = w.mhc_weights.data();  // output i: weights + i T m
+    s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t t = b; t < e; ++t) {
+        for (std::size_t j = 0; j < mz; ++j)
+          std::copy(w.h.data() + t * dz, w.h.data() + (t + 1) * dz, X + (t * mz + j) * dz);
+        std::fill(weights + t * mz, weights + (t + 1) * mz, Scalar(1));  // v_0 in every stream
+      }
+    });
+    auto record = [&](int r, bool final_read) {
+      ReadTrace read;
+      read.read = r;
+      read.target = read_target_name(r, L);
+      read.sources = layout.reads[static_cast<std::size_t>(r)];
+      const int n = static_cast<int>(read.sources.size());
+      read.alpha = Eigen::MatrixXd(T, n);
+      for (int t = 0; t < T; ++t) {
+        const Scalar* pre = w.mhc_coef.data() + static_cast<std::size_t>(t) * C;
+        for (int i = 0; i < n; ++i) {
+          const Scalar* c = weights + (static_cast<std::size_t>(i) * Tz + t) * mz;
+          Scalar sum = 0;
+          for (int j = 0; j < m; ++j) sum += final_read ? c[j] : c[j] * pre[j];
+          read.alpha(t, i) = static_cast<double>(final_read ? sum / static_cast<Scalar>(m) : sum);
+        }
+      }
+      read.alpha_mean = read.alpha.colwise().mean().transpose();
+      trace.reads.push_back(std::move(read));
+    };
+    trace.reads.reserve(static_cast<std::size_t>(L) + 1);
+    for (int r = 0; r < L; ++r) {
+      const cpu::MhcSpec<Scalar> spec = s.mhc_spec(r);
+      s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+        cpu::mhc_coefficients(spec, X, w.mhc_inv.data(), w.mhc_flat.data(), w.mhc_logits.data(),
+                              w.mhc_coef.data(), w.h.data(), static_cast<int>(b),
+                              static_cast<int>(e));
+      });
+      record(r, false);
+      run_sublayer(r, w.h.data(), w.v.data());
+      s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+        cpu::mhc_write(spec, w.mhc_coef.data(), w.v.data(), X, static_cast<int>(b),
+                       static_cast<int>(e));
+        // C_i <- H_res C_i for the outputs so far; C_{r+1} = H_post.
+        std::vector<Scalar> column(mz);
+        for (std::size_t t = b; t < e; ++t) {
+          const Scalar* c = w.mhc_coef.data() + t * static_cast<std::size_t>(C);
+          for (int i = 0; i <= r; ++i) {
+            Scalar* ci = weights + (static_cast<std::size_t>(i) * Tz + t) * mz;
+            for (int a = 0; a < m; ++a) {
+              Scalar sum = 0;
+              for (int k = 0; k < m; ++k) sum += c[2 * m + a * m + k] * ci[k];
+              column[a] = sum;
+            }
+            std::copy(column.begin(), column.end(), ci);
+          }
+          std::copy(c + m, c + 2 * m, weights + (static_cast<std::size_t>(r + 1) * Tz + t) * mz);
+        }
+      });
+    }
+    record(L, true);
+    // The final read: the mean of the streams.
+    s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t t = b; t < e; ++t) {
+        Eigen::Map<Vector<Scalar>> h(w.h.data() + t * dz, d);
+        h.setZero();
+        for (std::size_t j = 0; j < mz; ++j)
+          h += Eigen::Map<const Vector<Scalar>>(X + (t * mz + j) * dz, d);
+        h /= static_cast<Scalar>(m);
+      }
+    });
   } else {
     // Arena slot of a source (see fast_forward.hpp): the sources of every read are slots 0 .. n-1.
     auto slot = [&](const DepthSource& source) {
@@ -447,77 +603,175 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       read.sources = sources;
       read.alpha = Eigen::MatrixXd(T, n);
       read.alpha_mean = Eigen::VectorXd(n);
+      if (zoo_heads > 1) {
+        read.heads = zoo_heads;
+        read.alpha_heads = Eigen::MatrixXd(T, zoo_heads * n);
+      }
       trace.reads.push_back(std::move(read));
     }
     int group_first = -1, group_shared = 0;
-    if (layout.mode == ResidualMode::block)
-      std::fill(w.arena.data() + slot_stride, w.arena.data() + slot_stride + plane, Scalar(0));
-    for (int r = 0; r <= L; ++r) {
+    Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
+    // Read r of another read-based scheme: one-shot, or phase 1 over the group's shared history
+    // (each read of the group, token block by token block so that a block's rows stay in cache
+    // between the reads) and phase 2 merging the sources produced inside the group.
+    // The last read of the schedule group that read r starts, or -1 when r starts none.
+    auto group_last = [&](int r) {
+      const int g = group_of[static_cast<std::size_t>(r)];
+      if (r > 0 && group_of[static_cast<std::size_t>(r - 1)] == g) return -1;
+      int last = r;
+      while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
+      return last;
+    };
+    std::size_t max_sources = 1;
+    for (const auto& list : layout.reads) max_sources = std::max(max_sources, list.size());
+    auto zoo_read = [&](int r) {
       const auto& sources = layout.reads[static_cast<std::size_t>(r)];
       const int n = static_cast<int>(sources.size());
-      // Which statistics this read uses: its group's phase 1 (two-phase) or its own (one-shot).
-      int j = 0, shared = n;
-      if (!options.two_phase) {
-        s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-          cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), n, T, d,
-                               s.queries.row(r).data(), 1, key_eps, w.m.data(), w.l.data(),
-                               w.o.data(), w.history_scores.data(), static_cast<int>(b),
-                               static_cast<int>(e));
-        });
-      } else {
-        const int g = group_of[static_cast<std::size_t>(r)];
-        if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
-          int last = r;
-          while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
+      const auto Hz = static_cast<std::size_t>(zoo_heads);
+      const std::size_t score_stride = Tz * Hz * max_sources;
+      auto spec_of = [&](int read) {
+        cpu::DepthReadSpec<Scalar> spec = cpu::depth_read_spec<Scalar>(pass.scheme);
+        spec.query = s.queries.row(read).data();
+        spec.logits = s.model.depth_read(read).mix.data();
+        return spec;
+      };
+      auto sources_of = [&](int read) {
+        const auto& list = layout.reads[static_cast<std::size_t>(read)];
+        for (std::size_t i = 0; i < list.size(); ++i)
+          w.zoo_sources[i] = w.arena.data() + static_cast<std::size_t>(slot(list[i])) * slot_stride;
+      };
+      cpu::DepthReadSpec<Scalar> spec = spec_of(r);
+      sources_of(r);
+      int j = 0, shared = 0;
+      bool fresh = true;
+      if (trace.two_phase) {
+        if (const int last = group_last(r); last >= 0) {
           group_first = r;
           group_shared = static_cast<int>(shared_history(layout, r, last));
-          const int q = last - r + 1;
+          constexpr std::size_t kTokenBlock = 16;
           s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-            cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), group_shared, T, d,
-                                 s.queries.row(r).data(), q, key_eps, w.m.data(), w.l.data(),
-                                 w.o.data(), w.history_scores.data(), static_cast<int>(b),
-                                 static_cast<int>(e));
+            for (std::size_t t0 = b; t0 < e; t0 += kTokenBlock) {
+              const std::size_t t1 = std::min(e, t0 + kTokenBlock);
+              for (int k = 0; k <= last - r; ++k) {
+                const auto kz = static_cast<std::size_t>(k);
+                cpu::depth_read_accumulate(
+                    spec_of(r + k), w.zoo_sources.data(), group_shared, 0,
+                    static_cast<int>(layout.reads[static_cast<std::size_t>(r + k)].size()), d, true,
+                    w.zoo_m.data() + kz * Tz * Hz, w.zoo_l.data() + kz * Tz * Hz,
+                    w.o.data() + kz * plane, w.zoo_scores.data() + kz * score_stride,
+                    static_cast<int>(t0), static_cast<int>(t1));
+              }
+            }
           });
         }
         j = r - group_first;
         shared = group_shared;
+        fresh = false;
       }
-      Scalar* m = w.m.data() + static_cast<std::size_t>(j) * Tz;
-      Scalar* l = w.l.data() + static_cast<std::size_t>(j) * Tz;
-      Scalar* o = w.o.data() + static_cast<std::size_t>(j) * plane;
-      const Scalar* history_scores = w.history_scores.data() + static_cast<std::size_t>(j) * Tz *
-                                                                   static_cast<std::size_t>(shared);
-      Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
+      if (pass.scheme.uses_query() && pass.scheme.query_source == QuerySource::input) {
+        const DepthReadWeights<Scalar>& weights = s.model.depth_read(r);
+        s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+          cpu::depth_input_query(w.zoo_sources[static_cast<std::size_t>(n - 1)], d,
+                                 weights.query.data(), weights.query_proj.data(),
+                                 pass.scheme.key_norm ? weights.key_norm_gain.data() : nullptr,
+                                 key_eps, w.query_inv.data(), w.query_y.data(), w.query_q.data(),
+                                 w.query_effective.data(), static_cast<int>(b),
+                                 static_cast<int>(e));
+        });
+        spec.query = w.query_effective.data();
+        spec.query_stride = d;
+      }
+      const auto jz = static_cast<std::size_t>(j);
+      Scalar* m = w.zoo_m.data() + jz * Tz * Hz;
+      Scalar* l = w.zoo_l.data() + jz * Tz * Hz;
+      Scalar* o = w.o.data() + jz * plane;
+      Scalar* scores = w.zoo_scores.data() + jz * score_stride;
       s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-        for (int i = shared; i < n; ++i) {  // phase 2: sources produced inside the group
-          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(
-                                                       slot(sources[static_cast<std::size_t>(i)])) *
-                                                       slot_stride,
-                                  T, d, s.queries.row(r).data(), key_eps, m, l, o,
-                                  w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz,
-                                  static_cast<int>(b), static_cast<int>(e));
-        }
-        cpu::depth_finish(o, l, d, read_output, static_cast<int>(b), static_cast<int>(e));
+        cpu::depth_read_accumulate(spec, w.zoo_sources.data() + shared, n - shared, shared, n, d,
+                                   fresh, m, l, o, scores, static_cast<int>(b),
+                                   static_cast<int>(e));
+        cpu::depth_read_finish(spec, n, d, m, l, o, scores, read_output, w.zoo_alpha.data(),
+                               static_cast<int>(b), static_cast<int>(e));
       });
-      // The trace: alpha = exp(z - m) / l of every source.
       ReadTrace& read = trace.reads[static_cast<std::size_t>(r)];  // allocated before the loop
-      for (int t = 0; t < T; ++t) {
-        for (int i = 0; i < n; ++i) {
-          const Scalar z =
-              i < shared
-                  ? history_scores[static_cast<std::size_t>(t) * static_cast<std::size_t>(shared) +
-                                   static_cast<std::size_t>(i)]
-                  : w.extra_scores[static_cast<std::size_t>(i - shared) * Tz +
-                                   static_cast<std::size_t>(t)];
-          read.alpha(t, i) = static_cast<double>(std::exp(z - m[t]) / l[t]);
-        }
+      const ConstMap<Scalar> alpha(w.zoo_alpha.data(), T, zoo_heads * n);
+      if (zoo_heads > 1) {
+        read.alpha_heads = alpha.template cast<double>();
+        read.alpha = head_mean(Matrix<double>(read.alpha_heads), zoo_heads);
+      } else {
+        read.alpha = alpha.template cast<double>();
       }
       read.alpha_mean.noalias() = read.alpha.colwise().mean().transpose();
+    };
+    if (layout.mode == ResidualMode::block)
+      std::fill(w.arena.data() + slot_stride, w.arena.data() + slot_stride + plane, Scalar(0));
+    for (int r = 0; r <= L; ++r) {
+      if (zoo) {
+        zoo_read(r);
+      } else {
+        const auto& sources = layout.reads[static_cast<std::size_t>(r)];
+        const int n = static_cast<int>(sources.size());
+        // Which statistics this read uses: its group's phase 1 (two-phase) or its own (one-shot).
+        int j = 0, shared = n;
+        if (!options.two_phase) {
+          s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+            cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), n, T, d,
+                                 s.queries.row(r).data(), 1, key_eps, w.m.data(), w.l.data(),
+                                 w.o.data(), w.history_scores.data(), static_cast<int>(b),
+                                 static_cast<int>(e));
+          });
+        } else {
+          if (const int last = group_last(r); last >= 0) {
+            group_first = r;
+            group_shared = static_cast<int>(shared_history(layout, r, last));
+            const int q = last - r + 1;
+            s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+              cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), group_shared, T,
+                                   d, s.queries.row(r).data(), q, key_eps, w.m.data(), w.l.data(),
+                                   w.o.data(), w.history_scores.data(), static_cast<int>(b),
+                                   static_cast<int>(e));
+            });
+          }
+          j = r - group_first;
+          shared = group_shared;
+        }
+        Scalar* m = w.m.data() + static_cast<std::size_t>(j) * Tz;
+        Scalar* l = w.l.data() + static_cast<std::size_t>(j) * Tz;
+        Scalar* o = w.o.data() + static_cast<std::size_t>(j) * plane;
+        const Scalar* history_scores =
+            w.history_scores.data() +
+            static_cast<std::size_t>(j) * Tz * static_cast<std::size_t>(shared);
+        s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
+          for (int i = shared; i < n; ++i) {  // phase 2: sources produced inside the group
+            cpu::depth_merge_source(
+                w.arena.data() +
+                    static_cast<std::size_t>(slot(sources[static_cast<std::size_t>(i)])) *
+                        slot_stride,
+                T, d, s.queries.row(r).data(), key_eps, m, l, o,
+                w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz,
+                static_cast<int>(b), static_cast<int>(e));
+          }
+          cpu::depth_finish(o, l, d, read_output, static_cast<int>(b), static_cast<int>(e));
+        });
+        // The trace: alpha = exp(z - m) / l of every source.
+        ReadTrace& read = trace.reads[static_cast<std::size_t>(r)];  // allocated before the loop
+        for (int t = 0; t < T; ++t) {
+          for (int i = 0; i < n; ++i) {
+            const Scalar z = i < shared ? history_scores[static_cast<std::size_t>(t) *
+                                                             static_cast<std::size_t>(shared) +
+                                                         static_cast<std::size_t>(i)]
+                                        : w.extra_scores[static_cast<std::size_t>(i - shared) * Tz +
+                                                         static_cast<std::size_t>(t)];
+            read.alpha(t, i) = static_cast<double>(std::exp(z - m[t]) / l[t]);
+          }
+        }
+        read.alpha_mean.noalias() = read.alpha.colwise().mean().transpose();
+      }
       if (r == L) break;
 
       // The sublayer, and where its output goes.
-      const int sublayer = r + 1;  // 1-based
-      if (layout.mode == ResidualMode::full) {
+      const int sublayer = r + 1;                // 1-based
+      if (layout.mode != ResidualMode::block) {  // Full AttnRes, DenseFormer, rescaled
         run_sublayer(r, read_output,
                      w.arena.data() + static_cast<std::size_t>(sublayer) * slot_stride);
       } else {

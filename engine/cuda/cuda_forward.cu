@@ -262,7 +262,8 @@ ForwardResult<float> CudaForward::Impl::run(const std::vector<int>& token_ids,
                                             const ForwardOptions& options) {
   ForwardResult<float> result;
   ForwardTrace& trace = result.trace;
-  const engine::FastPass pass = engine::start_fast_pass(trace, config, token_ids, options);
+  const engine::FastPass pass =
+      engine::start_fast_pass(trace, config, token_ids, options, engine::FastEngine::cuda);
   const DepthLayout& layout = pass.layout;
   const int T = pass.T;
   const float key_eps = static_cast<float>(config.attn_res.key_norm_eps);

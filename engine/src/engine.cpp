@@ -32,7 +32,7 @@ MatrixUnits matrix_units() {
 }
 
 bool fast_engine_runs(const AttnResConfig& scheme) {
-  return engine::fast_engines_run(scheme);
+  return engine::fast_engines_run(scheme, engine::FastEngine::cpu);
 }
 
 Precision default_training_precision() {
@@ -134,16 +134,8 @@ ForwardResult<Scalar> ForwardEngine<Scalar>::forward(const std::vector<int>& tok
     }
     return attnres::forward(*model_, tokens, options);
   }
-  // Schemes beyond the paper's defaults run on the reference code (docs/schemes.md); the CUDA
-  // engine refuses them with a message.
-  if (impl_->fast && !engine::fast_engines_run(resolve_scheme(model_->config, options))) {
-    if (options_.bf16) {
-      throw Error("--precision bf16 runs on the fast engine, but " +
-                  resolve_scheme(model_->config, options).describe() +
-                  " runs on the reference engine (f32 or f64 only; docs/schemes.md)");
-    }
-    return attnres::forward(*model_, tokens, options);
-  }
+  // The fast CPU engine runs every scheme; the CUDA engine refuses the schemes it does not run
+  // with a message (engine::fast_engines_run; docs/schemes.md).
   if (impl_->fast) return impl_->fast->forward(tokens, options);
   if constexpr (std::is_same_v<Scalar, float>) {
     if (impl_->cuda) return impl_->cuda->forward(tokens, options);

@@ -13,17 +13,19 @@ bool reference_only(const ForwardOptions& options) {
   return options.mask || options.sublayer_inputs;
 }
 
-bool fast_engines_run(const AttnResConfig& scheme) {
-  return scheme.paper_defaults();
+bool fast_engines_run(const AttnResConfig& scheme, FastEngine engine) {
+  return engine == FastEngine::cpu || scheme.paper_defaults();
 }
 
 FastPass start_fast_pass(ForwardTrace& trace, const ModelConfig& config,
-                         const std::vector<int>& tokens, const ForwardOptions& options) {
+                         const std::vector<int>& tokens, const ForwardOptions& options,
+                         FastEngine engine) {
   check_tokens(config, tokens);
   const AttnResConfig scheme = resolve_scheme(config, options);
-  if (!fast_engines_run(scheme)) {
-    throw Error("the fast engines run the paper's Full / Block AttnRes only; " + scheme.describe() +
-                " runs on the reference engine (docs/schemes.md)");
+  if (!fast_engines_run(scheme, engine)) {  // the CUDA engine's refusal
+    throw Error(
+        "the CUDA engine runs the standard residual and the paper's Full / Block AttnRes only; " +
+        scheme.describe() + " runs on the CPU engines (--device cpu; docs/schemes.md)");
   }
   FastPass pass{scheme, make_depth_layout(scheme, config.sublayers(), options.zero_placeholder)};
   if (tokens.size() > static_cast<std::size_t>(INT_MAX)) throw Error("forward: too many tokens");

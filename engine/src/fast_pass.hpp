@@ -19,9 +19,14 @@ namespace attnres::engine {
 // reference only.
 bool reference_only(const ForwardOptions& options);
 
-// The fast engines run the paper's schemes (the standard residual, Full and Block AttnRes); every
-// other scheme runs on the reference code (docs/schemes.md).
-bool fast_engines_run(const AttnResConfig& scheme);
+// The fast engines: the CPU engine (cpu/) and the CUDA engine (cuda/).
+enum class FastEngine { cpu, cuda };
+
+// Whether a fast engine runs `scheme` (docs/schemes.md "Which schedules apply"): the CPU engine
+// runs every scheme (the standard residual; Full / Block AttnRes with any setting; DenseFormer; the
+// rescaled residual; mHC); the CUDA engine the paper's only (the standard residual, Full and Block
+// AttnRes with softmax, key norm, a static query and one head) and refuses the others.
+bool fast_engines_run(const AttnResConfig& scheme, FastEngine engine);
 
 // What a fast pass is about to compute.
 struct FastPass {
@@ -31,10 +36,11 @@ struct FastPass {
 };
 
 // The start of a fast forward pass: checks the tokens (check_tokens), resolves the scheme
-// (resolve_scheme's errors) and refuses one that the fast engines do not run, makes its layout,
+// (resolve_scheme's errors) and refuses one that `engine` does not run, makes its layout,
 // checks that the token count fits an int, and fills the trace's header (start_trace).
 FastPass start_fast_pass(ForwardTrace& trace, const ModelConfig& config,
-                         const std::vector<int>& tokens, const ForwardOptions& options);
+                         const std::vector<int>& tokens, const ForwardOptions& options,
+                         FastEngine engine);
 
 // Before sublayer r (0-based) of L: the reference's progress call, which throws
 // Cancelled("forward pass cancelled") when the callback says stop.

@@ -12,17 +12,11 @@
 
 #include "attnres/kernels.hpp"
 #include "attnres/tensor.hpp"
+#include "row_maps.hpp"
 
 namespace attnres::cpu {
 
 namespace {
-
-template <typename Scalar>
-using RowMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename Scalar>
-using ConstRow = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>;
-template <typename Scalar>
-using Row = Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>;
 
 template <typename Scalar>
 Scalar inverse_rms(const ConstRow<Scalar>& v, Scalar eps) {

@@ -47,13 +47,7 @@ TEST_P(FiniteDifferences, EveryElementOfEveryTensorMatchesCentralDifferences) {
     double largest = 0.0;
     double error = 0.0;
     for (std::int64_t i = 0; i < tensor.element_count(); ++i) {
-      const double saved = tensor.data[i];
-      tensor.data[i] = saved + step;
-      const double up = batch_loss(model, batch, options);
-      tensor.data[i] = saved - step;
-      const double down = batch_loss(model, batch, options);
-      tensor.data[i] = saved;
-      const double numeric = (up - down) / (2 * step);
+      const double numeric = test::central_difference(model, batch, options, tensor.data[i], step);
       largest = std::max(largest, std::abs(numeric));
       error = std::max(error, std::abs(numeric - gradient[i]));
     }

@@ -12,67 +12,19 @@
 #include "attnres/gradient_engine.hpp"
 #include "attnres/mhc.hpp"
 #include "model_support.hpp"
+#include "training/training_support.hpp"
 
 namespace attnres {
 namespace {
 
-struct SchemeCase {
-  std::string name;
-  AttnResConfig scheme;
-};
+using SchemeCase = test::SchemeCase;
 
 AttnResConfig make(ResidualMode mode, int block_size = 0) {
-  AttnResConfig s;
-  s.mode = mode;
-  s.block_size = block_size;
-  return s;
+  return test::make_scheme(mode, block_size);
 }
 
 std::vector<SchemeCase> scheme_cases() {
-  std::vector<SchemeCase> cases;
-  auto add = [&](const std::string& name, AttnResConfig s) { cases.push_back({name, s}); };
-  AttnResConfig s = make(ResidualMode::full);
-  s.gate = DepthGate::sigmoid;
-  add("full_sigmoid", s);
-  s.gate = DepthGate::sigmoid_normalized;
-  add("full_sigmoid_normalized", s);
-  s = make(ResidualMode::full);
-  s.key_norm = false;
-  add("full_no_key_norm", s);
-  s = make(ResidualMode::full);
-  s.window = 2;
-  add("full_window2", s);
-  s = make(ResidualMode::full);
-  s.heads = 2;
-  add("full_heads2", s);
-  s = make(ResidualMode::block, 2);
-  s.heads = 4;
-  add("block_heads4", s);
-  s = make(ResidualMode::full);
-  s.query_source = QuerySource::input;
-  add("full_input_query", s);
-  s = make(ResidualMode::block, 3);
-  s.query_source = QuerySource::input;
-  s.gate = DepthGate::sigmoid_normalized;
-  add("block_input_query", s);
-  s = make(ResidualMode::full);
-  s.mixing = DepthMixing::scalars;
-  add("full_scalars", s);
-  s = make(ResidualMode::block, 3);
-  s.mixing = DepthMixing::scalars;
-  s.gate = DepthGate::sigmoid;
-  add("block_scalars_sigmoid", s);
-  add("denseformer", make(ResidualMode::denseformer));
-  add("rescaled", make(ResidualMode::rescaled));
-  s = make(ResidualMode::mhc);
-  s.streams = 2;
-  s.sinkhorn_iterations = 5;
-  add("mhc_dynamic_m2", s);
-  s = make(ResidualMode::mhc);
-  s.streams = 3;
-  s.dynamic = false;
-  add("mhc_static_m3", s);
-  return cases;
+  return test::zoo_schemes();
 }
 
 ModelConfig small_config(const AttnResConfig& scheme) {
@@ -99,13 +51,7 @@ TEST_P(SchemeGradients, EveryElementOfEveryTensorMatchesCentralDifferences) {
     const double* gradient = analytic_by_name.at(tensor.name);
     double largest = 0.0, error = 0.0;
     for (std::int64_t i = 0; i < tensor.element_count(); ++i) {
-      const double saved = tensor.data[i];
-      tensor.data[i] = saved + step;
-      const double up = batch_loss(model, batch);
-      tensor.data[i] = saved - step;
-      const double down = batch_loss(model, batch);
-      tensor.data[i] = saved;
-      const double numeric = (up - down) / (2 * step);
+      const double numeric = test::central_difference(model, batch, {}, tensor.data[i], step);
       largest = std::max(largest, std::abs(numeric));
       error = std::max(error, std::abs(numeric - gradient[i]));
     }
@@ -299,9 +245,11 @@ TEST(SchemeFiles, EverySchemeSavesAndLoadsExactly) {
   }
 }
 
-TEST(SchemeEngines, TheGradientEngineSplitsOtherSchemesOverThreadsWithTheSameResult) {
-  AttnResConfig scheme = make(ResidualMode::full);
-  scheme.gate = DepthGate::sigmoid;
+// The gradient engine's fast kind runs every scheme (tests/training/test_fast_zoo.cpp holds each
+// to 1e-12); here mHC through the public interface, two threads.
+TEST(SchemeEngines, TheFastGradientEngineGivesTheReferenceResultForMhc) {
+  AttnResConfig scheme = make(ResidualMode::mhc);
+  scheme.streams = 2;
   const ModelWeights<float> model =
       random_model(small_config(scheme), {.seed = 5, .weight_std = 0.3, .query_std = 0.5})
           .cast<float>();
@@ -312,8 +260,8 @@ TEST(SchemeEngines, TheGradientEngineSplitsOtherSchemesOverThreadsWithTheSameRes
   engine.compute(model, batch, {}, split);
   EXPECT_NEAR(split.loss, reference.loss, 1e-5);
   test::expect_tensor_near("lm_head grad", split.grad.lm_head, reference.grad.lm_head, 1e-5);
-  test::expect_tensor_near("final query grad", split.grad.final_res.query,
-                           reference.grad.final_res.query, 1e-5);
+  test::expect_tensor_near("first mHC projection grad", split.grad.layers[0].attn_res.pre_proj,
+                           reference.grad.layers[0].attn_res.pre_proj, 1e-5);
   for (std::size_t l = 0; l < reference.sublayer_output_grad_rms.size(); ++l) {
     EXPECT_NEAR(split.sublayer_output_grad_rms[l], reference.sublayer_output_grad_rms[l], 1e-5);
     EXPECT_NEAR(split.sublayer_output_rms[l], reference.sublayer_output_rms[l], 1e-5);

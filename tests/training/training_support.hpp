@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attnres/backward.hpp"
 #include "attnres/forward.hpp"
 
 namespace attnres::test {
@@ -35,6 +36,82 @@ inline ForwardOptions options_for(const ModeCase& mode) {
   if (mode.block_size) options.block_size = mode.block_size;
   options.zero_placeholder = mode.zero_placeholder;
   return options;
+}
+
+// A scheme of docs/schemes.md with every other setting at its default.
+inline AttnResConfig make_scheme(ResidualMode mode, int block_size = 0) {
+  AttnResConfig scheme;
+  scheme.mode = mode;
+  scheme.block_size = block_size;
+  return scheme;
+}
+
+// Every scheme of the zoo (docs/schemes.md) once, the settings alone or in small combinations,
+// for models with L = 4 sublayers and d = 8 (block sizes up to 3, heads up to 4, m up to 3).
+struct SchemeCase {
+  std::string name;
+  AttnResConfig scheme;
+};
+
+inline std::vector<SchemeCase> zoo_schemes() {
+  std::vector<SchemeCase> cases;
+  auto add = [&](const std::string& name, AttnResConfig s) { cases.push_back({name, s}); };
+  AttnResConfig s = make_scheme(ResidualMode::full);
+  s.gate = DepthGate::sigmoid;
+  add("full_sigmoid", s);
+  s.gate = DepthGate::sigmoid_normalized;
+  add("full_sigmoid_normalized", s);
+  s = make_scheme(ResidualMode::full);
+  s.key_norm = false;
+  add("full_no_key_norm", s);
+  s = make_scheme(ResidualMode::full);
+  s.window = 2;
+  add("full_window2", s);
+  s = make_scheme(ResidualMode::full);
+  s.heads = 2;
+  add("full_heads2", s);
+  s = make_scheme(ResidualMode::block, 2);
+  s.heads = 4;
+  add("block_heads4", s);
+  s = make_scheme(ResidualMode::full);
+  s.query_source = QuerySource::input;
+  add("full_input_query", s);
+  s = make_scheme(ResidualMode::block, 3);
+  s.query_source = QuerySource::input;
+  s.gate = DepthGate::sigmoid_normalized;
+  add("block_input_query", s);
+  s = make_scheme(ResidualMode::full);
+  s.mixing = DepthMixing::scalars;
+  add("full_scalars", s);
+  s = make_scheme(ResidualMode::block, 3);
+  s.mixing = DepthMixing::scalars;
+  s.gate = DepthGate::sigmoid;
+  add("block_scalars_sigmoid", s);
+  add("denseformer", make_scheme(ResidualMode::denseformer));
+  add("rescaled", make_scheme(ResidualMode::rescaled));
+  s = make_scheme(ResidualMode::mhc);
+  s.streams = 2;
+  s.sinkhorn_iterations = 5;
+  add("mhc_dynamic_m2", s);
+  s = make_scheme(ResidualMode::mhc);
+  s.streams = 3;
+  s.dynamic = false;
+  add("mhc_static_m3", s);
+  return cases;
+}
+
+// d loss / d x by central differences with step h, x an element of one of `model`'s tensors
+// (restored afterwards); the loss by forward passes only (batch_loss).
+inline double central_difference(const ModelWeights<double>& model,
+                                 const std::vector<std::vector<int>>& batch,
+                                 const ForwardOptions& options, double& x, double h) {
+  const double saved = x;
+  x = saved + h;
+  const double up = batch_loss(model, batch, options);
+  x = saved - h;
+  const double down = batch_loss(model, batch, options);
+  x = saved;
+  return (up - down) / (2 * h);
 }
 
 // `bytes` of text made of a few repeated words and sentence ends (deterministic).

@@ -1,11 +1,11 @@
 // Loss and gradients on an engine (docs/training.md, docs/engines.md):
-//   reference  attnres::loss_and_gradients (core/model/src/backward.cpp): readable, one sequence at
-//   a
-//              time, recomputes each sublayer's internals during the backward sweep; the oracle
-//   fast       engine/cpu/fast_backward.cpp: keeps the forward's intermediates, two-phase depth
-//              reads, causal attention that skips the masked half, the batch's sequences split
-//              over a thread pool with per-thread gradient buffers summed in a fixed order
-//              (deterministic for a given thread count)
+//   reference  attnres::loss_and_gradients (core/model/src/backward.cpp): readable, one sequence
+//              at a time, recomputes each sublayer's internals during the backward sweep; the
+//              oracle
+//   fast       engine/cpu/fast_backward.cpp, every scheme: keeps the forward's intermediates,
+//              two-phase depth reads, causal attention that skips the masked half, the batch's
+//              sequences split over a thread pool with per-thread gradient buffers summed in a
+//              fixed order (deterministic for a given thread count)
 // Both return the same Gradients (backward.hpp): the loss, d loss / d every parameter, and the
 // Fig. 5 RMS curves.
 //
@@ -45,9 +45,6 @@ class GradientEngine {
   int threads() const;
 
  private:
-  void reference_in_parallel(const ModelWeights<Scalar>& model,
-                             const std::vector<std::vector<int>>& batch,
-                             const ForwardOptions& options, Gradients<Scalar>& out);
   EngineOptions options_;
   std::unique_ptr<engine::FastBackward<Scalar>> fast_;
 };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnres/enum_names.hpp"
+#include "attnres/residual_scheme.hpp"
 
 namespace attnres {
 
@@ -59,6 +60,97 @@ void depth_merge_source(const Scalar* source, int T, int d, const Scalar* query,
 // h = o / l per token (h may be o).
 template <typename Scalar>
 void depth_finish(const Scalar* o, const Scalar* l, int d, Scalar* h, int t_begin, int t_end);
+
+// ---- Any read of the read-based schemes (docs/schemes.md "Read-based schemes: one formula"),
+// f32 and f64, on tokens [t_begin, t_end): Full / Block AttnRes with any gate, key norm on or off,
+// H heads, a static or per-token query, learned logits (mixing = scalars); DenseFormer's weights;
+// the rescaled residual's mean. The statistics are those of depth_read_stats
+// (core/model/include/attnres/depth_read.hpp), per token and head: e_i = exp(s_i - m) (softmax,
+// m the running max), sigmoid(s_i) (both sigmoid gates), a_i (DenseFormer) or 1 (rescaled);
+// l = sum e_i, o = sum e_i x_i over the head's channels. They merge exactly, so the two-phase
+// schedule is "accumulate the shared history, then each source produced inside the group".
+enum class DepthWeights {
+  attention,  // s = q . x / rms_c(x) (or q . x without the key norm), per head
+  logits,     // s_i = b_i, learned (mixing = scalars), then the gate
+  direct,     // alpha_i = a_i, unnormalised (DenseFormer)
+  mean,       // alpha_i = 1 / n (rescaled residual)
+};
+
+template <typename Scalar>
+struct DepthReadSpec {
+  DepthWeights weights = DepthWeights::attention;
+  DepthGate gate = DepthGate::softmax;  // attention and logits
+  int heads = 1;                        // attention: channel groups of d / heads; else 1
+  bool key_norm = true;                 // attention
+  Scalar eps = 0;                       // the key norm's eps
+  const Scalar* query = nullptr;        // attention: effective query (w * g, or w without key norm)
+  long query_stride = 0;                // 0: the same query for every token; d: (T, d) per token
+  const Scalar* logits = nullptr;       // logits / direct: (n) per source of the read
+  bool uses_max() const;                // softmax statistics carry a running max
+  bool normalised() const;              // the read is o / l (else o)
+};
+
+// The spec's kind, gate, heads and key norm for `scheme`; the caller sets query and logits.
+template <typename Scalar>
+DepthReadSpec<Scalar> depth_read_spec(const AttnResConfig& scheme);
+
+// Merges sources first .. first + k - 1 (of a read with n; sources[i] points at (T, d) values of
+// source first + i) into the read's statistics m, l (T, H) and o (T, d); `fresh` starts them
+// from the empty set. scores (T, H n), head-major columns c * n + i, receive the sources' scores.
+template <typename Scalar>
+void depth_read_accumulate(const DepthReadSpec<Scalar>& spec, const Scalar* const* sources, int k,
+                           int first, int n, int d, bool fresh, Scalar* m, Scalar* l, Scalar* o,
+                           Scalar* scores, int t_begin, int t_end);
+// The read's output h (T, d) and weights alpha (T, H n) from the statistics of all n sources.
+template <typename Scalar>
+void depth_read_finish(const DepthReadSpec<Scalar>& spec, int n, int d, const Scalar* m,
+                       const Scalar* l, const Scalar* o, const Scalar* scores, Scalar* h,
+                       Scalar* alpha, int t_begin, int t_end);
+// The input-dependent query (docs/schemes.md): y = u / rms(u) (eps, no gain), q = w + W y, and
+// the effective query q * g (gain not null: the key norm) or q. u, y, q, effective (T, d),
+// inv (T); W (d, d) row-major.
+template <typename Scalar>
+void depth_input_query(const Scalar* u, int d, const Scalar* w, const Scalar* W, const Scalar* gain,
+                       Scalar eps, Scalar* inv, Scalar* y, Scalar* q, Scalar* effective,
+                       int t_begin, int t_end);
+
+// ---- mHC (docs/schemes.md "mHC") on raw buffers, f32 and f64, tokens [t_begin, t_end). A token's
+// m streams are stored stream-major, X (T, m d): entry j d + k is channel k of stream j, which is
+// vec(X). A sublayer's C = 2m + m^2 coefficients are stored (T, C): H_pre (m), H_post (m), then
+// H_res row-major (m^2), as are their logits; its biases (C) and projections (C, m d) likewise.
+// Reference: core/model/src/mhc.cpp (mhc_coefficients, mhc_write, mhc_step_backward, sinkhorn).
+template <typename Scalar>
+struct MhcSpec {
+  int m = 1, d = 0, iterations = 20;
+  Scalar eps = 0;                // rms_norm_eps: the norm of vec(X)
+  const Scalar* bias = nullptr;  // (C)
+  const Scalar* proj = nullptr;  // (C, m d) row-major; null: static mHC
+  int coefficients() const { return 2 * m + m * m; }
+};
+// inv (T) and flat (T, m d) = X / rms(vec X) (dynamic only), logits (T, C) = bias + proj flat,
+// coef (T, C) = sigmoid, 2 sigmoid and Sinkhorn of the logits, and u (T, d) = sum_j H_pre,j X_j.
+template <typename Scalar>
+void mhc_coefficients(const MhcSpec<Scalar>& spec, const Scalar* X, Scalar* inv, Scalar* flat,
+                      Scalar* logits, Scalar* coef, Scalar* u, int t_begin, int t_end);
+// X <- H_res X + H_post v (T, d), in place.
+template <typename Scalar>
+void mhc_write(const MhcSpec<Scalar>& spec, const Scalar* coef, const Scalar* v, Scalar* X,
+               int t_begin, int t_end);
+// dv (T, d) = sum_i H_post,i dX_i from d loss / d X after the step (T, m d).
+template <typename Scalar>
+void mhc_output_gradient(const MhcSpec<Scalar>& spec, const Scalar* coef, const Scalar* dX,
+                         Scalar* dv, int t_begin, int t_end);
+// The step's backward but for the projections: from X (before), coef, logits, v and du (d loss /
+// d u), dX (after) becomes d loss / d X before the step through H_res and H_pre, and dlogits
+// (T, C) receives d loss / d logits (Sinkhorn retraced per token).
+template <typename Scalar>
+void mhc_step_backward(const MhcSpec<Scalar>& spec, const Scalar* X, const Scalar* coef,
+                       const Scalar* logits, const Scalar* v, const Scalar* du, Scalar* dX,
+                       Scalar* dlogits, int t_begin, int t_end);
+// The path through flat = X r: dX += r dflat - r flat (dflat . flat) / (m d), dflat (T, m d).
+template <typename Scalar>
+void mhc_flat_backward(const MhcSpec<Scalar>& spec, const Scalar* flat, const Scalar* inv,
+                       const Scalar* dflat, Scalar* dX, int t_begin, int t_end);
 }  // namespace cpu
 
 namespace cuda {
