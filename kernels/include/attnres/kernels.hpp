@@ -87,8 +87,8 @@ struct DepthReadSpec {
   const Scalar* query = nullptr;        // attention: effective query (w * g, or w without key norm)
   long query_stride = 0;                // 0: the same query for every token; d: (T, d) per token
   const Scalar* logits = nullptr;       // logits / direct: (n) per source of the read
-  bool uses_max() const;                // softmax statistics carry a running max
-  bool normalised() const;              // the read is o / l (else o)
+  bool uses_max = true;    // softmax statistics carry a running max (depth_read_uses_max)
+  bool normalised = true;  // the read is o / l, else o (depth_read_normalised)
 };
 
 // The spec's kind, gate, heads and key norm for `scheme`; the caller sets query and logits.
