@@ -40,6 +40,7 @@
 #include "attnres/depth_read.hpp"
 #include "attnres/error.hpp"
 #include "attnres/forward_steps.hpp"
+#include "attnres/kernels.hpp"
 #include "attnres/tensor.hpp"
 #include "cpu/eigen_maps.hpp"
 #include "cpu/fast_backward_state.hpp"
@@ -401,20 +402,12 @@ struct FastBackward<Scalar>::State {
     prepared.mhc_bias.clear();
     prepared.mhc_proj.clear();
     if (model.config.attn_res.mode == ResidualMode::mhc) {
-      const auto m = static_cast<Eigen::Index>(model.config.attn_res.streams);
       prepared.mhc_bias.resize(static_cast<std::size_t>(L));
       prepared.mhc_proj.resize(static_cast<std::size_t>(L));
       for (int r = 0; r < L; ++r) {
-        const auto& read = model.depth_read(r);
-        auto& bias = prepared.mhc_bias[static_cast<std::size_t>(r)];
-        bias.resize(2 * m + m * m);
-        bias << read.pre_bias, read.post_bias,
-            Eigen::Map<const Vector<Scalar>>(read.res_bias.data(), m * m);
-        if (model.config.attn_res.dynamic) {
-          auto& proj = prepared.mhc_proj[static_cast<std::size_t>(r)];
-          proj.resize(2 * m + m * m, m * shape.d);
-          proj << read.pre_proj, read.post_proj, read.res_proj;
-        }
+        cpu::mhc_stack_weights(model.config.attn_res, model.depth_read(r),
+                               prepared.mhc_bias[static_cast<std::size_t>(r)],
+                               prepared.mhc_proj[static_cast<std::size_t>(r)]);
       }
     }
   }

@@ -354,14 +354,9 @@ namespace {
 
 template <typename Scalar>
 cpu::MhcSpec<Scalar> mhc_spec(const Context<Scalar>& c, int r) {
-  cpu::MhcSpec<Scalar> spec;
-  spec.m = static_cast<int>(c.plan.streams);
-  spec.d = static_cast<int>(c.s.d);
-  spec.iterations = c.plan.scheme.sinkhorn_iterations;
-  spec.eps = c.eps;
-  spec.bias = c.prepared.mhc_bias[static_cast<std::size_t>(r)].data();
-  if (c.plan.scheme.dynamic) spec.proj = c.prepared.mhc_proj[static_cast<std::size_t>(r)].data();
-  return spec;
+  const auto ru = static_cast<std::size_t>(r);
+  return cpu::mhc_spec(c.plan.scheme, static_cast<int>(c.s.d), c.eps, c.prepared.mhc_bias[ru],
+                       c.prepared.mhc_proj[ru]);
 }
 
 }  // namespace

@@ -183,19 +183,12 @@ struct FastForward<Scalar>::State {
       }
     }
     if (c.attn_res.mode == ResidualMode::mhc) {
+      mhc_bias.resize(static_cast<std::size_t>(L));
+      mhc_proj.resize(static_cast<std::size_t>(L));
       for (int r = 0; r < L; ++r) {
-        const auto& read = model.depth_read(r);
-        const auto m = static_cast<Eigen::Index>(c.attn_res.streams);
-        Vector<Scalar> bias(2 * m + m * m);
-        bias << read.pre_bias, read.post_bias,
-            Eigen::Map<const Vector<Scalar>>(read.res_bias.data(), m * m);
-        mhc_bias.push_back(std::move(bias));
-        Matrix<Scalar> proj;
-        if (c.attn_res.dynamic) {
-          proj.resize(2 * m + m * m, m * d);
-          proj << read.pre_proj, read.post_proj, read.res_proj;
-        }
-        mhc_proj.push_back(std::move(proj));
+        cpu::mhc_stack_weights(c.attn_res, model.depth_read(r),
+                               mhc_bias[static_cast<std::size_t>(r)],
+                               mhc_proj[static_cast<std::size_t>(r)]);
       }
     }
     scratch.resize(static_cast<std::size_t>(pool.size()));
@@ -209,17 +202,9 @@ struct FastForward<Scalar>::State {
 
   // mHC's step spec of sublayer r (kernels.hpp).
   cpu::MhcSpec<Scalar> mhc_spec(int r) const {
-    const AttnResConfig& scheme = model.config.attn_res;
-    cpu::MhcSpec<Scalar> spec;
-    spec.m = scheme.streams;
-    spec.d = d;
-    spec.iterations = scheme.sinkhorn_iterations;
-    spec.eps = static_cast<Scalar>(model.config.rms_norm_eps);
-    if (r < static_cast<int>(mhc_bias.size())) {
-      spec.bias = mhc_bias[static_cast<std::size_t>(r)].data();
-      if (scheme.dynamic) spec.proj = mhc_proj[static_cast<std::size_t>(r)].data();
-    }
-    return spec;
+    const auto ru = static_cast<std::size_t>(r);
+    return cpu::mhc_spec(model.config.attn_res, d, static_cast<Scalar>(model.config.rms_norm_eps),
+                         mhc_bias[ru], mhc_proj[ru]);
   }
 
   // out (T, n) = in (T, k) * W^T, W (n, k) (W16: its bf16 copy, when the products take bf16);

@@ -37,19 +37,6 @@ Scalar unnormalised(const DepthReadSpec<Scalar>& spec, Scalar score, Scalar max)
 }  // namespace
 
 template <typename Scalar>
-bool DepthReadSpec<Scalar>::uses_max() const {
-  return (weights == DepthWeights::attention || weights == DepthWeights::logits) &&
-         gate == DepthGate::softmax;
-}
-
-template <typename Scalar>
-bool DepthReadSpec<Scalar>::normalised() const {
-  if (weights == DepthWeights::mean) return true;
-  if (weights == DepthWeights::direct) return false;
-  return gate != DepthGate::sigmoid;
-}
-
-template <typename Scalar>
 DepthReadSpec<Scalar> depth_read_spec(const AttnResConfig& scheme) {
   DepthReadSpec<Scalar> spec;
   if (scheme.mode == ResidualMode::rescaled) {
@@ -63,6 +50,8 @@ DepthReadSpec<Scalar> depth_read_spec(const AttnResConfig& scheme) {
   spec.heads = depth_read_heads(scheme);
   spec.key_norm = scheme.key_norm;
   spec.eps = static_cast<Scalar>(scheme.key_norm_eps);
+  spec.uses_max = depth_read_uses_max(scheme);
+  spec.normalised = depth_read_normalised(scheme);
   return spec;
 }
 
@@ -73,7 +62,7 @@ void depth_read_accumulate(const DepthReadSpec<Scalar>& spec, const Scalar* cons
   if (k <= 0) return;  // nothing to merge (a fresh read always has a source)
   const int heads = spec.heads;
   const int width = d / heads;
-  const bool with_max = spec.uses_max();
+  const bool with_max = spec.uses_max;
   constexpr int kStack = 1024;
   Scalar stack_z[kStack];
   std::vector<Scalar> heap_z;
@@ -140,7 +129,7 @@ void depth_read_finish(const DepthReadSpec<Scalar>& spec, int n, int d, const Sc
                        Scalar* alpha, int t_begin, int t_end) {
   const int heads = spec.heads;
   const int width = d / heads;
-  const bool normalised = spec.normalised();
+  const bool normalised = spec.normalised;
   for (int t = t_begin; t < t_end; ++t) {
     for (int c = 0; c < heads; ++c) {
       const long stat = static_cast<long>(t) * heads + c;
@@ -185,7 +174,6 @@ void depth_input_query(const Scalar* u, int d, const Scalar* w, const Scalar* W,
 }
 
 #define ATTNRES_INSTANTIATE_DEPTH_READ_ANY(Scalar)                                                 \
-  template struct DepthReadSpec<Scalar>;                                                           \
   template DepthReadSpec<Scalar> depth_read_spec(const AttnResConfig&);                            \
   template void depth_read_accumulate(const DepthReadSpec<Scalar>&, const Scalar* const*, int,     \
                                       int, int, int, bool, Scalar*, Scalar*, Scalar*, Scalar*,     \

@@ -57,6 +57,31 @@ void sinkhorn(Scalar* k, int m, int iterations, Scalar* start, Scalar* states) {
 }  // namespace
 
 template <typename Scalar>
+MhcSpec<Scalar> mhc_spec(const AttnResConfig& scheme, int d, Scalar eps, const Vector<Scalar>& bias,
+                         const Matrix<Scalar>& proj) {
+  MhcSpec<Scalar> spec;
+  spec.m = scheme.streams;
+  spec.d = d;
+  spec.iterations = scheme.sinkhorn_iterations;
+  spec.eps = eps;
+  spec.bias = bias.data();
+  if (scheme.dynamic) spec.proj = proj.data();
+  return spec;
+}
+
+template <typename Scalar>
+void mhc_stack_weights(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& read,
+                       Vector<Scalar>& bias, Matrix<Scalar>& proj) {
+  const auto m = static_cast<Eigen::Index>(scheme.streams);
+  bias.resize(2 * m + m * m);
+  bias << read.pre_bias, read.post_bias,
+      Eigen::Map<const Vector<Scalar>>(read.res_bias.data(), m * m);
+  if (!scheme.dynamic) return;
+  proj.resize(2 * m + m * m, read.pre_proj.cols());
+  proj << read.pre_proj, read.post_proj, read.res_proj;
+}
+
+template <typename Scalar>
 void mhc_coefficients(const MhcSpec<Scalar>& spec, const Scalar* X, Scalar* inv, Scalar* flat,
                       Scalar* logits, Scalar* coef, Scalar* u, int t_begin, int t_end) {
   const int m = spec.m, d = spec.d, md = m * d, C = spec.coefficients();
@@ -208,6 +233,10 @@ void mhc_flat_backward(const MhcSpec<Scalar>& spec, const Scalar* flat, const Sc
 }
 
 #define ATTNRES_INSTANTIATE_MHC_STEP(Scalar)                                                       \
+  template MhcSpec<Scalar> mhc_spec(const AttnResConfig&, int, Scalar, const Vector<Scalar>&,      \
+                                    const Matrix<Scalar>&);                                        \
+  template void mhc_stack_weights(const AttnResConfig&, const DepthReadWeights<Scalar>&,           \
+                                  Vector<Scalar>&, Matrix<Scalar>&);                               \
   template void mhc_coefficients(const MhcSpec<Scalar>&, const Scalar*, Scalar*, Scalar*, Scalar*, \
                                  Scalar*, Scalar*, int, int);                                      \
   template void mhc_write(const MhcSpec<Scalar>&, const Scalar*, const Scalar*, Scalar*, int,      \

@@ -200,16 +200,16 @@ Matrix<Scalar> depth_read(const AttnResConfig& scheme, const DepthReadWeights<Sc
   return h;
 }
 
-namespace {
-
-bool uses_max(const AttnResConfig& scheme) {
+bool depth_read_uses_max(const AttnResConfig& scheme) {
   return scheme.attention_mode() && scheme.gate == DepthGate::softmax;
 }
 
-bool normalised(const AttnResConfig& scheme) {
+bool depth_read_normalised(const AttnResConfig& scheme) {
   if (scheme.mode == ResidualMode::rescaled) return true;
   return scheme.attention_mode() && scheme.gate != DepthGate::sigmoid;
 }
+
+namespace {
 
 // e_i of one source for every token, given the running max m (softmax) — see DepthReadStats.
 template <typename Scalar, typename Scores, typename Max>
@@ -244,7 +244,7 @@ DepthReadStats<Scalar> depth_read_stats(const AttnResConfig& scheme,
   stats.l = Matrix<Scalar>::Zero(T, heads);
   stats.m = Matrix<Scalar>::Zero(T, heads);
   for (int head = 0; head < heads; ++head) {
-    if (uses_max(scheme))
+    if (depth_read_uses_max(scheme))
       stats.m.col(head) = stats.scores.middleCols(head * k, k).rowwise().maxCoeff();
     for (Eigen::Index i = 0; i < k; ++i) {
       const Vector<Scalar> weight =
@@ -272,7 +272,7 @@ DepthReadStats<Scalar> merge_read_stats(const AttnResConfig& scheme,
     out.scores.middleCols(head * (ka + kb), ka) = a.scores.middleCols(head * ka, ka);
     out.scores.middleCols(head * (ka + kb) + ka, kb) = b.scores.middleCols(head * kb, kb);
   }
-  if (!uses_max(scheme)) {
+  if (!depth_read_uses_max(scheme)) {
     out.o = a.o + b.o;
     out.l = a.l + b.l;
     out.m = a.m;
@@ -304,10 +304,10 @@ Matrix<Scalar> finish_read_stats(const AttnResConfig& scheme, const DepthReadSta
     for (Eigen::Index i = 0; i < n; ++i) {
       alpha->col(head * n + i) =
           unnormalised_weights<Scalar>(scheme, stats.scores.col(head * n + i), stats.m.col(head));
-      if (normalised(scheme))
+      if (depth_read_normalised(scheme))
         alpha->col(head * n + i) = alpha->col(head * n + i).cwiseQuotient(stats.l.col(head));
     }
-    if (normalised(scheme))
+    if (depth_read_normalised(scheme))
       h.middleCols(head * width, width).array().colwise() /= stats.l.col(head).array();
   }
   return h;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnres/enum_names.hpp"
+#include "attnres/model.hpp"
 #include "attnres/residual_scheme.hpp"
 
 namespace attnres {
@@ -86,8 +87,8 @@ struct DepthReadSpec {
   const Scalar* query = nullptr;        // attention: effective query (w * g, or w without key norm)
   long query_stride = 0;                // 0: the same query for every token; d: (T, d) per token
   const Scalar* logits = nullptr;       // logits / direct: (n) per source of the read
-  bool uses_max() const;                // softmax statistics carry a running max
-  bool normalised() const;              // the read is o / l (else o)
+  bool uses_max = true;    // softmax statistics carry a running max (depth_read_uses_max)
+  bool normalised = true;  // the read is o / l, else o (depth_read_normalised)
 };
 
 // The spec's kind, gate, heads and key norm for `scheme`; the caller sets query and logits.
@@ -127,6 +128,14 @@ struct MhcSpec {
   const Scalar* proj = nullptr;  // (C, m d) row-major; null: static mHC
   int coefficients() const { return 2 * m + m * m; }
 };
+// The spec of a sublayer of `scheme` (m streams, d channels) over its stacked weights, made by
+// mhc_stack_weights from its DepthReadWeights (`proj` is used when the scheme is dynamic).
+template <typename Scalar>
+MhcSpec<Scalar> mhc_spec(const AttnResConfig& scheme, int d, Scalar eps, const Vector<Scalar>& bias,
+                         const Matrix<Scalar>& proj);
+template <typename Scalar>
+void mhc_stack_weights(const AttnResConfig& scheme, const DepthReadWeights<Scalar>& read,
+                       Vector<Scalar>& bias, Matrix<Scalar>& proj);
 // inv (T) and flat (T, m d) = X / rms(vec X) (dynamic only), logits (T, C) = bias + proj flat,
 // coef (T, C) = sigmoid, 2 sigmoid and Sinkhorn of the logits, and u (T, d) = sum_j H_pre,j X_j.
 template <typename Scalar>

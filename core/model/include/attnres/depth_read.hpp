@@ -64,6 +64,11 @@ struct DepthReadStats {
   Matrix<Scalar> scores;  // (T, H k): the subset's scores, head-major, kept to recover the weights
 };
 
+// Whether a read of `scheme` keeps a running max in its statistics (softmax gate), and whether it
+// divides by l (softmax, sigmoid_normalized, rescaled; not sigmoid or DenseFormer).
+bool depth_read_uses_max(const AttnResConfig& scheme);
+bool depth_read_normalised(const AttnResConfig& scheme);
+
 // Statistics of sources first .. first + k - 1 of a read with n sources (the subset in `sources`).
 // Not for an input-dependent query (its query needs the read's latest source).
 template <typename Scalar>
