@@ -103,15 +103,6 @@ struct AttentionScratch {
   Vector<Scalar> row_max, row_sum;
 };
 
-// Elements from one arena slot to the next: T * d rounded up to 64 bytes, plus 256 bytes, so that
-// the rows of one token in different slots (which a depth read visits together) do not all fall
-// into the same L1 cache sets, as they would with slots a power-of-two number of bytes apart.
-template <typename Scalar>
-std::size_t arena_slot_stride(std::size_t T, std::size_t d) {
-  const std::size_t line = 64 / sizeof(Scalar);
-  return (T * d + line - 1) / line * line + 256 / sizeof(Scalar);
-}
-
 template <typename Scalar>
 void resize(Buffer<Scalar>& buffer, std::size_t size) {
   if (buffer.size() < size) buffer.resize(size);
@@ -417,17 +408,6 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
           Eigen::Map<const Vector<Scalar>>(w.v.data(), T * d);
     }
   } else {
-    // Arena slot of a source (see fast_forward.hpp): the sources of every read are slots 0 .. n-1.
-    auto slot = [&](const DepthSource& source) {
-      switch (source.kind) {
-        case DepthSource::Kind::embedding:
-          return 0;
-        case DepthSource::Kind::sublayer_output:
-          return source.first_member;
-        default:
-          return source.block;  // block, partial_block, zero_placeholder
-      }
-    };
     // Every read's trace entry and alpha matrix, allocated here rather than in the layer loop.
     trace.reads.reserve(static_cast<std::size_t>(L) + 1);
     for (int r = 0; r <= L; ++r) {
@@ -482,8 +462,8 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
       s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
         for (int i = shared; i < n; ++i) {  // phase 2: sources produced inside the group
-          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(
-                                                       slot(sources[static_cast<std::size_t>(i)])) *
+          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(arena_slot(
+                                                       sources[static_cast<std::size_t>(i)])) *
                                                        slot_stride,
                                   T, d, s.queries.row(r).data(), key_eps, m, l, o,
                                   w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz,

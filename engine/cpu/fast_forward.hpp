@@ -15,13 +15,37 @@
 //     tokens; the split depends only on the thread count, so results are deterministic for it.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
+#include "attnres/depth_layout.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 
 namespace attnres::engine {
+
+// Elements from one arena slot to the next: T * d rounded up to 64 bytes, plus 256 bytes, so that
+// the rows of one token in different slots (which a depth read visits together) do not all fall
+// into the same L1 cache sets, as they would with slots a power-of-two number of bytes apart.
+template <typename Scalar>
+std::size_t arena_slot_stride(std::size_t T, std::size_t d) {
+  const std::size_t line = 64 / sizeof(Scalar);
+  return (T * d + line - 1) / line * line + 256 / sizeof(Scalar);
+}
+
+// Arena slot of a source: the sources of every read are slots 0 .. n-1 (Full: v_i in slot i;
+// Block: b_n, the open partial sum and the zero placeholder in slot n).
+inline int arena_slot(const DepthSource& source) {
+  switch (source.kind) {
+    case DepthSource::Kind::embedding:
+      return 0;
+    case DepthSource::Kind::sublayer_output:
+      return source.first_member;
+    default:
+      return source.block;  // block, partial_block, zero_placeholder
+  }
+}
 
 template <typename Scalar>
 class FastForward {
