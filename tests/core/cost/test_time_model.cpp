@@ -70,6 +70,47 @@ TEST(Hardware, BadPresetsAreLocated) {
   }
 }
 
+TEST(Hardware, AWrittenPresetParsesBackToTheSameFigures) {
+  Hardware hw;
+  hw.name = "this machine \"measured\"";
+  hw.source = "attnres calibrate --measure\\ 2026";
+  hw.peak_flops = 1.2345678901234567e11;
+  hw.hbm_bandwidth = 2.0e10;  // an integer value: written as a float
+  hw.intra_node_bandwidth = 1.9999999999e10;
+  hw.scale_out_bandwidth = 3e9;
+  hw.link_latency = 0;
+  hw.kernel_floor = 3.1415926535e-6;
+  hw.gpus_per_node = 1;
+  hw.memory_bytes = 24e9;
+  hw.compute_efficiency = 1;
+  hw.memory_efficiency = 0.95;
+  hw.link_efficiency = 1;
+  const std::string text = hardware_to_toml(hw, {"measured on a machine", "two\nlines"});
+  EXPECT_EQ(text.rfind("# measured on a machine\n# two\n# lines\n", 0), 0u) << text;
+  const Hardware back = parse_hardware(text, "written.toml");
+  EXPECT_EQ(back.name, hw.name);
+  EXPECT_EQ(back.source, hw.source);
+  EXPECT_EQ(back.peak_flops, hw.peak_flops);
+  EXPECT_EQ(back.hbm_bandwidth, hw.hbm_bandwidth);
+  EXPECT_EQ(back.intra_node_bandwidth, hw.intra_node_bandwidth);
+  EXPECT_EQ(back.scale_out_bandwidth, hw.scale_out_bandwidth);
+  EXPECT_EQ(back.link_latency, hw.link_latency);
+  EXPECT_EQ(back.kernel_floor, hw.kernel_floor);
+  EXPECT_EQ(back.gpus_per_node, hw.gpus_per_node);
+  EXPECT_EQ(back.memory_bytes, hw.memory_bytes);
+  EXPECT_EQ(back.compute_efficiency, hw.compute_efficiency);
+  EXPECT_EQ(back.memory_efficiency, hw.memory_efficiency);
+  EXPECT_EQ(back.link_efficiency, hw.link_efficiency);
+  // Every built-in preset survives the round trip too.
+  for (const auto& name : hardware_preset_names()) {
+    const Hardware preset = load_hardware(name);
+    const Hardware again = parse_hardware(hardware_to_toml(preset), name);
+    EXPECT_EQ(again.hbm_bandwidth, preset.hbm_bandwidth) << name;
+    EXPECT_EQ(again.kernel_floor, preset.kernel_floor) << name;
+    EXPECT_EQ(again.source, preset.source) << name;
+  }
+}
+
 TEST(TimeModel, RooflineTakesTheSlowerOfComputeAndMemory) {
   Hardware hw;
   hw.peak_flops = 100;
