@@ -421,56 +421,24 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       read.alpha_mean = Eigen::VectorXd(n);
       trace.reads.push_back(std::move(read));
     }
-    int group_first = -1, group_shared = 0;
+    DepthReadGroup group;
+    const DepthReadBuffers<Scalar> buffers{
+        w.arena.data(), slot_stride, s.queries.data(),        w.m.data(),
+        w.l.data(),     w.o.data(),  w.history_scores.data(), w.extra_scores.data()};
     if (layout.mode == ResidualMode::block)
       std::fill(w.arena.data() + slot_stride, w.arena.data() + slot_stride + plane, Scalar(0));
     for (int r = 0; r <= L; ++r) {
       const auto& sources = layout.reads[static_cast<std::size_t>(r)];
       const int n = static_cast<int>(sources.size());
-      // Which statistics this read uses: its group's phase 1 (two-phase) or its own (one-shot).
-      int j = 0, shared = n;
-      if (!options.two_phase) {
-        s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-          cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), n, T, d,
-                               s.queries.row(r).data(), 1, key_eps, w.m.data(), w.l.data(),
-                               w.o.data(), w.history_scores.data(), static_cast<int>(b),
-                               static_cast<int>(e));
-        });
-      } else {
-        const int g = group_of[static_cast<std::size_t>(r)];
-        if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
-          int last = r;
-          while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
-          group_first = r;
-          group_shared = static_cast<int>(shared_history(layout, r, last));
-          const int q = last - r + 1;
-          s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-            cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), group_shared, T, d,
-                                 s.queries.row(r).data(), q, key_eps, w.m.data(), w.l.data(),
-                                 w.o.data(), w.history_scores.data(), static_cast<int>(b),
-                                 static_cast<int>(e));
-          });
-        }
-        j = r - group_first;
-        shared = group_shared;
-      }
-      Scalar* m = w.m.data() + static_cast<std::size_t>(j) * Tz;
-      Scalar* l = w.l.data() + static_cast<std::size_t>(j) * Tz;
-      Scalar* o = w.o.data() + static_cast<std::size_t>(j) * plane;
+      Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
+      // Which statistics this read used: its group's phase 1 (two-phase) or its own (one-shot).
+      const DepthReadStep step = run_depth_read(s.pool, layout, group_of, options.two_phase, r, T,
+                                                d, key_eps, buffers, group, read_output);
+      const int j = step.j, shared = step.shared;
+      const Scalar* m = w.m.data() + static_cast<std::size_t>(j) * Tz;
+      const Scalar* l = w.l.data() + static_cast<std::size_t>(j) * Tz;
       const Scalar* history_scores = w.history_scores.data() + static_cast<std::size_t>(j) * Tz *
                                                                    static_cast<std::size_t>(shared);
-      Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
-      s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-        for (int i = shared; i < n; ++i) {  // phase 2: sources produced inside the group
-          cpu::depth_merge_source(w.arena.data() + static_cast<std::size_t>(arena_slot(
-                                                       sources[static_cast<std::size_t>(i)])) *
-                                                       slot_stride,
-                                  T, d, s.queries.row(r).data(), key_eps, m, l, o,
-                                  w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz,
-                                  static_cast<int>(b), static_cast<int>(e));
-        }
-        cpu::depth_finish(o, l, d, read_output, static_cast<int>(b), static_cast<int>(e));
-      });
       // The trace: alpha = exp(z - m) / l of every source.
       ReadTrace& read = trace.reads[static_cast<std::size_t>(r)];  // allocated before the loop
       for (int t = 0; t < T; ++t) {

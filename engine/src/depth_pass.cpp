@@ -1,6 +1,6 @@
 // The depth reads of a forward pass as the fast engine runs them, without the sublayers
-// (measure.hpp, DepthPass): the one-shot and two-phase paths repeat FastForward::forward's depth
-// loop (engine/cpu/fast_forward.cpp) call for call, over the same arena layout and kernels; the
+// (measure.hpp, DepthPass): the one-shot and two-phase paths run FastForward::forward's own read
+// (run_depth_read, engine/cpu/fast_forward.hpp) over the same arena layout and kernels; the
 // stack-style path is the framework way of the cost model's Strategy::stack (docs/math.md §3.6).
 #include <Eigen/Core>
 #include <algorithm>
@@ -10,7 +10,6 @@
 
 #include "attnres/error.hpp"
 #include "attnres/forward_steps.hpp"
-#include "attnres/kernels.hpp"
 #include "attnres/measure.hpp"
 #include "attnres/tensor.hpp"
 #include "cpu/fast_forward.hpp"
@@ -124,55 +123,18 @@ struct DepthPass::State {
     if (keep) std::copy(h.begin(), h.end(), outputs.begin() + static_cast<long>(r * plane));
   }
 
-  // The engine's loop (fast_forward.cpp), the trace left out.
+  // The engine's loop (fast_forward.cpp, run_depth_read), the trace left out.
   void run_arena(bool two_phase) {
-    const int L = layout.sublayers;
-    const auto Tz = static_cast<std::size_t>(T);
-    int group_first = -1, group_shared = 0;
-    for (int r = 0; r <= L; ++r) {
-      const auto& sources = layout.reads[static_cast<std::size_t>(r)];
-      const int n = static_cast<int>(sources.size());
-      int j = 0, shared = n;
-      if (!two_phase) {
-        pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-          cpu::depth_phase_one(arena.data(), static_cast<long>(stride), n, T, d, query(r), 1,
-                               kKeyEps, m.data(), l.data(), o.data(), history_scores.data(),
-                               static_cast<int>(b), static_cast<int>(e));
-        });
-        ++calls;
-      } else {
-        const int g = group_of[static_cast<std::size_t>(r)];
-        if (r == 0 || group_of[static_cast<std::size_t>(r - 1)] != g) {
-          int last = r;
-          while (last < L && group_of[static_cast<std::size_t>(last + 1)] == g) ++last;
-          group_first = r;
-          group_shared = static_cast<int>(shared_history(layout, r, last));
-          const int q = last - r + 1;
-          pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-            cpu::depth_phase_one(arena.data(), static_cast<long>(stride), group_shared, T, d,
-                                 query(r), q, kKeyEps, m.data(), l.data(), o.data(),
-                                 history_scores.data(), static_cast<int>(b), static_cast<int>(e));
-          });
-          ++calls;
-        }
-        j = r - group_first;
-        shared = group_shared;
-      }
-      float* mj = m.data() + static_cast<std::size_t>(j) * Tz;
-      float* lj = l.data() + static_cast<std::size_t>(j) * Tz;
-      float* oj = o.data() + static_cast<std::size_t>(j) * plane;
-      pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-        for (int i = shared; i < n; ++i) {
-          cpu::depth_merge_source(
-              slot_data(engine::arena_slot(sources[static_cast<std::size_t>(i)])), T, d, query(r),
-              kKeyEps, mj, lj, oj, extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz,
-              static_cast<int>(b), static_cast<int>(e));
-        }
-        cpu::depth_finish(oj, lj, d, h.data(), static_cast<int>(b), static_cast<int>(e));
-      });
-      ++calls;
+    engine::DepthReadGroup group;
+    const engine::DepthReadBuffers<float> buffers{
+        arena.data(), stride,   queries.data(),        m.data(),
+        l.data(),     o.data(), history_scores.data(), extra_scores.data()};
+    for (int r = 0; r <= layout.sublayers; ++r) {
+      calls += engine::run_depth_read(pool, layout, group_of, two_phase, r, T, d, kKeyEps, buffers,
+                                      group, h.data())
+                   .calls;
       keep_output(r);
-      if (r < L) after_read(r);
+      if (r < layout.sublayers) after_read(r);
     }
   }
 
