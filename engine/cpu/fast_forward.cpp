@@ -115,15 +115,6 @@ struct AttentionScratch {
   Vector<Scalar> row_max, row_sum;
 };
 
-// Elements from one arena slot to the next: T * d rounded up to 64 bytes, plus 256 bytes, so that
-// the rows of one token in different slots (which a depth read visits together) do not all fall
-// into the same L1 cache sets, as they would with slots a power-of-two number of bytes apart.
-template <typename Scalar>
-std::size_t arena_slot_stride(std::size_t T, std::size_t d) {
-  const std::size_t line = 64 / sizeof(Scalar);
-  return (T * d + line - 1) / line * line + 256 / sizeof(Scalar);
-}
-
 template <typename Scalar>
 void resize(Buffer<Scalar>& buffer, std::size_t size) {
   if (buffer.size() < size) buffer.resize(size);
@@ -566,17 +557,6 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       }
     });
   } else {
-    // Arena slot of a source (see fast_forward.hpp): the sources of every read are slots 0 .. n-1.
-    auto slot = [&](const DepthSource& source) {
-      switch (source.kind) {
-        case DepthSource::Kind::embedding:
-          return 0;
-        case DepthSource::Kind::sublayer_output:
-          return source.first_member;
-        default:
-          return source.block;  // block, partial_block, zero_placeholder
-      }
-    };
     // Every read's trace entry and alpha matrix, allocated here rather than in the layer loop.
     trace.reads.reserve(static_cast<std::size_t>(L) + 1);
     for (int r = 0; r <= L; ++r) {
@@ -594,6 +574,10 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       }
       trace.reads.push_back(std::move(read));
     }
+    DepthReadGroup group;  // the paper's reads (run_depth_read)
+    const DepthReadBuffers<Scalar> buffers{
+        w.arena.data(), slot_stride, s.queries.data(),        w.m.data(),
+        w.l.data(),     w.o.data(),  w.history_scores.data(), w.extra_scores.data()};
     int group_first = -1, group_shared = 0;
     Scalar* read_output = w.h.data();  // h: the next sublayer's input, or the final read's output
     // Read r of another read-based scheme: one-shot, or phase 1 over the group's shared history
@@ -623,7 +607,8 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       auto sources_of = [&](int read) {
         const auto& list = layout.reads[static_cast<std::size_t>(read)];
         for (std::size_t i = 0; i < list.size(); ++i)
-          w.zoo_sources[i] = w.arena.data() + static_cast<std::size_t>(slot(list[i])) * slot_stride;
+          w.zoo_sources[i] =
+              w.arena.data() + static_cast<std::size_t>(arena_slot(list[i])) * slot_stride;
       };
       cpu::DepthReadSpec<Scalar> spec = spec_of(r);
       sources_of(r);
@@ -696,48 +681,15 @@ ForwardResult<Scalar> FastForward<Scalar>::forward(const std::vector<int>& token
       } else {
         const auto& sources = layout.reads[static_cast<std::size_t>(r)];
         const int n = static_cast<int>(sources.size());
-        // Which statistics this read uses: its group's phase 1 (two-phase) or its own (one-shot).
-        int j = 0, shared = n;
-        if (!options.two_phase) {
-          s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-            cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), n, T, d,
-                                 s.queries.row(r).data(), 1, key_eps, w.m.data(), w.l.data(),
-                                 w.o.data(), w.history_scores.data(), static_cast<int>(b),
-                                 static_cast<int>(e));
-          });
-        } else {
-          if (const int last = group_last(r); last >= 0) {
-            group_first = r;
-            group_shared = static_cast<int>(shared_history(layout, r, last));
-            const int q = last - r + 1;
-            s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-              cpu::depth_phase_one(w.arena.data(), static_cast<long>(slot_stride), group_shared, T,
-                                   d, s.queries.row(r).data(), q, key_eps, w.m.data(), w.l.data(),
-                                   w.o.data(), w.history_scores.data(), static_cast<int>(b),
-                                   static_cast<int>(e));
-            });
-          }
-          j = r - group_first;
-          shared = group_shared;
-        }
-        Scalar* m = w.m.data() + static_cast<std::size_t>(j) * Tz;
-        Scalar* l = w.l.data() + static_cast<std::size_t>(j) * Tz;
-        Scalar* o = w.o.data() + static_cast<std::size_t>(j) * plane;
+        // Which statistics this read used: its group's phase 1 (two-phase) or its own (one-shot).
+        const DepthReadStep step = run_depth_read(s.pool, layout, group_of, options.two_phase, r, T,
+                                                  d, key_eps, buffers, group, read_output);
+        const int j = step.j, shared = step.shared;
+        const Scalar* m = w.m.data() + static_cast<std::size_t>(j) * Tz;
+        const Scalar* l = w.l.data() + static_cast<std::size_t>(j) * Tz;
         const Scalar* history_scores =
             w.history_scores.data() +
             static_cast<std::size_t>(j) * Tz * static_cast<std::size_t>(shared);
-        s.pool.parallel_for(Tz, [&](std::size_t b, std::size_t e, int) {
-          for (int i = shared; i < n; ++i) {  // phase 2: sources produced inside the group
-            cpu::depth_merge_source(
-                w.arena.data() +
-                    static_cast<std::size_t>(slot(sources[static_cast<std::size_t>(i)])) *
-                        slot_stride,
-                T, d, s.queries.row(r).data(), key_eps, m, l, o,
-                w.extra_scores.data() + static_cast<std::size_t>(i - shared) * Tz,
-                static_cast<int>(b), static_cast<int>(e));
-          }
-          cpu::depth_finish(o, l, d, read_output, static_cast<int>(b), static_cast<int>(e));
-        });
         // The trace: alpha = exp(z - m) / l of every source.
         ReadTrace& read = trace.reads[static_cast<std::size_t>(r)];  // allocated before the loop
         for (int t = 0; t < T; ++t) {

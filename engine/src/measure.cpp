@@ -1,12 +1,16 @@
 #include "attnres/measure.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <type_traits>
 
+#include "attnres/error.hpp"
 #include "attnres/kernels.hpp"
+#include "cpu/matmul.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace attnres {
@@ -100,6 +104,94 @@ Bandwidth measure_stream_triad(int threads, std::size_t elements, int repeat) {
     result.seconds = std::min(result.seconds, since(start));
   }
   return result;
+}
+
+namespace {
+
+template <typename Scalar>
+GemmTiming time_gemm(Precision precision, int m, int n, int k, int threads, int repeat,
+                     const Progress& progress) {
+  GemmTiming timing;
+  timing.precision = precision;
+  timing.m = m;
+  timing.n = n;
+  timing.k = k;
+  const auto mz = static_cast<std::size_t>(m), nz = static_cast<std::size_t>(n),
+             kz = static_cast<std::size_t>(k);
+  std::vector<Scalar> A(mz * kz), B(kz * nz), C(mz * nz);
+  for (std::size_t i = 0; i < A.size(); ++i)
+    A[i] = static_cast<Scalar>((i * 2654435761u) % 1000) * Scalar(1e-3) - Scalar(0.5);
+  for (std::size_t i = 0; i < B.size(); ++i)
+    B[i] = static_cast<Scalar>((i * 40503u) % 1000) * Scalar(1e-3) - Scalar(0.5);
+  const bool bf16 = precision == Precision::bf16;
+  std::vector<engine::Bf16> B16;
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (bf16) {
+      B16.resize(B.size());
+      engine::to_bf16(B.data(), B16.data(), B.size());  // once, as the engine rounds its weights
+    }
+  }
+  engine::ThreadPool pool(threads);
+  std::vector<engine::Matmul> matmul;
+  for (int w = 0; w < pool.size(); ++w) matmul.emplace_back(bf16);
+  timing.seconds = 1e30;
+  for (int r = 0; r <= repeat; ++r) {
+    report_progress(progress, static_cast<std::size_t>(r), static_cast<std::size_t>(repeat) + 1,
+                    "measuring");
+    const auto start = Clock::now();
+    pool.parallel_for(mz, [&](std::size_t begin, std::size_t end, int worker) {
+      const auto rows = static_cast<Eigen::Index>(end - begin);
+      matmul[static_cast<std::size_t>(worker)](
+          C.data() + begin * nz, n, engine::plain(A.data() + begin * kz, rows, k),
+          engine::plain(B.data(), k, n, n, B16.empty() ? nullptr : B16.data()));
+    });
+    if (r > 0) timing.seconds = std::min(timing.seconds, since(start));  // the first: a warm-up
+  }
+  return timing;
+}
+
+}  // namespace
+
+GemmTiming measure_gemm(Precision precision, int m, int n, int k, int threads, int repeat,
+                        const Progress& progress) {
+  if (m < 1 || n < 1 || k < 1) throw Error("measure_gemm: the shape must be positive");
+  return computes_in_f64(precision)
+             ? time_gemm<double>(precision, m, n, k, threads, repeat, progress)
+             : time_gemm<float>(precision, m, n, k, threads, repeat, progress);
+}
+
+double measure_call_floor(int threads, int calls, const Progress& progress) {
+  constexpr int kSources = 2, kWidth = 64;
+  const int T = 2 * threads;
+  const auto plane = static_cast<std::size_t>(T) * kWidth;
+  std::vector<float> arena(kSources * plane), h(plane), o(plane), m(static_cast<std::size_t>(T)),
+      l(static_cast<std::size_t>(T)), scores(static_cast<std::size_t>(T) * kSources),
+      query(kWidth, 0.01f);
+  for (std::size_t i = 0; i < arena.size(); ++i)
+    arena[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+  engine::ThreadPool pool(threads);
+  std::vector<double> seconds;
+  for (int call = 0; call <= calls; ++call) {
+    if (call % 50 == 0)
+      report_progress(progress, static_cast<std::size_t>(call), static_cast<std::size_t>(calls) + 1,
+                      "measuring");
+    const auto start = Clock::now();
+    pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t b, std::size_t e, int) {
+      cpu::depth_phase_one(arena.data(), static_cast<long>(plane), kSources, T, kWidth,
+                           query.data(), 1, 1e-6f, m.data(), l.data(), o.data(), scores.data(),
+                           static_cast<int>(b), static_cast<int>(e));
+      cpu::depth_finish(o.data(), l.data(), kWidth, h.data(), static_cast<int>(b),
+                        static_cast<int>(e));
+    });
+    if (call > 0) seconds.push_back(since(start));  // the first is a warm-up
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
 }
 
 std::size_t peak_resident_bytes() {

@@ -12,6 +12,7 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/calibration.hpp"
 #include "attnres/cost_input_fields.hpp"
+#include "attnres/hardware.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/sweep.hpp"
 #include "cli.hpp"
@@ -851,6 +852,65 @@ TEST(CalibrateCli, EveryCommittedPointWithItsSourceAndTheError) {
   EXPECT_EQ(located.status, 1);
   EXPECT_NE(located.err.find("points.toml:1:1"), std::string::npos) << located.err;
   EXPECT_NE(located.err.find("sources must be >= 1"), std::string::npos) << located.err;
+}
+
+TEST(CalibrateCli, MeasureTimesTheEnginesReadsAndWritesAPreset) {
+  test::TempDir dir;
+  const fs::path preset = dir.path() / "here.toml";
+  const json j = run_json({"calibrate", "--measure", "--quick", "--threads", "2",
+                           "--write-hardware", preset.string(), "--format", "json"});
+  EXPECT_EQ(j["schema"]["name"], "attnres.calibrate_measure");
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["machine"]["stream_triad"].size(), 2u);  // 1 and 2 threads
+  EXPECT_EQ(j["machine"]["gemm"].size(), 3u);          // f32, bf16, f64 at one tiny shape
+  // One tiny point, Block and Full, three implementations each; numbers not asserted.
+  ASSERT_EQ(j["points"].size(), 6u);
+  for (const auto& point : j["points"]) {
+    EXPECT_GT(point["measured_seconds"].get<double>(), 0);
+    EXPECT_GT(point["modelled_seconds"].get<double>(), 0);
+    EXPECT_TRUE(point["modelled_over_measured"].is_number());
+    EXPECT_TRUE(point["within_tolerance"].is_boolean());
+    // The model counts the calls the engine makes (not a timing: a count).
+    EXPECT_EQ(point["engine_calls"], point["modelled_launches"]) << point.dump();
+  }
+  EXPECT_EQ(j["points"][2]["implementation"], "stack");
+  EXPECT_EQ(j["points"][2]["strategy"], "stack");
+  // The preset parses back to the figures the run used, and every cost command takes it.
+  const Hardware written = load_hardware(preset.string());
+  EXPECT_DOUBLE_EQ(written.hbm_bandwidth,
+                   j["hardware"]["hbm_bandwidth_bytes_per_second"].get<double>());
+  EXPECT_DOUBLE_EQ(written.kernel_floor, j["machine"]["call_floor_seconds"].get<double>());
+  const std::string text = read_file(preset, "the preset");
+  EXPECT_NE(text.find("# This machine, measured by attnres calibrate --measure on "),
+            std::string::npos)
+      << text;
+  const CliRun strategies = run_cli({"strategies", "--layers", "8", "--blocks", "2", "--d-model",
+                                     "256", "--hardware", preset.string()});
+  EXPECT_EQ(strategies.status, 0) << strategies.err;
+  const CliRun table =
+      run_cli({"calibrate", "--measure", "--shape", "16,16,2,1", "--threads", "1"});
+  EXPECT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("full-T16-d16-L2"), std::string::npos) << table.out;
+}
+
+TEST(CalibrateCli, MeasureFlagsAreCheckedBeforeMeasuring) {
+  auto refused = [](const std::vector<std::string>& args, const std::string& needle) {
+    const CliRun run = run_cli(args);
+    EXPECT_EQ(run.status, 2) << run.err;
+    EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
+    EXPECT_TRUE(run.out.empty()) << run.out;
+  };
+  refused({"calibrate", "--quick"}, "--quick applies to --measure");
+  refused({"calibrate", "--threads", "2"}, "--threads applies to --measure");
+  refused({"calibrate", "--write-hardware", "x.toml"}, "--write-hardware applies to --measure");
+  refused({"calibrate", "--measure", "--shape", "64,64,8"}, "--shape takes T,d,L,N");
+  refused({"calibrate", "--measure", "--shape", "64,64,8,3"}, "N must divide L");
+  refused({"calibrate", "--measure", "--shape", "64,x,8,2"}, "--shape takes T,d,L,N");
+  refused({"calibrate", "--measure", "--quick", "--shape", "8,8,2,1"}, "--quick");
+  refused({"calibrate", "--measure", "--threads", "-1"}, "--threads");
+  refused({"calibrate", "--measure", "--table", "t.toml"}, "--table");
+  refused({"calibrate", "--measure", "--quick", "--write-hardware", "/no/such/dir/x.toml"},
+          "--write-hardware");
 }
 
 TEST(RecomputeCli, CheckpointingPoliciesPerRank) {

@@ -1,5 +1,7 @@
 #include "attnres/hardware.hpp"
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -144,6 +146,70 @@ Hardware load_hardware(const std::string& name_or_path) {
   }
   hardware_preset_text(name_or_path);  // throws the "unknown preset" message
   return {};
+}
+
+namespace {
+
+// A TOML basic string.
+std::string toml_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+// A TOML float that parses back to `value` (17 significant digits, always with '.' or 'e').
+std::string toml_float(double value) {
+  if (!std::isfinite(value)) throw Error("a hardware preset holds finite numbers only");
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  std::string out = text;
+  if (out.find_first_of(".e") == std::string::npos) out += ".0";
+  return out;
+}
+
+}  // namespace
+
+std::string hardware_to_toml(const Hardware& hw, const std::vector<std::string>& comments) {
+  std::string out;
+  for (const auto& comment : comments) {
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t end = comment.find('\n', start);
+      out.append("# ").append(comment.substr(start, end - start)).append("\n");
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  auto line = [&](const char* key, const std::string& value) {
+    out.append(key).append(" = ").append(value).append("\n");
+  };
+  line("name", toml_string(hw.name));
+  line("source", toml_string(hw.source));
+  line("peak_bf16_flops", toml_float(hw.peak_flops));
+  line("hbm_bandwidth", toml_float(hw.hbm_bandwidth));
+  line("intra_node_bandwidth", toml_float(hw.intra_node_bandwidth));
+  line("scale_out_bandwidth", toml_float(hw.scale_out_bandwidth));
+  line("link_latency", toml_float(hw.link_latency));
+  line("kernel_floor", toml_float(hw.kernel_floor));
+  line("gpus_per_node", std::to_string(hw.gpus_per_node));
+  if (hw.memory_bytes > 0) line("memory_bytes", toml_float(hw.memory_bytes));
+  out += "\n[efficiency]\n";
+  line("compute", toml_float(hw.compute_efficiency));
+  line("memory", toml_float(hw.memory_efficiency));
+  line("link", toml_float(hw.link_efficiency));
+  return out;
 }
 
 }  // namespace attnres

@@ -92,6 +92,14 @@ ReadOps read_ops_of(const AttnResConfig& scheme) {
   return ops;
 }
 
+ReadOps cpu_engine_read_ops() {
+  ReadOps ops;
+  ops.finish_call = true;
+  ops.separate_store = true;
+  ops.final_read_in_last_group = true;
+  return ops;
+}
+
 StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
                            const std::optional<BlockLayout>& groups_in, const ReadOps& ops) {
   const std::int64_t L = layout.sublayers();
@@ -130,6 +138,25 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
   auto u_of = [&](std::int64_t r) {
     return reads[static_cast<std::size_t>(r)].accumulates ? std::int64_t{1} : std::int64_t{0};
   };
+  // separate_store: what keeping the history costs before read r (r >= 1) when the read does not
+  // store its newest source. Block (a block of more than one sublayer): v_r added into its
+  // block's slot, the slot zeroed first when sublayer r starts a block after the first; Full: the
+  // sublayer wrote its slot.
+  const bool block_slots =
+      std::any_of(layout.sizes.begin(), layout.sizes.end(), [](std::int64_t s) { return s > 1; });
+  std::vector<bool> starts_block(static_cast<std::size_t>(L) + 1, false);
+  {
+    std::int64_t first = 1;
+    for (std::int64_t size : layout.sizes) {
+      if (first > 1) starts_block[static_cast<std::size_t>(first)] = true;
+      first += size;
+    }
+  }
+  auto store = [&](std::int64_t r) {
+    if (r < 1 || !block_slots) return;
+    if (starts_block[static_cast<std::size_t>(r)]) fwd.add("zero_fill", r, 0, 1);
+    fwd.add("store_add", r, 2, 1);
+  };
 
   switch (strategy) {
     case Strategy::stack:
@@ -140,7 +167,9 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
         // Maintaining the history: stack keeps references, adding v_r to the open block's
         // partial sum as a new tensor; arena copies each new source into its slot (or adds it in
         // place).
-        if (stack) {
+        if (stack && ops.separate_store) {
+          store(r);
+        } else if (stack) {
           if (u_of(r)) fwd.add("partial_add", r, 2, 1);
         } else {
           if (u_of(r)) {
@@ -194,7 +223,13 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
         // Read the n sources (the newest as old partial + v_r when it accumulates), write the
         // output and the newest source's slot.
         if (ops.input_query) fwd.add("query_projection", r, 1, 1);
-        fwd.add("fused_read", r, n_of(r) + u_of(r), 2);
+        if (ops.separate_store) {
+          store(r);
+          fwd.add("fused_read", r, n_of(r), 1);
+        } else {
+          fwd.add("fused_read", r, n_of(r) + u_of(r), 2);
+        }
+        if (ops.finish_call) fwd.add("finish", r, 1, 1);
       }
       cost.copy_vectors = L + 1;
       for (std::int64_t r = L; r >= 0; --r) {
@@ -225,15 +260,28 @@ StrategyCost strategy_cost(Strategy strategy, const BlockLayout& layout,
         list.push_back({start - 1, start + size - 2});
         start += size;
       }
-      list.push_back({L, L});
+      if (ops.final_read_in_last_group) {
+        list.back().last = L;
+      } else {
+        list.push_back({L, L});
+      }
+      // With separate_store the reads store nothing (store() keeps the history); with
+      // finish_call phase 1 writes the members' o only and every read has one more call: the
+      // group's first its finish (o in, h out), a later one its merges and finish together.
+      const std::int64_t stored = ops.separate_store ? 0 : 1;
       for (const Group& g : list) {
         const std::int64_t members = g.last - g.first + 1;
         const std::int64_t pre = n_of(g.first);
-        fwd.add("phase1", g.first, pre + u_of(g.first), members + 1);
+        if (ops.separate_store) store(g.first);
+        fwd.add("phase1", g.first, pre + stored * u_of(g.first),
+                members + (ops.finish_call ? 0 : 1));
+        if (ops.finish_call) fwd.add("finish", g.first, 1, 1);
         temp = std::max(temp, members);
         cost.saved_vectors += members;
         for (std::int64_t r = g.first + 1; r <= g.last; ++r) {
-          fwd.add("merge", r, 1 + intra_of(g.first, r, pre) + u_of(r), 2);
+          if (ops.separate_store) store(r);
+          fwd.add(ops.finish_call ? "merge_finish" : "merge", r,
+                  1 + intra_of(g.first, r, pre) + stored * u_of(r), 2);
         }
       }
       cost.copy_vectors = L + 1;

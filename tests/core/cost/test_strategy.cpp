@@ -85,6 +85,35 @@ TEST(Strategy, FullL4MatchesTheHandCounts) {
   expect_counts(tp.forward, {13, 12, 5}, "two-phase");
 }
 
+TEST(Strategy, TheCpuEnginesSplitCallsMatchTheHandCounts) {
+  // Block L = 4, S = 2: reads see 1, 2, 2, 3, 3 sources. The engine adds every v_r into its
+  // block's slot (4 adds, 2 read + 1 written each), zeroes block 2's slot once, and finishes
+  // every read in a call of its own (1 read, 1 written).
+  const BlockLayout block = uniform_block_layout(4, 2);
+  const ReadOps engine = cpu_engine_read_ops();
+  const StrategyCost one_shot =
+      strategy_cost(Strategy::fused_one_shot, block, std::nullopt, engine);
+  EXPECT_EQ(one_shot.forward.read_vectors, 4 * 2 + 11 + 5);
+  EXPECT_EQ(one_shot.forward.write_vectors, 4 + 1 + 5 + 5);
+  EXPECT_EQ(one_shot.forward.launches, 4 + 1 + 5 + 5);
+  // Two-phase: groups {0, 1} and {2, 3, 4} (the final read joins the last group): 2 phase-1
+  // calls, 2 finishes, 3 merge + finish calls, and the same 5 history calls.
+  const StrategyCost two_phase =
+      strategy_cost(Strategy::fused_two_phase, block, std::nullopt, engine);
+  EXPECT_EQ(two_phase.forward.launches, 2 + 2 + 3 + 5);
+  EXPECT_EQ(two_phase.forward.read_vectors, (1 + 2) + 2 + (2 + 2 + 2) + 4 * 2);
+  EXPECT_EQ(two_phase.forward.write_vectors, (2 + 3) + 2 + 3 * 2 + 5);
+  EXPECT_EQ(strategy_cost(Strategy::stack, block, std::nullopt, engine).forward.launches,
+            5 * 5 + 5);
+  // Full: the sublayers write their slots; one read call and one finish per read.
+  const StrategyCost full =
+      strategy_cost(Strategy::fused_one_shot, uniform_block_layout(4, 1), std::nullopt, engine);
+  EXPECT_EQ(full.forward.launches, 10);
+  EXPECT_EQ(full.forward.read_vectors, (1 + 2 + 3 + 4 + 5) + 5);
+  // The fused default is unchanged by the new fields.
+  EXPECT_EQ(strategy_cost(Strategy::fused_one_shot, block).forward.launches, 5);
+}
+
 TEST(Strategy, StackCopiesGrowAsLSquaredAndArenaAsL) {
   for (std::int64_t L : {4, 8, 16, 32, 64}) {
     const BlockLayout full = uniform_block_layout(L, 1);

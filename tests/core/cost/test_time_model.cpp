@@ -1,6 +1,8 @@
 // Hardware presets and the roofline time model (docs/math.md §3.4).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "attnres/error.hpp"
 #include "attnres/hardware.hpp"
 #include "attnres/time_model.hpp"
@@ -67,6 +69,53 @@ TEST(Hardware, BadPresetsAreLocated) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("did you mean 'h100'"), std::string::npos)
         << error.what();
+  }
+}
+
+// Every field of a preset, for comparing two.
+std::vector<std::string> preset_fields(const Hardware& h) {
+  auto exact = [](double v) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return std::string(text);
+  };
+  return {h.name,
+          h.source,
+          exact(h.peak_flops),
+          exact(h.hbm_bandwidth),
+          exact(h.intra_node_bandwidth),
+          exact(h.scale_out_bandwidth),
+          exact(h.link_latency),
+          exact(h.kernel_floor),
+          std::to_string(h.gpus_per_node),
+          exact(h.memory_bytes),
+          exact(h.compute_efficiency),
+          exact(h.memory_efficiency),
+          exact(h.link_efficiency)};
+}
+
+TEST(Hardware, AWrittenPresetParsesBackToTheSameFigures) {
+  Hardware hw;
+  hw.name = "this machine \"measured\"";
+  hw.source = "attnres calibrate --measure\\ 2026";
+  hw.peak_flops = 1.2345678901234567e11;
+  hw.hbm_bandwidth = 2.0e10;  // an integer value: written as a float
+  hw.intra_node_bandwidth = 1.9999999999e10;
+  hw.scale_out_bandwidth = 3e9;
+  hw.link_latency = 0;
+  hw.kernel_floor = 3.1415926535e-6;
+  hw.gpus_per_node = 1;
+  hw.memory_bytes = 24e9;
+  hw.compute_efficiency = 1;
+  hw.memory_efficiency = 0.95;
+  const std::string text = hardware_to_toml(hw, {"measured on a machine", "two\nlines"});
+  EXPECT_EQ(text.rfind("# measured on a machine\n# two\n# lines\n", 0), 0u) << text;
+  EXPECT_EQ(preset_fields(parse_hardware(text, "written.toml")), preset_fields(hw)) << text;
+  // Every built-in preset survives the round trip too.
+  for (const auto& name : hardware_preset_names()) {
+    const Hardware preset = load_hardware(name);
+    EXPECT_EQ(preset_fields(parse_hardware(hardware_to_toml(preset), name)), preset_fields(preset))
+        << name;
   }
 }
 

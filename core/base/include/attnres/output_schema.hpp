@@ -22,6 +22,7 @@ inline constexpr OutputSchema kOutputSchemas[] = {
     {"layout", 1, "layout --format json"},
     {"recompute", 1, "recompute --format json"},
     {"calibrate", 1, "calibrate --format json"},
+    {"calibrate_measure", 1, "calibrate --measure --format json"},
     {"scaling", 1, "scaling --format json"},
     {"sweep", 1, "sweep --format json, and NAME.json of sweep --out"},
     {"pipeline", 1, "pipeline --format json"},

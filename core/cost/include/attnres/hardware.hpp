@@ -35,5 +35,10 @@ const std::string& hardware_preset_text(const std::string& name);
 Hardware parse_hardware(const std::string& text, const std::string& source);
 // A preset name or a path to a TOML file.
 Hardware load_hardware(const std::string& name_or_path);
+// A preset as TOML text of the form parse_hardware reads (resources/hardware/*.toml): the
+// `comments` first, each line as a '#' comment, then every field, numbers written so that they
+// parse back to the same doubles. `attnres calibrate --measure --write-hardware` writes one.
+std::string hardware_to_toml(const Hardware& hardware,
+                             const std::vector<std::string>& comments = {});
 
 }  // namespace attnres

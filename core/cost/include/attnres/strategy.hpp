@@ -95,7 +95,25 @@ struct ReadOps {
   bool input_query = false;     // the query is a projection of the read's latest source
   std::int64_t window = 0;      // Full: the embedding plus the last W outputs (0: all)
   std::string two_phase_limit;  // why fused_two_phase does not apply ("" when it does)
+  // How an implementation splits the fused kernels (finish_call: fused_one_shot and
+  // fused_two_phase; separate_store: those and stack; attnres's own fast CPU engine does all
+  // three, cpu_engine_read_ops):
+  //   finish_call     the read kernels write the unnormalised output o, and one call per read
+  //                   reads it and writes h = o / l (two-phase: the read's merges and its finish
+  //                   are one call; the group's first read gets one too);
+  //   separate_store  the read does not store the newest source: Block adds every v_r into its
+  //                   block's slot in a call of its own (2 vectors read, 1 written) and zeroes a
+  //                   block's slot when the block starts (1 written); Full's sublayer writes its
+  //                   own slot (nothing to store);
+  //   final_read_in_last_group  two-phase: the final read joins the last group (merging what
+  //                   that group's phase 1 did not read) instead of a phase 1 of its own.
+  bool finish_call = false;
+  bool separate_store = false;
+  bool final_read_in_last_group = false;
 };
+// The paper's read (key norm, scores) as attnres's fast CPU engine runs it
+// (engine/cpu/fast_forward.cpp): finish_call, separate_store and final_read_in_last_group.
+ReadOps cpu_engine_read_ops();
 // The read of a scheme (Full, Block and their ablations, DenseFormer). Throws attnres::Error for
 // schemes without reads over a stored history (standard, rescaled running mean, mHC).
 ReadOps read_ops_of(const AttnResConfig& scheme);
