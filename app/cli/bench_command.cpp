@@ -50,14 +50,7 @@ std::optional<Precision> versus_flag(const po::variables_map& values, const std:
   if (versus == precision) {
     throw UsageError("--versus " + text + " is the --precision already timed; give another one");
   }
-  if (versus == Precision::bf16 && engine.engine == EngineKind::reference) {
-    throw UsageError(
-        "--versus bf16 runs on the fast engine; --engine reference computes in f32 "
-        "or f64 (docs/engines.md)");
-  }
-  if (engine.device == Device::cuda && versus != Precision::f32) {
-    throw UsageError("--device cuda computes in f32; drop --versus " + text);
-  }
+  check_precision_flag(engine, versus, "--versus");
   return versus;
 }
 

@@ -83,6 +83,10 @@ std::string threads_help(const std::string& what);
 // any device is touched.
 EngineOptions parse_engine_flags(const std::string& engine, const std::string& device, int threads,
                                  Precision precision, bool threads_given);
+// Throws UsageError naming `flag` (--precision, --versus) unless `engine` computes `precision`:
+// bf16 on the fast engine only, the CUDA engine in f32 only.
+void check_precision_flag(const EngineOptions& engine, Precision precision,
+                          const std::string& flag);
 // --precision's value (f64 | f32 | bf16; f64 refused where `f64` is false, as for training).
 Precision parse_precision_flag(const std::string& text, bool f64 = true);
 // What a precision computes here, for a table: "f32", or "bf16 (bf16 products, f32

@@ -15,6 +15,18 @@
 
 namespace attnres::cli {
 
+void check_precision_flag(const EngineOptions& engine, Precision precision,
+                          const std::string& flag) {
+  if (precision == Precision::bf16 && engine.engine == EngineKind::reference) {
+    throw UsageError(flag +
+                     " bf16 runs on the fast engine; --engine reference computes in f32 or f64 "
+                     "(docs/engines.md)");
+  }
+  if (engine.device == Device::cuda && precision != Precision::f32) {
+    throw UsageError("--device cuda computes in f32; drop " + flag + " " + to_string(precision));
+  }
+}
+
 Precision parse_precision_flag(const std::string& text, bool f64) {
   const Precision precision =
       parse_flag_value([&] { return parse_precision(text, "--precision"); });
@@ -43,19 +55,11 @@ EngineOptions parse_engine_flags(const std::string& engine, const std::string& d
   parse_flag_value([&] { check_thread_count(threads, "--threads"); });
   options.threads = threads;
   options = with_precision(options, precision);
-  if (precision == Precision::bf16 && options.engine == EngineKind::reference) {
-    throw UsageError(
-        "--precision bf16 runs on the fast engine; --engine reference computes in f32 or f64 "
-        "(docs/engines.md)");
+  if (options.device == Device::cuda && options.engine == EngineKind::reference) {
+    throw UsageError("--device cuda runs the fast engine; --engine reference runs on the CPU only");
   }
+  check_precision_flag(options, precision, "--precision");
   if (options.device == Device::cuda) {
-    if (options.engine == EngineKind::reference) {
-      throw UsageError(
-          "--device cuda runs the fast engine; --engine reference runs on the CPU only");
-    }
-    if (precision != Precision::f32) {
-      throw UsageError("--device cuda computes in f32; drop --precision " + to_string(precision));
-    }
     if (threads_given) {
       throw UsageError(
           "--threads sets the CPU threads of the fast engine; with --device cuda the GPU computes "

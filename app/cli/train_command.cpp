@@ -8,7 +8,6 @@
 
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
-#include "attnres/forward_steps.hpp"
 #include "attnres/measure.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/output_schema.hpp"
@@ -28,10 +27,9 @@ std::string loss_text(double loss) {
   return std::isnan(loss) ? "-" : format_fixed(loss, 4);
 }
 
-// A new run's default precision: bf16 where the CPU has native bf16 units and the fast engine
-// runs the scheme, else f32; `note` says why, for the run's first line.
-Precision default_precision_of(const EngineOptions& engine, const AttnResConfig& scheme,
-                               std::string& note) {
+// A new run's default precision: bf16 on the fast engine where the CPU has native bf16 units,
+// else f32; `note` says why, for the run's first line.
+Precision default_precision_of(const EngineOptions& engine, std::string& note) {
   const MatrixUnits units = matrix_units();
   if (engine.engine == EngineKind::reference) {
     note = "the reference engine computes in f32";
@@ -39,10 +37,6 @@ Precision default_precision_of(const EngineOptions& engine, const AttnResConfig&
   }
   if (!units.native_bf16) {
     note = "the default here: no native bf16 units (" + units.isa + ")";
-    return Precision::f32;
-  }
-  if (!fast_engine_runs(scheme)) {
-    note = "the default for " + scheme.describe() + ", which runs on the reference engine";
     return Precision::f32;
   }
   note = "the default here";
@@ -146,11 +140,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   const bool precision_given = given(values, "precision");
   Precision precision =
       precision_given ? parse_precision_flag(precision_text, /*f64=*/false) : Precision::f32;
-  if (precision == Precision::bf16 && options.engine.engine == EngineKind::reference) {
-    throw UsageError(
-        "--precision bf16 runs on the fast engine; --engine reference computes in f32 "
-        "(docs/engines.md)");
-  }
+  check_precision_flag(options.engine, precision, "--precision");
   const bool resuming = values.count("resume") > 0;
   const bool from_shape = model_shape_given(values);
   if (resuming) {
@@ -233,8 +223,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
       initial = random_model(shape.config, shape.random);
     }
     if (!precision_given) {
-      precision = default_precision_of(
-          options.engine, resolve_scheme(initial.config, options.forward), precision_note);
+      precision = default_precision_of(options.engine, precision_note);
     }
   }
   options.engine = with_precision(options.engine, precision);
@@ -358,7 +347,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   summary["tokens_per_second"] =
       train_seconds > 0.0 ? static_cast<double>(trained_tokens) / train_seconds : 0.0;
   summary["threads"] = trainer->threads();
-  summary["precision"] = to_string(run.engine.bf16 ? Precision::bf16 : Precision::f32);
+  summary["precision"] = to_string(f32_weights_precision(run.engine));
   summary["mode"] = to_string(*run.forward.mode);
   if (run.forward.mode == ResidualMode::block) summary["block_size"] = *run.forward.block_size;
   summary["parameters"] = parameter_count(trainer->model());

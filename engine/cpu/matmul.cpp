@@ -19,11 +19,11 @@ namespace attnres::engine {
 Bf16 to_bf16(float value) {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
-    return static_cast<Bf16>((bits >> 16) | 0x0040u);  // a quiet NaN
-  }
-  const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // to nearest, ties to even
-  return static_cast<Bf16>((bits + rounding) >> 16);
+  // Without a branch, so that the loop below vectorises: a NaN keeps its sign and becomes quiet;
+  // everything else rounds to nearest, ties to even (overflow rounds to infinity).
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return static_cast<Bf16>(nan ? (bits >> 16) | 0x0040u : rounded);
 }
 
 float from_bf16(Bf16 value) {
@@ -34,14 +34,7 @@ float from_bf16(Bf16 value) {
 }
 
 void to_bf16(const float* in, Bf16* out, std::size_t count) {
-  // to_bf16(float) without a branch, so that the compiler vectorises the loop.
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, in + i, sizeof bits);
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    out[i] = static_cast<Bf16>(nan ? (bits >> 16) | 0x0040u : rounded);
-  }
+  for (std::size_t i = 0; i < count; ++i) out[i] = to_bf16(in[i]);
 }
 
 std::vector<Bf16> to_bf16(const Matrix<float>& matrix) {

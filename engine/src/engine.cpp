@@ -31,10 +31,6 @@ MatrixUnits matrix_units() {
   return {engine::matmul_isa(), engine::native_bf16()};
 }
 
-bool fast_engine_runs(const AttnResConfig& scheme) {
-  return engine::fast_engines_run(scheme, engine::FastEngine::cpu);
-}
-
 Precision default_training_precision() {
   return engine::native_bf16() ? Precision::bf16 : Precision::f32;
 }

@@ -184,7 +184,7 @@ json options_json(const TrainOptions& o) {
   j["validation_fraction"] = o.validation_fraction;
   j["engine"] = to_string(o.engine.engine);
   j["threads"] = o.engine.threads;
-  j["precision"] = to_string(o.engine.bf16 ? Precision::bf16 : Precision::f32);
+  j["precision"] = to_string(f32_weights_precision(o.engine));
   j["zero_placeholder"] = o.forward.zero_placeholder;
   return j;
 }
@@ -323,9 +323,7 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
                 state["data"].value("path", std::string("?")) + "); its fingerprint differs");
   }
   if (steps > 0) options.steps = steps;
-  if (engine)
-    options.engine =
-        with_precision(*engine, options.engine.bf16 ? Precision::bf16 : Precision::f32);
+  if (engine) options.engine = with_precision(*engine, f32_weights_precision(options.engine));
   if (precision) {
     if (*precision == Precision::f64) throw Error("--precision f64: training keeps f32 weights");
     options.engine = with_precision(options.engine, *precision);

@@ -132,13 +132,9 @@ Progress check_progress(const Progress& progress) {
 }
 
 // The precision of every run of the table: train.precision, else bf16 where the CPU has native
-// bf16 units and the fast engine runs every scheme (one precision, so the schemes compare).
-Precision training_precision(const ScenarioTraining& training,
-                             const std::vector<SchemeSpec>& schemes) {
+// bf16 units (one precision for all the schemes, so they compare).
+Precision training_precision(const ScenarioTraining& training) {
   if (!training.precision.empty()) return parse_precision(training.precision, "train.precision");
-  for (const auto& scheme : schemes) {
-    if (!fast_engine_runs(scheme.config)) return Precision::f32;
-  }
   return default_training_precision();
 }
 
@@ -154,7 +150,7 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
   options.lr = training.lr;
   options.eval_every = training.eval_every;
   options.engine.threads = training.threads;
-  options.engine = with_precision(options.engine, training_precision(training, schemes));
+  options.engine = with_precision(options.engine, training_precision(training));
   const TextData data =
       load_text_data(training.data_path, options.validation_fraction, training.seq);
   const std::size_t total =
@@ -172,7 +168,7 @@ std::vector<TrainingRun> run_scenario_training(const ScenarioTraining& training,
       run.blocks = scheme.blocks;
       run.block_size = scheme.block_size;
       run.seed = seed;
-      run.precision = options.engine.bf16 ? Precision::bf16 : Precision::f32;
+      run.precision = f32_weights_precision(options.engine);
       TrainOptions o = options;
       o.seed = seed;
       // The same initial weights for every scheme of a seed: the shared tensors are drawn in the

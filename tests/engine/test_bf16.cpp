@@ -67,8 +67,6 @@ class Bf16Golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Bf16Golden, MatchesTheNumPyBf16PassAndNotTheExactOne) {
   const Fixture f = load(GetParam());
-  if (!fast_engine_runs(resolve_scheme(f.model.config, f.options)))
-    GTEST_SKIP() << GetParam() << " runs on the reference engine (no bf16 form)";
   for (int threads : {1, 2}) {
     for (bool two_phase : {true, false}) {
       ForwardOptions options = f.options;

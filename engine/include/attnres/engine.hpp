@@ -60,10 +60,6 @@ MatrixUnits matrix_units();
 // Training's default: bf16 where the CPU has native bf16 units, f32 elsewhere.
 Precision default_training_precision();
 
-// Whether the fast CPU engine runs this scheme (forward and gradients); the others run on the
-// reference code, in f32 or f64 (docs/schemes.md).
-bool fast_engine_runs(const AttnResConfig& scheme);
-
 struct EngineOptions {
   EngineKind engine = EngineKind::fast;
   Device device = Device::cpu;
@@ -83,6 +79,10 @@ inline bool computes_in_f64(Precision precision) {
 inline EngineOptions with_precision(EngineOptions options, Precision precision) {
   options.bf16 = precision == Precision::bf16;
   return options;
+}
+// The precision of f32-weight work (training) on these options: bf16 or f32.
+inline Precision f32_weights_precision(const EngineOptions& options) {
+  return options.bf16 ? Precision::bf16 : Precision::f32;
 }
 
 // Throws attnres::Error naming `where` (a flag such as "--threads" or a file key) unless

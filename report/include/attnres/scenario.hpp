@@ -70,8 +70,8 @@ struct ScenarioTraining {
   std::vector<std::uint64_t> seeds = {1, 2, 3};
   int eval_every = 0;  // 0 = steps / 10
   int threads = 0;
-  // "bf16" | "f32"; empty: bf16 where the CPU has native bf16 units and the fast engine runs
-  // every scheme of the table, else f32 (one precision for every run; docs/training.md).
+  // "bf16" | "f32"; empty: bf16 where the CPU has native bf16 units, else f32 (one precision for
+  // every run of the table; docs/training.md).
   std::string precision;
   bool save_models = false;        // write models/<scheme>[_seed<k>]/ into the report
   std::vector<std::string> masks;  // history-masking experiments on the trained AttnRes models
