@@ -15,7 +15,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_cli {
 
 using test::CliRun;
 using test::run_cli;
@@ -246,5 +247,5 @@ TEST(Cli, RealBinaryExitCodes) {
   EXPECT_EQ(status("forward --model " + model + " --tokens 9"), 1);
 }
 
-}  // namespace
+}  // namespace test_cli
 }  // namespace attnres

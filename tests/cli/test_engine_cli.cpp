@@ -10,7 +10,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_engine_cli {
 
 namespace fs = std::filesystem;
 using test::CliRun;
@@ -197,5 +198,5 @@ TEST(EngineCli, BenchmarkTokensAreThePeersFormula) {
                         static_cast<int>((2 * 1103515245ull + 12345) % 2147483648ull % 1024)}));
 }
 
-}  // namespace
+}  // namespace test_engine_cli
 }  // namespace attnres

@@ -13,7 +13,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_error_catalogue {
 
 namespace fs = std::filesystem;
 
@@ -143,5 +144,5 @@ TEST(ErrorCatalogue, EveryEntryPrintsItsDocumentedMessage) {
   fs::current_path(previous);
 }
 
-}  // namespace
+}  // namespace test_error_catalogue
 }  // namespace attnres

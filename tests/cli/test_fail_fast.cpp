@@ -21,7 +21,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_fail_fast {
 
 namespace fs = std::filesystem;
 using test::run_cli;
@@ -408,5 +409,5 @@ TEST(FailFast, ALimitHitByAFlagNamesTheFlag) {
   EXPECT_TRUE(has(blocks.err, "--blocks")) << blocks.err;
 }
 
-}  // namespace
+}  // namespace test_fail_fast
 }  // namespace attnres

@@ -12,7 +12,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_forward_chart {
 
 namespace fs = std::filesystem;
 using test::CliRun;
@@ -129,5 +130,5 @@ TEST(ReportCli, PaperFig6OverlayOnAnotherModelPrintsAWarning) {
   EXPECT_NE(read_file(dir / "r/report.md").find(warning), std::string::npos);
 }
 
-}  // namespace
+}  // namespace test_forward_chart
 }  // namespace attnres

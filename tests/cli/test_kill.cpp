@@ -19,7 +19,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_kill {
 
 namespace fs = std::filesystem;
 
@@ -199,5 +200,5 @@ TEST(Kill, AReportIsTheOldOrTheNewSet) {
                     /*stride=*/4);
 }
 
-}  // namespace
+}  // namespace test_kill
 }  // namespace attnres

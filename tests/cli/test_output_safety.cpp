@@ -23,7 +23,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_output_safety {
 
 namespace fs = std::filesystem;
 using test::CliRun;
@@ -431,5 +432,5 @@ TEST(Interrupts, AForwardPassStopsWhenAskedTo) {
   EXPECT_EQ(calls, (std::vector<std::size_t>{0, 1, 2}));
 }
 
-}  // namespace
+}  // namespace test_output_safety
 }  // namespace attnres

@@ -12,7 +12,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_schemes_cli {
 
 namespace fs = std::filesystem;
 using test::run_cli;
@@ -168,5 +169,5 @@ TEST(SchemesCli, TrainBuildsAModelWithTheSchemeAndLearns) {
   EXPECT_NE(refused.err.find("build a new model"), std::string::npos) << refused.err;
 }
 
-}  // namespace
+}  // namespace test_schemes_cli
 }  // namespace attnres

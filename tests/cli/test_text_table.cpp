@@ -9,7 +9,8 @@
 #include "text_table.hpp"
 
 namespace attnres::cli {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_text_table {
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -76,5 +77,5 @@ TEST(TextTable, WideTablesFitTheWidthByWrappingHeadersFirstThenText) {
   EXPECT_NE(small.str().find("io_elements_per_sublayer.full_two_phase"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace test_text_table
 }  // namespace attnres::cli

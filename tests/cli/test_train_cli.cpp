@@ -20,7 +20,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_train_cli {
 
 namespace fs = std::filesystem;
 using test::run_cli;
@@ -266,5 +267,5 @@ TEST(ForwardGrad, DumpsLossAndEveryGradient) {
   EXPECT_NE(one.err.find("--grad needs at least 2 tokens"), std::string::npos) << one.err;
 }
 
-}  // namespace
+}  // namespace test_train_cli
 }  // namespace attnres

@@ -18,7 +18,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_enum_names {
 
 // Each value and each name once; to_string gives the table's name and parse the value back.
 template <typename E, std::size_t N, typename ToString, typename Parse>
@@ -138,5 +139,5 @@ TEST(EnumNames, AValueWithoutANameIsAnAssertion) {
   EXPECT_THROW(enum_name(partial, CachePolicy::cached), InternalError);
 }
 
-}  // namespace
+}  // namespace test_enum_names
 }  // namespace attnres

@@ -10,7 +10,8 @@
 #include "attnres/depth_layout.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_layouts_agree {
 
 TEST(CostFlops, SourcePairCountsMatchTheLayouts) {
   for (std::int64_t L : {1, 2, 5, 8, 13}) {
@@ -45,5 +46,5 @@ TEST(BlockLayout, SourcesAgreeWithTheForwardEnginesLayout) {
   }
 }
 
-}  // namespace
+}  // namespace test_layouts_agree
 }  // namespace attnres

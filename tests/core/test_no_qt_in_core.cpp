@@ -6,7 +6,8 @@
 #include <fstream>
 #include <regex>
 
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_no_qt_in_core {
 
 TEST(Layout, CoreHasNoQtInclude) {
   const std::regex qt_include(R"(#\s*include\s*[<"]Q[A-Za-z])");
@@ -29,4 +30,4 @@ TEST(Layout, CoreHasNoQtInclude) {
   EXPECT_GT(files, 50);
 }
 
-}  // namespace
+}  // namespace test_no_qt_in_core

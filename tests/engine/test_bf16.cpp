@@ -26,7 +26,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_bf16 {
 
 const std::filesystem::path kFixtures = ATTNRES_GOLDEN_FIXTURES;
 constexpr double kU16 = 1.0 / 256.0;
@@ -128,5 +129,5 @@ TEST(Bf16Engine, IsDeterministicForAThreadCount) {
   }
 }
 
-}  // namespace
+}  // namespace test_bf16
 }  // namespace attnres

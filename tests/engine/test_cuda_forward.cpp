@@ -22,7 +22,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_cuda_forward {
 
 #define ATTNRES_REQUIRE_CUDA()                                        \
   do {                                                                \
@@ -366,5 +367,5 @@ TEST(CudaForward, NonFiniteValuesAreReportedWhereTheReferenceReportsThem) {
   }
 }
 
-}  // namespace
+}  // namespace test_cuda_forward
 }  // namespace attnres

@@ -12,7 +12,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_engine {
 
 struct Shape {
   std::string name;
@@ -293,5 +294,5 @@ TEST(FastEngine, LongSequencesNeedNoTokenByTokenMatrix) {
               forward(model, tokens, options), 1e-12, "T=1500");
 }
 
-}  // namespace
+}  // namespace test_engine
 }  // namespace attnres

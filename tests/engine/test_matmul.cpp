@@ -18,7 +18,8 @@
 #include "cpu/matmul.hpp"
 
 namespace attnres::engine {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_matmul {
 
 constexpr double kU16 = 1.0 / 256.0;       // bf16: 8 significant bits
 constexpr double kU32 = 1.0 / 16777216.0;  // f32: 24 significant bits
@@ -206,5 +207,5 @@ TEST(MatrixUnits, NativeBf16IsWhatTheCpuFlagsSay) {
   EXPECT_EQ(default_training_precision(), bf16 ? Precision::bf16 : Precision::f32);
 }
 
-}  // namespace
+}  // namespace test_matmul
 }  // namespace attnres::engine

@@ -9,7 +9,8 @@
 #include "attnres/measure.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_measure {
 
 void expect_same_reads(const DepthLayout& layout, int T, int d, int threads,
                        int full_schedule_block) {
@@ -71,5 +72,5 @@ TEST(Measure, FiguresArePositiveAndCancellingStops) {
   EXPECT_THROW(time_standard_residual(4, 4, 2, 1, stop), Cancelled);
 }
 
-}  // namespace
+}  // namespace test_measure
 }  // namespace attnres

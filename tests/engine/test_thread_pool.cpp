@@ -13,7 +13,8 @@
 #include "cpu/thread_pool.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_thread_pool {
 
 // Runs `body` on a separate thread and fails the test (instead of hanging the suite) when it
 // does not finish within 20 seconds.
@@ -88,5 +89,5 @@ TEST(ThreadCount, TheBoundIsCheckedWithTheNameOfTheSetting) {
   EXPECT_LE(default_thread_count(), kMaxThreads);
 }
 
-}  // namespace
+}  // namespace test_thread_pool
 }  // namespace attnres

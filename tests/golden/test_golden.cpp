@@ -20,7 +20,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_golden {
 
 const std::filesystem::path kFixtures = ATTNRES_GOLDEN_FIXTURES;
 
@@ -162,5 +163,5 @@ TEST(GoldenFixtures, EveryFixtureDirectoryIsTested) {
   }
 }
 
-}  // namespace
+}  // namespace test_golden
 }  // namespace attnres

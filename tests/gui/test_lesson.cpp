@@ -47,7 +47,8 @@
 #include "widgets.hpp"
 
 namespace attnres::gui {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_lesson {
 
 bool wait_for(const std::function<bool()>& done, qint64 limit_ms = 60000) {
   return wait_until(done, limit_ms);
@@ -812,5 +813,5 @@ TEST(Lesson, KnobToRepaintLatencyIsMeasured) {
   EXPECT_LE(most, 2u);  // one computing, at most one waiting: never a queue of stale work
 }
 
-}  // namespace
+}  // namespace test_lesson
 }  // namespace attnres::gui

@@ -13,7 +13,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_model_charts {
 
 // The message of the Error `parse` throws ("" when it throws none).
 template <typename F>
@@ -256,5 +257,5 @@ TEST(Sweep, PaperFig6OverlayOnAnotherModelCarriesAWarning) {
   EXPECT_EQ(sweep_chart(run_sweep(other, spec), other).caption.find("Warning"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace test_model_charts
 }  // namespace attnres

@@ -13,7 +13,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_report {
 
 CostInputs base_inputs() {
   CostInputs in;
@@ -391,5 +392,5 @@ TEST(Report, WriteIsAllOrNothingAndKeepsThePreviousReport) {
   EXPECT_FALSE(std::filesystem::exists(dir / "fresh"));
 }
 
-}  // namespace
+}  // namespace test_report
 }  // namespace attnres

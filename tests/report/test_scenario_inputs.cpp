@@ -18,7 +18,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_scenario_inputs {
 
 TEST(CostInputFields, ScenarioReadsEveryKeyOfTheTableAndWritesItBack) {
   // Each primary field gets a distinct value in a scenario built from the table itself; parsing
@@ -118,5 +119,5 @@ TEST(SweepRules, AMicrobatchCountOutsideThePipelinesRuleIsASkippedSetting) {
   }
 }
 
-}  // namespace
+}  // namespace test_scenario_inputs
 }  // namespace attnres

@@ -13,7 +13,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_backward {
 
 // A small random model whose gains and queries are not at their initial values, so that every
 // gradient path is exercised.
@@ -148,5 +149,5 @@ TEST(Backward, BadBatchesAreClearErrors) {
   EXPECT_THROW(loss_and_gradients(model, {{1, 11}}), Error);
 }
 
-}  // namespace
+}  // namespace test_backward
 }  // namespace attnres

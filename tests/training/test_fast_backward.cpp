@@ -16,7 +16,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_fast_backward {
 
 // A grouped-query model (4 heads, 2 kv heads) whose gains and queries are off their initial
 // values, so that every gradient path is exercised (as in test_backward.cpp).
@@ -270,5 +271,5 @@ TEST(FastBackward, BadBatchesAreErrorsAndCancellationStops) {
   EXPECT_LE(compare(g, reference, 1e-10, "after cancel"), 1e-10);
 }
 
-}  // namespace
+}  // namespace test_fast_backward
 }  // namespace attnres

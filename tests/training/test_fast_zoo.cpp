@@ -22,7 +22,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_fast_zoo {
 
 struct ZooCase {
   std::string name;
@@ -364,5 +365,5 @@ TEST(FastZooThreads, DifferentThreadCountsAgreeAndEachIsBitIdenticalAcrossEngine
   }
 }
 
-}  // namespace
+}  // namespace test_fast_zoo
 }  // namespace attnres

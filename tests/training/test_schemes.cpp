@@ -15,7 +15,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_schemes {
 
 using SchemeCase = test::SchemeCase;
 
@@ -268,5 +269,5 @@ TEST(SchemeEngines, TheFastGradientEngineGivesTheReferenceResultForMhc) {
   }
 }
 
-}  // namespace
+}  // namespace test_schemes
 }  // namespace attnres

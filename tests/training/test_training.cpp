@@ -16,7 +16,8 @@
 #include "training/training_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_training {
 
 namespace fs = std::filesystem;
 
@@ -421,5 +422,5 @@ TEST(Trainer, CancelledStepChangesNothing) {
   expect_same_bits(before, trainer.model_f32());
 }
 
-}  // namespace
+}  // namespace test_training
 }  // namespace attnres

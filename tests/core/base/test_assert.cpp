@@ -8,7 +8,8 @@
 #include "attnres/error.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_assert {
 
 TEST(Assert, PassingConditionDoesNothing) {
   EXPECT_NO_THROW(ATTNRES_ASSERT(1 + 1 == 2, "arithmetic"));
@@ -37,5 +38,5 @@ TEST(Assert, InternalErrorIsNotAUserError) {
   }
 }
 
-}  // namespace
+}  // namespace test_assert
 }  // namespace attnres

@@ -11,7 +11,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_atomic_file {
 
 namespace fs = std::filesystem;
 
@@ -56,5 +57,5 @@ TEST(AtomicFile, AStaleTemporaryOfADeadProcessIsRemovedByTheNextWrite) {
   EXPECT_EQ(remove_stale_temporaries(dir / "other.safetensors"), 1u);
 }
 
-}  // namespace
+}  // namespace test_atomic_file
 }  // namespace attnres

@@ -16,7 +16,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_output_dir {
 
 namespace fs = std::filesystem;
 
@@ -442,5 +443,5 @@ TEST(PrintableText, EscapesWhatIsNotPrintableUtf8) {
   }
 }
 
-}  // namespace
+}  // namespace test_output_dir
 }  // namespace attnres

@@ -9,7 +9,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_safetensors {
 
 // A file from a raw header and data section.
 std::string make_file(const std::string& header, const std::string& data = "") {
@@ -258,5 +259,5 @@ TEST(Safetensors, WriteIsAtomicAndLeavesNoTemporaryFile) {
   EXPECT_THROW(write_safetensors(dir / "no/such/dir.safetensors", {{"x", {1}, {1.0f}}}), Error);
 }
 
-}  // namespace
+}  // namespace test_safetensors
 }  // namespace attnres

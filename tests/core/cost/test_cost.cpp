@@ -9,7 +9,8 @@
 #include "attnres/time_model.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_cost {
 
 TEST(CostIo, PaperTable1AtL128N8S16M4) {
   const std::int64_t d = 1000;  // results in units of d
@@ -520,5 +521,5 @@ TEST(SchemeCost, SpecsAndProblemsNameTheKey) {
   expect_error("full:gate=sigmoid,gate=softmax", "gate", "twice");
 }
 
-}  // namespace
+}  // namespace test_cost
 }  // namespace attnres

@@ -16,7 +16,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_cost_input_fields {
 
 TEST(CostInputFields, EveryIntegerInputOnceWithItsOwnMember) {
   // CostInputs has 33 integer fields (and the block_sizes and full_attention_layers lists) and
@@ -202,5 +203,5 @@ TEST(SweepJson, TheStreamedObjectHoldsTheHeaderEveryPointAndTheRejectedSettings)
   EXPECT_NE(j["skipped"][0].get<std::string>().find("blocks = 64"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace test_cost_input_fields
 }  // namespace attnres

@@ -9,7 +9,8 @@
 #include "attnres/plan.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_plan {
 
 PipelineSettings base_setting() {
   CostInputs in;
@@ -170,5 +171,5 @@ TEST(Plan, BadBudgetsAndGridsAreRefused) {
   EXPECT_THROW(make_plan(base_setting(), g, PlanBudgets{}), Error);
 }
 
-}  // namespace
+}  // namespace test_plan
 }  // namespace attnres

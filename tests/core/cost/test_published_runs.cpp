@@ -17,7 +17,8 @@
 #include "attnres/rank_memory.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_published_runs {
 
 struct PublishedRun {
   const char* name;
@@ -140,5 +141,5 @@ TEST(PublishedRuns, Llama3_405bFitsAndItsThroughputIsWithin30Percent) {
   }
 }
 
-}  // namespace
+}  // namespace test_published_runs
 }  // namespace attnres

@@ -10,7 +10,8 @@
 #include "published_models.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_rank_memory {
 
 // Rajbhandari et al. 2020 (ZeRO), Figure 1: Ψ = 7.5B, N_d = 64, K = 12, fp16 weights and
 // gradients: 120 GB, 31.4 GB, 16.6 GB and 1.9 GB for stages 0..3.
@@ -250,5 +251,5 @@ TEST(Communication, DataParallelAllReduce) {
   EXPECT_DOUBLE_EQ(terms[0].bytes, 2.0 * 3 / 4 * 2 * parameter_counts(in).total());
 }
 
-}  // namespace
+}  // namespace test_rank_memory
 }  // namespace attnres

@@ -14,7 +14,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_strategy {
 
 struct Hand {
   std::int64_t reads, writes, launches;
@@ -489,5 +490,5 @@ blocks = 2
   }
 }
 
-}  // namespace
+}  // namespace test_strategy
 }  // namespace attnres

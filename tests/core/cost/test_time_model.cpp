@@ -8,7 +8,8 @@
 #include "attnres/time_model.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_time_model {
 
 TEST(Hardware, PresetsCarryTheDatasheetFigures) {
   struct Expected {
@@ -188,5 +189,5 @@ TEST(TimeModel, MoeCountsActiveParametersOnly) {
   EXPECT_DOUBLE_EQ(decode.bytes, 9 * 3.0 * 2304 * 1024 * 2 + 2304.0 * 256 * 2 + 2.0 * 2304 * 2);
 }
 
-}  // namespace
+}  // namespace test_time_model
 }  // namespace attnres

@@ -8,7 +8,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_depth_attention {
 
 using Mat = Matrix<double>;
 using Vec = Vector<double>;
@@ -108,5 +109,5 @@ TEST(DepthAttention, HugeScoresStayFinite) {
   EXPECT_NEAR(merged.finish()(0, 0), 1.0, 1e-12);
 }
 
-}  // namespace
+}  // namespace test_depth_attention
 }  // namespace attnres

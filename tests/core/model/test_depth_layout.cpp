@@ -6,7 +6,8 @@
 #include "test_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_depth_layout {
 
 std::vector<std::string> labels(const std::vector<DepthSource>& sources) {
   std::vector<std::string> out;
@@ -92,5 +93,5 @@ TEST(DepthLayout, RejectsImpossibleBlockSizes) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace test_depth_layout
 }  // namespace attnres

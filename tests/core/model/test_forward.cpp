@@ -10,7 +10,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_forward {
 
 ModelConfig small_config(int layers = 3) {
   ModelConfig config;
@@ -217,5 +218,5 @@ TEST(Forward, RejectsBadTokensAndSizes) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace test_forward
 }  // namespace attnres

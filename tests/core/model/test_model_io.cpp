@@ -14,7 +14,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_model_io {
 
 ModelConfig tiny_config() {
   ModelConfig config;
@@ -277,5 +278,5 @@ TEST(ModelFiles, MissingOrCorruptFilesAreNamed) {
   expect_error_containing([&] { load_model(dir.path()); }, {"config.json", "no such file"});
 }
 
-}  // namespace
+}  // namespace test_model_io
 }  // namespace attnres

@@ -15,7 +15,8 @@
 #include "model_support.hpp"
 
 namespace attnres {
-namespace {
+// Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
+namespace test_robustness {
 
 ModelConfig config() {
   ModelConfig c;
@@ -242,5 +243,5 @@ TEST(Robustness, AFailedWriteLeavesThePreviousFileIntact) {
   EXPECT_EQ(entries, 2);  // no temporary file left behind
 }
 
-}  // namespace
+}  // namespace test_robustness
 }  // namespace attnres
