@@ -1,0 +1,125 @@
+// Paired intervals, t quantiles and the seeds-to-resolve line (docs/training.md#statistics),
+// against published table values, closed forms written here independently of the library's
+// incomplete-beta route, and hand-worked examples.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+#include "attnres/paired_stats.hpp"
+
+namespace attnres {
+namespace {
+
+// Closed-form t quantiles for 1, 2 and 4 degrees of freedom (Hill 1970; Shaw 2006).
+double t_quantile_closed_form(double p, int dof) {
+  const double sign = p < 0.5 ? -1.0 : 1.0;
+  switch (dof) {
+    case 1:
+      return std::tan(std::numbers::pi * (p - 0.5));
+    case 2:
+      return (2.0 * p - 1.0) / std::sqrt(2.0 * p * (1.0 - p));
+    case 4: {
+      const double alpha = 4.0 * p * (1.0 - p);
+      const double q = std::cos(std::acos(std::sqrt(alpha)) / 3.0) / std::sqrt(alpha);
+      return sign * 2.0 * std::sqrt(q - 1.0);
+    }
+  }
+  return std::nan("");
+}
+
+TEST(StudentT, QuantilesMatchThePublishedTable) {
+  // Two-sided 95 % (p = 0.975) and one-sided 80 % (p = 0.80), as printed in standard tables
+  // (e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2), to the table's 3 decimals.
+  const std::vector<std::pair<int, double>> t975{{1, 12.706}, {2, 4.303},  {3, 3.182},  {4, 2.776},
+                                                 {5, 2.571},  {8, 2.306},  {9, 2.262},  {10, 2.228},
+                                                 {20, 2.086}, {30, 2.042}, {100, 1.984}};
+  for (const auto& [dof, value] : t975)
+    EXPECT_NEAR(student_t_quantile(0.975, dof), value, 5e-4) << "dof " << dof;
+  const std::vector<std::pair<int, double>> t80{{1, 1.376}, {2, 1.061}, {5, 0.920},
+                                                {8, 0.889}, {9, 0.883}, {30, 0.854}};
+  for (const auto& [dof, value] : t80)
+    EXPECT_NEAR(student_t_quantile(0.80, dof), value, 5e-4) << "dof " << dof;
+  EXPECT_NEAR(student_t_quantile(0.995, 2), 9.925, 5e-4);
+}
+
+TEST(StudentT, QuantilesMatchClosedForms) {
+  for (int dof : {1, 2, 4}) {
+    for (double p : {0.51, 0.6, 0.8, 0.9, 0.975, 0.995, 0.9995, 0.2, 0.025}) {
+      const double expected = t_quantile_closed_form(p, dof);
+      EXPECT_NEAR(student_t_quantile(p, dof), expected, 1e-9 * std::max(1.0, std::abs(expected)))
+          << "dof " << dof << " p " << p;
+      EXPECT_NEAR(student_t_cdf(expected, dof), p, 1e-12);
+    }
+  }
+}
+
+TEST(PairedInterval, HandWorkedExample) {
+  // d = {-0.10, -0.14, -0.12}: mean -0.12, s = 0.02, half width 4.302653 * 0.02 / sqrt 3.
+  const PairedInterval interval = paired_interval({-0.10, -0.14, -0.12});
+  EXPECT_EQ(interval.pairs, 3);
+  EXPECT_NEAR(interval.mean, -0.12, 1e-15);
+  EXPECT_NEAR(interval.spread, 0.02, 1e-15);
+  EXPECT_NEAR(interval.half_width, 4.302653 * 0.02 / std::sqrt(3.0), 1e-7);
+  EXPECT_NEAR(interval.low, -0.169683, 1e-6);
+  EXPECT_NEAR(interval.high, -0.070317, 1e-6);
+  EXPECT_TRUE(interval.resolved);
+}
+
+TEST(PairedInterval, AnIntervalAcrossZeroIsNotResolved) {
+  // d = {0.01, -0.03, 0.05}: mean 0.01, s = 0.04, half width 4.3027 * 0.04 / sqrt 3 = 0.0994.
+  const PairedInterval interval = paired_interval({0.01, -0.03, 0.05});
+  EXPECT_NEAR(interval.mean, 0.01, 1e-15);
+  EXPECT_NEAR(interval.spread, 0.04, 1e-15);
+  EXPECT_NEAR(interval.half_width, 0.099365, 1e-6);
+  EXPECT_FALSE(interval.resolved);
+  // s / gap = 4: n >= (t_.975 + t_.80)^2 * 16 -> about 128 seeds (normal approximation 125.6).
+  EXPECT_EQ(interval.seeds_to_resolve, seeds_to_resolve(0.01, 0.04));
+  EXPECT_GE(interval.seeds_to_resolve, 126);
+  EXPECT_LE(interval.seeds_to_resolve, 130);
+}
+
+TEST(PairedInterval, OnePairHasNoInterval) {
+  const PairedInterval interval = paired_interval({-0.2});
+  EXPECT_NEAR(interval.mean, -0.2, 1e-15);
+  EXPECT_TRUE(std::isnan(interval.half_width));
+  EXPECT_FALSE(interval.resolved);
+  EXPECT_TRUE(std::isnan(paired_interval({}).mean));
+}
+
+// The iteration written out with the table's own values: s / gap = 1 -> n = 10
+// ((2.262 + 0.883)^2 = 9.89 <= 10 while (2.306 + 0.889)^2 = 10.21 > 9).
+TEST(SeedsToResolve, HandWorkedFromTheTable) {
+  EXPECT_EQ(seeds_to_resolve(0.05, 0.05), 10);
+  EXPECT_EQ(seeds_to_resolve(-0.05, 0.05), 10);
+  EXPECT_EQ(seeds_to_resolve(0.05, 0.0), 2);
+  EXPECT_EQ(seeds_to_resolve(0.0, 0.05), 0);
+}
+
+// An independent implementation: the same criterion with the test's own quantiles (the closed
+// form for small dof would not cover these, so a Cornish-Fisher expansion of the t quantile
+// around the normal one, accurate to ~1e-4 for dof >= 5).
+double t_quantile_cornish_fisher(double z, double dof) {
+  const double z3 = z * z * z, z5 = z3 * z * z, z7 = z5 * z * z;
+  return z + (z3 + z) / (4 * dof) + (5 * z5 + 16 * z3 + 3 * z) / (96 * dof * dof) +
+         (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * dof * dof * dof);
+}
+
+TEST(SeedsToResolve, AgreesWithAnIndependentIteration) {
+  for (double ratio : {0.8, 1.5, 2.0, 3.0, 5.0}) {
+    int expected = 0;
+    for (int n = 6; n < 10000; ++n) {
+      const double t =
+          t_quantile_cornish_fisher(1.959964, n - 1) + t_quantile_cornish_fisher(0.841621, n - 1);
+      if (n >= t * t * ratio * ratio) {
+        expected = n;
+        break;
+      }
+    }
+    EXPECT_NEAR(seeds_to_resolve(1.0, ratio), expected, 1) << "s / gap " << ratio;
+  }
+}
+
+}  // namespace
+}  // namespace attnres
