@@ -1,6 +1,7 @@
 #include "attnres/paired_stats.hpp"
 
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
 
@@ -8,71 +9,20 @@
 
 namespace attnres {
 
-namespace {
-
-// Continued fraction of the incomplete beta function (modified Lentz), valid for
-// x < (a + 1) / (a + b + 2); Numerical Recipes' betacf written out.
-double beta_continued_fraction(double a, double b, double x) {
-  constexpr double tiny = 1e-300;
-  const double qab = a + b, qap = a + 1.0, qam = a - 1.0;
-  double c = 1.0, d = 1.0 - qab * x / qap;
-  if (std::abs(d) < tiny) d = tiny;
-  d = 1.0 / d;
-  double h = d;
-  for (int m = 1; m <= 1000; ++m) {
-    const double m2 = 2.0 * m;
-    double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-    d = 1.0 + aa * d;
-    if (std::abs(d) < tiny) d = tiny;
-    c = 1.0 + aa / c;
-    if (std::abs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    h *= d * c;
-    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-    d = 1.0 + aa * d;
-    if (std::abs(d) < tiny) d = tiny;
-    c = 1.0 + aa / c;
-    if (std::abs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    const double step = d * c;
-    h *= step;
-    if (std::abs(step - 1.0) < 1e-15) break;
-  }
-  return h;
-}
-
-// I_x(a, b), the regularised incomplete beta function.
-double regularised_incomplete_beta(double a, double b, double x) {
-  if (x <= 0.0) return 0.0;
-  if (x >= 1.0) return 1.0;
-  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
-                                a * std::log(x) + b * std::log1p(-x));
-  if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_continued_fraction(a, b, x) / a;
-  return 1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b;
-}
-
-}  // namespace
-
+// Student t from Boost.Math (header-only, in Debian's libboost1.74-dev, which
+// libboost-program-options-dev already installs): a well-kept implementation of the incomplete
+// beta function and its inverse, rather than our own continued fraction.
 double student_t_cdf(double t, double dof) {
   ATTNRES_ASSERT(dof > 0.0, "Student t needs dof > 0");
   if (std::isnan(t)) return t;
   if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;
-  // P(|T| > |t|) = I_{dof / (dof + t^2)}(dof / 2, 1 / 2).
-  const double tail = 0.5 * regularised_incomplete_beta(dof / 2.0, 0.5, dof / (dof + t * t));
-  return t >= 0 ? 1.0 - tail : tail;
+  return boost::math::cdf(boost::math::students_t_distribution<double>(dof), t);
 }
 
 double student_t_quantile(double p, double dof) {
   ATTNRES_ASSERT(p > 0.0 && p < 1.0, "a quantile needs 0 < p < 1");
-  if (p < 0.5) return -student_t_quantile(1.0 - p, dof);
-  if (p == 0.5) return 0.0;
-  double low = 0.0, high = 1.0;
-  while (student_t_cdf(high, dof) < p) high *= 2.0;
-  for (int i = 0; i < 200 && high - low > 1e-12 * high; ++i) {
-    const double mid = 0.5 * (low + high);
-    (student_t_cdf(mid, dof) < p ? low : high) = mid;
-  }
-  return 0.5 * (low + high);
+  ATTNRES_ASSERT(dof > 0.0, "Student t needs dof > 0");
+  return boost::math::quantile(boost::math::students_t_distribution<double>(dof), p);
 }
 
 int seeds_to_resolve(double gap, double spread, int max_seeds) {

@@ -1,6 +1,6 @@
 // Paired intervals, t quantiles and the seeds-to-resolve line (docs/training.md#statistics),
 // against published table values, closed forms written here independently of the library's
-// incomplete-beta route, and hand-worked examples.
+// Boost.Math route, and hand-worked examples.
 #include <gtest/gtest.h>
 
 #include <cmath>

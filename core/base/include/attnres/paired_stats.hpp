@@ -17,12 +17,11 @@
 
 namespace attnres {
 
-// The Student t distribution's CDF with `dof` > 0 degrees of freedom, from the regularised
-// incomplete beta function (continued fraction, modified Lentz; docs/training.md#statistics).
+// The Student t distribution's CDF with `dof` > 0 degrees of freedom (Boost.Math;
+// docs/training.md#statistics).
 double student_t_cdf(double t, double dof);
 
-// Its quantile: the t with student_t_cdf(t, dof) = p, 0 < p < 1, by bisection on the CDF to
-// 1e-12 relative (monotone, so it cannot miss).
+// Its quantile: the t with student_t_cdf(t, dof) = p, 0 < p < 1 (Boost.Math).
 double student_t_quantile(double p, double dof);
 
 struct PairedInterval {
