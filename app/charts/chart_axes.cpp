@@ -170,6 +170,17 @@ QAbstractAxis* make_axis(const std::string& title, bool logarithmic, Range range
       range.low >= 0 ? std::max(0.0, range.low - 0.05 * span) : range.low - 0.05 * span;
   axis->setRange(low, range.high + 0.05 * span);
   axis->applyNiceNumbers();
+  if (axis->min() < 0 && axis->max() > 0 && axis->tickCount() > 1) {
+    // Across zero, min + k * step lands a rounding error away from 0 and "%g" prints it
+    // (2.77556e-17): print as many decimals as the nice step has (thinning the ticks later takes
+    // every k-th, which needs no more).
+    const double step = (axis->max() - axis->min()) / (axis->tickCount() - 1);
+    int decimals = 0;
+    while (decimals < 6 && std::abs(step * std::pow(10.0, decimals) -
+                                    std::round(step * std::pow(10.0, decimals))) > 1e-6)
+      ++decimals;
+    axis->setLabelFormat(QString("%.%1f").arg(decimals));
+  }
   axis->setTitleText(rich(QString::fromStdString(title)));
   return axis;
 }

@@ -76,6 +76,10 @@ constexpr Command kCommands[] = {
      calibrate_command, 14},
     {"scaling", "the paper's scaling-law fits: compute to reach a loss, multipliers",
      scaling_command, 3},
+    {"evidence",
+     "published quality against N: the share of Full AttnRes's gain Block\n"
+     "AttnRes recovers, by study, and its band at your depth (docs/quality.md)",
+     evidence_command, 17},
     {"sweep", "the cost engine over one parameter or a grid of two (CSV/JSON, chart)",
      sweep_command, 4},
     {"pipeline",

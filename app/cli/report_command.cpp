@@ -85,6 +85,12 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
       output);
   out << "wrote " << (target / "report.md").string() << ": " << report.tables.size() << " tables, "
       << report.charts.size() << " charts (PNG + SVG), report.json\n";
+  if (report.json.contains("training")) {
+    // What the training resolves at 95 %, paired by seed (docs/training.md#statistics).
+    for (const auto& row : report.json["training"]["paired_differences"]) {
+      out << "training: " << printable_text(row["sentence"].get<std::string>()) << "\n";
+    }
+  }
   for (const auto& note : report.notes) out << "note: " << printable_text(note) << "\n";
   for (const auto& note : output_directory_notes(written)) notes.push_back(note);
   for (const auto& note : notes) out << "note: " << note << "\n";

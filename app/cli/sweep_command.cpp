@@ -85,6 +85,9 @@ void add_sweep_options(po::options_description& options, SweepFlags& flags) {
       "metric key (repeat; attnres metrics lists them, all in one unit)")(
       "name", po::value(&spec.name)->default_value("sweep"), "name of the output files")(
       "log-x", "logarithmic x axis")("log-y", "logarithmic y axis")(
+      "overlay", po::value(&spec.overlay),
+      "quality on the chart's right-hand axis (x = blocks or block_size): published_band (the "
+      "published share of Full AttnRes's gain, any L; docs/quality.md) | paper_fig6")(
       "format", po::value(&flags.format)->default_value("csv"),
       "csv | json, printed (without --out)")(
       "out", po::value(&flags.out_dir),
@@ -110,6 +113,21 @@ void check_output_flags(const po::variables_map& values, const SweepFlags& flags
       throw UsageError(std::string("--") + axis +
                        " sets an axis of the chart, which only --out DIR draws; printed points "
                        "have no axes: leave it out or give --out DIR");
+    }
+  }
+  if (values.count("overlay")) {
+    if (spec.overlay != "published_band" && spec.overlay != "paper_fig6") {
+      throw UsageError("--overlay must be published_band or paper_fig6, got '" + spec.overlay +
+                       "'");
+    }
+    if (flags.out_dir.empty()) {
+      throw UsageError(
+          "--overlay draws on the chart, which only --out DIR writes: leave it out "
+          "or give --out DIR");
+    }
+    if (spec.x.parameter != "blocks" && spec.x.parameter != "block_size") {
+      throw UsageError("--overlay " + spec.overlay +
+                       " needs --x blocks or --x block_size, got --x " + spec.x.parameter);
     }
   }
   if (given(values, "name") && flags.out_dir.empty() && flags.format == "csv") {
@@ -333,7 +351,8 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
           "usage: attnres sweep (--d-model D [model flags] | --scenario FILE [model flags]) "
           "--x PARAM --values V [--y PARAM --y-values V] --metric KEY [--metric KEY ...] "
           "[--name NAME] "
-          "[--log-x] [--log-y] [--max-points N] [--out DIR [--force] | --format csv|json]")) {
+          "[--log-x] [--log-y] [--overlay published_band|paper_fig6] [--max-points N] "
+          "[--out DIR [--force] | --format csv|json]")) {
     return kExitOk;
   }
   check_output_flags(values, flags);

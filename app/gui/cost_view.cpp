@@ -29,6 +29,7 @@
 #include "attnres/format.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/plan.hpp"
+#include "attnres/published_quality.hpp"
 #include "attnres/rank_memory.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
@@ -88,6 +89,17 @@ class CostView : public View {
     hardware_->setObjectName("hardware");
     sweep_ = new QComboBox;
     sweep_->addItem("(open a scenario to see its sweeps)");
+    // The quality on the right-hand axis of the I/O, history and pipeline charts
+    // (docs/quality.md): the published band works for any L, Fig. 6 is the paper's L = 32 model.
+    quality_ = new QComboBox;
+    quality_->setObjectName("quality_overlay");
+    quality_->addItem("published band (share of Full's gain)", QString("published_band"));
+    quality_->addItem("paper Fig. 6 losses (L = 32)", QString("paper_fig6"));
+    quality_->addItem("none", QString());
+    quality_->setToolTip(
+        "The right-hand axis of the I/O, history and pipeline charts: the published share of Full "
+        "AttnRes's gain that Block recovers at each N (any L; sources under the charts; "
+        "docs/quality.md), or the paper's Fig. 6 losses (its 32-sublayer model)");
     // Two scheme pickers (docs/scheme-costs.md): every named scheme of the cost engine.
     scheme_a_ = named_scheme_picker("block");
     scheme_b_ = named_scheme_picker("full");
@@ -107,6 +119,7 @@ class CostView : public View {
     }
     form->addRow("hardware", hardware_);
     form->addRow("scenario sweep", sweep_);
+    form->addRow("quality axis", quality_);
     form->addRow("scheme A", scheme_a_);
     form->addRow("scheme B", scheme_b_);
     form->addRow("strategy", strategy_);
@@ -213,7 +226,8 @@ class CostView : public View {
     for (auto* section : sections_)
       if (section->objectName() != "parallel_inputs") section->set_expanded(false);
     set_content(pages_);
-    std::vector<QWidget*> watched = {dtype_, hardware_, scheme_a_, scheme_b_, block_sizes_};
+    std::vector<QWidget*> watched = {dtype_,    hardware_,    scheme_a_,
+                                     scheme_b_, block_sizes_, quality_};
     for (const auto& entry : lists_) watched.push_back(entry.second);
     for (const auto& entry : fields_) watched.push_back(entry.second);
     for (const auto& entry : choices_) watched.push_back(entry.second);
@@ -334,8 +348,10 @@ class CostView : public View {
     // The four sweeps and the table off the GUI thread (a large L makes many settings).
     const std::string scheme_a = scheme_a_->currentData().toString().toStdString();
     const std::string scheme_b = scheme_b_->currentData().toString().toStdString();
+    const std::string quality = quality_->currentData().toString().toStdString();
     run("cost sweeps",
-        [this, in, hw, scheme_a, scheme_b](const Progress& progress) -> std::function<void()> {
+        [this, in, hw, scheme_a, scheme_b,
+         quality](const Progress& progress) -> std::function<void()> {
           // Every N that some equal block size produces.
           std::vector<std::int64_t> ns;
           for (std::int64_t s = in.sublayers; s >= 1; --s) {
@@ -352,7 +368,7 @@ class CostView : public View {
             spec.metrics = std::move(metrics);
             spec.log_x = true;
             spec.log_y = log_y;
-            spec.overlay = overlay ? "paper_fig6" : "";
+            spec.overlay = overlay ? quality : "";
             return sweep_chart(run_sweep(in, spec, step(progress, index++, 4)), in);
           };
           // The I/O chart: the paper's rows, plus schemes A and B when they are others.
@@ -368,7 +384,7 @@ class CostView : public View {
               sweep("cost_io", "Residual I/O per sublayer against N", io_metrics, true, true),
               sweep("cost_history", "Stored depth history against N",
                     {"history_vectors_per_token.block", "history_vectors_per_token.full"}, true,
-                    false),
+                    true),
               sweep("cost_prefill", "Prefill block history against N",
                     {"prefill_history_gb.total", "prefill_history_gb.per_device",
                      "prefill_history_gb.per_device_chunked"},
@@ -377,7 +393,7 @@ class CostView : public View {
                     {"pipeline_exact_elements_per_token.naive",
                      "pipeline_exact_elements_per_token.cached",
                      "pipeline_exact_elements_per_token.cached_own"},
-                    false, false)};
+                    false, true)};
           // The current numbers, with units.
           const CostReport report = evaluate_costs(in);
           const StackTime prefill = stack_time(in, Phase::prefill, hw),
@@ -397,9 +413,14 @@ class CostView : public View {
           const SchemeCost a = scheme_cost(named_scheme(scheme_a, in), in),
                            b = scheme_cost(named_scheme(scheme_b, in), in);
           const std::vector<std::array<std::string, 3>> compared = scheme_comparison_rows(a, b, in);
-          SweepSpec fig6;
-          fig6.overlay = "paper_fig6";
-          std::string warning = paper_fig6_warning(fig6, in);
+          // Under the charts: the Fig. 6 caveat off L = 32, or the band's sources and marks.
+          SweepSpec overlay;
+          overlay.overlay = quality;
+          std::string warning = paper_fig6_warning(overlay, in);
+          if (quality == "published_band") {
+            std::vector<double> blocks(ns.begin(), ns.end());
+            warning = quality_band(static_cast<int>(in.sublayers), blocks).caption;
+          }
           return [this, specs = std::move(specs), rows = std::move(rows), compared,
                   warning]() mutable {
             fig6_warning_->setText(QString::fromStdString(warning));
@@ -752,7 +773,8 @@ class CostView : public View {
   std::vector<ChartPanel*> panels_;
   ChartPanel* scenario_panel_;
   QTableWidget *table_, *compare_;
-  QLabel* fig6_warning_;
+  QLabel* fig6_warning_;  // the quality axis's note: the Fig. 6 caveat or the band's sources
+  QComboBox* quality_;
   std::vector<ChartSpec> charts_;
   std::optional<Scenario> scenario_;
   bool showing_scenario_ = false;

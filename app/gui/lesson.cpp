@@ -134,6 +134,7 @@ std::vector<LessonStep> make_steps() {
        "losses (orange, right axis) are already close to Full's.",
        [](MainWindow& w) {
          cost_charts(w);
+         pick(w, "cost", "quality_overlay", "paper_fig6");
          set_int(w, "cost", "blocks", 8);
        }});
   steps.push_back(

@@ -124,14 +124,15 @@ TextData TrainingView::Run::read_text() const {
 
 // One trainer per scheme, each publishing its step-0 row (and map).
 void TrainingView::Run::start_trainers(const TextData& text, const std::vector<int>& window,
-                                       const Progress& check,
+                                       std::uint64_t seed, const Progress& check,
                                        std::vector<std::unique_ptr<Trainer>>& trained) {
   const Settings& setup = settings;
   // Every scheme starts from the same weights and sees the same batches (same seed).
-  const ModelWeights<double> initial = random_model(setup.config, {.seed = setup.seed});
+  const ModelWeights<double> initial = random_model(setup.config, {.seed = seed});
   for (std::size_t i = 0; i < setup.schemes.size(); ++i) {
     report_progress(check, 0, 0, "training");
     TrainOptions options = setup.options;
+    options.seed = seed;
     if (setup.schemes[i].scheme) {
       trained.push_back(std::make_unique<Trainer>(convert_scheme(initial, *setup.schemes[i].scheme),
                                                   text, options));
@@ -154,7 +155,8 @@ void TrainingView::Run::take_steps(const std::vector<std::unique_ptr<Trainer>>& 
                                    const std::shared_ptr<Run>& self) {
   const Settings& setup = settings;
   const auto begin = Clock::now();
-  const std::int64_t total = setup.options.steps * static_cast<std::int64_t>(trained.size());
+  const std::int64_t total =
+      setup.options.steps * static_cast<std::int64_t>(trained.size()) * setup.seeds;
   std::int64_t tokens = 0;
   for (bool more = true; more;) {
     more = false;
@@ -199,9 +201,27 @@ void TrainingView::Run::train(TrainingView* view, const std::shared_ptr<Run>& se
   try {
     const TextData text = read_text();
     const auto window = validation_windows(text, settings.options.sequence_length, 1).front();
-    start_trainers(text, window, check, trained);
-    post(view, self, true);
-    take_steps(trained, window, check, progress, view, self);
+    for (int round_index = 0; round_index < settings.seeds; ++round_index) {
+      const std::uint64_t seed = settings.seed + static_cast<std::uint64_t>(round_index);
+      if (round_index > 0) {
+        std::lock_guard lock(mutex);
+        round = round_index;
+        for (auto& list : rows) list.clear();
+        for (auto& map : alpha) map.reset();
+        trained.clear();
+      }
+      start_trainers(text, window, seed, check, trained);
+      post(view, self, true);
+      take_steps(trained, window, check, progress, view, self);
+      std::lock_guard lock(mutex);
+      for (std::size_t i = 0; i < trained.size(); ++i) {
+        const auto& log = trained[i]->log();
+        const auto last = std::find_if(log.rbegin(), log.rend(), [](const TrainLogRow& row) {
+          return std::isfinite(row.val_loss);
+        });
+        if (last != log.rend()) finals[i][seed] = last->val_loss;
+      }
+    }
     finish(State::finished);
   } catch (const Cancelled&) {
     finish(State::stopped);
@@ -233,8 +253,11 @@ void TrainingView::start() {
   run->settings = s;
   run->rows.resize(s.schemes.size());
   run->alpha.resize(s.schemes.size());
+  run->finals.resize(s.schemes.size());
   run_ = run;
   rows_.assign(s.schemes.size(), {});
+  round_ = 0;
+  finals_.assign(s.schemes.size(), {});
   saved_.clear();
   state_ = State::running;
   {
@@ -274,6 +297,11 @@ void TrainingView::apply_update(const std::shared_ptr<Run>& run) {
   {
     std::lock_guard lock(run->mutex);
     run->update_posted = false;
+    if (run->round != round_) {  // the next seed started: its curves replace the last seed's
+      round_ = run->round;
+      rows_.assign(run->rows.size(), {});
+    }
+    finals_ = run->finals;
     for (std::size_t i = 0; i < run->rows.size(); ++i) {
       rows_[i].insert(rows_[i].end(),
                       run->rows[i].begin() + static_cast<std::ptrdiff_t>(rows_[i].size()),

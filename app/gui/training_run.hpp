@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -52,6 +53,7 @@ struct TrainingView::Settings {
   double validation_fraction = 0.1;
   ModelConfig config;
   std::uint64_t seed = 1;
+  int seeds = 1;  // seeds seed, seed + 1, ..., one after another (paired comparisons)
   TrainOptions options;
   std::vector<Scheme> schemes;
 };
@@ -63,10 +65,13 @@ struct TrainingView::Run {
   int id = 0;
   Settings settings;
   CancelToken stop;
-  std::atomic<std::int64_t> steps{0};  // steps taken, every scheme together
+  std::atomic<std::int64_t> steps{0};  // steps taken, every scheme and seed together
 
   std::mutex mutex;
-  std::vector<std::vector<TrainLogRow>> rows;  // per scheme, every row published so far
+  int round = 0;  // which seed (0 .. seeds - 1) `rows` and `alpha` are of
+  std::vector<std::vector<TrainLogRow>> rows;  // per scheme, every row of this seed so far
+  // Per scheme, the final validation loss of every seed that finished (paired comparisons).
+  std::vector<std::map<std::uint64_t, double>> finals;
   std::vector<std::optional<AlphaMap>> alpha;  // per scheme, the latest map (AttnRes schemes)
   int alpha_version = 0;
   double tokens_per_second = 0.0;
@@ -78,15 +83,16 @@ struct TrainingView::Run {
   // Worker side: asks the GUI thread to draw, at most one pending update and ~10 a second
   // (`force`: always, for the end of the run).
   void post(TrainingView* view, const std::shared_ptr<Run>& self, bool force);
-  // Worker side: the whole run. Every scheme's trainer starts from the same weights and sees the
-  // same batches; they step in turn until each has taken its steps, Stop or an error. The
-  // trainers are handed over (`end`) however the run ends; Cancelled and errors are rethrown.
+  // Worker side: the whole run, one seed after another. For each seed every scheme's trainer
+  // starts from the same weights and sees the same batches; they step in turn until each has
+  // taken its steps, Stop or an error. The last seed's trainers are handed over (`end`) however
+  // the run ends; Cancelled and errors are rethrown.
   void train(TrainingView* view, const std::shared_ptr<Run>& self, const Progress& progress);
 
  private:
   TextData read_text() const;
-  void start_trainers(const TextData& text, const std::vector<int>& window, const Progress& check,
-                      std::vector<std::unique_ptr<Trainer>>& trained);
+  void start_trainers(const TextData& text, const std::vector<int>& window, std::uint64_t seed,
+                      const Progress& check, std::vector<std::unique_ptr<Trainer>>& trained);
   void take_steps(const std::vector<std::unique_ptr<Trainer>>& trained,
                   const std::vector<int>& window, const Progress& check, const Progress& progress,
                   TrainingView* view, const std::shared_ptr<Run>& self);

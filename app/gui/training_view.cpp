@@ -125,6 +125,9 @@ QWidget* TrainingView::make_inputs(QPushButton*& browse, QPushButton*& builtin) 
   steps_->setToolTip("AdamW steps per scheme");
   lr_->setToolTip("Peak learning rate (warm-up, then cosine decay; docs/training.md)");
   seed_->setToolTip("Seed of the initial weights (shared by every scheme) and of the batches");
+  seeds_->setToolTip(
+      "How many seeds to train, from the seed above upwards, one after another: with two or more, "
+      "the schemes are compared paired by seed with 95 % intervals (docs/training.md#statistics)");
   threads_->setToolTip("Worker threads for the forward and backward passes");
   standard_->setToolTip("Train the standard residual (unit-weight sum)");
   full_->setToolTip("Train Full AttnRes (softmax over every earlier output)");
@@ -180,6 +183,7 @@ QWidget* TrainingView::make_model_box() {
   steps_ = spin(1, 10'000'000, 200, "train_steps");
   lr_ = dspin(1e-5, 1.0, 3e-3, 5, 1e-3, "train_lr");
   seed_ = spin(0, 1'000'000, 1, "train_seed");
+  seeds_ = spin(1, 64, 1, "train_seeds");
   threads_ = spin(0, 256, 0, "train_threads");
   threads_->setSpecialValueText("all cores");
   // bf16 first where it is the default (native bf16 units), as `attnres train` chooses.
@@ -205,6 +209,7 @@ QWidget* TrainingView::make_model_box() {
   form->addRow("steps", steps_);
   form->addRow("peak learning rate", lr_);
   form->addRow("seed (weights, batches)", seed_);
+  form->addRow("seeds (one after another)", seeds_);
   form->addRow("threads", threads_);
   form->addRow("precision", precision_);
   return model_box;
@@ -277,6 +282,12 @@ QWidget* TrainingView::make_content() {
   grid->addWidget(alpha_panel, 1, 1);
   grid->addWidget(rms_, 2, 0);
   grid->addWidget(grad_rms_, 2, 1);
+  paired_ = new QLabel;
+  paired_->setObjectName("train_paired");
+  paired_->setWordWrap(true);
+  paired_->setTextFormat(Qt::PlainText);
+  paired_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  grid->addWidget(paired_, 3, 0, 1, 2);
   grid->setRowStretch(1, 1);
   grid->setRowStretch(2, 1);
   grid->setColumnStretch(0, 1);
@@ -336,7 +347,11 @@ void TrainingView::apply_scenario(const Scenario& scenario) {
   batch_->setValue(t.batch);
   steps_->setValue(t.steps);
   lr_->setValue(t.lr);
-  if (!t.seeds.empty()) seed_->setValue(static_cast<int>(t.seeds.front()));
+  if (!t.seeds.empty()) {
+    // The view trains consecutive seeds: the scenario's first seed and as many as it lists.
+    seed_->setValue(static_cast<int>(t.seeds.front()));
+    seeds_->setValue(static_cast<int>(t.seeds.size()));
+  }
   threads_->setValue(t.threads);
   if (!t.precision.empty())
     precision_->setCurrentIndex(precision_->findData(QString::fromStdString(t.precision)));
@@ -380,6 +395,7 @@ TrainingView::Settings TrainingView::settings() const {
     return key;
   });
   s.seed = static_cast<std::uint64_t>(seed_->value());
+  s.seeds = seeds_->value();
   s.options.steps = steps_->value();
   s.options.sequence_length = seq_->value();
   s.options.batch = batch_->value();
@@ -429,10 +445,16 @@ TrainingView::Settings TrainingView::settings() const {
 void TrainingView::set_running(bool running) {
   start_->setEnabled(!running);
   stop_->setEnabled(running);
-  for (QWidget* w : std::initializer_list<QWidget*>{
-           data_path_, validation_fraction_, layers_, d_model_, heads_, ffn_, seq_, batch_, steps_,
-           lr_, seed_, threads_, precision_, standard_, full_, block_, block_size_, other_,
-           other_scheme_}) {
+  for (QWidget* w : std::initializer_list<QWidget*>{data_path_, validation_fraction_,
+                                                    layers_,    d_model_,
+                                                    heads_,     ffn_,
+                                                    seq_,       batch_,
+                                                    steps_,     lr_,
+                                                    seed_,      seeds_,
+                                                    threads_,   precision_,
+                                                    standard_,  full_,
+                                                    block_,     block_size_,
+                                                    other_,     other_scheme_}) {
     w->setEnabled(!running);
   }
   save_->setEnabled(!running && steps_done() > 0);

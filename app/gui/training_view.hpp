@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "attnres/train_report.hpp"
 #include "attnres/trainer.hpp"
 #include "views.hpp"
 
@@ -68,6 +69,9 @@ class TrainingView : public View {
   // (every scheme together; read from the worker's counter).
   State state() const { return state_; }
   std::int64_t steps_done() const;
+  // The schemes compared by seed over the seeds that have finished (docs/training.md#statistics):
+  // the same comparisons as a report's train_paired_differences table.
+  std::vector<PairedComparison> paired() const;
 
  private:
   struct Settings;
@@ -86,18 +90,20 @@ class TrainingView : public View {
   void redraw();
   void redraw_alpha();
   void update_status();
+  void update_paired();
   void set_running(bool running);
 
   QLineEdit* data_path_;
   QLabel* data_info_;
   QDoubleSpinBox *validation_fraction_, *lr_;
-  QSpinBox *layers_, *d_model_, *heads_, *ffn_, *seq_, *batch_, *steps_, *seed_, *threads_,
+  QSpinBox *layers_, *d_model_, *heads_, *ffn_, *seq_, *batch_, *steps_, *seed_, *seeds_, *threads_,
       *block_size_;
   QCheckBox *standard_, *full_, *block_, *other_;
   QComboBox* other_scheme_;  // a named scheme or "NAME:key=value,..." (docs/schemes.md)
   QComboBox* precision_;     // bf16 | f32 (docs/training.md "Precision")
   QPushButton *start_, *stop_, *save_;
   QLabel* status_;
+  QLabel* paired_;  // the paired comparisons by seed, once two seeds have finished
   QComboBox* alpha_scheme_;
   ChartPanel *loss_, *rms_, *grad_rms_;
   HeatmapWidget* alpha_;
@@ -107,7 +113,9 @@ class TrainingView : public View {
   std::shared_ptr<Run> run_;
   int next_run_ = 0;
   // What the GUI thread has taken from the run so far.
-  std::vector<std::vector<TrainLogRow>> rows_;
+  std::vector<std::vector<TrainLogRow>> rows_;           // of the seed in flight (or the last one)
+  int round_ = 0;                                        // which seed rows_ are of
+  std::vector<std::map<std::uint64_t, double>> finals_;  // per scheme: final loss by seed
   std::string saved_;  // the last "saved ..." note for the status line
 };
 

@@ -210,6 +210,11 @@ Report build_report(const Scenario& s, const Progress& progress) {
   report.json["scenario"] = {
       {"source", s.source}, {"title", report.title}, {"sections", s.sections}};
   if (wants(s.sections, "scaling")) add_scaling_section(s.scaling, report);
+  if (s.has_model && wants(s.sections, "quality")) {
+    // The published quality band at the model's depth, its N marked (docs/quality.md).
+    const CostInputs model = resolve_cost_inputs(s.inputs);
+    add_quality_section(static_cast<int>(model.sublayers), static_cast<int>(model.blocks), report);
+  }
 
   json sweeps = json::array();
   for (const auto& spec : s.sweeps) {

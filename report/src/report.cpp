@@ -54,9 +54,8 @@ std::string report_markdown(const Report& report) {
          "bytes; "
          "both are printed.\n\n";
   if (!report.conclusions.empty()) {
-    out << "## Conclusions\n\nEach claim below is checked against the sweep named in bold; the "
-           "tables "
-           "and charts further down hold the numbers.\n\n";
+    out << "## Conclusions\n\nEach claim below is checked against the sweep or measurement "
+           "named in bold; the tables and charts further down hold the numbers.\n\n";
     for (const auto& conclusion : report.conclusions) out << conclusion << "\n";
   }
   for (const auto& table : report.tables) {

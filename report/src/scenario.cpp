@@ -49,9 +49,9 @@ AttnResConfig ScenarioTraining::scheme_of(const std::string& spec) const {
 
 const std::vector<std::string>& scenario_sections() {
   static const std::vector<std::string> sections = {
-      "io",      "history",   "prefill",      "pipeline", "boundaries", "flops",
-      "scaling", "time",      "pipeline_sim", "training", "strategies", "decode",
-      "layout",  "recompute", "calibration",  "memory",   "step",       "decision"};
+      "io",          "history",      "prefill",  "pipeline",   "boundaries", "flops",  "scaling",
+      "time",        "pipeline_sim", "training", "strategies", "decode",     "layout", "recompute",
+      "calibration", "memory",       "step",     "decision",   "quality"};
   return sections;
 }
 

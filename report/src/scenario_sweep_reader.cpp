@@ -209,9 +209,12 @@ void ScenarioReader::read_sweep_metrics(const toml::table& t, const Scenario& s,
   if (const toml::node* n = t.get("log_y")) spec.log_y = boolean(*n, "sweep.log_y");
   if (const toml::node* n = t.get("overlay")) {
     spec.overlay = string(*n, "sweep.overlay");
-    if (spec.overlay != "paper_fig6") fail(n->source(), "sweep.overlay must be \"paper_fig6\"");
+    if (spec.overlay != "paper_fig6" && spec.overlay != "published_band") {
+      fail(n->source(), "sweep.overlay must be \"paper_fig6\" or \"published_band\" (got \"" +
+                            spec.overlay + "\")");
+    }
     if (spec.x.parameter != "blocks" && spec.x.parameter != "block_size") {
-      fail(n->source(), "overlay \"paper_fig6\" needs x = \"blocks\" or \"block_size\"");
+      fail(n->source(), "overlay \"" + spec.overlay + "\" needs x = \"blocks\" or \"block_size\"");
     }
   }
 }

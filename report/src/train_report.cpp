@@ -10,6 +10,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/paper_reference.hpp"
+#include "attnres/published_quality.hpp"
 #include "report_parts.hpp"
 
 namespace attnres {
@@ -105,6 +106,94 @@ double final_val(const TrainingRun& run) {
 }
 
 }  // namespace
+
+std::vector<SchemeLosses> scheme_losses(const std::vector<TrainingRun>& runs) {
+  std::vector<SchemeLosses> out;
+  for (const auto& run : runs) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const SchemeLosses& s) { return s.scheme == run.scheme; });
+    if (it == out.end()) {
+      out.push_back({run.scheme, run.mode, run.blocks, run.config.paper_defaults(), {}});
+      it = std::prev(out.end());
+    }
+    it->loss_by_seed[run.seed] = final_val(run);
+  }
+  return out;
+}
+
+namespace {
+
+PairedComparison compare(const SchemeLosses& a, const SchemeLosses& b,
+                         const std::string& comparison) {
+  std::vector<double> differences;
+  for (const auto& [seed, loss] : a.loss_by_seed) {
+    const auto other = b.loss_by_seed.find(seed);
+    if (other != b.loss_by_seed.end() && !std::isnan(loss) && !std::isnan(other->second))
+      differences.push_back(loss - other->second);
+  }
+  return {a.scheme, b.scheme, comparison, paired_interval(differences)};
+}
+
+}  // namespace
+
+std::vector<PairedComparison> paired_comparisons(const std::vector<SchemeLosses>& schemes) {
+  std::vector<PairedComparison> out;
+  const auto standard = std::find_if(schemes.begin(), schemes.end(), [](const SchemeLosses& s) {
+    return s.mode == ResidualMode::standard;
+  });
+  if (standard != schemes.end()) {
+    for (const auto& s : schemes) {
+      if (&s != &*standard) out.push_back(compare(s, *standard, "vs standard"));
+    }
+  }
+  // Along N: Block AttnRes at each N and Full AttnRes (N = L), the paper's definitions only.
+  std::vector<const SchemeLosses*> along;
+  for (const auto& s : schemes) {
+    if (s.paper_defaults && (s.mode == ResidualMode::block || s.mode == ResidualMode::full))
+      along.push_back(&s);
+  }
+  std::stable_sort(along.begin(), along.end(), [](const SchemeLosses* a, const SchemeLosses* b) {
+    return a->blocks < b->blocks;
+  });
+  for (std::size_t i = 1; i < along.size(); ++i) {
+    if (along[i]->blocks != along[i - 1]->blocks)
+      out.push_back(compare(*along[i], *along[i - 1], "neighbours in N"));
+  }
+  return out;
+}
+
+std::string paired_verdict(const PairedComparison& c) {
+  if (c.interval.pairs < 2) return "one seed: no interval";
+  if (!c.interval.resolved) return "not resolved";
+  return "resolved: " + (c.interval.mean < 0 ? c.scheme : c.against) + " lower";
+}
+
+std::string paired_sentence(const PairedComparison& c) {
+  const PairedInterval& i = c.interval;
+  std::string text = c.scheme + " - " + c.against + ": ";
+  if (i.pairs == 0) return text + "no seed in common";
+  text += signed_fixed(i.mean, 3) + " nats/token";
+  if (i.pairs < 2) return text + " (one seed: no interval; train at least two seeds)";
+  text += ", 95 % interval [" + signed_fixed(i.low, 3) + ", " + signed_fixed(i.high, 3) +
+          "] (paired t, " + std::to_string(i.pairs) + " seeds): " + paired_verdict(c);
+  if (!i.resolved) {
+    text += "; resolving a gap of ";
+    text += fixed(std::abs(i.mean), 3);
+    text += " at this spread (s = ";
+    text += fixed(i.spread, 3);
+    text += ") needs ";
+    if (i.seeds_to_resolve == 0) {
+      text += "a count no measured gap of 0 can give";
+    } else if (i.seeds_to_resolve >= 100000) {
+      text += "more than 100000 seeds";
+    } else {
+      text += "about ";
+      text += std::to_string(i.seeds_to_resolve);
+      text += " seeds";
+    }
+  }
+  return text + ".";
+}
 
 std::pair<double, double> mean_read_entropy(const ForwardTrace& trace) {
   double entropy = 0.0, uniform = 0.0;
@@ -312,7 +401,7 @@ double paper_table4_loss(const std::string& scheme) {
 // residual, the tiny model's costs, the alpha entropy and the paper's Table 4 loss.
 void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
                      const std::vector<const TrainingRun*>& group,
-                     const std::map<std::uint64_t, double>& standard_by_seed, QualitySection& q) {
+                     const PairedComparison* vs_standard, QualitySection& q) {
   double sum = 0.0, lowest = INFINITY, highest = -INFINITY, entropy = 0.0, uniform = 0.0;
   for (const TrainingRun* run : group) {
     const double v = final_val(*run);
@@ -325,15 +414,11 @@ void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
   }
   const double mean = sum / static_cast<double>(group.size());
   const TrainingRun& first = *group.front();
-  double paired = 0.0;
-  int pairs = 0;
-  for (const TrainingRun* run : group) {
-    auto it = standard_by_seed.find(run->seed);
-    if (it == standard_by_seed.end()) continue;
-    paired += final_val(*run) - it->second;
-    ++pairs;
-  }
-  const double paired_mean = pairs ? paired / pairs : std::nan("");
+  const double nan = std::nan("");
+  const PairedInterval none{0, nan, nan, nan, nan, nan};
+  const PairedInterval& paired = vs_standard ? vs_standard->interval : none;
+  const double paired_mean = paired.pairs ? paired.mean : nan;
+  const std::string verdict = vs_standard ? paired_verdict(*vs_standard) : "";
   const SchemeCost cost = tiny_model_cost(first.config, setup.L, setup.d);
   const std::string io =
       format_number(cost.io.total() / static_cast<double>(setup.d)) + " (" + cost.io_schedule + ")";
@@ -364,11 +449,15 @@ void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
       {scheme, first.blocks ? json(first.blocks) : json(),
        first.block_size ? json(first.block_size) : json(), mean, lowest, highest,
        static_cast<std::int64_t>(group.size()), number_or_null(paired_mean),
-       cost.io.total() / static_cast<double>(setup.d), cost.io_schedule, cost.history_vectors,
+       number_or_null(paired.low), number_or_null(paired.high),
+       vs_standard ? json(verdict) : json(), cost.io.total() / static_cast<double>(setup.d),
+       cost.io_schedule, cost.history_vectors,
        normalised && first.mode != ResidualMode::standard ? json(entropy / uniform) : json(),
        number_or_null(paper_loss)},
       {"", first.blocks ? "" : "-", first.block_size ? "" : "-", fixed(mean, 4), fixed(lowest, 4),
-       fixed(highest, 4), "", (paired_mean > 0 ? "+" : "") + fixed(paired_mean, 4),
+       fixed(highest, 4), "", std::isnan(paired_mean) ? "-" : signed_fixed(paired_mean, 4),
+       std::isnan(paired.low) ? "-" : signed_fixed(paired.low, 4),
+       std::isnan(paired.high) ? "-" : signed_fixed(paired.high, 4), vs_standard ? verdict : "-",
        format_number(cost.io.total() / static_cast<double>(setup.d)), "", history, ratio,
        fixed(paper_loss, 3)});
   q.rows.push_back(
@@ -382,6 +471,9 @@ void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
        {"val_loss_min", lowest},
        {"val_loss_max", highest},
        {"val_loss_minus_standard_paired", std::isnan(paired_mean) ? json() : json(paired_mean)},
+       {"vs_standard_ci_low", number_or_null(paired.low)},
+       {"vs_standard_ci_high", number_or_null(paired.high)},
+       {"vs_standard_verdict", vs_standard ? json(verdict) : json()},
        {"paper_table4_loss", std::isnan(paper_loss) ? json() : json(paper_loss)},
        {"alpha_entropy", first.mode == ResidualMode::standard
                              ? json()
@@ -392,7 +484,8 @@ void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
 }
 
 // ---- Quality against N, beside the tiny model's costs.
-QualitySection quality_section(const TrainingSetup& setup, const SchemeGroups& groups) {
+QualitySection quality_section(const TrainingSetup& setup, const SchemeGroups& groups,
+                               const std::vector<PairedComparison>& comparisons) {
   QualitySection q;
   q.table = typed_table(
       "train_quality", "Measured quality (this tool's training) against the number of blocks N",
@@ -404,6 +497,9 @@ QualitySection quality_section(const TrainingSetup& setup, const SchemeGroups& g
        {"val_loss_max", "max", Shown::number},
        {"seeds", "seeds", Shown::integer},
        {"val_loss_minus_standard_paired", "vs standard, paired by seed", Shown::number},
+       {"vs_standard_ci_low", "95 % interval low", Shown::number},
+       {"vs_standard_ci_high", "high", Shown::number},
+       {"vs_standard_verdict", "vs standard at 95 %", Shown::text},
        {"io_multiples_of_d", "residual I/O per sublayer (x d)", Shown::number},
        {"io_schedule", "I/O schedule", Shown::text},
        {"history_vectors_per_token", "stored history (vectors/token)", Shown::integer},
@@ -415,15 +511,19 @@ QualitySection quality_section(const TrainingSetup& setup, const SchemeGroups& g
       " (docs/training.md). These are tiny models trained for seconds, not the paper's "
       "1.6B-parameter runs: compare the trend, not the values, with the paper's Fig. 6. \"vs "
       "standard\": the mean over seeds of (this scheme's loss - the standard residual's loss "
-      "with the same seed), which removes most of the seed-to-seed spread. Entropy: mean over "
+      "with the same seed), which removes most of the seed-to-seed spread, with its 95 % "
+      "interval (Student t for paired differences; resolved when it excludes 0; "
+      "docs/training.md#statistics). Entropy: mean over "
       "reads of the entropy of the mean depth-attention row, divided by log(#sources) (1 = "
       "uniform mean).";
-  std::map<std::uint64_t, double> standard_by_seed;
-  if (const auto standard = groups.by_scheme.find("standard"); standard != groups.by_scheme.end()) {
-    for (const TrainingRun* run : standard->second) standard_by_seed[run->seed] = final_val(*run);
+  for (const auto& scheme : groups.order) {
+    const auto vs_standard =
+        std::find_if(comparisons.begin(), comparisons.end(), [&](const PairedComparison& c) {
+          return c.scheme == scheme && c.comparison == "vs standard";
+        });
+    add_quality_row(setup, scheme, groups.by_scheme.at(scheme),
+                    vs_standard == comparisons.end() ? nullptr : &*vs_standard, q);
   }
-  for (const auto& scheme : groups.order)
-    add_quality_row(setup, scheme, groups.by_scheme.at(scheme), standard_by_seed, q);
   return q;
 }
 
@@ -542,6 +642,206 @@ std::optional<Table4Section> table4_section(const TrainingSetup& setup, QualityS
   section.summary = {{"rank_correlation", std::isnan(rho) ? json() : json(rho)},
                      {"rows", q.table4_measured.size()}};
   return section;
+}
+
+// ---- Paired differences by seed: the table, the report's conclusion in words and the JSON
+// (docs/training.md#statistics).
+constexpr const char* kStatisticsMethod =
+    "paired differences of final validation losses by seed; 95 % interval mean -/+ t_{0.975, "
+    "n-1} s / sqrt(n) (Student t); resolved when the interval excludes 0; seeds to resolve: the "
+    "smallest n with n >= ((t_{0.975, n-1} + t_{0.80, n-1}) s / |gap|)^2 (80 % power)";
+
+// The differences against the standard residual along N, with their intervals and zero.
+std::optional<ChartSpec> paired_chart(const TrainingSetup& setup,
+                                      const std::vector<PairedComparison>& comparisons,
+                                      const std::vector<SchemeLosses>& schemes) {
+  ChartSeries mean{"mean difference (paired by seed)", {}, ChartSeries::Style::line_and_points};
+  ChartSeries low{"95 % interval, low", {}, ChartSeries::Style::scatter};
+  ChartSeries high{"95 % interval, high", {}, ChartSeries::Style::scatter};
+  for (const auto& c : comparisons) {
+    if (c.comparison != "vs standard" || c.interval.pairs < 2) continue;
+    const auto s = std::find_if(schemes.begin(), schemes.end(),
+                                [&](const SchemeLosses& x) { return x.scheme == c.scheme; });
+    if (s == schemes.end() || !s->paper_defaults || s->blocks <= 0) continue;
+    mean.points.push_back({double(s->blocks), c.interval.mean});
+    low.points.push_back({double(s->blocks), c.interval.low});
+    high.points.push_back({double(s->blocks), c.interval.high});
+  }
+  if (mean.points.empty()) return std::nullopt;
+  std::sort(mean.points.begin(), mean.points.end());
+  ChartSpec chart = detail::xy_chart(
+      "train_paired_differences",
+      "Measured: Block/Full AttnRes minus the standard residual, paired by seed, with 95 % "
+      "intervals",
+      "blocks N (Full AttnRes at N = L)", "loss difference (nats/token)");
+  chart.log_x = true;
+  ChartSeries zero{"no difference", {}, ChartSeries::Style::line};
+  zero.points = {{mean.points.front().first, 0.0}, {mean.points.back().first, 0.0}};
+  chart.series = {mean, low, high, zero};
+  chart.caption =
+      "Below zero: lower loss than the standard residual with the same seed; an "
+      "interval that stays below zero is resolved at 95 % (Student t, "
+      "docs/training.md#statistics). Measured: " +
+      setup.text + ".";
+  return chart;
+}
+
+json add_paired_section(const TrainingSetup& setup,
+                        const std::vector<PairedComparison>& comparisons,
+                        const std::vector<SchemeLosses>& schemes, Report& report) {
+  json rows = json::array();
+  if (comparisons.empty()) return rows;
+  ReportTable table =
+      typed_table("train_paired_differences",
+                  "Paired differences by seed: what this measurement resolves (95 %)",
+                  {{"scheme", "scheme", Shown::text},
+                   {"against", "against", Shown::text},
+                   {"comparison", "comparison", Shown::text},
+                   {"seeds", "seeds", Shown::integer},
+                   {"mean_difference", "mean difference (nats/token)", Shown::number},
+                   {"spread", "spread s", Shown::number},
+                   {"ci_low", "95 % interval low", Shown::number},
+                   {"ci_high", "high", Shown::number},
+                   {"verdict", "verdict", Shown::text},
+                   {"seeds_to_resolve", "seeds to resolve this gap", Shown::integer}});
+  table.note =
+      "Each row: loss(scheme) - loss(against) with the same seed, over the seeds both ran "
+      "(negative: the scheme is lower). Interval: Student t for paired differences; resolved "
+      "when it excludes 0; \"seeds to resolve\": about how many seeds would resolve a true gap "
+      "of the measured mean at the measured spread (80 % power; a planning figure, the spread "
+      "of a few seeds is itself uncertain). One test per row: among many rows, about one in "
+      "twenty unresolved gaps may show as resolved (docs/training.md#statistics). Measured: " +
+      setup.text + ".";
+  std::string resolved, unresolved;
+  for (const auto& c : comparisons) {
+    const PairedInterval& i = c.interval;
+    auto number_or_null = [](double v) { return std::isnan(v) ? json() : json(v); };
+    const bool has_interval = i.pairs >= 2;
+    const json seeds_needed =
+        has_interval && !i.resolved && i.seeds_to_resolve > 0 ? json(i.seeds_to_resolve) : json();
+    add_row(
+        table,
+        {c.scheme, c.against, c.comparison, static_cast<std::int64_t>(i.pairs),
+         number_or_null(i.mean), number_or_null(i.spread), number_or_null(i.low),
+         number_or_null(i.high), paired_verdict(c), seeds_needed},
+        {"", "", "", "", signed_fixed(i.mean, 4), fixed(i.spread, 4),
+         has_interval ? signed_fixed(i.low, 4) : "-", has_interval ? signed_fixed(i.high, 4) : "-",
+         "", seeds_needed.is_null() ? "-" : std::to_string(i.seeds_to_resolve)});
+    rows.push_back({{"scheme", c.scheme},
+                    {"against", c.against},
+                    {"comparison", c.comparison},
+                    {"seeds", i.pairs},
+                    {"mean_difference", number_or_null(i.mean)},
+                    {"spread", number_or_null(i.spread)},
+                    {"ci_low", number_or_null(i.low)},
+                    {"ci_high", number_or_null(i.high)},
+                    {"confidence", i.confidence},
+                    {"resolved", i.resolved},
+                    {"verdict", paired_verdict(c)},
+                    {"seeds_to_resolve", seeds_needed},
+                    {"sentence", paired_sentence(c)}});
+    (i.resolved ? resolved : unresolved) += "\n- " + paired_sentence(c);
+  }
+  table.chart = "train_paired_differences";
+  report.tables.push_back(std::move(table));
+  if (auto chart = paired_chart(setup, comparisons, schemes))
+    report.charts.push_back(*chart);
+  else
+    report.tables.back().chart.clear();
+  report.conclusions.push_back(
+      "**What the training measurement resolves** (95 %, paired by seed; " + setup.text +
+      "; docs/training.md#statistics)\n\nResolved:" +
+      (resolved.empty() ? std::string("\n- nothing at this number of seeds") : resolved) +
+      "\n\nNot resolved:" + (unresolved.empty() ? std::string("\n- nothing") : unresolved) + "\n");
+  return rows;
+}
+
+// ---- The measured share of Full AttnRes's gain against the published band (docs/quality.md):
+// f(N) = (standard - Block N) / (standard - Full) from the means over seeds, drawn on the band at
+// the tiny model's depth, and on the scenario's own quality_band chart when it has one.
+void add_measured_fraction(const TrainingSetup& setup, const std::vector<SchemeLosses>& schemes,
+                           Report& report) {
+  auto mean_of = [](const SchemeLosses& s) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& [seed, loss] : s.loss_by_seed) {
+      if (std::isnan(loss)) continue;
+      sum += loss;
+      ++n;
+    }
+    return n ? sum / n : std::nan("");
+  };
+  double standard = std::nan(""), full = std::nan("");
+  for (const auto& s : schemes) {
+    if (s.mode == ResidualMode::standard) standard = mean_of(s);
+    if (s.mode == ResidualMode::full && s.paper_defaults) full = mean_of(s);
+  }
+  if (std::isnan(standard) || std::isnan(full) || !(full < standard)) return;
+  ChartSeries measured{"measured here (L = " + std::to_string(setup.L) + ", mean over seeds)",
+                       {},
+                       ChartSeries::Style::line_and_points,
+                       false};
+  std::vector<double> blocks;
+  for (const auto& s : schemes) {
+    if (s.mode != ResidualMode::block || !s.paper_defaults) continue;
+    measured.points.push_back({double(s.blocks), (standard - mean_of(s)) / (standard - full)});
+    blocks.push_back(s.blocks);
+  }
+  if (measured.points.empty()) return;
+  std::sort(measured.points.begin(), measured.points.end());
+  measured.points.push_back({double(setup.L), 1.0});
+  blocks.push_back(setup.L);
+  std::sort(blocks.begin(), blocks.end());
+  const QualityBand band = quality_band(setup.L, blocks);
+  ReportTable table =
+      typed_table("train_quality_band",
+                  "Measured share of Full AttnRes's gain beside the published band (L = " +
+                      std::to_string(setup.L) + ")",
+                  {{"blocks", "N", Shown::integer},
+                   {"measured_fraction", "measured f", Shown::decimals3},
+                   {"band_low", "published lowest f", Shown::decimals3},
+                   {"band_high", "published highest f", Shown::decimals3},
+                   {"within_band", "within the band", Shown::yes_no}},
+                  "train_quality_band");
+  table.note =
+      "f = (standard - Block N) / (standard - Full) of this tool's mean losses over seeds; the "
+      "band: the published studies at the same N (docs/quality.md). Full's measured gain here is " +
+      fixed(standard - full, 3) +
+      " nats/token; f is only as certain as that gain against the seed spread "
+      "(train_paired_differences).";
+  for (const auto& [n, f] : measured.points) {
+    if (n >= setup.L) continue;
+    const auto point = std::find_if(band.points.begin(), band.points.end(),
+                                    [&](const QualityBandPoint& p) { return p.blocks == n; });
+    const bool covered = point != band.points.end() && point->covered();
+    add_row(table, {static_cast<std::int64_t>(n), f, covered ? json(point->low) : json(),
+                    covered ? json(point->high) : json(),
+                    covered ? json(f >= point->low && f <= point->high) : json()});
+  }
+  report.tables.push_back(std::move(table));
+  ChartSpec chart =
+      detail::xy_chart("train_quality_band",
+                       "Measured share of Full AttnRes's gain against the published band (L = " +
+                           std::to_string(setup.L) + ")",
+                       "blocks N", "fraction of Full AttnRes's gain over the standard residual");
+  chart.log_x = true;
+  chart.series = quality_band_series(band, false);
+  for (auto& series : chart.series) series.secondary_axis = false;
+  chart.series.push_back(measured);
+  chart.caption = "Measured by this tool: " + setup.text +
+                  ". f = (standard - Block N) / (standard - Full) of the mean losses; f is "
+                  "noisy when Full's gain is small against the seed spread "
+                  "(train_paired_differences). " +
+                  band.caption;
+  for (auto& other : report.charts) {
+    if (other.id != "quality_band") continue;
+    ChartSeries copy = measured;
+    copy.name = "measured by this tool, tiny model L = " + std::to_string(setup.L);
+    other.series.push_back(std::move(copy));
+    other.caption += " The tool's own tiny-model measurement (" + setup.text +
+                     ") is drawn too (train_quality_band).";
+  }
+  report.charts.push_back(std::move(chart));
 }
 
 // ---- Every run, with the loss curves: the train_runs table and chart; returns the runs' JSON.
@@ -706,11 +1006,15 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
   if (runs.empty()) return;
   const TrainingSetup setup = training_setup(training, runs);
   const SchemeGroups groups = group_runs(runs);
-  QualitySection quality = quality_section(setup, groups);
+  const std::vector<PairedComparison> comparisons = paired_comparisons(scheme_losses(runs));
+  QualitySection quality = quality_section(setup, groups, comparisons);
   std::optional<Table4Section> table4 = table4_section(setup, quality);
   const ChartSpec vs_blocks = loss_vs_blocks_chart(setup, quality);
   report.tables.push_back(std::move(quality.table));
   report.charts.push_back(vs_blocks);
+  const std::vector<SchemeLosses> losses = scheme_losses(runs);
+  const json paired_json = add_paired_section(setup, comparisons, losses, report);
+  add_measured_fraction(setup, losses, report);
   if (table4) {
     report.tables.push_back(std::move(table4->table));
     report.charts.push_back(std::move(table4->chart));
@@ -724,9 +1028,14 @@ void add_training_section(const ScenarioTraining& training, const std::vector<Tr
                     report);
   const json masks_json = add_masks_section(runs, report);
 
-  report.json["training"] = {{"setup", setup.text},  {"data", training.data},
-                             {"steps", setup.steps}, {"quality", quality.rows},
-                             {"runs", runs_json},    {"history_masks", masks_json}};
+  report.json["training"] = {{"setup", setup.text},
+                             {"data", training.data},
+                             {"steps", setup.steps},
+                             {"quality", quality.rows},
+                             {"runs", runs_json},
+                             {"history_masks", masks_json},
+                             {"paired_differences", paired_json},
+                             {"statistics_method", kStatisticsMethod}};
   if (table4) report.json["training"]["table4"] = table4->summary;
   if (training.save_models) add_model_files(runs, setup.L, report);
 }

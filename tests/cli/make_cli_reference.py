@@ -29,6 +29,7 @@ COMMANDS = [
     ("recompute", ["recompute"]),
     ("calibrate", ["calibrate"]),
     ("scaling", ["scaling"]),
+    ("evidence", ["evidence"]),
     ("sweep", ["sweep"]),
     ("pipeline", ["pipeline"]),
     ("metrics", ["metrics"]),

@@ -13,6 +13,7 @@
 #include "attnres/calibration.hpp"
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/hardware.hpp"
+#include "attnres/published_quality.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/sweep.hpp"
 #include "cli.hpp"
@@ -270,6 +271,85 @@ TEST(ScalingCli, MultipliersAtTheTargetLoss) {
   EXPECT_GT(j["compute_multiplier"]["full"].get<double>(), 1.25);
   EXPECT_EQ(j["fits"].size(), 3u);
   EXPECT_EQ(run_cli({"scaling", "--target-loss", "0"}).status, cli::kExitUsage);
+}
+
+// attnres evidence (docs/quality.md): the band at a depth as the core computes it, the studies,
+// and located errors for impossible flags.
+TEST(EvidenceCli, TheBandAtADepthAndItsStudies) {
+  const json j = run_json({"evidence", "--layers", "24", "--blocks", "8", "--format", "json"});
+  EXPECT_EQ(j["schema"]["name"], "attnres.evidence");
+  EXPECT_EQ(j["inputs"]["sublayers"], 48);
+  std::map<std::string, json> tables;
+  for (const auto& table : j["tables"]) tables[table["id"]] = table;
+  ASSERT_TRUE(tables.count("quality_studies"));
+  ASSERT_TRUE(tables.count("quality_sources"));
+  EXPECT_EQ(tables["quality_sources"]["rows"].size(), published_studies().size());
+  ASSERT_TRUE(tables.count("quality_band"));
+  const QualityBand band = quality_band(48, {8});
+  bool at_8 = false;
+  for (const auto& row : tables["quality_band"]["rows"]) {
+    if (row["blocks"] != 8) continue;
+    at_8 = true;
+    EXPECT_DOUBLE_EQ(row["band_low"].get<double>(), band.points[0].low);
+    EXPECT_DOUBLE_EQ(row["band_high"].get<double>(), band.points[0].high);
+    EXPECT_EQ(row["block_size"], 6);
+  }
+  EXPECT_TRUE(at_8);
+  std::size_t rows = 0;
+  for (const auto& study : published_studies())
+    rows += std::max<std::size_t>(1, study.block.size());
+  EXPECT_EQ(tables["quality_studies"]["rows"].size(), rows);
+  // The table form says the conclusion at N first.
+  const CliRun text = run_cli({"evidence", "--sublayers", "32", "--blocks", "8"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("Published evidence for Block AttnRes at L = 32, N = 8"),
+            std::string::npos)
+      << text.out;
+  auto expect_usage = [](std::vector<std::string> args, const std::string& needle) {
+    args.insert(args.begin(), "evidence");
+    const CliRun run = run_cli(args);
+    EXPECT_EQ(run.status, cli::kExitUsage) << run.out;
+    EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
+  };
+  expect_usage({"--sublayers", "32", "--blocks", "33"}, "--blocks must be between 1 and L = 32");
+  expect_usage({"--sublayers", "8", "--layers", "4"}, "give --sublayers or --layers, not both");
+  expect_usage({"--sublayers", "0"}, "--sublayers must be between 1 and 100000");
+  expect_usage({"--format", "csv"}, "--table");
+}
+
+// --overlay on a sweep's chart: the band or Fig. 6, refused where it would do nothing.
+TEST(SweepCli, OverlayDrawsThePublishedBandOnTheChart) {
+  test::TempDir dir;
+  const std::vector<std::string> base = {"sweep",
+                                         "--sublayers",
+                                         "48",
+                                         "--blocks",
+                                         "8",
+                                         "--d-model",
+                                         "64",
+                                         "--x",
+                                         "blocks",
+                                         "--values",
+                                         "divisors",
+                                         "--metric",
+                                         "io_multiples_of_d.block_two_phase"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return run_cli(args);
+  };
+  const CliRun drawn = with({"--overlay", "published_band", "--out", (dir / "sw").string()});
+  ASSERT_EQ(drawn.status, 0) << drawn.err;
+  expect_non_blank_png(dir / "sw/sweep.png");
+  EXPECT_NE(read_file(dir / "sw/sweep.svg").find("published band"), std::string::npos);
+  const CliRun printed = with({"--overlay", "published_band"});
+  EXPECT_EQ(printed.status, cli::kExitUsage);
+  EXPECT_NE(printed.err.find("--overlay draws on the chart"), std::string::npos) << printed.err;
+  const CliRun wrong = with({"--overlay", "fig7", "--out", (dir / "sw2").string()});
+  EXPECT_EQ(wrong.status, cli::kExitUsage);
+  EXPECT_NE(wrong.err.find("--overlay must be published_band or paper_fig6, got 'fig7'"),
+            std::string::npos)
+      << wrong.err;
 }
 
 TEST(SweepCli, CsvOnStdoutAndADirectoryWithAChart) {
@@ -599,11 +679,28 @@ const std::map<std::string, Check>& scenario_checks() {
          const auto& io = r["sweeps"][0]["points"];
          ASSERT_EQ(io.size(), 6u);  // N over the divisors of 32
          EXPECT_EQ(io[0]["io_multiples_of_d.block_two_phase"], 1.0 / 32 + 5);  // N = 1, S = 32
-         EXPECT_EQ(r["sweeps"][1]["points"][5]["history_vectors_per_token.block"], 33.0);
-         // The measured-quality section: standard, Full and Block at N = 1, 2, 4, three seeds each.
+         EXPECT_EQ(r["sweeps"][1]["name"], "tradeoff_io_band");
+         EXPECT_EQ(r["sweeps"][2]["points"][5]["history_vectors_per_token.block"], 33.0);
+         // The published quality band at L = 32 (docs/quality.md): N = 8 inside the evidence.
+         const auto& quality = r["quality"];
+         EXPECT_EQ(quality["sublayers"], 32);
+         EXPECT_EQ(quality["blocks"], 8);
+         EXPECT_TRUE(quality["depth_inside_evidence"].get<bool>());
+         bool at_8 = false;
+         for (const auto& point : quality["band"]) {
+           if (point["blocks"] != 8) continue;
+           at_8 = true;
+           EXPECT_TRUE(point["inside_evidence"].get<bool>());
+           EXPECT_LT(point["band_low"].get<double>(), point["band_high"].get<double>());
+         }
+         EXPECT_TRUE(at_8);
+         EXPECT_FALSE(quality["counter_evidence"].empty());
+         // The measured-quality section: standard, Full and Block at N = 1, 2, 4, eight seeds
+         // each, compared paired by seed (4 against the standard residual, 3 along N).
          const auto& training = r["training"];
          EXPECT_EQ(training["quality"].size(), 5u);
-         EXPECT_EQ(training["runs"].size(), 15u);
+         EXPECT_EQ(training["runs"].size(), 40u);
+         EXPECT_EQ(training["paired_differences"].size(), 7u);
          for (const auto& run : training["runs"]) {
            EXPECT_LT(run["final_val_loss"].get<double>(),
                      run["val_curve"][0]["val_loss"].get<double>());
@@ -655,6 +752,19 @@ const std::map<std::string, Check>& scenario_checks() {
          EXPECT_EQ(r["training"]["quality"].size(), 4u);  // standard, full, N = 4, N = 2
          EXPECT_EQ(r["training"]["runs"].size(), 4u);
          EXPECT_EQ(r["training"]["history_masks"].size(), 9u);
+       }},
+      {"block-size-study",
+       [](const json& r) {
+         // 16 layers (L = 32): standard, Full and Block at N = 1, 2, 4, 8, 16, five seeds each,
+         // compared paired by seed: 6 against the standard residual, 5 neighbours along N.
+         EXPECT_EQ(r["training"]["quality"].size(), 7u);
+         EXPECT_EQ(r["training"]["runs"].size(), 35u);
+         const auto& paired = r["training"]["paired_differences"];
+         ASSERT_EQ(paired.size(), 11u);
+         for (const auto& row : paired) EXPECT_EQ(row["seeds"], 5) << row["scheme"];
+         EXPECT_EQ(paired[6]["comparison"], "neighbours in N");
+         EXPECT_EQ(paired[6]["scheme"], "block N=2");
+         EXPECT_EQ(paired[6]["against"], "block N=1");
        }},
       {"table4-tiny",
        [](const json& r) {
@@ -715,7 +825,8 @@ TEST(ShippedScenarios, EachReportsItsKeyNumbersWithChartsAndTables) {
     // Under ASan the two larger training scenarios (every scheme x 3 seeds) are left to the ci
     // preset, which checks their numbers: they took 2 of the asan suite's 4 minutes, and
     // shipped-models trains through the same report code (schemes, blocks, masks) here.
-    if (test::kAddressSanitizer && (name == "table4-tiny" || name == "block-size-tradeoff"))
+    if (test::kAddressSanitizer &&
+        (name == "table4-tiny" || name == "block-size-tradeoff" || name == "block-size-study"))
       continue;
     test::TempDir dir;
     std::vector<std::string> args = {"report", entry.path().string(), "--out",
@@ -723,8 +834,11 @@ TEST(ShippedScenarios, EachReportsItsKeyNumbersWithChartsAndTables) {
     // Scenarios that train tiny models are checked with a few steps here (their full runs are
     // the main job and the shipped models; a test never trains for minutes).
     if (read_file(entry.path()).find("\n[train]") != std::string::npos) {
-      // The tiny Table 4 trains 36 models: one step each is enough to check its report.
-      args.insert(args.end(), {"--train-steps", entry.path().stem() == "table4-tiny" ? "1" : "3"});
+      // The tiny Table 4 trains 36 models and the block-size study 35 at L = 32: one step each
+      // is enough to check their reports.
+      const bool many =
+          entry.path().stem() == "table4-tiny" || entry.path().stem() == "block-size-study";
+      args.insert(args.end(), {"--train-steps", many ? "1" : "3"});
     }
     const CliRun run = run_cli(args);
     ASSERT_EQ(run.status, 0) << run.err;

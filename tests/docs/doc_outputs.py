@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 ATTNRES, REPO, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
-DOCS = ["README.md", "docs/math.md"]  # and the example of docs/json.md
+DOCS = ["README.md", "docs/math.md", "docs/quality.md"]  # and the example of docs/json.md
 problems = []
 cache = {}
 

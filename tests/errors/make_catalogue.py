@@ -33,6 +33,7 @@ FILES = {
     "text.txt": "the cat sat on the mat. " * 20 + "\n",
     "empty.txt": "",
     "untrained.toml": "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [2]\n",
+    "overlay.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[[sweep]]\nname = \"s\"\nx = \"blocks\"\nvalues = [1, 2]\nmetrics = [\"io_multiples_of_d.mhc\"]\noverlay = \"band\"\n",
     "train.toml": "sections = [\"training\"]\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [3]\n",
 }
 
@@ -133,7 +134,12 @@ CASES = [
     ("sweep", "--y-values without --y", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --y-values 1,2 --metric io_multiples_of_d.mhc", ""),
     ("sweep", "Grid larger than the limit", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x d_model --values 1:3000 --y tokens --y-values 1:1000 --metric io_multiples_of_d.mhc", ""),
     ("sweep", "Output directory holding other files", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.mhc --out mine", "mine/notes.txt"),
+    ("sweep", "--overlay without a chart", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x blocks --values 1,2 --metric io_multiples_of_d.mhc --overlay published_band", ""),
+    ("sweep", "--overlay over a parameter other than N or S", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --x tokens --values 1,2 --metric io_multiples_of_d.mhc --overlay published_band --out s", ""),
     ("scaling", "Non-positive target loss", "attnres scaling --target-loss 0", ""),
+    ("evidence", "N beyond the depth", "attnres evidence --sublayers 32 --blocks 64", ""),
+    ("evidence", "Both --sublayers and --layers", "attnres evidence --sublayers 32 --layers 16", ""),
+    ("report", "Unknown overlay in a scenario sweep", "attnres report overlay.toml --out r", "overlay.toml"),
     ("pipeline", "Micro-batches not a multiple of P (interleaved)", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --vpp 2 --microbatches 3", ""),
     ("pipeline", "1F1B with virtual stages", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --pp 2 --vpp 2 --schedule 1f1b", ""),
     ("pipeline", "Zero micro-batches", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --microbatches 0", ""),

@@ -39,6 +39,7 @@
 #include "attnres/model_charts.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/plan.hpp"
+#include "attnres/published_quality.hpp"
 #include "attnres/rank_memory.hpp"
 #include "attnres/report.hpp"
 #include "attnres/strategy.hpp"
@@ -1241,7 +1242,7 @@ TEST(Gui, GuiAndCliDrawTheSameChartFromTheSameScenario) {
   View* cost = window.view("cost");
   auto* sweep = cost->findChild<QComboBox*>("scenario_sweep");
   ASSERT_NE(sweep, nullptr);
-  ASSERT_EQ(sweep->count(), 4);  // "(none)" + three sweeps
+  ASSERT_EQ(sweep->count(), 5);  // "(none)" + four sweeps
   sweep->setCurrentIndex(1);
   settle();
   const ChartSpec gui = cost->charts().front();
@@ -2347,6 +2348,54 @@ TEST(Gui, TrainingViewTrainsTwoSchemesSideBySideAndSavesThem) {
   EXPECT_EQ(read_file(dir / "busy" / "full" / "notes.txt"), "mine");
 }
 
+// Seeds one after another, compared paired by seed (docs/training.md#statistics): the interval's
+// mean is the mean of the per-seed differences that single-seed runs of the same seeds give.
+TEST(Gui, TrainingViewComparesSchemesPairedBySeed) {
+  MainWindow window(false);
+  TrainingView* view = training_view(window);
+  ASSERT_NE(view, nullptr);
+  configure_tiny_run(view, 4);
+  auto train = [&](int seed, int seeds) {
+    child<QSpinBox>(view, "train_seed")->setValue(seed);
+    child<QSpinBox>(view, "train_seeds")->setValue(seeds);
+    child<QPushButton>(view, "train_start")->click();
+    EXPECT_TRUE(wait_until([&] { return run_ended(window, view); }, 120000));
+    settle();
+    EXPECT_EQ(window.error_text(), "");
+    EXPECT_EQ(view->state(), TrainingView::State::finished);
+  };
+  // Full - standard at seed k from a run of that seed alone: the last validation markers.
+  auto single_difference = [&](int seed) {
+    train(seed, 1);
+    const ChartSpec loss = view->charts()[0];
+    const auto* full = series_named(loss, "Full AttnRes validation");
+    const auto* standard = series_named(loss, "standard validation");
+    EXPECT_TRUE(full && standard);
+    if (!full || !standard) return std::nan("");
+    EXPECT_EQ(full->points.back().first, 4.0);
+    return full->points.back().second - standard->points.back().second;
+  };
+  const double d5 = single_difference(5), d6 = single_difference(6);
+  EXPECT_TRUE(view->paired().front().interval.pairs == 1);  // one seed: no interval
+  train(5, 2);
+  EXPECT_EQ(view->steps_done(), 16);  // 4 steps x 2 schemes x 2 seeds
+  const auto paired = view->paired();
+  ASSERT_EQ(paired.size(), 1u);
+  EXPECT_EQ(paired[0].scheme, "Full AttnRes");
+  EXPECT_EQ(paired[0].against, "standard");
+  EXPECT_EQ(paired[0].interval.pairs, 2);
+  EXPECT_NEAR(paired[0].interval.mean, (d5 + d6) / 2, 1e-9);
+  // t_{0.975, 1} = 12.706: the half width of two seeds is 12.706 |d5 - d6| / 2.
+  EXPECT_NEAR(paired[0].interval.half_width, 12.7062 * std::abs(d5 - d6) / 2, 1e-3);
+  const QString shown = child<QLabel>(view, "train_paired")->text();
+  EXPECT_TRUE(shown.contains(QString::fromStdString(paired_sentence(paired[0]))))
+      << shown.toStdString();
+  EXPECT_TRUE(shown.contains("over 2 finished seeds")) << shown.toStdString();
+  // The status names the seed; the charts show the last seed's run.
+  EXPECT_TRUE(child<QLabel>(view, "train_status")->text().contains("seed 6 (2 of 2)"));
+  EXPECT_EQ(series_named(view->charts()[0], "standard")->points.size(), 4u);
+}
+
 TEST(Gui, TrainingViewStopEndsTheWorkerPromptly) {
   MainWindow window(false);
   TrainingView* view = training_view(window);
@@ -2555,6 +2604,9 @@ TEST(Gui, ModelViewsShowTheCoreBuildersFigures) {
 TEST(Gui, CostViewWarnsWhenTheFig6OverlayIsNotThisModels) {
   MainWindow window(true);
   View* cost = window.view("cost");
+  auto* quality = cost->findChild<QComboBox*>("quality_overlay");
+  ASSERT_NE(quality, nullptr);
+  quality->setCurrentIndex(quality->findData(QString("paper_fig6")));
   cost->recompute();
   auto* warning = cost->findChild<QLabel*>("fig6_warning");
   ASSERT_NE(warning, nullptr);
@@ -2572,6 +2624,48 @@ TEST(Gui, CostViewWarnsWhenTheFig6OverlayIsNotThisModels) {
   settle();
   EXPECT_EQ(window.error_text(), "");
   EXPECT_TRUE(warning->isHidden());
+}
+
+// The default quality axis: the published band at the model's L (docs/quality.md) on the I/O,
+// history and pipeline charts, its sources under them, as the core computes it.
+TEST(Gui, CostViewDrawsThePublishedQualityBandForAnyL) {
+  MainWindow window(true);
+  View* cost = window.view("cost");
+  cost->findChild<QSpinBox*>("sublayers")->setValue(64);
+  cost->findChild<QSpinBox*>("blocks")->setValue(8);
+  settle();
+  cost->recompute();
+  ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }));
+  settle();
+  EXPECT_EQ(window.error_text(), "");
+  const auto charts = cost->charts();
+  ASSERT_GE(charts.size(), 4u);
+  const QualityBand band = quality_band(64, {8});
+  for (std::size_t i : {0u, 1u, 3u}) {  // I/O, history, pipeline
+    const ChartSpec& chart = charts[i];
+    SCOPED_TRACE(chart.id);
+    EXPECT_EQ(chart.y2_label, kQualityBandAxis);
+    const ChartSeries* low = nullptr;
+    for (const auto& series : chart.series) {
+      if (series.name == "published band, lowest f") low = &series;
+    }
+    ASSERT_NE(low, nullptr);
+    EXPECT_TRUE(low->secondary_axis);
+    bool at_8 = false;
+    for (const auto& [x, y] : low->points) {
+      if (x == 8.0) {
+        at_8 = true;
+        EXPECT_DOUBLE_EQ(y, band.points[0].low);
+      }
+    }
+    EXPECT_TRUE(at_8);
+  }
+  auto* note = cost->findChild<QLabel*>("fig6_warning");
+  ASSERT_NE(note, nullptr);
+  EXPECT_FALSE(note->isHidden());
+  EXPECT_NE(note->text().indexOf("Published evidence (docs/quality.md)"), -1);
+  EXPECT_NE(note->text().indexOf("lr_attnres"), -1);
+  EXPECT_NE(note->text().indexOf("Outside the evidence: L = 64"), -1) << note->text().toStdString();
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -267,6 +268,23 @@ TEST(ChartRender, FilesShowEveryLegendNameInFullAsPlainText) {
   ASSERT_TRUE(png.load(QString::fromStdString((dir / "legend.png").string())));
   EXPECT_EQ(png.size(), QSize(960, 600));
   EXPECT_GT(non_white_fraction(png), 0.02);
+}
+
+// A linear axis across zero labels 0 as zero, not as the rounding error of min + k * step.
+TEST(ChartRender, AnAxisAcrossZeroLabelsZeroExactly) {
+  TempDir dir;
+  ChartSpec spec;
+  spec.id = "across_zero";
+  spec.title = "differences";
+  spec.x_label = "N";
+  spec.y_label = "difference";
+  spec.series = {{"mean", {{1, -0.17}, {2, -0.11}, {4, -0.12}, {8, -0.09}}},
+                 {"zero", {{1, 0.0}, {8, 0.0}}, ChartSeries::Style::line}};
+  charts::render_chart_files(spec, dir / "z.png", dir / "z.svg");
+  const std::string svg = read_text(dir / "z.svg");
+  EXPECT_EQ(svg.find("e-1"), std::string::npos);  // 2.77556e-17 and the like
+  // Some tick is labelled exactly zero ("0", "0.0", "0.00", ...).
+  EXPECT_TRUE(std::regex_search(svg, std::regex(">0(\\.0+)?</text>"))) << svg.substr(0, 4000);
 }
 
 TEST(ChartRender, LegendWrapsIntoRowsUnderThePlotInsteadOfTruncating) {

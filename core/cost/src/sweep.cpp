@@ -14,6 +14,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/paper_reference.hpp"
+#include "attnres/published_quality.hpp"
 
 namespace attnres {
 
@@ -360,6 +361,21 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
     chart.series.push_back(std::move(baseline));
     chart.y2_label = "validation loss (paper)";
   }
+  std::string band_caption;
+  if (spec.overlay == "published_band" && resolved.sublayers > 0) {
+    // The published quality band (docs/quality.md) at the sweep's N (or S) values.
+    std::vector<double> blocks;
+    for (const auto x : spec.x.values) {
+      blocks.push_back(spec.x.parameter == "block_size"
+                           ? static_cast<double>(resolved.sublayers) / static_cast<double>(x)
+                           : static_cast<double>(x));
+    }
+    const QualityBand band = quality_band(static_cast<int>(resolved.sublayers), blocks);
+    for (auto& series : quality_band_series(band, spec.x.parameter == "block_size"))
+      chart.series.push_back(std::move(series));
+    chart.y2_label = kQualityBandAxis;
+    band_caption = band.caption;
+  }
   if (!std::isnan(spec.threshold)) {
     // The claim's own words when it has them ("claim: training overhead < 4%"), else the bound.
     ChartSeries line{
@@ -381,6 +397,7 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
                   "." + (result.decimated.empty() ? "" : " Decimated: " + result.decimated + ".");
   if (const std::string warning = paper_fig6_warning(spec, base); !warning.empty())
     chart.caption += " " + warning;
+  if (!band_caption.empty()) chart.caption += " " + band_caption;
   return chart;
 }
 

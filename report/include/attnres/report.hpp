@@ -98,6 +98,10 @@ std::vector<ReportTable> cost_tables(const CostReport& costs,
                                      const std::vector<std::string>& sections);
 // The scaling-law tables and charts at a target loss (loss_from..loss_to for the curve).
 void add_scaling_section(const ScenarioScaling& scaling, Report& report);
+// The published quality evidence and its band at L = `sublayers` over N = the divisors of L, the
+// model's own N (`current_blocks`, 0: none) marked (docs/quality.md): tables quality_studies,
+// quality_sources and quality_band, chart quality_band, a conclusion and json["quality"].
+void add_quality_section(int sublayers, int current_blocks, Report& report);
 
 // The time-model table (prefill and decode, every scheme) and the pipeline tables and charts.
 ReportTable time_table(const CostInputs& inputs, const StackTime& prefill, const StackTime& decode,
