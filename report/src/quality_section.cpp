@@ -14,15 +14,10 @@ using nlohmann::json;
 
 namespace {
 
-json number_or_null(double v) {
-  return std::isnan(v) ? json() : json(v);
-}
+using detail::number_or_null;
 
 std::string fixed3(double v) {
-  if (std::isnan(v)) return "-";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3f", v);
-  return buffer;
+  return detail::fixed(v, 3);
 }
 
 // Every study, one row per measured N (a study without Block points: one row, N empty).

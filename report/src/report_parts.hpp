@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +29,18 @@ inline std::string gb(double bytes) {
 }
 inline std::string gib(double bytes) {
   return format_number(std::round(bytes / 1073741824.0 * 1e4) / 1e4);
+}
+
+// A cell with exactly `decimals` decimals ("-" for NaN, a value that does not exist).
+inline std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+// A typed cell: the number, or null for NaN.
+inline nlohmann::json number_or_null(double value) {
+  return std::isnan(value) ? nlohmann::json() : nlohmann::json(value);
 }
 
 inline bool wants(const std::vector<std::string>& sections, const std::string& section) {

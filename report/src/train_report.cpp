@@ -83,12 +83,8 @@ double rank_correlation(const std::vector<double>& a, const std::vector<double>&
   return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : std::nan("");
 }
 
-std::string fixed(double value, int decimals) {
-  if (std::isnan(value)) return "-";
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
+using detail::fixed;
+using detail::number_or_null;
 
 // fixed() with a "+" in front of values >= 0, built by appending (GCC 12 at -O3 reports a false
 // -Wrestrict on "literal" + std::string).
@@ -443,7 +439,6 @@ void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
       if (scheme == row.scheme) q.table4_rows.push_back({scheme, row.row});
     }
   }
-  auto number_or_null = [](double v) { return std::isnan(v) ? json() : json(v); };
   add_row(
       q.table,
       {scheme, first.blocks ? json(first.blocks) : json(),
@@ -715,7 +710,6 @@ json add_paired_section(const TrainingSetup& setup,
   std::string resolved, unresolved;
   for (const auto& c : comparisons) {
     const PairedInterval& i = c.interval;
-    auto number_or_null = [](double v) { return std::isnan(v) ? json() : json(v); };
     const bool has_interval = i.pairs >= 2;
     const json seeds_needed =
         has_interval && !i.resolved && i.seeds_to_resolve > 0 ? json(i.seeds_to_resolve) : json();
@@ -867,7 +861,6 @@ json add_runs_section(const std::vector<TrainingRun>& runs, const SchemeGroups& 
       "Each scheme's validation loss at the evaluation steps, averaged over its seeds.";
   json runs_json = json::array();
   for (const auto& run : runs) {
-    auto number_or_null = [](double v) { return std::isnan(v) ? json() : json(v); };
     add_row(
         run_table,
         {run.scheme, static_cast<std::int64_t>(run.seed), number_or_null(run.log.front().val_loss),
