@@ -3,6 +3,7 @@
 // AttnRes recovers at each N, by whom it was measured, and where the setting lies outside it.
 #include <ostream>
 
+#include "attnres/published_quality.hpp"
 #include "attnres/report.hpp"
 #include "cli.hpp"
 #include "options.hpp"
@@ -35,8 +36,10 @@ int evidence_command(const std::vector<std::string>& args, std::ostream& out, st
   } else if (!given(values, "sublayers")) {
     sublayers = 32;
   }
-  if (sublayers < 1 || sublayers > 100000)
-    throw UsageError("--sublayers must be between 1 and 100000, got " + std::to_string(sublayers));
+  if (sublayers < 1 || sublayers > kMaxQualitySublayers) {
+    throw UsageError("--sublayers must be between 1 and " + std::to_string(kMaxQualitySublayers) +
+                     ", got " + std::to_string(sublayers));
+  }
   if (given(values, "blocks") && (blocks < 1 || blocks > sublayers)) {
     throw UsageError("--blocks must be between 1 and L = " + std::to_string(sublayers) + ", got " +
                      std::to_string(blocks));

@@ -8,6 +8,7 @@
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
 #include "attnres/output_schema.hpp"
+#include "attnres/published_quality.hpp"
 #include "attnres/report.hpp"
 #include "attnres/strategy_report.hpp"
 #include "attnres/version.hpp"
@@ -213,7 +214,15 @@ Report build_report(const Scenario& s, const Progress& progress) {
   if (s.has_model && wants(s.sections, "quality")) {
     // The published quality band at the model's depth, its N marked (docs/quality.md).
     const CostInputs model = resolve_cost_inputs(s.inputs);
-    add_quality_section(static_cast<int>(model.sublayers), static_cast<int>(model.blocks), report);
+    if (model.sublayers > kMaxQualitySublayers) {
+      report.notes.push_back("section quality left out: L = " + std::to_string(model.sublayers) +
+                             " is beyond the " + std::to_string(kMaxQualitySublayers) +
+                             " sublayers the band is computed for (the published studies reach "
+                             "L = 72; docs/quality.md)");
+    } else {
+      add_quality_section(static_cast<int>(model.sublayers), static_cast<int>(model.blocks),
+                          report);
+    }
   }
 
   json sweeps = json::array();

@@ -85,7 +85,7 @@ void add_quality_section(int sublayers, int current_blocks, Report& report) {
   std::vector<double> blocks;
   for (int n = 1; n <= sublayers; ++n) {
     if (sublayers % n == 0 || n == current_blocks) blocks.push_back(n);
-  }
+  }  // L <= kMaxQualitySublayers: a short loop
   const QualityBand band = quality_band(sublayers, blocks);
   ReportTable table = typed_table("quality_band",
                                   "Published quality band at L = " + std::to_string(sublayers) +

@@ -7,6 +7,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/published_quality.hpp"
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
 #include "attnres/version.hpp"
@@ -390,6 +391,32 @@ TEST(Report, WriteIsAllOrNothingAndKeepsThePreviousReport) {
   drawn = 0;
   EXPECT_THROW(write_report(report, dir / "fresh", failing_renderer), Error);
   EXPECT_FALSE(std::filesystem::exists(dir / "fresh"));
+}
+
+// The section quality (docs/quality.md): the band at the model's L with its N marked; beyond the
+// depth it is computed for, a note instead of a loop over a billion N.
+TEST(QualitySection, BandAtTheModelsDepthOrANoteBeyondIt) {
+  const Report report = build_report(parse_scenario(
+      "sections = [\"quality\"]\n[model]\nsublayers = 48\nd_model = 64\nblocks = 8\n", "q.toml"));
+  ASSERT_TRUE(report.json.contains("quality"));
+  EXPECT_EQ(report.json["quality"]["sublayers"], 48);
+  EXPECT_EQ(report.json["quality"]["blocks"], 8);
+  const QualityBand band = quality_band(48, {8});
+  bool at_8 = false;
+  for (const auto& point : report.json["quality"]["band"]) {
+    if (point["blocks"] != 8) continue;
+    at_8 = true;
+    EXPECT_DOUBLE_EQ(point["band_low"].get<double>(), band.points[0].low);
+  }
+  EXPECT_TRUE(at_8);
+  ASSERT_FALSE(report.conclusions.empty());
+  EXPECT_NE(report.conclusions.front().find("at L = 48, N = 8"), std::string::npos);
+  const Report deep = build_report(parse_scenario(
+      "sections = [\"quality\"]\n[model]\nsublayers = 1000000000\nd_model = 64\nblocks = 8\n",
+      "deep.toml"));
+  EXPECT_FALSE(deep.json.contains("quality"));
+  ASSERT_EQ(deep.notes.size(), 1u);
+  EXPECT_NE(deep.notes.front().find("section quality left out: L = 1000000000"), std::string::npos);
 }
 
 }  // namespace test_report

@@ -362,7 +362,11 @@ ChartSpec sweep_chart(const SweepResult& result, const ScenarioInputs& scenario)
     chart.y2_label = "validation loss (paper)";
   }
   std::string band_caption;
-  if (spec.overlay == "published_band" && resolved.sublayers > 0) {
+  if (spec.overlay == "published_band" && resolved.sublayers > kMaxQualitySublayers) {
+    band_caption = "No published quality band: L = " + std::to_string(resolved.sublayers) +
+                   " is beyond the " + std::to_string(kMaxQualitySublayers) +
+                   " sublayers it is computed for (docs/quality.md).";
+  } else if (spec.overlay == "published_band" && resolved.sublayers > 0) {
     // The published quality band (docs/quality.md) at the sweep's N (or S) values.
     std::vector<double> blocks;
     for (const auto x : spec.x.values) {

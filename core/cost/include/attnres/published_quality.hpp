@@ -73,6 +73,10 @@ struct QualityBand {
   std::string caption;  // the sources, the normalisation and where the setting lies outside
 };
 
+// The deepest model a band is computed for (the published studies reach L = 72; the GUI's and
+// `attnres evidence`'s limit too).
+inline constexpr int kMaxQualitySublayers = 100000;
+
 // The band at each N of `blocks` for a model with `sublayers` sublayers.
 QualityBand quality_band(int sublayers, const std::vector<double>& blocks);
 
