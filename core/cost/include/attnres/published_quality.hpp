@@ -86,6 +86,6 @@ QualityBand quality_band(int sublayers, const std::vector<double>& blocks);
 std::vector<ChartSeries> quality_band_series(const QualityBand& band, bool x_is_block_size);
 
 // The right-hand axis title of those series.
-inline constexpr const char* kQualityBandAxis = "fraction of Full AttnRes's gain (published)";
+inline constexpr const char* kQualityBandAxis = "share of Full's gain (published)";
 
 }  // namespace attnres
