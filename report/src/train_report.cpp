@@ -803,7 +803,8 @@ void add_measured_fraction(const TrainingSetup& setup, const std::vector<SchemeL
       fixed(standard - full, 3) +
       " nats/token; f is only as certain as that gain against the seed spread "
       "(train_paired_differences).";
-  for (const auto& [n, f] : measured.points) {
+  for (const auto& [x, f] : measured.points) {
+    const double n = x;  // a plain variable: clang 14 cannot capture a structured binding
     if (n >= setup.L) continue;
     const auto point = std::find_if(band.points.begin(), band.points.end(),
                                     [&](const QualityBandPoint& p) { return p.blocks == n; });
