@@ -56,7 +56,8 @@ LAYER_OF_FOLDER = [
     ("tests/core/", "core_cross"),
     ("tests/report/", "report"),
 ]
-TRAIN_REPORT_FILES = {"report/src/train_report.cpp", "report/include/attnres/train_report.hpp"}
+TRAIN_REPORT_FILES = {"report/src/train_report.cpp", "report/src/train_statistics.cpp",
+                      "report/src/train_statistics.hpp", "report/include/attnres/train_report.hpp"}
 SOURCE = re.compile(r"\.(cpp|hpp|h|cu|cuh)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
