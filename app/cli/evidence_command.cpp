@@ -50,7 +50,7 @@ int evidence_command(const std::vector<std::string>& args, std::ostream& out, st
     for (const auto& words : report.conclusions) out << words << "\n";
   }
   print_in_format(out, report.tables, format,
-                  {"evidence", {{"sublayers", sublayers}, {"blocks", blocks ? blocks : 0}}});
+                  {"evidence", {{"sublayers", sublayers}, {"blocks", blocks}}});
   return kExitOk;
 }
 
