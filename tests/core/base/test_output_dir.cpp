@@ -330,7 +330,8 @@ TEST(OutputDirectory, ConcurrentWritersOfOneDirectoryNeverRefuseEachOther) {
       int failures = 0;
       for (int i = 0; i < 40; ++i) {
         try {
-          const std::string name = "w" + std::to_string(writer);
+          std::string name = "w";  // appended: GCC 12 warns falsely on "w" + std::to_string
+          name += std::to_string(writer);
           write_output_directory(dir / "s", owner("sweep:" + name),
                                  writes({{name + ".csv", std::to_string(i)}}));
         } catch (...) {
