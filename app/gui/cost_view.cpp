@@ -495,7 +495,9 @@ class CostView : public View {
       step_->set_overlap(s.pipeline->comm_overlap);
     }
     // The [plan] table's budgets and grid (none: the Decision tab's defaults).
-    decision_->apply_plan(s.plan ? *s.plan : ScenarioPlan{}, s.inputs.sublayers);
+    // (Without [model] the explorer keeps its L.)
+    decision_->apply_plan(s.plan ? *s.plan : ScenarioPlan{},
+                          s.has_model ? s.inputs.sublayers : fields_.at("sublayers")->value());
     if (s.hardware) {
       const int preset = hardware_->findText(QString::fromStdString(s.hardware->name));
       const QSignalBlocker blocker(hardware_);

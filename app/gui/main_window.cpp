@@ -127,7 +127,10 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   lesson_ = std::make_unique<LessonModel>();
   host.lesson = lesson_.get();
   views_ = make_views(host, this);
-  for (View* view : views_) tabs_->addTab(view, view->title());
+  for (View* view : views_) {
+    tabs_->addTab(view, view->title());
+    view->remember_inputs();  // what a lesson step puts its tab back to
+  }
 
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("Open scenario...", QKeySequence::Open, this, [this] {
@@ -548,6 +551,9 @@ void MainWindow::lesson_step(int index) {
   lesson_index_ = index;
   const LessonStep& step = steps[static_cast<std::size_t>(index)];
   show_view(step.view);
+  // Every step starts from the tab as the window opened: what an opened scenario, an earlier step
+  // or the user changed does not leak into it, and Previous shows the earlier step's picture.
+  if (View* v = view(step.view)) v->restore_inputs();
   step.apply(*this);
   lesson_text_->setText(QString("<b>Step %1 of %2 &mdash; %3</b><br>%4<br><i>Look for:</i> %5")
                             .arg(index + 1)

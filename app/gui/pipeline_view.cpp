@@ -88,6 +88,7 @@ class PipelineView : public View {
     ideal_->setToolTip("Transfers cost nothing: what is left is the schedule's own bubble");
     bandwidth_->setObjectName("link_bandwidth");
     sublayers_->setObjectName("sublayers");
+    d_model_->setObjectName("d_model");
     block_size_->setObjectName("block_size");
     experts_->setObjectName("experts");
     active_->setObjectName("active_experts");

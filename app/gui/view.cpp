@@ -1,14 +1,22 @@
 // The View base: each tab's own error banner, the red frame on the inputs that caused an error,
 // and the stale marks over charts that do not show the current inputs.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPainter>
 #include <QResizeEvent>
+#include <QSpinBox>
 #include <QStyle>
+#include <QTabBar>
 #include <QTimer>
 #include <algorithm>
 
 #include "attnres/format.hpp"
+#include "lesson_model.hpp"
+#include "view_kit.hpp"
 #include "views.hpp"
 #include "widgets.hpp"
 
@@ -105,6 +113,82 @@ void mark_field(QWidget* field, bool error) {
 }
 
 }  // namespace
+
+// One input of a tab and its value (remember_inputs / restore_inputs).
+struct View::SavedInput {
+  QPointer<QWidget> widget;
+  double value = 0, low = 0, high = 0;  // spin boxes (and their ranges), check boxes, tab bars
+  QString text;                         // line edits, combo boxes (with their item data)
+  QVariant data;
+};
+
+void View::remember_inputs() {
+  saved_inputs_.clear();
+  const QWidget* lesson_panel = host_.lesson != nullptr ? host_.lesson->panel() : nullptr;
+  for (QWidget* w : findChildren<QWidget*>()) {
+    if (lesson_panel != nullptr && (w == lesson_panel || lesson_panel->isAncestorOf(w))) continue;
+    // The line edits inside spin boxes and combo boxes belong to them.
+    if (qobject_cast<QLineEdit*>(w) &&
+        (qobject_cast<QAbstractSpinBox*>(w->parent()) || qobject_cast<QComboBox*>(w->parent())))
+      continue;
+    SavedInput in;
+    in.widget = w;
+    if (auto* box = qobject_cast<QSpinBox*>(w)) {
+      in.value = box->value(), in.low = box->minimum(), in.high = box->maximum();
+    } else if (auto* dbox = qobject_cast<QDoubleSpinBox*>(w)) {
+      in.value = dbox->value(), in.low = dbox->minimum(), in.high = dbox->maximum();
+    } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
+      in.text = combo->currentText(), in.data = combo->currentData();
+    } else if (auto* edit = qobject_cast<QLineEdit*>(w)) {
+      in.text = edit->text();
+    } else if (auto* check = qobject_cast<QCheckBox*>(w)) {
+      in.value = check->isChecked() ? 1 : 0;
+    } else if (auto* bar = qobject_cast<QTabBar*>(w)) {
+      in.value = bar->currentIndex();
+    } else {
+      continue;
+    }
+    saved_inputs_.push_back(std::move(in));
+  }
+}
+
+void View::restore_inputs() {
+  // Through the inputs' own signals, so that what follows a value (a range, a greyed field, a
+  // slider) follows it; the view's changes coalesce into one recompute. Twice: a value whose
+  // range depends on another input (S <= L) may be clamped on the first pass.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const SavedInput& in : saved_inputs_) {
+      QWidget* w = in.widget;
+      if (w == nullptr) continue;
+      if (auto* box = qobject_cast<QSpinBox*>(w)) {
+        if (box->minimum() != static_cast<int>(in.low) ||
+            box->maximum() != static_cast<int>(in.high))
+          set_spin_range(box, static_cast<int>(in.low), static_cast<int>(in.high));
+        if (box->value() != static_cast<int>(in.value)) box->setValue(static_cast<int>(in.value));
+      } else if (auto* dbox = qobject_cast<QDoubleSpinBox*>(w)) {
+        if (dbox->minimum() != in.low || dbox->maximum() != in.high)
+          dbox->setRange(in.low, in.high);
+        if (dbox->value() != in.value) dbox->setValue(in.value);
+      } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
+        int index = in.data.isValid() ? combo->findData(in.data) : -1;
+        if (index < 0) index = combo->findText(in.text);
+        if (index >= 0 && index != combo->currentIndex()) {
+          combo->setCurrentIndex(index);
+          emit combo->activated(index);  // what some views listen to
+        }
+      } else if (auto* edit = qobject_cast<QLineEdit*>(w)) {
+        if (edit->text() != in.text) {
+          edit->setText(in.text);
+          emit edit->editingFinished();  // what the views recompute on
+        }
+      } else if (auto* check = qobject_cast<QCheckBox*>(w)) {
+        check->setChecked(in.value != 0);
+      } else if (auto* bar = qobject_cast<QTabBar*>(w)) {
+        bar->setCurrentIndex(static_cast<int>(in.value));
+      }
+    }
+  }
+}
 
 View::View(std::string name, QString title, ViewHost host, QWidget* parent)
     : QWidget(parent), name_(std::move(name)), title_(std::move(title)), host_(std::move(host)) {

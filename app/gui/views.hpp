@@ -76,6 +76,12 @@ class View : public QWidget {
   // the run takes longer than a moment; a result, an error or a cancellation ends it.
   void set_pending(bool pending);
   bool pending() const { return pending_; }
+  // The tab's inputs as the window opened (the main window calls remember_inputs once every view
+  // exists, before a scenario fills them) and back to them: a lesson step puts its tab back before
+  // it sets its own inputs, so that no step depends on what came before (docs/teaching.md). The
+  // lesson model's panel, which moves between the model tabs, is not part of any tab's inputs.
+  void remember_inputs();
+  void restore_inputs();
   // The middle column (charts and tables): where the banner and the stale marks go.
   void set_content(QWidget* content) { content_ = content; }
   QWidget* content() const { return content_; }
@@ -95,6 +101,8 @@ class View : public QWidget {
   QString stale_;
   bool pending_ = false;
   QTimer* pending_timer_ = nullptr;
+  struct SavedInput;
+  std::vector<SavedInput> saved_inputs_;
 };
 
 // The trained models shipped with the project (resources/models/, scripts/train-shipped-models.sh),

@@ -235,6 +235,21 @@ void expect_multiplier(MainWindow& window) {
   EXPECT_TRUE(found);
 }
 
+// What each lesson step claims, in order (the same assertions for every way of reaching it).
+std::vector<std::function<void(MainWindow&)>> step_checks() {
+  return {expect_magnitudes,
+          expect_uniform_rows,
+          expect_sharp_rows,
+          expect_block_equals_full,
+          expect_ranks,
+          [](MainWindow& w) { expect_marker(w, 128); },
+          [](MainWindow& w) { expect_marker(w, 8); },
+          [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
+          [](MainWindow& w) { EXPECT_GT(shown_overhead(w), 0.04); },
+          [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
+          expect_multiplier};
+}
+
 // A window as a teacher has it: shown, at a projector's size, computing in the background.
 std::unique_ptr<MainWindow> lesson_window() {
   auto window = std::make_unique<MainWindow>(false);
@@ -349,18 +364,7 @@ TEST(Lesson, TheLessonMenuStepsThroughTheSameSession) {
   auto* bar = window->findChild<QWidget*>("lesson_bar");
   ASSERT_NE(bar, nullptr);
   EXPECT_TRUE(bar->isVisible());
-  const std::vector<std::function<void(MainWindow&)>> checks = {
-      expect_magnitudes,
-      expect_uniform_rows,
-      expect_sharp_rows,
-      expect_block_equals_full,
-      expect_ranks,
-      [](MainWindow& w) { expect_marker(w, 128); },
-      [](MainWindow& w) { expect_marker(w, 8); },
-      [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
-      [](MainWindow& w) { EXPECT_GT(shown_overhead(w), 0.04); },
-      [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
-      expect_multiplier};
+  const auto checks = step_checks();
   auto* next =
       bar->findChildren<QPushButton*>().size() > 1 ? bar->findChildren<QPushButton*>()[1] : nullptr;
   ASSERT_NE(next, nullptr);
@@ -378,6 +382,53 @@ TEST(Lesson, TheLessonMenuStepsThroughTheSameSession) {
   }
   EXPECT_FALSE(next->isEnabled());
   for (View* view : window->views()) EXPECT_EQ(view->error_text(), "") << view->name();
+}
+
+// Each step sets every input its tab's picture depends on: after any shipped scenario has filled
+// the tabs (other models, other widths, another link, a quality overlay) every step still shows
+// what it says, and Previous brings back the earlier step's picture.
+TEST(Lesson, EveryStepIsSelfContainedAfterAnyShippedScenario) {
+  auto window = lesson_window();
+  const auto& steps = lesson_steps();
+  const auto checks = step_checks();
+  ASSERT_EQ(checks.size(), steps.size());
+  std::vector<std::filesystem::path> scenarios;
+  for (const auto& entry : std::filesystem::directory_iterator(ATTNRES_SCENARIOS_DIR)) {
+    if (entry.path().extension() == ".toml") scenarios.push_back(entry.path());
+  }
+  std::sort(scenarios.begin(), scenarios.end());
+  ASSERT_GE(scenarios.size(), 10u);
+  const auto spin_of = [](MainWindow& w, const char* view, const char* name) {
+    return w.view(view)->findChild<QSpinBox*>(name);
+  };
+  for (const auto& scenario : scenarios) {
+    SCOPED_TRACE(scenario.filename().string());
+    ASSERT_TRUE(window->open_scenario(scenario)) << window->error_text();
+    idle(*window);
+    // Leave every step's tab somewhere else too: the lesson must not rely on the last step.
+    for (std::size_t i = steps.size(); i-- > 0;) {
+      SCOPED_TRACE("lesson step " + std::to_string(i + 1) + " (backwards)");
+      window->lesson_step(static_cast<int>(i));
+      idle(*window);
+      checks[i](*window);
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      SCOPED_TRACE("lesson step " + std::to_string(i + 1));
+      window->lesson_step(static_cast<int>(i));
+      idle(*window);
+      EXPECT_EQ(window->current_view()->name(), steps[i].view);
+      checks[i](*window);
+      if (i == 5) {  // the paper's 128-sublayer model at its own width, not the scenario's
+        EXPECT_EQ(spin_of(*window, "cost", "sublayers")->value(), 128);
+      }
+      if (i == 7) {  // the model the step names: 27 layers (54 sublayers), d = 2304
+        EXPECT_EQ(spin_of(*window, "pipeline", "sublayers")->value(), 54);
+        EXPECT_EQ(spin_of(*window, "pipeline", "d_model")->value(), 2304);
+        EXPECT_EQ(spin_of(*window, "pipeline", "experts")->value(), 256);
+      }
+      for (View* view : window->views()) EXPECT_EQ(view->error_text(), "") << view->name();
+    }
+  }
 }
 
 // docs/teaching.md's table has one row per step of the lesson, on the step's tab.

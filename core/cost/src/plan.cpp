@@ -127,6 +127,7 @@ std::size_t best_of(const std::vector<PlanCandidate>& all,
 
 std::vector<std::int64_t> plan_default_blocks(std::int64_t sublayers) {
   std::vector<std::int64_t> out;
+  if (sublayers < 1) return out;  // no model (a scenario without [model])
   for (std::int64_t n = 1; n <= sublayers; n *= 2) {
     const std::int64_t size = (sublayers + n - 1) / n;
     const std::int64_t blocks = (sublayers + size - 1) / size;

@@ -145,6 +145,7 @@ TEST(Plan, DefaultBlockCountsAreThoseEqualBlocksCanMake) {
   EXPECT_EQ(plan_default_blocks(122), (std::vector<std::int64_t>{1, 2, 4, 8, 16, 31, 61, 122}));
   EXPECT_EQ(plan_default_blocks(8), (std::vector<std::int64_t>{1, 2, 4, 8}));
   EXPECT_EQ(plan_default_blocks(1), (std::vector<std::int64_t>{1}));
+  EXPECT_TRUE(plan_default_blocks(0).empty());  // a scenario without [model] (it crashed the GUI)
   for (const std::int64_t n : plan_default_blocks(122)) {
     CostInputs in;
     in.sublayers = 122;

@@ -44,7 +44,7 @@ struct PlanGrid {
 };
 // The block counts a plan tries when none are given: those equal blocks can make near 1, 2, 4, ...
 // up to L (for each power of two n, N = ceil(L / ceil(L / n))): L = 122 gives 1, 2, 4, 8, 16, 31,
-// 61, 122.
+// 61, 122. None when L < 1.
 std::vector<std::int64_t> plan_default_blocks(std::int64_t sublayers);
 // Most settings one plan evaluates (each is four pipeline simulations).
 inline constexpr std::size_t kMaxPlanSettings = 20'000;
