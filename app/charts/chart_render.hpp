@@ -22,10 +22,12 @@
 // their shared helpers in chart_render_internal.hpp; heatmaps are heatmap_render.hpp.
 #pragma once
 
+#include <QColor>
 #include <QPointF>
 #include <QRectF>
 #include <QString>
 #include <QStringList>
+#include <cstddef>
 #include <vector>
 
 #include "attnres/chart_spec.hpp"
@@ -53,6 +55,13 @@ struct ChartStyle {
 // use chart_position / chart_value below to go between data and chart coordinates.
 QChart* build_chart(const ChartSpec& spec);
 QChart* build_chart(const ChartSpec& spec, const ChartStyle& style);
+
+// The colour of series `index` of `spec`: one colour per scheme wherever it is drawn (a view, a
+// report's PNG or SVG, an export) — the standard residual dark grey, Full AttnRes orange, Block
+// AttnRes blue (a second or third Block setting in the same chart a darker blue), the paper's
+// Fig. 6 losses red-brown, the published band purple; a series whose name ends in " validation"
+// takes its scheme's colour; any other series the theme's colour for its place.
+QColor series_colour(const ChartSpec& spec, std::size_t index);
 
 // Applies a style's fonts to a chart made by build_chart (title, axes, legend, readout) and lays
 // its legend out again; series colours and axis ranges set since are kept.

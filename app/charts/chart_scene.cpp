@@ -10,8 +10,12 @@
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QScatterSeries>
 #include <QtCharts/QValueAxis>
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <iterator>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "chart_render_internal.hpp"
@@ -97,6 +101,24 @@ Overlay* add_overlay(QChart* chart, const ChartSpec& spec, const ChartData& data
 
 // The Qt series of one of spec.series (a scatter, a line, or a line with points; in axis units),
 // added to the chart and attached to the x axis and `value_axis`.
+// A scheme's colour family from a series name ("" when it names no scheme), lower case.
+std::string colour_family(std::string name) {
+  const std::string suffix = " validation";
+  if (name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.resize(name.size() - suffix.size());
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto starts = [&](const char* prefix) { return name.rfind(prefix, 0) == 0; };
+  if (name.find("fig. 6") != std::string::npos) return "fig6";
+  if (starts("published")) return "published";
+  if (starts("standard")) return "standard";
+  if (starts("full attnres") || starts("full ") || name == "full") return "full";
+  if (starts("block attnres") || starts("block ") || starts("block_") || name == "block")
+    return "block";
+  return "";
+}
+
 QXYSeries* add_series(QChart* chart, const ChartSpec& spec, const ChartSeries& series,
                       QAbstractAxis* x_axis, QAbstractAxis* value_axis) {
   QXYSeries* qt_series = nullptr;
@@ -119,11 +141,7 @@ QXYSeries* add_series(QChart* chart, const ChartSpec& spec, const ChartSeries& s
     }
   }
   chart->addSeries(qt_series);
-  // Qt's theme has five colours and then repeats them; more series get colours of their own.
-  static const QColor more[] = {QColor(23, 190, 207), QColor(227, 119, 194), QColor(127, 127, 127),
-                                QColor(188, 189, 34), QColor(31, 58, 147),   QColor(140, 86, 75)};
-  const auto index = static_cast<std::size_t>(&series - spec.series.data());
-  if (index >= 5) qt_series->setColor(more[(index - 5) % std::size(more)]);
+  qt_series->setColor(series_colour(spec, static_cast<std::size_t>(&series - spec.series.data())));
   qt_series->attachAxis(x_axis);
   qt_series->attachAxis(value_axis);
   return qt_series;
@@ -300,6 +318,39 @@ QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation) {
       return rect;
   }
   return {};
+}
+
+QColor series_colour(const ChartSpec& spec, std::size_t index) {
+  // Qt's light theme's five colours, then six more (the theme repeats its five).
+  static const QColor palette[] = {
+      QColor(32, 159, 223), QColor(153, 202, 83), QColor(246, 166, 37),  QColor(109, 95, 213),
+      QColor(191, 89, 62),  QColor(23, 190, 207), QColor(227, 119, 194), QColor(127, 127, 127),
+      QColor(188, 189, 34), QColor(31, 58, 147),  QColor(140, 86, 75)};
+  if (index >= spec.series.size()) return palette[index % std::size(palette)];
+  const std::string family = colour_family(spec.series[index].name);
+  if (family.empty()) return palette[index % std::size(palette)];
+  const QColor base = family == "standard" ? QColor(90, 90, 90)
+                      : family == "full"   ? QColor(246, 166, 37)
+                      : family == "block"  ? QColor(32, 159, 223)
+                      : family == "fig6"   ? QColor(191, 89, 62)
+                                           : QColor(109, 95, 213);  // published
+  // Other settings of the same scheme earlier in the chart (Block N = 2 before N = 4): darker.
+  auto stem = [](std::string name) {
+    const std::string suffix = " validation";
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      name.resize(name.size() - suffix.size());
+    return name;
+  };
+  const std::string own = stem(spec.series[index].name);
+  std::vector<std::string> earlier;
+  for (std::size_t i = 0; i < index; ++i) {
+    const std::string name = stem(spec.series[i].name);
+    if (name != own && colour_family(name) == family &&
+        std::find(earlier.begin(), earlier.end(), name) == earlier.end())
+      earlier.push_back(name);
+  }
+  return earlier.empty() ? base : base.darker(100 + 45 * static_cast<int>(earlier.size()));
 }
 
 }  // namespace attnres::charts

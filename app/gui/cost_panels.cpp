@@ -516,6 +516,7 @@ void CalibrationChart::drawForeground(QPainter* painter, const QRectF& rect) {
 
 CalibrationPanel::CalibrationPanel(QWidget* parent) : QWidget(parent) {
   setObjectName("calibration_tab");
+  setProperty("attnres_inputs_independent", true);  // its chart and table: never stale
   rows_ = evaluate_calibration(builtin_calibration());
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);

@@ -237,6 +237,13 @@ class CostView : public View {
     // Setting N (the user, a scenario, a lesson step) makes N decide again, as set_cost_input
     // does: the list and K are cleared. (The N shown for a list or K is set with signals
     // blocked.)
+    // N's slider runs over 1..L (N > L can still be typed: the message says why it is wrong).
+    QSpinBox* sublayers = fields_.at("sublayers");
+    const auto follow_l = [this, sublayers] {
+      set_slider_range(blocks_, 1, std::max(1, sublayers->value()));
+    };
+    QObject::connect(sublayers, &QSpinBox::valueChanged, this, follow_l);
+    follow_l();
     QObject::connect(blocks_, &QSpinBox::valueChanged, this, [this] {
       const QSignalBlocker list_blocker(block_sizes_), k_blocker(block_layers_);
       block_sizes_->clear();
@@ -321,8 +328,8 @@ class CostView : public View {
     if (!n_decides && blocks_->value() != in.blocks && in.blocks <= blocks_->maximum()) {
       const QSignalBlocker blocker(blocks_);
       blocks_->setValue(static_cast<int>(in.blocks));
-      set_spin_range(blocks_, blocks_->minimum(), blocks_->maximum());  // moves the slider too
     }
+    set_slider_range(blocks_, 1, std::max(1, fields_.at("sublayers")->value()));  // and its handle
     Hardware hw;
     try {
       hw = load_hardware(hardware_->currentText().toStdString());
@@ -460,6 +467,22 @@ class CostView : public View {
     return all;
   }
 
+  std::string scenario_problem(const Scenario& s) const override {
+    if (!s.has_model) return {};
+    for (const auto& [key, value] : kShownInputs) {           // in the form's order: L first
+      if (std::string_view(key) == "block_layers") continue;  // set to 0: N decides
+      const std::string problem = range_problem(
+          fields_.at(key), cost_input_value(s.inputs, *find_cost_input_field(key)), key);
+      if (!problem.empty()) return std::string("cost explorer: ") + problem;
+    }
+    if (s.pipeline) {
+      const std::string problem =
+          range_problem(microbatches_, s.pipeline->microbatches, "[pipeline] microbatches");
+      if (!problem.empty()) return std::string("cost explorer: ") + problem;
+    }
+    return {};
+  }
+
   void apply_scenario(const Scenario& s) override {
     scenario_ = s;
     if (s.has_model) {
@@ -558,6 +581,11 @@ class CostView : public View {
   const std::optional<Scenario>& scenario() const { return scenario_; }
   void save_to(Scenario& s) const override {
     if (scenario_) s = *scenario_;
+    // The opened scenario's [train] table stays, its text file named by its full path: the saved
+    // file is elsewhere, and a path relative to the opened one would not be found from there.
+    if (s.training && !s.training->data_path.empty())
+      s.training->data =
+          std::filesystem::absolute(s.training->data_path).lexically_normal().string();
     s.inputs = resolve_cost_inputs(inputs());
     s.has_model = true;
     // The picked strategy: the [implementation] table the Memory and Step tabs count with.

@@ -85,14 +85,14 @@ TaxonomyRow taxonomy_row(std::string scheme, std::string parameters, const Forwa
   return row;
 }
 
-std::vector<AttnResConfig> taxonomy_schemes(const ModelConfig& model) {
+std::vector<AttnResConfig> taxonomy_schemes(const ModelConfig& model, int block_size) {
   std::vector<AttnResConfig> schemes(7);
   schemes[0].mode = ResidualMode::standard;
   schemes[1].mode = ResidualMode::full;
   schemes[2].mode = ResidualMode::block;
   schemes[2].block_size = model.attn_res.mode == ResidualMode::block
                               ? model.attn_res.block_size
-                              : std::min(4, model.sublayers());
+                              : std::clamp(block_size, 1, std::max(1, model.sublayers()));
   schemes[3].mode = ResidualMode::denseformer;
   schemes[4].mode = ResidualMode::rescaled;
   schemes[5].mode = ResidualMode::mhc;
@@ -169,9 +169,10 @@ std::string taxonomy_caption(const ModelConfig& model, std::size_t tokens, doubl
 
 DualityResult duality_result(const std::vector<SchemeOnModel>& runs,
                              const ModelWeights<double>& model, const std::vector<int>& tokens,
-                             std::uint64_t seed, int layer, int head, const Progress& progress) {
+                             std::uint64_t seed, int layer, int head, int block_size,
+                             const Progress& progress) {
   DualityResult out;
-  const std::vector<AttnResConfig> references = taxonomy_schemes(model.config);
+  const std::vector<AttnResConfig> references = taxonomy_schemes(model.config, block_size);
   const std::size_t passes = runs.size() + references.size();
   picked_scheme_rows(runs, tokens, progress, passes, out);
   const double sigma = depth_parameter_sigma(model);

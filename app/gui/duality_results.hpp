@@ -43,8 +43,9 @@ struct TaxonomyRow {
 
 TaxonomyRow taxonomy_row(std::string scheme, std::string parameters, const ForwardTrace& trace);
 
-// The reference rows: every kind of scheme at this model's size (Block at the model's S, else 4).
-std::vector<AttnResConfig> taxonomy_schemes(const ModelConfig& model);
+// The reference rows: every kind of scheme at this model's size (Block at the model's own S, else
+// at `block_size`, the lesson model's S; clamped to 1..L).
+std::vector<AttnResConfig> taxonomy_schemes(const ModelConfig& model, int block_size);
 
 // One run of the Duality view: what its widgets show.
 struct DualityResult {
@@ -59,9 +60,11 @@ struct DualityResult {
 
 // The forward passes of one run (worker thread): `runs` (picked_models) and the reference schemes
 // on `model`, then the sequence side of layer `layer`, head `head` (clamped to the model) under
-// the first picked scheme. `seed` draws the parameters the reference schemes add.
+// the first picked scheme. `seed` draws the parameters the reference schemes add; `block_size`
+// is the Block reference row's S (taxonomy_schemes).
 DualityResult duality_result(const std::vector<SchemeOnModel>& runs,
                              const ModelWeights<double>& model, const std::vector<int>& tokens,
-                             std::uint64_t seed, int layer, int head, const Progress& progress);
+                             std::uint64_t seed, int layer, int head, int block_size,
+                             const Progress& progress);
 
 }  // namespace attnres::gui

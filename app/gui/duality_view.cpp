@@ -134,8 +134,9 @@ class DualityView : public ModelView {
           const ModelWeights<double>& model = *built;
           const auto tokens = snapshot.token_ids(model.config);
           const std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
-          return [this, result = duality_result(runs, model, tokens, snapshot.random.seed + 1000,
-                                                layer, head, progress)]() mutable {
+          return [this,
+                  result = duality_result(runs, model, tokens, snapshot.random.seed + 1000, layer,
+                                          head, snapshot.block_size, progress)]() mutable {
             show_result(std::move(result));
           };
         });

@@ -76,9 +76,12 @@ std::vector<LessonStep> make_steps() {
        "The random lesson model (4 layers, d = 64) with query std 0, Full AttnRes with the "
        "standard "
        "residual on the same weights for reference.",
-       "The thin standard line climbs with depth: every output is added with weight one, so each "
-       "new "
-       "one matters less. Full AttnRes averages its sources and stays on the scale of one output.",
+       "The dark grey standard line climbs with depth: every output is added with weight one, "
+       "so each new one matters less. Full AttnRes (orange) reads the mean of its sources, not "
+       "their sum: its input stays below the scale of one output (a mean of nearly independent "
+       "vectors shrinks like 1/sqrt(l)). With zero queries the mean is the sum divided by l and "
+       "each sublayer's RMSNorm removes the scale, so the two output curves nearly coincide (its "
+       "eps keeps a trace of it): what AttnRes changes comes from its queries (step 3).",
        [](MainWindow& w) {
          random_lesson_model(w, 0.0, 2);
          pick(w, "magnitudes", "scheme", "@own");
@@ -121,8 +124,9 @@ std::vector<LessonStep> make_steps() {
   steps.push_back(
       {"cost", "Cost explorer: what Full costs",
        "The paper's 128-sublayer model with N = L = 128 blocks (Block at N = L is Full AttnRes).",
-       "The dashed marker sits at N = 128: I/O per sublayer and the stored history are Full's, far "
-       "above the standard residual's 3d.",
+       "The dashed marker sits at N = 128: the stored history is Full's (L + 1 = 129 vectors per "
+       "token) and the I/O per sublayer is Full's plus Block's bookkeeping of the partial sum "
+       "(133 against Full's 129 x d, paper Table 1), far above the standard residual's 3d.",
        [](MainWindow& w) {
          cost_charts(w);
          set_int(w, "cost", "sublayers", 128);
@@ -131,7 +135,7 @@ std::vector<LessonStep> make_steps() {
   steps.push_back(
       {"cost", "Cost explorer: what Block saves", "N = 8 blocks, the paper's choice.",
        "The marker moves to N = 8: a fraction of Full's I/O and history, while the paper's Fig. 6 "
-       "losses (orange, right axis) are already close to Full's.",
+       "losses (red-brown dots, right axis) are already close to Full's.",
        [](MainWindow& w) {
          cost_charts(w);
          pick(w, "cost", "quality_overlay", "paper_fig6");

@@ -8,7 +8,9 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QTimer>
+#include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <string>
 
 #include "attnres/version.hpp"
@@ -66,35 +68,28 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  QApplication app(argc, argv);
-  QApplication::setApplicationName("attnres-lab");
-  QApplication::setApplicationVersion(QString::fromLatin1(attnres::kVersion));
-
-  const bool shot = parser.isSet(screenshot);
-  attnres::gui::MainWindow window(shot);
+  // Every flag is checked before the application (which wants a display) starts: a typo gets its
+  // message, not Qt's abort.
+  static const char* const kViews[] = {"cost",    "depth-attention", "magnitudes", "pipeline",
+                                       "duality", "scaling",         "training"};
   const std::string name = parser.isSet(view) ? parser.value(view).toStdString() : "cost";
-  if (!window.view(name)) {
-    std::cerr << "attnres-lab: unknown view '" << name
+  if (std::find(std::begin(kViews), std::end(kViews), name) == std::end(kViews)) {
+    std::cerr << "attnres-lab: --view: unknown view '" << name
               << "' (expected cost, depth-attention, magnitudes, pipeline, duality, scaling or "
                  "training)\n";
     return 2;
   }
-  window.recompute_all();
-  if (parser.isSet(scenario)) window.open_scenario(parser.value(scenario).toStdString());
-  if (parser.isSet(model)) window.open_model(parser.value(model).toStdString());
-  window.show_view(name);
+  int step = 0;  // 1-based; 0: no lesson step
   if (parser.isSet(lesson_step)) {
     bool ok = false;
-    const int step = parser.value(lesson_step).toInt(&ok);
+    step = parser.value(lesson_step).toInt(&ok);
     if (!ok || step < 1 || step > static_cast<int>(attnres::gui::lesson_steps().size())) {
       std::cerr << "attnres-lab: --lesson-step: expected 1 .. "
                 << attnres::gui::lesson_steps().size() << ", got '"
                 << parser.value(lesson_step).toStdString() << "'\n";
       return 2;
     }
-    window.lesson_step(step - 1);
   }
-  if (parser.isSet(presentation)) window.set_presentation(true);
   int width = 1400, height = 900;
   if (parser.isSet(size)) {
     const QStringList parts = parser.value(size).split('x');
@@ -109,6 +104,33 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::cerr << "attnres-lab: no display (neither DISPLAY nor WAYLAND_DISPLAY is set): run it "
+                 "in a desktop session, under xvfb-run, or with QT_QPA_PLATFORM=offscreen and "
+                 "--screenshot FILE.png\n";
+    return 1;
+  }
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("attnres-lab");
+  QApplication::setApplicationVersion(QString::fromLatin1(attnres::kVersion));
+
+  const bool shot = parser.isSet(screenshot);
+  attnres::gui::MainWindow window(shot);
+  window.recompute_all();
+  // A scenario or model named on the command line that cannot be opened ends the start with its
+  // message (not a window that quietly shows something else).
+  if (parser.isSet(scenario) && !window.open_scenario(parser.value(scenario).toStdString())) {
+    std::cerr << "attnres-lab: --scenario: " << window.error_text() << "\n";
+    return 2;
+  }
+  if (parser.isSet(model) && !window.open_model(parser.value(model).toStdString())) {
+    std::cerr << "attnres-lab: --model: " << window.error_text() << "\n";
+    return 2;
+  }
+  window.show_view(name);
+  if (step > 0) window.lesson_step(step - 1);
+  if (parser.isSet(presentation)) window.set_presentation(true);
   if (shot) {
     window.resize(width, height);
     window.show();

@@ -16,6 +16,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QResizeEvent>
+#include <QScreen>
 #include <QScrollArea>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -225,7 +226,12 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   help->addAction("About Qt", this, [this] { QMessageBox::aboutQt(this); });
   normal_font_ = QApplication::font();
   setMinimumSize(1024, 700);
-  resize(1400, 900);
+  // 1400 x 900, or the screen it opens on when that is smaller (a 1280 x 800 laptop): never a
+  // window whose title bar or status bar is off the screen.
+  QSize size(1400, 900);
+  if (const QScreen* shown_on = screen())
+    size = size.boundedTo(shown_on->availableGeometry().size());
+  resize(size);
 }
 
 MainWindow::~MainWindow() {
@@ -472,6 +478,16 @@ void MainWindow::recompute_all() {
 bool MainWindow::open_scenario(const fs::path& path) {
   return guarded([&] {
     const Scenario scenario = load_scenario(path);
+    // Every view says first whether it can show the scenario as it is: nothing changes otherwise.
+    for (View* v : views_) {
+      if (std::string problem = v->scenario_problem(scenario); !problem.empty()) {
+        problem = path.string() + ": " + problem;
+        problem += "; nothing was opened (the CLI computes it: attnres report ";
+        problem += path.string();
+        problem += ")";
+        throw Error(problem);
+      }
+    }
     clear_error();
     for (View* v : views_) v->apply_scenario(scenario);
     statusBar()->showMessage(QString::fromStdString("opened " + path.string()), 5000);

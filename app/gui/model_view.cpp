@@ -244,6 +244,26 @@ std::vector<QWidget*> ModelView::fields_for_error(const std::string& message) co
   if (message.rfind("tokens:", 0) == 0) return {lesson_->tokens};
   if (message.rfind("scheme '", 0) == 0) return {scheme_};
   if (message.rfind("compare with '", 0) == 0) return {compare_};
+  // The random model's shape (ModelConfig::validate names its keys): the first key the message
+  // names is the one it blames ("num_attention_heads (3) must divide hidden_size (64)": heads).
+  static const std::pair<const char*, const char*> kKeys[] = {
+      {"num_attention_heads", "heads"},
+      {"num_key_value_heads", "num_key_value_heads"},
+      {"head_dim", "heads"},
+      {"hidden_size", "hidden_size"},
+      {"num_hidden_layers", "layers"},
+      {"intermediate_size", "intermediate_size"},
+      {"vocab_size", "vocab_size"},
+      {"block_size", "block_size"}};
+  std::size_t first = std::string::npos;
+  QWidget* blamed = nullptr;
+  for (const auto& [key, field] : kKeys) {
+    const std::size_t at = message.find(key);
+    if (at < first) {
+      if (QWidget* widget = lesson_->field(field)) first = at, blamed = widget;
+    }
+  }
+  if (blamed != nullptr) return {blamed};
   return {};
 }
 

@@ -166,6 +166,11 @@ class PipelineView : public View {
               {sublayers_, block_size_, d_model_, ffn_, experts_, active_, shared_, expert_ffn_,
                tokens_, micro_, m_, pp_, vpp_, cache_, hardware_, bandwidth_, overlap_, ideal_},
               [this] { recompute(); });
+    // m moves in multiples of P where the interleaved schedule needs them (V > 1).
+    const auto m_step = [this] { set_spin_step(m_, vpp_->value() > 1 ? pp_->value() : 1); };
+    QObject::connect(pp_, &QSpinBox::valueChanged, this, m_step);
+    QObject::connect(vpp_, &QSpinBox::valueChanged, this, m_step);
+    m_step();
     QObject::connect(link_, &QComboBox::currentIndexChanged, this,
                      [this] { use_preset_bandwidth(); });
     QObject::connect(hardware_, &QComboBox::currentIndexChanged, this,
@@ -298,6 +303,29 @@ class PipelineView : public View {
   // The overhead of the last result (the lesson test reads it).
   double overhead_fraction() const { return overhead_fraction_; }
 
+  std::string scenario_problem(const Scenario& s) const override {
+    if (!s.has_model) return {};
+    const std::pair<const QSpinBox*, std::pair<std::int64_t, const char*>> fields[] = {
+        {sublayers_, {s.inputs.sublayers, "sublayers"}},
+        {block_size_, {s.inputs.block_size, "block_size"}},
+        {d_model_, {s.inputs.d_model, "d_model"}},
+        {ffn_, {s.inputs.ffn, "ffn"}},
+        {tokens_, {s.inputs.tokens, "tokens"}},
+        {micro_, {s.inputs.batch, "batch"}},
+        {pp_, {s.inputs.pp, "pp"}},
+        {vpp_, {s.inputs.vpp, "vpp"}},
+        {experts_, {s.inputs.experts, "[moe] experts"}},
+        {active_, {s.inputs.active, "[moe] active"}},
+        {shared_, {s.inputs.shared, "[moe] shared"}},
+        {expert_ffn_, {s.inputs.expert_ffn, "[moe] expert_ffn"}},
+        {m_, {s.pipeline ? s.pipeline->microbatches : m_->value(), "[pipeline] microbatches"}}};
+    for (const auto& [box, value] : fields) {
+      const std::string problem = range_problem(box, value.first, value.second);
+      if (!problem.empty()) return std::string("pipeline: ") + problem;
+    }
+    return {};
+  }
+
   void apply_scenario(const Scenario& s) override {
     if (!s.has_model) return;
     std::vector<QSignalBlocker> blockers;
@@ -337,6 +365,7 @@ class PipelineView : public View {
       ideal_->setChecked(p.ideal_links);
     }
     blockers.clear();
+    set_spin_step(m_, vpp_->value() > 1 ? pp_->value() : 1);
     recompute();
   }
 

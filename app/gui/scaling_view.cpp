@@ -22,6 +22,8 @@ class ScalingView : public View {
     target_->setObjectName("target_loss");
     from_ = dspin(0.5, 3.0, 1.60, 3, 0.01);
     to_ = dspin(0.5, 3.0, 1.90, 3, 0.01);
+    from_->setObjectName("curve_from");
+    to_->setObjectName("curve_to");
     target_->setToolTip(
         "The loss at which the compute multipliers are read (nats/token, the paper's scale)");
     from_->setToolTip("Lowest loss of the curves");
@@ -73,6 +75,7 @@ class ScalingView : public View {
       }
     }
     table_->resizeColumnsToContents();
+    set_stale({});  // computed here, not in a run: nothing else clears an earlier veil
   }
   std::vector<ChartSpec> charts() const override { return {loss_->spec(), multiplier_->spec()}; }
   void apply_scenario(const Scenario& s) override {

@@ -266,6 +266,11 @@ QWidget* TrainingView::make_content() {
   rms_ = new ChartPanel;
   grad_rms_ = new ChartPanel;
   alpha_ = new HeatmapWidget;
+  // The charts draw a run as it trains and as it stopped, not the form's inputs: never veiled
+  // ("computing…" over a live run, "cancelled" over a stopped one, or a failed Start's "invalid"
+  // would all be wrong); the status line and the error banner say what happened.
+  for (QWidget* chart : std::initializer_list<QWidget*>{loss_, rms_, grad_rms_, alpha_})
+    chart->setProperty("attnres_inputs_independent", true);
   alpha_scheme_ = new QComboBox;
   alpha_scheme_->setObjectName("train_alpha_scheme");
   alpha_scheme_->setToolTip("Which trained scheme's depth-attention weights the map shows");
@@ -335,9 +340,45 @@ void TrainingView::use_builtin_sample() {
           .arg(static_cast<double>(builtin_sample_text().size()) / 1000.0, 0, 'f', 1));
 }
 
+std::string TrainingView::scenario_problem(const Scenario& scenario) const {
+  if (!scenario.training) return {};
+  const ScenarioTraining& t = *scenario.training;
+  const std::pair<const QSpinBox*, std::pair<std::int64_t, const char*>> fields[] = {
+      {layers_, {t.layers, "[train] layers"}},   {d_model_, {t.d_model, "[train] d_model"}},
+      {heads_, {t.heads, "[train] heads"}},      {seq_, {t.seq, "[train] seq"}},
+      {batch_, {t.batch, "[train] batch"}},      {steps_, {t.steps, "[train] steps"}},
+      {threads_, {t.threads, "[train] threads"}}};
+  for (const auto& [box, value] : fields) {
+    const std::string problem = range_problem(box, value.first, value.second);
+    if (!problem.empty()) return std::string("training: ") + problem;
+  }
+  return {};
+}
+
 void TrainingView::apply_scenario(const Scenario& scenario) {
   if (!scenario.training) return;
   const ScenarioTraining& t = *scenario.training;
+  // What the tab cannot take as it is, said where the run's status goes (not silently dropped).
+  std::string note;
+  if (t.blocks.size() > 1) {
+    note += "The scenario's [train] blocks lists ";
+    note += std::to_string(t.blocks.size());
+    note += " values of N; this tab trains one Block AttnRes N at a time: N = ";
+    note += std::to_string(t.blocks.front());
+    note += " is set (attnres report trains them all).";
+  }
+  bool consecutive = true;
+  for (std::size_t i = 1; i < t.seeds.size(); ++i)
+    consecutive = consecutive && t.seeds[i] == t.seeds[i - 1] + 1;
+  if (!consecutive) {
+    if (!note.empty()) note += "\n";
+    note += "The scenario's seeds are not consecutive; this tab trains ";
+    note += std::to_string(t.seeds.size());
+    note += " consecutive seeds from ";
+    note += std::to_string(t.seeds.front());
+    note += " (attnres report trains the listed ones).";
+  }
+  if (state_ != State::running) status_->setText(QString::fromStdString(note));
   if (!t.data_path.empty()) data_path_->setText(QString::fromStdString(t.data_path.string()));
   layers_->setValue(t.layers);
   d_model_->setValue(t.d_model);

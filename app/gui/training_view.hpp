@@ -56,6 +56,7 @@ class TrainingView : public View {
   void recompute() override {}  // training starts with Start, never by itself
   // A scenario's [train] table fills the form (data, shape, run, schemes); nothing starts.
   void apply_scenario(const Scenario& scenario) override;
+  std::string scenario_problem(const Scenario& scenario) const override;
   std::vector<ChartSpec> charts() const override;
   std::vector<HeatmapWidget*> heatmaps() override;
 

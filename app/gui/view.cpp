@@ -11,6 +11,7 @@
 #include <QSpinBox>
 #include <QStyle>
 #include <QTabBar>
+#include <QTableWidget>
 #include <QTimer>
 #include <algorithm>
 
@@ -71,16 +72,25 @@ class StaleOverlay : public QWidget {
   QString reason_;
 };
 
-// The charts of a view: every chart panel, heatmap and Gantt chart under its content.
+// Whether `w` or a widget it sits in (up to `root`) shows something the inputs do not change.
+bool inputs_independent(const QWidget* w, const QWidget* root) {
+  for (; w != nullptr && w != root; w = w->parentWidget()) {
+    if (w->property("attnres_inputs_independent").toBool()) return true;
+  }
+  return false;
+}
+
+// The results of a view: every chart panel, heatmap, Gantt chart and table under its content
+// (a table of numbers under a veiled chart is as stale as the chart).
 std::vector<QWidget*> chart_widgets(QWidget* root) {
   // (dynamic_cast: these classes have no Q_OBJECT, so qobject_cast cannot tell them apart)
   std::vector<QWidget*> out;
   if (root == nullptr) return out;
   for (auto* w : root->findChildren<QWidget*>()) {
-    if (w->property("attnres_inputs_independent").toBool()) continue;  // never stale
-    if (dynamic_cast<ChartPanel*>(w) || dynamic_cast<HeatmapWidget*>(w) ||
-        dynamic_cast<GanttWidget*>(w))
-      out.push_back(w);
+    if (!(dynamic_cast<ChartPanel*>(w) || dynamic_cast<HeatmapWidget*>(w) ||
+          dynamic_cast<GanttWidget*>(w) || qobject_cast<QTableWidget*>(w)))
+      continue;
+    if (!inputs_independent(w, root)) out.push_back(w);
   }
   return out;
 }

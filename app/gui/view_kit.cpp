@@ -4,6 +4,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLineEdit>
@@ -16,6 +17,7 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "attnres/cost.hpp"
@@ -153,6 +155,31 @@ QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const 
   return layout;
 }
 
+namespace {
+
+// Greys a box's slider with the box (a trained model's greyed field, N while a list decides).
+class FollowEnabled : public QObject {
+ public:
+  FollowEnabled(QWidget* box, QWidget* slider) : QObject(slider), slider_(slider) {
+    box->installEventFilter(this);
+    slider->setEnabled(box->isEnabled());
+  }
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (event->type() == QEvent::EnabledChange)
+      slider_->setEnabled(static_cast<QWidget*>(watched)->isEnabled());
+    return false;
+  }
+
+ private:
+  QWidget* slider_;
+};
+
+QSlider* slider_of(QSpinBox* box) {
+  return qobject_cast<QSlider*>(box->property("attnres_slider").value<QObject*>());
+}
+
+}  // namespace
+
 QWidget* with_slider(QSpinBox* box, const char* name) {
   auto* row = new QWidget;
   auto* layout = new QHBoxLayout(row);
@@ -167,19 +194,51 @@ QWidget* with_slider(QSpinBox* box, const char* name) {
   layout->addWidget(box);
   layout->addWidget(slider, 1);
   QObject::connect(slider, &QSlider::valueChanged, box, [box](int v) {
+    const int unit = box->singleStep();
+    if (unit > 1) v = std::max(unit, static_cast<int>(std::lround(double(v) / unit)) * unit);
     if (box->value() != v) box->setValue(v);
   });
   QObject::connect(box, &QSpinBox::valueChanged, slider, [slider](int v) {
     const QSignalBlocker blocker(slider);
     slider->setValue(v);
   });
+  new FollowEnabled(box, slider);
   box->setProperty("attnres_slider", QVariant::fromValue(static_cast<QObject*>(slider)));
   return row;
 }
 
+void set_slider_range(QSpinBox* box, int low, int high) {
+  if (QSlider* slider = slider_of(box)) {
+    const QSignalBlocker blocker(slider);
+    slider->setRange(low, high);
+    slider->setValue(box->value());
+  }
+}
+
+std::string range_problem(const QSpinBox* box, std::int64_t value, const std::string& name) {
+  if (value >= box->minimum() && value <= box->maximum()) return {};
+  std::string out = name;
+  out += " = ";
+  out += std::to_string(value);
+  out += " is beyond what the GUI's field takes (";
+  out += std::to_string(box->minimum());
+  out += " .. ";
+  out += std::to_string(box->maximum());
+  out += ")";
+  return out;
+}
+
+void set_spin_step(QSpinBox* box, int step) {
+  box->setSingleStep(step);
+  if (QSlider* slider = slider_of(box)) {
+    slider->setSingleStep(step);
+    slider->setPageStep(std::max(step, slider->pageStep() / step * step));
+  }
+}
+
 void set_spin_range(QSpinBox* box, int low, int high) {
   box->setRange(low, high);
-  if (auto* slider = qobject_cast<QSlider*>(box->property("attnres_slider").value<QObject*>())) {
+  if (QSlider* slider = slider_of(box)) {
     const QSignalBlocker blocker(slider);
     slider->setRange(low, high);
     slider->setValue(box->value());
@@ -209,6 +268,7 @@ QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name) {
     const QSignalBlocker blocker(slider);
     slider->setValue(static_cast<int>(std::lround(v / unit)));
   });
+  new FollowEnabled(box, slider);
   return row;
 }
 

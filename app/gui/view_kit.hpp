@@ -5,6 +5,7 @@
 
 #include <QString>
 #include <QWidget>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -80,11 +81,21 @@ void reveal_in_sections(QWidget* widget);
 // the explanation, collapsible. Registers the content with the view (error banner, stale marks).
 QHBoxLayout* three_columns(View* view, QWidget* inputs, QWidget* content, const QString& html);
 // A slider beside a spin box, in step both ways (the spin box owns the value; its changes reach
-// the view as before). The double version moves in the spin box's single steps up to slider_max.
+// the view as before); the slider is greyed with its box. The double version moves in the spin
+// box's single steps up to slider_max.
 QWidget* with_slider(QSpinBox* box, const char* name);
 QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name);
 // A spin box's range (e.g. S <= L when the model changes), its slider's with it.
 void set_spin_range(QSpinBox* box, int low, int high);
+// The slider's range alone: the box keeps its own, so a value past the slider can still be typed
+// and gets the view's message (N's slider runs over 1..L; N > L typed is an error that says so).
+void set_slider_range(QSpinBox* box, int low, int high);
+// "" when `value` lies in `box`'s range; else "NAME = VALUE is beyond what this field takes
+// (LOW .. HIGH)" (View::scenario_problem).
+std::string range_problem(const QSpinBox* box, std::int64_t value, const std::string& name);
+// The step of a spin box and of its slider; a step > 1 also makes the slider land on multiples of
+// it (micro-batches m in multiples of P where the schedule needs them).
+void set_spin_step(QSpinBox* box, int step);
 // Coalesces the changes of `inputs` in one event-loop pass into one call of `action`.
 void on_change(QWidget* owner, const std::vector<QWidget*>& inputs,
                const std::function<void()>& action);

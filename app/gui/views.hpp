@@ -57,6 +57,10 @@ class View : public QWidget {
   virtual std::vector<ChartSpec> charts() const { return {}; }
   virtual std::vector<HeatmapWidget*> heatmaps() { return {}; }
   virtual void apply_scenario(const Scenario&) {}
+  // Why this view cannot show `scenario` as it is ("" when it can): a value beyond one of its
+  // fields' ranges. Opening a scenario asks every view first and changes nothing when one says no
+  // (a field clamped in silence would show another setting than the CLI computes).
+  virtual std::string scenario_problem(const Scenario&) const { return {}; }
   // This view's settings into a scenario (File > Save scenario writes every view's).
   virtual void save_to(Scenario&) const {}
 

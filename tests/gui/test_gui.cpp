@@ -2093,6 +2093,11 @@ TEST(Gui, CompareModeDrawsTwoSchemesSideBySide) {
 TEST(Gui, DualityTaxonomyComesFromComputedMixingMatrices) {
   auto window = random_model_window();
   View* duality = window->view("duality");
+  // The Block reference row is at the lesson model's S (it was fixed at 4): S = 4 here.
+  window->lesson().block_size->setValue(4);
+  settle();
+  duality->recompute();
+  settle();
   auto* table = duality->findChild<QTableWidget*>("scheme_taxonomy");
   ASSERT_NE(table, nullptr);
   auto row_of = [table](const std::string& scheme) {
