@@ -45,6 +45,10 @@ constexpr Command kCommands[] = {
      "run a forward pass (standard / full / block residual) and print\n"
      "per-sublayer norms and the depth-attention weights",
      forward_command, 1},
+    {"read",
+     "one depth read step by step: sources, scores, softmax, weighted sum\n"
+     "and the two-phase merge of read r at token t (docs/math.md §2.2-2.4)",
+     read_command, 18},
     {"train",
      "train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
      "train_log.csv, resumable (docs/training.md)",

@@ -19,6 +19,7 @@ ATTNRES = sys.argv[1]
 COMMANDS = [
     ("init-model", ["init-model"]),
     ("forward", ["forward"]),
+    ("read", ["read"]),
     ("train", ["train"]),
     ("mask", ["mask"]),
     ("bench forward", ["bench", "forward"]),

@@ -206,7 +206,8 @@ def main():
         problem("strategies --format csv", f"not refused as expected: {refused.returncode} "
                 f"{refused.stdout[:80]!r} {refused.stderr[:200]!r}")
 
-    # The engine commands on a tiny model: train, bench (forward and train), forward --trace, mask.
+    # The engine commands on a tiny model: train, bench (forward and train), forward --trace, mask,
+    # read.
     model = os.path.join(WORK, "tiny-model")
     data = os.path.join(WORK, "tiny.txt")
     with open(data, "w", encoding="utf-8") as f:
@@ -237,6 +238,14 @@ def main():
         problem(trace, "not written")
     check_json("mask", run(["mask", "--model", trained, "--data", data, "--drop", "embedding",
                             "--seq", "16", "--windows", "2", "--random", "2", "--format", "json"]))
+    # One read step by step: a Block read with a partial sum, the first read (an empty phase 2,
+    # its max written as null), a block's first read with the zero placeholder, and the standard
+    # residual.
+    for extra in (["--read", "3"], ["--read", "0"], ["--read", "2", "--zero-placeholder"],
+                  ["--sublayer", "2", "--mode", "standard"]):
+        check_json("read " + " ".join(extra),
+                   run(["read", "--model", model, "--tokens", "1 2 3 4", "--token", "2"] + extra +
+                       ["--format", "json"]))
 
     # The JSON files commands write.
     sweep_dir = os.path.join(WORK, "sweep-out")

@@ -34,6 +34,7 @@ inline constexpr OutputSchema kOutputSchemas[] = {
     {"bench", 1, "bench --format json"},
     {"forward_trace", 1, "forward --trace FILE"},
     {"mask", 1, "mask --format json"},
+    {"read", 1, "read --format json"},
     {"report", 1, "report.json of report --out"},
     {"error", 1, "any command with --format json that fails or is interrupted"},
 };
