@@ -21,9 +21,10 @@ shot() {  # NAME VIEW STEP [extra options...]
 }
 shot gui-magnitudes magnitudes 1 --size 1400x900
 shot gui-depth-attention depth-attention 4 --size 1400x900
-shot gui-duality duality 5 --size 1400x900
-shot gui-cost cost 7 --size 1400x900
-shot gui-pipeline pipeline 9 --size 1400x900
-shot gui-scaling scaling 11 --size 1400x900
+shot gui-read depth-attention 5 --size 1400x900
+shot gui-duality duality 6 --size 1400x900
+shot gui-cost cost 8 --size 1400x900
+shot gui-pipeline pipeline 10 --size 1400x900
+shot gui-scaling scaling 12 --size 1400x900
 shot gui-lesson depth-attention 3 --size 1024x700
-shot gui-presentation pipeline 9 --size 1024x700 --presentation
+shot gui-presentation pipeline 10 --size 1024x700 --presentation

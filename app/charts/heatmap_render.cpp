@@ -148,6 +148,35 @@ void paint_heatmap(QPainter& painter, const HeatmapSpec& spec, const HeatmapLayo
                            Qt::ElideRight, p.column_label_length + 1));
     painter.restore();
   }
+  // Boxes over the cells (a cut): white under red, so that they show on every viridis colour;
+  // the label in a white box at the box's top right, kept inside the cells.
+  for (const HeatmapBox& box : spec.boxes) {
+    if (box.rows <= 0 || box.columns <= 0) continue;
+    const double cell_w = area.width() / p.column_count, cell_h = area.height() / p.row_count;
+    const QRectF frame(area.left() + box.first_column * cell_w, area.top() + box.first_row * cell_h,
+                       box.columns * cell_w, box.rows * cell_h);
+    painter.save();
+    painter.setBrush(Qt::NoBrush);
+    painter.setPen(QPen(Qt::white, 4.0));
+    painter.drawRect(frame);
+    painter.setPen(QPen(QColor(200, 30, 30), 2.0));
+    painter.drawRect(frame);
+    if (!box.label.empty()) {
+      const QString text = QString::fromStdString(box.label);
+      const QSizeF text_size = metrics.size(0, text) + QSizeF(6, 2);
+      QPointF corner(frame.right() + 3, frame.top());
+      if (corner.x() + text_size.width() > area.right())
+        corner.setX(std::max(area.left(), area.right() - text_size.width()));
+      if (frame.top() - text_size.height() - 2 >= area.top() &&
+          corner.x() + text_size.width() > frame.left() && corner.x() < frame.right() + 3)
+        corner.setY(frame.top() - text_size.height() - 2);
+      const QRectF label(corner, text_size);
+      painter.fillRect(label, QColor(255, 255, 255, 225));
+      painter.setPen(QColor(150, 20, 20));
+      painter.drawText(label, Qt::AlignCenter, text);
+    }
+    painter.restore();
+  }
   // Colour bar.
   const QRectF& bar = p.bar;
   for (int i = 0; i < 64; ++i) {

@@ -6,12 +6,15 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QTabWidget>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <iterator>
+#include <memory>
 
 #include "attnres/model_charts.hpp"
 #include "model_view.hpp"
+#include "read_panel.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -36,7 +39,13 @@ class DepthAttentionView : public ModelView {
     form->addRow("token", token_);
     form->addRow("head", head_);
     auto* content = new QWidget;
-    auto* column = new QVBoxLayout(content);
+    auto* outer = new QVBoxLayout(content);
+    outer->setContentsMargins(0, 0, 0, 0);
+    pages_ = new QTabWidget;
+    pages_->setObjectName("depth_pages");
+    outer->addWidget(pages_);
+    auto* maps_page = new QWidget;
+    auto* column = new QVBoxLayout(maps_page);
     auto* row = new QHBoxLayout;
     first_ = new HeatmapWidget;
     second_ = new HeatmapWidget;
@@ -49,6 +58,9 @@ class DepthAttentionView : public ModelView {
     note_->setWordWrap(true);
     note_->setVisible(false);
     column->addWidget(note_);
+    pages_->addTab(maps_page, "the weights of every read");
+    read_panel_ = new ReadPanel;
+    pages_->addTab(read_panel_, "one read, step by step");
     three_columns(
         this, inputs, content,
         "<h3>Depth attention</h3><p><b>What you see.</b> The weights α of every read (rows: the "
@@ -98,7 +110,10 @@ class DepthAttentionView : public ModelView {
                                                          step(progress, i, runs.size()), false)});
           }
           const bool bytes = !snapshot.origin.empty();  // trained and loaded models read text bytes
-          return [this, shown = std::move(shown), tokens, bytes]() mutable {
+          auto first = std::make_shared<const ModelWeights<double>>(runs.front().model);
+          return [this, shown = std::move(shown), tokens, bytes, first = std::move(first),
+                  name = runs.front().label]() mutable {
+            read_panel_->set_model(std::move(first), tokens, name);
             shown_ = std::move(shown);
             second_->setVisible(shown_.size() > 1);
             fill_token_choice(tokens, bytes);
@@ -167,6 +182,8 @@ class DepthAttentionView : public ModelView {
 
  private:
   QComboBox *token_, *head_;
+  QTabWidget* pages_;
+  ReadPanel* read_panel_;
   HeatmapWidget *first_, *second_;
   QLabel* note_;
   std::vector<ShownScheme> shown_;

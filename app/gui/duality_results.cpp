@@ -4,9 +4,12 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
+#include "attnres/format.hpp"
+#include "attnres/forward.hpp"
 #include "attnres/layers.hpp"
 #include "attnres/model_charts.hpp"
 #include "lesson_model.hpp"
@@ -127,6 +130,7 @@ void reference_rows(const ModelWeights<double>& model, const std::vector<AttnRes
     const ForwardTrace trace =
         scheme_trace(drawn, tokens, step(progress, first_pass + i, passes), true);
     out.rows.push_back(taxonomy_row(references[i].describe(), std::move(parameters), trace));
+    if (references[i].mode == ResidualMode::standard) out.standard = trace;
   }
 }
 
@@ -192,7 +196,130 @@ DualityResult duality_result(const std::vector<SchemeOnModel>& runs,
   out.running = running_sum_heatmap(static_cast<int>(attention_d.rows()));
   out.sequence_ranks = sequence_rank_chart(attention_d);
   out.caption = taxonomy_caption(model.config, tokens.size(), sigma, out.rows);
+  out.attention = attention_d;
   return out;
+}
+
+namespace {
+
+// The cut of `matrix` at k (clamped to 1..rows-1), boxed on `map` with its label.
+DualityCut cut_of(const Eigen::MatrixXd& matrix, int k, HeatmapSpec& map) {
+  DualityCut cut;
+  const auto n = static_cast<int>(matrix.rows());
+  if (n < 2) return cut;
+  cut.k = std::clamp(k, 1, n - 1);
+  const Eigen::VectorXd singular = cut_singular_values(matrix, cut.k);
+  cut.rank = numerical_rank(singular, 1e-6);
+  cut.singular.assign(singular.data(), singular.data() + singular.size());
+  map.boxes.push_back({cut.k, n - cut.k, 0, cut.k, cut_label(cut)});
+  return cut;
+}
+
+// The lower triangle of ones (the standard residual's M and the running sum: a state of one).
+Eigen::MatrixXd lower_ones(Eigen::Index n) {
+  return Eigen::MatrixXd::Ones(n, n).triangularView<Eigen::Lower>();
+}
+
+// What the hover says about source i of a depth map: which output it is and its RMS.
+std::vector<std::string> source_notes(const ForwardTrace& trace) {
+  std::vector<std::string> notes;
+  const int L = trace.sublayers;
+  for (int i = 0; i <= L; ++i) {
+    std::string note = i == 0 ? "the embedding" : i % 2 == 1 ? "attention" : "MLP";
+    if (i > 0) {
+      note += " output of layer ";
+      note += std::to_string((i + 1) / 2);
+    }
+    const double rms = i == 0
+                           ? (trace.sublayer_input_rms.empty() ? NAN : trace.sublayer_input_rms[0])
+                           : (static_cast<std::size_t>(i) <= trace.sublayer_output_rms.size()
+                                  ? trace.sublayer_output_rms[static_cast<std::size_t>(i - 1)]
+                                  : NAN);
+    if (std::isfinite(rms)) {
+      note += ", RMS ";
+      note += format_number(std::round(rms * 1e4) / 1e4);
+    }
+    notes.push_back(std::move(note));
+  }
+  return notes;
+}
+
+}  // namespace
+
+std::string cut_label(const DualityCut& cut) {
+  std::string label = "k = ";
+  label += std::to_string(cut.k);
+  label += ": rank ";
+  label += std::to_string(cut.rank);
+  label += " (σ ";
+  const std::size_t shown =
+      std::min<std::size_t>(cut.singular.size(), std::max(1, std::min(cut.rank, 3)));
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i > 0) label += ", ";
+    char number[32];
+    std::snprintf(number, sizeof number, "%.3g", cut.singular[i]);
+    label += number;
+  }
+  label += ")";
+  return label;
+}
+
+DualityQuad duality_quad(const DualityResult& result, int token, int cut,
+                         const std::vector<std::string>& token_names) {
+  DualityQuad quad;
+  if (result.shown.empty()) return quad;
+  const ForwardTrace& picked = result.shown.front().trace;
+  const bool one_token =
+      token >= 0 && static_cast<std::size_t>(token) < picked.mixing_per_token.size();
+  const std::string& label = result.shown.front().label;
+  quad.scheme = one_token ? mixing_heatmap(picked, label, token) : mixing_heatmap(picked, label);
+  const Eigen::MatrixXd& scheme_m =
+      one_token ? picked.mixing_per_token[static_cast<std::size_t>(token)] : picked.mixing_mean;
+  // The standard residual's M: computed by its forward pass (all ones below the diagonal).
+  const ForwardTrace& standard = result.standard;
+  const bool have_standard = standard.mixing_mean.rows() == scheme_m.rows();
+  const Eigen::MatrixXd standard_m =
+      have_standard ? (one_token ? standard.mixing_per_token[static_cast<std::size_t>(token)]
+                                 : standard.mixing_mean)
+                    : lower_ones(scheme_m.rows());
+  ForwardTrace standard_shown = standard;
+  standard_shown.mixing_mean = standard_m;
+  quad.standard = mixing_heatmap(standard_shown, "standard residual");
+  quad.standard.title = "depth: standard residual, M = all ones (a running sum over depth)";
+  quad.scheme.title = "depth: ";
+  quad.scheme.title += label;
+  if (one_token) {
+    quad.scheme.title += " at t";
+    quad.scheme.title += std::to_string(token);
+  } else {
+    quad.scheme.title += ", token mean";
+  }
+  quad.running = result.running;
+  quad.running.title = "sequence: running sum over tokens (RNN / linear attention)";
+  quad.attention = result.sequence;
+  // One colour scale for the four.
+  double low = 0.0, high = 1.0;
+  for (const HeatmapSpec* map : {&quad.standard, &quad.scheme, &quad.running, &quad.attention}) {
+    low = std::min(low, map->low);
+    high = std::max(high, map->high);
+  }
+  for (HeatmapSpec* map : {&quad.standard, &quad.scheme, &quad.running, &quad.attention}) {
+    map->low = low;
+    map->high = high;
+  }
+  // The cut on all four.
+  quad.standard_cut = cut_of(standard_m, cut, quad.standard);
+  quad.scheme_cut = cut_of(scheme_m, cut, quad.scheme);
+  const auto T = result.attention.rows();
+  quad.running_cut = cut_of(lower_ones(T), cut, quad.running);
+  quad.attention_cut = cut_of(result.attention, cut, quad.attention);
+  // The hover: sources with their norms; tokens by name; the token's row outlined.
+  quad.standard.column_notes = quad.scheme.column_notes = source_notes(picked);
+  for (HeatmapSpec* map : {&quad.running, &quad.attention}) {
+    map->row_notes = map->column_notes = token_names;
+    if (one_token && token < T) map->boxes.push_back({token, 1, 0, token + 1, ""});
+  }
+  return quad;
 }
 
 }  // namespace attnres::gui

@@ -56,7 +56,30 @@ struct DualityResult {
   HeatmapSpec sequence, running;    // one head's sequence attention, the running sum
   ChartSpec sequence_ranks;
   std::string caption;
+  ForwardTrace standard;      // the standard residual on the same weights (the taxonomy's row)
+  Eigen::MatrixXd attention;  // the sequence head's causal attention (T x T)
 };
+
+// The 2×2 duality view (docs/teaching.md "The 2×2 duality view"): depth above sequence, a state
+// of one on the left (the standard residual's all-ones M | the running sum) and attention on the
+// right (the picked scheme's M | one head's causal softmax attention), at one colour scale, each
+// with the cut k drawn as a box labelled with its rank and leading singular values.
+struct DualityCut {
+  int k = 0;                     // the cut (rows k.., columns ..k-1); 0: the matrix has none
+  int rank = 0;                  // numerical rank (singular values above 1e-6 of the largest)
+  std::vector<double> singular;  // largest first
+};
+struct DualityQuad {
+  HeatmapSpec standard, scheme, running, attention;
+  DualityCut standard_cut, scheme_cut, running_cut, attention_cut;
+};
+// token: -1 the token mean of M, else token t's M_t (and t's row outlined on the sequence side);
+// cut: k on the depth side (clamped to 1..L) and on the sequence side (clamped to 1..T-1);
+// token_names: the hover's name of each token ("id 42 'a'").
+DualityQuad duality_quad(const DualityResult& result, int token, int cut,
+                         const std::vector<std::string>& token_names);
+// "k = 3: rank 1 (σ 4.24)" / "k = 3: rank 2 (σ 0.61, 0.12)": a box's label.
+std::string cut_label(const DualityCut& cut);
 
 // The forward passes of one run (worker thread): `runs` (picked_models) and the reference schemes
 // on `model`, then the sequence side of layer `layer`, head `head` (clamped to the model) under

@@ -4,7 +4,9 @@
 // the running sum and their ranks; below: the rank taxonomy of every kind of scheme. The widget
 // shows what duality_result computes (duality_results.hpp).
 #include <QColor>
+#include <QComboBox>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -15,6 +17,8 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <iterator>
+#include <optional>
+#include <string>
 
 #include "duality_results.hpp"
 #include "model_view.hpp"
@@ -38,28 +42,72 @@ class DualityView : public ModelView {
     head_->setToolTip("The attention head shown (0 .. heads - 1)");
     form->addRow("sequence layer", layer_);
     form->addRow("sequence head", head_);
+    // Two pages: the 2×2 duality (depth above sequence, a state of one beside attention) and
+    // the ranks with every scheme's row.
     auto* content = new QWidget;
     auto* column = new QVBoxLayout(content);
-    auto* top = new QHBoxLayout;
+    column->setContentsMargins(0, 0, 0, 0);
+    pages_ = new QTabWidget;
+    pages_->setObjectName("duality_pages");
+    column->addWidget(pages_);
+    auto* quad_page = new QWidget;
+    auto* quad_column = new QVBoxLayout(quad_page);
+    auto* controls = new QHBoxLayout;
+    cut_ = spin(1, 4096, 3);
+    cut_->setObjectName("duality_cut");
+    cut_->setToolTip(
+        "The cut k drawn on all four maps: the block below row k and left of column k, whose rank "
+        "is the size of the state a recurrence must carry past k (depth: sublayers; sequence: "
+        "tokens)");
+    token_ = new QComboBox;
+    token_->setObjectName("duality_token");
+    token_->setToolTip(
+        "Depth maps: the token mean of M, or one token's M_t; sequence maps: that token's row "
+        "outlined");
+    token_->addItem("token mean", -1);
+    controls->addWidget(new QLabel("cut k"));
+    controls->addWidget(with_slider(cut_, "duality_cut_slider"), 2);
+    controls->addWidget(new QLabel("token"));
+    controls->addWidget(token_, 1);
+    quad_column->addLayout(controls);
+    auto* grid = new QGridLayout;
+    standard_ = new HeatmapWidget;
     depth_ = new HeatmapWidget;
+    running_ = new HeatmapWidget;
+    sequence_ = new HeatmapWidget;
+    standard_->setObjectName("duality_depth_standard");
+    depth_->setObjectName("duality_depth_scheme");
+    running_->setObjectName("duality_sequence_running");
+    sequence_->setObjectName("duality_sequence_attention");
+    grid->addWidget(standard_, 0, 0);
+    grid->addWidget(depth_, 0, 1);
+    grid->addWidget(running_, 1, 0);
+    grid->addWidget(sequence_, 1, 1);
+    for (int i = 0; i < 2; ++i) {  // four equal maps
+      grid->setColumnStretch(i, 1);
+      grid->setRowStretch(i, 1);
+    }
+    quad_column->addLayout(grid, 1);
+    cut_summary_ = new QLabel;
+    cut_summary_->setObjectName("duality_cut_summary");
+    cut_summary_->setWordWrap(true);
+    quad_column->addWidget(cut_summary_);
+    // Linked hover: a cell of one map rings the same cell of its twin.
+    link_hover(standard_, depth_);
+    link_hover(running_, sequence_);
+    pages_->addTab(quad_page, "2×2: depth and sequence");
+
+    auto* ranks_page = new QWidget;
+    auto* ranks_column = new QVBoxLayout(ranks_page);
+    auto* top = new QHBoxLayout;
+    ranks_ = new ChartPanel;
     depth_b_ = new HeatmapWidget;
     depth_b_->setVisible(false);
-    top->addWidget(depth_);
-    top->addWidget(depth_b_);
+    top->addWidget(ranks_, 3);
+    top->addWidget(depth_b_, 2);
     auto* middle = new QHBoxLayout;
-    ranks_ = new ChartPanel;
-    sequence_tabs_ = new QTabWidget;
-    sequence_ = new HeatmapWidget;
-    running_ = new HeatmapWidget;
     sequence_ranks_ = new ChartPanel;
-    sequence_tabs_->addTab(sequence_, "attention");
-    sequence_tabs_->addTab(running_, "running sum");
-    sequence_tabs_->addTab(sequence_ranks_, "ranks");
-    sequence_tabs_->setToolTip(
-        "the sequence side: one head's causal softmax attention over the tokens, the running "
-        "sum, and their ranks");
-    middle->addWidget(ranks_, 3);
-    middle->addWidget(sequence_tabs_, 2);
+    middle->addWidget(sequence_ranks_);
     caption_ = new QLabel;
     caption_->setObjectName("taxonomy_caption");
     caption_->setWordWrap(true);
@@ -84,38 +132,37 @@ class DualityView : public ModelView {
     taxonomy_->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     taxonomy_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     taxonomy_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-    column->addLayout(top, 5);
-    column->addLayout(middle, 4);
-    column->addWidget(caption_);
-    column->addWidget(taxonomy_);
+    ranks_column->addLayout(top, 5);
+    ranks_column->addLayout(middle, 3);
+    ranks_column->addWidget(caption_);
+    ranks_column->addWidget(taxonomy_);
+    pages_->addTab(ranks_page, "ranks and every scheme");
     three_columns(
         this, inputs, content,
-        "<h3>Depth and sequence are twins</h3><p><b>Depth.</b> h<sub>l</sub> = Σ M<sub>l,i</sub> "
-        "v<sub>i</sub> (top: M of the picked scheme and, with <i>compare with</i>, of a second one "
-        "on "
-        "the same weights). The rank of a cut M[k:, :k] is the size of the state a recurrence over "
-        "depth must carry past sublayer k: a running sum is one state, like an RNN or linear "
-        "attention over a sequence; m streams (mHC) are a larger state; a softmax over every "
-        "earlier "
-        "output (Full AttnRes) is softmax attention over depth; Block AttnRes keeps the embedding "
-        "and "
-        "the block summaries.</p><p><b>The table</b> computes it: one forward pass per scheme on "
-        "these weights, the largest rank over cuts (of the token-mean M and of any token's M), "
-        "beside "
-        "the bound each scheme must respect at every cut; <i>holds</i> checks every cut. "
-        "Parameters "
-        "the model lacks are drawn at random there (at their start DenseFormer and mHC would be "
-        "the "
-        "standard residual).</p><p><b>Chart.</b> The rank at each cut (SVD, singular values above "
-        "1e-6 of the largest) and its bound.</p><p><b>Sequence.</b> Right: the causal softmax "
-        "attention of one head of the chosen sequence layer over the tokens, computed on that "
-        "layer's real input under the picked scheme (dense, high rank), the running sum (rank 1) "
-        "and both their ranks.</p><p><b>Try:</b> compare with mhc; type mhc:streams=1 (the "
-        "standard "
+        "<h3>Depth and sequence are twins</h3><p><b>The 2×2.</b> Top: depth, h<sub>l</sub> = "
+        "Σ M<sub>l,i</sub> v<sub>i</sub>; bottom: sequence, one head's mix of the tokens. Left: a "
+        "state of one — the standard residual's M is all ones (a running sum over depth) and the "
+        "running sum over tokens is an RNN or linear attention. Right: attention — the picked "
+        "scheme's M (Full or Block AttnRes) and one head's causal softmax attention of the chosen "
+        "sequence layer, on that layer's real input. One colour scale for the four.</p><p><b>The "
+        "cut k</b> (red box): the block below row k and left of column k. Its rank is the size of "
+        "the state a recurrence must carry past k; the label gives the rank and the leading "
+        "singular values. The running sums have rank 1 at every cut; attention reaches min(k, "
+        "rows − k). <b>Token</b>: one token's M<sub>t</sub> (the mean otherwise) and its row "
+        "outlined on the sequence side. Hover a depth cell for its source and that source's RMS, a "
+        "sequence cell for its token; the twin map rings the same cell.</p><p><b>Ranks and every "
+        "scheme</b> (second page): the rank at each cut with its bound, the compared scheme's M, "
+        "and one forward pass per kind of scheme on these weights — the largest rank over the "
+        "cuts (of the token-mean M and of any token's M) beside the bound each scheme must "
+        "respect; <i>holds</i> checks every cut. Parameters the model lacks are drawn at random "
+        "there (at their start DenseFormer and mHC would be the standard residual).</p><p><b>Try:"
+        "</b> move the cut; pick a token; compare with mhc; type mhc:streams=1 (the standard "
         "residual's all-ones M at its start) or full:window=2.</p>");
     std::vector<QWidget*> watched = model_inputs();
     watched.insert(watched.end(), {layer_, head_});
     on_change(this, watched, [this] { recompute(); });
+    // The cut and the token redraw the 2×2 from the last result (no forward pass).
+    on_change(this, {cut_, token_}, [this] { show_quad(); });
   }
 
   void recompute() override {
@@ -134,28 +181,88 @@ class DualityView : public ModelView {
           const ModelWeights<double>& model = *built;
           const auto tokens = snapshot.token_ids(model.config);
           const std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
-          return [this,
+          std::vector<std::string> names;
+          for (const int id : tokens) {
+            std::string name = "id ";
+            name += std::to_string(id);
+            if (!snapshot.origin.empty() && id >= 32 && id < 127) {  // trained models read bytes
+              name += " '";
+              name += static_cast<char>(id);
+              name += "'";
+            }
+            names.push_back(std::move(name));
+          }
+          return [this, names = std::move(names),
                   result = duality_result(runs, model, tokens, snapshot.random.seed + 1000, layer,
                                           head, snapshot.block_size, progress)]() mutable {
-            show_result(std::move(result));
+            show_result(std::move(result), std::move(names));
           };
         });
   }
 
   // The results of a run on the widgets.
-  void show_result(DualityResult result) {
-    shown_ = std::move(result.shown);
-    HeatmapWidget* maps[] = {depth_, depth_b_};
-    for (std::size_t i = 0; i < result.mixing.size() && i < std::size(maps); ++i)
-      maps[i]->set_spec(std::move(result.mixing[i]));
+  void show_result(DualityResult result, std::vector<std::string> token_names) {
+    shown_ = result.shown;
+    if (result.mixing.size() > 1) depth_b_->set_spec(result.mixing[1]);
     depth_b_->setVisible(shown_.size() > 1);
     ranks_->set_spec(result.ranks);
-    sequence_->set_spec(std::move(result.sequence));
-    running_->set_spec(std::move(result.running));
     sequence_ranks_->set_spec(result.sequence_ranks);
     caption_->setText(QString::fromStdString(result.caption));
     fill_taxonomy(result.rows);
+    token_names_ = std::move(token_names);
+    {
+      // The token picker and the cut's range follow the model and the tokens.
+      const QSignalBlocker blocker(token_);
+      const int kept = token_->currentData().toInt();
+      token_->clear();
+      token_->addItem("token mean", -1);
+      for (std::size_t t = 0; t < token_names_.size(); ++t) {
+        std::string item = "t";
+        item += std::to_string(t);
+        item += ": ";
+        item += token_names_[t];
+        token_->addItem(QString::fromStdString(item), static_cast<int>(t));
+      }
+      const int index = token_->findData(kept);
+      token_->setCurrentIndex(index >= 0 ? index : 0);
+      const QSignalBlocker cut_blocker(cut_);
+      const int sublayers = result.shown.empty() ? 1 : result.shown.front().trace.sublayers;
+      set_spin_range(cut_, 1, std::max(1, sublayers));
+    }
+    result_ = std::move(result);
+    show_quad();
     clear_error();
+  }
+
+  // The 2×2 from the last result at the chosen cut and token.
+  void show_quad() {
+    if (!result_ || result_->shown.empty()) return;
+    const DualityQuad quad =
+        duality_quad(*result_, token_->currentData().toInt(), cut_->value(), token_names_);
+    standard_->set_spec(quad.standard);
+    depth_->set_spec(quad.scheme);
+    running_->set_spec(quad.running);
+    sequence_->set_spec(quad.attention);
+    const auto rank = [](const DualityCut& cut) { return std::to_string(cut.rank); };
+    std::string summary = "At the cut: depth, standard residual rank ";
+    summary += rank(quad.standard_cut);
+    summary += " against ";
+    summary += result_->shown.front().label;
+    summary += " rank ";
+    summary += rank(quad.scheme_cut);
+    summary += "; sequence, running sum rank ";
+    summary += rank(quad.running_cut);
+    summary += " against softmax attention rank ";
+    summary += rank(quad.attention_cut);
+    summary +=
+        ". A rank is the size of the state a recurrence must carry past the cut: a running sum "
+        "carries one vector, attention every earlier one (docs/math.md).";
+    cut_summary_->setText(QString::fromStdString(summary));
+  }
+
+  static void link_hover(HeatmapWidget* a, HeatmapWidget* b) {
+    a->set_hover_listener([b](int row, int col) { b->set_marked_cell(row, col); });
+    b->set_hover_listener([a](int row, int col) { a->set_marked_cell(row, col); });
   }
 
   void fill_taxonomy(const std::vector<TaxonomyRow>& rows) {
@@ -194,14 +301,18 @@ class DualityView : public ModelView {
     return {ranks_->spec(), sequence_ranks_->spec()};
   }
   std::vector<HeatmapWidget*> heatmaps() override {
-    if (shown_.size() > 1) return {depth_, depth_b_, sequence_, running_};
-    return {depth_, sequence_, running_};
+    if (shown_.size() > 1) return {depth_, depth_b_, sequence_, running_, standard_};
+    return {depth_, sequence_, running_, standard_};
   }
 
  private:
-  QSpinBox *layer_, *head_;
-  HeatmapWidget *depth_, *depth_b_, *sequence_, *running_;
-  QTabWidget* sequence_tabs_;
+  QSpinBox *layer_, *head_, *cut_;
+  QComboBox* token_;
+  HeatmapWidget *depth_, *depth_b_, *sequence_, *running_, *standard_;
+  QTabWidget* pages_;
+  QLabel* cut_summary_;
+  std::optional<DualityResult> result_;
+  std::vector<std::string> token_names_;
   ChartPanel *ranks_, *sequence_ranks_;
   QLabel* caption_;
   QTableWidget* taxonomy_;

@@ -5,6 +5,7 @@
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QTabBar>
+#include <QTabWidget>
 
 #include "lesson_model.hpp"
 #include "main_window.hpp"
@@ -111,11 +112,31 @@ std::vector<LessonStep> make_steps() {
                      pick(w, "depth-attention", "compare", "block");
                    }});
   steps.push_back(
+      {"depth-attention", "Depth attention: one read, step by step",
+       "Block AttnRes with S = 2, query std 0.15 (scores of order 1: soft weights you can read), "
+       "the read r = 3 (the input of sublayer 4) at token 2, on the page \"one read, step by "
+       "step\".",
+       "Its three sources (the embedding, the completed block b1 = v1 + v2, the partial sum v3), "
+       "the scores w·KeyNorm(v_i), the softmax's max m and denominator l, the weights and their "
+       "sum h. Below, the two-phase form: phase 1 over the embedding and b1 (computed once for "
+       "the block's reads), phase 2 over the partial sum, merged with m = max(m1, m2): the same "
+       "h.",
+       [](MainWindow& w) {
+         random_lesson_model(w, 0.15, 2);
+         pick(w, "depth-attention", "scheme", "block");
+         pick(w, "depth-attention", "compare", "@none");
+         if (auto* pages = input<QTabWidget>(w, "depth-attention", "depth_pages"))
+           pages->setCurrentIndex(1);
+         set_int(w, "depth-attention", "walk_read", 3);
+         set_int(w, "depth-attention", "walk_token", 2);
+       }});
+  steps.push_back(
       {"duality", "Duality: a running sum against attention over depth",
        "Full AttnRes (query std 0.5) compared with the standard residual on the same weights.",
-       "The standard residual's mixing matrix has rank 1 at every cut (a running sum, like an "
-       "RNN); "
-       "Full AttnRes reaches min(k, L+1-k), like softmax attention over a sequence.",
+       "Left, the standard residual's M (all ones) and the running sum over tokens: the red box of "
+       "the cut k has rank 1 (a running sum, like an RNN). Right, Full AttnRes and one head's "
+       "softmax attention: the box reaches min(k, L+1-k) over depth, like attention over a "
+       "sequence. Move the cut k and watch the labels.",
        [](MainWindow& w) {
          random_lesson_model(w, 0.5, 2);
          pick(w, "duality", "scheme", "@own");

@@ -134,19 +134,64 @@ std::pair<int, int> HeatmapWidget::cell_at(QPointF point) const {
 
 void HeatmapWidget::paintEvent(QPaintEvent*) {
   QPainter painter(this);
-  charts::paint_heatmap(painter, spec_, plan());
+  const charts::HeatmapLayout layout = plan();
+  charts::paint_heatmap(painter, spec_, layout);
+  if (marked_.first >= 0 && marked_.first < layout.row_count && marked_.second >= 0 &&
+      marked_.second < layout.column_count) {
+    const double w = layout.area.width() / layout.column_count;
+    const double h = layout.area.height() / layout.row_count;
+    const QPointF centre = layout.cell_center(marked_.first, marked_.second);
+    painter.setBrush(Qt::NoBrush);
+    painter.setPen(QPen(Qt::white, 3.0));
+    painter.drawEllipse(centre, 0.45 * w, 0.45 * h);
+    painter.setPen(QPen(Qt::black, 1.5));
+    painter.drawEllipse(centre, 0.45 * w, 0.45 * h);
+  }
+}
+
+void HeatmapWidget::set_hover_listener(std::function<void(int, int)> listener) {
+  hover_listener_ = std::move(listener);
+}
+
+void HeatmapWidget::set_marked_cell(int row, int col) {
+  if (marked_ == std::make_pair(row, col)) return;
+  marked_ = {row, col};
+  update();
+}
+
+void HeatmapWidget::leaveEvent(QEvent* event) {
+  QWidget::leaveEvent(event);
+  if (hover_listener_) hover_listener_(-1, -1);
 }
 
 QString HeatmapWidget::readout_at(QPointF point) const {
   const auto [row, col] = cell_at(point);
   if (row < 0) return {};
-  const double v = spec_.values[static_cast<std::size_t>(row)][static_cast<std::size_t>(col)];
-  return QString::fromStdString(spec_.row_labels[static_cast<std::size_t>(row)] + " <- " +
-                                spec_.column_labels[static_cast<std::size_t>(col)] + ": " +
-                                (std::isnan(v) ? std::string("not a source") : format_number(v)));
+  const auto r = static_cast<std::size_t>(row), c = static_cast<std::size_t>(col);
+  const double v = spec_.values[r][c];
+  std::string text = spec_.row_labels[r];
+  if (r < spec_.row_notes.size() && !spec_.row_notes[r].empty()) {
+    text += " (";
+    text += spec_.row_notes[r];
+    text += ")";
+  }
+  text += " <- ";
+  text += spec_.column_labels[c];
+  if (c < spec_.column_notes.size() && !spec_.column_notes[c].empty()) {
+    text += " (";
+    text += spec_.column_notes[c];
+    text += ")";
+  }
+  text += ": ";
+  text += std::isnan(v) ? std::string("not a source") : format_number(v);
+  return QString::fromStdString(text);
 }
 
 void HeatmapWidget::mouseMoveEvent(QMouseEvent* event) {
+  if (hover_listener_) {
+    const auto [row, col] = cell_at(event->position());
+    hover_listener_(row, col);
+  }
   const QString text = readout_at(event->position());
   if (text.isEmpty()) {
     QToolTip::hideText();

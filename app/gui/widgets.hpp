@@ -9,6 +9,7 @@
 #include <QWidget>
 #include <QtCharts/QChartView>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,8 +49,14 @@ class HeatmapWidget : public QWidget {
   QRectF row_label_rect(int row) const;
   QRectF cells_rect() const;
   QRectF colour_bar_rect() const;
-  // The hover text at a point ("row <- column: value"), empty outside the cells.
+  // The hover text at a point ("row <- column: value", with the spec's row and column notes),
+  // empty outside the cells.
   QString readout_at(QPointF point) const;
+  // Linked hover: `listener` hears the cell under the mouse ((-1, -1) when it leaves the cells);
+  // a marked cell gets a ring (the twin map's hovered cell; (-1, -1): none).
+  void set_hover_listener(std::function<void(int, int)> listener);
+  void set_marked_cell(int row, int col);
+  std::pair<int, int> marked_cell() const { return marked_; }
   std::string csv() const;
   // PNG or SVG by extension.
   void export_image(const std::filesystem::path& path);
@@ -62,7 +69,10 @@ class HeatmapWidget : public QWidget {
 
  private:
   charts::HeatmapLayout plan() const;  // the shared painter's layout at this size and type scale
+  void leaveEvent(QEvent*) override;
   HeatmapSpec spec_;
+  std::function<void(int, int)> hover_listener_;
+  std::pair<int, int> marked_{-1, -1};
 };
 
 class GanttWidget : public QWidget {

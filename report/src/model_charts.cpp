@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attnres/error.hpp"
 #include "report_parts.hpp"
 
 namespace attnres {
@@ -222,27 +223,50 @@ RankBound rank_bound(const ForwardTrace& trace) {
   return bound;
 }
 
-HeatmapSpec mixing_heatmap(const ForwardTrace& trace, const std::string& scheme) {
+namespace {
+
+HeatmapSpec mixing_map(const Eigen::MatrixXd& mixing, std::string title, std::string caption) {
   HeatmapSpec map;
   map.id = "duality_mixing";
-  map.title = "depth mixing M: " + scheme + " (token mean)";
-  map.caption =
-      "The depth mixing matrix M (h_l = sum_i M(l, i) v_i), the mean over tokens; empty: above the "
-      "diagonal, not a source.";
-  const auto n = trace.mixing_mean.rows();
+  map.title = std::move(title);
+  map.caption = std::move(caption);
+  const auto n = mixing.rows();
   for (Eigen::Index r = 0; r < n; ++r) {
     map.row_labels.push_back(read_short_label(static_cast<int>(r), static_cast<int>(n) - 1));
     map.column_labels.push_back(r == 0 ? std::string("emb") : numbered("v", r));
   }
   if (n == 0) return map;
-  map.low = std::min(0.0, trace.mixing_mean.minCoeff());
-  map.high = std::max(1.0, trace.mixing_mean.maxCoeff());
+  map.low = std::min(0.0, mixing.minCoeff());
+  map.high = std::max(1.0, mixing.maxCoeff());
   // Only the lower triangle (reads of earlier outputs) is M; above it: not a source.
-  map.values = rows_of(trace.mixing_mean);
+  map.values = rows_of(mixing);
   for (std::size_t r = 0; r < map.values.size(); ++r) {
     for (std::size_t c = r + 1; c < map.values[r].size(); ++c) map.values[r][c] = kNaN;
   }
   return map;
+}
+
+}  // namespace
+
+HeatmapSpec mixing_heatmap(const ForwardTrace& trace, const std::string& scheme) {
+  return mixing_map(trace.mixing_mean, "depth mixing M: " + scheme + " (token mean)",
+                    "The depth mixing matrix M (h_l = sum_i M(l, i) v_i), the mean over tokens; "
+                    "empty: above the diagonal, not a source.");
+}
+
+HeatmapSpec mixing_heatmap(const ForwardTrace& trace, const std::string& scheme, int token) {
+  if (token < 0 || static_cast<std::size_t>(token) >= trace.mixing_per_token.size()) {
+    throw Error("mixing heatmap: token " + std::to_string(token) + " is outside 0 .. " +
+                std::to_string(static_cast<long>(trace.mixing_per_token.size()) - 1));
+  }
+  std::string title = "depth mixing M: ";
+  title += scheme;
+  title += " (token t";
+  title += std::to_string(token);
+  title += ")";
+  return mixing_map(trace.mixing_per_token[static_cast<std::size_t>(token)], std::move(title),
+                    "The depth mixing matrix M_t of one token (h_l = sum_i M_t(l, i) v_i); "
+                    "empty: above the diagonal, not a source.");
 }
 
 ChartSpec depth_rank_chart(const std::vector<const ForwardTrace*>& traces) {

@@ -2069,7 +2069,7 @@ TEST(Gui, CompareModeDrawsTwoSchemesSideBySide) {
 
   // Duality: two mixing matrices and both in the rank chart.
   View* duality = window->view("duality");
-  ASSERT_EQ(duality->heatmaps().size(), 3u);  // M, sequence attention, running sum
+  ASSERT_EQ(duality->heatmaps().size(), 4u);  // M, sequence attention, running sum, standard M
   pick_scheme(duality, "compare", "standard");
   const auto duality_maps = duality->heatmaps();
   ASSERT_EQ(duality_maps.size(), 4u);

@@ -19,20 +19,29 @@ std::string read_target_name(int read, int sublayers) {
          ", layer " + std::to_string(read / 2) + ")";
 }
 
+Eigen::VectorXd cut_singular_values(const Eigen::MatrixXd& mixing, Eigen::Index cut) {
+  const Eigen::Index n = mixing.rows();
+  if (cut < 1 || cut >= n) {
+    throw Error("cut k = " + std::to_string(cut) + " is outside 1 .. " + std::to_string(n - 1) +
+                " for a " + std::to_string(n) + " x " + std::to_string(mixing.cols()) + " matrix");
+  }
+  const Eigen::MatrixXd block = mixing.bottomLeftCorner(n - cut, cut);  // M[k:, :k]
+  return Eigen::JacobiSVD<Eigen::MatrixXd>(block).singularValues();
+}
+
+int numerical_rank(const Eigen::VectorXd& singular, double tolerance) {
+  const double largest = singular.size() ? singular(0) : 0.0;
+  int rank = 0;
+  for (Eigen::Index i = 0; i < singular.size(); ++i) {
+    if (largest > 0.0 && singular(i) > tolerance * largest) ++rank;
+  }
+  return rank;
+}
+
 std::vector<int> semiseparable_ranks(const Eigen::MatrixXd& mixing, double tolerance) {
   std::vector<int> ranks;
-  const Eigen::Index n = mixing.rows();
-  for (Eigen::Index cut = 1; cut < n; ++cut) {
-    const Eigen::MatrixXd block = mixing.bottomLeftCorner(n - cut, cut);  // M[k:, :k]
-    const Eigen::JacobiSVD<Eigen::MatrixXd> svd(block);
-    const auto& singular = svd.singularValues();
-    const double largest = singular.size() ? singular(0) : 0.0;
-    int rank = 0;
-    for (Eigen::Index i = 0; i < singular.size(); ++i) {
-      if (largest > 0.0 && singular(i) > tolerance * largest) ++rank;
-    }
-    ranks.push_back(rank);
-  }
+  for (Eigen::Index cut = 1; cut < mixing.rows(); ++cut)
+    ranks.push_back(numerical_rank(cut_singular_values(mixing, cut), tolerance));
   return ranks;
 }
 

@@ -71,6 +71,8 @@ RankBound rank_bound(const ForwardTrace& trace);
 // NaN above the diagonal (not a source). Colours from min(0, smallest) to max(1, largest).
 // `scheme` names the scheme in the title; id "duality_mixing".
 HeatmapSpec mixing_heatmap(const ForwardTrace& trace, const std::string& scheme);
+// The same for one token's M_t (trace.mixing_per_token[token]; the title says which token).
+HeatmapSpec mixing_heatmap(const ForwardTrace& trace, const std::string& scheme, int token);
 
 // The semiseparable rank of the token-mean M at each cut with the scheme's bound, two series per
 // trace (needs traces recorded with mixing). id "duality_ranks".

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "attnres/error.hpp"
 #include "attnres/forward.hpp"
@@ -216,6 +218,32 @@ TEST(Forward, RejectsBadTokensAndSizes) {
               forward(model, {1, 40}, with(ResidualMode::full));
             }).find("token id 40 at position 1"),
             std::string::npos);
+}
+
+// The singular values at one cut (the Duality view's box): a lower triangle of ones has one,
+// sqrt(k (n - k)), at every cut; a diagonal matrix has none below its diagonal; an identity plus
+// a known rank-2 block gets rank 2; semiseparable_ranks counts the same at every cut.
+TEST(CutSingularValues, ClosedFormsAndTheRanksAgree) {
+  const int n = 7;
+  const Eigen::MatrixXd ones = Eigen::MatrixXd::Ones(n, n).triangularView<Eigen::Lower>();
+  const std::vector<int> ranks = semiseparable_ranks(ones, 1e-6);
+  for (int k = 1; k < n; ++k) {
+    const Eigen::VectorXd sigma = cut_singular_values(ones, k);
+    ASSERT_EQ(sigma.size(), std::min(k, n - k));
+    EXPECT_NEAR(sigma(0), std::sqrt(double(k) * (n - k)), 1e-12) << k;
+    EXPECT_EQ(numerical_rank(sigma, 1e-6), 1) << k;
+    EXPECT_EQ(ranks[static_cast<std::size_t>(k - 1)], 1) << k;
+  }
+  EXPECT_EQ(numerical_rank(cut_singular_values(Eigen::MatrixXd::Identity(n, n), 3), 1e-6), 0);
+  Eigen::MatrixXd two = Eigen::MatrixXd::Identity(n, n);
+  two(5, 0) = 2.0;  // rows 3.., columns ..2: two independent entries
+  two(4, 1) = 3.0;
+  const Eigen::VectorXd sigma = cut_singular_values(two, 3);
+  EXPECT_EQ(numerical_rank(sigma, 1e-6), 2);
+  EXPECT_NEAR(sigma(0), 3.0, 1e-12);
+  EXPECT_NEAR(sigma(1), 2.0, 1e-12);
+  EXPECT_THROW(cut_singular_values(ones, 0), Error);
+  EXPECT_THROW(cut_singular_values(ones, n), Error);
 }
 
 }  // namespace test_forward

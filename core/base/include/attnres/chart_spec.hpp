@@ -59,6 +59,13 @@ struct ChartSpec {
 // A heatmap described in plain data: a matrix with row and column labels, coloured by viridis
 // (colormap.hpp) from `low` to `high`; NaN cells have no value (grey: "not a source"). The
 // renderer in app/charts draws it for the CLI's files and for the GUI's HeatmapWidget alike.
+// A rectangle of cells drawn over a heatmap with its label (the Duality view's cut k: the block
+// M[k:, :k] whose rank is the state a recurrence must carry past k).
+struct HeatmapBox {
+  int first_row = 0, rows = 0, first_column = 0, columns = 0;
+  std::string label;  // drawn beside the box: "cut k = 3: rank 1"
+};
+
 struct HeatmapSpec {
   std::string id;  // file stem: <id>.png, .svg, .csv
   std::string title;
@@ -66,13 +73,17 @@ struct HeatmapSpec {
   std::vector<std::vector<double>> values;  // rows x columns
   double low = 0.0, high = 1.0;             // the colour scale (high > low)
   std::string caption;                      // one sentence: what the map shows
+  std::vector<HeatmapBox> boxes;            // drawn over the cells (not part of the CSV)
+  // What a cell's hover adds about its column / row (a source's norm, a token), when given.
+  std::vector<std::string> column_notes, row_notes;
 };
 
 // The data behind a chart as CSV: "series,x,y" with one row per point.
 std::string chart_csv(const ChartSpec& spec);
 // A heatmap's matrix as CSV: a header "row,<column labels>", then one line per row (empty: NaN).
 std::string heatmap_csv(const HeatmapSpec& spec);
-// Whether two heatmaps hold the same labels, scale and values (NaN equal to NaN).
+// Whether two heatmaps hold the same labels, scale and values (NaN equal to NaN); boxes and notes
+// are decoration and not compared.
 bool same_heatmap(const HeatmapSpec& a, const HeatmapSpec& b);
 
 }  // namespace attnres

@@ -96,6 +96,10 @@ ForwardResult<Scalar> forward(const ModelWeights<Scalar>& model, const std::vect
 
 // Numerical rank of M[k:, :k] for k = 1 .. rows-1 (singular values > tol * sigma_max).
 std::vector<int> semiseparable_ranks(const Eigen::MatrixXd& mixing, double tolerance);
+// The singular values of the cut M[k:, :k] (largest first; 1 <= k < rows) and its numerical rank
+// (the count above tol * the largest): what semiseparable_ranks counts at one cut.
+Eigen::VectorXd cut_singular_values(const Eigen::MatrixXd& mixing, Eigen::Index cut);
+int numerical_rank(const Eigen::VectorXd& singular_values, double tolerance);
 
 // "sublayer 3 (attn, layer 1)" / "final": the target of read r of a model with L sublayers.
 std::string read_target_name(int read, int sublayers);
