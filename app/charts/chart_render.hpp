@@ -60,7 +60,7 @@ QChart* build_chart(const ChartSpec& spec, const ChartStyle& style);
 // report's PNG or SVG, an export) — the standard residual dark grey, Full AttnRes orange, Block
 // AttnRes blue (a second or third Block setting in the same chart a darker blue), the paper's
 // Fig. 6 losses red-brown, the published band purple; a series whose name ends in " validation"
-// takes its scheme's colour; any other series the theme's colour for its place.
+// takes its scheme's colour; any other series a colour for its place, apart from the schemes'.
 QColor series_colour(const ChartSpec& spec, std::size_t index);
 
 // Applies a style's fonts to a chart made by build_chart (title, axes, legend, readout) and lays

@@ -321,11 +321,12 @@ QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation) {
 }
 
 QColor series_colour(const ChartSpec& spec, std::size_t index) {
-  // Qt's light theme's five colours, then six more (the theme repeats its five).
+  // For series that name no scheme: colours apart from the schemes' (below), so that a
+  // "baseline" never looks like Block AttnRes.
   static const QColor palette[] = {
-      QColor(32, 159, 223), QColor(153, 202, 83), QColor(246, 166, 37),  QColor(109, 95, 213),
-      QColor(191, 89, 62),  QColor(23, 190, 207), QColor(227, 119, 194), QColor(127, 127, 127),
-      QColor(188, 189, 34), QColor(31, 58, 147),  QColor(140, 86, 75)};
+      QColor(153, 202, 83), QColor(23, 190, 207), QColor(227, 119, 194),
+      QColor(188, 189, 34), QColor(31, 58, 147),  QColor(140, 86, 75),
+      QColor(44, 160, 44),  QColor(214, 39, 40),  QColor(127, 127, 127)};
   if (index >= spec.series.size()) return palette[index % std::size(palette)];
   const std::string family = colour_family(spec.series[index].name);
   if (family.empty()) return palette[index % std::size(palette)];

@@ -286,14 +286,6 @@ DualityQuad duality_quad(const DualityResult& result, int token, int cut,
   standard_shown.mixing_mean = standard_m;
   quad.standard = mixing_heatmap(standard_shown, "standard residual");
   quad.standard.title = "depth: standard residual, M = all ones (a running sum over depth)";
-  quad.scheme.title = "depth: ";
-  quad.scheme.title += label;
-  if (one_token) {
-    quad.scheme.title += " at t";
-    quad.scheme.title += std::to_string(token);
-  } else {
-    quad.scheme.title += ", token mean";
-  }
   quad.running = result.running;
   quad.running.title = "sequence: running sum over tokens (RNN / linear attention)";
   quad.attention = result.sequence;

@@ -87,7 +87,8 @@ std::vector<LessonStep> make_steps() {
          random_lesson_model(w, 0.0, 2);
          pick(w, "magnitudes", "scheme", "@own");
          pick(w, "magnitudes", "compare", "@none");
-       }});
+       },
+       "magnitudes_input"});
   steps.push_back({"depth-attention", "Depth attention: zero queries read plain means",
                    "The same model, query std 0, one map (Full AttnRes).",
                    "Every row is uniform: with w = 0 the softmax gives each of the l sources 1/l.",
@@ -95,13 +96,14 @@ std::vector<LessonStep> make_steps() {
                      random_lesson_model(w, 0.0, 2);
                      pick(w, "depth-attention", "scheme", "@own");
                      pick(w, "depth-attention", "compare", "@none");
-                   }});
+                   },
+                   "depth_attention"});
   steps.push_back({"depth-attention", "Depth attention: queries make the reads selective",
                    "Query std raised from 0 to 2 (drag the slider).",
                    "The rows turn sharp and different from each other: each sublayer picks the few "
                    "earlier outputs "
                    "its query matches.",
-                   [](MainWindow& w) { random_lesson_model(w, 2.0, 2); }});
+                   [](MainWindow& w) { random_lesson_model(w, 2.0, 2); }, "depth_attention"});
   steps.push_back({"depth-attention", "Depth attention: Block with S = 1 is Full",
                    "Compare with Block AttnRes, block size S = 1.",
                    "The two maps are the same: blocks of one sublayer keep every output, so Block "
@@ -110,7 +112,8 @@ std::vector<LessonStep> make_steps() {
                    [](MainWindow& w) {
                      random_lesson_model(w, 2.0, 1);
                      pick(w, "depth-attention", "compare", "block");
-                   }});
+                   },
+                   ""});
   steps.push_back(
       {"depth-attention", "Depth attention: one read, step by step",
        "Block AttnRes with S = 2, query std 0.15 (scores of order 1: soft weights you can read), "
@@ -129,7 +132,8 @@ std::vector<LessonStep> make_steps() {
            pages->setCurrentIndex(1);
          set_int(w, "depth-attention", "walk_read", 3);
          set_int(w, "depth-attention", "walk_token", 2);
-       }});
+       },
+       ""});
   steps.push_back(
       {"duality", "Duality: a running sum against attention over depth",
        "Full AttnRes (query std 0.5) compared with the standard residual on the same weights.",
@@ -141,7 +145,8 @@ std::vector<LessonStep> make_steps() {
          random_lesson_model(w, 0.5, 2);
          pick(w, "duality", "scheme", "@own");
          pick(w, "duality", "compare", "standard");
-       }});
+       },
+       ""});
   steps.push_back(
       {"cost", "Cost explorer: what Full costs",
        "The paper's 128-sublayer model with N = L = 128 blocks (Block at N = L is Full AttnRes).",
@@ -152,7 +157,8 @@ std::vector<LessonStep> make_steps() {
          cost_charts(w);
          set_int(w, "cost", "sublayers", 128);
          set_int(w, "cost", "blocks", 128);
-       }});
+       },
+       "cost_io"});
   steps.push_back(
       {"cost", "Cost explorer: what Block saves", "N = 8 blocks, the paper's choice.",
        "The marker moves to N = 8: a fraction of Full's I/O and history, while the paper's Fig. 6 "
@@ -161,7 +167,8 @@ std::vector<LessonStep> make_steps() {
          cost_charts(w);
          pick(w, "cost", "quality_overlay", "paper_fig6");
          set_int(w, "cost", "blocks", 8);
-       }});
+       },
+       "cost_io"});
   steps.push_back(
       {"pipeline", "Pipeline: the traffic hides at 200 GB/s",
        "The paper's MoE model (27 layers, d = 2304, 8 of 256 experts) on H100s, P = 4, V = 2, m = "
@@ -172,23 +179,27 @@ std::vector<LessonStep> make_steps() {
          pick(w, "pipeline", "cache", "cached");
          set_int(w, "pipeline", "microbatches", 8);
          set_double(w, "pipeline", "link_bandwidth", 200.0);
-       }});
+       },
+       "pipeline_overhead_vs_link"});
   steps.push_back(
       {"pipeline", "Pipeline: a slower link exposes it",
        "Link bandwidth lowered from 200 to 50 GB/s.",
        "The overhead passes 4 % (red): the block history no longer fits in the compute's shadow.",
-       [](MainWindow& w) { set_double(w, "pipeline", "link_bandwidth", 50.0); }});
+       [](MainWindow& w) { set_double(w, "pipeline", "link_bandwidth", 50.0); },
+       "pipeline_overhead_vs_link"});
   steps.push_back({"pipeline", "Pipeline: more micro-batches hide it again",
                    "Micro-batches m raised from 8 to 32 (at 50 GB/s).",
                    "The overhead drops back under 4 %: more micro-batches give the transfers more "
                    "compute to hide "
                    "behind. Switch the cache to naive and it grows again.",
-                   [](MainWindow& w) { set_int(w, "pipeline", "microbatches", 32); }});
+                   [](MainWindow& w) { set_int(w, "pipeline", "microbatches", 32); },
+                   "pipeline_overhead_vs_link"});
   steps.push_back({"scaling", "Scaling law: what it is worth", "Target loss 1.695.",
                    "Block AttnRes reaches the baseline's loss with about 1/1.25 of its compute: a "
                    "1.25x compute "
                    "multiplier near loss 1.69-1.70.",
-                   [](MainWindow& w) { set_double(w, "scaling", "target_loss", 1.695); }});
+                   [](MainWindow& w) { set_double(w, "scaling", "target_loss", 1.695); },
+                   "scaling_multiplier"});
   return steps;
 }
 

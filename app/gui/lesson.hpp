@@ -17,6 +17,10 @@ struct LessonStep {
   std::string action;    // what the step sets, in words (the inputs are set for you)
   std::string look_for;  // the effect to point at
   std::function<void(MainWindow&)> apply;
+  // In presentation mode, the one chart or heatmap (its ChartSpec / HeatmapSpec id) that fills
+  // the tab with `look_for` as a callout beside its marker; "" shows the whole tab (the 2×2, two
+  // maps side by side, the read's tables).
+  std::string focus;
 };
 
 // The steps in order (one table: the Lesson menu and the README's session follow it).

@@ -203,8 +203,30 @@ LessonModel::LessonModel() : cache_(std::make_shared<ModelCache>()) {
   form->addRow("vocab", vocab);
   form->addRow("seed", seed);
   form->addRow(size);
-  form->addRow("query std", with_slider(query_std, 3.0, "query_std_slider"));
-  form->addRow("block size S", with_slider(block_size, "block_size_slider"));
+  // Play buttons: query std 0 -> 2 (the rows sharpen), S 1 -> L (the columns merge into block
+  // summaries); each frame sets the field, and the open view redraws as for a hand-set value.
+  QWidget* query_row = with_slider(query_std, 3.0, "query_std_slider");
+  query_player_ = new Player(
+      "animate_query_std", "Play query std from 0 to 2 in steps of 0.1: the rows sharpen",
+      [this] { query_std->setValue(0.0); },
+      [this] {
+        if (!query_std->isEnabled() || query_std->value() >= 2.0 - 1e-9) return false;
+        query_std->setValue(std::min(2.0, query_std->value() + 0.1));
+        return true;
+      });
+  query_row->layout()->addWidget(query_player_);
+  QWidget* block_row = with_slider(block_size, "block_size_slider");
+  block_player_ = new Player(
+      "animate_block_size", "Play the block size S from 1 to L: the columns merge into blocks",
+      [this] { block_size->setValue(1); },
+      [this] {
+        if (!block_size->isEnabled() || block_size->value() >= block_size->maximum()) return false;
+        block_size->setValue(block_size->value() + 1);
+        return true;
+      });
+  block_row->layout()->addWidget(block_player_);
+  form->addRow("query std", query_row);
+  form->addRow("block size S", block_row);
   form->addRow("tokens", tokens);
   random_ = spin_values();
   accepted_ = random_;

@@ -60,6 +60,8 @@ struct OpenedModel {
   std::exception_ptr error;                             // why not (the views' banners show it)
 };
 
+class Player;
+
 class LessonModel {
  public:
   enum class Kind { trained, random, loaded };
@@ -122,6 +124,9 @@ class LessonModel {
   QLabel* size;
   QPushButton* random_button;
   QSpinBox *layers, *d_model, *heads, *kv_heads, *ffn, *vocab, *seed, *block_size;
+  // The play buttons of query std and S (view_kit.hpp Player).
+  Player* query_player() const { return query_player_; }
+  Player* block_player() const { return block_player_; }
   QDoubleSpinBox* query_std;
   QLineEdit* tokens;
 
@@ -163,6 +168,8 @@ class LessonModel {
   SpinValues accepted_;                // the last shape that passed the size check
   std::vector<std::function<void()>> listeners_;
   std::shared_ptr<ModelCache> cache_;
+  Player* query_player_ = nullptr;
+  Player* block_player_ = nullptr;
 };
 
 // Weights built from a snapshot, kept for the next snapshot with the same key.

@@ -15,6 +15,7 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QResizeEvent>
 #include <QScreen>
 #include <QScrollArea>
@@ -36,6 +37,7 @@
 #include "chart_render.hpp"
 #include "lesson.hpp"
 #include "lesson_model.hpp"
+#include "presentation_stage.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -128,10 +130,12 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   lesson_ = std::make_unique<LessonModel>();
   host.lesson = lesson_.get();
   views_ = make_views(host, this);
+  stage_ = new PresentationStage(this);
   for (View* view : views_) {
     tabs_->addTab(view, view->title());
     view->remember_inputs();  // what a lesson step puts its tab back to
   }
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { update_stage(); });
 
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("Open scenario...", QKeySequence::Open, this, [this] {
@@ -235,6 +239,7 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
+  disconnect(tabs_, nullptr, this, nullptr);  // removing the tabs below must not restage
   // The work of runs in flight must end before the window (and the views it applies to) goes:
   // cancel every run, then wait for it (a run still queued is run here, and stops at once).
   for (const auto& [number, job] : background_->in_flight) job->token.cancel();
@@ -301,6 +306,7 @@ void MainWindow::run(View* view, const QString& label, BackgroundWork work) {
       if (apply) apply();
       view->clear_error();
       view->set_stale({});
+      if (presentation_) update_stage();
     } catch (const Cancelled&) {
       statusBar()->showMessage(label + ": cancelled", 4000);
       view->set_stale("cancelled: this shows the previous result");
@@ -416,6 +422,7 @@ void MainWindow::finish(const std::shared_ptr<Run>& job) {
     outcome.apply();
     view->clear_error();
     view->set_stale({});
+    if (presentation_) update_stage();
   } catch (const std::exception& error) {
     view->show_error(error.what());
   }
@@ -580,11 +587,48 @@ void MainWindow::lesson_step(int index) {
   lesson_previous_->setEnabled(index > 0);
   lesson_next_->setEnabled(index + 1 < static_cast<int>(steps.size()));
   lesson_bar_->setVisible(true);
+  update_stage();
+}
+
+PresentationStage* MainWindow::stage() const {
+  return stage_.data();
+}
+
+void MainWindow::update_stage() {
+  if (!stage_) return;
+  const auto& steps = lesson_steps();
+  View* v = current_view();
+  const LessonStep* step = presentation_ && lesson_index_ >= 0 && !lesson_bar_->isHidden()
+                               ? &steps[static_cast<std::size_t>(lesson_index_)]
+                               : nullptr;
+  if (step == nullptr || v == nullptr || v->name() != step->view || step->focus.empty() ||
+      v->content() == nullptr) {
+    stage_->hide_stage();
+    return;
+  }
+  // The callout: the first sentence of what to look for (the lesson bar has the rest).
+  QString look = QString::fromStdString(step->look_for);
+  if (const auto end = look.indexOf(QRegularExpression("\\. ")); end > 0) look = look.left(end + 1);
+  const QString callout = "Look for: " + look;
+  for (const ChartSpec& chart : v->charts()) {
+    if (chart.id == step->focus) {
+      stage_->show_chart(v, v->content(), chart, callout);
+      return;
+    }
+  }
+  for (HeatmapWidget* map : v->heatmaps()) {
+    if (map->spec().id == step->focus) {
+      stage_->show_heatmap(v, v->content(), map->spec(), callout);
+      return;
+    }
+  }
+  stage_->hide_stage();  // not computed yet: the next result shows it
 }
 
 void MainWindow::end_lesson() {
   lesson_index_ = -1;
   lesson_bar_->setVisible(false);
+  update_stage();
 }
 
 void MainWindow::set_presentation(bool on) {
@@ -593,6 +637,22 @@ void MainWindow::set_presentation(bool on) {
   if (on) font.setPointSizeF(font.pointSizeF() * 1.4);
   QApplication::setFont(font);
   set_chart_font_scale(on ? 1.4 : 1.0);
+  // The lesson bar (a style sheet keeps the application font from reaching it) and the tabs:
+  // the bar's text at the same scale, the tabs by their short names so that none is cut.
+  for (QWidget* w : lesson_bar_->findChildren<QWidget*>()) w->setFont(font);
+  static const std::pair<const char*, const char*> kShort[] = {
+      {"cost", "Cost"},         {"depth-attention", "Depth"}, {"magnitudes", "Magnitudes"},
+      {"pipeline", "Pipeline"}, {"duality", "Duality"},       {"scaling", "Scaling"},
+      {"training", "Training"}};
+  for (int i = 0; i < tabs_->count(); ++i) {
+    auto* v = static_cast<View*>(tabs_->widget(i));
+    QString title = v->title();
+    if (on) {
+      for (const auto& [name, short_title] : kShort)
+        if (v->name() == name) title = short_title;
+    }
+    tabs_->setTabText(i, title);
+  }
   for (View* v : views_) {
     for (auto* scroll : v->findChildren<QScrollArea*>("inputs_scroll", Qt::FindDirectChildrenOnly))
       scroll->setVisible(!on);
@@ -602,6 +662,11 @@ void MainWindow::set_presentation(bool on) {
     v->update();
   }
   if (auto* action = findChild<QAction*>("presentation_action")) action->setChecked(on);
+  if (stage_) {
+    stage_->setFont(font);
+    stage_->callout()->setFont(font);  // its style sheet keeps the inherited font away
+  }
+  update_stage();
   statusBar()->showMessage(on ? "presentation mode: F5 to leave" : "", 3000);
 }
 

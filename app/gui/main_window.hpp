@@ -6,6 +6,7 @@
 
 #include <QFont>
 #include <QMainWindow>
+#include <QPointer>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -25,6 +26,7 @@ QT_END_NAMESPACE
 namespace attnres::gui {
 
 class LessonModel;
+class PresentationStage;
 
 class MainWindow : public QMainWindow {
  public:
@@ -66,6 +68,10 @@ class MainWindow : public QMainWindow {
   // hidden, for a projector. The lesson bar stays.
   void set_presentation(bool on);
   bool presentation() const { return presentation_; }
+  // Presentation mode during the lesson: the step's chart over its tab (presentation_stage.hpp);
+  // hidden otherwise. Follows every step, result and tab change.
+  void update_stage();
+  PresentationStage* stage() const;
   // Collapses or opens every view's explanation column (View > Explanations).
   void set_explanations(bool shown);
   // Help > About: the version, what the program is, where its documentation is.
@@ -115,6 +121,7 @@ class MainWindow : public QMainWindow {
   bool presentation_ = false;
   bool explanations_chosen_ = false;  // the user toggled View > Explanations
   QFont normal_font_;
+  QPointer<PresentationStage> stage_;  // lives in the view it covers
   QTabWidget* tabs_;
   QProgressBar* progress_;
   QPushButton* cancel_;

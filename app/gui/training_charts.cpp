@@ -3,6 +3,8 @@
 // the depth-attention map of the chosen scheme, and the status line.
 #include <QComboBox>
 #include <QLabel>
+#include <QSignalBlocker>
+#include <QSpinBox>
 #include <QtCharts/QChart>
 #include <QtCharts/QLegend>
 #include <QtCharts/QLegendMarker>
@@ -15,6 +17,7 @@
 
 #include "attnres/format.hpp"
 #include "training_run.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 
@@ -161,20 +164,44 @@ void TrainingView::redraw() {
 void TrainingView::redraw_alpha() {
   const std::string chosen = alpha_scheme_->currentText().toStdString();
   std::optional<AlphaMap> map;
+  int frames = 0;
   if (run_) {
     std::lock_guard lock(run_->mutex);
     for (std::size_t i = 0; i < run_->settings.schemes.size(); ++i) {
-      if (run_->settings.schemes[i].name == chosen) map = run_->alpha[i];
+      if (run_->settings.schemes[i].name != chosen) continue;
+      const auto& history =
+          i < run_->alpha_history.size() ? run_->alpha_history[i] : std::vector<AlphaMap>{};
+      frames = static_cast<int>(history.size());
+      // The chosen evaluation, or the newest while the picker follows the run.
+      const int frame = alpha_live_ ? frames - 1 : std::min(alpha_frame_->value(), frames - 1);
+      if (frame >= 0) map = history[static_cast<std::size_t>(frame)];
+      if (!map) map = run_->alpha[i];
     }
+  }
+  {
+    const QSignalBlocker blocker(alpha_frame_);
+    set_spin_range(alpha_frame_, 0, std::max(0, frames - 1));
+    if (alpha_live_) alpha_frame_->setValue(std::max(0, frames - 1));
   }
   if (!map) {
     alpha_->set_data(chosen.empty() ? "α: train a Full or Block AttnRes scheme" : "α of " + chosen,
                      {}, {}, {});
     return;
   }
-  alpha_->set_data(
-      "α of " + chosen + ", step " + std::to_string(map->step) + " (mean over a validation window)",
-      map->values, map->rows, map->columns, 0.0, 1.0);
+  std::string title = "α of ";
+  title += chosen;
+  title += ", step ";
+  title += std::to_string(map->step);
+  if (frames > 0) {
+    title += " (evaluation ";
+    title += std::to_string(std::min(alpha_frame_->value(), frames - 1) + 1);
+    title += " of ";
+    title += std::to_string(frames);
+    title += "; mean over a validation window)";
+  } else {
+    title += " (mean over a validation window)";
+  }
+  alpha_->set_data(title, map->values, map->rows, map->columns, 0.0, 1.0);
 }
 
 void TrainingView::update_status() {

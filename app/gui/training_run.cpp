@@ -108,6 +108,8 @@ void TrainingView::Run::publish(std::size_t index, const TrainLogRow& row,
   std::lock_guard lock(mutex);
   rows[index].push_back(row);
   if (map) {
+    if (alpha_history.size() <= index) alpha_history.resize(index + 1);
+    alpha_history[index].push_back(*map);
     alpha[index] = std::move(map);
     ++alpha_version;
   }
@@ -208,6 +210,7 @@ void TrainingView::Run::train(TrainingView* view, const std::shared_ptr<Run>& se
         round = round_index;
         for (auto& list : rows) list.clear();
         for (auto& map : alpha) map.reset();
+        for (auto& history : alpha_history) history.clear();
         trained.clear();
       }
       start_trainers(text, window, seed, check, trained);
@@ -253,6 +256,8 @@ void TrainingView::start() {
   run->settings = s;
   run->rows.resize(s.schemes.size());
   run->alpha.resize(s.schemes.size());
+  run->alpha_history.resize(s.schemes.size());
+  alpha_live_ = true;
   run->finals.resize(s.schemes.size());
   run_ = run;
   rows_.assign(s.schemes.size(), {});

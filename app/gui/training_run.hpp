@@ -73,6 +73,8 @@ struct TrainingView::Run {
   // Per scheme, the final validation loss of every seed that finished (paired comparisons).
   std::vector<std::map<std::uint64_t, double>> finals;
   std::vector<std::optional<AlphaMap>> alpha;  // per scheme, the latest map (AttnRes schemes)
+  std::vector<std::vector<AlphaMap>>
+      alpha_history;  // per scheme, every evaluation's map (this seed)
   int alpha_version = 0;
   double tokens_per_second = 0.0;
   State end = State::running;

@@ -281,6 +281,31 @@ QWidget* TrainingView::make_content() {
   alpha_row->addWidget(new QLabel("depth attention of"));
   alpha_row->addWidget(alpha_scheme_, 1);
   alpha_column->addLayout(alpha_row);
+  // The α map over the run's evaluations: a frame picker (the last: the newest, followed while
+  // the run trains) and a player from the first evaluation to the newest.
+  auto* frame_row = new QHBoxLayout;
+  alpha_frame_ = spin(0, 0, 0);
+  alpha_frame_->setObjectName("train_alpha_frame");
+  alpha_frame_->setToolTip(
+      "Which evaluation's map (0: the first); the last follows the newest while the run trains");
+  alpha_player_ = new Player(
+      "train_alpha_player", "Play the α map over the run's evaluations, from the first",
+      [this] {
+        alpha_live_ = false;
+        alpha_frame_->setValue(0);
+      },
+      [this] {
+        if (alpha_frame_->value() >= alpha_frame_->maximum()) {
+          alpha_live_ = true;  // back at the newest: follow the run again
+          return false;
+        }
+        alpha_frame_->setValue(alpha_frame_->value() + 1);
+        return true;
+      });
+  frame_row->addWidget(new QLabel("evaluation"));
+  frame_row->addWidget(with_slider(alpha_frame_, "train_alpha_frame_slider"), 1);
+  frame_row->addWidget(alpha_player_);
+  alpha_column->addLayout(frame_row);
   alpha_column->addWidget(alpha_, 1);
   grid->addWidget(status_, 0, 0, 1, 2);
   grid->addWidget(loss_, 1, 0);
@@ -325,6 +350,10 @@ void TrainingView::connect_actions(QPushButton* browse, QPushButton* builtin) {
   });
   QObject::connect(alpha_scheme_, &QComboBox::currentIndexChanged, this,
                    [this] { redraw_alpha(); });
+  QObject::connect(alpha_frame_, &QSpinBox::valueChanged, this, [this] {
+    if (!alpha_player_->playing()) alpha_live_ = alpha_frame_->value() >= alpha_frame_->maximum();
+    redraw_alpha();
+  });
 }
 
 TrainingView::~TrainingView() {

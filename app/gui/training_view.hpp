@@ -46,6 +46,8 @@ std::array<ChartSpec, 3> training_charts(
     const std::vector<std::string>& names,
     const std::vector<std::vector<TrainLogRow>>& rows_by_scheme);
 
+class Player;
+
 class TrainingView : public View {
  public:
   enum class State { idle, running, finished, stopped, failed };
@@ -106,6 +108,10 @@ class TrainingView : public View {
   QLabel* status_;
   QLabel* paired_;  // the paired comparisons by seed, once two seeds have finished
   QComboBox* alpha_scheme_;
+  // Which evaluation's α map is shown (its maximum: the latest, followed live) and its player.
+  QSpinBox* alpha_frame_ = nullptr;
+  Player* alpha_player_ = nullptr;
+  bool alpha_live_ = true;  // the frame follows the newest evaluation
   ChartPanel *loss_, *rms_, *grad_rms_;
   HeatmapWidget* alpha_;
   bool builtin_ = false;

@@ -272,6 +272,56 @@ QWidget* with_slider(QDoubleSpinBox* box, double slider_max, const char* name) {
   return row;
 }
 
+Player::Player(const QString& name, const QString& tooltip, std::function<void()> begin,
+               std::function<bool()> advance, QWidget* parent)
+    : QWidget(parent), begin_(std::move(begin)), advance_(std::move(advance)) {
+  setObjectName(name);
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  button_ = new QToolButton;
+  button_->setObjectName(name + "_play");
+  button_->setText("▶");
+  button_->setToolTip(tooltip + " (press again to stop)");
+  speed_ = new QComboBox;
+  speed_->setObjectName(name + "_speed");
+  speed_->setToolTip("Animation speed: frames per second at 0.5x, 1x, 2x, 4x (1x: 3 a second)");
+  for (const double factor : {0.5, 1.0, 2.0, 4.0})
+    speed_->addItem(QString::number(factor) + "x", factor);
+  speed_->setCurrentIndex(1);
+  layout->addWidget(button_);
+  layout->addWidget(speed_);
+  timer_ = new QTimer(this);
+  const auto interval = [this] {
+    return static_cast<int>(std::lround(333.0 / speed_->currentData().toDouble()));
+  };
+  QObject::connect(timer_, &QTimer::timeout, this, [this] {
+    if (!advance_once()) stop();
+  });
+  QObject::connect(speed_, &QComboBox::currentIndexChanged, this,
+                   [this, interval] { timer_->setInterval(interval()); });
+  timer_->setInterval(interval());
+  QObject::connect(button_, &QToolButton::clicked, this, [this] { playing() ? stop() : play(); });
+}
+
+void Player::play() {
+  if (begin_) begin_();
+  button_->setText("■");
+  timer_->start();
+}
+
+void Player::stop() {
+  timer_->stop();
+  button_->setText("▶");
+}
+
+bool Player::playing() const {
+  return timer_->isActive();
+}
+
+bool Player::advance_once() {
+  return advance_ && advance_();
+}
+
 // Coalesces many input changes into one recompute.
 void on_change(QWidget* owner, const std::vector<QWidget*>& inputs,
                const std::function<void()>& action) {

@@ -20,6 +20,7 @@ class QFormLayout;
 class QHBoxLayout;
 class QSpinBox;
 class QTextBrowser;
+class QTimer;
 class QToolButton;
 class QWidget;
 QT_END_NAMESPACE
@@ -96,6 +97,28 @@ std::string range_problem(const QSpinBox* box, std::int64_t value, const std::st
 // The step of a spin box and of its slider; a step > 1 also makes the slider land on multiples of
 // it (micro-batches m in multiples of P where the schedule needs them).
 void set_spin_step(QSpinBox* box, int step);
+// Animation (docs/teaching.md "Animation"): a play button and a speed choice. Play calls `begin`
+// once and then `advance` on a timer (about 3 frames a second at 1x) until it returns false or
+// Stop is pressed; `advance_once` runs one frame by hand (tests).
+class Player : public QWidget {
+ public:
+  Player(const QString& name, const QString& tooltip, std::function<void()> begin,
+         std::function<bool()> advance, QWidget* parent = nullptr);
+  void play();
+  void stop();
+  bool playing() const;
+  bool advance_once();
+  QToolButton* button() const { return button_; }
+  QComboBox* speed() const { return speed_; }
+
+ private:
+  std::function<void()> begin_;
+  std::function<bool()> advance_;
+  QToolButton* button_;
+  QComboBox* speed_;
+  QTimer* timer_;
+};
+
 // Coalesces the changes of `inputs` in one event-loop pass into one call of `action`.
 void on_change(QWidget* owner, const std::vector<QWidget*>& inputs,
                const std::function<void()>& action);

@@ -2072,10 +2072,10 @@ TEST(Gui, CompareModeDrawsTwoSchemesSideBySide) {
   ASSERT_EQ(duality->heatmaps().size(), 4u);  // M, sequence attention, running sum, standard M
   pick_scheme(duality, "compare", "standard");
   const auto duality_maps = duality->heatmaps();
-  ASSERT_EQ(duality_maps.size(), 4u);
+  ASSERT_EQ(duality_maps.size(), 5u);  // and the compared scheme's M (second page)
   EXPECT_EQ(duality_maps[0]->title(), "depth mixing M: Full AttnRes (token mean)");
   EXPECT_EQ(duality_maps[1]->title(), "depth mixing M: standard residual (token mean)");
-  EXPECT_FALSE(duality_maps[1]->isHidden());
+  EXPECT_FALSE(duality_maps[1]->isHidden());  // on the "ranks and every scheme" page
   expect_lower_triangle(duality_maps[1]->values(), 1.0, 0.0);
   const auto duality_charts = duality->charts();  // a copy that outlives the loops
   ASSERT_EQ(duality_charts.size(), 2u);
