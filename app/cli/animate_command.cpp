@@ -316,18 +316,20 @@ int animate_command(const std::vector<std::string>& args, std::ostream& out, std
   po::variables_map values;
   if (parse_or_help(
           args, options, values, out,
-          "usage: attnres animate --sweep query-std|block-size [--model DIR | --seed K --layers N "
-          "--query-std s] [--tokens \"IDS\"] [--frames K] [--from A] [--to B] [--delay-ms MS] "
+          "usage: attnres animate --sweep query-std|block-size [--model DIR | --seed K --layers N] "
+          "[--query-std s] [--tokens \"IDS\"] [--frames K] [--from A] [--to B] [--delay-ms MS] "
           "--out DIR [--force]\n"
-          "The depth-attention map of the GUI's Depth attention view, animated for slides: "
-          "frame_000.png/.svg ... (720 x 600), frames.json (each frame's setting and numbers, "
+          "The depth-attention map of the GUI's Depth attention view, animated for slides:\n"
+          "frame_000.png/.svg ... (720 x 600), frames.json (each frame's setting and numbers,\n"
           "schema attnres.animate), index.md, and animation.gif (looping; written when attnres "
-          "was built with giflib, Debian's libgif-dev, else left out with a note).\n"
-          "query-std on the random model draws it at each std (the GUI's query std field: every "
-          "weight but the queries stays the same for std > 0); on a --model its pseudo-queries "
-          "are scaled so that their RMS is the frame's std (a model with static queries that are "
-          "not all zero). block-size runs every S = 1 .. L (L frames; an S that does not divide L "
-          "leaves a shorter last block) as forward --mode block --block-size S does.")) {
+          "was\n"
+          "built with giflib, Debian's libgif-dev, and otherwise left out with a note).\n"
+          "query-std: the random model is drawn at each std, as the GUI's query std field draws "
+          "it\n"
+          "(for std > 0 only the queries change between frames); a --model keeps its weights and\n"
+          "its pseudo-queries are scaled so that their RMS is the frame's std (it needs static\n"
+          "queries that are not all zero). block-size: every S = 1 .. L, L frames (an S that does\n"
+          "not divide L leaves a shorter last block), as forward --mode block --block-size S.")) {
     return kExitOk;
   }
 
@@ -412,9 +414,14 @@ int animate_command(const std::vector<std::string>& args, std::ostream& out, std
   if (a.sweep == Sweep::query_std && loaded) {
     const AttnResConfig& scheme = loaded->config.attn_res;
     if (!scheme.uses_query() || scheme.query_source != QuerySource::fixed) {
-      throw UsageError(
-          "--sweep query-std scales the pseudo-queries of Full or Block AttnRes, but " + model_dir +
-          " is " + scheme.describe() + " (leave out --model for the random lesson model)");
+      std::string message =
+          "--sweep query-std scales the pseudo-queries of Full or Block AttnRes, but the scheme "
+          "of ";
+      message += model_dir;
+      message += " is ";
+      message += scheme.describe();
+      message += " (leave out --model for the random lesson model)";
+      throw UsageError(message);
     }
     a.loaded_query_rms = query_rms(*loaded);
     if (!(a.loaded_query_rms > 0.0)) {
