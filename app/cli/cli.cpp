@@ -49,6 +49,10 @@ constexpr Command kCommands[] = {
      "one depth read step by step: sources, scores, softmax, weighted sum\n"
      "and the two-phase merge of read r at token t (docs/math.md §2.2-2.4)",
      read_command, 18},
+    {"animate",
+     "the depth-attention map animated for slides (query std 0 -> 2, or Block\n"
+     "S = 1 .. L): PNG/SVG frames, frames.json, animation.gif",
+     animate_command, 19},
     {"train",
      "train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
      "train_log.csv, resumable (docs/training.md)",

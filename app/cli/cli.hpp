@@ -40,6 +40,7 @@ void print_json_error(std::ostream& out, const std::string& message, int exit_st
 int init_model_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int forward_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int read_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int animate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cost_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int evidence_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -20,6 +20,7 @@ COMMANDS = [
     ("init-model", ["init-model"]),
     ("forward", ["forward"]),
     ("read", ["read"]),
+    ("animate", ["animate"]),
     ("train", ["train"]),
     ("mask", ["mask"]),
     ("bench forward", ["bench", "forward"]),

@@ -248,6 +248,18 @@ def main():
                        ["--format", "json"]))
 
     # The JSON files commands write.
+    # animate's frames.json: the query-std sweep on the random lesson model, the block-size sweep
+    # on the tiny model.
+    for name, args in (("animate-query-std", ["--sweep", "query-std", "--frames", "3"]),
+                       ("animate-block-size", ["--sweep", "block-size", "--model", model,
+                                               "--tokens", "1 2 3 4"])):
+        animate_dir = os.path.join(WORK, name)
+        run(["animate"] + args + ["--out", animate_dir, "--force"])
+        path = os.path.join(animate_dir, "frames.json")
+        if os.path.exists(path):
+            check_json(path, open(path, encoding="utf-8").read())
+        else:
+            problem(path, "not written")
     sweep_dir = os.path.join(WORK, "sweep-out")
     run(["sweep", "--scenario", os.path.join(REPO, "scenarios", "paper-overhead-claims.toml"),
          "--x", "microbatches", "--values", "8,16", "--metric", "pipeline.iteration_seconds",
