@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Renders the README's screenshots of attnres-lab, offscreen, from the steps of the guided lesson
 # (docs/teaching.md): each view at 1400x900 in the state a lesson step leaves it, the lesson bar at
-# a projector's 1024x700, and presentation mode. The Training view's picture comes from
+# a projector's 1024x700, and presentation mode at 1024x768. The Training view's picture comes from
 # scripts/training-screenshot.sh (it needs a finished training run).
 #   scripts/gui-screenshots.sh [BUILD_DIR] [OUT_DIR]     (defaults: build/ci, docs/images)
 set -euo pipefail
@@ -27,4 +27,4 @@ shot gui-cost cost 8 --size 1400x900
 shot gui-pipeline pipeline 10 --size 1400x900
 shot gui-scaling scaling 12 --size 1400x900
 shot gui-lesson depth-attention 3 --size 1024x700
-shot gui-presentation pipeline 10 --size 1024x700 --presentation
+shot gui-presentation pipeline 10 --size 1024x768 --presentation
