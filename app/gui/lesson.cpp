@@ -174,7 +174,8 @@ std::vector<LessonStep> make_steps() {
        "The paper's MoE model (27 layers, d = 2304, 8 of 256 experts) on H100s, P = 4, V = 2, m = "
        "8, "
        "the cross-stage cache, links of 200 GB/s.",
-       "The AttnRes overhead is under the paper's 4 % (green): transfers overlap the compute.",
+       "The AttnRes overhead at the marker lies under the paper's 4 % line (the summary shows it "
+       "in green): transfers overlap the compute.",
        [](MainWindow& w) {
          pick(w, "pipeline", "cache", "cached");
          set_int(w, "pipeline", "microbatches", 8);
@@ -184,7 +185,8 @@ std::vector<LessonStep> make_steps() {
   steps.push_back(
       {"pipeline", "Pipeline: a slower link exposes it",
        "Link bandwidth lowered from 200 to 50 GB/s.",
-       "The overhead passes 4 % (red): the block history no longer fits in the compute's shadow.",
+       "The overhead at the marker passes the 4 % line (the summary shows it in red): the block "
+       "history no longer fits in the compute's shadow.",
        [](MainWindow& w) { set_double(w, "pipeline", "link_bandwidth", 50.0); },
        "pipeline_overhead_vs_link"});
   steps.push_back({"pipeline", "Pipeline: more micro-batches hide it again",
