@@ -21,4 +21,16 @@ inline bool wait_until(const std::function<bool()>& done, qint64 limit_ms = 3000
   return true;
 }
 
+// Every change seen (the views coalesce changes into the next event-loop pass) and every run of
+// `window` (a MainWindow) finished and applied; false when a run is still going after the cap.
+template <class Window>
+bool settle_runs(Window& window, qint64 limit_ms = 60000) {
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 5; ++i) QApplication::processEvents();
+    if (!wait_until([&] { return window.runs_in_flight() == 0; }, limit_ms)) return false;
+  }
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  return true;
+}
+
 }  // namespace attnres::gui

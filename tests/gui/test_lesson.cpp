@@ -58,11 +58,7 @@ bool wait_for(const std::function<bool()>& done, qint64 limit_ms = 60000) {
 // Every change seen (the views coalesce changes in the next event-loop pass), every run finished
 // and its result applied.
 void idle(MainWindow& window) {
-  for (int round = 0; round < 2; ++round) {
-    for (int i = 0; i < 5; ++i) QApplication::processEvents();
-    ASSERT_TRUE(wait_for([&] { return window.runs_in_flight() == 0; }));
-  }
-  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  ASSERT_TRUE(settle_runs(window));
 }
 
 // Clicks the tab of `name` in the tab bar.

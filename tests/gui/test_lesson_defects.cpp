@@ -42,11 +42,7 @@ namespace test_lesson_defects {
 namespace fs = std::filesystem;
 
 void idle(MainWindow& window) {
-  for (int round = 0; round < 2; ++round) {
-    for (int i = 0; i < 5; ++i) QApplication::processEvents();
-    ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }, 60000));
-  }
-  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  ASSERT_TRUE(settle_runs(window));
 }
 
 template <typename Widget>

@@ -25,11 +25,7 @@ namespace attnres::gui {
 namespace test_presentation {
 
 void idle(MainWindow& window) {
-  for (int round = 0; round < 2; ++round) {
-    for (int i = 0; i < 5; ++i) QApplication::processEvents();
-    ASSERT_TRUE(wait_until([&] { return window.runs_in_flight() == 0; }, 60000));
-  }
-  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  ASSERT_TRUE(settle_runs(window));
 }
 
 // A heatmap's smallest cell side in pixels.

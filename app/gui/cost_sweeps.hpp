@@ -1,0 +1,31 @@
+// The cost explorer's Charts tab, computed off the GUI thread with no widget: the four sweeps
+// against N (I/O with schemes A and B, stored history, prefill history, pipeline traffic; the
+// quality overlay on the right axis), the current numbers with their units, schemes A and B side
+// by side, and the caption under the charts (the Fig. 6 caveat or the published band's sources).
+// Internal to app/gui: the cost view shows the result.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "attnres/cancel.hpp"
+#include "attnres/chart_spec.hpp"
+#include "attnres/cost.hpp"
+#include "attnres/hardware.hpp"
+
+namespace attnres::gui {
+
+struct CostSweepResult {
+  std::vector<ChartSpec> charts;  // cost_io, cost_history, cost_prefill, cost_pipeline
+  std::vector<std::array<std::string, 3>> rows;      // metric, value, unit
+  std::vector<std::array<std::string, 3>> compared;  // schemes A and B
+  std::string warning;                               // under the charts ("" for none)
+};
+
+// `quality`: the right axis ("published_band", "paper_fig6" or ""); `progress` gets four steps.
+CostSweepResult cost_explorer_sweeps(const CostInputs& in, const Hardware& hw,
+                                     const std::string& scheme_a, const std::string& scheme_b,
+                                     const std::string& quality, const Progress& progress);
+
+}  // namespace attnres::gui
