@@ -238,7 +238,7 @@ TEST(LessonDefects, TrainingTabSaysWhatItDoesNotTakeFromAScenario) {
            "batch = 2\nseeds = [1, 5, 9]\n";
   }
   auto window = shown_window();
-  if (!window->open_scenario(path)) GTEST_SKIP() << window->error_text();
+  ASSERT_TRUE(window->open_scenario(path)) << window->error_text();
   const QString status = child<QLabel>(window->view("training"), "train_status")->text();
   EXPECT_TRUE(status.contains("blocks lists 3 values of N")) << status.toStdString();
   EXPECT_TRUE(status.contains("not consecutive")) << status.toStdString();
