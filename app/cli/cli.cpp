@@ -53,6 +53,14 @@ constexpr Command kCommands[] = {
      "the depth-attention map animated for slides (query std 0 -> 2, or Block\n"
      "S = 1 .. L): PNG/SVG frames, frames.json, animation.gif",
      animate_command, 19},
+    {"export",
+     "write a model in Kimi K3's Hugging Face layout (BF16, shards) or the\n"
+     "lab's; reads either (docs/interop.md)",
+     export_command, 20},
+    {"inspect",
+     "what a model's depth reads learnt: its AttnRes layout, pseudo-query\n"
+     "norms and similarities, and routing statistics over a text",
+     inspect_command, 21},
     {"train",
      "train a tiny model on a text file (byte tokens, AdamW); checkpoints,\n"
      "train_log.csv, resumable (docs/training.md)",

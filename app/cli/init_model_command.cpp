@@ -18,6 +18,8 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   RandomModelOptions& random = shape.random;
   std::string mode_text = "standard";
   std::string out_dir;
+  int head_dim = 0;
+  HfWriteFlags write;
   po::options_description options = command_options("init-model");
   options.add_options()(
       "mode", po::value(&mode_text)->default_value("standard"),
@@ -28,7 +30,14 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
       "seed", po::value(&random.seed)->default_value(0), "random seed")(
       "out", po::value(&out_dir)->required(),
       "output directory: new, empty, or written by attnres (see --force)")(
-      "force", "replace the contents of an --out directory that holds other files");
+      "force", "replace the contents of an --out directory that holds other files")(
+      "head-dim", po::value(&head_dim),
+      "attention head width where it is not d / heads (Hugging Face head_dim; Qwen3: 128)")(
+      "qk-norm",
+      "Qwen3's RMSNorm of each query and key head before RoPE (model_type qwen3; "
+      "forward passes only, docs/interop.md)")(
+      "tie-embeddings", "the LM head is the embedding matrix (tie_word_embeddings)");
+  add_hf_write_options(options, write);
   add_model_shape_options(options, shape, /*required=*/true);
   ModelSchemeFlags scheme_flags;
   add_scheme_options(options, scheme_flags);
@@ -41,7 +50,9 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
           "G] [--no-key-norm] "
           "[--window W] [--depth-heads H] [--query-source static|input] [--mixing "
           "attention|scalars] "
-          "[--streams m] [--static-mhc] [--sinkhorn-iterations K] --out DIR [--force]\n"
+          "[--streams m] [--static-mhc] [--sinkhorn-iterations K] [--head-dim N] [--qk-norm] "
+          "[--tie-embeddings] [--format lab|hf] [--dtype bf16|f16|f32] [--max-shard-size MB] "
+          "--out DIR [--force]\n"
           "--query-std draws every depth-mixing parameter (queries, projections, logits, "
           "mHC weights) from "
           "N(0, s^2); 0 is each scheme's documented start (docs/schemes.md).")) {
@@ -61,7 +72,24 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
                      std::to_string(config.sublayers()) + " sublayers");
   }
   apply_scheme_flags(values, scheme_flags, config.attn_res);
+  if (values.count("head-dim")) {
+    if (head_dim < 2 || head_dim % 2 != 0)
+      throw UsageError("--head-dim must be a positive even number (RoPE), got " +
+                       std::to_string(head_dim));
+    if (head_dim * config.num_attention_heads != config.hidden_size)
+      config.explicit_head_dim = head_dim;
+  }
+  config.qk_norm = values.count("qk-norm") > 0;
+  config.tie_word_embeddings = values.count("tie-embeddings") > 0;
+  const HfExportOptions hf = parse_hf_write_flags(values, write, "bf16");
   finish_model_shape(values, shape);
+  if (write.format == "hf") {
+    try {
+      k3_block_layers(config);
+    } catch (const Error& error) {
+      throw UsageError(std::string("--format hf: ") + error.what());
+    }
+  }
 
   OutputDirectoryOptions output;
   output.owner = "model";
@@ -70,21 +98,38 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   std::vector<std::string> notes =
       check_output_directory(target, output);  // refuse before the work, not after
 
-  const ModelWeights<double> model = random_model(config, random);
+  ModelWeights<double> model = random_model(config, random);
+  if (config.tie_word_embeddings) model.lm_head = model.embed_tokens;
   ProgressBar progress("writing");
   output.progress = progress.callback();
-  const OutputDirectoryResult written = write_output_directory(
-      target, output, [&](const fs::path& staging) { save_model(model, staging); });
+  std::vector<std::string> files = {"config.json", "model.safetensors"};
+  const OutputDirectoryResult written =
+      write_output_directory(target, output, [&](const fs::path& staging) {
+        if (write.format == "hf") {
+          files = save_hf_model(model, staging, hf, progress.callback());
+        } else {
+          save_model(model, staging);
+        }
+      });
 
-  const std::int64_t parameters = parameter_count(model);
-  out << "wrote " << (target / "config.json").string() << " and "
-      << (target / "model.safetensors").string() << "\n"
+  std::int64_t parameters = parameter_count(model);
+  if (config.tie_word_embeddings) parameters -= model.lm_head.size();
+  if (write.format == "hf") {
+    out << "wrote " << target.string() << " (Kimi K3 Hugging Face layout): ";
+    for (std::size_t i = 0; i < files.size(); ++i) out << (i ? ", " : "") << files[i];
+  } else {
+    out << "wrote " << (target / "config.json").string() << " and "
+        << (target / "model.safetensors").string();
+  }
+  out << "\n"
       << "  d = " << config.hidden_size << ", " << config.num_hidden_layers
       << " transformer layers = " << config.sublayers() << " sublayers, "
       << config.num_attention_heads << " heads (" << config.num_key_value_heads << " kv), ffn "
       << config.intermediate_size << ", vocab " << config.vocab_size << "\n"
       << "  residual scheme " << config.attn_res.describe();
-  out << "; " << parameters << " parameters (F32, " << parameters * 4 << " bytes)"
+  const TensorDType dtype = write.format == "hf" ? hf.dtype : TensorDType::f32;
+  out << "; " << parameters << " parameters (" << to_string(dtype) << ", "
+      << parameters * static_cast<std::int64_t>(element_size(dtype)) << " bytes)"
       << "; seed " << random.seed << ", query std " << random.query_std << "\n";
   for (const auto& note : output_directory_notes(written)) notes.push_back(note);
   for (const auto& note : notes) out << "note: " << note << "\n";

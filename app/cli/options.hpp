@@ -48,6 +48,19 @@ inline bool given(const po::variables_map& values, const char* flag) {
   return values.count(flag) && !values[flag].defaulted();
 }
 
+// How a command writes a checkpoint (export, init-model): --format lab | hf, --dtype and
+// --max-shard-size for hf (docs/interop.md).
+struct HfWriteFlags {
+  std::string format = "lab";
+  std::string dtype;
+  double max_shard_mb = 0.0;
+};
+void add_hf_write_options(po::options_description& options, HfWriteFlags& flags);
+// The export options the flags ask for (`fallback_dtype` without --dtype); UsageError for a bad
+// value, or for --dtype / --max-shard-size without --format hf.
+HfExportOptions parse_hf_write_flags(const po::variables_map& values, const HfWriteFlags& flags,
+                                     const std::string& fallback_dtype);
+
 // --format `format` must be one of `allowed`: a UsageError listing them otherwise.
 void require_format(const std::string& format, std::initializer_list<const char*> allowed);
 // `value` of `flag` must be `first` or `second`: a UsageError "FLAG must be FIRST or SECOND, got

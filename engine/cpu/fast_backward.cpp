@@ -531,6 +531,7 @@ void FastBackward<Scalar>::compute(const ModelWeights<Scalar>& model,
                                    const ForwardOptions& options, Gradients<Scalar>& out) {
   State& state = *state_;
   const ModelConfig& config = model.config;
+  config.require_gradients("gradients");
   const std::int64_t predicted = check_training_batch(config, batch, "gradients");
   const Plan plan = make_plan(config, options);
   const Shape shape(config);

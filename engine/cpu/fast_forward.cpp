@@ -301,9 +301,13 @@ struct FastForward<Scalar>::State {
     }
   }
 
-  // RoPE (rotate_half) on the q and k columns of the qkv buffer, in place.
-  void rope(int T) {
+  // Qwen3's q/k norms (when the layer has them: each head's hd channels RMS-normalised with the
+  // q_norm or k_norm gain, as the reference's head_rms_norm), then RoPE (rotate_half) on the q and
+  // k columns of the qkv buffer, in place.
+  void rope(int T, const LayerWeights<Scalar>& layer) {
     const int half = hd / 2, columns = q_columns + 2 * kv_columns;
+    const bool qk_norm = layer.q_norm.size() > 0;
+    const auto eps = static_cast<Scalar>(model.config.rms_norm_eps);
     pool.parallel_for(static_cast<std::size_t>(T), [&](std::size_t begin, std::size_t end, int) {
       for (std::size_t t = begin; t < end; ++t) {
         const Scalar* cos = work.rope_cos.data() + t * static_cast<std::size_t>(half);
@@ -311,6 +315,13 @@ struct FastForward<Scalar>::State {
         Scalar* row = work.qkv.data() + t * static_cast<std::size_t>(columns);
         for (int head = 0; head < H + Hkv; ++head) {  // query heads, then key heads
           Scalar* x = row + head * hd;
+          if (qk_norm) {
+            Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>> channels(x, hd);
+            const Scalar inv_rms =
+                Scalar(1) / std::sqrt(channels.squaredNorm() / static_cast<Scalar>(hd) + eps);
+            const auto& gain = head < H ? layer.q_norm : layer.k_norm;
+            channels = (channels * inv_rms).cwiseProduct(gain.transpose());
+          }
           for (int i = 0; i < half; ++i) {
             const Scalar x1 = x[i], x2 = x[i + half];
             x[i] = x1 * cos[i] - x2 * sin[i];
@@ -389,7 +400,7 @@ struct FastForward<Scalar>::State {
     if (r % 2 == 0) {
       rms_norm(work.xn.data(), h, layer.input_layernorm, T);
       gemm(work.qkv.data(), work.xn.data(), prepared.qkv, prepared.qkv16, T);
-      rope(T);
+      rope(T, layer);
       attention(T);
       gemm(v, work.context.data(), layer.o_proj, prepared.o16, T);
     } else {

@@ -71,6 +71,7 @@ Trainer::~Trainer() = default;
 Trainer::Trainer(const ModelWeights<double>& initial, TextData data, const TrainOptions& options)
     : options_(options), data_(std::move(data)) {
   options_.validate();
+  initial.config.require_gradients("train");  // before any work
   ModelWeights<double> start = initial;
   const AttnResConfig scheme =
       resolve_scheme(start.config, options_.forward);  // checks mode / block size

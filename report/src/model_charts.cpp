@@ -339,4 +339,47 @@ ChartSpec sequence_rank_chart(const Eigen::MatrixXd& attention, double tolerance
   return chart;
 }
 
+HeatmapSpec query_cosine_heatmap(const Eigen::MatrixXd& cosines) {
+  HeatmapSpec map;
+  map.id = "query_cosines";
+  map.title = "cosine similarity between the reads' pseudo-queries";
+  map.caption =
+      "cos(q_r, q_s) of the vectors that score each read's RMS-normalised sources (w ⊙ g): "
+      "reads that attend alike have similar queries; empty: a zero query.";
+  const int L = static_cast<int>(cosines.rows()) - 1;
+  for (int r = 0; r <= L; ++r) {
+    map.row_labels.push_back(read_short_label(r, L));
+    map.column_labels.push_back(read_short_label(r, L));
+    std::vector<double> row;
+    for (int s = 0; s <= L; ++s) row.push_back(cosines(r, s));
+    map.values.push_back(std::move(row));
+  }
+  map.low = -1.0;
+  map.high = 1.0;
+  return map;
+}
+
+ChartSpec routing_chart(const std::vector<ReadRouting>& routing, int sublayers) {
+  ChartSpec chart = detail::xy_chart("routing_by_read", "Routing statistics of each depth read",
+                                     "read r (L = final read)", "fraction");
+  chart.caption =
+      "Per read, the mean over the text's tokens of the normalised entropy (1: uniform over the "
+      "sources), the top-1 mass, and the weight on the embedding and on the most recent source.";
+  ChartSeries entropy{"normalised entropy", {}, ChartSeries::Style::line_and_points, false};
+  ChartSeries top{"top-1 mass", {}, ChartSeries::Style::line_and_points, false};
+  ChartSeries embedding{"weight on the embedding", {}, ChartSeries::Style::line_and_points, false};
+  ChartSeries recent{"weight on the most recent", {}, ChartSeries::Style::line_and_points, false};
+  for (const ReadRouting& r : routing) {
+    const auto x = static_cast<double>(r.read);
+    if (std::isfinite(r.normalised_entropy)) entropy.points.emplace_back(x, r.normalised_entropy);
+    top.points.emplace_back(x, r.top1_mass);
+    if (std::isfinite(r.embedding_weight)) embedding.points.emplace_back(x, r.embedding_weight);
+    recent.points.emplace_back(x, r.recent_weight);
+  }
+  chart.series = {entropy, top, embedding, recent};
+  chart.marker_x = static_cast<double>(sublayers);
+  chart.marker_label = "final read";
+  return chart;
+}
+
 }  // namespace attnres

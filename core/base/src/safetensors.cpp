@@ -1,7 +1,12 @@
 #include "attnres/safetensors.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -191,11 +196,42 @@ SafetensorsFile SafetensorsFile::read_header(const std::filesystem::path& path) 
   return file;
 }
 
+namespace {
+
+// Maps `size` bytes of `path` read-only; null where the file cannot be mapped (then the caller
+// reads it). The mapping outlives the descriptor and is unmapped with the last shared_ptr.
+std::shared_ptr<const void> map_file(const std::filesystem::path& path, std::uint64_t size) {
+  if (size == 0) return nullptr;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  void* address = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (address == MAP_FAILED) return nullptr;
+  const auto length = static_cast<std::size_t>(size);
+  return std::shared_ptr<const void>(
+      address, [length](const void* p) { ::munmap(const_cast<void*>(p), length); });
+}
+
+}  // namespace
+
 void SafetensorsFile::load_data() {
   if (data_loaded_) return;
-  bytes_ = read_range(path_, data_offset_in_file_, data_size_, "the tensor data");
-  // The file may have grown since its header was read: only the declared size was read.
-  data_start_ = 0;
+  // The file may have grown since its header was read: only the declared size is used. A file
+  // that shrank is refused before it is mapped (a mapping past the end would fault on access).
+  std::error_code error;
+  const std::uint64_t file_size = std::filesystem::file_size(path_, error);
+  if (error || file_size < data_offset_in_file_ + data_size_) {
+    throw Error(path_.string() + ": reading the tensor data failed (the file is shorter than " +
+                std::to_string(data_offset_in_file_ + data_size_) +
+                " bytes; did it change while being read?)");
+  }
+  map_ = map_file(path_, data_offset_in_file_ + data_size_);
+  if (map_) {
+    data_start_ = static_cast<std::size_t>(data_offset_in_file_);
+  } else {
+    bytes_ = read_range(path_, data_offset_in_file_, data_size_, "the tensor data");
+    data_start_ = 0;
+  }
   data_loaded_ = true;
 }
 
@@ -306,38 +342,133 @@ const TensorInfo* SafetensorsFile::find(const std::string& name) const {
   return it != tensors_.end() && it->name == name ? &*it : nullptr;
 }
 
-std::vector<double> SafetensorsFile::values(const TensorInfo& tensor) const {
-  const auto count = static_cast<std::size_t>(tensor.element_count());
+const char* SafetensorsFile::checked_data(const TensorInfo& tensor) const {
   // parse() checked every tensor's offsets against its shape and the data section; a TensorInfo
   // from another file would read past this one's bytes.
   if (!data_loaded_) {
     throw Error(source_ + ": the tensor data of '" + tensor.name +
                 "' was not read (read_header without load_data)");
   }
-  ATTNRES_ASSERT(tensor.end - tensor.begin == count * element_size(tensor.dtype) &&
-                     data_start_ + tensor.end <= bytes_.size(),
+  const std::uint64_t available = map_ ? data_size_ : bytes_.size() - data_start_;
+  ATTNRES_ASSERT(tensor.end - tensor.begin == static_cast<std::uint64_t>(tensor.element_count()) *
+                                                  element_size(tensor.dtype) &&
+                     tensor.end <= available,
                  "tensor '" + tensor.name + "' lies inside this file's data section");
-  std::vector<double> out(count);
-  const char* data = bytes_.data() + data_start_ + tensor.begin;
-  for (std::size_t i = 0; i < count; ++i) {
-    switch (tensor.dtype) {
-      case TensorDType::f64: {
+  const char* base = map_ ? static_cast<const char*>(map_.get()) : bytes_.data();
+  return base + data_start_ + tensor.begin;
+}
+
+std::string_view SafetensorsFile::raw_bytes(const TensorInfo& tensor) const {
+  return {checked_data(tensor), static_cast<std::size_t>(tensor.end - tensor.begin)};
+}
+
+namespace {
+
+template <typename Out>
+void convert_elements(const char* data, TensorDType dtype, std::size_t count, Out* out) {
+  switch (dtype) {
+    case TensorDType::f64:
+      for (std::size_t i = 0; i < count; ++i) {
         double value;
         std::memcpy(&value, data + 8 * i, 8);
-        out[i] = value;
-        break;
+        out[i] = static_cast<Out>(value);
       }
-      case TensorDType::f32: {
+      return;
+    case TensorDType::f32:
+      for (std::size_t i = 0; i < count; ++i) {
         float value;
         std::memcpy(&value, data + 4 * i, 4);
         out[i] = value;
-        break;
       }
-      case TensorDType::f16:
-      case TensorDType::bf16: {
+      return;
+    case TensorDType::f16:
+    case TensorDType::bf16: {
+      const bool half = dtype == TensorDType::f16;
+      for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t bits;
         std::memcpy(&bits, data + 2 * i, 2);
-        out[i] = tensor.dtype == TensorDType::f16 ? half_to_float(bits) : bfloat16_to_float(bits);
+        out[i] = half ? half_to_float(bits) : bfloat16_to_float(bits);
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void SafetensorsFile::copy_values(const TensorInfo& tensor, double* out) const {
+  convert_elements(checked_data(tensor), tensor.dtype,
+                   static_cast<std::size_t>(tensor.element_count()), out);
+}
+
+void SafetensorsFile::copy_values(const TensorInfo& tensor, float* out) const {
+  convert_elements(checked_data(tensor), tensor.dtype,
+                   static_cast<std::size_t>(tensor.element_count()), out);
+}
+
+std::vector<double> SafetensorsFile::values(const TensorInfo& tensor) const {
+  std::vector<double> out(static_cast<std::size_t>(tensor.element_count()));
+  copy_values(tensor, out.data());
+  return out;
+}
+
+std::uint16_t float_to_bfloat16(float value) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // to nearest, ties to even
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+std::uint16_t float_to_half(float value) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
+  if (magnitude >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
+  if (magnitude < 0x38800000u) {
+    // Below the smallest normal half (2^-14): a subnormal, value / 2^-24 rounded to an integer
+    // (to nearest, ties to even; exact in float arithmetic at these magnitudes).
+    const float scaled = std::bit_cast<float>(magnitude) * 0x1p24f;
+    auto mantissa = static_cast<std::uint32_t>(scaled);
+    const float rest = scaled - static_cast<float>(mantissa);
+    if (rest > 0.5f || (rest == 0.5f && (mantissa & 1u))) ++mantissa;
+    return static_cast<std::uint16_t>(sign | mantissa);  // 0x400 carries into the exponent
+  }
+  // Normal: rebias the exponent (127 -> 15) and round the 23-bit mantissa to 10 bits.
+  const std::uint32_t rebased = magnitude - (112u << 23);
+  const std::uint32_t rounding = 0xfffu + ((rebased >> 13) & 1u);
+  return static_cast<std::uint16_t>(sign | ((rebased + rounding) >> 13));
+}
+
+std::string encode_floats(const float* data, std::size_t count, TensorDType dtype,
+                          const std::string& what) {
+  std::string out(count * element_size(dtype), '\0');
+  for (std::size_t i = 0; i < count; ++i) {
+    const float value = data[i];
+    if (!std::isfinite(value)) {
+      throw Error(what + ": non-finite value at flat index " + std::to_string(i));
+    }
+    switch (dtype) {
+      case TensorDType::f64: {
+        const double wide = value;
+        std::memcpy(out.data() + 8 * i, &wide, 8);
+        break;
+      }
+      case TensorDType::f32:
+        std::memcpy(out.data() + 4 * i, &value, 4);
+        break;
+      case TensorDType::f16: {
+        const std::uint16_t bits = float_to_half(value);
+        if ((bits & 0x7c00u) == 0x7c00u) {
+          throw Error(what + ": value " + std::to_string(value) + " at flat index " +
+                      std::to_string(i) + " overflows F16 (largest 65504); write BF16 or F32");
+        }
+        std::memcpy(out.data() + 2 * i, &bits, 2);
+        break;
+      }
+      case TensorDType::bf16: {
+        const std::uint16_t bits = float_to_bfloat16(value);
+        std::memcpy(out.data() + 2 * i, &bits, 2);
         break;
       }
     }
@@ -345,25 +476,28 @@ std::vector<double> SafetensorsFile::values(const TensorInfo& tensor) const {
   return out;
 }
 
-std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
+std::string serialize_safetensors(const std::vector<RawTensor>& tensors,
                                   const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
   std::set<std::string> names;
   for (const auto& tensor : tensors) {
-    std::int64_t count = 1;
-    for (auto extent : tensor.shape) count *= extent;
-    const std::size_t elements = tensor.f64 ? tensor.data_f64.size() : tensor.data.size();
-    if (count != static_cast<std::int64_t>(elements)) {
+    std::uint64_t count = 1;
+    for (auto extent : tensor.shape) {
+      if (extent < 0) throw Error("cannot write tensor '" + tensor.name + "': negative extent");
+      count = checked_multiply(count, static_cast<std::uint64_t>(extent), tensor.name);
+    }
+    const std::uint64_t bytes = checked_multiply(count, element_size(tensor.dtype), tensor.name);
+    if (bytes != tensor.bytes.size()) {
       throw Error("cannot write tensor '" + tensor.name + "': shape holds " +
-                  std::to_string(count) + " elements, data has " + std::to_string(elements));
+                  std::to_string(count) + " elements, data has " +
+                  std::to_string(tensor.bytes.size() / element_size(tensor.dtype)));
     }
     if (!names.insert(tensor.name).second) {
       throw Error("cannot write tensor '" + tensor.name + "': duplicate name");
     }
-    const std::uint64_t bytes = elements * (tensor.f64 ? sizeof(double) : sizeof(float));
-    header[tensor.name] = {{"dtype", tensor.f64 ? "F64" : "F32"},
+    header[tensor.name] = {{"dtype", to_string(tensor.dtype)},
                            {"shape", tensor.shape},
                            {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -373,22 +507,32 @@ std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
   const std::uint64_t header_length = header_text.size();
 
   std::string out;
-  out.resize(8 + header_text.size() + offset);
-  std::memcpy(out.data(), &header_length, 8);
-  std::memcpy(out.data() + 8, header_text.data(), header_text.size());
-  char* cursor = out.data() + 8 + header_text.size();
-  for (const auto& tensor : tensors) {
-    // data() may be null: memcpy from null is undefined even for 0 bytes.
-    if (tensor.f64 && !tensor.data_f64.empty()) {
-      std::memcpy(cursor, tensor.data_f64.data(), tensor.data_f64.size() * sizeof(double));
-      cursor += tensor.data_f64.size() * sizeof(double);
-    } else if (!tensor.f64 && !tensor.data.empty()) {
-      std::memcpy(cursor, tensor.data.data(), tensor.data.size() * sizeof(float));
-      cursor += tensor.data.size() * sizeof(float);
-    }
-  }
-  ATTNRES_ASSERT(cursor == out.data() + out.size(), "the tensors fill the data section exactly");
+  out.reserve(8 + header_text.size() + offset);
+  out.append(reinterpret_cast<const char*>(&header_length), 8);
+  out.append(header_text);
+  for (const auto& tensor : tensors) out.append(tensor.bytes);
+  ATTNRES_ASSERT(out.size() == 8 + header_text.size() + offset,
+                 "the tensors fill the data section exactly");
   return out;
+}
+
+std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
+                                  const std::map<std::string, std::string>& metadata) {
+  std::vector<RawTensor> raw;
+  raw.reserve(tensors.size());
+  for (const auto& tensor : tensors) {
+    RawTensor out{tensor.name, tensor.f64 ? TensorDType::f64 : TensorDType::f32, tensor.shape, {}};
+    const std::size_t elements = tensor.f64 ? tensor.data_f64.size() : tensor.data.size();
+    // data() may be null: memcpy from null is undefined even for 0 bytes.
+    if (tensor.f64 && elements > 0) {
+      out.bytes.assign(reinterpret_cast<const char*>(tensor.data_f64.data()),
+                       elements * sizeof(double));
+    } else if (!tensor.f64 && elements > 0) {
+      out.bytes.assign(reinterpret_cast<const char*>(tensor.data.data()), elements * sizeof(float));
+    }
+    raw.push_back(std::move(out));
+  }
+  return serialize_safetensors(raw, metadata);
 }
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,

@@ -242,6 +242,7 @@ Gradients<Scalar> loss_and_gradients(const ModelWeights<Scalar>& model,
                                      const std::vector<std::vector<int>>& batch,
                                      const ForwardOptions& options) {
   Gradients<Scalar> out;
+  model.config.require_gradients("gradients");
   out.predicted = check_training_batch(model.config, batch, "gradients");
   const AttnResConfig scheme = resolve_scheme(model.config, options);
   const DepthLayout layout =

@@ -34,6 +34,17 @@ Matrix<Scalar> rms_norm(const Matrix<Scalar>& x, const Vector<Scalar>& gain, Sca
 }
 
 template <typename Scalar>
+void head_rms_norm(Matrix<Scalar>& x, int heads, const Vector<Scalar>& gain, Scalar eps) {
+  if (gain.size() == 0) return;
+  const Eigen::Index hd = gain.size();
+  ATTNRES_ASSERT(x.cols() == heads * hd, "x holds heads x head_dim channels");
+  for (int head = 0; head < heads; ++head) {
+    const Matrix<Scalar> block = x.middleCols(head * hd, hd);
+    x.middleCols(head * hd, hd) = rms_norm(block, gain, eps);
+  }
+}
+
+template <typename Scalar>
 RopeTable<Scalar> make_rope_table(int tokens, int head_dim, double theta) {
   const int half = head_dim / 2;
   RopeTable<Scalar> rope{Matrix<Scalar>(tokens, half), Matrix<Scalar>(tokens, half)};
@@ -79,6 +90,9 @@ Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelC
   Matrix<Scalar> q = x * layer.q_proj.transpose();        // (T, H * hd)
   Matrix<Scalar> k = x * layer.k_proj.transpose();        // (T, H_kv * hd)
   const Matrix<Scalar> v = x * layer.v_proj.transpose();  // (T, H_kv * hd)
+  const auto eps = static_cast<Scalar>(config.rms_norm_eps);
+  head_rms_norm(q, heads, layer.q_norm, eps);
+  head_rms_norm(k, kv_heads, layer.k_norm, eps);
   apply_rope(q, heads, rope);
   apply_rope(k, kv_heads, rope);
   const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(head_dim));
@@ -137,6 +151,8 @@ Matrix<double> attention_probabilities(const ModelWeights<double>& model, int la
   Matrix<double> q = x * weights.q_proj.transpose();
   Matrix<double> k = x * weights.k_proj.transpose();
   const auto rope = make_rope_table<double>(static_cast<int>(T), head_dim, config.rope_theta);
+  head_rms_norm(q, config.num_attention_heads, weights.q_norm, config.rms_norm_eps);
+  head_rms_norm(k, config.num_key_value_heads, weights.k_norm, config.rms_norm_eps);
   apply_rope(q, config.num_attention_heads, rope);
   apply_rope(k, config.num_key_value_heads, rope);
   Matrix<double> scores = q.middleCols(head * head_dim, head_dim) *
@@ -259,6 +275,7 @@ Matrix<Scalar> sublayer_backward(const ModelWeights<Scalar>& model, int sublayer
   template Matrix<Scalar> rms_norm(const Matrix<Scalar>&, const Vector<Scalar>&, Scalar);         \
   template RopeTable<Scalar> make_rope_table<Scalar>(int, int, double);                           \
   template void apply_rope(Matrix<Scalar>&, int, const RopeTable<Scalar>&);                       \
+  template void head_rms_norm(Matrix<Scalar>&, int, const Vector<Scalar>&, Scalar);               \
   template Matrix<Scalar> attention_forward(const LayerWeights<Scalar>&, const ModelConfig&,      \
                                             const Matrix<Scalar>&, const RopeTable<Scalar>&);     \
   template Matrix<Scalar> mlp_forward(const LayerWeights<Scalar>&, const Matrix<Scalar>&);        \

@@ -69,15 +69,6 @@ bool ends_with(const std::string& text, const std::string& suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
-}
-
 }  // namespace
 
 const char* depth_mixing_parameter_kind(const std::string& name) {
@@ -139,6 +130,11 @@ std::uint64_t available_memory_bytes() {
 }
 
 std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::string& where) {
+  return model_bytes(config, where, sizeof(double));
+}
+
+std::uint64_t model_bytes(const ModelConfig& config, const std::string& where,
+                          std::size_t element_bytes) {
   // Every tensor of allocate_model, with checked arithmetic: huge configs must not overflow.
   const auto d = static_cast<std::uint64_t>(config.hidden_size);
   const auto heads = static_cast<std::uint64_t>(config.num_attention_heads);
@@ -146,7 +142,7 @@ std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::strin
   const auto ffn = static_cast<std::uint64_t>(config.intermediate_size);
   const auto vocab = static_cast<std::uint64_t>(config.vocab_size);
   const auto layers = static_cast<std::uint64_t>(config.num_hidden_layers);
-  const std::uint64_t head_dim = d / heads;
+  const auto head_dim = static_cast<std::uint64_t>(config.head_dim());
   std::uint64_t total = 0;
   auto add = [&](std::uint64_t a, std::uint64_t b, std::uint64_t times = 1) {
     std::uint64_t product = 0;
@@ -161,6 +157,7 @@ std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::strin
   add(d, 3 * ffn, layers);                                                  // gate, up, down
   add(d, 8, layers);  // norms, queries, key-norm gains
   add(d, 3);          // final norm, final read
+  if (config.qk_norm) add(head_dim, 2, layers);
   // Scheme tensors (docs/schemes.md): query projections, mixing logits / DenseFormer weights, mHC.
   const AttnResConfig& scheme = config.attn_res;
   const std::uint64_t reads = 2 * layers + 1;
@@ -172,99 +169,10 @@ std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::strin
     if (scheme.dynamic) add(m * d, (2 * m + m * m) * 2 * layers);
   }
   std::uint64_t bytes = 0;
-  if (__builtin_mul_overflow(total, std::uint64_t{sizeof(double)}, &bytes)) {
+  if (__builtin_mul_overflow(total, std::uint64_t{element_bytes}, &bytes)) {
     throw Error(where + ": the model described is too large (its size overflows 64 bits)");
   }
   return bytes;
-}
-
-ModelWeights<double> load_model(const fs::path& directory) {
-  const fs::path config_path = directory / "config.json";
-  const fs::path weights_path = directory / "model.safetensors";
-  if (!fs::is_directory(directory)) {
-    std::error_code error;
-    if (!fs::exists(directory, error))
-      throw Error("model directory '" + directory.string() + "' does not exist");
-    const std::string what = not_a_regular_file(directory);
-    throw Error("'" + directory.string() + "' " + (what.empty() ? "is a file" : what) +
-                ", not a model directory (expected a directory with config.json and "
-                "model.safetensors)");
-  }
-  // A write of this directory cut short (init-model, train) is completed first, and none
-  // switches its files while they are read: config.json and the weights are one set.
-  const OutputDirectoryReadLock lock(directory);
-  const ModelConfig config =
-      parse_model_config(read_file(config_path, "a config.json file"), config_path.string());
-  // Refuse before allocating anything: the weights as float64 plus the file itself must fit.
-  const std::uint64_t needed = model_bytes_as_float64(config, config_path.string());
-  std::error_code size_error;
-  const std::uint64_t file_bytes = fs::file_size(weights_path, size_error);
-  const std::uint64_t available = available_memory_bytes();
-  if (needed > available || (!size_error && file_bytes > available - std::min(available, needed))) {
-    throw Error(config_path.string() + ": the shapes it declares need " +
-                std::to_string(needed / 1000000) + " MB as float64 (plus " +
-                std::to_string(size_error ? 0 : file_bytes / 1000000) + " MB of file), but only " +
-                std::to_string(available / 1000000) +
-                " MB of memory is available; refusing to load");
-  }
-  // The header first: names and shapes are checked against config.json (a missing, misshapen or
-  // stray tensor is refused) before any tensor data is read; then the data, once.
-  SafetensorsFile file = SafetensorsFile::read_header(weights_path);
-  const std::string source = weights_path.string();
-
-  auto model = allocate_model<double>(config);
-  std::set<std::string> expected;
-  std::vector<std::string> missing_attn_res;
-  std::size_t present_attn_res = 0;
-  for_each_tensor(model, [&](const TensorVisit& tensor) {
-    expected.insert(tensor.name);
-    const TensorInfo* info = file.find(tensor.name);
-    if (info == nullptr) {
-      if (tensor.attn_res) {
-        missing_attn_res.push_back(tensor.name);
-        return;
-      }
-      throw Error(source + ": missing tensor '" + tensor.name + "' (expected shape " +
-                  shape_text(tensor.shape) + " from " + config_path.string() + ")");
-    }
-    if (info->shape != tensor.shape) {
-      throw Error(source + ": tensor '" + tensor.name + "' has shape " + shape_text(info->shape) +
-                  ", expected " + shape_text(tensor.shape) + " from " + config_path.string());
-    }
-    if (tensor.attn_res) ++present_attn_res;
-  });
-  for (const auto& tensor : file.tensors()) {
-    if (!expected.count(tensor.name) && !ends_with(tensor.name, ".rotary_emb.inv_freq")) {
-      throw Error(source + ": unexpected tensor '" + tensor.name +
-                  "' (not part of a Llama/AttnRes model with this config.json)");
-    }
-  }
-  if (present_attn_res > 0 && !missing_attn_res.empty()) {
-    throw Error(source + ": has some AttnRes tensors but not '" + missing_attn_res.front() + "' (" +
-                std::to_string(missing_attn_res.size()) +
-                " missing); a model has all of them or none");
-  }
-  file.load_data();
-  for_each_tensor(model, [&](const TensorVisit& tensor) {
-    const TensorInfo* info = file.find(tensor.name);
-    if (info == nullptr) return;  // an absent AttnRes tensor (checked above)
-    const auto values = file.values(*info);
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (!std::isfinite(values[i])) {
-        throw Error(source + ": tensor '" + tensor.name + "' holds a non-finite value (" +
-                    std::to_string(values[i]) + ") at flat index " + std::to_string(i));
-      }
-      tensor.data[i] = values[i];
-    }
-  });
-  model.has_attn_res_tensors = present_attn_res > 0;
-  if (!model.has_attn_res_tensors && !missing_attn_res.empty() &&
-      config.attn_res.mode != ResidualMode::standard) {
-    throw Error(source + ": config.json asks for attn_res mode '" +
-                to_string(config.attn_res.mode) + "' but the file has no AttnRes tensors (e.g. '" +
-                missing_attn_res.front() + "')");
-  }
-  return model;
 }
 
 ModelWeights<double> convert_scheme(const ModelWeights<double>& model,
@@ -285,30 +193,6 @@ ModelWeights<double> convert_scheme(const ModelWeights<double>& model,
   });
   out.has_attn_res_tensors = scheme.mode != ResidualMode::standard || model.has_attn_res_tensors;
   return out;
-}
-
-std::string model_safetensors_bytes(const ModelWeights<double>& model) {
-  std::vector<TensorToWrite> tensors;
-  for_each_tensor(model, [&](const TensorView& tensor) {
-    if (tensor.attn_res && !model.has_attn_res_tensors) return;
-    TensorToWrite out{tensor.name, tensor.shape, {}, {}, false};
-    for (std::int64_t i = 0; i < tensor.element_count(); ++i) {
-      out.data.push_back(static_cast<float>(tensor.data[i]));
-    }
-    tensors.push_back(std::move(out));
-  });
-  return serialize_safetensors(tensors, {{"format", "pt"}});
-}
-
-void save_model(const ModelWeights<double>& model, const fs::path& directory) {
-  model.config.validate("save model");
-  std::error_code error;
-  fs::create_directories(directory, error);
-  if (error) {
-    throw Error("cannot create model directory '" + directory.string() + "': " + error.message());
-  }
-  write_file_atomically(directory / "model.safetensors", model_safetensors_bytes(model));
-  write_file_atomically(directory / "config.json", model_config_to_json(model.config));
 }
 
 }  // namespace attnres

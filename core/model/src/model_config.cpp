@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 
 namespace attnres {
 
@@ -26,7 +27,11 @@ void ModelConfig::validate(const std::string& where,
   require_positive(num_key_value_heads, "num_key_value_heads");
   require_positive(intermediate_size, "intermediate_size");
   require_positive(vocab_size, "vocab_size");
-  if (hidden_size % num_attention_heads != 0) {
+  if (explicit_head_dim < 0) {
+    throw Error(where + ": " + name("head_dim") + " must be a positive integer, got " +
+                std::to_string(explicit_head_dim));
+  }
+  if (explicit_head_dim == 0 && hidden_size % num_attention_heads != 0) {
     throw Error(where + ": " + name("num_attention_heads") + " (" +
                 std::to_string(num_attention_heads) + ") must divide " + name("hidden_size") +
                 " (" + std::to_string(hidden_size) + ")");
@@ -37,9 +42,11 @@ void ModelConfig::validate(const std::string& where,
                 name("num_attention_heads") + " (" + std::to_string(num_attention_heads) + ")");
   }
   if (head_dim() % 2 != 0) {
-    throw Error(where + ": head_dim = " + name("hidden_size") + " / " +
-                name("num_attention_heads") + " = " + std::to_string(head_dim()) +
-                " must be even for RoPE");
+    throw Error(where + ": " +
+                (explicit_head_dim > 0
+                     ? name("head_dim")
+                     : "head_dim = " + name("hidden_size") + " / " + name("num_attention_heads")) +
+                " = " + std::to_string(head_dim()) + " must be even for RoPE");
   }
   if (!(rms_norm_eps > 0.0) || !std::isfinite(rms_norm_eps)) {
     throw Error(where + ": " + name("rms_norm_eps") + " must be a positive finite number");
@@ -101,6 +108,20 @@ void ModelConfig::validate(const std::string& where,
   }
 }
 
+void ModelConfig::require_gradients(const std::string& what) const {
+  if (qk_norm) {
+    throw Error(what +
+                ": this model has Qwen3's q/k norms, which the lab runs forward only (no "
+                "gradients or training; docs/interop.md)");
+  }
+  if (detached_blocks) {
+    throw Error(what +
+                ": this model declares attn_res_detach_blocks = true (detached block "
+                "summaries), whose gradients no scheme of the lab computes (docs/interop.md "
+                "\"Deviations\")");
+  }
+}
+
 namespace {
 
 int read_int(const json& object, const char* key, const std::string& source,
@@ -132,11 +153,100 @@ double read_double(const json& object, const char* key, const std::string& sourc
 
 }  // namespace
 
+std::string to_string(CheckpointLayout layout) {
+  switch (layout) {
+    case CheckpointLayout::lab:
+      return "lab";
+    case CheckpointLayout::k3:
+      return "k3";
+    case CheckpointLayout::plain:
+      return "plain";
+  }
+  return "lab";
+}
+
+namespace {
+
+// Top-level keys the lab reads; every other key is passed through (docs/interop.md).
+const char* const kReadKeys[] = {"architectures",
+                                 "model_type",
+                                 "hidden_size",
+                                 "num_hidden_layers",
+                                 "num_attention_heads",
+                                 "num_key_value_heads",
+                                 "intermediate_size",
+                                 "vocab_size",
+                                 "rms_norm_eps",
+                                 "rope_theta",
+                                 "hidden_act",
+                                 "tie_word_embeddings",
+                                 "head_dim",
+                                 "attn_res",
+                                 "attn_res_block_size"};
+
+bool is_read_key(const std::string& key) {
+  return std::find(std::begin(kReadKeys), std::end(kReadKeys), key) != std::end(kReadKeys);
+}
+
+// Deviations from the paper that ports declare in config.json (docs/interop.md "Deviations"): the
+// value each key has in the paper's scheme, and what the lab does otherwise.
+struct DeviationKey {
+  const char* key;
+  json paper_value;
+  bool forward_same;  // true: the forward pass is the paper's; training differs
+  const char* meaning;
+};
+
+const std::vector<DeviationKey>& deviation_keys() {
+  static const std::vector<DeviationKey> keys = {
+      {"attn_res_block_reduce", "sum", false, "block summaries averaged instead of summed"},
+      {"attn_res_embed_in_first_block", false, false,
+       "the embedding folded into the first block instead of being its own source"},
+      {"attn_res_final_read", true, false, "no final read (the last block sum goes to the head)"},
+      {"attn_res_detach_blocks", false, true,
+       "detached block summaries (no gradient through earlier blocks)"}};
+  return keys;
+}
+
+// Keys of the Hugging Face config that change what the forward pass computes, with the value at
+// which they change nothing.
+void refuse_math_changing_keys(const json& root, const std::string& source) {
+  auto refuse_unless = [&](const char* key, auto&& harmless, const char* what) {
+    const auto it = root.find(key);
+    if (it != root.end() && !harmless(*it)) {
+      throw Error(source + ": " + key + " = " + it->dump() + " (" + what +
+                  ") is not supported: the lab computes Llama/Qwen3 blocks without it "
+                  "(docs/interop.md)");
+    }
+  };
+  auto is_false = [](const json& v) { return v.is_null() || (v.is_boolean() && !v.get<bool>()); };
+  refuse_unless("attention_bias", is_false, "biases in the q/k/v/o projections");
+  refuse_unless("mlp_bias", is_false, "biases in the MLP");
+  refuse_unless("use_sliding_window", is_false, "sliding-window attention");
+  refuse_unless(
+      "rope_scaling", [](const json& v) { return v.is_null(); }, "RoPE scaling");
+}
+
+}  // namespace
+
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e3060
+  } catch (const json::parse_error& error) {
+    const std::size_t at = error.byte == 0 ? 0 : error.byte - 1;
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i < at && i < json_text.size(); ++i) {
+      if (json_text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                ": not valid JSON (" + error.what() + ")");
+  } catch (const json::exception& error) {  // out_of_range for numbers like 1e3060
     throw Error(source + ": not valid JSON (" + error.what() + ")");
   }
   if (!root.is_object()) throw Error(source + ": expected a JSON object at the top level");
@@ -156,13 +266,80 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
       throw Error(source + ": hidden_act must be \"silu\" (SwiGLU), got " + hidden_act->dump());
     }
   }
-  if (auto tie = root.find("tie_word_embeddings"); tie != root.end()) {
-    if (!tie->is_boolean() || tie->get<bool>()) {
-      throw Error(source + ": tie_word_embeddings must be false (the LM head is untied)");
+  if (auto tie = root.find("tie_word_embeddings"); tie != root.end() && !tie->is_null()) {
+    if (!tie->is_boolean())
+      throw Error(source + ": tie_word_embeddings must be true or false, got " + tie->dump());
+    config.tie_word_embeddings = tie->get<bool>();
+  }
+  if (auto head_dim = root.find("head_dim"); head_dim != root.end() && !head_dim->is_null()) {
+    const int value = read_int(root, "head_dim", source);
+    if (value <= 0)
+      throw Error(source + ": head_dim must be a positive integer, got " + head_dim->dump());
+    // Written by Hugging Face for every Llama too: explicit only where it is not d / H.
+    if (config.num_attention_heads <= 0 || value * config.num_attention_heads != config.hidden_size)
+      config.explicit_head_dim = value;
+  }
+  if (auto type = root.find("model_type"); type != root.end()) {
+    const std::string name = type->is_string() ? type->get<std::string>() : type->dump();
+    if (name == "qwen3") {
+      config.qk_norm = true;
+    } else if (name != "llama") {
+      throw Error(source + ": model_type \"" + name +
+                  "\" is not supported (expected \"llama\" or \"qwen3\"; docs/interop.md)");
     }
   }
+  refuse_math_changing_keys(root, source);
 
-  if (auto attn = root.find("attn_res"); attn != root.end() && !attn->is_null()) {
+  const auto attn = root.find("attn_res");
+  const auto k3 = root.find("attn_res_block_size");
+  const bool has_lab = attn != root.end() && !attn->is_null();
+  if (has_lab && k3 != root.end()) {
+    throw Error(source +
+                ": has both attn_res (the lab's layout) and attn_res_block_size (Kimi "
+                "K3's); a config.json is in one layout (docs/interop.md)");
+  }
+  for (const auto& [key, value] : root.items()) {
+    if (key.rfind("attn_res", 0) != 0 || key == "attn_res" || key == "attn_res_block_size")
+      continue;
+    const auto& known = deviation_keys();
+    const auto it = std::find_if(known.begin(), known.end(),
+                                 [&](const DeviationKey& d) { return key == d.key; });
+    if (it == known.end()) {
+      throw Error(source + ": unknown AttnRes key '" + key +
+                  "': the port that wrote it may deviate from the paper, and the lab does not "
+                  "read it as the paper's scheme (docs/interop.md \"Deviations\")");
+    }
+    if (value == it->paper_value) continue;
+    if (!it->forward_same) {
+      throw Error(source + ": " + key + " = " + value.dump() + ": " + it->meaning +
+                  ", which no scheme of the lab computes; refusing rather than reading it as "
+                  "the paper's scheme (docs/interop.md \"Deviations\")");
+    }
+    config.notes.push_back(std::string(key) + " = " + value.dump() + ": " + it->meaning +
+                           "; the forward pass is the paper's, training would differ");
+    config.detached_blocks = true;
+  }
+  if (k3 != root.end()) {
+    config.layout = CheckpointLayout::k3;
+    if (k3->is_null()) {
+      config.attn_res.mode = ResidualMode::standard;
+    } else {
+      if (!k3->is_number_integer() || k3->get<long long>() < 1 || k3->get<long long>() > 1000000) {
+        throw Error(source +
+                    ": attn_res_block_size must be a positive integer (decoder layers "
+                    "per block) or null (the standard residual), got " +
+                    k3->dump());
+      }
+      config.k3_block_layers = static_cast<int>(k3->get<long long>());
+      config.attn_res.mode = ResidualMode::block;
+      config.attn_res.block_size = std::min(2 * config.k3_block_layers, config.sublayers());
+      config.attn_res.key_norm_eps = config.rms_norm_eps;  // K3's reads use rms_norm_eps
+    }
+  } else if (!has_lab) {
+    config.layout = CheckpointLayout::plain;
+  }
+
+  if (has_lab) {
     const std::string where = source + ": attn_res";
     if (!attn->is_object()) throw Error(where + " must be an object");
     static const char* const kKeys[] = {
@@ -204,25 +381,45 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     a.dynamic = flag("dynamic", a.dynamic);
     a.sinkhorn_iterations = read_int(*attn, "sinkhorn_iterations", where, a.sinkhorn_iterations);
   }
+  json passthrough = json::object();
+  for (const auto& [key, value] : root.items()) {
+    // head_dim = d / H (Hugging Face writes it for every Llama) is kept as written.
+    if (!is_read_key(key) || (key == "head_dim" && config.explicit_head_dim == 0))
+      passthrough[key] = value;
+  }
+  if (!passthrough.empty()) config.passthrough_json = passthrough.dump();
   config.validate(source);
   return config;
 }
 
-std::string model_config_to_json(const ModelConfig& config) {
-  json root;
-  root["architectures"] = json::array({"LlamaForCausalLM"});
-  root["model_type"] = "llama";
+namespace {
+
+// The Hugging Face keys every layout shares, over the passthrough keys.
+json architecture_json(const ModelConfig& config) {
+  json root =
+      config.passthrough_json.empty() ? json::object() : json::parse(config.passthrough_json);
+  root["architectures"] = json::array({config.qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM"});
+  root["model_type"] = config.qk_norm ? "qwen3" : "llama";
   root["hidden_size"] = config.hidden_size;
   root["num_hidden_layers"] = config.num_hidden_layers;
   root["num_attention_heads"] = config.num_attention_heads;
   root["num_key_value_heads"] = config.num_key_value_heads;
+  if (config.explicit_head_dim > 0) root["head_dim"] = config.explicit_head_dim;
   root["intermediate_size"] = config.intermediate_size;
   root["vocab_size"] = config.vocab_size;
   root["rms_norm_eps"] = config.rms_norm_eps;
   root["rope_theta"] = config.rope_theta;
   root["hidden_act"] = "silu";
-  root["tie_word_embeddings"] = false;
-  root["torch_dtype"] = "float32";
+  root["tie_word_embeddings"] = config.tie_word_embeddings;
+  if (!root.contains("torch_dtype")) root["torch_dtype"] = "float32";
+  return root;
+}
+
+}  // namespace
+
+std::string model_config_to_json(const ModelConfig& config) {
+  json root = architecture_json(config);
+  root["torch_dtype"] = "float32";  // save_model writes F32
   json attn;
   const AttnResConfig& a = config.attn_res;
   const AttnResConfig defaults;
@@ -242,6 +439,48 @@ std::string model_config_to_json(const ModelConfig& config) {
     attn["sinkhorn_iterations"] = a.sinkhorn_iterations;
   }
   root["attn_res"] = attn;
+  return root.dump(2) + "\n";
+}
+
+int k3_block_layers(const ModelConfig& config) {
+  const AttnResConfig& a = config.attn_res;
+  if (a.mode == ResidualMode::standard) return 0;
+  const std::string why =
+      "the Kimi K3 layout holds the standard residual and Block AttnRes "
+      "with S = 2 x attn_res_block_size (docs/interop.md); ";
+  if (a.mode != ResidualMode::block) {
+    throw Error(why + "this model is " + a.describe() +
+                (a.mode == ResidualMode::full
+                     ? " (every sublayer its own source, S = 1); export it in the lab's layout"
+                     : "; export it in the lab's layout"));
+  }
+  AttnResConfig paper;
+  paper.mode = ResidualMode::block;
+  paper.block_size = a.block_size;
+  paper.key_norm_eps = a.key_norm_eps;
+  if (!(a == paper)) {
+    throw Error(why + "this model's Block AttnRes sets scheme keys beyond the paper's (" +
+                a.describe() + "); export it in the lab's layout");
+  }
+  if (a.key_norm_eps != config.rms_norm_eps) {
+    throw Error(why + "its reads use rms_norm_eps (" + format_number(config.rms_norm_eps) +
+                ") but this model's attn_res.key_norm_eps is " + format_number(a.key_norm_eps));
+  }
+  // One block: the size as it was read, when it was larger than the model.
+  if (a.block_size == config.sublayers() && config.k3_block_layers * 2 >= config.sublayers())
+    return config.k3_block_layers;
+  if (a.block_size % 2 != 0) {
+    throw Error(why + "this model has S = " + std::to_string(a.block_size) +
+                " sublayers, which is not a whole number of decoder layers");
+  }
+  return a.block_size / 2;
+}
+
+std::string model_config_to_k3_json(const ModelConfig& config, const std::string& dtype_name) {
+  const int block_layers = k3_block_layers(config);
+  json root = architecture_json(config);
+  root["torch_dtype"] = dtype_name;
+  root["attn_res_block_size"] = block_layers > 0 ? json(block_layers) : json(nullptr);
   return root.dump(2) + "\n";
 }
 

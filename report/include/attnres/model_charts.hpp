@@ -14,6 +14,7 @@
 
 #include "attnres/chart_spec.hpp"
 #include "attnres/forward.hpp"
+#include "attnres/routing_stats.hpp"
 
 namespace attnres {
 
@@ -84,5 +85,12 @@ ChartSpec depth_rank_chart(const std::vector<const ForwardTrace*>& traces);
 HeatmapSpec sequence_attention_heatmap(const Eigen::MatrixXd& attention, int layer, int head);
 HeatmapSpec running_sum_heatmap(int tokens);
 ChartSpec sequence_rank_chart(const Eigen::MatrixXd& attention, double tolerance = 1e-6);
+
+// attnres inspect (docs/interop.md): the cosine similarity between the reads' effective
+// pseudo-queries (rows and columns "1 attn" .. "final"; routing_stats.hpp), id "query_cosines",
+// and the routing statistics by read (normalised entropy, top-1 mass, weight on the embedding and
+// on the most recent source), id "routing_by_read".
+HeatmapSpec query_cosine_heatmap(const Eigen::MatrixXd& cosines);
+ChartSpec routing_chart(const std::vector<ReadRouting>& routing, int sublayers);
 
 }  // namespace attnres

@@ -35,6 +35,7 @@ inline constexpr OutputSchema kOutputSchemas[] = {
     {"forward_trace", 1, "forward --trace FILE"},
     {"mask", 1, "mask --format json"},
     {"read", 1, "read --format json"},
+    {"inspect", 1, "inspect --format json, and inspect.json of inspect --out"},
     {"animate", 1, "frames.json of animate --out"},
     {"report", 1, "report.json of report --out"},
     {"error", 1, "any command with --format json that fails or is interrupted"},

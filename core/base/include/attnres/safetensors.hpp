@@ -6,12 +6,14 @@
 // Offsets are relative to the start of the data section. Reading validates everything a broken or
 // hostile file could get wrong (header length bound, JSON, dtypes, shape x element size equals the
 // byte range, ranges inside the buffer and not overlapping, no duplicate names) and names the file
-// and the tensor in each error. Reads F64, F32, F16 and BF16; writes F32.
+// and the tensor in each error. Reads F64, F32, F16 and BF16 (the data section memory-mapped);
+// writes F32 and F64 (TensorToWrite) or any of the four from raw bytes (RawTensor).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,7 +52,9 @@ class SafetensorsFile {
   // the data section, no overlaps, no duplicates): a broken file is refused before any tensor
   // data is read. values() then needs load_data().
   static SafetensorsFile read_header(const std::filesystem::path& path);
-  // Reads the data section of a file opened by read_header (once; later calls do nothing).
+  // Makes the data section of a file opened by read_header readable (once; later calls do
+  // nothing): memory-mapped read-only, so that a tensor is paged in when it is converted and no
+  // copy of the file is held; read into memory where mapping fails.
   void load_data();
   // read_header + load_data.
   static SafetensorsFile read(const std::filesystem::path& path);
@@ -64,6 +68,14 @@ class SafetensorsFile {
   const TensorInfo* find(const std::string& name) const;
   // The tensor's elements converted to double (exact for every supported dtype), row-major.
   std::vector<double> values(const TensorInfo& tensor) const;
+  // The same written into `out` (element_count() elements): exact for double; for float exact
+  // for F32, F16 and BF16 and rounded to nearest for F64.
+  void copy_values(const TensorInfo& tensor, double* out) const;
+  void copy_values(const TensorInfo& tensor, float* out) const;
+  // The tensor's bytes as stored (little-endian elements of its dtype).
+  std::string_view raw_bytes(const TensorInfo& tensor) const;
+  // Bytes of the data section (the sum of every tensor's range, and any padding).
+  std::uint64_t data_size() const { return data_size_; }
 
  private:
   static SafetensorsFile from_header(std::string_view header_text, std::uint64_t data_size,
@@ -76,8 +88,10 @@ class SafetensorsFile {
   std::uint64_t data_offset_in_file_ = 0;
   std::uint64_t data_size_ = 0;
   bool data_loaded_ = false;
-  std::string bytes_;           // the whole file (parse) or its data section (load_data)
-  std::size_t data_start_ = 0;  // where the data section starts in bytes_
+  std::string bytes_;                // the whole file (parse) or its data section (no mapping)
+  std::shared_ptr<const void> map_;  // the mapped file (load_data), unmapped with the last copy
+  std::size_t data_start_ = 0;       // where the data section starts in bytes_ or in map_
+  const char* checked_data(const TensorInfo& tensor) const;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;
 };
@@ -98,8 +112,27 @@ std::string serialize_safetensors(const std::vector<TensorToWrite>& tensors,
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
-// IEEE binary16 and bfloat16 to float (exact).
+// A tensor of any dtype as its stored bytes (element_size(dtype) x product(shape) of them).
+struct RawTensor {
+  std::string name;
+  TensorDType dtype = TensorDType::f32;
+  std::vector<std::int64_t> shape;
+  std::string bytes;
+};
+// The file's bytes for raw tensors, in the given order (the one serializer behind both forms).
+std::string serialize_safetensors(const std::vector<RawTensor>& tensors,
+                                  const std::map<std::string, std::string>& metadata);
+// `count` floats as `dtype`'s bytes: F32 and F64 exactly, F16 and BF16 rounded to nearest even
+// (exact for values that came from that dtype). Throws attnres::Error naming `what` for a value
+// that is not finite or overflows F16 (|x| > 65504).
+std::string encode_floats(const float* data, std::size_t count, TensorDType dtype,
+                          const std::string& what);
+
+// IEEE binary16 and bfloat16 to float (exact), and back (round to nearest even; NaN stays NaN,
+// overflow gives infinity).
 float half_to_float(std::uint16_t bits);
 float bfloat16_to_float(std::uint16_t bits);
+std::uint16_t float_to_half(float value);
+std::uint16_t float_to_bfloat16(float value);
 
 }  // namespace attnres

@@ -18,6 +18,11 @@ Matrix<Scalar> rms_norm(const Matrix<Scalar>& x,     // (T, d)
                         const Vector<Scalar>& gain,  // (d)
                         Scalar eps);
 
+// Qwen3's q/k norm: RMSNorm of each head's head_dim channels of x (T, heads * head_dim) with the
+// same gain (head_dim), in place; nothing when `gain` is empty (Llama).
+template <typename Scalar>
+void head_rms_norm(Matrix<Scalar>& x, int heads, const Vector<Scalar>& gain, Scalar eps);
+
 // cos/sin of the rotary angles pos * theta^(-2i / head_dim), i < head_dim / 2.
 template <typename Scalar>
 struct RopeTable {
@@ -33,7 +38,8 @@ template <typename Scalar>
 void apply_rope(Matrix<Scalar>& x,  // (T, heads * head_dim)
                 int heads, const RopeTable<Scalar>& rope);
 
-// Causal multi-head attention with RoPE and grouped-query heads; scale 1/sqrt(head_dim).
+// Causal multi-head attention with RoPE and grouped-query heads; scale 1/sqrt(head_dim); Qwen3's
+// q/k norms (when the layer has them) before RoPE.
 template <typename Scalar>
 Matrix<Scalar> attention_forward(const LayerWeights<Scalar>& layer, const ModelConfig& config,
                                  const Matrix<Scalar>& x,  // (T, d), already RMS-normalised

@@ -10,10 +10,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "attnres/cancel.hpp"
 #include "attnres/model_config.hpp"
+#include "attnres/safetensors.hpp"
 #include "attnres/tensor.hpp"
 
 namespace attnres {
@@ -38,11 +41,13 @@ struct DepthReadWeights {
 
 template <typename Scalar>
 struct LayerWeights {
-  Vector<Scalar> input_layernorm;           // (d) RMSNorm gain before attention
-  Matrix<Scalar> q_proj;                    // (H * head_dim, d)
-  Matrix<Scalar> k_proj;                    // (H_kv * head_dim, d)
-  Matrix<Scalar> v_proj;                    // (H_kv * head_dim, d)
-  Matrix<Scalar> o_proj;                    // (d, H * head_dim)
+  Vector<Scalar> input_layernorm;  // (d) RMSNorm gain before attention
+  Matrix<Scalar> q_proj;           // (H * head_dim, d)
+  Matrix<Scalar> k_proj;           // (H_kv * head_dim, d)
+  Matrix<Scalar> v_proj;           // (H_kv * head_dim, d)
+  Matrix<Scalar> o_proj;           // (d, H * head_dim)
+  Vector<Scalar> q_norm;  // (head_dim) Qwen3's RMSNorm gain of each query head; empty otherwise
+  Vector<Scalar> k_norm;  // (head_dim) the same for each key head
   Vector<Scalar> post_attention_layernorm;  // (d) RMSNorm gain before the MLP
   Matrix<Scalar> gate_proj;                 // (F, d)
   Matrix<Scalar> up_proj;                   // (F, d)
@@ -132,19 +137,77 @@ ModelWeights<double> random_model(const ModelConfig& config, const RandomModelOp
 // `scheme` is invalid for the model's shape (the message names the attn_res key).
 ModelWeights<double> convert_scheme(const ModelWeights<double>& model, const AttnResConfig& scheme);
 
-// Memory the weights of `config` need as float64, with checked arithmetic (throws attnres::Error
-// naming `where` when the size does not fit 64 bits), and the memory available now.
+// Memory the weights of `config` need as float64 (or `element_bytes` per value), with checked
+// arithmetic (throws attnres::Error naming `where` when the size does not fit 64 bits), and the
+// memory available now.
 std::uint64_t model_bytes_as_float64(const ModelConfig& config, const std::string& where);
+std::uint64_t model_bytes(const ModelConfig& config, const std::string& where,
+                          std::size_t element_bytes);
 std::uint64_t available_memory_bytes();
 
-// Loads DIR/config.json and DIR/model.safetensors, validating every tensor's presence, shape and
-// finiteness. Errors name the file and the tensor. A model whose declared shapes need more memory
-// than is available is refused before anything is allocated.
-ModelWeights<double> load_model(const std::filesystem::path& directory);
-// The bytes of model.safetensors for `model` (F32; AttnRes tensors only when it has them).
+// What a load found (attnres inspect prints it): the layout of docs/interop.md, the files, and how
+// many tensors each dtype had.
+struct CheckpointReport {
+  CheckpointLayout layout = CheckpointLayout::lab;
+  bool sharded = false;
+  std::vector<std::string> files;              // the safetensors files read
+  std::map<std::string, std::int64_t> dtypes;  // "BF16" -> tensor count
+  std::uint64_t tensor_bytes = 0;              // as stored
+  std::vector<std::string> notes;              // config notes and what loading did
+};
+
+// The name of a lab tensor in a checkpoint of `layout` (docs/interop.md): the lab's names in its
+// own layout; Kimi K3's `self_attention_res_proj.weight` / `_norm.weight`, `mlp_res_*` and
+// `model.output_attn_res_*` for the AttnRes tensors in the K3 and plain layouts, the others
+// unchanged. `row` is set where K3 stores a (d) query as a (1, d) matrix.
+std::string checkpoint_tensor_name(const std::string& lab_name, CheckpointLayout layout,
+                                   bool* row = nullptr);
+
+// Loads DIR/config.json and the weights (DIR/model.safetensors, or the shards that
+// DIR/model.safetensors.index.json lists), in the lab's layout or Kimi K3's (docs/interop.md),
+// validating every tensor's presence, shape and finiteness before the model is returned, and
+// converting F32/F16/BF16/F64 from the memory-mapped files straight to `Scalar` (no float64 copy
+// for a float model). Errors name the file and the tensor. A model whose declared shapes need more
+// memory than is available is refused before anything is allocated. `progress` gets (bytes
+// converted, bytes) and may cancel (Cancelled).
+template <typename Scalar>
+ModelWeights<Scalar> load_model_as(const std::filesystem::path& directory,
+                                   const Progress& progress = {},
+                                   CheckpointReport* report = nullptr);
+extern template ModelWeights<double> load_model_as(const std::filesystem::path&, const Progress&,
+                                                   CheckpointReport*);
+extern template ModelWeights<float> load_model_as(const std::filesystem::path&, const Progress&,
+                                                  CheckpointReport*);
+inline ModelWeights<double> load_model(const std::filesystem::path& directory) {
+  return load_model_as<double>(directory);
+}
+// The bytes of model.safetensors for `model` (F32; AttnRes tensors only when it has them; no
+// lm_head.weight when the embeddings are tied).
 std::string model_safetensors_bytes(const ModelWeights<double>& model);
 // Writes DIR/config.json and DIR/model.safetensors (F32), each atomically; creates DIR.
 void save_model(const ModelWeights<double>& model, const std::filesystem::path& directory);
+
+// Writes `model` in the Kimi K3 Hugging Face layout (docs/interop.md): config.json with
+// attn_res_block_size, the tensors as `dtype` (BF16 and F16 rounded to nearest even: exact for a
+// model loaded from that dtype), in one model.safetensors or, when they exceed `max_shard_bytes`
+// (0: no limit), in shards model-0000k-of-0000n.safetensors with model.safetensors.index.json.
+// Every file is written atomically; creates DIR. Throws attnres::Error (before writing) when the
+// model's scheme has no K3 form (k3_block_layers).
+struct HfExportOptions {
+  TensorDType dtype = TensorDType::bf16;
+  std::uint64_t max_shard_bytes = 0;
+};
+template <typename Scalar>
+std::vector<std::string> save_hf_model(const ModelWeights<Scalar>& model,
+                                       const std::filesystem::path& directory,
+                                       const HfExportOptions& options,
+                                       const Progress& progress = {});
+extern template std::vector<std::string> save_hf_model(const ModelWeights<double>&,
+                                                       const std::filesystem::path&,
+                                                       const HfExportOptions&, const Progress&);
+extern template std::vector<std::string> save_hf_model(const ModelWeights<float>&,
+                                                       const std::filesystem::path&,
+                                                       const HfExportOptions&, const Progress&);
 
 }  // namespace attnres
 

@@ -75,6 +75,10 @@ ModelWeights<Scalar> allocate_model(const ModelConfig& config) {
     layer.k_proj = Matrix<Scalar>::Zero(kv_width, d);
     layer.v_proj = Matrix<Scalar>::Zero(kv_width, d);
     layer.o_proj = Matrix<Scalar>::Zero(d, q_width);
+    if (config.qk_norm) {
+      layer.q_norm = Vector<Scalar>::Ones(hd);
+      layer.k_norm = Vector<Scalar>::Ones(hd);
+    }
     layer.post_attention_layernorm = Vector<Scalar>::Ones(d);
     layer.gate_proj = Matrix<Scalar>::Zero(ffn, d);
     layer.up_proj = Matrix<Scalar>::Zero(ffn, d);
@@ -129,6 +133,10 @@ void visit_tensors(ModelWeights<Scalar>& model, Visit&& visit) {
     matrix(p + "self_attn.k_proj.weight", layer.k_proj);
     matrix(p + "self_attn.v_proj.weight", layer.v_proj);
     matrix(p + "self_attn.o_proj.weight", layer.o_proj);
+    if (layer.q_norm.size() > 0) {
+      vector(p + "self_attn.q_norm.weight", layer.q_norm);
+      vector(p + "self_attn.k_norm.weight", layer.k_norm);
+    }
     vector(p + "post_attention_layernorm.weight", layer.post_attention_layernorm);
     matrix(p + "mlp.gate_proj.weight", layer.gate_proj);
     matrix(p + "mlp.up_proj.weight", layer.up_proj);
@@ -163,6 +171,8 @@ ModelWeights<Other> ModelWeights<Scalar>::cast() const {
     o.k_proj = layer.k_proj.template cast<Other>();
     o.v_proj = layer.v_proj.template cast<Other>();
     o.o_proj = layer.o_proj.template cast<Other>();
+    o.q_norm = layer.q_norm.template cast<Other>();
+    o.k_norm = layer.k_norm.template cast<Other>();
     o.post_attention_layernorm = layer.post_attention_layernorm.template cast<Other>();
     o.gate_proj = layer.gate_proj.template cast<Other>();
     o.up_proj = layer.up_proj.template cast<Other>();
