@@ -5,6 +5,7 @@
 #include <optional>
 #include <ostream>
 
+#include "attnres/assert.hpp"
 #include "attnres/atomic_file.hpp"
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
@@ -201,13 +202,15 @@ void write_forward_charts(const ForwardTrace& trace, const ForwardTrace* referen
   for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
 }
 
+// The pass on `weights`; `model` (the float64 weights) only where charts need the standard
+// residual on the same weights (null otherwise: a float model loaded without a float64 copy).
 template <typename Scalar>
-void run_forward(const ModelWeights<double>& model, const std::vector<int>& tokens,
-                 ForwardOptions options, const EngineOptions& engine, const std::string& model_dir,
-                 const std::string& precision, const std::string& dump_path,
-                 const std::string& trace_path, bool with_gradients, ChartOutput& chart,
-                 std::ostream& out) {
-  const ModelWeights<Scalar> weights = model.cast<Scalar>();
+void run_prepared(const ModelWeights<Scalar>& weights, const ModelWeights<double>* model,
+                  const std::vector<int>& tokens, ForwardOptions options,
+                  const EngineOptions& engine, const std::string& model_dir,
+                  const std::string& precision, const std::string& dump_path,
+                  const std::string& trace_path, bool with_gradients, ChartOutput& chart,
+                  std::ostream& out) {
   ForwardResult<Scalar> result;
   {
     ProgressBar progress("forward");
@@ -216,7 +219,7 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
     result = prepared.forward(tokens, options);
   }
   throw_if_interrupted("forward pass");
-  print_summary(out, model_dir, model.config, result, precision);
+  print_summary(out, model_dir, weights.config, result, precision);
   std::vector<TensorToWrite> dump = forward_dump_tensors(result);
   if (with_gradients) {
     // Loss and gradients of this one sequence (docs/training.md), on the same engine.
@@ -253,12 +256,23 @@ void run_forward(const ModelWeights<double>& model, const std::vector<int>& toke
     ProgressBar progress("charts");
     std::optional<ForwardTrace> reference;
     if (result.trace.mode != ResidualMode::standard) {
+      ATTNRES_ASSERT(model != nullptr, "charts come with the float64 weights");
       ForwardOptions reference_options = options;
       reference_options.progress = progress.callback();
-      reference = standard_trace<Scalar>(model, tokens, reference_options, engine);
+      reference = standard_trace<Scalar>(*model, tokens, reference_options, engine);
     }
     write_forward_charts(result.trace, reference ? &*reference : nullptr, chart, progress, out);
   }
+}
+
+template <typename Scalar>
+void run_forward(const ModelWeights<double>& model, const std::vector<int>& tokens,
+                 ForwardOptions options, const EngineOptions& engine, const std::string& model_dir,
+                 const std::string& precision, const std::string& dump_path,
+                 const std::string& trace_path, bool with_gradients, ChartOutput& chart,
+                 std::ostream& out) {
+  run_prepared<Scalar>(model.cast<Scalar>(), &model, tokens, std::move(options), engine, model_dir,
+                       precision, dump_path, trace_path, with_gradients, chart, out);
 }
 
 }  // namespace
@@ -375,7 +389,19 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
     charts::ensure_application();                         // before any staging folder exists
   }
 
-  ModelWeights<double> model = load_model(model_dir);
+  // A float pass of the model's own scheme without charts reads the weights straight to float32
+  // (docs/interop.md: no float64 copy of a large checkpoint); everything else reads float64.
+  const bool float_only = !computes_in_f64(precision_value) && !scheme_flags_given(values) &&
+                          !values.count("mode") && !values.count("block-size") &&
+                          chart.target.empty();
+  std::optional<ModelWeights<float>> model32;
+  ModelWeights<double> model;
+  if (float_only) {
+    model32 = load_model_as<float>(model_dir);
+    model.config = model32->config;  // the shape and scheme only, for the checks below
+  } else {
+    model = load_model(model_dir);
+  }
   const int L = model.config.sublayers();
   const auto [mode, mode_source] =
       apply_block_size_flag(values, mode_text, block_size, model.config, forward_options);
@@ -390,6 +416,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
                             : 0;
     apply_scheme_flags(values, scheme_flags, target);
     validate_scheme(model.config, target);
+    ATTNRES_ASSERT(!float_only, "a scheme conversion reads float64 weights");
     model = convert_scheme(model, target);
     forward_options.mode.reset();
     forward_options.block_size.reset();
@@ -417,7 +444,10 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
                        " is larger than L = " + std::to_string(L) + " sublayers");
     }
   }
-  if (computes_in_f64(precision_value)) {
+  if (model32) {
+    run_prepared<float>(*model32, nullptr, tokens, forward_options, engine, model_dir, precision,
+                        dump_path, trace_path, with_gradients, chart, out);
+  } else if (computes_in_f64(precision_value)) {
     run_forward<double>(model, tokens, forward_options, engine, model_dir, precision, dump_path,
                         trace_path, with_gradients, chart, out);
   } else {

@@ -98,10 +98,13 @@ std::string attn_res_line(const Inspection& in) {
 
 ordered_json inspection_json(const Inspection& in) {
   const ModelConfig& c = in.config;
+  ordered_json dtypes = ordered_json::array();
+  for (const auto& [dtype, count] : in.checkpoint.dtypes)
+    dtypes.push_back({{"dtype", dtype}, {"tensors", count}});
   ordered_json checkpoint = {{"layout", to_string(in.checkpoint.layout)},
                              {"sharded", in.checkpoint.sharded},
                              {"files", in.checkpoint.files},
-                             {"dtypes", in.checkpoint.dtypes},
+                             {"dtypes", dtypes},
                              {"tensor_bytes", in.checkpoint.tensor_bytes}};
   ordered_json attn = {
       {"scheme", c.attn_res.describe()},
@@ -339,7 +342,8 @@ int inspect_command(const std::vector<std::string>& args, std::ostream& out, std
   po::variables_map values;
   if (parse_or_help(
           args, options, values, out,
-          "usage: attnres inspect MODEL [--text FILE [--max-tokens N] | --tokens IDS] "
+          "usage: attnres inspect (MODEL | --model DIR) [--text FILE [--max-tokens N] | --tokens "
+          "IDS] "
           "[--precision f32|bf16|f64] [--threads N] [--format table|json|csv] [--out DIR "
           "[--force]]\n"
           "The AttnRes layout of a model in any layout (docs/interop.md), its pseudo-query "

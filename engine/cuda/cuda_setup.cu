@@ -91,8 +91,9 @@ void CudaForward::Impl::check_model(const ModelWeights<float>& model) {
   }
   if (heads > 65535) throw Error("CUDA engine: at most 65535 attention heads are supported");
   if (config.qk_norm || config.explicit_head_dim > 0) {
-    throw Error("CUDA engine: Qwen3's q/k norms and a head_dim other than d / heads run on the "
-                "CPU engines only (docs/interop.md); drop --device cuda");
+    throw Error(
+        "CUDA engine: Qwen3's q/k norms and a head_dim other than d / heads run on the "
+        "CPU engines only (docs/interop.md); drop --device cuda");
   }
   head_dim = config.head_dim();
   qkv_width = (heads + 2 * kv_heads) * head_dim;

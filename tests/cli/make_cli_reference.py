@@ -21,6 +21,8 @@ COMMANDS = [
     ("forward", ["forward"]),
     ("read", ["read"]),
     ("animate", ["animate"]),
+    ("export", ["export"]),
+    ("inspect", ["inspect"]),
     ("train", ["train"]),
     ("mask", ["mask"]),
     ("bench forward", ["bench", "forward"]),

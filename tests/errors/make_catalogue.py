@@ -34,6 +34,10 @@ FILES = {
     "empty.txt": "",
     "untrained.toml": "sections = [\"io\"]\n[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [2]\n",
     "overlay.toml": "[model]\nsublayers = 8\nd_model = 16\nblocks = 2\n[[sweep]]\nname = \"s\"\nx = \"blocks\"\nvalues = [1, 2]\nmetrics = [\"io_multiples_of_d.mhc\"]\noverlay = \"band\"\n",
+    "k3-mean/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1, "attn_res_block_reduce": "mean"}\n',
+    "k3-key/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1, "attn_res_gate": "sigmoid"}\n',
+    "k3-index/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1}\n',
+    "k3-index/model.safetensors.index.json": '{"metadata": {"total_size": 64},\n "weight_map": {\n  "model.norm.weight": "model-00001-of-00002.safetensors",\n',
     "train.toml": "sections = [\"training\"]\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [3]\n",
 }
 
@@ -118,6 +122,13 @@ CASES = [
     ("Model files", "Required tensor missing", "attnres forward --model m-missing --tokens 1", "m-missing"),
     ("Model files", "config.json with hostile bytes (shown escaped)", "attnres forward --model m-hostile --tokens 1", "m-hostile"),
     ("Model files", "config.json is not JSON", "attnres forward --model m-badjson --tokens 1", "m-badjson"),
+    ("Model files", "A port's declared deviation from the paper (block summaries averaged)", "attnres inspect k3-mean", "k3-mean/config.json"),
+    ("Model files", "An AttnRes config key the lab does not know", "attnres inspect k3-key", "k3-key/config.json"),
+    ("Model files", "A shard index cut short", "attnres inspect k3-index", "k3-index/config.json + k3-index/model.safetensors.index.json"),
+    ("export", "--dtype with the lab's layout", "attnres export --model m --out x --format lab --dtype bf16", "m"),
+    ("export", "A scheme the Kimi K3 layout cannot hold", "attnres init-model --layers 2 --d-model 16 --heads 4 --ffn 24 --vocab 20 --mode full --format hf --out x", ""),
+    ("inspect", "--max-tokens without a text", "attnres inspect m --max-tokens 5", "m"),
+    ("inspect", "A text and token ids at once", "attnres inspect m --text text.txt --tokens 1", "m, text.txt"),
     ("cost", "More blocks than sublayers", "attnres cost --sublayers 8 --blocks 9 --d-model 16", ""),
     ("cost", "More pipeline chunks than sublayers", "attnres cost --sublayers 8 --blocks 2 --d-model 16 --pp 4 --vpp 4", ""),
     ("cost", "Sizes whose product overflows 64 bits", "attnres cost --sublayers 8 --blocks 2 --d-model 16 --seq 1000000000 --batch 1000000000", ""),
@@ -293,9 +304,10 @@ are written as given.
         result = subprocess.run([ATTNRES, *args], cwd=root, capture_output=True, text=True)
         message = result.stderr.strip()
         out.write(f"\n### E{number:02d} {title}\n\n")
-        if fixture in FILES and fixture not in shown:
-            out.write(f"```file:{fixture}\n{FILES[fixture]}```\n\n")
-            shown.add(fixture)
+        for name in fixture.split(" + "):  # "a + b": two files
+            if name in FILES and name not in shown:
+                out.write(f"```file:{name}\n{FILES[name]}```\n\n")
+                shown.add(name)
         out.write(f"```console\n$ {command}\n{message}\n[exit {result.returncode}]\n```\n")
         if result.returncode == 0 or "\n" in message:
             print(f"unexpected: {command} -> {result.returncode} {message!r}", file=sys.stderr)

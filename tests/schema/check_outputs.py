@@ -247,6 +247,21 @@ def main():
                    run(["read", "--model", model, "--tokens", "1 2 3 4", "--token", "2"] + extra +
                        ["--format", "json"]))
 
+    # A Kimi K3 checkpoint made outside the lab (tests/interop): static, and with routing
+    # statistics over a text, also written by --out; inspect --format csv.
+    k3 = os.path.join(REPO, "tests", "interop", "fixtures", "k3_qwen3_bf16_sharded")
+    check_json("inspect", run(["inspect", k3, "--format", "json"]))
+    inspect_dir = os.path.join(WORK, "inspect")
+    check_json("inspect --text", run(["inspect", k3, "--text", os.path.join(REPO, "README.md"),
+                                      "--max-tokens", "64", "--format", "json", "--out",
+                                      inspect_dir, "--force"]))
+    path = os.path.join(inspect_dir, "inspect.json")
+    if os.path.exists(path):
+        check_json(path, open(path, encoding="utf-8").read())
+    else:
+        problem(path, "not written")
+    check_csv("inspect --format csv", run(["inspect", k3, "--tokens", "1 2 3", "--format", "csv"]))
+
     # The JSON files commands write.
     # animate's frames.json: the query-std sweep on the random lesson model, the block-size sweep
     # on the tiny model.

@@ -239,7 +239,8 @@ TEST(ModelFiles, AttnResModeWithoutAttnResTensorsIsAnError) {
   model.has_attn_res_tensors = false;
   model.config.attn_res.mode = ResidualMode::full;
   save_model(model, dir.path());
-  expect_error_containing([&] { load_model(dir.path()); }, {"asks for attn_res mode 'full'"});
+  expect_error_containing([&] { load_model(dir.path()); },
+                          {"asks for Full AttnRes", "no AttnRes tensors"});
 }
 
 TEST(ModelFiles, UnexpectedTensorIsNamed) {
