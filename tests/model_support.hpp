@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "attnres/checkpoint_files.hpp"
 #include "attnres/model.hpp"
 #include "attnres/model_config.hpp"
 #include "test_support.hpp"
@@ -64,6 +65,24 @@ void expect_tensor_near(const std::string& name, const Eigen::MatrixBase<A>& act
   const double diff = max_scaled_difference(actual, expected);
   EXPECT_LE(diff, tolerance) << name << ": maxdiff " << diff << " > " << tolerance;
   if (diff <= tolerance) std::cout << "TENSOR OK " << name << ", maxdiff = " << diff << "\n";
+}
+
+// Every tensor of two checkpoint directories (docs/interop.md): the same names, dtypes, shapes and
+// stored bytes.
+inline void expect_same_tensors(const std::filesystem::path& a, const std::filesystem::path& b) {
+  CheckpointFiles x = CheckpointFiles::open(a);
+  CheckpointFiles y = CheckpointFiles::open(b);
+  x.load_data();
+  y.load_data();
+  ASSERT_EQ(x.tensors().size(), y.tensors().size());
+  for (const auto& [name, tensor] : x.tensors()) {
+    const auto* other = y.find(name);
+    ASSERT_NE(other, nullptr) << name;
+    EXPECT_EQ(other->info->dtype, tensor.info->dtype) << name;
+    EXPECT_EQ(other->info->shape, tensor.info->shape) << name;
+    EXPECT_TRUE(other->file->raw_bytes(*other->info) == tensor.file->raw_bytes(*tensor.info))
+        << name;
+  }
 }
 
 }  // namespace attnres::test

@@ -9,6 +9,7 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/checkpoint_files.hpp"
 #include "cli/cli_support.hpp"
+#include "model_support.hpp"
 #include "test_support.hpp"
 
 namespace attnres {
@@ -77,23 +78,6 @@ TEST(InteropCli, InspectWritesHeatmapsAndCharts) {
   EXPECT_TRUE(fs::exists(dir / "out" / "inspect.json"));
 }
 
-// Every tensor of two checkpoints: the same names, dtypes, shapes and bytes.
-void expect_same_tensors(const fs::path& a, const fs::path& b) {
-  CheckpointFiles x = CheckpointFiles::open(a);
-  CheckpointFiles y = CheckpointFiles::open(b);
-  x.load_data();
-  y.load_data();
-  ASSERT_EQ(x.tensors().size(), y.tensors().size());
-  for (const auto& [name, tensor] : x.tensors()) {
-    const auto* other = y.find(name);
-    ASSERT_NE(other, nullptr) << name;
-    EXPECT_EQ(other->info->dtype, tensor.info->dtype) << name;
-    EXPECT_EQ(other->info->shape, tensor.info->shape) << name;
-    EXPECT_TRUE(other->file->raw_bytes(*other->info) == tensor.file->raw_bytes(*tensor.info))
-        << name;
-  }
-}
-
 TEST(InteropCli, ExportRoundTripsAndShards) {
   test::TempDir dir;
   const std::string source = (kFixtures / "k3_qwen3_bf16").string();
@@ -106,7 +90,7 @@ TEST(InteropCli, ExportRoundTripsAndShards) {
   run = run_cli({"export", "--model", (dir / "a").string(), "--out", (dir / "b").string()});
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_FALSE(fs::exists(dir / "b" / kCheckpointIndexFile));
-  expect_same_tensors(dir / "b", kFixtures / "k3_qwen3_bf16");
+  test::expect_same_tensors(dir / "b", kFixtures / "k3_qwen3_bf16");
   // To the lab's layout (F32) and back to K3 BF16: still the same bytes.
   run = run_cli({"export", "--model", source, "--out", (dir / "lab").string(), "--format", "lab"});
   ASSERT_EQ(run.status, 0) << run.err;
@@ -114,7 +98,7 @@ TEST(InteropCli, ExportRoundTripsAndShards) {
   run = run_cli({"export", "--model", (dir / "lab").string(), "--out", (dir / "c").string(),
                  "--dtype", "bf16"});
   ASSERT_EQ(run.status, 0) << run.err;
-  expect_same_tensors(dir / "c", kFixtures / "k3_qwen3_bf16");
+  test::expect_same_tensors(dir / "c", kFixtures / "k3_qwen3_bf16");
   EXPECT_EQ(json::parse(read_file(dir / "c" / "config.json")),
             json::parse(read_file(kFixtures / "k3_qwen3_bf16" / "config.json")));
 }

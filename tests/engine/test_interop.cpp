@@ -119,19 +119,7 @@ TEST_P(K3Fixture, ExportThenImportIsExact) {
   EXPECT_EQ(std::count(written.begin(), written.end(), std::string(kCheckpointIndexFile)),
             name.ends_with("_sharded") ? 1 : 0);
   EXPECT_EQ(read_json(dir / "config.json"), read_json(kFixtures / name / "config.json"));
-  CheckpointFiles original = CheckpointFiles::open(kFixtures / name);
-  CheckpointFiles exported = CheckpointFiles::open(dir.path());
-  original.load_data();
-  exported.load_data();
-  ASSERT_EQ(original.tensors().size(), exported.tensors().size());
-  for (const auto& [tensor_name, tensor] : original.tensors()) {
-    const auto* copy = exported.find(tensor_name);
-    ASSERT_NE(copy, nullptr) << tensor_name;
-    EXPECT_EQ(copy->info->dtype, tensor.info->dtype) << tensor_name;
-    EXPECT_EQ(copy->info->shape, tensor.info->shape) << tensor_name;
-    EXPECT_TRUE(copy->file->raw_bytes(*copy->info) == tensor.file->raw_bytes(*tensor.info))
-        << tensor_name;
-  }
+  test::expect_same_tensors(kFixtures / name, dir.path());
   const auto again = load_model_as<float>(dir.path());
   EXPECT_EQ(again.embed_tokens, model.embed_tokens);
   EXPECT_EQ(again.final_res.query, model.final_res.query);
