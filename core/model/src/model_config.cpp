@@ -302,8 +302,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     if (key.rfind("attn_res", 0) != 0 || key == "attn_res" || key == "attn_res_block_size")
       continue;
     const auto& known = deviation_keys();
+    const std::string& name = key;  // clang 14 cannot capture a structured binding
     const auto it = std::find_if(known.begin(), known.end(),
-                                 [&](const DeviationKey& d) { return key == d.key; });
+                                 [&name](const DeviationKey& d) { return name == d.key; });
     if (it == known.end()) {
       throw Error(source + ": unknown AttnRes key '" + key +
                   "': the port that wrote it may deviate from the paper, and the lab does not "
