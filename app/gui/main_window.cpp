@@ -45,6 +45,8 @@ struct MainWindow::Run {
   QString label;
   QString key;  // view name + label: runs of one key replace each other
   QPointer<View> view;
+  bool window_level = false;           // run_window: bound to no view
+  std::function<void()> on_cancelled;  // run_window: ended unapplied
   CancelToken token;
   std::atomic<std::size_t> done{0}, total{0};
   std::atomic<bool> update_posted{false};  // a progress update is queued for the GUI thread
@@ -57,8 +59,10 @@ struct MainWindow::Run {
 struct MainWindow::Background {
   struct Waiting {
     QPointer<View> view;
+    bool window_level = false;
     QString label;
     BackgroundWork work;
+    std::function<void()> on_cancelled;
   };
   std::map<QString, int> latest;       // key -> newest run number (0: a waiting run is newer)
   std::map<QString, Waiting> waiting;  // key -> the newest request, until its older run stops
@@ -122,6 +126,8 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
     run(view, label, std::move(work));
   };
   lesson_ = std::make_unique<LessonModel>();
+  // Choosing the "loaded" entry again reads its directory as File > Open model does.
+  lesson_->read_elsewhere = [this](const std::string& dir) { open_model(dir); };
   host.lesson = lesson_.get();
   views_ = make_views(host, this);
   stage_ = new PresentationStage(this);
@@ -309,8 +315,39 @@ void MainWindow::run(View* view, const QString& label, BackgroundWork work) {
     }
     return;
   }
-  const QString key = QString::fromStdString(view->name()) + "/" + label;
   view->set_pending(true);
+  start(view, label, std::move(work), {});
+}
+
+void MainWindow::run_window(const QString& label, BackgroundWork work,
+                            std::function<void()> on_cancelled) {
+  if (synchronous_) {
+    const Progress go_on = [](std::size_t, std::size_t) { return true; };
+    try {
+      const std::function<void()> apply = work(go_on);
+      if (apply) guarded(apply);
+    } catch (const Cancelled&) {
+      statusBar()->showMessage(label + ": cancelled", 4000);
+      if (on_cancelled) on_cancelled();
+    } catch (const std::exception& error) {
+      show_error(error.what());
+    }
+    return;
+  }
+  start(nullptr, label, std::move(work), std::move(on_cancelled));
+}
+
+namespace {
+
+QString run_key(const View* view, const QString& label) {
+  return (view != nullptr ? QString::fromStdString(view->name()) : QString("window")) + "/" + label;
+}
+
+}  // namespace
+
+void MainWindow::start(View* view, const QString& label, BackgroundWork work,
+                       std::function<void()> on_cancelled) {
+  const QString key = run_key(view, label);
   // An older run of this key would only produce a stale result: stop it, and let this work wait
   // until it has stopped (it holds a worker thread until its next progress check).
   bool busy = false;
@@ -320,14 +357,21 @@ void MainWindow::run(View* view, const QString& label, BackgroundWork work) {
       busy = true;
     }
   }
+  const auto older = background_->waiting.find(key);
+  std::function<void()> dropped;  // an older waiting run, replaced unstarted
+  if (older != background_->waiting.end()) {
+    dropped = std::move(older->second.on_cancelled);
+    background_->waiting.erase(older);
+  }
   if (busy) {
     background_->latest[key] = 0;
-    background_->waiting[key] = {view, label, std::move(work)};  // replaces an older waiting one
+    background_->waiting[key] = {view, view == nullptr, label, std::move(work),
+                                 std::move(on_cancelled)};
     show_progress();
-    return;
+  } else {
+    launch(view, label, std::move(work), std::move(on_cancelled));
   }
-  background_->waiting.erase(key);
-  start(view, label, std::move(work));
+  if (dropped) dropped();
 }
 
 void MainWindow::start_waiting(const QString& key) {
@@ -338,15 +382,19 @@ void MainWindow::start_waiting(const QString& key) {
   }
   Background::Waiting next = std::move(it->second);
   background_->waiting.erase(it);
-  if (next.view) start(next.view, next.label, std::move(next.work));
+  if (next.view || next.window_level)
+    launch(next.view, next.label, std::move(next.work), std::move(next.on_cancelled));
 }
 
-void MainWindow::start(View* view, const QString& label, BackgroundWork work) {
+void MainWindow::launch(View* view, const QString& label, BackgroundWork work,
+                        std::function<void()> on_cancelled) {
   auto job = std::make_shared<Run>();
   job->number = ++background_->next;
   job->label = label;
-  job->key = QString::fromStdString(view->name()) + "/" + label;
+  job->key = run_key(view, label);
   job->view = view;
+  job->window_level = view == nullptr;
+  job->on_cancelled = std::move(on_cancelled);
   background_->latest[job->key] = job->number;
   background_->in_flight[job->number] = job;
 
@@ -398,11 +446,22 @@ void MainWindow::finish(const std::shared_ptr<Run>& job) {
   const bool superseded = background_->latest[job->key] != job->number;
   View* view = job->view;
   if (superseded) {
+    if (job->on_cancelled) job->on_cancelled();
     start_waiting(job->key);
     show_progress();
     return;
   }
   show_progress();
+  if (job->window_level) {
+    if (job->token.cancelled() || outcome.cancelled) {
+      statusBar()->showMessage(job->label + ": cancelled", 4000);
+      if (job->on_cancelled) job->on_cancelled();
+      return;
+    }
+    if (!progress_->isVisibleTo(this)) statusBar()->clearMessage();
+    if (outcome.apply) guarded(outcome.apply);
+    return;
+  }
   if (view == nullptr) return;
   view->set_pending(false);
   if (job->token.cancelled() || outcome.cancelled) {
@@ -446,26 +505,36 @@ void MainWindow::show_progress() {
 }
 
 void MainWindow::cancel_background() {
-  for (const auto& [key, waiting] : background_->waiting) {
+  std::vector<std::function<void()>> dropped;
+  for (auto& [key, waiting] : background_->waiting) {
     if (waiting.view) {
       waiting.view->set_pending(false);
       waiting.view->set_stale("cancelled: this shows the previous result");
     }
+    if (waiting.on_cancelled) dropped.push_back(std::move(waiting.on_cancelled));
   }
   background_->waiting.clear();
   for (const auto& [number, job] : background_->in_flight) job->token.cancel();
   statusBar()->showMessage("cancelled", 4000);
   show_progress();
+  for (const auto& on_cancelled : dropped) on_cancelled();
 }
 
 void MainWindow::cancel_run(const QString& label) {
+  std::vector<std::function<void()>> dropped;
   for (auto it = background_->waiting.begin(); it != background_->waiting.end();) {
-    it = it->second.label == label ? background_->waiting.erase(it) : std::next(it);
+    if (it->second.label != label) {
+      ++it;
+      continue;
+    }
+    if (it->second.on_cancelled) dropped.push_back(std::move(it->second.on_cancelled));
+    it = background_->waiting.erase(it);
   }
   for (const auto& [number, job] : background_->in_flight) {
     if (job->label == label) job->token.cancel();
   }
   show_progress();
+  for (const auto& on_cancelled : dropped) on_cancelled();
 }
 
 std::size_t MainWindow::runs_in_flight() const {
@@ -502,13 +571,38 @@ bool MainWindow::save_scenario(const fs::path& path) {
   });
 }
 
-bool MainWindow::open_model(const fs::path& directory) {
-  return guarded([&] {
-    // Read once, before anything changes: a bad model leaves the views as they were.
-    auto opened = lesson_->open_directory(directory.string());
-    clear_error();
-    lesson_->use_directory(std::move(opened));
-  });
+bool MainWindow::open_model(const fs::path& directory, OpenModelOptions options) {
+  // Read once, off the GUI thread, before anything changes: a bad model leaves the views as they
+  // were.
+  auto result = std::make_shared<OpenResult>(OpenResult::cancelled);
+  auto done = [result, done = std::move(options.done)](OpenResult r, const std::string& error) {
+    *result = r;
+    if (done) done(r, error);
+  };
+  auto read = lesson_->directory_reader(directory.string());
+  BackgroundWork work = [this, read = std::move(read), check = std::move(options.check),
+                         done](const Progress& progress) -> std::function<void()> {
+    const Progress both = [&progress, &check](std::size_t at, std::size_t total) {
+      return (!check || check(at, total)) && (!progress || progress(at, total));
+    };
+    std::shared_ptr<const OpenedModel> opened = read(both);
+    return [this, opened = std::move(opened), done] {
+      if (opened->error) {
+        try {
+          std::rethrow_exception(opened->error);
+        } catch (const std::exception& error) {
+          done(OpenResult::failed, error.what());
+          throw;
+        }
+      }
+      clear_error();
+      lesson_->use_directory(opened);
+      done(OpenResult::opened, {});
+    };
+  };
+  // One label for every open: a newer one replaces the read in flight.
+  run_window("opening a model", std::move(work), [done] { done(OpenResult::cancelled, {}); });
+  return synchronous_ ? *result == OpenResult::opened : true;
 }
 
 std::vector<std::string> MainWindow::export_titles() const {
