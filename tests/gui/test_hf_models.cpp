@@ -14,9 +14,13 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QTimer>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -153,9 +157,19 @@ TEST(HfModels, AShardedQwen3CheckpointOpensInTheBackgroundAndShowsItsRouting) {
   const std::string before = model_choice(window);
   const fs::path dir = fixture("k3_qwen3_bf16_sharded");
   auto ended = std::make_shared<Ended>();
-  ASSERT_TRUE(window.open_model(dir, recording(ended)));
-  // The read runs off the GUI thread: the call returned with the progress bar up and the model
-  // not yet changed (its result is applied on the GUI thread, in a later event-loop pass).
+  auto options = recording(ended);
+  // The read runs off the GUI thread: its first progress report waits for the GUI thread's event
+  // loop to run a timer (a read on the GUI thread would wait in vain for 30 s).
+  auto loop_ran = std::make_shared<std::promise<void>>();
+  auto seen = std::make_shared<std::atomic<bool>>(false);
+  options.check = [waited = loop_ran->get_future().share(), seen](std::size_t, std::size_t) {
+    if (!*seen) *seen = waited.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+    return true;
+  };
+  QTimer::singleShot(0, [loop_ran] { loop_ran->set_value(); });
+  ASSERT_TRUE(window.open_model(dir, options));
+  // The call returned with the progress bar up and the model not yet changed (its result is
+  // applied on the GUI thread, in a later event-loop pass).
   EXPECT_GE(window.runs_in_flight(), 1u);
   EXPECT_TRUE(window.findChild<QProgressBar*>()->isVisibleTo(&window));
   EXPECT_EQ(model_choice(window), before);
@@ -163,6 +177,7 @@ TEST(HfModels, AShardedQwen3CheckpointOpensInTheBackgroundAndShowsItsRouting) {
   ASSERT_TRUE(settle_runs(window));
   ASSERT_EQ(ended->calls, 1);
   ASSERT_EQ(ended->result, OpenResult::opened) << ended->error;
+  EXPECT_TRUE(*seen);
   EXPECT_EQ(model_choice(window), "loaded: " + dir.string());
   EXPECT_FALSE(window.findChild<QProgressBar*>()->isVisibleTo(&window));
 
