@@ -150,7 +150,7 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   });
   file->addAction("Open model directory...", QKeySequence(Qt::CTRL | Qt::Key_M), this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(
-        this, "Open model directory (config.json + model.safetensors)");
+        this, "Open model directory (config.json + model.safetensors or a sharded index)");
     if (!dir.isEmpty()) open_model(dir.toStdString());
   });
   auto choose = [this](const QString& what) -> int {
@@ -575,9 +575,9 @@ bool MainWindow::open_model(const fs::path& directory, OpenModelOptions options)
   // Read once, off the GUI thread, before anything changes: a bad model leaves the views as they
   // were.
   auto result = std::make_shared<OpenResult>(OpenResult::cancelled);
-  auto done = [result, done = std::move(options.done)](OpenResult r, const std::string& error) {
+  auto done = [result, told = std::move(options.done)](OpenResult r, const std::string& error) {
     *result = r;
-    if (done) done(r, error);
+    if (told) told(r, error);
   };
   auto read = lesson_->directory_reader(directory.string());
   BackgroundWork work = [this, read = std::move(read), check = std::move(options.check),
@@ -597,11 +597,15 @@ bool MainWindow::open_model(const fs::path& directory, OpenModelOptions options)
       }
       clear_error();
       lesson_->use_directory(opened);
+      statusBar()->showMessage(QString::fromStdString(std::string("opened ") + opened->directory),
+                               5000);
       done(OpenResult::opened, {});
     };
   };
   // One label for every open: a newer one replaces the read in flight.
   run_window("opening a model", std::move(work), [done] { done(OpenResult::cancelled, {}); });
+  if (!synchronous_)
+    statusBar()->showMessage("opening " + QString::fromStdString(directory.string()) + "...");
   return synchronous_ ? *result == OpenResult::opened : true;
 }
 
