@@ -15,6 +15,7 @@
 #include "attnres/model_charts.hpp"
 #include "model_view.hpp"
 #include "read_panel.hpp"
+#include "routing_panel.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -61,6 +62,8 @@ class DepthAttentionView : public ModelView {
     pages_->addTab(maps_page, "the weights of every read");
     read_panel_ = new ReadPanel;
     pages_->addTab(read_panel_, "one read, step by step");
+    routing_panel_ = new RoutingPanel;
+    pages_->addTab(routing_panel_, "routing statistics");
     three_columns(
         this, inputs, content,
         "<h3>Depth attention</h3><p><b>What you see.</b> The weights α of every read (rows: the "
@@ -85,6 +88,11 @@ class DepthAttentionView : public ModelView {
         "d = 128, trained on the lab corpus; docs/training.md), on the bytes of a sentence; the "
         "random "
         "model (Full AttnRes with random queries) brings back the spin boxes.</p>"
+        "<p><b>Routing statistics</b> (docs/interop.md): per read of the first map, the mean "
+        "over the tokens of its normalised entropy, effective sources, top-1 mass and weight on "
+        "the embedding and on the most recent source, as <tt>attnres inspect --text</tt> prints "
+        "them; the cosine similarity of the reads' pseudo-queries; where the weights came from "
+        "(the checkpoint's layout and dtypes).</p>"
         "<p><b>Try:</b> compare with block; pick a single token (byte); the random model with "
         "query "
         "std 0 (uniform rows), then 2 (sharp rows); DenseFormer (all ones at its start); "
@@ -111,9 +119,13 @@ class DepthAttentionView : public ModelView {
           }
           const bool bytes = !snapshot.origin.empty();  // trained and loaded models read text bytes
           auto first = std::make_shared<const ModelWeights<double>>(runs.front().model);
+          // The routing page: the statistics of the first map's trace.
+          RoutingResult routing =
+              routing_result(shown.front().trace, *first, runs.front().label, snapshot);
           return [this, shown = std::move(shown), tokens, bytes, first = std::move(first),
-                  name = runs.front().label]() mutable {
+                  routing = std::move(routing), name = runs.front().label]() mutable {
             read_panel_->set_model(std::move(first), tokens, name);
+            routing_panel_->set_result(std::move(routing));
             shown_ = std::move(shown);
             second_->setVisible(shown_.size() > 1);
             fill_token_choice(tokens, bytes);
@@ -175,7 +187,17 @@ class DepthAttentionView : public ModelView {
           alpha_heatmap(trace, alpha_title(shown_[i].label, trace, token, head), token, head));
     }
   }
+  // What the page on screen shows: the routing page its chart and cosine map, the others the
+  // maps of every read.
+  bool on_routing_page() const { return pages_->currentWidget() == routing_panel_; }
+  std::vector<ChartSpec> charts() const override {
+    if (on_routing_page() && routing_panel_->has_chart()) return {routing_panel_->chart()->spec()};
+    return {};
+  }
   std::vector<HeatmapWidget*> heatmaps() override {
+    if (on_routing_page())
+      return routing_panel_->has_cosines() ? std::vector<HeatmapWidget*>{routing_panel_->cosines()}
+                                           : std::vector<HeatmapWidget*>{};
     if (shown_.size() > 1) return {first_, second_};
     return {first_};
   }
@@ -184,6 +206,7 @@ class DepthAttentionView : public ModelView {
   QComboBox *token_, *head_;
   QTabWidget* pages_;
   ReadPanel* read_panel_;
+  RoutingPanel* routing_panel_;
   HeatmapWidget *first_, *second_;
   QLabel* note_;
   std::vector<ShownScheme> shown_;

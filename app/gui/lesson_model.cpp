@@ -236,7 +236,17 @@ LessonModel::LessonModel() : cache_(std::make_shared<ModelCache>()) {
                                  QMessageBox::No) == QMessageBox::Yes;
   };
   QObject::connect(tokens, &QLineEdit::textEdited, tokens, [this] { tokens_edited_ = true; });
-  QObject::connect(choice, &QComboBox::currentIndexChanged, choice, [this] {
+  QObject::connect(choice, &QComboBox::currentIndexChanged, choice, [this](int index) {
+    const Entry& entry = entries_.at(static_cast<std::size_t>(index));
+    if (entry.kind == Kind::loaded && read_elsewhere && shown_ >= 0) {
+      const std::string dir = entry.directory;
+      {
+        const QSignalBlocker blocker(choice);
+        choice->setCurrentIndex(shown_);  // until the model is read (use_directory)
+      }
+      read_elsewhere(dir);
+      return;
+    }
     apply_choice();
     notify();
   });
@@ -312,18 +322,61 @@ AttnResConfig LessonModel::own_scheme() const {
   return full;
 }
 
-// The one read of a model directory: load_model parses its config.json and reads its
-// model.safetensors; an error is kept for the views to show.
-std::shared_ptr<const OpenedModel> LessonModel::read_directory(const std::string& dir) {
-  ++directory_reads_;
+std::shared_ptr<const OpenedModel> read_model_directory(const std::string& dir,
+                                                        const Progress& progress) {
   auto opened = std::make_shared<OpenedModel>();
   opened->directory = dir;
   try {
-    opened->weights = std::make_shared<const ModelWeights<double>>(load_model(dir));
+    opened->weights = std::make_shared<const ModelWeights<double>>(
+        load_model_as<double>(dir, progress, &opened->checkpoint));
+  } catch (const Cancelled&) {
+    throw;
   } catch (...) {
     opened->error = std::current_exception();
   }
   return opened;
+}
+
+std::string checkpoint_summary(const CheckpointReport& checkpoint) {
+  std::string line;
+  switch (checkpoint.layout) {
+    case CheckpointLayout::lab:
+      line = "the lab's layout (attn_res object)";
+      break;
+    case CheckpointLayout::k3:
+      line = "Kimi K3 Hugging Face layout (attn_res_block_size)";
+      break;
+    case CheckpointLayout::plain:
+      line = "plain Hugging Face Llama/Qwen3 (no AttnRes keys: the standard residual)";
+      break;
+  }
+  if (checkpoint.sharded) {
+    line += ", sharded over ";
+    line += std::to_string(checkpoint.files.size());
+    line += " files";
+  }
+  for (const auto& [dtype, count] : checkpoint.dtypes) {
+    line += ", ";
+    line += std::to_string(count);
+    line += " ";
+    line += dtype;
+  }
+  line += " tensors (";
+  line += std::to_string(checkpoint.tensor_bytes);
+  line += " bytes)";
+  return line;
+}
+
+// The one read of a model directory (read_model_directory); an error is kept for the views to
+// show.
+std::shared_ptr<const OpenedModel> LessonModel::read_directory(const std::string& dir) {
+  return directory_reader(dir)({});
+}
+
+std::function<std::shared_ptr<const OpenedModel>(const Progress&)> LessonModel::directory_reader(
+    const std::string& dir) {
+  ++directory_reads_;
+  return [dir](const Progress& progress) { return read_model_directory(dir, progress); };
 }
 
 std::shared_ptr<const OpenedModel> LessonModel::open_directory(const std::string& dir) {
@@ -454,7 +507,8 @@ void LessonModel::update_block_range() {
 // from the model's config (disabled), or the random model's own settings back; default tokens and
 // the line about the model. No notify.
 void LessonModel::apply_choice(std::shared_ptr<const OpenedModel> opened) {
-  const Entry& entry = entries_.at(static_cast<std::size_t>(choice->currentIndex()));
+  shown_ = choice->currentIndex();
+  const Entry& entry = entries_.at(static_cast<std::size_t>(shown_));
   if (kind_ == Kind::random && entry.kind != Kind::random)
     random_ = spin_values();  // back when random returns
   kind_ = entry.kind;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "attnres/cancel.hpp"
 #include "attnres/model.hpp"
 #include "attnres/model_config.hpp"
 
@@ -52,13 +53,25 @@ double pseudo_query_rms(const ModelWeights<double>& model);
 std::string training_log_summary(const std::filesystem::path& train_log_csv,
                                  const std::string& data = {});
 
-// A model directory the lesson model has open: read once, when it is chosen (load_model: its
-// config.json parsed, its model.safetensors read); every snapshot of it shares these weights.
+// A model directory the lesson model has open: read once, when it is chosen (load_model_as: its
+// config.json parsed, its weights read in any layout of docs/interop.md); every snapshot of it
+// shares these weights.
 struct OpenedModel {
   std::string directory;
   std::shared_ptr<const ModelWeights<double>> weights;  // null when the directory did not load
   std::exception_ptr error;                             // why not (the views' banners show it)
+  CheckpointReport checkpoint;                          // what was read: layout, files, dtypes
 };
+
+// Reads a model directory (load_model_as<double> with `progress`); touches no widget, so any
+// thread may call it. A load error is kept in the result; attnres::Cancelled (the progress
+// callback said stop) is thrown.
+std::shared_ptr<const OpenedModel> read_model_directory(const std::string& dir,
+                                                        const Progress& progress = {});
+// One line about where an opened model came from: "Kimi K3 Hugging Face layout
+// (attn_res_block_size), sharded over 3 files, 37 BF16 tensors (12345 bytes)" (the wording of
+// attnres inspect).
+std::string checkpoint_summary(const CheckpointReport& checkpoint);
 
 class Player;
 
@@ -103,6 +116,14 @@ class LessonModel {
   // directory opened.
   std::shared_ptr<const OpenedModel> open_directory(const std::string& dir);
   void use_directory(std::shared_ptr<const OpenedModel> model);
+  // The read of open_directory as work for another thread: counts the read now (GUI thread) and
+  // returns what reads DIR (read_model_directory; it touches nothing of the lesson model).
+  std::function<std::shared_ptr<const OpenedModel>(const Progress&)> directory_reader(
+      const std::string& dir);
+  // Choosing the "loaded: DIR" entry again reads DIR again. When this is set (the main window
+  // reads it off the GUI thread with a progress bar), the choice stays where it was and this is
+  // called instead; use_directory shows the model once it is read.
+  std::function<void(const std::string& dir)> read_elsewhere;
   void back_to_random();
   // The model directory open now (null on the random model), and how many times a directory has
   // been read since this lesson model was made (one per open; the views never read the files).
@@ -159,6 +180,7 @@ class LessonModel {
   QGroupBox* group_;
   QWidget* slot_ = nullptr;
   std::vector<Entry> entries_;
+  int shown_ = -1;  // the entry applied last (the combo box's index)
   Kind kind_ = Kind::random;
   std::shared_ptr<const OpenedModel> opened_;  // the chosen directory, read once
   int directory_reads_ = 0;

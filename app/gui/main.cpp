@@ -1,12 +1,13 @@
 // attnres-lab: the desktop GUI. Also renders one view to a PNG and exits:
 //   attnres-lab --view cost|depth-attention|magnitudes|pipeline|duality|scaling|training
-//               [--scenario FILE.toml] [--model DIR] [--lesson-step N] [--presentation]
-//               [--size WxH] --screenshot OUT.png
+//               [--scenario FILE.toml] [--model DIR] [--page NAME] [--lesson-step N]
+//               [--presentation] [--size WxH] --screenshot OUT.png
 // The Depth attention, Magnitudes and Duality views open on the shipped trained Full AttnRes model
 // (resources/models/; ATTNRES_MODELS_DIR points elsewhere, empty for none) when it is there.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QTabWidget>
 #include <QTimer>
 #include <algorithm>
 #include <iostream>
@@ -39,7 +40,12 @@ int main(int argc, char** argv) {
       "Open this view: cost, depth-attention, magnitudes, pipeline, duality, scaling, training.",
       "name");
   const QCommandLineOption scenario(QStringLiteral("scenario"), "Open this scenario file.", "file");
-  const QCommandLineOption model(QStringLiteral("model"), "Open this model directory.", "dir");
+  const QCommandLineOption model(
+      QStringLiteral("model"), "Open this model directory (any layout of docs/interop.md).", "dir");
+  const QCommandLineOption page(QStringLiteral("page"),
+                                "Show this page (inner tab) of the view, e.g. \"routing "
+                                "statistics\" of depth-attention.",
+                                "name");
   const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                       "Render the window into this PNG and exit.", "png");
   const QCommandLineOption size(QStringLiteral("size"),
@@ -52,7 +58,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption models(
       QStringLiteral("models"),
       "Print the shipped models directory and the models found there, then exit.");
-  parser.addOptions({view, scenario, model, screenshot, size, lesson_step, presentation, models});
+  parser.addOptions(
+      {view, scenario, model, page, screenshot, size, lesson_step, presentation, models});
   {
     // The informational flags (--help, --models) and unknown options need no display: they are
     // handled under a QCoreApplication, before the QApplication (which wants one) exists.
@@ -124,11 +131,47 @@ int main(int argc, char** argv) {
     std::cerr << "attnres-lab: --scenario: " << window.error_text() << "\n";
     return 2;
   }
-  if (parser.isSet(model) && !window.open_model(parser.value(model).toStdString())) {
+  // --screenshot reads it here (the window is synchronous); otherwise it is read in the background
+  // while the window is up, and a model that does not load ends the program with its message.
+  using OpenResult = attnres::gui::MainWindow::OpenResult;
+  attnres::gui::MainWindow::OpenModelOptions model_options;
+  model_options.done = [](OpenResult result, const std::string& error) {
+    if (result != OpenResult::failed) return;
+    std::cerr << "attnres-lab: --model: " << error << "\n";
+    QApplication::exit(2);
+  };
+  if (parser.isSet(model) &&
+      !window.open_model(parser.value(model).toStdString(),
+                         shot ? attnres::gui::MainWindow::OpenModelOptions{} : model_options)) {
     std::cerr << "attnres-lab: --model: " << window.error_text() << "\n";
     return 2;
   }
   window.show_view(name);
+  if (parser.isSet(page)) {
+    const QString wanted = parser.value(page);
+    bool found = false;
+    QStringList pages;
+    for (auto* tabs : window.current_view()->findChildren<QTabWidget*>()) {
+      for (int i = 0; i < tabs->count(); ++i) {
+        pages << "'" + tabs->tabText(i) + "'";
+        if (tabs->tabText(i) == wanted && !found) {
+          tabs->setCurrentIndex(i);
+          found = true;
+        }
+      }
+    }
+    if (!found) {
+      std::string known = " (it has no pages)";
+      if (!pages.isEmpty()) {
+        known = std::string(" (its pages: ");
+        known += pages.join(", ").toStdString();
+        known += ")";
+      }
+      std::cerr << "attnres-lab: --page: the " << name << " view has no page '"
+                << wanted.toStdString() << "'" << known << "\n";
+      return 2;
+    }
+  }
   if (step > 0) window.lesson_step(step - 1);
   if (parser.isSet(presentation)) window.set_presentation(true);
   if (shot) {

@@ -1,9 +1,7 @@
 #include "main_window.hpp"
 
 #include <QApplication>
-#include <QDir>
 #include <QFileDialog>
-#include <QFileInfo>
 #include <QFrame>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
@@ -15,10 +13,7 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QRegularExpression>
-#include <QResizeEvent>
 #include <QScreen>
-#include <QScrollArea>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QThreadPool>
@@ -33,7 +28,6 @@
 #include "attnres/cancel.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
-#include "attnres/version.hpp"
 #include "chart_render.hpp"
 #include "lesson.hpp"
 #include "lesson_model.hpp"
@@ -51,6 +45,8 @@ struct MainWindow::Run {
   QString label;
   QString key;  // view name + label: runs of one key replace each other
   QPointer<View> view;
+  bool window_level = false;           // run_window: bound to no view
+  std::function<void()> on_cancelled;  // run_window: ended unapplied
   CancelToken token;
   std::atomic<std::size_t> done{0}, total{0};
   std::atomic<bool> update_posted{false};  // a progress update is queued for the GUI thread
@@ -63,8 +59,10 @@ struct MainWindow::Run {
 struct MainWindow::Background {
   struct Waiting {
     QPointer<View> view;
+    bool window_level = false;
     QString label;
     BackgroundWork work;
+    std::function<void()> on_cancelled;
   };
   std::map<QString, int> latest;       // key -> newest run number (0: a waiting run is newer)
   std::map<QString, Waiting> waiting;  // key -> the newest request, until its older run stops
@@ -128,6 +126,8 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
     run(view, label, std::move(work));
   };
   lesson_ = std::make_unique<LessonModel>();
+  // Choosing the "loaded" entry again reads its directory as File > Open model does.
+  lesson_->read_elsewhere = [this](const std::string& dir) { open_model(dir); };
   host.lesson = lesson_.get();
   views_ = make_views(host, this);
   stage_ = new PresentationStage(this);
@@ -150,7 +150,7 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   });
   file->addAction("Open model directory...", QKeySequence(Qt::CTRL | Qt::Key_M), this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(
-        this, "Open model directory (config.json + model.safetensors)");
+        this, "Open model directory (config.json + model.safetensors or a sharded index)");
     if (!dir.isEmpty()) open_model(dir.toStdString());
   });
   auto choose = [this](const QString& what) -> int {
@@ -315,8 +315,39 @@ void MainWindow::run(View* view, const QString& label, BackgroundWork work) {
     }
     return;
   }
-  const QString key = QString::fromStdString(view->name()) + "/" + label;
   view->set_pending(true);
+  start(view, label, std::move(work), {});
+}
+
+void MainWindow::run_window(const QString& label, BackgroundWork work,
+                            std::function<void()> on_cancelled) {
+  if (synchronous_) {
+    const Progress go_on = [](std::size_t, std::size_t) { return true; };
+    try {
+      const std::function<void()> apply = work(go_on);
+      if (apply) guarded(apply);
+    } catch (const Cancelled&) {
+      statusBar()->showMessage(label + ": cancelled", 4000);
+      if (on_cancelled) on_cancelled();
+    } catch (const std::exception& error) {
+      show_error(error.what());
+    }
+    return;
+  }
+  start(nullptr, label, std::move(work), std::move(on_cancelled));
+}
+
+namespace {
+
+QString run_key(const View* view, const QString& label) {
+  return (view != nullptr ? QString::fromStdString(view->name()) : QString("window")) + "/" + label;
+}
+
+}  // namespace
+
+void MainWindow::start(View* view, const QString& label, BackgroundWork work,
+                       std::function<void()> on_cancelled) {
+  const QString key = run_key(view, label);
   // An older run of this key would only produce a stale result: stop it, and let this work wait
   // until it has stopped (it holds a worker thread until its next progress check).
   bool busy = false;
@@ -326,14 +357,21 @@ void MainWindow::run(View* view, const QString& label, BackgroundWork work) {
       busy = true;
     }
   }
+  const auto older = background_->waiting.find(key);
+  std::function<void()> dropped;  // an older waiting run, replaced unstarted
+  if (older != background_->waiting.end()) {
+    dropped = std::move(older->second.on_cancelled);
+    background_->waiting.erase(older);
+  }
   if (busy) {
     background_->latest[key] = 0;
-    background_->waiting[key] = {view, label, std::move(work)};  // replaces an older waiting one
+    background_->waiting[key] = {view, view == nullptr, label, std::move(work),
+                                 std::move(on_cancelled)};
     show_progress();
-    return;
+  } else {
+    launch(view, label, std::move(work), std::move(on_cancelled));
   }
-  background_->waiting.erase(key);
-  start(view, label, std::move(work));
+  if (dropped) dropped();
 }
 
 void MainWindow::start_waiting(const QString& key) {
@@ -344,15 +382,19 @@ void MainWindow::start_waiting(const QString& key) {
   }
   Background::Waiting next = std::move(it->second);
   background_->waiting.erase(it);
-  if (next.view) start(next.view, next.label, std::move(next.work));
+  if (next.view || next.window_level)
+    launch(next.view, next.label, std::move(next.work), std::move(next.on_cancelled));
 }
 
-void MainWindow::start(View* view, const QString& label, BackgroundWork work) {
+void MainWindow::launch(View* view, const QString& label, BackgroundWork work,
+                        std::function<void()> on_cancelled) {
   auto job = std::make_shared<Run>();
   job->number = ++background_->next;
   job->label = label;
-  job->key = QString::fromStdString(view->name()) + "/" + label;
+  job->key = run_key(view, label);
   job->view = view;
+  job->window_level = view == nullptr;
+  job->on_cancelled = std::move(on_cancelled);
   background_->latest[job->key] = job->number;
   background_->in_flight[job->number] = job;
 
@@ -404,11 +446,22 @@ void MainWindow::finish(const std::shared_ptr<Run>& job) {
   const bool superseded = background_->latest[job->key] != job->number;
   View* view = job->view;
   if (superseded) {
+    if (job->on_cancelled) job->on_cancelled();
     start_waiting(job->key);
     show_progress();
     return;
   }
   show_progress();
+  if (job->window_level) {
+    if (job->token.cancelled() || outcome.cancelled) {
+      statusBar()->showMessage(job->label + ": cancelled", 4000);
+      if (job->on_cancelled) job->on_cancelled();
+      return;
+    }
+    if (!progress_->isVisibleTo(this)) statusBar()->clearMessage();
+    if (outcome.apply) guarded(outcome.apply);
+    return;
+  }
   if (view == nullptr) return;
   view->set_pending(false);
   if (job->token.cancelled() || outcome.cancelled) {
@@ -452,26 +505,36 @@ void MainWindow::show_progress() {
 }
 
 void MainWindow::cancel_background() {
-  for (const auto& [key, waiting] : background_->waiting) {
+  std::vector<std::function<void()>> dropped;
+  for (auto& [key, waiting] : background_->waiting) {
     if (waiting.view) {
       waiting.view->set_pending(false);
       waiting.view->set_stale("cancelled: this shows the previous result");
     }
+    if (waiting.on_cancelled) dropped.push_back(std::move(waiting.on_cancelled));
   }
   background_->waiting.clear();
   for (const auto& [number, job] : background_->in_flight) job->token.cancel();
   statusBar()->showMessage("cancelled", 4000);
   show_progress();
+  for (const auto& on_cancelled : dropped) on_cancelled();
 }
 
 void MainWindow::cancel_run(const QString& label) {
+  std::vector<std::function<void()>> dropped;
   for (auto it = background_->waiting.begin(); it != background_->waiting.end();) {
-    it = it->second.label == label ? background_->waiting.erase(it) : std::next(it);
+    if (it->second.label != label) {
+      ++it;
+      continue;
+    }
+    if (it->second.on_cancelled) dropped.push_back(std::move(it->second.on_cancelled));
+    it = background_->waiting.erase(it);
   }
   for (const auto& [number, job] : background_->in_flight) {
     if (job->label == label) job->token.cancel();
   }
   show_progress();
+  for (const auto& on_cancelled : dropped) on_cancelled();
 }
 
 std::size_t MainWindow::runs_in_flight() const {
@@ -508,13 +571,42 @@ bool MainWindow::save_scenario(const fs::path& path) {
   });
 }
 
-bool MainWindow::open_model(const fs::path& directory) {
-  return guarded([&] {
-    // Read once, before anything changes: a bad model leaves the views as they were.
-    auto opened = lesson_->open_directory(directory.string());
-    clear_error();
-    lesson_->use_directory(std::move(opened));
-  });
+bool MainWindow::open_model(const fs::path& directory, OpenModelOptions options) {
+  // Read once, off the GUI thread, before anything changes: a bad model leaves the views as they
+  // were.
+  auto result = std::make_shared<OpenResult>(OpenResult::cancelled);
+  auto done = [result, told = std::move(options.done)](OpenResult r, const std::string& error) {
+    *result = r;
+    if (told) told(r, error);
+  };
+  auto read = lesson_->directory_reader(directory.string());
+  BackgroundWork work = [this, read = std::move(read), check = std::move(options.check),
+                         done](const Progress& progress) -> std::function<void()> {
+    const Progress both = [&progress, &check](std::size_t at, std::size_t total) {
+      return (!check || check(at, total)) && (!progress || progress(at, total));
+    };
+    std::shared_ptr<const OpenedModel> opened = read(both);
+    return [this, opened = std::move(opened), done] {
+      if (opened->error) {
+        try {
+          std::rethrow_exception(opened->error);
+        } catch (const std::exception& error) {
+          done(OpenResult::failed, error.what());
+          throw;
+        }
+      }
+      clear_error();
+      lesson_->use_directory(opened);
+      statusBar()->showMessage(QString::fromStdString(std::string("opened ") + opened->directory),
+                               5000);
+      done(OpenResult::opened, {});
+    };
+  };
+  // One label for every open: a newer one replaces the read in flight.
+  run_window("opening a model", std::move(work), [done] { done(OpenResult::cancelled, {}); });
+  if (!synchronous_)
+    statusBar()->showMessage("opening " + QString::fromStdString(directory.string()) + "...");
+  return synchronous_ ? *result == OpenResult::opened : true;
 }
 
 std::vector<std::string> MainWindow::export_titles() const {
@@ -562,147 +654,6 @@ bool MainWindow::export_data(std::size_t index, const fs::path& path) {
       throw Error("export: nothing to export at index " + std::to_string(index));
     }
   });
-}
-
-void MainWindow::start_lesson() {
-  lesson_step(0);
-}
-
-void MainWindow::lesson_step(int index) {
-  const auto& steps = lesson_steps();
-  if (index < 0 || index >= static_cast<int>(steps.size())) return;
-  lesson_index_ = index;
-  const LessonStep& step = steps[static_cast<std::size_t>(index)];
-  show_view(step.view);
-  // Every step starts from the tab as the window opened: what an opened scenario, an earlier step
-  // or the user changed does not leak into it, and Previous shows the earlier step's picture.
-  if (View* v = view(step.view)) v->restore_inputs();
-  step.apply(*this);
-  lesson_text_->setText(QString("<b>Step %1 of %2 &mdash; %3</b><br>%4<br><i>Look for:</i> %5")
-                            .arg(index + 1)
-                            .arg(steps.size())
-                            .arg(QString::fromStdString(step.title).toHtmlEscaped())
-                            .arg(QString::fromStdString(step.action).toHtmlEscaped())
-                            .arg(QString::fromStdString(step.look_for).toHtmlEscaped()));
-  lesson_previous_->setEnabled(index > 0);
-  lesson_next_->setEnabled(index + 1 < static_cast<int>(steps.size()));
-  lesson_bar_->setVisible(true);
-  update_stage();
-}
-
-PresentationStage* MainWindow::stage() const {
-  return stage_.data();
-}
-
-void MainWindow::update_stage() {
-  if (!stage_) return;
-  const auto& steps = lesson_steps();
-  View* v = current_view();
-  const LessonStep* step = presentation_ && lesson_index_ >= 0 && !lesson_bar_->isHidden()
-                               ? &steps[static_cast<std::size_t>(lesson_index_)]
-                               : nullptr;
-  if (step == nullptr || v == nullptr || v->name() != step->view || step->focus.empty() ||
-      v->content() == nullptr) {
-    stage_->hide_stage();
-    return;
-  }
-  // The callout: the first sentence of what to look for (the lesson bar has the rest).
-  QString look = QString::fromStdString(step->look_for);
-  if (const auto end = look.indexOf(QRegularExpression("\\. ")); end > 0) look = look.left(end + 1);
-  const QString callout = "Look for: " + look;
-  for (const ChartSpec& chart : v->charts()) {
-    if (chart.id == step->focus) {
-      stage_->show_chart(v, v->content(), chart, callout);
-      return;
-    }
-  }
-  for (HeatmapWidget* map : v->heatmaps()) {
-    if (map->spec().id == step->focus) {
-      stage_->show_heatmap(v, v->content(), map->spec(), callout);
-      return;
-    }
-  }
-  stage_->hide_stage();  // not computed yet: the next result shows it
-}
-
-void MainWindow::end_lesson() {
-  lesson_index_ = -1;
-  lesson_bar_->setVisible(false);
-  update_stage();
-}
-
-void MainWindow::set_presentation(bool on) {
-  presentation_ = on;
-  QFont font = normal_font_;
-  if (on) font.setPointSizeF(font.pointSizeF() * 1.4);
-  QApplication::setFont(font);
-  set_chart_font_scale(on ? 1.4 : 1.0);
-  // The lesson bar (a style sheet keeps the application font from reaching it) and the tabs:
-  // the bar's text at the same scale, the tabs by their short names so that none is cut.
-  for (QWidget* w : lesson_bar_->findChildren<QWidget*>()) w->setFont(font);
-  static const std::pair<const char*, const char*> kShort[] = {
-      {"cost", "Cost"},         {"depth-attention", "Depth"}, {"magnitudes", "Magnitudes"},
-      {"pipeline", "Pipeline"}, {"duality", "Duality"},       {"scaling", "Scaling"},
-      {"training", "Training"}};
-  for (int i = 0; i < tabs_->count(); ++i) {
-    auto* v = static_cast<View*>(tabs_->widget(i));
-    QString title = v->title();
-    if (on) {
-      for (const auto& [name, short_title] : kShort)
-        if (v->name() == name) title = short_title;
-    }
-    tabs_->setTabText(i, title);
-  }
-  for (View* v : views_) {
-    for (auto* scroll : v->findChildren<QScrollArea*>("inputs_scroll", Qt::FindDirectChildrenOnly))
-      scroll->setVisible(!on);
-    for (auto* panel : v->findChildren<QWidget*>("explanation_panel", Qt::FindDirectChildrenOnly))
-      panel->setVisible(!on);
-    for (auto* chart : v->findChildren<ChartPanel*>()) chart->refresh();
-    v->update();
-  }
-  if (auto* action = findChild<QAction*>("presentation_action")) action->setChecked(on);
-  if (stage_) {
-    stage_->setFont(font);
-    stage_->callout()->setFont(font);  // its style sheet keeps the inherited font away
-  }
-  update_stage();
-  statusBar()->showMessage(on ? "presentation mode: F5 to leave" : "", 3000);
-}
-
-void MainWindow::resizeEvent(QResizeEvent* event) {
-  QMainWindow::resizeEvent(event);
-  if (!explanations_chosen_) set_explanations(width() >= 1200);
-}
-
-QString MainWindow::about_text() {
-  // The documentation: installed next to the program (share/doc/attnres_lab), else the source
-  // tree's.
-  QString docs = QCoreApplication::applicationDirPath() + "/../share/doc/attnres_lab/docs";
-  if (!QFileInfo(docs).isDir()) docs = QString::fromStdString(std::string(ATTNRES_SOURCE_DOCS_DIR));
-  return QString(
-             "<h3>AttnRes Lab %1</h3><p>Understand, teach and cost Attention Residuals (AttnRes): "
-             "the "
-             "residual sum of a transformer replaced by softmax attention over the outputs of "
-             "earlier "
-             "sublayers (Full AttnRes) or over block summaries (Block AttnRes), and what it costs "
-             "in memory, "
-             "I/O, pipeline traffic and time.</p><p>Documentation: %2 (teaching.md for the guided "
-             "lesson, "
-             "math.md for what is computed).</p><p>The command-line tool <tt>attnres</tt> computes "
-             "the same "
-             "numbers and charts.</p>")
-      .arg(QString::fromLatin1(kVersion))
-      .arg(QDir::cleanPath(docs).toHtmlEscaped());
-}
-
-void MainWindow::set_explanations(bool shown) {
-  for (View* v : views_) {
-    for (auto* w : v->findChildren<QWidget*>("explanation_panel")) {
-      if (auto* panel = dynamic_cast<ExplanationPanel*>(w)) panel->set_collapsed(!shown);
-    }
-  }
-  if (auto* action = findChild<QAction*>("explanations_action")) action->setChecked(shown);
 }
 
 }  // namespace attnres::gui

@@ -44,7 +44,22 @@ class MainWindow : public QMainWindow {
   // File actions; each reports errors in the banner and returns false instead of throwing.
   bool open_scenario(const std::filesystem::path& path);
   bool save_scenario(const std::filesystem::path& path);
-  bool open_model(const std::filesystem::path& directory);
+  // File > Open model directory (and --model DIR): reads DIR (config.json and the weights in any
+  // layout of docs/interop.md, load_model_as) off the GUI thread with the progress bar and Cancel
+  // (inline when synchronous), then shows it in the lesson model on the GUI thread. A model that
+  // does not load shows its load error (the CLI's text) in the banner and changes nothing; a
+  // cancelled read changes nothing and shows no error. A newer open replaces one in flight.
+  // Returns false when the model did not open (synchronous) and true when it opened or its read
+  // is under way.
+  enum class OpenResult { opened, failed, cancelled };
+  struct OpenModelOptions {
+    // On the GUI thread when the read has ended: opened, failed (with the message) or cancelled
+    // (Cancel, a newer open, or `check`).
+    std::function<void(OpenResult result, const std::string& error)> done;
+    // Also asked at every progress report of the read ((0, total) first); false cancels it.
+    Progress check;
+  };
+  bool open_model(const std::filesystem::path& directory, OpenModelOptions options = {});
   // Exports chart `index` of the current view (charts first, then heatmaps) by extension.
   bool export_chart(std::size_t index, const std::filesystem::path& path);
   bool export_data(std::size_t index, const std::filesystem::path& path);
@@ -89,6 +104,11 @@ class MainWindow : public QMainWindow {
   // stale) and waits for it to stop: at most one run per view and label computes, and at most one
   // more waits (the newest request; older waiting ones are dropped unstarted).
   void run(View* view, const QString& label, BackgroundWork work);
+  // Work of the window itself (opening a model), as run() but bound to no view: its errors go to
+  // the banner of the view on screen when it ends, a cancellation marks nothing stale, and
+  // `on_cancelled` hears a run that ended unapplied (cancelled, or replaced by a newer one).
+  void run_window(const QString& label, BackgroundWork work,
+                  std::function<void()> on_cancelled = {});
   // The Cancel button: cancels every run in flight; their work stops at its next progress
   // check and their results are never applied. Runs started later are not affected.
   void cancel_background();
@@ -108,7 +128,11 @@ class MainWindow : public QMainWindow {
   };
   struct Run;
   bool guarded(const std::function<void()>& action);
-  void start(View* view, const QString& label, BackgroundWork work);
+  // A run of `view` (nullptr: of the window, run_window).
+  void start(View* view, const QString& label, BackgroundWork work,
+             std::function<void()> on_cancelled);
+  void launch(View* view, const QString& label, BackgroundWork work,
+              std::function<void()> on_cancelled);
   void start_waiting(const QString& key);
   void finish(const std::shared_ptr<Run>& run);
   void show_progress();
