@@ -28,3 +28,7 @@ shot gui-pipeline pipeline 10 --size 1400x900
 shot gui-scaling scaling 12 --size 1400x900
 shot gui-lesson depth-attention 3 --size 1024x700
 shot gui-presentation pipeline 10 --size 1024x768 --presentation
+# The routing statistics of a Kimi K3 checkpoint made outside the lab (tests/interop, docs/interop.md).
+QT_QPA_PLATFORM=offscreen "$lab" --view depth-attention --model tests/interop/fixtures/k3_qwen3_bf16_sharded \
+  --page "routing statistics" --size 1400x900 --screenshot "$out/gui-routing.png"
+echo "wrote $out/gui-routing.png"
