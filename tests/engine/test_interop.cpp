@@ -5,7 +5,9 @@
 // gives the stored bytes back); deviations and broken indexes are refused with located errors.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/backward.hpp"
@@ -204,6 +206,16 @@ TEST(K3Checkpoint, Bfloat16AndHalfConvertExactlyBothWays) {
   EXPECT_EQ(float_to_half(65520.0f), 0x7c00u);  // rounds to infinity
   EXPECT_EQ(float_to_half(0x1p-24f), 0x0001u);  // smallest subnormal
   EXPECT_EQ(float_to_half(0x1p-25f), 0x0000u);  // tie to even (zero)
+  // Against Eigen's own conversions (an independent implementation, round to nearest even) on
+  // a million random finite floats of every magnitude.
+  std::mt19937 bits(12345);
+  for (int i = 0; i < 1000000; ++i) {
+    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(bits()));
+    if (!std::isfinite(x)) continue;
+    ASSERT_EQ(float_to_bfloat16(x), Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(x)))
+        << x;
+    ASSERT_EQ(float_to_half(x), Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(x))) << x;
+  }
   EXPECT_NE(test::error_message([] {
               const float big = 70000.0f;
               encode_floats(&big, 1, TensorDType::f16, "t");

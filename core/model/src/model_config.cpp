@@ -114,6 +114,12 @@ void ModelConfig::require_gradients(const std::string& what) const {
                 ": this model has Qwen3's q/k norms, which the lab runs forward only (no "
                 "gradients or training; docs/interop.md)");
   }
+  if (tie_word_embeddings) {
+    throw Error(what +
+                ": this model ties its LM head to the embedding (tie_word_embeddings), and "
+                "the lab computes gradients of an untied head only; forward passes and inspect "
+                "run it (docs/interop.md)");
+  }
   if (detached_blocks) {
     throw Error(what +
                 ": this model declares attn_res_detach_blocks = true (detached block "

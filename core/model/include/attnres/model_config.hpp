@@ -67,7 +67,8 @@ struct ModelConfig {
   void validate(const std::string& where,
                 const std::function<std::string(const std::string&)>& key_name = {}) const;
   // Throws attnres::Error (prefixed by `what`) for a model whose gradients the lab does not
-  // compute: Qwen3's q/k norms and declared detached block summaries (docs/interop.md).
+  // compute: Qwen3's q/k norms, tied embeddings and declared detached block summaries
+  // (docs/interop.md).
   void require_gradients(const std::string& what) const;
 };
 
