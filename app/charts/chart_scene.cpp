@@ -322,10 +322,11 @@ QRectF axis_title_rect(const QChart* chart, Qt::Orientation orientation) {
 
 QColor series_colour(const ChartSpec& spec, std::size_t index) {
   // For series that name no scheme: colours apart from the schemes' (below), so that a
-  // "baseline" never looks like Block AttnRes.
+  // "baseline" never looks like Block AttnRes; neighbours far apart (the light green of the first
+  // and the olive of the fifth were next to each other once, and four series looked like three).
   static const QColor palette[] = {
       QColor(153, 202, 83), QColor(23, 190, 207), QColor(227, 119, 194),
-      QColor(188, 189, 34), QColor(31, 58, 147),  QColor(140, 86, 75),
+      QColor(31, 58, 147),  QColor(188, 189, 34), QColor(140, 86, 75),
       QColor(44, 160, 44),  QColor(214, 39, 40),  QColor(127, 127, 127)};
   if (index >= spec.series.size()) return palette[index % std::size(palette)];
   const std::string family = colour_family(spec.series[index].name);
