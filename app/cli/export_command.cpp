@@ -26,8 +26,7 @@ void add_hf_write_options(po::options_description& options, HfWriteFlags& flags)
                  "model.safetensors.index.json (default: one file)");
 }
 
-HfExportOptions parse_hf_write_flags(const po::variables_map& values, const HfWriteFlags& flags,
-                                     const std::string& fallback_dtype) {
+HfExportOptions parse_hf_write_flags(const po::variables_map& values, const HfWriteFlags& flags) {
   require_either("--format", flags.format, "lab", "hf");
   if (flags.format != "hf") {
     for (const char* flag : {"dtype", "max-shard-size"}) {
@@ -40,7 +39,7 @@ HfExportOptions parse_hf_write_flags(const po::variables_map& values, const HfWr
     return {};
   }
   HfExportOptions options;
-  const std::string dtype = values.count("dtype") ? flags.dtype : fallback_dtype;
+  const std::string dtype = values.count("dtype") ? flags.dtype : "bf16";
   if (dtype == "bf16") {
     options.dtype = TensorDType::bf16;
   } else if (dtype == "f16") {
@@ -82,7 +81,7 @@ int export_command(const std::vector<std::string>& args, std::ostream& out, std:
     return kExitOk;
   }
   // Checked before the model is read: the flags, then the output directory.
-  HfExportOptions hf = parse_hf_write_flags(values, flags, "bf16");
+  HfExportOptions hf = parse_hf_write_flags(values, flags);
   OutputDirectoryOptions output;
   output.owner = "model";
   output.force = values.count("force") > 0;
@@ -94,10 +93,12 @@ int export_command(const std::vector<std::string>& args, std::ostream& out, std:
   CheckpointReport report;
   const ModelWeights<float> model = load_model_as<float>(model_dir, progress.callback(), &report);
   if (flags.format == "hf" && !values.count("dtype") && report.dtypes.size() == 1) {
-    const std::string stored = report.dtypes.begin()->first;  // keep the model's own dtype
-    hf.dtype = stored == "F16"                                             ? TensorDType::f16
-               : stored == "F32" && report.layout != CheckpointLayout::lab ? TensorDType::f32
-                                                                           : TensorDType::bf16;
+    // Keep the model's own dtype; the lab's F32 files (and F64) become BF16.
+    const TensorDType stored =
+        parse_enum(kTensorDTypeNames, report.dtypes.begin()->first, report.files.front(), "dtype");
+    const bool keep = stored == TensorDType::f16 ||
+                      (stored == TensorDType::f32 && report.layout != CheckpointLayout::lab);
+    if (keep) hf.dtype = stored;
   }
   if (flags.format == "hf") k3_block_layers(model.config);  // refuse before writing anything
   progress.set_label("writing");

@@ -81,7 +81,7 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   }
   config.qk_norm = values.count("qk-norm") > 0;
   config.tie_word_embeddings = values.count("tie-embeddings") > 0;
-  const HfExportOptions hf = parse_hf_write_flags(values, write, "bf16");
+  const HfExportOptions hf = parse_hf_write_flags(values, write);
   finish_model_shape(values, shape);
   if (write.format == "hf") {
     try {
@@ -112,8 +112,7 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
         }
       });
 
-  std::int64_t parameters = parameter_count(model);
-  if (config.tie_word_embeddings) parameters -= model.lm_head.size();
+  const std::int64_t parameters = parameter_count(model);
   if (write.format == "hf") {
     out << "wrote " << target.string() << " (Kimi K3 Hugging Face layout): ";
     for (std::size_t i = 0; i < files.size(); ++i) out << (i ? ", " : "") << files[i];

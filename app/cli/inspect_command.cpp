@@ -73,18 +73,6 @@ std::string architecture_line(const Inspection& in) {
   return line + "; " + std::to_string(in.parameters) + " parameters";
 }
 
-std::string layout_name(CheckpointLayout layout) {
-  switch (layout) {
-    case CheckpointLayout::lab:
-      return "the lab's layout (attn_res object)";
-    case CheckpointLayout::k3:
-      return "Kimi K3 Hugging Face layout (attn_res_block_size)";
-    case CheckpointLayout::plain:
-      return "plain Hugging Face Llama/Qwen3 (no AttnRes keys: the standard residual)";
-  }
-  return "";
-}
-
 std::string attn_res_line(const Inspection& in) {
   const AttnResConfig& a = in.config.attn_res;
   std::string line = a.describe();
@@ -204,12 +192,7 @@ std::string inspection_csv(const Inspection& in) {
 
 void print_inspection(std::ostream& out, const Inspection& in) {
   out << "model " << in.model_dir << ": " << architecture_line(in) << "\n"
-      << "checkpoint: " << layout_name(in.checkpoint.layout);
-  if (in.checkpoint.sharded) {
-    out << ", sharded over " << in.checkpoint.files.size() << " files";
-  }
-  for (const auto& [dtype, count] : in.checkpoint.dtypes) out << ", " << count << " " << dtype;
-  out << " tensors (" << in.checkpoint.tensor_bytes << " bytes)\n"
+      << "checkpoint: " << checkpoint_summary(in.checkpoint) << "\n"
       << "AttnRes: " << attn_res_line(in) << "\n";
   for (const auto& note : in.checkpoint.notes) out << "note: " << note << "\n";
   if (in.config.attn_res.mode == ResidualMode::standard) {
@@ -265,22 +248,14 @@ void fill_inspection(Inspection& in, const ModelWeights<Scalar>& model,
   in.sources_per_read.assign(static_cast<std::size_t>(L + 1), 0);
   for (std::size_t r = 0; r < layout.reads.size(); ++r)
     in.sources_per_read[r] = static_cast<int>(layout.reads[r].size());
-  in.blocks = model.config.attn_res.mode == ResidualMode::block
-                  ? (L + model.config.attn_res.block_size - 1) / model.config.attn_res.block_size
-                  : 0;
+  in.blocks = model.config.attn_res.mode == ResidualMode::block ? layout.blocks : 0;
   in.query_norm.resize(L + 1);
   for (int r = 0; r <= L; ++r)
     in.query_norm(r) = model.depth_read(r).query.template cast<double>().norm();
   const Eigen::MatrixXd scoring = effective_queries(model);
   in.effective_norm = scoring.rowwise().norm();
   in.cosines = row_cosines(scoring);
-  std::int64_t parameters = 0;
-  visit_tensors(const_cast<ModelWeights<Scalar>&>(model), [&](const TensorRef<Scalar>& t) {
-    if (t.attn_res && !model.has_attn_res_tensors) return;
-    if (t.name == "lm_head.weight" && model.config.tie_word_embeddings) return;
-    parameters += t.element_count();
-  });
-  in.parameters = parameters;
+  in.parameters = parameter_count(model);
   if (tokens.empty() || model.config.attn_res.mode == ResidualMode::standard) return;
   ForwardOptions options;
   options.progress = progress.callback();

@@ -56,10 +56,9 @@ struct HfWriteFlags {
   double max_shard_mb = 0.0;
 };
 void add_hf_write_options(po::options_description& options, HfWriteFlags& flags);
-// The export options the flags ask for (`fallback_dtype` without --dtype); UsageError for a bad
-// value, or for --dtype / --max-shard-size without --format hf.
-HfExportOptions parse_hf_write_flags(const po::variables_map& values, const HfWriteFlags& flags,
-                                     const std::string& fallback_dtype);
+// The export options the flags ask for (BF16 without --dtype); UsageError for a bad value, or for
+// --dtype / --max-shard-size without --format hf.
+HfExportOptions parse_hf_write_flags(const po::variables_map& values, const HfWriteFlags& flags);
 
 // --format `format` must be one of `allowed`: a UsageError listing them otherwise.
 void require_format(const std::string& format, std::initializer_list<const char*> allowed);

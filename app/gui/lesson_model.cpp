@@ -337,36 +337,6 @@ std::shared_ptr<const OpenedModel> read_model_directory(const std::string& dir,
   return opened;
 }
 
-std::string checkpoint_summary(const CheckpointReport& checkpoint) {
-  std::string line;
-  switch (checkpoint.layout) {
-    case CheckpointLayout::lab:
-      line = "the lab's layout (attn_res object)";
-      break;
-    case CheckpointLayout::k3:
-      line = "Kimi K3 Hugging Face layout (attn_res_block_size)";
-      break;
-    case CheckpointLayout::plain:
-      line = "plain Hugging Face Llama/Qwen3 (no AttnRes keys: the standard residual)";
-      break;
-  }
-  if (checkpoint.sharded) {
-    line += ", sharded over ";
-    line += std::to_string(checkpoint.files.size());
-    line += " files";
-  }
-  for (const auto& [dtype, count] : checkpoint.dtypes) {
-    line += ", ";
-    line += std::to_string(count);
-    line += " ";
-    line += dtype;
-  }
-  line += " tensors (";
-  line += std::to_string(checkpoint.tensor_bytes);
-  line += " bytes)";
-  return line;
-}
-
 // The one read of a model directory (read_model_directory); an error is kept for the views to
 // show.
 std::shared_ptr<const OpenedModel> LessonModel::read_directory(const std::string& dir) {

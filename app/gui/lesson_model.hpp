@@ -68,11 +68,6 @@ struct OpenedModel {
 // callback said stop) is thrown.
 std::shared_ptr<const OpenedModel> read_model_directory(const std::string& dir,
                                                         const Progress& progress = {});
-// One line about where an opened model came from: "Kimi K3 Hugging Face layout
-// (attn_res_block_size), sharded over 3 files, 37 BF16 tensors (12345 bytes)" (the wording of
-// attnres inspect).
-std::string checkpoint_summary(const CheckpointReport& checkpoint);
-
 class Player;
 
 class LessonModel {

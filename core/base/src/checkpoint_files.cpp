@@ -6,24 +6,12 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 
 namespace attnres {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string text_position(const std::string& source, const std::string& text, std::size_t offset) {
-  offset = std::min(offset, text.size());
-  std::size_t line = 1;
-  std::size_t line_start = 0;
-  for (std::size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      line_start = i + 1;
-    }
-  }
-  return source + ":" + std::to_string(line) + ":" + std::to_string(offset - line_start + 1);
-}
 
 namespace {
 

@@ -30,13 +30,19 @@ void for_each_tensor(const ModelWeights<double>& model,
   });
 }
 
-std::int64_t parameter_count(const ModelWeights<double>& model) {
+template <typename Scalar>
+std::int64_t parameter_count(const ModelWeights<Scalar>& model) {
   std::int64_t count = 0;
-  for_each_tensor(model, [&](const TensorView& tensor) {
-    if (!tensor.attn_res || model.has_attn_res_tensors) count += tensor.element_count();
+  visit_tensors(const_cast<ModelWeights<Scalar>&>(model), [&](const TensorRef<Scalar>& tensor) {
+    if (tensor.attn_res && !model.has_attn_res_tensors) return;
+    if (model.config.tie_word_embeddings && tensor.name == "lm_head.weight") return;
+    count += tensor.element_count();
   });
   return count;
 }
+
+template std::int64_t parameter_count(const ModelWeights<double>&);
+template std::int64_t parameter_count(const ModelWeights<float>&);
 
 namespace {
 

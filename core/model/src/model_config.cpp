@@ -240,17 +240,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   try {
     root = json::parse(json_text);
   } catch (const json::parse_error& error) {
-    const std::size_t at = error.byte == 0 ? 0 : error.byte - 1;
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i < at && i < json_text.size(); ++i) {
-      if (json_text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+    throw Error(text_position(source, json_text, error.byte == 0 ? 0 : error.byte - 1) +
                 ": not valid JSON (" + error.what() + ")");
   } catch (const json::exception& error) {  // out_of_range for numbers like 1e3060
     throw Error(source + ": not valid JSON (" + error.what() + ")");
@@ -418,8 +408,7 @@ json architecture_json(const ModelConfig& config) {
   root["rope_theta"] = config.rope_theta;
   root["hidden_act"] = "silu";
   root["tie_word_embeddings"] = config.tie_word_embeddings;
-  if (!root.contains("torch_dtype")) root["torch_dtype"] = "float32";
-  return root;
+  return root;  // torch_dtype: the caller's, as it writes the tensors
 }
 
 }  // namespace

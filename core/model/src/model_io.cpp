@@ -58,14 +58,32 @@ std::string foreign_layout_hint(const std::string& name) {
   return "";
 }
 
-bool same_values(const double* a, const double* b, std::int64_t n) {
-  return std::equal(a, a + n, b);
-}
-bool same_values(const float* a, const float* b, std::int64_t n) {
+template <typename Scalar>
+bool same_values(const Scalar* a, const Scalar* b, std::int64_t n) {
   return std::equal(a, a + n, b);
 }
 
 }  // namespace
+
+std::string checkpoint_summary(const CheckpointReport& report) {
+  std::string line;
+  switch (report.layout) {
+    case CheckpointLayout::lab:
+      line = "the lab's layout (attn_res object)";
+      break;
+    case CheckpointLayout::k3:
+      line = "Kimi K3 Hugging Face layout (attn_res_block_size)";
+      break;
+    case CheckpointLayout::plain:
+      line = "plain Hugging Face Llama/Qwen3 (no AttnRes keys: the standard residual)";
+      break;
+  }
+  if (report.sharded)
+    line.append(", sharded over ").append(std::to_string(report.files.size())).append(" files");
+  for (const auto& [dtype, count] : report.dtypes)
+    line.append(", ").append(std::to_string(count)).append(" ").append(dtype);
+  return line.append(" tensors (").append(std::to_string(report.tensor_bytes)).append(" bytes)");
+}
 
 std::string checkpoint_tensor_name(const std::string& lab_name, CheckpointLayout layout,
                                    bool* row) {

@@ -66,8 +66,4 @@ class CheckpointFiles {
   void index_tensors();
 };
 
-// "FILE:LINE:COLUMN" of byte `offset` (0-based) of `text` (1-based line and column, counted in
-// bytes), for errors in JSON files.
-std::string text_position(const std::string& source, const std::string& text, std::size_t offset);
-
 }  // namespace attnres

@@ -16,6 +16,10 @@ std::string format_number(double value);
 // shown, so hostile bytes never reach the terminal raw.
 std::string printable_text(const std::string& text);
 
+// "SOURCE:LINE:COLUMN" of byte `offset` (0-based) of `text` (1-based line and column, counted in
+// bytes), for errors in JSON files (config.json, a shard index).
+std::string text_position(const std::string& source, const std::string& text, std::size_t offset);
+
 // Edit distance, for "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);
 // The candidate closest to `word` (compared without case) if it is close enough to be a likely

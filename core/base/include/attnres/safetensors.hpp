@@ -74,8 +74,6 @@ class SafetensorsFile {
   void copy_values(const TensorInfo& tensor, float* out) const;
   // The tensor's bytes as stored (little-endian elements of its dtype).
   std::string_view raw_bytes(const TensorInfo& tensor) const;
-  // Bytes of the data section (the sum of every tensor's range, and any padding).
-  std::uint64_t data_size() const { return data_size_; }
 
  private:
   static SafetensorsFile from_header(std::string_view header_text, std::uint64_t data_size,

@@ -110,8 +110,12 @@ using TensorView = TensorRef<const double>;
 void for_each_tensor(const ModelWeights<double>& model,
                      const std::function<void(const TensorView&)>& visit);
 
-// Number of parameters (every tensor, AttnRes ones included when the model has them).
-std::int64_t parameter_count(const ModelWeights<double>& model);
+// Number of parameters (every tensor, AttnRes ones included when the model has them; a tied LM
+// head counts once, as the embedding).
+template <typename Scalar>
+std::int64_t parameter_count(const ModelWeights<Scalar>& model);
+extern template std::int64_t parameter_count(const ModelWeights<double>&);
+extern template std::int64_t parameter_count(const ModelWeights<float>&);
 
 struct RandomModelOptions {
   std::uint64_t seed = 0;
@@ -155,6 +159,10 @@ struct CheckpointReport {
   std::uint64_t tensor_bytes = 0;              // as stored
   std::vector<std::string> notes;              // config notes and what loading did
 };
+
+// One line on what a load read: "Kimi K3 Hugging Face layout (attn_res_block_size), sharded over 3
+// files, 64 BF16 tensors (36832 bytes)" (attnres inspect and the GUI's routing page).
+std::string checkpoint_summary(const CheckpointReport& report);
 
 // The name of a lab tensor in a checkpoint of `layout` (docs/interop.md): the lab's names in its
 // own layout; Kimi K3's `self_attention_res_proj.weight` / `_norm.weight`, `mlp_res_*` and
