@@ -45,26 +45,55 @@ inline ModelWeights<double> model_with_random_gains(const ModelConfig& config,
   return model;
 }
 
-// Max |a - b| / max(1, max |b|): absolute for small values, relative for large ones.
+// max |a - b| / max(max |b|, scale): the largest difference relative to the magnitude of what is
+// compared (docs/testing.md §2). `scale` is a floor for a tensor whose values are small because
+// they cancel: the magnitude of the terms they were made from. Different shapes: infinity. An
+// expected all-zero tensor with no floor: 0 if equal, infinity otherwise.
 template <typename A, typename B>
-double max_scaled_difference(const Eigen::MatrixBase<A>& actual,
-                             const Eigen::MatrixBase<B>& expected) {
+double relative_difference(const Eigen::MatrixBase<A>& actual,
+                           const Eigen::MatrixBase<B>& expected, double scale = 0.0) {
   const Eigen::MatrixXd a = actual.template cast<double>();
   const Eigen::MatrixXd b = expected.template cast<double>();
   if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
-  const double scale = std::max(1.0, b.cwiseAbs().maxCoeff());
-  return (a - b).cwiseAbs().maxCoeff() / scale;
+  if (b.size() == 0) return 0.0;
+  const double difference = (a - b).cwiseAbs().maxCoeff();
+  const double magnitude = std::max(b.cwiseAbs().maxCoeff(), scale);
+  if (std::isnan(difference)) return INFINITY;
+  if (magnitude == 0) return difference == 0 ? 0.0 : INFINITY;
+  return difference / magnitude;
 }
 
-// Asserts closeness and prints the max difference.
+// The bound of an engine against the reference when both compute the same arithmetic in another
+// order (products blocked and vectorised differently, sums split over threads, two-phase reads):
+// docs/testing.md §2. TODO units.
+template <typename Scalar>
+inline constexpr double kReorderedBound = roundoffs<Scalar>(4096);
+
+// Asserts that relative_difference(actual, expected, scale) <= relative and prints the
+// difference in the llm.c style ("TENSOR OK name, maxdiff = ..., bound ...").
 template <typename A, typename B>
 void expect_tensor_near(const std::string& name, const Eigen::MatrixBase<A>& actual,
-                        const Eigen::MatrixBase<B>& expected, double tolerance) {
+                        const Eigen::MatrixBase<B>& expected, double relative,
+                        double scale = 0.0) {
   ASSERT_EQ(actual.rows(), expected.rows()) << name;
   ASSERT_EQ(actual.cols(), expected.cols()) << name;
-  const double diff = max_scaled_difference(actual, expected);
-  EXPECT_LE(diff, tolerance) << name << ": maxdiff " << diff << " > " << tolerance;
-  if (diff <= tolerance) std::cout << "TENSOR OK " << name << ", maxdiff = " << diff << "\n";
+  const double diff = relative_difference(actual, expected, scale);
+  log_bound(name, diff, relative);
+  EXPECT_LE(diff, relative) << name << ": relative maxdiff " << diff << " > " << relative << " ("
+                            << diff / kUnitRoundoff<double> << " u of f64, "
+                            << diff / kUnitRoundoff<float> << " u of f32)";
+  if (diff <= relative)
+    std::cout << "TENSOR OK " << name << ", maxdiff = " << diff << " (bound " << relative << ")\n";
+}
+
+// The same for a check written as EXPECT_LE(tensor_difference(...), bound): the difference, logged.
+template <typename A, typename B>
+double tensor_difference(const std::string& name, const Eigen::MatrixBase<A>& actual,
+                         const Eigen::MatrixBase<B>& expected, double relative,
+                         double scale = 0.0) {
+  const double diff = relative_difference(actual, expected, scale);
+  log_bound(name, diff, relative);
+  return diff;
 }
 
 // Every tensor of two checkpoint directories (docs/interop.md): the same names, dtypes, shapes and
