@@ -58,6 +58,7 @@ inline void log_bound(const std::string& name, double difference, double bound) 
   if (!path || !*path) return;
   const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
   std::ofstream log(path, std::ios::app);
+  log.precision(9);
   log << (test ? std::string(test->test_suite_name()) + "." + test->name() : std::string("?"))
       << "\t" << name << "\t" << difference << "\t" << bound << "\n";
 }

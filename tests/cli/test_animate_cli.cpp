@@ -22,6 +22,7 @@
 #include "attnres/model_charts.hpp"
 #include "cli/cli_support.hpp"
 #include "gif_export.hpp"
+#include "model_support.hpp"
 #include "test_support.hpp"
 
 namespace attnres {
@@ -50,8 +51,13 @@ nlohmann::json frames_json(const fs::path& dir) {
   return nlohmann::json::parse(read_file(dir / "frames.json"));
 }
 
-// frames.json's heatmap of a frame against the core's map: the same labels, and every value to
-// 1e-12 (null where the core has NaN: not a source).
+// The CLI's maps against the core's: the same arithmetic, in another process (and for Block at
+// S = 1 against Full, another order): the reordering bound, relative to 1, the scale of depth
+// weights (docs/testing.md §2). JSON carries doubles exactly.
+constexpr double kSameArithmetic = test::kReorderedBound<double>;
+
+// frames.json's heatmap of a frame against the core's map: the same labels, and every value
+// within kSameArithmetic (null where the core has NaN: not a source).
 void expect_same_map(const nlohmann::json& json, const HeatmapSpec& expected,
                      const std::string& where) {
   EXPECT_EQ(json["row_labels"].get<std::vector<std::string>>(), expected.row_labels) << where;
@@ -65,13 +71,16 @@ void expect_same_map(const nlohmann::json& json, const HeatmapSpec& expected,
         EXPECT_TRUE(cell.is_null()) << where << " (" << r << ", " << c << ")";
       } else {
         ASSERT_TRUE(cell.is_number()) << where << " (" << r << ", " << c << ")";
-        EXPECT_NEAR(cell.get<double>(), expected.values[r][c], 1e-12)
+        EXPECT_TRUE(
+            test::near_relative(cell.get<double>(), expected.values[r][c], kSameArithmetic, 1.0))
             << where << " (" << r << ", " << c << ")";
       }
     }
   }
-  EXPECT_NEAR(json["low"].get<double>(), expected.low, 1e-12) << where;
-  EXPECT_NEAR(json["high"].get<double>(), expected.high, 1e-12) << where;
+  EXPECT_TRUE(test::near_relative(json["low"].get<double>(), expected.low, kSameArithmetic, 1.0))
+      << where;
+  EXPECT_TRUE(test::near_relative(json["high"].get<double>(), expected.high, kSameArithmetic, 1.0))
+      << where;
 }
 
 // The values only (Block at S = 1 against Full: the same numbers under other labels).
@@ -85,7 +94,9 @@ void expect_same_values(const nlohmann::json& json, const HeatmapSpec& expected,
       if (std::isnan(expected.values[r][c])) {
         EXPECT_TRUE(cell.is_null()) << where;
       } else {
-        EXPECT_NEAR(cell.get<double>(), expected.values[r][c], 1e-12) << where;
+        EXPECT_TRUE(
+            test::near_relative(cell.get<double>(), expected.values[r][c], kSameArithmetic, 1.0))
+            << where;
       }
     }
   }
@@ -177,7 +188,9 @@ TEST(AnimateCli, QueryStdFramesAreTheRandomLessonModelsViewAtEachStd) {
   for (std::size_t k = 0; k < 5; ++k) {
     const auto& frame = json["frames"][k];
     const double sigma = frame["query_std"].get<double>();
-    EXPECT_NEAR(sigma, 0.5 * static_cast<double>(k), 1e-15);  // 0 .. 2 evenly
+    // 0 .. 2 evenly: from + k (to - from) / (frames - 1), 3 roundings of values up to 2: 4 u of 2.
+    EXPECT_TRUE(test::near_relative(sigma, 0.5 * static_cast<double>(k), test::roundoffs<double>(4),
+                                    2.0, "query std"));
     EXPECT_TRUE(frame["block_size"].is_null());
     // The static view at that setting: the random model drawn with that query std.
     const ModelWeights<double> model =
@@ -190,7 +203,10 @@ TEST(AnimateCli, QueryStdFramesAreTheRandomLessonModelsViewAtEachStd) {
     const std::size_t sources = r + 1;  // read r sees v_0 .. v_r (the final read all L + 1)
     for (std::size_t c = 0; c < uniform[r].size(); ++c) {
       if (c < sources) {
-        EXPECT_NEAR(uniform[r][c].get<double>(), 1.0 / static_cast<double>(sources), 1e-12);
+        // exp(0) / n: 1 / n rounded once on each side; 4 u.
+        EXPECT_TRUE(test::near_relative(uniform[r][c].get<double>(),
+                                        1.0 / static_cast<double>(sources),
+                                        test::roundoffs<double>(4)));
       } else {
         EXPECT_TRUE(uniform[r][c].is_null());
       }
@@ -243,8 +259,9 @@ TEST(AnimateCli, BlockSizeFramesAreBlockAttnResAtEachSOnTheSameWeights) {
   expect_frame_files(out, json);
 }
 
-// The RMS of every pseudo-query of a model, from the tensor table (independent of the CLI's).
-double queries_rms(const ModelWeights<double>& model) {
+// The RMS of every pseudo-query of a model, from the tensor table (independent of the CLI's), and
+// how many elements it is of.
+double queries_rms(const ModelWeights<double>& model, std::int64_t* elements = nullptr) {
   double sum = 0.0;
   std::int64_t count = 0;
   for_each_tensor(model, [&](const TensorView& tensor) {
@@ -254,6 +271,7 @@ double queries_rms(const ModelWeights<double>& model) {
       sum += tensor.data[i] * tensor.data[i];
     count += tensor.element_count();
   });
+  if (elements) *elements = count;
   return std::sqrt(sum / static_cast<double>(count));
 }
 
@@ -275,18 +293,24 @@ TEST(AnimateCli, ALoadedModelsQueriesAreScaledToEachStd) {
   EXPECT_TRUE(json["inputs"]["random_model"].is_null());
   EXPECT_NE(json["queries"].get<std::string>().find("scaled"), std::string::npos);
   const ModelWeights<double> model = load_model(model_dir);
-  const double rms = queries_rms(model);
+  std::int64_t elements = 0;
+  const double rms = queries_rms(model, &elements);
   ASSERT_GT(rms, 0.0);
+  // Two RMS over n query elements (n - 1 additions of squares each, halved by the root) and the
+  // scaling's 2 roundings per element: (n + 6) u; (n + 8) u.
+  const double rms_bound = test::roundoffs<double>(static_cast<double>(elements) + 8);
   for (std::size_t k = 0; k < 3; ++k) {
     const double sigma = 0.5 + 0.5 * static_cast<double>(k);
-    EXPECT_NEAR(json["frames"][k]["query_std"].get<double>(), sigma, 1e-15);
+    // from + k (to - from) / (frames - 1): 3 roundings of values up to 1.5; 4 u of it.
+    EXPECT_TRUE(test::near_relative(json["frames"][k]["query_std"].get<double>(), sigma,
+                                    test::roundoffs<double>(4), 1.5, "query std"));
     ModelWeights<double> scaled = model;
     visit_tensors(scaled, [&](const TensorRef<double>& tensor) {
       if (tensor.name.ends_with(".query")) {
         for (std::int64_t i = 0; i < tensor.element_count(); ++i) tensor.data[i] *= sigma / rms;
       }
     });
-    EXPECT_NEAR(queries_rms(scaled), sigma, 1e-12);
+    EXPECT_TRUE(test::near_relative(queries_rms(scaled), sigma, rms_bound, 0.0, "scaled rms"));
     expect_same_map(json["frames"][k]["heatmap"], core_map(scaled, {1, 7, 12, 5}),
                     "frame " + std::to_string(k));
   }

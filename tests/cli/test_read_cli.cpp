@@ -8,6 +8,7 @@
 #include "attnres/model.hpp"
 #include "attnres/read_walkthrough.hpp"
 #include "cli/cli_support.hpp"
+#include "model_support.hpp"
 #include "test_support.hpp"
 #include "text_table.hpp"
 
@@ -78,7 +79,10 @@ TEST(ReadCli, JsonIsTheCoresWalkthroughNumberForNumber) {
     expect_vector(two["merged"]["l"], core.two_phase->merged.l, where + " merged l");
     expect_vector(two["phase1"]["o"], core.two_phase->phase1.o, where + " phase 1 o");
     expect_vector(two["h"], core.two_phase->h, where + " two-phase h");
-    EXPECT_LE(two["max_difference"].get<double>(), 1e-12) << where;
+    // Two-phase against one-shot: the same arithmetic in another order, relative to |h|.
+    EXPECT_LE(two["max_difference"].get<double>(),
+              test::kReorderedBound<double> * core.h.cwiseAbs().maxCoeff())
+        << where;
     // Reads 0 and 2 start a block: phase 2 is empty, its max -inf written as null.
     if (read == 0) EXPECT_TRUE(two["phase2"]["m"][0].is_null()) << where;
   }

@@ -3,16 +3,17 @@
 // expected_bf16.safetensors, the inputs of every sublayer weight product and of the LM head
 // rounded to bf16, sums and everything else exact in float64), and against the f64 reference.
 //
-// Tolerances, from the arithmetic:
+// Bounds, from the arithmetic (docs/testing.md §2), relative to the magnitude of each tensor:
 //   - against the bf16 fixture: the engine accumulates its products and computes the rest in
-//     f32, so the difference is f32 rounding (the f32 golden tolerance, 1e-5 scaled), unless an
-//     activation lies within its f32 error of a bf16 rounding midpoint and rounds the other way:
-//     that moves one input of one product by 2^-8 of itself (u16 = 2^-8, the bf16 unit
-//     roundoff), a change of about u16 / sqrt(K) of a product's output for K ~ 16 terms. So the
-//     bound is 1e-5 + u16 / 4 = 1.0e-3, scaled by max(1, |expected|).
+//     f32, so the difference is f32 rounding (the f32 golden bound, 168 u of f32 ~ 1e-5), unless
+//     an activation lies within its f32 error of a bf16 rounding midpoint and rounds the other
+//     way: that moves one input of one product by 2^-8 of itself (u16 = 2^-8, the bf16 unit
+//     roundoff, test::kBf16UnitRoundoff), a change of about u16 / sqrt(K) of a product's output
+//     for K ~ 16 terms. So the bound is 168 u32 + u16 / 4 = 1.0e-3.
 //   - against the f64 reference: bf16 must be *farther* from it than from the bf16 fixture (by a
-//     factor of 10 at least: rounding to 8 significant bits moves logits by ~1e-2, two orders of
-//     magnitude above f32's 1e-5); an engine that silently multiplied in f32 would fail here.
+//     factor of 10 at least: rounding to 8 significant bits moves logits by ~1e-2 of their
+//     magnitude, two orders above f32's 1e-5); an engine that silently multiplied in f32 would
+//     fail here.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -30,8 +31,7 @@ namespace attnres {
 namespace test_bf16 {
 
 const std::filesystem::path kFixtures = ATTNRES_GOLDEN_FIXTURES;
-constexpr double kU16 = 1.0 / 256.0;
-constexpr double kAgainstFixture = 1e-5 + kU16 / 4;
+constexpr double kAgainstFixture = test::roundoffs<float>(168) + test::kBf16UnitRoundoff / 4;
 
 Eigen::MatrixXd fixture_tensor(const SafetensorsFile& file, const std::string& name) {
   const TensorInfo* info = file.find(name);
@@ -82,17 +82,19 @@ TEST_P(Bf16Golden, MatchesTheNumPyBf16PassAndNotTheExactOne) {
       test::expect_tensor_near(tag + "hidden_final", result.hidden_final.cast<double>(),
                                fixture_tensor(f.bf16, "hidden_final"), kAgainstFixture);
       for (const auto& read : result.trace.reads) {
-        // A multi-head read's fixture is (T, H, sources): the trace's per-head weights.
+        // A multi-head read's fixture is (T, H, sources): the trace's per-head weights. A flipped
+        // rounding moves the scores by an absolute amount, and a softmax's (or sigmoid's) weight
+        // by its share of it: relative to 1, the row's total (the largest weight is 0.2 to 1).
         const Eigen::MatrixXd expected =
             fixture_tensor(f.bf16, "alpha." + std::to_string(read.read));
         test::expect_tensor_near(
             tag + "alpha." + std::to_string(read.read),
             expected.cols() == read.alpha.cols() ? read.alpha : read.alpha_heads, expected,
-            kAgainstFixture);
+            kAgainstFixture, 1.0);
       }
-      const double to_bf16 = test::max_scaled_difference(logits, fixture_tensor(f.bf16, "logits"));
-      const double to_exact =
-          test::max_scaled_difference(logits, fixture_tensor(f.exact, "logits"));
+      // Relative to the logits' magnitude (2.5 to 4.5 in these fixtures).
+      const double to_bf16 = test::relative_difference(logits, fixture_tensor(f.bf16, "logits"));
+      const double to_exact = test::relative_difference(logits, fixture_tensor(f.exact, "logits"));
       EXPECT_GT(to_exact, 10 * to_bf16)
           << tag << "bf16 logits are no closer to the bf16 pass (" << to_bf16
           << ") than to the exact one (" << to_exact << ")";

@@ -16,13 +16,15 @@
 
 #include "attnres/engine.hpp"
 #include "cpu/matmul.hpp"
+#include "test_support.hpp"
 
 namespace attnres::engine {
 // Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
 namespace test_matmul {
 
-constexpr double kU16 = 1.0 / 256.0;       // bf16: 8 significant bits
-constexpr double kU32 = 1.0 / 16777216.0;  // f32: 24 significant bits
+constexpr double kU16 = test::kBf16UnitRoundoff;      // bf16: 8 significant bits, 2^-8
+constexpr double kU32 = test::kUnitRoundoff<float>;   // f32: 24 significant bits, 2^-24
+constexpr double kU64 = test::kUnitRoundoff<double>;  // f64: 53 significant bits, 2^-53
 double gamma(int K, double u) {
   return K * u / (1.0 - K * u);
 }
@@ -171,7 +173,14 @@ TEST(Matmul, Float64IsTheExactEigenProduct) {
   Matmul matmul(true);  // bf16 does not apply to f64 products
   matmul(c.data(), 9, plain(a), transpose(b), true);
   const Matrix<double> expected = (a * b.transpose()).array() + 1.0;
-  EXPECT_LE((c - expected).cwiseAbs().maxCoeff(), 1e-13);
+  // Both are sums of K = 7 products and the 1 in f64, each within gamma_{K+1} u64 of the sum of
+  // |terms| (Higham §3.1): apart by at most twice that (the same bits when both run Eigen's
+  // kernel).
+  const Matrix<double> magnitude = (a.cwiseAbs() * b.cwiseAbs().transpose()).array() + 1.0;
+  const double bound = 2 * gamma(7 + 1, kU64);
+  EXPECT_TRUE(((c - expected).cwiseAbs().array() <= bound * magnitude.array()).all())
+      << "largest difference " << (c - expected).cwiseAbs().maxCoeff() << ", bound "
+      << bound * magnitude.maxCoeff();
 }
 
 TEST(Matmul, ZeroInnerDimensionGivesZerosOrLeavesTheSum) {

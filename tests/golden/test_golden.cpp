@@ -1,6 +1,9 @@
 // Golden tests: the C++ forward pass against the independent NumPy implementation
-// (tests/golden/reference_attnres.py, float64). Fixtures are committed; the C++ must match them
-// to 1e-10 at f64 and 1e-5 at f32, with two-phase reads on and off.
+// (tests/golden/reference_attnres.py, float64). Fixtures are committed; the C++ must match them,
+// with two-phase reads on and off, relative to the magnitude of each tensor compared
+// (docs/testing.md §2): at f64 within test::kReorderedBound<double> (the same arithmetic in
+// another order and another library's exp, sqrt and sums), at f32 within kF32Network (f32 rounding
+// through the network against float64).
 //
 // The original four cases (standard, full, block_incomplete, block_zero_placeholder) force their
 // mode, block size and zero placeholder from case.json. Every other case runs the model's own
@@ -24,6 +27,12 @@ namespace attnres {
 namespace test_golden {
 
 const std::filesystem::path kFixtures = ATTNRES_GOLDEN_FIXTURES;
+
+// The f32 pass against float64 (the fixtures' weights are stored in f32, so only the arithmetic
+// differs): every product and sum in f32 through a few layers. 168 u of f32 (the old 1e-5, on
+// logits, hidden states and RMS of magnitude 1 to 10); the weights (largest 0.2 to 1 per read) are
+// now held relative to their largest.
+constexpr double kF32Network = test::roundoffs<float>(168);
 
 const std::vector<std::string> kForcedModeCases = {"standard", "full", "block_incomplete",
                                                    "block_zero_placeholder"};
@@ -133,14 +142,14 @@ void check_case(const std::string& name, bool two_phase, double tolerance) {
 
 class Golden : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Golden, Float64MatchesNumpyTo1e10) {
-  check_case<double>(GetParam(), true, 1e-10);
-  check_case<double>(GetParam(), false, 1e-10);
+TEST_P(Golden, Float64MatchesNumpyWithinTheReorderingBound) {
+  check_case<double>(GetParam(), true, test::kReorderedBound<double>);
+  check_case<double>(GetParam(), false, test::kReorderedBound<double>);
 }
 
-TEST_P(Golden, Float32MatchesNumpyTo1e5) {
-  check_case<float>(GetParam(), true, 1e-5);
-  check_case<float>(GetParam(), false, 1e-5);
+TEST_P(Golden, Float32MatchesNumpyWithinF32Rounding) {
+  check_case<float>(GetParam(), true, kF32Network);
+  check_case<float>(GetParam(), false, kF32Network);
 }
 
 const auto kCaseName = [](const ::testing::TestParamInfo<std::string>& info) { return info.param; };

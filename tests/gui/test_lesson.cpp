@@ -43,6 +43,7 @@
 #include "lesson.hpp"
 #include "lesson_model.hpp"
 #include "main_window.hpp"
+#include "model_support.hpp"
 #include "read_panel.hpp"
 #include "view_kit.hpp"
 #include "widgets.hpp"
@@ -139,6 +140,7 @@ void expect_magnitudes(MainWindow& window) {
   ASSERT_NE(full_out, nullptr);
   ASSERT_EQ(full_out->points.size(), standard_out->points.size());
   for (std::size_t l = 0; l < full_out->points.size(); ++l) {
+    // Within 3 % (docs/teaching.md): RMSNorm removes the mean's 1 / l up to its eps, not rounding.
     EXPECT_NEAR(full_out->points[l].second, standard_out->points[l].second,
                 0.03 * standard_out->points[l].second)
         << "sublayer " << l + 1;
@@ -166,8 +168,12 @@ void expect_uniform_rows(MainWindow& window) {
   ASSERT_EQ(rows.size(), 9u);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     ASSERT_EQ(rows[r].size(), r + 1);
+    // Zero queries: exp(0) / n for each of the six tokens, 1 / n rounded once, and their mean
+    // (6 additions, a division): ~8 u; 16 u.
     for (double v : rows[r])
-      EXPECT_NEAR(v, 1.0 / static_cast<double>(rows[r].size()), 1e-9) << "read " << r;
+      EXPECT_TRUE(test::near_relative(v, 1.0 / static_cast<double>(rows[r].size()),
+                                      test::roundoffs<double>(16)))
+          << "read " << r;
   }
 }
 
@@ -202,7 +208,9 @@ void expect_block_equals_full(MainWindow& window) {
     ASSERT_EQ(a.size(), b.size()) << "read " << r;
     for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
   }
-  EXPECT_LE(worst, 1e-6);
+  // Block at S = 1 is Full in exact arithmetic: the same arithmetic in another order, relative
+  // to 1, the scale of depth weights (docs/teaching.md states the weaker <= 1e-6).
+  EXPECT_LE(worst, test::kReorderedBound<double>);
   EXPECT_NE(maps[1]->title().find("S = 1"), std::string::npos) << maps[1]->title();
 }
 
@@ -243,10 +251,16 @@ void expect_read_walkthrough(MainWindow& window) {
     total += source.weight(0);
     h += source.weight(0) * source.value;
   }
-  EXPECT_NEAR(total, 1.0, 1e-12);
-  EXPECT_LT((h - w.h).cwiseAbs().maxCoeff(), 1e-12);
+  // 3 softmax weights: a division each and 2 additions on each side: ~6 u; 8 u.
+  EXPECT_TRUE(test::near_relative(total, 1.0, test::roundoffs<double>(8), 0.0, "weights"));
+  // h: 3 products and 2 additions on each side, relative to the sum of |terms| per channel.
+  Eigen::VectorXd terms = Eigen::VectorXd::Zero(w.h.size());
+  for (const auto& source : w.sources)
+    terms += std::abs(source.weight(0)) * source.value.cwiseAbs();
+  EXPECT_LE((h - w.h).cwiseAbs().maxCoeff(), test::roundoffs<double>(8) * terms.maxCoeff());
   ASSERT_TRUE(w.two_phase.has_value());
-  EXPECT_LT(w.two_phase->max_difference, 1e-12);
+  // Two-phase against one-shot: the same arithmetic in another order, relative to |h|.
+  EXPECT_LE(w.two_phase->max_difference, test::kReorderedBound<double> * w.h.cwiseAbs().maxCoeff());
   // The view's map of token 2 (pick it), row 3: the same weights, column by column.
   auto* token = depth->findChild<QComboBox*>("token");
   ASSERT_NE(token, nullptr);
@@ -257,9 +271,11 @@ void expect_read_walkthrough(MainWindow& window) {
   for (const auto& source : w.sources) {
     const auto column = std::find(labels.begin(), labels.end(), source.label);
     ASSERT_NE(column, labels.end()) << source.label;
-    EXPECT_NEAR(map->values()[3][static_cast<std::size_t>(column - labels.begin())],
-                source.weight(0), 1e-9)
-        << source.label;
+    // The view's forward and the walkthrough's: the same arithmetic, perhaps in another order,
+    // relative to 1, the scale of depth weights.
+    EXPECT_TRUE(
+        test::near_relative(map->values()[3][static_cast<std::size_t>(column - labels.begin())],
+                            source.weight(0), test::kReorderedBound<double>, 1.0, source.label));
   }
   token->setCurrentIndex(0);
   const std::string text = panel->text().toStdString();
@@ -286,6 +302,7 @@ void expect_multiplier(MainWindow& window) {
   bool found = false;
   for (int r = 0; r < table->rowCount(); ++r) {
     if (table->item(r, 0)->text().contains("block", Qt::CaseInsensitive)) {
+      // The paper's "1.25x" as docs/teaching.md states it: 1.25 +- 0.03.
       EXPECT_NEAR(table->item(r, multiplier)->text().toDouble(), 1.25, 0.03);
       found = true;
     }
@@ -565,10 +582,13 @@ TEST(Lesson, DualitySequenceAttentionUsesTheLayersRealInput) {
                                                               static_cast<Eigen::Index>(c))));
     }
   }
-  EXPECT_LT(worst, 1e-12);
-  // Each row a distribution over the tokens so far (causal).
+  // The view's probabilities and the core's: the same arithmetic, relative to 1 (probabilities).
+  EXPECT_LE(worst, test::kReorderedBound<double>);
+  // Each row a distribution over the tokens so far (causal): t + 1 weights, a division each and
+  // t additions: (2t + 2) u.
   for (Eigen::Index t = 0; t < expected.rows(); ++t) {
-    EXPECT_NEAR(expected.row(t).sum(), 1.0, 1e-12);
+    EXPECT_TRUE(test::near_relative(expected.row(t).sum(), 1.0,
+                                    test::roundoffs<double>(2.0 * static_cast<double>(t) + 2)));
     if (t + 1 < expected.cols())
       EXPECT_EQ(expected.row(t).tail(expected.cols() - t - 1).cwiseAbs().maxCoeff(), 0.0);
   }

@@ -73,6 +73,11 @@ ModelWeights<double> model_with(ResidualMode mode, int block_size = 0, int layer
 
 const std::vector<int> kTokens = {3, 1, 4, 1, 5};
 
+// A row of weights sums to 1: n <= 7 weights exp(s - m) / l, each within ~4 u of its value (an
+// exp, a merge's scale, a division), means over T = 5 tokens (5 u) and the row's n-term sum (7 u):
+// 4 x 7 + 5 + 7 = 40 u; 64 u.
+constexpr double kRowSum = test::roundoffs<double>(64);
+
 // Column of a source label in a heatmap.
 std::size_t column_of(const HeatmapSpec& map, const std::string& label) {
   const auto it = std::find(map.column_labels.begin(), map.column_labels.end(), label);
@@ -108,7 +113,8 @@ TEST(ModelCharts, AlphaHeatmapIsTheTracesAlphaAndEveryRowSumsToOne) {
         }
         EXPECT_EQ(sources,
                   static_cast<int>(read.sources.size()));  // every other cell: not a source
-        EXPECT_NEAR(sum, 1.0, 1e-12) << "row " << r << " of " << to_string(mode);
+        EXPECT_TRUE(test::near_relative(sum, 1.0, kRowSum, 0.0,
+                                        "row " + std::to_string(r) + " of " + to_string(mode)));
       }
     }
     if (mode == ResidualMode::block) {
@@ -186,7 +192,8 @@ TEST(ModelCharts, MixingHeatmapIsTheLowerTriangleOfMAndRowsSumToOne) {
         EXPECT_TRUE(std::isnan(map.values[r][c]));
       }
     }
-    EXPECT_NEAR(sum, 1.0, 1e-12) << "read " << r;  // Full AttnRes: a convex combination
+    // Full AttnRes: a convex combination.
+    EXPECT_TRUE(test::near_relative(sum, 1.0, kRowSum, 0.0, "read " + std::to_string(r)));
   }
 }
 

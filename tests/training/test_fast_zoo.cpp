@@ -1,10 +1,10 @@
 // The residual-scheme zoo (docs/schemes.md) on the fast CPU engine (engine/cpu/): the fast forward
 // (logits, final hidden state, every alpha with every head) and the fast gradients against the
-// reference engine within the reordering bound of f64 and f32 (docs/testing.md §2), with 1, 2 and 3 threads, one-shot and
-// two-phase; central finite differences of the fast f64 gradient on a tiny model; bit-identical
-// reruns for a thread count. Every read setting of Full / Block AttnRes, DenseFormer, the
-// rescaled residual and mHC. The engines are called directly (FastForward, FastBackward), so
-// every comparison is of the fast code itself.
+// reference engine within the reordering bound of f64 and f32 (docs/testing.md §2), with 1, 2 and 3
+// threads, one-shot and two-phase; central finite differences of the fast f64 gradient on a tiny
+// model; bit-identical reruns for a thread count. Every read setting of Full / Block AttnRes,
+// DenseFormer, the rescaled residual and mHC. The engines are called directly (FastForward,
+// FastBackward), so every comparison is of the fast code itself.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -106,60 +106,53 @@ std::vector<std::vector<int>> zoo_batch(int vocab) {
   return batch;
 }
 
+// The fast forward against the reference: every tensor of test::forward_outputs within its
+// bound; a read's mean weights within its weights' bound; the RMS curves within the largest.
 template <typename Scalar>
 void expect_same_forward(const ForwardResult<Scalar>& fast, const ForwardResult<Scalar>& reference,
-                         double relative, const std::string& label) {
-  test::expect_tensor_near(label + " logits", fast.logits, reference.logits, relative);
-  test::expect_tensor_near(label + " hidden", fast.hidden_final, reference.hidden_final, relative);
+                         const test::BoundByName& bound, const std::string& label) {
+  test::expect_tensor_near(label + " logits", fast.logits, reference.logits, bound("logits"));
+  test::expect_tensor_near(label + " hidden", fast.hidden_final, reference.hidden_final,
+                           bound("hidden"));
   EXPECT_EQ(fast.trace.two_phase, reference.trace.two_phase) << label;
   ASSERT_EQ(fast.trace.reads.size(), reference.trace.reads.size()) << label;
   for (std::size_t r = 0; r < reference.trace.reads.size(); ++r) {
     const ReadTrace& a = fast.trace.reads[r];
     const ReadTrace& b = reference.trace.reads[r];
-    const std::string read = label + " read " + std::to_string(r);
-    EXPECT_EQ(a.sources, b.sources) << read;
-    EXPECT_EQ(a.heads, b.heads) << read;
-    // Weights of a softmax (or gate) over the sources: their magnitude is at most 1, and each
-    // one's rounding is relative to the largest, so the row's largest weight is the scale.
-    test::expect_tensor_near(read + " alpha", a.alpha, b.alpha, relative);
-    test::expect_tensor_near(read + " alpha mean", a.alpha_mean, b.alpha_mean, relative);
-    EXPECT_EQ(a.alpha_heads.size(), b.alpha_heads.size()) << read;
+    const std::string read = "read " + std::to_string(r);
+    EXPECT_EQ(a.sources, b.sources) << label << " " << read;
+    EXPECT_EQ(a.heads, b.heads) << label << " " << read;
+    // Weights of a softmax (or gate) over the sources: at most 1 each, and each one's rounding
+    // is relative to the largest, so the tensor's largest weight is the scale.
+    test::expect_tensor_near(label + " " + read + " alpha", a.alpha, b.alpha,
+                             bound(read + " alpha"));
+    test::expect_tensor_near(label + " " + read + " alpha mean", a.alpha_mean, b.alpha_mean,
+                             bound(read + " alpha"));
+    EXPECT_EQ(a.alpha_heads.size(), b.alpha_heads.size()) << label << " " << read;
     if (b.alpha_heads.size())
-      test::expect_tensor_near(read + " alpha heads", a.alpha_heads, b.alpha_heads, relative);
+      test::expect_tensor_near(label + " " + read + " alpha heads", a.alpha_heads, b.alpha_heads,
+                               bound(read + " alpha heads"));
   }
   ASSERT_EQ(fast.trace.sublayer_output_rms.size(), reference.trace.sublayer_output_rms.size());
   for (std::size_t l = 0; l < reference.trace.sublayer_output_rms.size(); ++l) {
     EXPECT_TRUE(test::near_relative(fast.trace.sublayer_output_rms[l],
-                                    reference.trace.sublayer_output_rms[l], relative, 0.0,
-                                    label + " output rms " + std::to_string(l)));
+                                    reference.trace.sublayer_output_rms[l], bound("output rms"),
+                                    0.0, label + " output rms " + std::to_string(l)));
   }
   EXPECT_EQ(fast.trace.block_summary_rms.size(), reference.trace.block_summary_rms.size());
-}
-
-// The largest |element| over every gradient tensor: the scale of the backward pass's terms. A
-// weight's gradient is a sum over tokens of products of the same backward signals, so where its
-// terms cancel (a small gradient), its rounding is relative to this scale, not to its own size.
-template <typename Scalar>
-double gradient_scale(const Gradients<Scalar>& gradients) {
-  double scale = 0.0;
-  visit_tensors(const_cast<ModelWeights<Scalar>&>(gradients.grad), [&](const TensorRef<Scalar>& t) {
-    for (std::int64_t i = 0; i < t.element_count(); ++i)
-      scale = std::max(scale, std::abs(static_cast<double>(t.data[i])));
-  });
-  return scale;
 }
 
 // Worst relative difference (docs/testing.md §2) over every gradient tensor and the loss: each
 // tensor against max(its own largest |element|, the whole gradient's), within `relative`.
 template <typename Scalar>
 double gradient_difference(const Gradients<Scalar>& fast, const Gradients<Scalar>& reference,
-                           double relative, const std::string& label) {
+                           const test::BoundByName& bound, const std::string& label) {
   std::map<std::string, std::pair<const Scalar*, std::int64_t>> expected;
   visit_tensors(const_cast<ModelWeights<Scalar>&>(reference.grad), [&](const TensorRef<Scalar>& t) {
     expected[t.name] = {t.data, t.element_count()};
   });
-  const double scale = gradient_scale(reference);
-  EXPECT_TRUE(test::near_relative(fast.loss, reference.loss, relative, 0.0, label + " loss"));
+  const double scale = test::gradient_scale(reference);
+  EXPECT_TRUE(test::near_relative(fast.loss, reference.loss, bound("loss"), 0.0, label + " loss"));
   double worst = std::abs(fast.loss - reference.loss) / std::abs(reference.loss);
   std::size_t seen = 0;
   visit_tensors(const_cast<ModelWeights<Scalar>&>(fast.grad), [&](const TensorRef<Scalar>& t) {
@@ -168,16 +161,18 @@ double gradient_difference(const Gradients<Scalar>& fast, const Gradients<Scalar
     EXPECT_EQ(count, t.element_count()) << t.name;
     using Map = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>;
     const double error = test::relative_difference(Map(t.data, count), Map(data, count), scale);
+    const double relative = bound(t.name);
     test::log_bound(label + ": " + t.name, error, relative);
-    EXPECT_LE(error, relative) << label << ": " << t.name << " (" << error / test::kUnitRoundoff<Scalar>
-                               << " u, bound " << relative / test::kUnitRoundoff<Scalar> << " u)";
+    EXPECT_LE(error, relative) << label << ": " << t.name << " ("
+                               << error / test::kUnitRoundoff<Scalar> << " u, bound "
+                               << relative / test::kUnitRoundoff<Scalar> << " u)";
     worst = std::max(worst, error);
   });
   EXPECT_EQ(seen, expected.size());
   EXPECT_EQ(fast.predicted, reference.predicted);
   for (std::size_t r = 0; r < reference.sublayer_output_grad_rms.size(); ++r) {
     EXPECT_TRUE(test::near_relative(fast.sublayer_output_grad_rms[r],
-                                    reference.sublayer_output_grad_rms[r], relative, 0.0,
+                                    reference.sublayer_output_grad_rms[r], bound("grad rms"), 0.0,
                                     label + " grad rms " + std::to_string(r)));
   }
   return worst;
@@ -194,9 +189,6 @@ std::vector<unsigned char> bytes_of(Gradients<Scalar>& g) {
   return bytes;
 }
 
-constexpr double kF64 = test::kReorderedBound<double>;
-constexpr double kF32 = test::kReorderedBound<float>;
-
 class FastZoo : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(FastZoo, ForwardMatchesTheReferenceAtF64AndF32WithOneTwoAndThreeThreads) {
@@ -212,15 +204,22 @@ TEST_P(FastZoo, ForwardMatchesTheReferenceAtF64AndF32WithOneTwoAndThreeThreads) 
       const auto reference = forward(model, tokens, options);
       const std::string label =
           c.name + (two_phase ? " two-phase" : " one-shot") + " T=" + std::to_string(T);
-      expect_same_forward(fast1.forward(tokens, options), reference, kF64, label + " x1");
+      const test::Conditioning kappa(model, [&](const ModelWeights<double>& m) {
+        return test::forward_outputs(forward(m, tokens, options));
+      });
+      const test::BoundByName bound = test::conditioned_bound<double>(kappa);
+      expect_same_forward(fast1.forward(tokens, options), reference, bound, label + " x1");
       const auto two = fast2.forward(tokens, options);
-      expect_same_forward(two, reference, kF64, label + " x2");
-      expect_same_forward(fast3.forward(tokens, options), reference, kF64, label + " x3");
+      expect_same_forward(two, reference, bound, label + " x2");
+      expect_same_forward(fast3.forward(tokens, options), reference, bound, label + " x3");
       const auto again = fast2.forward(tokens, options);  // reused workspace: the same bits
       EXPECT_TRUE(again.logits == two.logits) << label;
       EXPECT_TRUE(again.trace.reads.back().alpha == two.trace.reads.back().alpha) << label;
-      expect_same_forward(fast32.forward(tokens, options), forward(model32, tokens, options), kF32,
-                          label + " f32");
+      const test::Conditioning kappa32(model32.cast<double>(), [&](const ModelWeights<double>& m) {
+        return test::forward_outputs(forward(m, tokens, options));
+      });
+      expect_same_forward(fast32.forward(tokens, options), forward(model32, tokens, options),
+                          test::conditioned_bound<float>(kappa32), label + " f32");
     }
   }
 }
@@ -231,12 +230,16 @@ TEST_P(FastZoo, GradientsMatchTheReferenceAtF64AndF32AndRerunsAreBitIdentical) {
   const auto batch = zoo_batch(model.config.vocab_size);
   const ForwardOptions options = options_of(c);
   const Gradients<double> reference = loss_and_gradients(model, batch, options);
+  const test::Conditioning kappa(model, [&](const ModelWeights<double>& m) {
+    return test::gradient_outputs(loss_and_gradients(m, batch, options));
+  });
   for (int threads : {1, 2, 3}) {
     engine::FastBackward<double> fast(model.config, threads);
     Gradients<double> first, second;
     fast.compute(model, batch, options, first);
     const double worst =
-        gradient_difference(first, reference, kF64, c.name + " x" + std::to_string(threads));
+        gradient_difference(first, reference, test::conditioned_bound<double>(kappa),
+                            c.name + " x" + std::to_string(threads));
     std::cout << "[ " << c.name << " x" << threads << " ] worst f64 difference " << worst << "\n";
     fast.compute(model, batch, options, second);
     EXPECT_EQ(std::memcmp(&first.loss, &second.loss, sizeof(double)), 0);
@@ -247,7 +250,11 @@ TEST_P(FastZoo, GradientsMatchTheReferenceAtF64AndF32AndRerunsAreBitIdentical) {
   engine::FastBackward<float> fast32(model32.config, 2);
   Gradients<float> gradients32;
   fast32.compute(model32, batch, options, gradients32);
-  const double worst32 = gradient_difference(gradients32, reference32, kF32, c.name + " f32");
+  const test::Conditioning kappa32(model32.cast<double>(), [&](const ModelWeights<double>& m) {
+    return test::gradient_outputs(loss_and_gradients(m, batch, options));
+  });
+  const double worst32 = gradient_difference(
+      gradients32, reference32, test::conditioned_bound<float>(kappa32), c.name + " f32");
   std::cout << "[ " << c.name << " ] worst f32 difference " << worst32 << "\n";
 }
 

@@ -158,10 +158,15 @@ TEST(Schedule, WarmsUpLinearlyThenDecaysByCosine) {
   const LearningRateSchedule schedule{1.0, 0.1, 10, 110};
   EXPECT_DOUBLE_EQ(learning_rate(schedule, 1), 0.1);
   EXPECT_DOUBLE_EQ(learning_rate(schedule, 10), 1.0);
-  EXPECT_NEAR(learning_rate(schedule, 60), 0.55, 1e-12);  // halfway: (peak + min) / 2
-  EXPECT_NEAR(learning_rate(schedule, 110), 0.1, 1e-12);
+  // min + (peak - min) (1 + cos(pi progress)) / 2: ~6 roundings (the difference, the quotient,
+  // pi x progress, the cosine, two products, two sums) of terms up to the peak 1.0; 8 u of it.
+  const double bound = test::roundoffs<double>(8);
+  EXPECT_TRUE(test::near_relative(learning_rate(schedule, 60), 0.55, bound, 1.0,
+                                  "halfway: (peak + min) / 2"));
+  EXPECT_TRUE(test::near_relative(learning_rate(schedule, 110), 0.1, bound, 1.0, "the end"));
   EXPECT_DOUBLE_EQ(clip_scale(0.5, 1.0), 1.0);
-  EXPECT_NEAR(clip_scale(4.0, 1.0), 0.25, 1e-6);
+  // 1 / (4 + 1e-6): the guard 1e-6 moves it by 2.5e-7 of it, inside a relative 1e-6.
+  EXPECT_TRUE(test::near_relative(clip_scale(4.0, 1.0), 0.25, 1e-6, 0.0, "clip scale"));
   EXPECT_DOUBLE_EQ(clip_scale(4.0, 0.0), 1.0);
 }
 
@@ -185,14 +190,29 @@ TEST(AdamW, OneStepByHand) {
     const double m = 0.1 * g, v = 0.05 * g * g;
     return decayed - lr / 0.1 * m / (std::sqrt(v) / std::sqrt(0.05) + 1e-8);
   };
-  EXPECT_NEAR(model.lm_head(0, 0), expected(1.0, 0.1, true), 1e-15);
-  EXPECT_NEAR(model.lm_head(0, 1), expected(-2.0, -0.2, true), 1e-15);
-  EXPECT_NEAR(model.lm_head(1, 0), expected(0.5, 0.0, true), 1e-15);  // decay only
-  EXPECT_NEAR(model.norm(0), expected(1.0, 0.25, false), 1e-15);      // no decay on gains
-  EXPECT_NEAR(model.norm(0), 1.0 - 0.01, 1e-6);
-  EXPECT_NEAR(state.first.lm_head(1, 1), 0.1 * 0.5, 1e-15);
-  EXPECT_NEAR(state.second.lm_head(1, 1), 0.05 * 0.25, 1e-15);
-  EXPECT_NEAR(gradient_norm(grad), std::sqrt(0.04 + 0.16 + 1.0 + 0.5), 1e-12);
+  // A parameter: the decay's product and the subtraction, 1 u of |p| each, and the update
+  // (~0.01 of |p|) to a few tens of u of itself; the closed form likewise: 8 u of |p|.
+  const double bound = test::roundoffs<double>(8);
+  auto near = [&](double actual, double want, const char* name) {
+    return test::near_relative(actual, want, bound, 0.0, name);
+  };
+  EXPECT_TRUE(near(model.lm_head(0, 0), expected(1.0, 0.1, true), "lm_head(0, 0)"));
+  EXPECT_TRUE(near(model.lm_head(0, 1), expected(-2.0, -0.2, true), "lm_head(0, 1)"));
+  EXPECT_TRUE(near(model.lm_head(1, 0), expected(0.5, 0.0, true), "decay only"));
+  EXPECT_TRUE(near(model.norm(0), expected(1.0, 0.25, false), "no decay on gains"));
+  // The step is lr |g| / (|g| + 1e-8): eps moves it by lr x 1e-8 / 0.25 = 4e-10, inside 1e-9.
+  EXPECT_TRUE(test::near_relative(model.norm(0), 1.0 - 0.01, 1e-9, 0.0, "lr x sign(g)"));
+  // The moments: (1 - beta) g against 0.1 g and 0.05 g^2. 1 - beta is exact from the rounded
+  // beta, whose own rounding (u of 0.9, 0.95) is u beta / (1 - beta) = 9 u, 19 u of 1 - beta;
+  // with the products' 2 or 3 u: 16 u and 32 u.
+  EXPECT_TRUE(test::near_relative(state.first.lm_head(1, 1), 0.1 * 0.5, test::roundoffs<double>(16),
+                                  0.0, "first moment"));
+  EXPECT_TRUE(test::near_relative(state.second.lm_head(1, 1), 0.05 * 0.25,
+                                  test::roundoffs<double>(32), 0.0, "second moment"));
+  // Five squares and four additions of positive terms (~9 u of the sum, halved by the root) on
+  // one side, three additions and a root on the other: 8 u.
+  EXPECT_TRUE(test::near_relative(gradient_norm(grad), std::sqrt(0.04 + 0.16 + 1.0 + 0.5), bound,
+                                  0.0, "gradient norm"));
 }
 
 void expect_same_bits(const ModelWeights<float>& a, const ModelWeights<float>& b) {

@@ -16,9 +16,16 @@
 #include "attnres/sweep.hpp"
 #include "attnres/time_model.hpp"
 #include "published_models.hpp"
+#include "test_support.hpp"
 
 namespace attnres {
 namespace {
+
+// Bounds (docs/testing.md §2). A step time and its parts are sums of positive op and call times,
+// the same terms added in two orders (the simulated path; the parts, rank by rank): up to ~2000
+// terms (every op of moe_61's schedule, 2 P V m = 512, each a sum of its calls), n u of the sum
+// each: 4096 u relative to the step.
+constexpr double kSumsBound = test::roundoffs<double>(4096);
 
 // A device where attention and MLP take no time and every kernel takes its floor (1 ms): a
 // chunk's time is then its launches.
@@ -67,13 +74,15 @@ TEST(Step, ChunkTimesAreTheStrategysLaunchesOfTheReadsEachChunkRuns) {
   const double floor = 1e-3;
   const auto one_shot = evaluate_pipeline(small(ResidualMode::full, Strategy::fused_one_shot));
   ASSERT_EQ(one_shot.chunk_forward_seconds.size(), 2u);
-  EXPECT_NEAR(one_shot.chunk_forward_seconds[0], 2 * floor, 1e-12);
-  EXPECT_NEAR(one_shot.chunk_forward_seconds[1], 3 * floor, 1e-12);
+  // A sum of at most 15 launches of the floor (1e-3 is not a binary fraction): 15 u; 16 u.
+  const double bound = test::roundoffs<double>(16);
+  EXPECT_TRUE(test::near_relative(one_shot.chunk_forward_seconds[0], 2 * floor, bound));
+  EXPECT_TRUE(test::near_relative(one_shot.chunk_forward_seconds[1], 3 * floor, bound));
   const auto stack = evaluate_pipeline(small(ResidualMode::full, Strategy::stack));
-  EXPECT_NEAR(stack.chunk_forward_seconds[0], 10 * floor, 1e-12);
-  EXPECT_NEAR(stack.chunk_forward_seconds[1], 15 * floor, 1e-12);
+  EXPECT_TRUE(test::near_relative(stack.chunk_forward_seconds[0], 10 * floor, bound));
+  EXPECT_TRUE(test::near_relative(stack.chunk_forward_seconds[1], 15 * floor, bound));
   // The standard run: two adds per chunk each way; its busiest rank holds 2 + 2 launches.
-  EXPECT_NEAR(one_shot.step_standard.residual, 4 * floor, 1e-12);
+  EXPECT_TRUE(test::near_relative(one_shot.step_standard.residual, 4 * floor, bound));
   // The strategy changes the step, as it should (it did not before: issue 27).
   EXPECT_GT(stack.step_time_s, one_shot.step_time_s);
 }
@@ -92,10 +101,12 @@ TEST(Step, OneRankSumsToTheStrategiesCountOfTheWholeModel) {
       const PipelineSettings s = one_micro_batch(in, mode, strategy, load_hardware("h100"));
       const auto report = evaluate_pipeline(s);
       const auto step = strategy_step(strategy, mode, s.model, Phase::prefill, true, s.hardware);
-      EXPECT_NEAR(report.step_attnres.residual, step.forward.seconds + step.backward.seconds, 1e-12)
+      EXPECT_TRUE(test::near_relative(report.step_attnres.residual,
+                                      step.forward.seconds + step.backward.seconds, kSumsBound))
           << to_string(strategy) << " " << to_string(mode);
-      EXPECT_NEAR(report.step_standard.residual,
-                  step.standard_forward.seconds + step.standard_backward.seconds, 1e-12);
+      EXPECT_TRUE(test::near_relative(
+          report.step_standard.residual,
+          step.standard_forward.seconds + step.standard_backward.seconds, kSumsBound));
     }
   }
 }
@@ -125,17 +136,24 @@ TEST(Step, PartsSumToTheStepAndTheOverheadSplitSumsToTheOverhead) {
   for (const PipelineSettings& s :
        {moe_61(), moe_61(Strategy::stack), small(ResidualMode::block, Strategy::arena)}) {
     const auto r = evaluate_pipeline(s);
-    EXPECT_NEAR(r.step_attnres.total(), r.step_time_s, 1e-9 * r.step_time_s);
-    EXPECT_NEAR(r.step_attnres.total() - r.step_attnres.dp, r.iteration_time_s,
-                1e-9 * r.step_time_s);
-    EXPECT_NEAR(r.step_standard.total(), r.standard.iteration_seconds + r.step_standard.dp,
-                1e-9 * r.step_time_s);
-    EXPECT_NEAR(r.attnres_overhead_fraction, r.step_time_s / r.step_standard.total() - 1.0, 1e-12);
+    const double step = r.step_time_s;
+    EXPECT_TRUE(test::near_relative(r.step_attnres.total(), step, kSumsBound, step, "parts"));
+    EXPECT_TRUE(test::near_relative(r.step_attnres.total() - r.step_attnres.dp, r.iteration_time_s,
+                                    kSumsBound, step, "parts but dp"));
+    EXPECT_TRUE(test::near_relative(r.step_standard.total(),
+                                    r.standard.iteration_seconds + r.step_standard.dp, kSumsBound,
+                                    step, "standard parts"));
+    // A ratio of two such sums, minus 1: relative to the ratio, 1 + the fraction.
+    const double fraction = r.step_time_s / r.step_standard.total() - 1.0;
+    EXPECT_TRUE(test::near_relative(r.attnres_overhead_fraction, fraction, kSumsBound,
+                                    1.0 + std::abs(fraction), "overhead fraction"));
     const auto& c = r.reconciliation;
-    EXPECT_NEAR(c.residual + c.pp + c.bubble + c.dp + c.other, c.step, 1e-12);
+    EXPECT_TRUE(test::near_relative(c.residual + c.pp + c.bubble + c.dp + c.other, c.step,
+                                    kSumsBound, 1.0 + std::abs(c.step), "overhead split"));
     EXPECT_DOUBLE_EQ(c.step, r.attnres_overhead_fraction);
     // The busiest rank's compute is the simulation's ideal time.
-    EXPECT_NEAR(r.step_attnres.compute(), r.attnres.ideal_seconds, 1e-9 * r.step_time_s);
+    EXPECT_TRUE(test::near_relative(r.step_attnres.compute(), r.attnres.ideal_seconds, kSumsBound,
+                                    step, "compute"));
   }
 }
 
@@ -168,7 +186,8 @@ TEST(Step, FullRecomputeRunsTheForwardAgain) {
   full.model = resolve_cost_inputs(in);
   const auto a = evaluate_pipeline(none), b = evaluate_pipeline(full);
   // Forward + 2 x forward, against forward + (forward + 2 x forward).
-  EXPECT_NEAR(b.step_attnres.attention_mlp / a.step_attnres.attention_mlp, 4.0 / 3.0, 1e-12);
+  EXPECT_TRUE(test::near_relative(b.step_attnres.attention_mlp / a.step_attnres.attention_mlp,
+                                  4.0 / 3.0, kSumsBound));
   // Selective recompute adds the attention scores only: between the two.
   PipelineSettings selective = none;
   in.recompute = RecomputePolicy::selective;
@@ -197,8 +216,8 @@ TEST(Step, ExposedCollectivesAddTheirTimeAndHiddenOnesOnlyTheExcess) {
     if (term.group == "tp") tp = term.seconds;
     if (term.group == "ep") ep = term.seconds;
   }
-  EXPECT_NEAR(exposed.step_attnres.tp, tp, 1e-9 * tp);
-  EXPECT_NEAR(exposed.step_attnres.ep, ep, 1e-9 * ep);
+  EXPECT_TRUE(test::near_relative(exposed.step_attnres.tp, tp, kSumsBound, 0.0, "tp"));
+  EXPECT_TRUE(test::near_relative(exposed.step_attnres.ep, ep, kSumsBound, 0.0, "ep"));
   s.comm_overlap = CommOverlap{true, true, true, true};
   const auto hidden = evaluate_pipeline(s);
   EXPECT_LT(hidden.step_attnres.tp, exposed.step_attnres.tp);

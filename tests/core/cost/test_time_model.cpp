@@ -6,6 +6,7 @@
 #include "attnres/error.hpp"
 #include "attnres/hardware.hpp"
 #include "attnres/time_model.hpp"
+#include "test_support.hpp"
 
 namespace attnres {
 // Named, not anonymous: the suites are unity builds (tests/CMakeLists.txt).
@@ -153,7 +154,9 @@ TEST(TimeModel, ResidualOpMovesTheTable1Bytes) {
   const OpCost op = residual_cost(in, ResidualScheme::block_two_phase, Phase::prefill, hw);
   EXPECT_DOUBLE_EQ(op.bytes, (9.0 / 6 + 5) * 2304 * 4096 * 2);
   EXPECT_TRUE(op.memory_bound);
-  EXPECT_NEAR(op.seconds, op.bytes / (3.35e12 * 0.8), 1e-15);
+  // The roofline's quotient by bandwidth x efficiency, two roundings on each side: 4 u.
+  EXPECT_TRUE(test::near_relative(op.seconds, op.bytes / (3.35e12 * 0.8),
+                                  test::roundoffs<double>(4), 0.0, "seconds"));
 }
 
 TEST(TimeModel, OverheadsAreOrderedAndDecodeIsDominatedByWeights) {

@@ -18,18 +18,26 @@ Mat constant(double value, Eigen::Index T = 1, Eigen::Index d = 1) {
   return Mat::Constant(T, d, value);
 }
 
+// The worked example's closed forms against about a dozen roundings (a log, up to five exps,
+// products, two sums and a division), each within 1 u of the result's magnitude; an exp through
+// Eigen's vectorised path may take a few u. 32 u leaves room for both.
+constexpr double kWorkedExample = test::roundoffs<double>(32);
+
 TEST(DepthAttention, WorkedExampleGivesTwentyThirds) {
   // Sources with scores 0, ln2 and values 2, 5: o = 1*2 + 2*5 = 12, l = 1 + 2 = 3.
   const Vec score0 = Vec::Constant(1, 0.0), score1 = Vec::Constant(1, std::log(2.0));
   const auto first_two = merge_stats(single_source_stats<double>(constant(2.0), score0),
                                      single_source_stats<double>(constant(5.0), score1));
-  EXPECT_NEAR(first_two.o(0, 0) * std::exp(first_two.m(0)), 12.0, 1e-12);
-  EXPECT_NEAR(first_two.l(0) * std::exp(first_two.m(0)), 3.0, 1e-12);
+  EXPECT_TRUE(test::near_relative(first_two.o(0, 0) * std::exp(first_two.m(0)), 12.0,
+                                  kWorkedExample, 0.0, "o"));
+  EXPECT_TRUE(test::near_relative(first_two.l(0) * std::exp(first_two.m(0)), 3.0, kWorkedExample,
+                                  0.0, "l"));
   // Adding value 8 with score ln6: (12 + 48) / (3 + 6) = 20/3.
   const auto all = merge_stats(
       first_two, single_source_stats<double>(constant(8.0), Vec(Vec::Constant(1, std::log(6.0)))));
-  EXPECT_NEAR(all.finish()(0, 0), 20.0 / 3.0, 1e-12);
-  // Averaging the two local means (4 and 8) would give 6: the merge must not do that.
+  EXPECT_TRUE(test::near_relative(all.finish()(0, 0), 20.0 / 3.0, kWorkedExample, 0.0, "h"));
+  // Averaging the two local means (4 and 8) would give 6: the merge must not do that (a miss of
+  // 2/3, a tenth of the result, not a rounding).
   EXPECT_GT(std::abs(all.finish()(0, 0) - 6.0), 0.5);
 }
 
@@ -44,9 +52,14 @@ TEST(DepthAttention, ZeroQueryGivesTheMeanOfTheSources) {
   Mat h, alpha;
   depth_attention_one_shot(sources, read, 1e-6, &h, &alpha);
   const Mat mean = (values[0] + values[1] + values[2] + values[3]) / 4.0;
-  test::expect_tensor_near("zero-query read", h, mean, 1e-14);
-  EXPECT_NEAR(alpha.maxCoeff(), 0.25, 1e-15);
-  EXPECT_NEAR(alpha.minCoeff(), 0.25, 1e-15);
+  // Every weight is exp(0) / 4: the read is a sum of 4 terms v_i / 4, within 4 u of the sum of
+  // their |terms|, at most the largest |v| (which is the scale: the mean of random values can
+  // cancel). The weights: exp(0) (a few u through a vectorised exp), a 4-term sum, a division.
+  double largest = 0.0;
+  for (const auto& v : values) largest = std::max(largest, v.cwiseAbs().maxCoeff());
+  test::expect_tensor_near("zero-query read", h, mean, test::roundoffs<double>(4), largest);
+  EXPECT_TRUE(test::near_relative(alpha.maxCoeff(), 0.25, test::roundoffs<double>(8)));
+  EXPECT_TRUE(test::near_relative(alpha.minCoeff(), 0.25, test::roundoffs<double>(8)));
 }
 
 TEST(DepthAttention, KeyNormMakesScoresInvariantToSourceScale) {
@@ -61,8 +74,13 @@ TEST(DepthAttention, KeyNormMakesScoresInvariantToSourceScale) {
   Mat h, alpha, h_scaled, alpha_scaled;
   depth_attention_one_shot<double>({&a, &b}, read, 1e-12, &h, &alpha);
   depth_attention_one_shot<double>({&a_scaled, &b}, read, 1e-12, &h_scaled, &alpha_scaled);
+  // Not rounding alone: eps = 1e-12 is not scaled with the source, so a's scores move by about
+  // eps / (2 mean(a^2)) |z|, up to ~1e-11 of the weights for rows of mean square ~0.2 and scores
+  // ~5; rounding (6-term dot products, a sqrt) is ~100 u ~ 1e-14. 1e-9 of the largest weight
+  // (at least 1/2 with two sources) is the eps term's bound with two orders of room.
   test::expect_tensor_near("alpha under source scaling", alpha_scaled, alpha, 1e-9);
-  // The values are not normalised: the output moves with the scaled source.
+  // The values are not normalised: the output moves with the scaled source (by 36.5 alpha_a a,
+  // of order 10; a rounding would be ~1e-14).
   EXPECT_GT((h_scaled - h).norm(), 1.0);
 }
 
@@ -92,7 +110,8 @@ TEST(DepthAttention, PhaseOnePlusMergesEqualsOneShotAtFloat64) {
     const Vec z = depth_scores(values[i], key_inverse_rms(values[i], eps), Vec(query.transpose()));
     stats = merge_stats(stats, single_source_stats<double>(values[i], z));
   }
-  test::expect_tensor_near("two-phase vs one-shot", stats.finish(), reference, 1e-12);
+  test::expect_tensor_near("two-phase vs one-shot", stats.finish(), reference,
+                           test::kReorderedBound<double>);
 }
 
 TEST(DepthAttention, HugeScoresStayFinite) {
@@ -102,11 +121,14 @@ TEST(DepthAttention, HugeScoresStayFinite) {
   Mat h, alpha;
   depth_attention_one_shot<double>({&a, &b}, read, 1e-6, &h, &alpha);
   EXPECT_TRUE(h.allFinite());
-  EXPECT_NEAR(alpha(0, 0), 1.0, 1e-12);  // z_a = +1e4, z_b = -1e4
+  // z_a = 4 x 5e3 / sqrt(1 + 1e-6) ~ +2e4, z_b ~ -2e4: alpha_a = exp(0) / (exp(0) + exp(-4e4)),
+  // three roundings with exp(-4e4) = 0; 8 u leaves room for a vectorised exp's few u.
+  EXPECT_TRUE(test::near_relative(alpha(0, 0), 1.0, test::roundoffs<double>(8)));
   const auto merged = merge_stats(single_source_stats<double>(a, Vec(Vec::Constant(2, 1e4))),
                                   single_source_stats<double>(b, Vec(Vec::Constant(2, -1e4))));
   EXPECT_TRUE(merged.finish().allFinite());
-  EXPECT_NEAR(merged.finish()(0, 0), 1.0, 1e-12);
+  // o / l = (1 exp(0) + (-1) exp(-2e4)) / (exp(0) + exp(-2e4)): as above, 8 u.
+  EXPECT_TRUE(test::near_relative(merged.finish()(0, 0), 1.0, test::roundoffs<double>(8)));
 }
 
 }  // namespace test_depth_attention

@@ -54,6 +54,37 @@ Reference reference(const ModelWeights<double>& weights, ForwardOptions options)
   return out;
 }
 
+// Bounds (docs/testing.md §2). The walkthrough recomputes a read of the reference forward pass in
+// another order (one token, one-shot, its own block sums): kReorderedBound relative to the
+// magnitude of what is compared. A score is a dot product whose terms can cancel, so its rounding
+// (and m's) is relative to S, the largest sum of |q_j k_j| over the read's sources (~10 here).
+// exp(s - m) moves by the absolute error of s - m: what is made of exponentials (l, the weights)
+// is compared relative to its own magnitude (the row's largest weight for weights), its error a
+// few times the scores' rounding times S, ~100 u, well inside kReorderedBound.
+constexpr double kReordered = test::kReorderedBound<double>;
+
+// S of head `head`: max over the sources of sum_j |q_j k_ij| over the head's channels.
+double score_scale(const ReadWalkthrough& w, int head) {
+  const Eigen::Index width = w.query.size() / w.heads;
+  double scale = 0.0;
+  for (const auto& step : w.sources) {
+    scale = std::max(
+        scale,
+        (w.query.segment(head * width, width).cwiseProduct(step.key.segment(head * width, width)))
+            .cwiseAbs()
+            .sum());
+  }
+  return scale;
+}
+
+// sum_i |v_i| channel by channel, largest over the channels: the magnitude of the terms of a sum
+// of the sources.
+double sum_of_magnitudes(const ReadWalkthrough& w) {
+  Eigen::VectorXd sum = Eigen::VectorXd::Zero(w.sources.front().value.size());
+  for (const auto& step : w.sources) sum += step.value.cwiseAbs();
+  return sum.maxCoeff();
+}
+
 struct Case {
   std::string name;
   ResidualMode mode;
@@ -93,11 +124,19 @@ TEST(ReadWalkthrough, WeightsAndSumAreTheReferenceForwardsForEveryReadAndToken) 
           for (int head = 0; head < w.heads; ++head) {
             const double expected =
                 w.heads == 1 ? trace.alpha(token, i) : trace.alpha_heads(token, head * n + i);
-            EXPECT_NEAR(step.weight(head), expected, 1e-12) << where << ", source " << i;
+            // Relative to the token's largest weight in this head (see kReordered).
+            const double largest =
+                w.heads == 1 ? trace.alpha.row(token).maxCoeff()
+                             : trace.alpha_heads.row(token).segment(head * n, n).maxCoeff();
+            EXPECT_TRUE(test::near_relative(step.weight(head), expected, kReordered, largest,
+                                            where + ", weight of source " + std::to_string(i)));
           }
         }
-        EXPECT_LE(test::max_scaled_difference(w.h, ref.h(read, token)), 1e-12) << where;
-        EXPECT_NEAR(w.h_rms, std::sqrt(w.h.squaredNorm() / 16.0), 1e-15) << where;
+        test::expect_tensor_near(where + " h", w.h, ref.h(read, token), kReordered);
+        // sqrt(sum of 16 squares / 16): 16 u of the sum (of positive terms), halved by the sqrt,
+        // and the division and sqrt: 16 u (both sides round the same formula).
+        EXPECT_TRUE(test::near_relative(w.h_rms, std::sqrt(w.h.squaredNorm() / 16.0),
+                                        test::roundoffs<double>(16), 0.0, where + " h rms"));
       }
     }
   }
@@ -116,32 +155,45 @@ TEST(ReadWalkthrough, ScoresAndSoftmaxAreRecomputedFromTheRawWeights) {
       const int H = c.depth_heads;
       const int width = 16 / H;
       const auto n = w.sources.size();
+      // The walkthrough's keys, scores and softmax against the same formulas by hand: another
+      // order of the same arithmetic (see kReordered).
       // s_{c,i} = w . (g * v_i / sqrt(mean_c(v_i^2) + eps)), by hand from the raw tensors.
       std::vector<std::vector<double>> scores(static_cast<std::size_t>(H));
       for (int head = 0; head < H; ++head) {
         for (std::size_t i = 0; i < n; ++i) {
           const Eigen::VectorXd v = w.sources[i].value.segment(head * width, width);
           const double key_rms = c.key_norm ? std::sqrt(v.squaredNorm() / width + eps) : 1.0;
-          double s = 0.0;
+          double s = 0.0, s_terms = 0.0;  // the score and the sum of its |terms|
           for (int j = 0; j < width; ++j) {
             const int channel = head * width + j;
             const double key = c.key_norm ? raw.key_norm_gain(channel) * v(j) / key_rms : v(j);
             s += raw.query(channel) * key;
-            EXPECT_NEAR(w.sources[i].key(channel), key, 1e-13) << where;
+            s_terms += std::abs(raw.query(channel) * key);
+            // A key is v_j times a gain over the RMS of positive squares: relative to itself.
+            EXPECT_TRUE(test::near_relative(w.sources[i].key(channel), key, kReordered, 0.0,
+                                            where + ", key " + std::to_string(channel)));
           }
-          EXPECT_NEAR(w.sources[i].key_rms(head), key_rms, 1e-13) << where;
-          EXPECT_NEAR(w.sources[i].score(head), s, 1e-12) << where << ", source " << i;
+          EXPECT_TRUE(test::near_relative(w.sources[i].key_rms(head), key_rms, kReordered, 0.0,
+                                          where + ", key rms"));
+          EXPECT_TRUE(test::near_relative(w.sources[i].score(head), s, kReordered, s_terms,
+                                          where + ", score of source " + std::to_string(i)));
           scores[static_cast<std::size_t>(head)].push_back(s);
         }
         const auto& s = scores[static_cast<std::size_t>(head)];
         const double m = *std::max_element(s.begin(), s.end());
         double l = 0.0;
         for (double score : s) l += std::exp(score - m);
-        EXPECT_NEAR(w.softmax_max(head), m, 1e-12) << where;
-        EXPECT_NEAR(w.softmax_denominator(head), l, 1e-12) << where;
+        const double S = score_scale(w, head);
+        EXPECT_TRUE(test::near_relative(w.softmax_max(head), m, kReordered, S, where + ", m"));
+        EXPECT_TRUE(
+            test::near_relative(w.softmax_denominator(head), l, kReordered, 0.0, where + ", l"));
         for (std::size_t i = 0; i < n; ++i) {
-          EXPECT_NEAR(w.sources[i].shifted_exp(head), std::exp(s[i] - m), 1e-12) << where;
-          EXPECT_NEAR(w.sources[i].weight(head), std::exp(s[i] - m) / l, 1e-12) << where;
+          const double e = std::exp(s[i] - m);
+          EXPECT_TRUE(test::near_relative(w.sources[i].shifted_exp(head), e, kReordered, 0.0,
+                                          where + ", exp(s - m)"));
+          // Relative to the largest weight, 1 / l (the one of the source with s = m).
+          EXPECT_TRUE(test::near_relative(w.sources[i].weight(head), e / l, kReordered, 1.0 / l,
+                                          where + ", weight"));
         }
       }
       // h = sum_i alpha_i v_i, channel by channel with its head's weights.
@@ -150,13 +202,11 @@ TEST(ReadWalkthrough, ScoresAndSoftmaxAreRecomputedFromTheRawWeights) {
         for (std::size_t i = 0; i < n; ++i)
           h(j) += w.sources[i].weight(j / width) * w.sources[i].value(j);
       }
-      EXPECT_LE(test::max_scaled_difference(w.h, h), 1e-13) << where;
-      // The embedding source is the token's row of the embedding table.
+      test::expect_tensor_near(where + " h by hand", w.h, h, kReordered);
+      // The embedding source is the token's row of the embedding table, copied: the same bits.
       EXPECT_EQ(w.sources.front().label, "emb");
-      EXPECT_LE(test::max_scaled_difference(
-                    w.sources.front().value,
-                    Eigen::VectorXd(weights.embed_tokens.row(kTokens[token]).transpose())),
-                0.0);
+      EXPECT_EQ(w.sources.front().value,
+                Eigen::VectorXd(weights.embed_tokens.row(kTokens[token]).transpose()));
     }
   }
 }
@@ -177,18 +227,22 @@ TEST(ReadWalkthrough, BlockSummariesAreTheForwardPasssBlocks) {
     EXPECT_EQ(w.sources[1].description, "b1 = v1 + v2 + v3 + v4");
     EXPECT_EQ(w.sources[2].description, "b2 = v5 + v6");
   }
+  // The same sums of squares in another order (token by token here, the whole (T, d) there).
   for (std::size_t n = 0; n < 3; ++n) {
-    EXPECT_NEAR(std::sqrt(squares[n] / (16.0 * static_cast<double>(kTokens.size()))), expected[n],
-                1e-12)
-        << "b" << n;
+    EXPECT_TRUE(
+        test::near_relative(std::sqrt(squares[n] / (16.0 * static_cast<double>(kTokens.size()))),
+                            expected[n], kReordered, 0.0, "b" + std::to_string(n) + " rms"));
   }
   // Sublayer 3 reads the partial sum of its block so far.
   const ReadWalkthrough partial = read_walkthrough(weights, kTokens, 1, 2, options);
   ASSERT_EQ(partial.sources.size(), 2u);
   EXPECT_EQ(partial.sources[1].label, "partial");
   EXPECT_EQ(partial.sources[1].description, "partial = v1 + v2 (block 1 so far)");
-  EXPECT_NEAR(partial.sources[1].rms, std::sqrt(partial.sources[1].value.squaredNorm() / 16.0),
-              1e-15);
+  // The same formula on both sides: 16 squares summed (16 u, halved by the sqrt), a division and a
+  // sqrt: 16 u.
+  EXPECT_TRUE(test::near_relative(partial.sources[1].rms,
+                                  std::sqrt(partial.sources[1].value.squaredNorm() / 16.0),
+                                  test::roundoffs<double>(16), 0.0, "partial rms"));
 }
 
 TEST(ReadWalkthrough, BlockTwoPhaseMergesToTheOneShotRead) {
@@ -214,39 +268,62 @@ TEST(ReadWalkthrough, BlockTwoPhaseMergesToTheOneShotRead) {
           EXPECT_EQ(w.sources[static_cast<std::size_t>(two.phase2.sources[0])].label, "partial")
               << where;
         }
-        // The merged h equals the one-shot h.
-        EXPECT_LE((two.h - w.h).cwiseAbs().maxCoeff(), 1e-12) << where;
-        EXPECT_NEAR(two.max_difference, (two.h - w.h).cwiseAbs().maxCoeff(), 0.0) << where;
+        const double S = score_scale(w, 0);
+        // The merged h equals the one-shot h (another order), and max_difference is its distance.
+        test::expect_tensor_near(where + " merged h", two.h, w.h, kReordered);
+        EXPECT_EQ(two.max_difference, (two.h - w.h).cwiseAbs().maxCoeff()) << where;
         // m = max(m1, m2), l = l1 exp(m1 - m) + l2 exp(m2 - m), o likewise, h = o / l.
         const double m1 = two.phase1.m(0), m2 = two.phase2.m(0), m = two.merged.m(0);
         EXPECT_EQ(m, std::max(m1, m2)) << where;
-        EXPECT_NEAR(two.merged.l(0),
-                    two.phase1.l(0) * std::exp(m1 - m) + two.phase2.l(0) * std::exp(m2 - m), 1e-12)
-            << where;
-        EXPECT_NEAR(two.scale1(0), std::exp(m1 - m), 1e-15) << where;
-        EXPECT_NEAR(two.scale2(0), std::exp(m2 - m), 1e-15) << where;
+        // The merge rule by hand: two exps (std::exp here, Eigen's there: a few u each), two
+        // products and a sum of positive terms: 8 u of l.
+        EXPECT_TRUE(test::near_relative(
+            two.merged.l(0),
+            two.phase1.l(0) * std::exp(m1 - m) + two.phase2.l(0) * std::exp(m2 - m),
+            test::roundoffs<double>(8), 0.0, where + ", merged l"));
+        // The same argument through Eigen's exp and std::exp: within a few u each.
+        EXPECT_TRUE(test::near_relative(two.scale1(0), std::exp(m1 - m), test::roundoffs<double>(4),
+                                        0.0, where + ", scale 1"));
+        EXPECT_TRUE(test::near_relative(two.scale2(0), std::exp(m2 - m), test::roundoffs<double>(4),
+                                        0.0, where + ", scale 2"));
+        // o = o1 scale1 + o2 scale2: two products and a sum, 2 u of the sum of |terms|, and the
+        // merge's own scales (Eigen's exp on a longer vector: a few u): 8 u.
         const Eigen::VectorXd o = two.phase1.o * two.scale1(0) + two.phase2.o * two.scale2(0);
-        EXPECT_LE((two.merged.o - o).cwiseAbs().maxCoeff(), 1e-12) << where;
-        EXPECT_LE((two.merged.o / two.merged.l(0) - w.h).cwiseAbs().maxCoeff(), 1e-12) << where;
-        // The merged statistics are the one-shot softmax's: same max, same denominator.
-        EXPECT_NEAR(m, w.softmax_max(0), 1e-12) << where;
-        EXPECT_NEAR(two.merged.l(0), w.softmax_denominator(0), 1e-12) << where;
+        const double o_terms =
+            (two.phase1.o.cwiseAbs() * two.scale1(0) + two.phase2.o.cwiseAbs() * two.scale2(0))
+                .maxCoeff();
+        test::expect_tensor_near(where + " merged o", two.merged.o, o, test::roundoffs<double>(8),
+                                 o_terms);
+        test::expect_tensor_near(where + " merged o / l", two.merged.o / two.merged.l(0), w.h,
+                                 kReordered);
+        // The merged statistics are the one-shot softmax's: same max, same denominator (from
+        // scores computed in another order: m relative to S, see kReordered).
+        EXPECT_TRUE(test::near_relative(m, w.softmax_max(0), kReordered, S, where + ", m"));
+        EXPECT_TRUE(test::near_relative(two.merged.l(0), w.softmax_denominator(0), kReordered, 0.0,
+                                        where + ", l"));
         // Each phase's statistics from the walkthrough's own scores.
         double max1 = -std::numeric_limits<double>::infinity();
         for (int i : two.phase1.sources)
           max1 = std::max(max1, w.sources[static_cast<std::size_t>(i)].score(0));
         double l1 = 0.0;
-        Eigen::VectorXd o1 = Eigen::VectorXd::Zero(16);
+        Eigen::VectorXd o1 = Eigen::VectorXd::Zero(16), o1_terms = Eigen::VectorXd::Zero(16);
         for (int i : two.phase1.sources) {
           const auto& step = w.sources[static_cast<std::size_t>(i)];
           l1 += std::exp(step.score(0) - max1);
           o1 += std::exp(step.score(0) - max1) * step.value;
+          o1_terms += std::exp(step.score(0) - max1) * step.value.cwiseAbs();
         }
         EXPECT_EQ(m1, max1) << where;
-        EXPECT_NEAR(two.phase1.l(0), l1, 1e-12) << where;
-        EXPECT_LE((two.phase1.o - o1).cwiseAbs().maxCoeff(), 1e-12) << where;
+        EXPECT_TRUE(
+            test::near_relative(two.phase1.l(0), l1, kReordered, 0.0, where + ", phase 1 l"));
+        // o1 = sum_i exp(s_i - m1) v_i can cancel: relative to the sum of its |terms|.
+        test::expect_tensor_near(where + " phase 1 o", two.phase1.o, o1, kReordered,
+                                 o1_terms.maxCoeff());
+        Eigen::VectorXd one_shot_weights(two.weights.size());
         for (Eigen::Index i = 0; i < two.weights.size(); ++i)
-          EXPECT_NEAR(two.weights(i), w.sources[static_cast<std::size_t>(i)].weight(0), 1e-12);
+          one_shot_weights(i) = w.sources[static_cast<std::size_t>(i)].weight(0);
+        // Relative to the largest weight (see kReordered).
+        test::expect_tensor_near(where + " weights", two.weights, one_shot_weights, kReordered);
       }
     }
   }
@@ -262,7 +339,9 @@ TEST(ReadWalkthrough, FullTwoPhaseFollowsTheScheduleBlock) {
   EXPECT_EQ(w.two_phase->group_last_read, 6);
   EXPECT_EQ(w.two_phase->phase1.sources.size(), 5u);  // v0 .. v4
   EXPECT_EQ(w.two_phase->phase2.sources.size(), 1u);  // v5
-  EXPECT_LE(w.two_phase->max_difference, 1e-12);
+  // The largest |two-phase h - one-shot h|, relative to the read's magnitude (another order).
+  EXPECT_LE(w.two_phase->max_difference, kReordered * w.h.cwiseAbs().maxCoeff());
+  test::expect_tensor_near("full two-phase h", w.two_phase->h, w.h, kReordered);
 }
 
 TEST(ReadWalkthrough, StandardResidualIsTheSumWithUnitWeights) {
@@ -277,8 +356,13 @@ TEST(ReadWalkthrough, StandardResidualIsTheSumWithUnitWeights) {
       EXPECT_EQ(step.weight(0), 1.0);
       sum += step.value;
     }
-    EXPECT_LE(test::max_scaled_difference(w.h, ref.h(read, 1)), 1e-13);
-    EXPECT_LE(test::max_scaled_difference(sum, w.h), 1e-13);
+    // The forward's residual stream, summed in its own order.
+    test::expect_tensor_near("standard h, read " + std::to_string(read), w.h, ref.h(read, 1),
+                             kReordered);
+    // The same sum of read + 1 <= 7 terms in the same order: 8 u of the sum of |terms| (the same
+    // bits in practice).
+    test::expect_tensor_near("standard h by hand, read " + std::to_string(read), sum, w.h,
+                             test::roundoffs<double>(8), sum_of_magnitudes(w));
     EXPECT_FALSE(w.two_phase.has_value());
     EXPECT_FALSE(w.two_phase_note.empty());
   }
