@@ -1,11 +1,14 @@
 // attnres bench forward: whole forward passes timed after a warm-up, and the depth read's
-// bandwidth next to the machine's stream bandwidth (docs/engines.md).
+// bandwidth next to the machine's stream bandwidth (docs/engines.md); bench forward and train
+// also put the pass's FLOP rate beside the machine's own matrix rate at the same precision and
+// threads, so that a figure means the same on every machine.
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 
+#include "attnres/architecture.hpp"
 #include "attnres/engine.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
@@ -22,6 +25,99 @@
 namespace attnres::cli {
 
 namespace {
+
+// ---- The pass against the machine's matrix rate (docs/engines.md#figures-per-machine-kind).
+
+// The model as the cost engine describes it, at T tokens: the pass's FLOPs are its
+// pass_flops_per_token (core/cost architecture.hpp), never a count of our own.
+CostInputs model_cost_inputs(const ModelConfig& config, int tokens) {
+  CostInputs in;
+  in.sublayers = config.sublayers();
+  in.d_model = config.hidden_size;
+  in.block_size = 1;  // the residual scheme adds no matrix product
+  in.tokens = tokens;
+  in.heads = config.num_attention_heads;
+  in.kv_heads =
+      config.num_key_value_heads > 0 ? config.num_key_value_heads : config.num_attention_heads;
+  in.attention = in.kv_heads == in.heads ? AttentionKind::mha : AttentionKind::gqa;
+  in.head_dim = config.head_dim();
+  in.ffn = config.intermediate_size;
+  in.mlp = MlpKind::swiglu;
+  in.vocab = config.vocab_size;
+  return resolve_cost_inputs(in);
+}
+
+// A weight product of the model: out (T, n) = in (T, k) W^T.
+struct WeightProduct {
+  const char* name;
+  int n = 0, k = 0;
+};
+
+// The model's largest weight product as the engine runs them (fused q|k|v and gate|up; by n·k,
+// the first of equals): the shape, with the pass's T rows, at which the machine's matrix rate is
+// measured.
+WeightProduct largest_product(const ModelConfig& config) {
+  const int d = config.hidden_size, f = config.intermediate_size, dh = config.head_dim();
+  const int heads = config.num_attention_heads;
+  const int kv = config.num_key_value_heads > 0 ? config.num_key_value_heads : heads;
+  const std::vector<WeightProduct> products = {{"q|k|v projection", (heads + 2 * kv) * dh, d},
+                                               {"output projection", d, heads * dh},
+                                               {"gate|up projection", 2 * f, d},
+                                               {"down projection", d, f},
+                                               {"LM head", config.vocab_size, d}};
+  return *std::max_element(products.begin(), products.end(),
+                           [](const WeightProduct& a, const WeightProduct& b) {
+                             return std::int64_t{a.n} * a.k < std::int64_t{b.n} * b.k;
+                           });
+}
+
+struct MatrixRate {
+  WeightProduct product;
+  GemmTiming gemm;                 // measure_gemm, as calibrate --measure times it
+  double flop_per_token = 0;       // pass_flops_per_token
+  double achieved_per_second = 0;  // flop_per_token x tokens/s
+  double fraction() const { return achieved_per_second / gemm.flops_per_s(); }
+};
+
+// The machine's matrix rate for the pass's precision and threads at the model's largest product,
+// and the pass's FLOP rate against it. `backward`: a training step (forward + backward).
+MatrixRate measure_matrix_rate(const ModelConfig& config, int tokens, bool backward,
+                               Precision precision, int threads, double tokens_per_second) {
+  MatrixRate rate;
+  rate.product = largest_product(config);
+  ProgressBar progress("bench: matrix rate");
+  rate.gemm = measure_gemm(precision, tokens, rate.product.n, rate.product.k, threads, 5,
+                           progress.callback());
+  throw_if_interrupted("benchmark");
+  rate.flop_per_token = pass_flops_per_token(model_cost_inputs(config, tokens), backward);
+  rate.achieved_per_second = rate.flop_per_token * tokens_per_second;
+  return rate;
+}
+
+void add_matrix_rate(nlohmann::json& json, const MatrixRate& rate) {
+  json["model_flop_per_token"] = rate.flop_per_token;
+  json["achieved_flop_per_second"] = rate.achieved_per_second;
+  json["matrix_rate"] = {{"flop_per_second", rate.gemm.flops_per_s()},
+                         {"product", rate.product.name},
+                         {"m", rate.gemm.m},
+                         {"n", rate.gemm.n},
+                         {"k", rate.gemm.k}};
+  json["fraction_of_matrix_rate"] = rate.fraction();
+}
+
+void add_matrix_rate_rows(TextTable& table, const MatrixRate& rate, bool backward,
+                          Precision precision, int threads) {
+  table.add_row({backward ? "model FLOPs per token (fwd + bwd)" : "model FLOPs per token",
+                 format_number(rate.flop_per_token)});
+  table.add_row({"achieved GFLOP/s", format_number(rate.achieved_per_second / 1e9)});
+  table.add_row({"matrix rate GFLOP/s (" + to_string(precision) + ", " + std::to_string(threads) +
+                     (threads == 1 ? " thread)" : " threads)"),
+                 format_number(rate.gemm.flops_per_s() / 1e9)});
+  table.add_row({"matrix product timed (m x n x k)",
+                 std::to_string(rate.gemm.m) + " x " + std::to_string(rate.gemm.n) + " x " +
+                     std::to_string(rate.gemm.k) + ", the " + rate.product.name});
+  table.add_row({"share of the matrix rate", format_number(rate.fraction())});
+}
 
 template <typename Scalar>
 ForwardTiming time_model(const ModelWeights<double>& model, const std::vector<int>& tokens,
@@ -131,7 +227,13 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
           "W] [--threads N] "
           "[--mode M] [--block-size S] [--engine fast|reference] [--precision bf16|f32|f64] "
           "[--versus bf16|f32|f64] [--format table|json]\n"
-          "Times training steps (forward + backward + clip + AdamW; docs/training.md).")) {
+          "Times training steps (forward + backward + clip + AdamW; docs/training.md).\n"
+          "Beside tokens/s: the step's FLOPs per token (forward + backward, the cost engine's "
+          "count),\n"
+          "the FLOP rate achieved, this machine's matrix rate at the same precision and threads\n"
+          "(measured as calibrate --measure measures it, at the model's largest weight product "
+          "with\n"
+          "T rows) and the share of it achieved (docs/engines.md).")) {
     return kExitOk;
   }
   require_either("--format", format, "table", "json");
@@ -171,6 +273,8 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
     throw_if_interrupted("benchmark");
     versus_tokens_per_second = static_cast<double>(batch) * seq / median_of(other.seconds);
   }
+  const MatrixRate rate = measure_matrix_rate(loaded.config, seq, /*backward=*/true, precision,
+                                              timing.threads, tokens_per_second);
   const std::size_t peak = peak_resident_bytes();
   nlohmann::json json = {{"schema", schema_tag("bench")},
                          {"kind", "train_step"},
@@ -186,6 +290,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
                          {"seconds", seconds},
                          {"peak_resident_bytes", peak}};
   if (mode == ResidualMode::block) json["block_size"] = *forward_options.block_size;
+  add_matrix_rate(json, rate);
   add_versus(json, versus, versus_tokens_per_second, tokens_per_second);
   if (format == "json") {
     out << json.dump(2) << "\n";
@@ -201,6 +306,7 @@ int bench_train(const std::vector<std::string>& args, std::ostream& out) {
   table.add_row(
       {"seconds per step (median of " + std::to_string(steps) + ")", format_number(median)});
   table.add_row({"tokens_per_second", format_number(tokens_per_second)});
+  add_matrix_rate_rows(table, rate, /*backward=*/true, precision, timing.threads);
   add_versus_rows(table, versus, versus_tokens_per_second, tokens_per_second, precision);
   table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
   table.print(out);
@@ -247,7 +353,12 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
           "usage: attnres bench forward --model DIR --seq T [--repeat K] [--threads N] [--mode M] "
           "[--block-size S] [--two-phase on|off] [--engine fast|reference] [--device cpu|cuda] "
           "[--precision bf16|f32|f64] [--versus bf16|f32|f64] [--bandwidth on|off] "
-          "[--format table|json]")) {
+          "[--format table|json]\n"
+          "Times forward passes. Beside tokens/s (CPU): the pass's FLOPs per token (the cost "
+          "engine's\n"
+          "count), the FLOP rate achieved, this machine's matrix rate at the same precision and\n"
+          "threads (measured as calibrate --measure measures it, at the model's largest weight\n"
+          "product with T rows) and the share of it achieved (docs/engines.md).")) {
     return kExitOk;
   }
   require_either("--format", format, "table", "json");
@@ -294,6 +405,12 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
             .tokens_per_second;
     throw_if_interrupted("benchmark");
   }
+  // The matrix rate is the CPU's: a CUDA pass has none beside it here.
+  std::optional<MatrixRate> rate;
+  if (engine.device == Device::cpu) {
+    rate = measure_matrix_rate(model.config, seq, /*backward=*/false, precision, threads_used,
+                               timing.tokens_per_second);
+  }
   const std::size_t peak = peak_resident_bytes();
 
   nlohmann::json json = {{"schema", schema_tag("bench")},
@@ -309,6 +426,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                          {"repeat", repeat},
                          {"seconds", timing.seconds},
                          {"peak_resident_bytes", peak}};
+  if (rate) add_matrix_rate(json, *rate);
   add_versus(json, versus, versus_tokens_per_second, timing.tokens_per_second);
   Bandwidth read9, read17, triad;
   const bool bandwidth = bandwidth_text == "on" && engine.device == Device::cpu;
@@ -338,6 +456,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   table.add_row({"seconds per forward (median of " + std::to_string(repeat) + ")",
                  format_number(timing.seconds_per_forward)});
   table.add_row({"tokens_per_second", format_number(timing.tokens_per_second)});
+  if (rate) add_matrix_rate_rows(table, *rate, /*backward=*/false, precision, threads_used);
   add_versus_rows(table, versus, versus_tokens_per_second, timing.tokens_per_second, precision);
   table.add_row({"peak resident memory (MB)", format_number(static_cast<double>(peak) / 1e6)});
   if (bandwidth) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 
 #include "attnres/error.hpp"
@@ -65,8 +66,10 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   po::options_description description = command_options("train");
   description.add_options()("model", po::value(&model_dir),
                             "start from this model directory (else give the shape flags below)")(
-      "data", po::value(&data_path)->required(),
-      "a text file: its bytes are the tokens (vocabulary 256)")(
+      "data", po::value(&data_path),
+      "a text file: its bytes are the tokens (vocabulary 256); required unless --resume, whose "
+      "default is the file the checkpoint records (either is checked against the checkpoint's "
+      "FNV-1a fingerprint of the run's data)")(
       "steps", po::value(&options.steps),
       "optimisation steps of the run (required unless --resume)")(
       "seq", po::value(&options.sequence_length),
@@ -121,7 +124,10 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
           "[--precision bf16|f32] --out "
           "DIR [--force] "
           "[--resume DIR] [--format table|json]\n"
-          "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).")) {
+          "Trains with AdamW, warm-up + cosine decay and gradient clipping (docs/training.md).\n"
+          "attnres train --resume DIR --out DIR continues a checkpoint; --data defaults to the "
+          "file\n"
+          "it records (checked by fingerprint).")) {
     return kExitOk;
   }
   require_either("--format", format, "table", "json");
@@ -171,7 +177,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
           "give the model to train: --model DIR, or the shape flags --layers N --d-model D --heads "
           "H --ffn F");
     }
-    for (const char* flag : {"steps", "seq", "batch"}) {
+    for (const char* flag : {"data", "steps", "seq", "batch"}) {
       if (!values.count(flag))
         throw UsageError(std::string("--") + flag + " is required (unless --resume)");
     }
@@ -232,7 +238,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   OutputDirectoryOptions output;
   output.owner = "train";
   output.force = values.count("force") > 0;
-  output.inputs.push_back(data_path);
+  if (!data_path.empty()) output.inputs.push_back(data_path);
   if (!model_dir.empty()) output.inputs.push_back(model_dir);
   const fs::path target = clean_output_path(out_dir, "--out");
   if (resuming && fs::weakly_canonical(clean_output_path(resume_dir, "--resume")) !=
@@ -242,20 +248,24 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   // What the check did to the directory (an interrupted checkpoint completed, a killed run's
   // staging folder removed) is said at the end, in the summary's "notes" as well.
   std::vector<std::string> notes = check_output_directory(target, output);
+  // A resumed run's data (--data, else the file its checkpoint records) is read and checked
+  // against the checkpoint's fingerprint before any training and any write.
+  std::optional<TextData> resumed_data;
+  if (resuming) {
+    resumed_data = Trainer::resume_data(clean_output_path(resume_dir, "--resume"), data_path);
+  }
 
   std::unique_ptr<Trainer> trainer;
-  {
-    const int seq_for_data = resuming ? 2 : options.sequence_length;  // the checkpoint knows its T
-    TextData data = load_text_data(data_path, options.validation_fraction, seq_for_data);
-    if (resuming) {
-      const EngineOptions* engine =
-          (given(values, "threads") || given(values, "engine")) ? &options.engine : nullptr;
-      trainer = Trainer::resume(clean_output_path(resume_dir, "--resume"), std::move(data),
-                                values.count("steps") ? options.steps : 0, engine,
-                                precision_given ? &precision : nullptr);
-    } else {
-      trainer = std::make_unique<Trainer>(initial, std::move(data), options);
-    }
+  if (resuming) {
+    const EngineOptions* engine =
+        (given(values, "threads") || given(values, "engine")) ? &options.engine : nullptr;
+    trainer = Trainer::resume(clean_output_path(resume_dir, "--resume"), std::move(*resumed_data),
+                              values.count("steps") ? options.steps : 0, engine,
+                              precision_given ? &precision : nullptr);
+  } else {
+    trainer = std::make_unique<Trainer>(
+        initial, load_text_data(data_path, options.validation_fraction, options.sequence_length),
+        options);
   }
   const TrainOptions& run = trainer->options();
   const bool table = format == "table";

@@ -260,10 +260,14 @@ void Trainer::write_checkpoint(const fs::path& directory) const {
   state["step"] = step_;
   state["tokens"] = tokens_seen();
   state["options"] = options_json(options_);
-  state["data"] = {{"path", data_.source.string()},
-                   {"train_bytes", data_.train.size()},
-                   {"validation_bytes", data_.validation.size()},
-                   {"fnv1a64", std::to_string(data_.fingerprint)}};
+  // The data file's absolute path: `train --resume DIR` without --data reads it from here, from
+  // whatever directory it is run in.
+  state["data"] = {
+      {"path", data_.source.empty() ? std::string()
+                                    : fs::absolute(data_.source).lexically_normal().string()},
+      {"train_bytes", data_.train.size()},
+      {"validation_bytes", data_.validation.size()},
+      {"fnv1a64", std::to_string(data_.fingerprint)}};
   write_file_atomically(directory / kTrainLogFile, train_log_csv(log_, sublayers()));
   // The state is written last and names its companions: resume refuses a directory whose files
   // are not the ones this state was written with.
@@ -274,35 +278,106 @@ void Trainer::write_checkpoint(const fs::path& directory) const {
   write_file_atomically(directory / kTrainStateFile, state.dump(2) + "\n");
 }
 
-std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData data,
-                                         std::int64_t steps, const EngineOptions* engine,
-                                         const Precision* precision) {
-  // A write of this checkpoint cut short is completed first; none switches files while we read.
-  const OutputDirectoryReadLock lock(directory);
-  const fs::path state_path = directory / kTrainStateFile;
+namespace {
+
+// What train_state.json holds, read and checked: the state, its version, the run's options and
+// step. Errors name the file.
+struct TrainState {
   json state;
+  int version = 0;
   TrainOptions options;
   std::int64_t step = 0;
-  int version = 0;
+};
+
+TrainState read_train_state(const fs::path& state_path) {
+  TrainState out;
   const std::string state_text = read_text(state_path);
   try {
-    state = json::parse(state_text);
-    if (state.at("format").get<std::string>() != "attnres-train-state")
+    out.state = json::parse(state_text);
+    if (out.state.at("format").get<std::string>() != "attnres-train-state")
       throw Error("not a training state");
-    version = state.at("version").get<int>();
-    if (version != 1 && version != 2)
-      throw Error("version " + std::to_string(version) + " (this attnres reads 1 and 2)");
-    options = options_from_json(state.at("options"));
-    const json& step_json = state.at("step");
+    out.version = out.state.at("version").get<int>();
+    if (out.version != 1 && out.version != 2)
+      throw Error("version " + std::to_string(out.version) + " (this attnres reads 1 and 2)");
+    out.options = options_from_json(out.state.at("options"));
+    const json& step_json = out.state.at("step");
     if (!step_json.is_number_integer() || step_json.get<std::int64_t>() < 0)
       throw Error("its step " + step_json.dump() + " is not a whole number >= 0");
-    step = step_json.get<std::int64_t>();
+    out.step = step_json.get<std::int64_t>();
   } catch (const json::exception& error) {
     throw Error(state_path.string() + ": not a valid training state (" + std::string(error.what()) +
                 ")");
   } catch (const Error& error) {
     throw Error(state_path.string() + ": not a valid training state (" + error.what() + ")");
   }
+  return out;
+}
+
+// The data file the state records ("" when none) and its FNV-1a 64 fingerprint (decimal).
+std::string recorded_data_path(const json& state) {
+  const json data = state.value("data", json::object());
+  return data.is_object() ? data.value("path", std::string()) : std::string();
+}
+std::string recorded_fingerprint(const json& state) {
+  const json data = state.value("data", json::object());
+  return data.is_object() ? data.value("fnv1a64", std::string()) : std::string();
+}
+
+// `data` must be the bytes the run started with: the same FNV-1a 64 fingerprint.
+void check_data_fingerprint(const json& state, const fs::path& state_path, const TextData& data) {
+  const std::string recorded = recorded_fingerprint(state);
+  if (recorded == std::to_string(data.fingerprint)) return;
+  const std::string recorded_path = recorded_data_path(state);
+  throw Error("train --resume: " + data.source.string() +
+              " is not the data this run started with: its FNV-1a 64 fingerprint is " +
+              std::to_string(data.fingerprint) + ", " + state_path.string() + " records " +
+              (recorded.empty() ? std::string("none") : recorded) +
+              (recorded_path.empty() ? std::string() : " (of " + recorded_path + ")") +
+              "; resume with the run's own data file");
+}
+
+}  // namespace
+
+TextData Trainer::resume_data(const fs::path& directory, const fs::path& data_path) {
+  const OutputDirectoryReadLock lock(directory);
+  const fs::path state_path = directory / kTrainStateFile;
+  const TrainState read = read_train_state(state_path);
+  // The run's own split: its validation fraction, and its T for the length check.
+  const double fraction = read.options.validation_fraction;
+  const int seq = std::max(read.options.sequence_length, 1);
+  if (!data_path.empty()) {
+    TextData data = load_text_data(data_path, fraction, seq);
+    check_data_fingerprint(read.state, state_path, data);
+    return data;
+  }
+  const std::string recorded = recorded_data_path(read.state);
+  if (recorded.empty()) {
+    throw Error("train --resume: " + state_path.string() +
+                " records no data file path: give the run's data with --data FILE");
+  }
+  TextData data;
+  try {
+    data = load_text_data(recorded, fraction, seq);
+  } catch (const Error& error) {
+    throw Error("train --resume: " + state_path.string() + " records the data file " + recorded +
+                " (FNV-1a 64 " + recorded_fingerprint(read.state) + "), which cannot be used: " +
+                error.what() + "; restore it or give the run's data with --data FILE");
+  }
+  check_data_fingerprint(read.state, state_path, data);
+  return data;
+}
+
+std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData data,
+                                         std::int64_t steps, const EngineOptions* engine,
+                                         const Precision* precision) {
+  // A write of this checkpoint cut short is completed first; none switches files while we read.
+  const OutputDirectoryReadLock lock(directory);
+  const fs::path state_path = directory / kTrainStateFile;
+  TrainState read = read_train_state(state_path);
+  const json& state = read.state;
+  const int version = read.version;
+  TrainOptions options = read.options;
+  const std::int64_t step = read.step;
   // The companions must be the files this state was written with (version 2 names them): a
   // model, an optimizer state or a log of another step or run is refused by name.
   if (version >= 2) {
@@ -317,12 +392,7 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
       }
     }
   }
-  const std::string fingerprint = state["data"].value("fnv1a64", "");
-  if (fingerprint != std::to_string(data.fingerprint)) {
-    throw Error("train --resume: " + data.source.string() +
-                " is not the data this run started with (" +
-                state["data"].value("path", std::string("?")) + "); its fingerprint differs");
-  }
+  check_data_fingerprint(state, state_path, data);
   if (steps > 0) options.steps = steps;
   if (engine) options.engine = with_precision(*engine, f32_weights_precision(options.engine));
   if (precision) {

@@ -371,10 +371,9 @@ void add_quality_row(const TrainingSetup& setup, const std::string& scheme,
        number_or_null(paper_loss)},
       {"", first.blocks ? "" : "-", first.block_size ? "" : "-", fixed(mean, 4), fixed(lowest, 4),
        fixed(highest, 4), "", std::isnan(paired_mean) ? "-" : signed_fixed(paired_mean, 4),
-       std::isnan(paired.low) ? "-" : signed_fixed(paired.low, 4),
-       std::isnan(paired.high) ? "-" : signed_fixed(paired.high, 4), vs_standard ? verdict : "-",
-       format_number(cost.io.total() / static_cast<double>(setup.d)), "", history, ratio,
-       fixed(paper_loss, 3)});
+       format_signed_bound(paired.low, 4), format_signed_bound(paired.high, 4),
+       vs_standard ? verdict : "-", format_number(cost.io.total() / static_cast<double>(setup.d)),
+       "", history, ratio, fixed(paper_loss, 3)});
   q.rows.push_back(
       {{"scheme", scheme},
        {"spec", cost.spec},

@@ -71,8 +71,9 @@ std::string paired_sentence(const PairedComparison& c) {
   if (i.pairs == 0) return text + "no seed in common";
   text += signed_fixed(i.mean, 3) + " nats/token";
   if (i.pairs < 2) return text + " (one seed: no interval; train at least two seeds)";
-  text += ", 95 % interval [" + signed_fixed(i.low, 3) + ", " + signed_fixed(i.high, 3) +
-          "] (paired t, " + std::to_string(i.pairs) + " seeds): " + paired_verdict(c);
+  text += ", 95 % interval [" + format_signed_bound(i.low, 3) + ", " +
+          format_signed_bound(i.high, 3) + "] (paired t, " + std::to_string(i.pairs) +
+          " seeds): " + paired_verdict(c);
   if (!i.resolved) {
     text += "; resolving a gap of ";
     text += fixed(std::abs(i.mean), 3);
@@ -168,14 +169,14 @@ json add_paired_section(const std::string& setup_text,
     const bool has_interval = i.pairs >= 2;
     const json seeds_needed =
         has_interval && !i.resolved && i.seeds_to_resolve > 0 ? json(i.seeds_to_resolve) : json();
-    add_row(
-        table,
-        {c.scheme, c.against, c.comparison, static_cast<std::int64_t>(i.pairs),
-         number_or_null(i.mean), number_or_null(i.spread), number_or_null(i.low),
-         number_or_null(i.high), paired_verdict(c), seeds_needed},
-        {"", "", "", "", signed_fixed(i.mean, 4), fixed(i.spread, 4),
-         has_interval ? signed_fixed(i.low, 4) : "-", has_interval ? signed_fixed(i.high, 4) : "-",
-         "", seeds_needed.is_null() ? "-" : std::to_string(i.seeds_to_resolve)});
+    add_row(table,
+            {c.scheme, c.against, c.comparison, static_cast<std::int64_t>(i.pairs),
+             number_or_null(i.mean), number_or_null(i.spread), number_or_null(i.low),
+             number_or_null(i.high), paired_verdict(c), seeds_needed},
+            {"", "", "", "", signed_fixed(i.mean, 4), fixed(i.spread, 4),
+             has_interval ? format_signed_bound(i.low, 4) : "-",
+             has_interval ? format_signed_bound(i.high, 4) : "-", "",
+             seeds_needed.is_null() ? "-" : std::to_string(i.seeds_to_resolve)});
     rows.push_back({{"scheme", c.scheme},
                     {"against", c.against},
                     {"comparison", c.comparison},

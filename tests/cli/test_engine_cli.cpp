@@ -1,7 +1,9 @@
 // attnres forward --engine/--threads/--device, F64 dumps, and attnres bench forward.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "attnres/engine.hpp"
 #include "attnres/measure.hpp"
@@ -194,6 +196,80 @@ TEST(EngineCli, BenchForwardPrintsTheAgreedKeys) {
                      "--block-size", "2"})
                 .status,
             cli::kExitUsage);
+}
+
+// The number at the end of the table row that starts with `label`.
+double table_value(const std::string& table, const std::string& label) {
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(label, 0) != 0) continue;
+    return std::stod(line.substr(line.find_last_of(' ') + 1));
+  }
+  ADD_FAILURE() << "no row '" << label << "' in\n" << table;
+  return std::nan("");
+}
+
+// bench forward and train put the pass's FLOP rate beside the machine's matrix rate: the achieved
+// rate is FLOPs per token x tokens/s, the share their ratio to the matrix rate, in the JSON and in
+// the printed table alike. The FLOPs are counted here by hand for the tiny model (2 layers, d =
+// 16, H = 2 of d_h = 8, one KV head, SwiGLU F = 24, V = 256, T = 16: causal context T/2 = 8):
+//   attention 2 (2 d H d_h + 2 d H_kv d_h) + 4 (T/2) H d_h = 1536 + 512 = 2048
+//   MLP       2 x 3 d F = 2304;   LM head 2 V d = 8192
+//   forward   2 x (2048 + 2304) + 8192 = 16896;   training step 3 x 16896 (backward = 2 x).
+// No timing is asserted: only how the printed figures relate.
+TEST(EngineCli, BenchPutsThePassBesideTheMachinesMatrixRate) {
+  test::TempDir dir;
+  const std::string model = (dir / "m").string();
+  ASSERT_EQ(run_cli({"init-model", "--layers", "2", "--d-model", "16", "--heads", "2", "--kv-heads",
+                     "1", "--ffn", "24", "--vocab", "256", "--out", model})
+                .status,
+            0);
+  const double forward_flops = 2 * (2048 + 2304) + 8192;
+  struct Case {
+    std::vector<std::string> args;
+    double flops;
+    const char* flops_row;
+  };
+  const std::vector<Case> cases = {{{"bench", "forward", "--model", model, "--seq", "16",
+                                     "--repeat", "2", "--threads", "1", "--bandwidth", "off"},
+                                    forward_flops,
+                                    "model FLOPs per token"},
+                                   {{"bench", "train", "--model", model, "--seq", "16", "--batch",
+                                     "2", "--steps", "2", "--warmup", "0", "--threads", "1"},
+                                    3 * forward_flops,
+                                    "model FLOPs per token (fwd + bwd)"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args[1]);
+    auto json_args = c.args;
+    json_args.insert(json_args.end(), {"--format", "json"});
+    const CliRun run = run_cli(json_args);
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto json = nlohmann::json::parse(run.out);
+    EXPECT_EQ(json["model_flop_per_token"].get<double>(), c.flops);
+    const double tokens_per_second = json["tokens_per_second"].get<double>();
+    const double achieved = json["achieved_flop_per_second"].get<double>();
+    const double matrix = json["matrix_rate"]["flop_per_second"].get<double>();
+    EXPECT_GT(matrix, 0.0);
+    EXPECT_NEAR(achieved, c.flops * tokens_per_second, 1e-9 * achieved);
+    EXPECT_NEAR(json["fraction_of_matrix_rate"].get<double>(), achieved / matrix, 1e-12);
+    // Timed at the model's largest weight product, the LM head (256 x 16), with T = 16 rows.
+    EXPECT_EQ(json["matrix_rate"]["product"], "LM head");
+    EXPECT_EQ(json["matrix_rate"]["m"], 16);
+    EXPECT_EQ(json["matrix_rate"]["n"], 256);
+    EXPECT_EQ(json["matrix_rate"]["k"], 16);
+    // The table: the same relations between the printed (6-digit) figures.
+    const CliRun table = run_cli(c.args);
+    ASSERT_EQ(table.status, 0) << table.err;
+    const double printed_flops = table_value(table.out, c.flops_row);
+    const double printed_tokens = table_value(table.out, "tokens_per_second");
+    const double printed_achieved = table_value(table.out, "achieved GFLOP/s");
+    const double printed_matrix = table_value(table.out, "matrix rate GFLOP/s (f32, 1 thread)");
+    const double printed_share = table_value(table.out, "share of the matrix rate");
+    EXPECT_EQ(printed_flops, c.flops);
+    EXPECT_NEAR(printed_achieved, printed_flops * printed_tokens / 1e9, 2e-5 * printed_achieved);
+    EXPECT_NEAR(printed_share, printed_achieved / printed_matrix, 2e-5 * printed_share);
+    EXPECT_NE(table.out.find("16 x 256 x 16, the LM head"), std::string::npos) << table.out;
+  }
 }
 
 TEST(EngineCli, BenchmarkTokensAreThePeersFormula) {

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/safetensors.hpp"
+#include "attnres/training.hpp"
 #include "cli_support.hpp"
 #include "test_support.hpp"
 #include "training/training_support.hpp"
@@ -241,6 +243,120 @@ TEST(TrainCli, ResumeSaysWhatItRemovedFromTheCheckpointDirectory) {
   EXPECT_FALSE(fs::exists(dir / "run" / stale));
   const auto json = nlohmann::json::parse(resumed.out.substr(resumed.out.rfind("\n{")));
   EXPECT_EQ(json["notes"].size(), 1u);
+}
+
+// Every file of a checkpoint directory, by name, with its bytes (staging folders included).
+std::map<std::string, std::string> directory_bytes(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    files[fs::relative(entry.path(), dir).string()] =
+        entry.is_regular_file() ? read_file(entry.path()) : std::string("(folder)");
+  }
+  return files;
+}
+
+// Runs in `dir` while alive; back where it was after.
+struct WorkingDirectory {
+  explicit WorkingDirectory(const fs::path& dir) : previous(fs::current_path()) {
+    fs::current_path(dir);
+  }
+  ~WorkingDirectory() { fs::current_path(previous); }
+  fs::path previous;
+};
+
+// `train --resume DIR` without --data takes the data file train_state.json records (an absolute
+// path, so from any directory) and trains the same bits as a resume given --data. Both split the
+// file as the run did: before, a resume split at the default --val-fraction (0.05), whatever the
+// run's own was, and validated on other bytes.
+TEST(TrainCli, ResumeWithoutDataTrainsOnTheRecordedFile) {
+  test::TempDir dir;
+  const std::string text = test::sample_text(4000);
+  write_file_atomically(dir / "data.txt", text);
+  const auto validation_bytes = static_cast<std::size_t>(static_cast<double>(text.size()) * 0.2);
+  const std::string split = "(" + std::to_string(text.size() - validation_bytes) + " + " +
+                            std::to_string(validation_bytes) + " bytes)";
+  fs::create_directories(dir / "elsewhere");
+  {
+    const WorkingDirectory here(dir.path());  // --data as a relative path
+    auto args = train_args("data.txt", "run", "3");
+    args.insert(args.end(), {"--val-fraction", "0.2"});
+    const auto first = run_cli(args);
+    ASSERT_EQ(first.status, 0) << first.err;
+  }
+  const auto recorded = nlohmann::json::parse(read_file(dir / "run/train_state.json"))["data"];
+  EXPECT_EQ(recorded["path"], fs::absolute(dir / "data.txt").lexically_normal().string());
+  EXPECT_EQ(recorded["validation_bytes"], validation_bytes);
+  fs::copy(dir / "run", dir / "with", fs::copy_options::recursive);
+  fs::copy(dir / "run", dir / "without", fs::copy_options::recursive);
+  const WorkingDirectory elsewhere(dir / "elsewhere");
+  const auto with =
+      run_cli({"train", "--data", (dir / "data.txt").string(), "--resume", (dir / "with").string(),
+               "--out", (dir / "with").string(), "--steps", "6"});
+  ASSERT_EQ(with.status, 0) << with.err;
+  const auto without = run_cli({"train", "--resume", (dir / "without").string(), "--out",
+                                (dir / "without").string(), "--steps", "6"});
+  ASSERT_EQ(without.status, 0) << without.err;
+  EXPECT_NE(without.out.find("resumed at step 3"), std::string::npos) << without.out;
+  EXPECT_NE(without.out.find("data " + recorded["path"].get<std::string>() + " " + split),
+            std::string::npos)
+      << without.out;
+  for (const char* file :
+       {"model.safetensors", "optimizer.safetensors", "train_log.csv", "train_state.json"}) {
+    EXPECT_EQ(read_file(dir / "without" / file), read_file(dir / "with" / file)) << file;
+  }
+  const auto state = nlohmann::json::parse(read_file(dir / "without/train_state.json"));
+  EXPECT_EQ(state["step"], 6);
+  EXPECT_EQ(state["data"]["validation_bytes"], validation_bytes);
+  EXPECT_EQ(state["data"]["fnv1a64"], recorded["fnv1a64"]);
+}
+
+// A data file changed or gone since the checkpoint is refused before any training, naming the
+// file and the fingerprints (the one recorded, and the one the file has now), and nothing in the
+// checkpoint directory changes.
+TEST(TrainCli, ResumeRefusesAChangedOrMissingDataFile) {
+  test::TempDir dir;
+  const std::string text = test::sample_text(4000);
+  write_file_atomically(dir / "data.txt", text);
+  ASSERT_EQ(run_cli(train_args(dir / "data.txt", dir / "run", "3")).status, 0);
+  const auto before = directory_bytes(dir / "run");
+  const std::string data = fs::absolute(dir / "data.txt").lexically_normal().string();
+  const std::string recorded = std::to_string(fnv1a64(text));
+  const std::vector<std::string> resume = {
+      "train", "--resume", (dir / "run").string(), "--out", (dir / "run").string(), "--steps", "6"};
+  // Changed: one byte more.
+  write_file_atomically(dir / "data.txt", text + "x");
+  const std::string now = std::to_string(fnv1a64(text + "x"));
+  for (const bool give_data : {false, true}) {
+    auto args = resume;
+    if (give_data) args.insert(args.end(), {"--data", data});
+    const auto changed = run_cli(args);
+    EXPECT_EQ(changed.status, 1) << changed.err;
+    EXPECT_NE(changed.err.find(data +
+                               " is not the data this run started with: its FNV-1a 64 "
+                               "fingerprint is " +
+                               now + ", " + (dir / "run/train_state.json").string() + " records " +
+                               recorded),
+              std::string::npos)
+        << changed.err;
+    EXPECT_EQ(directory_bytes(dir / "run"), before);
+  }
+  // Missing.
+  fs::rename(dir / "data.txt", dir / "moved.txt");
+  const auto missing = run_cli(resume);
+  EXPECT_EQ(missing.status, 1) << missing.err;
+  EXPECT_NE(missing.err.find((dir / "run/train_state.json").string() + " records the data file " +
+                             data + " (FNV-1a 64 " + recorded + "), which cannot be used: " + data +
+                             ": cannot read the data file (does it exist?)"),
+            std::string::npos)
+      << missing.err;
+  EXPECT_EQ(directory_bytes(dir / "run"), before);
+  // The same bytes under another name, given with --data, resume the run.
+  write_file_atomically(dir / "moved.txt", text);
+  auto moved = resume;
+  moved.insert(moved.end(), {"--data", (dir / "moved.txt").string()});
+  const auto resumed = run_cli(moved);
+  EXPECT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("resumed at step 3"), std::string::npos) << resumed.out;
 }
 
 TEST(ForwardGrad, DumpsLossAndEveryGradient) {

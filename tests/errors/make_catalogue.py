@@ -38,6 +38,9 @@ FILES = {
     "k3-key/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1, "attn_res_gate": "sigmoid"}\n',
     "k3-index/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1}\n',
     "k3-index/model.safetensors.index.json": '{"metadata": {"total_size": 64},\n "weight_map": {\n  "model.norm.weight": "model-00001-of-00002.safetensors",\n',
+    # Training states (train_state.json) whose recorded data file changed or is gone.
+    "ck/train_state.json": '{"format": "attnres-train-state", "version": 2, "step": 2, "tokens": 16, "options": {"steps": 4, "sequence_length": 8, "batch": 1, "lr": 0.003, "min_lr_ratio": 0.1, "warmup": 0, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "eval_every": 2, "eval_sequences": 2, "validation_fraction": 0.05, "engine": "fast", "threads": 1, "precision": "f32", "zero_placeholder": false}, "data": {"path": "text.txt", "train_bytes": 457, "validation_bytes": 24, "fnv1a64": "1"}}\n',
+    "ck-moved/train_state.json": '{"format": "attnres-train-state", "version": 2, "step": 2, "tokens": 16, "options": {"steps": 4, "sequence_length": 8, "batch": 1, "lr": 0.003, "min_lr_ratio": 0.1, "warmup": 0, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "eval_every": 2, "eval_sequences": 2, "validation_fraction": 0.05, "engine": "fast", "threads": 1, "precision": "f32", "zero_placeholder": false}, "data": {"path": "moved.txt", "train_bytes": 457, "validation_bytes": 24, "fnv1a64": "1"}}\n',
     "train.toml": "sections = [\"training\"]\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [3]\n",
 }
 
@@ -229,6 +232,8 @@ CASES = [
     ("Before the work", "A flag of the swept input", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --seq 256 --x tokens --values 64,128 --metric prefill_history_gb.total", ""),
     ("Before the work", "A link flag with one pipeline rank", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --overlap off", ""),
     ("Before the work", "--train-steps when the sections leave training out", "attnres report untrained.toml --out r --train-steps 3", "untrained.toml"),
+    ("train --resume", "Data file changed since the checkpoint", "attnres train --resume ck --out x", "text.txt + ck/train_state.json"),
+    ("train --resume", "Recorded data file missing", "attnres train --resume ck-moved --out x", "ck-moved/train_state.json"),
 ]
 
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <sstream>
 
 namespace attnres {
@@ -18,6 +19,27 @@ std::string format_number(double value) {
   out.precision(6);
   out << value;
   return out.str();
+}
+
+std::string format_signed_bound(double value, int decimals) {
+  if (std::isnan(value)) return "-";
+  if (value == 0) value = 0.0;  // -0.0 prints as +0.000
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%+.*f", decimals, value);
+  const std::string text = buffer;
+  if (value == 0 || !std::isfinite(value) || text.find_first_of("123456789") != std::string::npos) {
+    return text;
+  }
+  // Rounds to zero at `decimals`: as many decimals as two significant digits need, or, past 8
+  // decimals, the exponent form.
+  const int exponent = static_cast<int>(std::floor(std::log10(std::abs(value))));
+  const int needed = 1 - exponent;
+  if (needed <= 8) {
+    std::snprintf(buffer, sizeof buffer, "%+.*f", needed, value);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%+.1e", value);
+  }
+  return buffer;
 }
 
 }  // namespace attnres

@@ -361,6 +361,11 @@ double model_flops_per_token(const CostInputs& r) {
   return flops;
 }
 
+double pass_flops_per_token(const CostInputs& r, bool backward) {
+  const double forward = model_flops_per_token(r) + 2.0 * parameter_counts(r).lm_head;
+  return backward ? (1.0 + kBackwardFlopsPerForward) * forward : forward;
+}
+
 std::string describe_architecture(const CostInputs& r) {
   std::string out;
   const std::int64_t layers = attention_layers(r);

@@ -94,8 +94,8 @@ std::vector<ChunkTimes> chunk_times(const PipelineSettings& s, ResidualMode mode
     out[c].model_forward += forward;
     // Backward is twice the forward; full recompute runs the forward again first, selective
     // recompute the attention scores.
-    out[c].model_backward +=
-        (2.0 + again) * forward + (in.recompute == RecomputePolicy::selective ? score : 0.0);
+    out[c].model_backward += (kBackwardFlopsPerForward + again) * forward +
+                             (in.recompute == RecomputePolicy::selective ? score : 0.0);
     const SublayerComm one = sublayer_communication(in, sublayer);
     for (const CommGroup g : kChunkGroups) {
       comm[c].of(g).forward += one.of(g).forward;

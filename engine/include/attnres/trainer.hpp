@@ -9,7 +9,7 @@
 //   while (!trainer.finished()) trainer.step();   // f32 weights, AdamW, warm-up + cosine, clip
 //   trainer.write_checkpoint("out");               // config.json, model.safetensors, optimizer,
 //                                                  // train_state.json, train_log.csv
-//   auto again = Trainer::resume("out", data);     // continues bit-identically
+//   auto again = Trainer::resume("out", Trainer::resume_data("out"));  // continues bit-identically
 //
 // Training keeps f32 weights and AdamW state on the CPU with a GradientEngine (fast by default),
 // its matrix products in f32 or bf16 (options.engine.bf16; docs/training.md). Batches are a pure
@@ -84,11 +84,19 @@ class Trainer {
   Trainer(const ModelWeights<double>& initial, TextData data, const TrainOptions& options);
   ~Trainer();
 
+  // The data for resuming the run saved in `directory`: `data_path`, or when it is empty the file
+  // its train_state.json records (an absolute path), split with the run's own validation
+  // fraction. Refuses before any training, naming the file and both FNV-1a 64 fingerprints, a
+  // file whose bytes are not the ones the run started with, and naming the recorded path and
+  // fingerprint, a recorded file that cannot be read.
+  static TextData resume_data(const std::filesystem::path& directory,
+                              const std::filesystem::path& data_path = {});
   // Continues the run saved in `directory` (model, optimizer moments, step, options and log).
-  // `data` must be the file the run started with (checked by fingerprint). `steps`, when > 0,
-  // changes the run's length (the schedule then differs from the original run's); `engine`
-  // overrides the thread count / engine (not the precision); `precision` (bf16 | f32), when
-  // given, changes the run's precision. Errors name the file and what is wrong.
+  // `data` must be the file the run started with (checked by fingerprint; resume_data reads it
+  // with the run's split). `steps`, when > 0, changes the run's length (the schedule then
+  // differs from the original run's); `engine` overrides the thread count / engine (not the
+  // precision); `precision` (bf16 | f32), when given, changes the run's precision. Errors name
+  // the file and what is wrong.
   static std::unique_ptr<Trainer> resume(const std::filesystem::path& directory, TextData data,
                                          std::int64_t steps = 0,
                                          const EngineOptions* engine = nullptr,

@@ -7,6 +7,7 @@
 #include <numbers>
 #include <vector>
 
+#include "attnres/format.hpp"
 #include "attnres/paired_stats.hpp"
 #include "test_support.hpp"
 
@@ -139,6 +140,28 @@ TEST(SeedsToResolve, AgreesWithAnIndependentIteration) {
     }
     EXPECT_NEAR(seeds_to_resolve(1.0, ratio), expected, 1) << "s / gap " << ratio;
   }
+}
+
+// An interval bound that rounds to zero at the table's decimals keeps its sign and its first
+// digits (before: "+0.000" beside "resolved" for a bound of -0.0004 on one CPU and +0.0003 on
+// another); ordinary bounds keep their decimals.
+TEST(IntervalBound, ABoundThatRoundsToZeroShowsItsSign) {
+  EXPECT_EQ(format_signed_bound(-0.00042, 3), "-0.00042");
+  EXPECT_EQ(format_signed_bound(0.00003, 3), "+0.000030");
+  EXPECT_EQ(format_signed_bound(-0.00042, 4), "-0.0004");
+  EXPECT_EQ(format_signed_bound(4.2e-11, 3), "+4.2e-11");
+  for (const double bound : {-0.00042, 0.00003, -4.9e-4, 4.9e-5, -1e-9}) {
+    const std::string text = format_signed_bound(bound, 3);
+    EXPECT_EQ(text.front(), bound < 0 ? '-' : '+') << text;
+    EXPECT_NE(text.find_first_of("123456789"), std::string::npos) << text;
+    EXPECT_NEAR(std::stod(text), bound, std::abs(bound) * 0.06) << text;
+  }
+  EXPECT_EQ(format_signed_bound(-0.158, 3), "-0.158");
+  EXPECT_EQ(format_signed_bound(0.057, 3), "+0.057");
+  EXPECT_EQ(format_signed_bound(-0.0095, 3), "-0.009");  // as printf rounds it: 3 decimals kept
+  EXPECT_EQ(format_signed_bound(0.0, 3), "+0.000");
+  EXPECT_EQ(format_signed_bound(-0.0, 3), "+0.000");
+  EXPECT_EQ(format_signed_bound(std::nan(""), 3), "-");
 }
 
 }  // namespace

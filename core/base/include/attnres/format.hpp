@@ -10,6 +10,12 @@ namespace attnres {
 // Integers exactly; other values to 6 significant digits.
 std::string format_number(double value);
 
+// A signed number with `decimals` decimals ("+0.057", "-0.009"), except that a value other than
+// zero which would print as zero ("+0.000") gets two significant digits instead ("-0.00042",
+// "+0.000030", "-4.2e-09"): an interval bound beside "resolved" must show which side of zero it
+// lies on. NaN prints as "-".
+std::string format_signed_bound(double value, int decimals);
+
 // `text` made safe for a terminal or a log: valid UTF-8 sequences of printable characters are
 // kept; every other byte (invalid UTF-8, control characters other than newline and tab, DEL,
 // C1 controls) becomes "\xNN". Messages built from user files go through this before they are

@@ -80,6 +80,16 @@ double model_flops_per_token(const CostInputs& resolved);
 // The same for sublayers first..last (1-based, inclusive), per token, at context `context`.
 double sublayer_flops_per_token(const CostInputs& resolved, std::int64_t sublayer, double context);
 
+// Backward FLOPs per forward FLOP of a matrix product: the gradients of its input and of its
+// weight, one product each (the pipeline's time model and pass_flops_per_token count it so).
+inline constexpr double kBackwardFlopsPerForward = 2.0;
+// FLOPs per token of one pass of the whole model, as `attnres bench` counts them: the sublayers
+// (model_flops_per_token, at mean causal context T/2) and the LM head's product, 2·vocab·d; with
+// `backward`, a training step's forward and backward, (1 + kBackwardFlopsPerForward) times that.
+// The depth mixing (depth_attention_flops), norms and the optimizer are not counted: no matrix
+// products.
+double pass_flops_per_token(const CostInputs& resolved, bool backward);
+
 // One line, e.g. "MLA (d_c 512 + d_r 64) on 61 layers; MoE 256 experts top-8 + 1 shared from
 // layer 4".
 std::string describe_architecture(const CostInputs& resolved);
