@@ -11,7 +11,7 @@
 #   bash bench/gpu/run_gpu_checks.sh                 # from the repository root
 #   OUT=/tmp/results JOBS=8 bash bench/gpu/run_gpu_checks.sh
 #   CUDA_ARCH=75 bash bench/gpu/run_gpu_checks.sh     # another GPU generation
-#   PORTABLE=ON bash bench/gpu/run_gpu_checks.sh      # a generic x86-64 host build
+#   MARCH=x86-64 bash bench/gpu/run_gpu_checks.sh     # a generic x86-64 host build
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -21,7 +21,7 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 CUDA_ARCH=${CUDA_ARCH:-90}
 # The quick start's build (-march=native, which the top-level CMakeLists passes to nvcc's host
 # compiler too, so that Eigen allocates the same way in .cu and .cpp files).
-PORTABLE=${PORTABLE:-OFF}
+MARCH=${MARCH:-native}
 mkdir -p "$RESULTS"
 SUMMARY=$RESULTS/summary.txt
 : >"$SUMMARY"
@@ -55,7 +55,7 @@ export PATH=$PATH:/usr/local/cuda/bin
 
 # 1. Build.
 step configure cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DATTNRES_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" -DATTNRES_PORTABLE="$PORTABLE" \
+  -DATTNRES_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" -DATTNRES_MARCH="$MARCH" \
   -DATTNRES_BUILD_GUI=OFF -DATTNRES_BUILD_BENCHMARKS=OFF -DATTNRES_BUILD_TESTS=ON || {
   note "configure failed: nothing else can run"
   exit 1
