@@ -31,6 +31,7 @@
 
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
+#include "cuda/cublas_loader.hpp"
 #include "cuda/cuda_forward.hpp"
 #include "cuda/cuda_support.hpp"
 #include "cuda/forward_kernels.cuh"
@@ -93,7 +94,7 @@ struct CudaForward::Impl {
   ~Impl() {
     cudaSetDevice(device);
     if (stream) cudaStreamSynchronize(stream);
-    if (cublas) cublasDestroy(cublas);
+    if (cublas) cuda_engine::cublas().destroy(cublas);
     if (stream) cudaStreamDestroy(stream);
     cudaGetLastError();
   }

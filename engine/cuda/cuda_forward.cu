@@ -112,8 +112,8 @@ void record_reads(ForwardTrace& trace, const DepthLayout& layout, const ReadPlan
 void CudaForward::Impl::gemm(const float* x, int T, int in, const float* weight, int out,
                              float* y) {
   const float one = 1.0f, zero = 0.0f;
-  check(cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, T, in, &one, weight, in, x, in, &zero, y,
-                    out),
+  check(cuda_engine::cublas().sgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, T, in, &one, weight, in,
+                                    x, in, &zero, y, out),
         "cublasSgemm");
 }
 

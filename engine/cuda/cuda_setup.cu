@@ -128,10 +128,10 @@ void CudaForward::Impl::check_model(const ModelWeights<float>& model) {
 void CudaForward::Impl::create_handles() {
   check(cudaGetDevice(&device), "cudaGetDevice");
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a CUDA stream");
-  check(cublasCreate(&cublas), "creating the cuBLAS handle");
-  check(cublasSetStream(cublas, stream), "cublasSetStream");
+  check(cuda_engine::cublas().create(&cublas), "creating the cuBLAS handle");
+  check(cuda_engine::cublas().set_stream(cublas, stream), "cublasSetStream");
   // FP32 GEMMs (no TF32): the engine is checked against the f32 reference at 1e-4.
-  check(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  check(cuda_engine::cublas().set_math_mode(cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
 }
 
 void CudaForward::Impl::upload(const float* host, std::size_t count, const float* device_ptr) {

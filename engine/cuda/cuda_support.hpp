@@ -11,6 +11,7 @@
 #include <string>
 
 #include "attnres/error.hpp"
+#include "cuda/cublas_loader.hpp"
 
 namespace attnres::cuda_engine {
 
@@ -26,7 +27,7 @@ inline void check(cudaError_t status, const char* what) {
 
 inline void check(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw Error(std::string("CUDA engine: ") + what + " failed: " + cublasGetStatusString(status));
+    throw Error(std::string("CUDA engine: ") + what + " failed: " + cublas().status_string(status));
   }
 }
 
