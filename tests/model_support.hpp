@@ -205,16 +205,6 @@ void expect_tensor_near(const std::string& name, const Eigen::MatrixBase<A>& act
     std::cout << "TENSOR OK " << name << ", maxdiff = " << diff << " (bound " << relative << ")\n";
 }
 
-// The same for a check written as EXPECT_LE(tensor_difference(...), bound): the difference, logged.
-template <typename A, typename B>
-double tensor_difference(const std::string& name, const Eigen::MatrixBase<A>& actual,
-                         const Eigen::MatrixBase<B>& expected, double relative,
-                         double scale = 0.0) {
-  const double diff = relative_difference(actual, expected, scale);
-  log_bound(name, diff, relative);
-  return diff;
-}
-
 // Every tensor of two checkpoint directories (docs/interop.md): the same names, dtypes, shapes and
 // stored bytes.
 inline void expect_same_tensors(const std::filesystem::path& a, const std::filesystem::path& b) {
