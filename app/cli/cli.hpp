@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "attnres/cancel.hpp"
+
 namespace attnres {
 struct EngineOptions;
 enum class Precision;
@@ -67,12 +69,15 @@ struct UsageError : std::exception {
   std::string message;
 };
 
-// Runs `parse`, turning an attnres::Error into a UsageError (for values of flags).
+// Runs `parse`, turning an attnres::Error into a UsageError (for values of flags). Cancelled
+// (Ctrl-C or SIGTERM during work run under it, e.g. plan's grid) passes through: exit 130.
 template <typename Parse>
 auto parse_flag_value(Parse parse) {
   try {
     return parse();
   } catch (const UsageError&) {
+    throw;
+  } catch (const Cancelled&) {
     throw;
   } catch (const std::runtime_error& error) {
     throw UsageError(error.what());

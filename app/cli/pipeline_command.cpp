@@ -18,6 +18,7 @@
 #include "cost_input_flags.hpp"
 #include "options.hpp"
 #include "pipeline_flags.hpp"
+#include "progress.hpp"
 #include "table_output.hpp"
 
 namespace attnres::cli {
@@ -181,7 +182,14 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   PipelineSettings settings = pipeline_settings(values, flags);
   settings.record_timeline = flags.format == "table";
   PipelineReport pipeline;
-  parse_flag_value([&] { pipeline = evaluate_pipeline(settings); });
+  {
+    // The simulations check Ctrl-C / SIGTERM as they place operations (exit 130).
+    ProgressBar progress("pipeline");
+    settings.progress = progress.callback();
+    parse_flag_value([&] { pipeline = evaluate_pipeline(settings); });
+    settings.progress = {};
+  }
+  throw_if_interrupted("pipeline simulation");
   const StackTime prefill = stack_time(settings.model, Phase::prefill, settings.hardware);
   const StackTime decode = stack_time(settings.model, Phase::decode, settings.hardware);
   warn_stage_split(settings.model, err);

@@ -16,6 +16,7 @@ namespace {
 
 std::atomic<bool> interrupted{false};
 std::atomic<int> scopes{0};
+std::atomic<int> bars{0};  // progress bars made so far (ATTNRES_TEST_HOLD_PROGRESS holds the first)
 struct sigaction previous_int, previous_term;
 
 void on_interrupt(int signal_number) {
@@ -57,13 +58,32 @@ ProgressBar::ProgressBar(std::string label)
     : label_(std::move(label)),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_),
-      terminal_(isatty(fileno(stderr)) != 0) {}
+      terminal_(isatty(fileno(stderr)) != 0),
+      serial_(++bars) {}
 
 ProgressBar::~ProgressBar() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
 }
 
+namespace {
+
+// ATTNRES_TEST_HOLD_PROGRESS=FILE (with ATTNRES_TEST_HOLD_PROGRESS_AT=N, default 1): the N-th
+// update of the program's first progress bar holds (hold_for_tests) until Ctrl-C / SIGTERM. A
+// test waits for FILE, sends the signal, and so interrupts the work at a known point inside it.
+void hold_progress_for_tests(int bar) {
+  static std::size_t calls = 0;
+  static const std::size_t at = [] {
+    const char* text = std::getenv("ATTNRES_TEST_HOLD_PROGRESS_AT");
+    return text && *text ? static_cast<std::size_t>(std::strtoull(text, nullptr, 10)) : 1;
+  }();
+  if (bar != 1 || ++calls != at) return;
+  hold_for_tests("ATTNRES_TEST_HOLD_PROGRESS");
+}
+
+}  // namespace
+
 bool ProgressBar::update(std::size_t done, std::size_t total) {
+  hold_progress_for_tests(serial_);
   if (interrupted) return false;
   if (!terminal_ || total == 0) return true;
   const auto now = std::chrono::steady_clock::now();

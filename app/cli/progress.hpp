@@ -35,7 +35,9 @@ void throw_if_interrupted(const std::string& what);
 // Test hook: when the environment variable `variable` names a FILE, the first call creates FILE
 // and waits (up to 60 s) for Ctrl-C / SIGTERM, so that a test can interrupt a command at a known
 // point (ATTNRES_TEST_HOLD_WRITE: a write phase; ATTNRES_TEST_HOLD_TRAIN: after train's first
-// checkpoint). Does nothing when the variable is unset.
+// checkpoint; ATTNRES_TEST_HOLD_PROGRESS: the N-th update of the first progress bar, N from
+// ATTNRES_TEST_HOLD_PROGRESS_AT, default 1, so inside long work). Does nothing when the variable
+// is unset.
 void hold_for_tests(const char* variable);
 
 class ProgressBar {
@@ -59,6 +61,7 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_, last_draw_;
   bool terminal_ = false;
   bool drawn_ = false;
+  int serial_ = 0;  // 1 for the program's first bar (ATTNRES_TEST_HOLD_PROGRESS)
 };
 
 // The progress callback of a write phase: the bar's (so Ctrl-C stops it), plus the test hook
