@@ -3,6 +3,7 @@
 // what every command does with its flags before its own work.
 #include "options.hpp"
 
+#include <cmath>
 #include <map>
 
 #include "attnres/cost_metrics.hpp"
@@ -11,6 +12,7 @@
 #include "attnres/format.hpp"
 #include "attnres/forward_steps.hpp"
 #include "attnres/hardware.hpp"
+#include "attnres/quoted_text.hpp"
 #include "cli.hpp"
 
 namespace attnres::cli {
@@ -230,8 +232,16 @@ bool model_shape_given(const po::variables_map& values) {
 void finish_model_shape(const po::variables_map& values, ModelShapeFlags& flags) {
   if (!values.count("kv-heads"))
     flags.config.num_key_value_heads = flags.config.num_attention_heads;
-  if (!(flags.random.query_std >= 0.0)) throw UsageError("--query-std must be >= 0");
-  if (!(flags.random.weight_std >= 0.0)) throw UsageError("--weight-std must be >= 0");
+  // A standard deviation that is negative, NaN or infinite would write weights every reader
+  // refuses (or a model of NaNs): refused before any work.
+  auto standard_deviation = [](const char* flag, double value) {
+    if (!(value >= 0.0) || !std::isfinite(value)) {
+      throw UsageError(std::string(flag) + " must be a finite number >= 0, got " +
+                       format_number(value));
+    }
+  };
+  standard_deviation("--query-std", flags.random.query_std);
+  standard_deviation("--weight-std", flags.random.weight_std);
   try {
     flags.config.validate("invalid model shape", flag_for_key);
   } catch (const Error& error) {
@@ -339,7 +349,7 @@ po::variables_map parse_options(const std::vector<std::string>& args,
       hint.clear();
       for (const auto& flag : longer) hint += (hint.empty() ? "" : "' or '") + flag;
     }
-    throw UsageError("unknown flag '" + printable_text(typed) + "'" +
+    throw UsageError("unknown flag '" + quoted_text(typed) + "'" +
                      (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
                      (longer.empty() ? "" : "; flags are never abbreviated"));
   } catch (const po::too_many_positional_options_error&) {
@@ -351,7 +361,7 @@ po::variables_map parse_options(const std::vector<std::string>& args,
     const bool numeric =
         !word.empty() && word.find_first_not_of("0123456789, ") == std::string::npos;
     throw UsageError(
-        "unexpected argument '" + printable_text(word) + "'" +
+        "unexpected argument '" + quoted_text(word) + "'" +
         (numeric ? " (a list of token ids must be quoted as one argument: --tokens \"1 7 42\")"
                  : " (every value belongs to a flag: --flag VALUE)"));
   }

@@ -31,6 +31,11 @@ int scaling_command(const std::vector<std::string>& args, std::ostream& out, std
     throw UsageError("--target-loss must be a finite number > 0, got " +
                      format_number(target_loss));
   }
+  try {
+    (void)scaling_at_loss(target_loss);  // a loss whose compute is not a finite number: refused
+  } catch (const Error& error) {
+    throw UsageError(std::string("--target-loss: ") + error.what());
+  }
   Report report;
   add_scaling_section({target_loss, target_loss - 0.1, target_loss + 0.1}, report);
   if (format == "json") {

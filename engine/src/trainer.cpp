@@ -58,8 +58,11 @@ void TrainOptions::validate() const {
     fail("beta2 must be in [0, 1), got " + format_number(adamw.beta2));
   if (!(adamw.eps > 0.0) || !std::isfinite(adamw.eps))
     fail("eps must be a positive number, got " + format_number(adamw.eps));
-  if (!(adamw.weight_decay >= 0.0)) fail("--weight-decay must be >= 0");
-  if (!std::isfinite(clip)) fail("--clip must be a number");
+  if (!(adamw.weight_decay >= 0.0) || !std::isfinite(adamw.weight_decay))
+    fail("--weight-decay must be a finite number >= 0, got " + format_number(adamw.weight_decay));
+  // 0 turns clipping off; a negative threshold (which clip_scale also read as off) is refused.
+  if (!(clip >= 0.0) || !std::isfinite(clip))
+    fail("--clip must be a finite number >= 0 (0 = off), got " + format_number(clip));
   if (eval_every < 0) fail("--eval-every must be >= 0 (0 = steps / 10)");
   if (eval_sequences < 1) fail("--eval-sequences must be at least 1");
   if (!(validation_fraction > 0.0 && validation_fraction < 1.0))

@@ -12,6 +12,11 @@ namespace {
 
 using Problem = std::optional<CostInputProblem>;
 
+// The most an MLA width (kv_latent, rope_dim, q_latent) may be: the GUI's and the input table's
+// bound of the width d (cost_input_fields.cpp), far above any published model (DeepSeek-V3:
+// 512, 64, 1536).
+constexpr std::int64_t kMaxMlaWidth = 1'000'000;
+
 Problem problem(const char* field, std::string message) {
   return CostInputProblem{field, std::move(message)};
 }
@@ -84,6 +89,15 @@ Problem resolve_attention(CostInputs& in) {
   if (full == AttentionKind::mla) {
     if (in.kv_latent < 0 || in.rope_dim < 0 || in.q_latent < 0)
       return problem("kv_latent", "MLA widths must be >= 0");
+    // Capped as the width d is, so that no byte count of a cache row or a traffic can overflow
+    // (rope_dim = 2^63 - 1 made 1e28-byte rows).
+    for (auto [value, key] :
+         {std::pair{in.kv_latent, "kv_latent"}, std::pair{in.rope_dim, "rope_dim"},
+          std::pair{in.q_latent, "q_latent"}}) {
+      if (value > kMaxMlaWidth)
+        return problem(key, std::string(key) + " must be at most " + str(kMaxMlaWidth) + ", got " +
+                                str(value));
+    }
     if (in.kv_latent == 0) in.kv_latent = 512;
     if (in.rope_dim == 0) in.rope_dim = 64;
   } else {

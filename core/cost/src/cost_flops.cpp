@@ -1,10 +1,14 @@
 // Arithmetic of the cost engine: the (read, source) pairs of the depth reads (the closed forms of
 // docs/math.md §2.2–2.3, with and without a window), depth-attention and model FLOPs per token,
 // and the paper's scaling-law fits (docs/math.md §3.5).
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "attnres/checked_math.hpp"
 #include "attnres/cost.hpp"
+#include "attnres/error.hpp"
+#include "attnres/format.hpp"
 
 namespace attnres {
 
@@ -81,6 +85,23 @@ ScalingAtLoss scaling_at_loss(double target_loss) {
   out.compute_full = fits[2].compute_for(target_loss);
   out.multiplier_block = out.compute_baseline / out.compute_block;
   out.multiplier_full = out.compute_baseline / out.compute_full;
+  // C = (A / loss)^(1/a) with a near 0.057 leaves the doubles (overflows to inf or underflows to
+  // 0, and the multipliers become NaN) for a loss far from the fits' range: refused, with the
+  // losses whose every answer is a finite positive number.
+  const bool finite = std::isnormal(out.compute_baseline) && std::isnormal(out.compute_block) &&
+                      std::isnormal(out.compute_full) && std::isnormal(out.multiplier_block) &&
+                      std::isnormal(out.multiplier_full);
+  if (!finite) {
+    double low = 0, high = std::numeric_limits<double>::infinity();
+    for (const ScalingFit& fit : fits) {
+      // compute_for(loss) <= DBL_MAX  <=>  loss >= A · DBL_MAX^(-a); >= DBL_MIN likewise.
+      low = std::max(low, fit.A * std::pow(std::numeric_limits<double>::max(), -fit.a));
+      high = std::min(high, fit.A * std::pow(std::numeric_limits<double>::min(), -fit.a));
+    }
+    throw Error("target loss " + format_number(target_loss) +
+                " has no finite compute under the paper's fits: expected a loss between " +
+                format_number(low * 1.01) + " and " + format_number(high * 0.99));
+  }
   return out;
 }
 

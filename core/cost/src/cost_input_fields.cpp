@@ -135,6 +135,7 @@ std::array<CostInputField, kCostInputFieldCount> build_fields() {
        {"heads", "kv_heads", "head_dim", "vocab", "kv_latent", "rope_dim", "q_latent",
         "hybrid_period", "experts", "active", "shared", "expert_ffn", "dense_layers", "zero"})
     at(key).input_min = 0;
+  for (const char* key : {"kv_latent", "rope_dim", "q_latent"}) at(key).input_max = 1'000'000;
   at("zero").input_max = 3;
   at("optimizer_bytes").input_min = 0;
   at("optimizer_bytes").input_max = 64;

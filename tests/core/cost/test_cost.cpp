@@ -180,6 +180,37 @@ TEST(CostScaling, BlockNeedsAbout125xLessComputeNearLoss1695) {
   EXPECT_THROW(scaling_at_loss(0.0), Error);
 }
 
+TEST(CostScaling, ALossWhoseComputeIsNotAFiniteNumberIsRefusedWithTheRange) {
+  // Issue 42: 1e308 gave compute 0 and multipliers NaN ("-nan", exit 0).
+  for (const double loss : {1e308, 1e30, 1e-300}) {
+    try {
+      (void)scaling_at_loss(loss);
+      ADD_FAILURE() << loss << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("expected a loss between"), std::string::npos)
+          << error.what();
+    }
+  }
+  const auto at = scaling_at_loss(1e10);  // far out, but every answer is a finite number
+  EXPECT_TRUE(std::isnormal(at.compute_baseline) && std::isnormal(at.multiplier_full));
+}
+
+TEST(CostArchitecture, MlaWidthsAreCappedSoByteCountsCannotOverflow) {
+  // Issue 42: rope_dim = 2^63 - 1 gave 1e28-byte memory rows.
+  CostInputs in;
+  in.sublayers = 8;
+  in.d_model = 16;
+  in.blocks = 2;
+  in.attention = AttentionKind::mla;
+  in.rope_dim = std::numeric_limits<std::int64_t>::max();
+  auto problem = try_resolve_cost_inputs(in);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->field, "rope_dim");
+  EXPECT_NE(problem->message.find("at most 1000000"), std::string::npos) << problem->message;
+  in.rope_dim = 1'000'000;
+  EXPECT_FALSE(try_resolve_cost_inputs(in).has_value());
+}
+
 CostInputs paper_inputs() {
   CostInputs in;
   in.sublayers = 128;
