@@ -1,4 +1,5 @@
 // attnres forward: a forward pass with a readable summary, and optional --dump / --trace files.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,8 @@
 #include "attnres/format.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/gradient_engine.hpp"
+#include "attnres/mixing_analysis.hpp"
+#include "attnres/model.hpp"
 #include "attnres/model_charts.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/token_ids.hpp"
@@ -41,7 +44,7 @@ template <typename Scalar>
 void print_summary(std::ostream& out, const std::string& model_dir, const ModelConfig& config,
                    const ForwardResult<Scalar>& result, const std::string& precision) {
   const ForwardTrace& trace = result.trace;
-  out << "model     " << model_dir << ": d = " << config.hidden_size << ", "
+  out << "model     " << printable_text(model_dir) << ": d = " << config.hidden_size << ", "
       << config.num_hidden_layers << " layers = L " << trace.sublayers << " sublayers, "
       << config.num_attention_heads << " heads (" << config.num_key_value_heads << " kv), ffn "
       << config.intermediate_size << ", vocab " << config.vocab_size << "\n";
@@ -135,6 +138,10 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
     for (int rank : trace.semiseparable_rank) out << " " << rank;
     out << "\n";
   }
+  if (trace.mixing_mean.size() > 0) {  // the mixing analysis ran: say what its bounds left out
+    if (const std::string note = mixing_analysis_note(trace); !note.empty())
+      out << "note: " << note << "\n";
+  }
   out << "\nfinal hidden RMS "
       << format_fixed(
              std::sqrt(result.hidden_final.template cast<double>().array().square().mean()), 4)
@@ -196,10 +203,38 @@ void write_forward_charts(const ForwardTrace& trace, const ForwardTrace* referen
           stems.push_back(spec.id);
         }
       });
-  out << "wrote " << chart.target.string() << ": ";
+  out << "wrote " << printable_text(chart.target.string()) << ": ";
   for (std::size_t i = 0; i < stems.size(); ++i) out << (i == 0 ? "" : ", ") << stems[i];
   out << " (.png, .svg, .csv each)\n";
-  for (const auto& note : output_directory_notes(written)) out << "note: " << note << "\n";
+  for (const auto& note : output_directory_notes(written))
+    out << "note: " << printable_text(note) << "\n";
+}
+
+// The memory pre-check of a pass's trace. Full AttnRes keeps the weights of every read, T x (r+1)
+// numbers at read r: T (L+1)(L+2)/2 in all, O(L^2), and the mixing analysis an (L+1)^2 mean
+// matrix (its per-token matrices are bounded, mixing_analysis.hpp). A pass that would need more
+// than the memory available is refused before any work, as load_model refuses weights.
+void refuse_trace_beyond_memory(const ModelConfig& config, ResidualMode mode, std::size_t tokens,
+                                bool record_mixing) {
+  if (mode != ResidualMode::full) return;  // the other layouts' traces are O(L) or O(L N)
+  const double L = config.sublayers();
+  const double W = config.attn_res.window;
+  double sources = 0;  // sum over reads r = 0 .. L of the sources they weigh
+  for (std::int64_t r = 0; r <= config.sublayers(); ++r)
+    sources += 1.0 + (W > 0 ? std::min<double>(static_cast<double>(r), W) : static_cast<double>(r));
+  const double heads = config.attn_res.heads > 1 ? 1.0 + config.attn_res.heads : 1.0;
+  double bytes = static_cast<double>(tokens) * sources * heads * sizeof(double);
+  if (record_mixing) bytes += (L + 1) * (L + 1) * sizeof(double) * 2;  // the mean, one token's
+  const auto available = static_cast<double>(available_memory_bytes());
+  if (bytes > available) {
+    throw Error("Full AttnRes at L = " + std::to_string(config.sublayers()) +
+                " sublayers and T = " + std::to_string(tokens) +
+                " tokens keeps the weights of every read in the pass's trace (T (L+1)(L+2)/2 "
+                "numbers, growing as L^2): " +
+                std::to_string(static_cast<std::uint64_t>(bytes / 1e6)) + " MB, but only " +
+                std::to_string(static_cast<std::uint64_t>(available / 1e6)) +
+                " MB of memory is available; refusing before the pass (give fewer tokens)");
+  }
 }
 
 // The pass on `weights`; `model` (the float64 weights) only where charts need the standard
@@ -246,11 +281,11 @@ void run_prepared(const ModelWeights<Scalar>& weights, const ModelWeights<double
                        {"mode", to_string(result.trace.mode)},
                        {"precision", precision},
                        {"engine", to_string(engine.engine)}});
-    out << "wrote " << dump_path << "\n";
+    out << "wrote " << printable_text(dump_path) << "\n";
   }
   if (!trace_path.empty()) {
     write_file_atomically(trace_path, trace_to_json(result).dump(1) + "\n");
-    out << "wrote " << trace_path << "\n";
+    out << "wrote " << printable_text(trace_path) << "\n";
   }
   if (!chart.target.empty()) {
     ProgressBar progress("charts");
@@ -444,6 +479,7 @@ int forward_command(const std::vector<std::string>& args, std::ostream& out, std
                        " is larger than L = " + std::to_string(L) + " sublayers");
     }
   }
+  refuse_trace_beyond_memory(model.config, mode, tokens.size(), forward_options.record_mixing);
   if (model32) {
     run_prepared<float>(*model32, nullptr, tokens, forward_options, engine, model_dir, precision,
                         dump_path, trace_path, with_gradients, chart, out);

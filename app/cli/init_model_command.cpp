@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 #include "attnres/model.hpp"
 #include "attnres/output_dir.hpp"
 #include "cli.hpp"
@@ -98,6 +99,18 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
   std::vector<std::string> notes =
       check_output_directory(target, output);  // refuse before the work, not after
 
+  // The memory pre-check, as load_model's: the model is built in float64, then written (an f32
+  // or bf16 copy of each tensor at a time). Full AttnRes layouts with mixing scalars count (L+1)^2
+  // logits (model_bytes); refused before any allocation instead of meeting the OOM killer.
+  const std::uint64_t needed = model_bytes(config, "the model described", sizeof(double));
+  const std::uint64_t available = available_memory_bytes();
+  if (needed > available) {
+    throw Error("the model described (" + std::to_string(config.num_hidden_layers) +
+                " layers, d = " + std::to_string(config.hidden_size) + ", " +
+                config.attn_res.describe() + ") needs " + std::to_string(needed / 1000000) +
+                " MB as float64, but only " + std::to_string(available / 1000000) +
+                " MB of memory is available; refusing before any work");
+  }
   ModelWeights<double> model = random_model(config, random);
   if (config.tie_word_embeddings) model.lm_head = model.embed_tokens;
   ProgressBar progress("writing");
@@ -114,11 +127,11 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
 
   const std::int64_t parameters = parameter_count(model);
   if (write.format == "hf") {
-    out << "wrote " << target.string() << " (Kimi K3 Hugging Face layout): ";
+    out << "wrote " << printable_text(target.string()) << " (Kimi K3 Hugging Face layout): ";
     for (std::size_t i = 0; i < files.size(); ++i) out << (i ? ", " : "") << files[i];
   } else {
-    out << "wrote " << (target / "config.json").string() << " and "
-        << (target / "model.safetensors").string();
+    out << "wrote " << printable_text((target / "config.json").string()) << " and "
+        << printable_text((target / "model.safetensors").string());
   }
   out << "\n"
       << "  d = " << config.hidden_size << ", " << config.num_hidden_layers
@@ -131,7 +144,7 @@ int init_model_command(const std::vector<std::string>& args, std::ostream& out, 
       << parameters * static_cast<std::int64_t>(element_size(dtype)) << " bytes)"
       << "; seed " << random.seed << ", query std " << random.query_std << "\n";
   for (const auto& note : output_directory_notes(written)) notes.push_back(note);
-  for (const auto& note : notes) out << "note: " << note << "\n";
+  for (const auto& note : notes) out << "note: " << printable_text(note) << "\n";
   return kExitOk;
 }
 

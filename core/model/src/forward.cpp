@@ -10,6 +10,7 @@
 #include "attnres/forward_steps.hpp"
 #include "attnres/layers.hpp"
 #include "attnres/mhc.hpp"
+#include "attnres/mixing_analysis.hpp"
 
 namespace attnres {
 
@@ -205,15 +206,54 @@ std::size_t shared_history(const DepthLayout& layout, int first, int last) {
   return shared;
 }
 
+double rank_analysis_work(std::int64_t n) {
+  double work = 0.0;
+  for (std::int64_t k = 1; k < n; ++k) {
+    const auto rows = static_cast<double>(n - k), cols = static_cast<double>(k);
+    work += rows * cols * std::min(rows, cols);
+  }
+  return work;
+}
+
+MixingAnalysisPlan plan_mixing_analysis(std::int64_t sublayers, std::int64_t tokens) {
+  const auto n = static_cast<double>(sublayers + 1);
+  const double work = rank_analysis_work(sublayers + 1);
+  MixingAnalysisPlan plan;
+  plan.per_token_matrices = static_cast<double>(tokens) * n * n <= kMaxMixingPerTokenCells;
+  plan.mean_ranks = work <= kMaxRankAnalysisWork;
+  plan.token_ranks =
+      plan.per_token_matrices && static_cast<double>(tokens) * work <= kMaxRankAnalysisWork;
+  return plan;
+}
+
+std::string mixing_analysis_note(const ForwardTrace& trace) {
+  const MixingAnalysisPlan plan = plan_mixing_analysis(trace.sublayers, trace.tokens);
+  std::string skipped;
+  if (!plan.per_token_matrices) skipped = "the per-token mixing matrices M_t";
+  if (!plan.mean_ranks) {
+    skipped += std::string(skipped.empty() ? "" : " and ") + "the semiseparable ranks";
+  } else if (!plan.token_ranks) {
+    skipped += std::string(skipped.empty() ? "" : " and ") +
+               "the per-token semiseparable ranks (those of the mean M are given)";
+  }
+  if (skipped.empty()) return "";
+  return "skipped " + skipped + ": at L = " + std::to_string(trace.sublayers) +
+         " sublayers and T = " + std::to_string(trace.tokens) +
+         " tokens they exceed the analysis bounds (256 MB of M_t; 1e9 multiply-adds of SVDs, "
+         "docs/math.md §2.8)";
+}
+
 void record_mixing(ForwardTrace& trace, const ForwardOptions& options) {
   const Eigen::Index n = trace.sublayers + 1;
   const auto T = static_cast<std::size_t>(trace.tokens);
-  trace.mixing_per_token.assign(T, Eigen::MatrixXd::Zero(n, n));
-  for (std::size_t t = 0; t < T; ++t) {
-    auto& mixing = trace.mixing_per_token[t];
+  const MixingAnalysisPlan plan = plan_mixing_analysis(trace.sublayers, trace.tokens);
+  // Ctrl-C / SIGTERM is checked once per token and per cut (Cancelled, as the pass itself).
+  const auto L = static_cast<std::size_t>(trace.sublayers);
+  auto check = [&] { report_progress(options.progress, L, L, "forward pass"); };
+  auto fill = [&](Eigen::MatrixXd& mixing, std::size_t t) {
     if (trace.mode == ResidualMode::standard) {
       mixing.triangularView<Eigen::Lower>().setOnes();
-      continue;
+      return;
     }
     for (const auto& read : trace.reads) {
       for (std::size_t j = 0; j < read.sources.size(); ++j) {
@@ -224,14 +264,35 @@ void record_mixing(ForwardTrace& trace, const ForwardOptions& options) {
         }
       }
     }
-  }
+  };
+  trace.mixing_per_token.clear();
   trace.mixing_mean = Eigen::MatrixXd::Zero(n, n);
-  for (const auto& mixing : trace.mixing_per_token) trace.mixing_mean += mixing;
-  trace.mixing_mean /= static_cast<double>(T);
-  trace.semiseparable_rank = semiseparable_ranks(trace.mixing_mean, options.rank_tolerance);
+  if (plan.per_token_matrices) trace.mixing_per_token.reserve(T);
+  Eigen::MatrixXd one = Eigen::MatrixXd::Zero(n, n);
+  for (std::size_t t = 0; t < T; ++t) {
+    check();
+    one.setZero();
+    fill(one, t);
+    trace.mixing_mean += one;
+    if (plan.per_token_matrices) trace.mixing_per_token.push_back(one);
+  }
+  if (T > 0) trace.mixing_mean /= static_cast<double>(T);
+  trace.semiseparable_rank.clear();
+  trace.semiseparable_rank_max.clear();
+  auto ranks_of = [&](const Eigen::MatrixXd& mixing) {
+    std::vector<int> ranks;
+    for (Eigen::Index cut = 1; cut < mixing.rows(); ++cut) {
+      check();
+      ranks.push_back(numerical_rank(cut_singular_values(mixing, cut), options.rank_tolerance));
+    }
+    return ranks;
+  };
+  if (!plan.mean_ranks) return;
+  trace.semiseparable_rank = ranks_of(trace.mixing_mean);
+  if (!plan.token_ranks) return;
   trace.semiseparable_rank_max.assign(trace.semiseparable_rank.size(), 0);
   for (const auto& mixing : trace.mixing_per_token) {
-    const auto ranks = semiseparable_ranks(mixing, options.rank_tolerance);
+    const auto ranks = ranks_of(mixing);
     for (std::size_t k = 0; k < ranks.size(); ++k) {
       trace.semiseparable_rank_max[k] = std::max(trace.semiseparable_rank_max[k], ranks[k]);
     }

@@ -8,6 +8,8 @@
 
 #include "attnres/error.hpp"
 #include "attnres/forward.hpp"
+#include "attnres/forward_steps.hpp"
+#include "attnres/mixing_analysis.hpp"
 #include "attnres/model.hpp"
 #include "model_support.hpp"
 
@@ -280,6 +282,45 @@ TEST(CutSingularValues, ClosedFormsAndTheRanksAgree) {
   EXPECT_TRUE(test::near_relative(sigma(1), 2.0, kSvd, 3.0, "sigma 1"));
   EXPECT_THROW(cut_singular_values(ones, 0), Error);
   EXPECT_THROW(cut_singular_values(ones, n), Error);
+}
+
+// Issue 42: the mixing analysis of a deep Full AttnRes pass grew as O(T L^2) in memory and
+// O(T L^4) in time (850 s at 4,000 layers); above its bounds it is skipped, with a note.
+TEST(MixingAnalysis, BoundsSkipWhatADeepPassCannotAffordAndSaySo) {
+  const MixingAnalysisPlan small = plan_mixing_analysis(16, 8);
+  EXPECT_TRUE(small.per_token_matrices && small.mean_ranks && small.token_ranks);
+  const MixingAnalysisPlan deep = plan_mixing_analysis(8000, 4);
+  EXPECT_FALSE(deep.per_token_matrices);
+  EXPECT_FALSE(deep.mean_ranks);
+  EXPECT_FALSE(deep.token_ranks);
+  // L = 300: the mean's ranks fit the bound, 8 tokens' do not.
+  const MixingAnalysisPlan middle = plan_mixing_analysis(300, 8);
+  EXPECT_TRUE(middle.mean_ranks);
+  EXPECT_FALSE(middle.token_ranks);
+  EXPECT_NEAR(rank_analysis_work(101), 0.052 * 101.0 * 101 * 101 * 101, 0.01 * 101e6);
+  ForwardTrace trace;
+  trace.sublayers = 8000;
+  trace.tokens = 4;
+  EXPECT_NE(mixing_analysis_note(trace).find("skipped the per-token mixing matrices M_t and the "
+                                             "semiseparable ranks"),
+            std::string::npos)
+      << mixing_analysis_note(trace);
+  trace.sublayers = 16;
+  EXPECT_EQ(mixing_analysis_note(trace), "");
+}
+
+TEST(MixingAnalysis, RecordMixingChecksCancellation) {
+  ForwardTrace trace;
+  trace.mode = ResidualMode::standard;
+  trace.sublayers = 8;
+  trace.tokens = 2;
+  ForwardOptions options;
+  const CancelToken token;
+  options.progress = token.progress();
+  record_mixing(trace, options);
+  EXPECT_EQ(trace.semiseparable_rank, std::vector<int>(8, 1));
+  token.cancel();
+  EXPECT_THROW(record_mixing(trace, options), Cancelled);
 }
 
 }  // namespace test_forward
