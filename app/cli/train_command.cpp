@@ -1,5 +1,11 @@
 // attnres train: train a tiny model on byte-level text (docs/training.md), writing a checkpoint
 // (model, optimizer, state, train_log.csv) at every evaluation, at the end and on Ctrl-C.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -23,6 +29,78 @@ namespace attnres::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+// One training run per --out directory at a time. Two runs into one directory would each commit
+// checkpoints over the other's and both report success, one result lost; so a run holds an
+// exclusive flock for its whole length and a second run is refused while the first runs.
+//
+// The lock is not inside the directory: there a file of its own would be foreign to the output
+// directory's rules (docs/output-safety.md), and the directory's own flock is output_dir's
+// DirectoryLock, taken exclusively by every commit (a lock held on it for the run would block the
+// run's own checkpoints). It is a hidden file beside the directory,
+// PARENT/.NAME.attnres-train.lock, created for the run and removed at its end. Whoever locks a file
+// checks that the path still names it (a run ending removes the file; a run that locked the removed
+// file tries again), so at most one run holds the lock of a path. A run killed outright leaves the
+// file, which is harmless: an unlocked file is taken over by the next run. When the parent cannot
+// be written (no permission, a read-only file system) there is no lock, as the write would fail
+// anyway.
+class TrainRunLock {
+ public:
+  explicit TrainRunLock(const fs::path& target) {
+    std::error_code error;
+    fs::path full = fs::weakly_canonical(fs::absolute(target, error), error);
+    if (error || full.filename().empty()) full = fs::absolute(target, error).lexically_normal();
+    while (!full.empty() && full.filename().empty() && full != full.root_path())
+      full = full.parent_path();
+    if (full.filename().empty() || full == full.root_path()) return;
+    path_ = full.parent_path() / ("." + full.filename().string() + ".attnres-train.lock");
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        path_.clear();  // the parent cannot be written: no lock (see above)
+        return;
+      }
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int why = errno;
+        std::string holder;
+        char buffer[32] = {};
+        if (::pread(fd, buffer, sizeof buffer - 1, 0) > 0) holder = buffer;
+        ::close(fd);
+        path_.clear();
+        if (why != EWOULDBLOCK) return;
+        while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' '))
+          holder.pop_back();
+        throw Error("another attnres train" +
+                    (holder.empty() ? std::string() : " (pid " + printable_text(holder) + ")") +
+                    " is writing " + printable_text(target.string()) +
+                    " now; two runs into one --out would overwrite each other's checkpoints: "
+                    "wait for it to finish, or give another --out");
+      }
+      struct stat locked = {};
+      struct stat named = {};
+      if (::fstat(fd, &locked) == 0 && ::stat(path_.c_str(), &named) == 0 &&
+          locked.st_dev == named.st_dev && locked.st_ino == named.st_ino) {
+        fd_ = fd;
+        const std::string pid = std::to_string(::getpid()) + "\n";
+        if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, pid.data(), pid.size(), 0);
+        return;
+      }
+      ::close(fd);  // removed by the run that held it: lock the new file
+    }
+    path_.clear();
+  }
+  ~TrainRunLock() {
+    if (fd_ < 0) return;
+    ::unlink(path_.c_str());  // while locked: a run waiting on this file sees it gone, retries
+    ::close(fd_);
+  }
+  TrainRunLock(const TrainRunLock&) = delete;
+  TrainRunLock& operator=(const TrainRunLock&) = delete;
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+};
 
 std::string loss_text(double loss) {
   return std::isnan(loss) ? "-" : format_fixed(loss, 4);
@@ -245,6 +323,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
                       fs::weakly_canonical(target)) {
     output.inputs.push_back(resume_dir);
   }
+  // Held until the command returns: a second train into this --out is refused meanwhile.
+  const TrainRunLock run_lock(target);
   // What the check did to the directory (an interrupted checkpoint completed, a killed run's
   // staging folder removed) is said at the end, in the summary's "notes" as well.
   std::vector<std::string> notes = check_output_directory(target, output);
@@ -282,7 +362,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
         << ": " << parameter_count(trainer->model()) << " parameters, " << run.steps << " steps of "
         << run.batch << " x " << run.sequence_length << " tokens, "
         << training_precision_text(run.engine, precision_note) << ", " << trainer->threads()
-        << " thread(s), data " << trainer->data().source.string() << " ("
+        << " thread(s), data " << printable_text(trainer->data().source.string()) << " ("
         << trainer->data().train.size() << " + " << trainer->data().validation.size()
         << " bytes)\n";
     if (trainer->current_step() > 0) out << "resumed at step " << trainer->current_step() << "\n";
@@ -329,8 +409,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   if (interrupted) {
     checkpoint();  // the last completed step; the abandoned one left no trace
     const std::string message = "interrupted at step " + std::to_string(trainer->current_step()) +
-                                "; checkpoint written to " + target.string() +
-                                " (continue with --resume " + target.string() + ")";
+                                "; checkpoint written to " + printable_text(target.string()) +
+                                " (continue with --resume " + printable_text(target.string()) + ")";
     if (table) {
       out << message << "\n";
     } else {  // stdout stays JSON; the words go to stderr
@@ -362,13 +442,14 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   if (run.forward.mode == ResidualMode::block) summary["block_size"] = *run.forward.block_size;
   summary["parameters"] = parameter_count(trainer->model());
   summary["peak_resident_bytes"] = peak_resident_bytes();
-  summary["out"] = target.string();
-  summary["notes"] = notes;
+  summary["out"] = printable_text(target.string());  // valid UTF-8 for JSON, safe on a terminal
+  summary["notes"] = nlohmann::json::array();
+  for (const auto& note : notes) summary["notes"].push_back(printable_text(note));
   if (table) {
-    out << "wrote " << target.string()
+    out << "wrote " << printable_text(target.string())
         << " (config.json, model.safetensors, optimizer.safetensors, " << kTrainStateFile << ", "
         << kTrainLogFile << ")\n";
-    for (const auto& note : notes) out << "note: " << note << "\n";
+    for (const auto& note : notes) out << "note: " << printable_text(note) << "\n";
   }
   out << summary.dump(2) << "\n";
   return kExitOk;
