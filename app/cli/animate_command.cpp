@@ -502,7 +502,7 @@ int animate_command(const std::vector<std::string>& args, std::ostream& out, std
         }
       });
 
-  out << "wrote " << target.string() << ": " << a.frames.size() << " frames "
+  out << "wrote " << printable_text(target.string()) << ": " << a.frames.size() << " frames "
       << a.frames.front().stem << " .. " << a.frames.back().stem << " (.png, .svg each, "
       << kFrameWidth << " x " << kFrameHeight << "), frames.json, index.md";
   if (a.gif) {
@@ -518,7 +518,7 @@ int animate_command(const std::vector<std::string>& args, std::ostream& out, std
            "and configure again)\n";
   }
   for (const auto& note : output_directory_notes(written)) notes.push_back(note);
-  for (const auto& note : notes) out << "note: " << note << "\n";
+  for (const auto& note : notes) out << "note: " << printable_text(note) << "\n";
   return kExitOk;
 }
 

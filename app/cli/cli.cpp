@@ -17,6 +17,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/output_schema.hpp"
+#include "attnres/quoted_text.hpp"
 #include "attnres/version.hpp"
 #include "progress.hpp"
 
@@ -191,7 +192,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   }
   const std::string command = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  const std::string prefix = "attnres " + printable_text(command) + ": ";
+  const std::string prefix = "attnres " + quoted_text(command) + ": ";
   const bool json = wants_json(rest);
   // The message on stderr and, with --format json, the same message as a JSON error object on
   // stdout (a script reading stdout always gets JSON).
@@ -214,7 +215,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       if (entry.name == command) return entry.run(rest, out, err);
     }
     const std::string hint = did_you_mean(command, suggestion_candidates());
-    return fail("attnres: unknown command '" + printable_text(command) + "'" +
+    return fail("attnres: unknown command '" + quoted_text(command) + "'" +
                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; expected " +
                     command_list() + " (see attnres --help)",
                 kExitUsage, "usage");
@@ -223,9 +224,17 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         prefix + text(error.what()) + " (see attnres " + printable_text(command) + " --help)",
         kExitUsage, "usage");
   } catch (const boost::program_options::error& error) {
-    return fail(
-        prefix + text(error.what()) + " (see attnres " + printable_text(command) + " --help)",
-        kExitUsage, "usage");
+    // Boost's messages quote the value typed ("the argument ('...') for option '--seq' is
+    // invalid"): bounded, so a 10 MB value is not echoed whole.
+    std::string message = error.what();
+    const auto open = message.find("('"), close = message.rfind("')");
+    if (open != std::string::npos && close != std::string::npos && close > open + 2) {
+      message = message.substr(0, open + 2) +
+                quoted_text(message.substr(open + 2, close - open - 2)) + message.substr(close);
+    }
+    return fail(prefix + quoted_text(message, 4 * kMaxQuotedBytes) + " (see attnres " +
+                    printable_text(command) + " --help)",
+                kExitUsage, "usage");
   } catch (const Cancelled& error) {
     return fail(prefix + text(error.what()) + "; nothing was written", kExitInterrupted,
                 "cancelled");

@@ -113,9 +113,9 @@ int export_command(const std::vector<std::string>& args, std::ostream& out, std:
           files = {"model.safetensors", "config.json"};
         }
       });
-  out << "wrote " << target.string() << ": ";
+  out << "wrote " << printable_text(target.string()) << ": ";
   for (std::size_t i = 0; i < files.size(); ++i) out << (i ? ", " : "") << files[i];
-  out << "\n  from " << model_dir << " (" << to_string(report.layout) << " layout";
+  out << "\n  from " << printable_text(model_dir) << " (" << to_string(report.layout) << " layout";
   for (const auto& [dtype, count] : report.dtypes) out << ", " << count << " " << dtype;
   out << ") to the " << (flags.format == "hf" ? "Kimi K3 Hugging Face" : "lab's") << " layout";
   if (flags.format == "hf") {
@@ -125,7 +125,7 @@ int export_command(const std::vector<std::string>& args, std::ostream& out, std:
   }
   out << "\n";
   for (const auto& note : output_directory_notes(written)) notes.push_back(note);
-  for (const auto& note : notes) out << "note: " << note << "\n";
+  for (const auto& note : notes) out << "note: " << printable_text(note) << "\n";
   return kExitOk;
 }
 

@@ -191,10 +191,10 @@ std::string inspection_csv(const Inspection& in) {
 }
 
 void print_inspection(std::ostream& out, const Inspection& in) {
-  out << "model " << in.model_dir << ": " << architecture_line(in) << "\n"
+  out << "model " << printable_text(in.model_dir) << ": " << architecture_line(in) << "\n"
       << "checkpoint: " << checkpoint_summary(in.checkpoint) << "\n"
       << "AttnRes: " << attn_res_line(in) << "\n";
-  for (const auto& note : in.checkpoint.notes) out << "note: " << note << "\n";
+  for (const auto& note : in.checkpoint.notes) out << "note: " << printable_text(note) << "\n";
   if (in.config.attn_res.mode == ResidualMode::standard) {
     out << "The standard residual has no depth reads: nothing to inspect beyond the shape.\n";
     return;
@@ -416,9 +416,10 @@ int inspect_command(const std::vector<std::string>& args, std::ostream& out, std
     const OutputDirectoryResult written = write_output_directory(
         target, output, [&](const fs::path& dir) { write_inspection_files(in, dir); });
     for (const auto& note : output_directory_notes(written)) notes.push_back(note);
-    if (format == "table") out << "wrote " << target.string() << "\n";
+    if (format == "table") out << "wrote " << printable_text(target.string()) << "\n";
   }
-  for (const auto& note : notes) (format == "table" ? out : err) << "note: " << note << "\n";
+  for (const auto& note : notes)
+    (format == "table" ? out : err) << "note: " << printable_text(note) << "\n";
   return kExitOk;
 }
 

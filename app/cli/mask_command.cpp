@@ -105,9 +105,9 @@ int mask_command(const std::vector<std::string>& args, std::ostream& out, std::o
     out << json.dump(2) << "\n";
     return kExitOk;
   }
-  out << "history masking on " << model_dir << " (" << to_string(model.config.attn_res.mode)
-      << "), " << tokens.size() << " validation windows of " << seq << " tokens from " << data_path
-      << "\n"
+  out << "history masking on " << printable_text(model_dir) << " ("
+      << to_string(model.config.attn_res.mode) << "), " << tokens.size()
+      << " validation windows of " << seq << " tokens from " << data_path << "\n"
       << "loss without a mask: " << format_fixed(results.front().base_loss, 4) << " nats/token\n\n";
   TextTable table({"drop", "reads", "mass removed", "loss change", "random masks: mass",
                    "loss change (mean ± std)"});

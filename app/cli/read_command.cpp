@@ -178,7 +178,7 @@ void print_walkthrough(std::ostream& out, const ReadWalkthrough& w, const std::s
   out << "read      " << w.read << " of 0 .. L = " << w.sublayers << ": the input of " << w.target
       << ", at token position " << w.token << " (id " << w.token_id << ") of T = " << w.tokens
       << "\n";
-  out << "model     " << model_dir << ": d = " << config.hidden_size << ", "
+  out << "model     " << printable_text(model_dir) << ": d = " << config.hidden_size << ", "
       << config.num_hidden_layers << " layers = L " << config.sublayers() << " sublayers; "
       << w.scheme.describe();
   if (w.scheme.mode != ResidualMode::standard) {

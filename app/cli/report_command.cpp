@@ -83,8 +83,8 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
         charts::render_chart_files(chart, png, svg);
       },
       output);
-  out << "wrote " << (target / "report.md").string() << ": " << report.tables.size() << " tables, "
-      << report.charts.size() << " charts (PNG + SVG), report.json\n";
+  out << "wrote " << printable_text((target / "report.md").string()) << ": " << report.tables.size()
+      << " tables, " << report.charts.size() << " charts (PNG + SVG), report.json\n";
   if (report.json.contains("training")) {
     // What the training resolves at 95 %, paired by seed (docs/training.md#statistics).
     for (const auto& row : report.json["training"]["paired_differences"]) {
@@ -93,7 +93,7 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
   }
   for (const auto& note : report.notes) out << "note: " << printable_text(note) << "\n";
   for (const auto& note : output_directory_notes(written)) notes.push_back(note);
-  for (const auto& note : notes) out << "note: " << note << "\n";
+  for (const auto& note : notes) out << "note: " << printable_text(note) << "\n";
   return kExitOk;
 }
 

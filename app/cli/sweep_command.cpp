@@ -9,6 +9,7 @@
 #include "attnres/cost_input_fields.hpp"
 #include "attnres/cost_metrics.hpp"
 #include "attnres/error.hpp"
+#include "attnres/format.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/sweep.hpp"
@@ -332,11 +333,11 @@ void write_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags
       });
   out << "swept " << spec.x.parameter << (spec.y ? " x " + spec.y->parameter : "") << ": "
       << result.valid_count << " settings (" << result.skipped_count
-      << " rejected as impossible); wrote " << (target / spec.name).string()
+      << " rejected as impossible); wrote " << printable_text((target / spec.name).string())
       << ".{csv,json,png,svg}\n";
   if (!result.decimated.empty()) out << "note: " << result.decimated << "\n";
   for (const auto& note : output_directory_notes(written)) notes.push_back(note);
-  for (const auto& note : notes) out << "note: " << note << "\n";
+  for (const auto& note : notes) out << "note: " << printable_text(note) << "\n";
 }
 
 }  // namespace

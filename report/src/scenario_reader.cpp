@@ -98,8 +98,9 @@ bool ScenarioReader::read_model(const toml::table& root, Scenario& s) {
       if (choice.section != section) continue;
       if (const toml::node* n = t->get(std::string(choice.key))) {
         const std::string where = prefix + std::string(choice.key);
+        const std::string value = string(*n, where);  // names its place itself: outside the try
         try {
-          choice.set(in, string(*n, where), where);
+          choice.set(in, value, where);
         } catch (const Error& error) {
           fail(n->source(), error.what());
         }
@@ -179,9 +180,9 @@ void ScenarioReader::read_implementation(const toml::table& root, Scenario& s) c
   if (const toml::table* impl = table(root, "implementation")) {
     check_keys(*impl, "implementation.", {"strategy", "mode"});
     if (const toml::node* n = impl->get("strategy")) {
+      const std::string name = string(*n, "implementation.strategy");
       try {
-        s.strategy =
-            parse_strategy(string(*n, "implementation.strategy"), "implementation.strategy");
+        s.strategy = parse_strategy(name, "implementation.strategy");
       } catch (const Error& error) {
         fail(n->source(), error.what());
       }
@@ -216,12 +217,13 @@ void ScenarioReader::read_hardware(const toml::table& root, Scenario& s) const {
   // into the file that holds the key (hardware_reader.hpp).
   toml::table base;
   std::vector<detail::HardwareLayer> layers = {{hw, "hardware.", {"preset", "file"}}};
+  // Read outside the try: a key of the wrong type names its place itself (once).
+  const std::string name = preset ? string(*preset, "hardware.preset") : std::string();
+  std::filesystem::path path = file ? string(*file, "hardware.file") : std::string();
   try {
     if (preset) {
-      const std::string name = string(*preset, "hardware.preset");
       base = detail::TomlReader("preset " + name).parse(hardware_preset_text(name));
     } else if (file) {
-      std::filesystem::path path = string(*file, "hardware.file");
       if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
       base = detail::TomlReader(path.string()).parse(read_file(path, "a hardware .toml file"));
     }
@@ -253,8 +255,9 @@ void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
   auto choice = [&](const char* key, auto parse) {
     const toml::node* n = pipe->get(key);
     if (!n) return;
+    const std::string value = string(*n, std::string("pipeline.") + key);
     try {
-      parse(string(*n, std::string("pipeline.") + key));
+      parse(value);
     } catch (const Error& error) {
       fail(n->source(), error.what());
     }
@@ -331,9 +334,9 @@ void ScenarioReader::read_plan(const toml::table& root, Scenario& s) const {
   if (g.blocks.empty()) g.blocks = plan_default_blocks(s.inputs.sublayers);
   if (const toml::array* a = array("strategies")) {
     for (const auto& item : *a) {
+      const std::string name = string(item, "plan.strategies entry");
       try {
-        g.strategies.push_back(
-            parse_strategy(string(item, "plan.strategies entry"), "plan.strategies"));
+        g.strategies.push_back(parse_strategy(name, "plan.strategies"));
       } catch (const Error& error) {
         fail(item.source(), error.what());
       }
@@ -351,7 +354,11 @@ void ScenarioReader::read_plan(const toml::table& root, Scenario& s) const {
         g.hardware.push_back(load_hardware(name));
         plan.hardware_entries.push_back(name);
       } catch (const Error& error) {
-        fail(item.source(), std::string("plan.hardware: ") + error.what());
+        // An error inside a hardware file names its own place (FILE:LINE:COLUMN): kept as it is,
+        // not put under the scenario's place (two locations, the first the wrong file).
+        const std::string message = error.what();
+        if (file && message.rfind(name + ":", 0) == 0) throw;
+        fail(item.source(), "plan.hardware: " + message);
       }
     }
   }

@@ -91,7 +91,12 @@ SweepAxis ScenarioReader::sweep_axis(const std::string& parameter, const toml::n
     try {
       named_sweep_axis(parameter, {text}, name);
     } catch (const Error& error) {
-      fail(item.source(), error.what());
+      // An error inside a hardware file names its own place (FILE:LINE:COLUMN): kept as it is,
+      // not put under the scenario's place (two locations, the first the wrong file).
+      const std::string message = error.what();
+      if (const auto at = message.find(text + ":"); file && at != std::string::npos)
+        throw Error(message.substr(at));
+      fail(item.source(), message);
     }
     names.push_back(text);
   }

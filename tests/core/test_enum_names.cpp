@@ -9,10 +9,12 @@
 #include "attnres/chart_spec.hpp"
 #include "attnres/cost.hpp"
 #include "attnres/enum_names.hpp"
+#include "attnres/format.hpp"
 #include "attnres/history_mask.hpp"
 #include "attnres/model_config.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/pipeline_sim.hpp"
+#include "attnres/quoted_text.hpp"
 #include "attnres/safetensors.hpp"
 #include "attnres/time_model.hpp"
 #include "test_support.hpp"
@@ -137,6 +139,20 @@ TEST(EnumNames, AValueWithoutANameIsAnAssertion) {
   constexpr EnumNames<CachePolicy, 1> partial{{{CachePolicy::naive, "naive"}}};
   EXPECT_EQ(enum_name(partial, CachePolicy::naive), "naive");
   EXPECT_THROW(enum_name(partial, CachePolicy::cached), InternalError);
+}
+
+// Issue 42: a 10 MB key or flag is quoted bounded, and no did-you-mean table is built for it.
+TEST(QuotedText, LongTextIsCutOnACharacterWithItsSize) {
+  EXPECT_EQ(quoted_text("short"), "short");
+  EXPECT_EQ(quoted_text("a\x1b[31m"), "a\\x1b[31m");
+  const std::string huge(10'000'000, 'k');
+  const std::string quoted = quoted_text(huge);
+  EXPECT_EQ(quoted, std::string(80, 'k') + "\u2026 (10000000 bytes)");
+  // A multi-byte character is never cut in two: 79 ASCII bytes and a 2-byte character.
+  const std::string mixed = std::string(79, 'a') + "\xc3\xa9" + std::string(100, 'b');
+  EXPECT_EQ(quoted_text(mixed), std::string(79, 'a') + "\u2026 (181 bytes)");
+  EXPECT_EQ(did_you_mean(huge, {"sublayers", "blocks"}), "");
+  EXPECT_EQ(did_you_mean("sublayer", {"sublayers", "blocks"}), "sublayers");
 }
 
 }  // namespace test_enum_names

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "attnres/quoted_text.hpp"
+
 namespace attnres {
 
 std::string format_number(double value) {
@@ -116,6 +118,17 @@ std::string printable_text(const std::string& text) {
   return out;
 }
 
+std::string quoted_text(const std::string& text, std::size_t limit) {
+  if (text.size() <= limit) return printable_text(text);
+  std::size_t end = 0;
+  while (end < text.size()) {
+    const std::size_t length = std::max<std::size_t>(utf8_sequence_length(text, end), 1);
+    if (end + length > limit) break;
+    end += length;
+  }
+  return printable_text(text.substr(0, end)) + "… (" + std::to_string(text.size()) + " bytes)";
+}
+
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -139,9 +152,15 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   // A word that is itself a candidate is not a typo: no "did you mean X" for X itself.
   if (std::find(candidates.begin(), candidates.end(), word) != candidates.end()) return "";
   const std::string folded = lower(word);
+  const std::size_t accepted = std::max<std::size_t>(2, word.size() / 3);
   std::string best;
   std::size_t best_distance = SIZE_MAX;
   for (const auto& candidate : candidates) {
+    // The distance is at least the difference of the lengths: a candidate that could not be
+    // accepted is skipped (a 10 MB word costs no 10 MB x |candidate| table).
+    const std::size_t gap = word.size() > candidate.size() ? word.size() - candidate.size()
+                                                           : candidate.size() - word.size();
+    if (gap > accepted) continue;
     // Case is compared last: "H100" -> "h100" (distance 0), not "a100".
     const std::size_t distance = edit_distance(folded, lower(candidate));
     if (distance < best_distance) {
@@ -149,7 +168,7 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
       best = candidate;
     }
   }
-  return best_distance <= std::max<std::size_t>(2, word.size() / 3) ? best : "";
+  return best_distance <= accepted ? best : "";
 }
 
 }  // namespace attnres

@@ -4,6 +4,7 @@
 
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/quoted_text.hpp"
 
 namespace attnres::detail {
 
@@ -35,7 +36,7 @@ void TomlReader::check_keys(const toml::table& table, const std::string& prefix,
       const std::string hint = did_you_mean(name, allowed);
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      fail(key.source(), "unknown key '" + prefix + name + "'" +
+      fail(key.source(), "unknown key '" + quoted_text(prefix + name) + "'" +
                              (hint.empty() ? "" : " (did you mean '" + prefix + hint + "'?)") +
                              "; expected one of: " + list);
     }
