@@ -16,6 +16,9 @@
 #include <QSvgGenerator>
 #include <QtCharts/QChart>
 #include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <new>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
@@ -73,10 +76,24 @@ void render_chart_files(const ChartSpec& spec, const std::filesystem::path& png,
                     /*antialias=*/true);
 }
 
+void require_drawing_memory(std::int64_t pixels) {
+  // Out of memory inside Qt's drawing is no exception the command can catch: QtGui is built
+  // without exceptions, so a failed allocation there aborts the process (SIGABRT, the staging
+  // folder left behind) or leaves a null image. So the memory a drawing needs (the image, the
+  // encoded PNG and SVG, Qt's own buffers: three images' bytes and 64 MB) is asked for first; when
+  // it is not there, std::bad_alloc: the CLI says "out of memory" and removes the staging folder.
+  const auto bytes =
+      static_cast<std::size_t>(std::max<std::int64_t>(pixels, 0)) * 4 * 3 + (std::size_t{64} << 20);
+  std::unique_ptr<char[]> probe(new (std::nothrow) char[bytes]);
+  if (!probe) throw std::bad_alloc();
+}
+
 void write_png_and_svg(const std::filesystem::path& png, const std::filesystem::path& svg,
                        QSize size, const std::string& title, const std::string& what,
                        const std::function<void(QPainter&)>& draw, bool antialias) {
+  require_drawing_memory(std::int64_t{size.width()} * size.height());
   QImage image(size, QImage::Format_ARGB32);
+  if (image.isNull()) throw std::bad_alloc();  // Qt's answer to an allocation that failed
   image.fill(Qt::white);
   {
     QPainter painter(&image);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QSize>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -15,6 +16,10 @@ class QPainter;
 QT_END_NAMESPACE
 
 namespace attnres::charts {
+
+// Throws std::bad_alloc unless the memory of drawing an image of `pixels` (with its encodings and
+// Qt's buffers) can be had now: QtGui aborts on an allocation that fails, so it is asked first.
+void require_drawing_memory(std::int64_t pixels);
 
 // Draws `draw` into a PNG (on white) and into an SVG, both of `size`, each written atomically;
 // `what` names the picture in an encoding error ("chart 'io'"). The one place pictures are encoded.

@@ -5,6 +5,8 @@
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <new>
 
 #include "attnres/colormap.hpp"
 #include "attnres/format.hpp"
@@ -114,7 +116,9 @@ void paint_heatmap(QPainter& painter, const HeatmapSpec& spec, const HeatmapLayo
     painter.drawText(QRectF(QPointF(0, 0), p.size), Qt::AlignCenter, "no data yet");
     return;
   }
+  require_drawing_memory(std::int64_t{p.column_count} * p.row_count);
   QImage image(p.column_count, p.row_count, QImage::Format_RGB32);
+  if (image.isNull()) throw std::bad_alloc();  // Qt's answer to an allocation that failed
   for (int r = 0; r < p.row_count; ++r) {
     static const std::vector<double> none;
     const auto& row = static_cast<std::size_t>(r) < spec.values.size()
