@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <unordered_map>
 
 #include "attnres/assert.hpp"
 #include "attnres/atomic_file.hpp"
@@ -95,18 +96,26 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
   }
   norms.print(out);
 
-  if (!trace.reads.empty()) {
+  // The table of mean weights has a row per read and a column per source: (L+1)^2 cells for Full
+  // AttnRes (64 million at 4,000 layers, hundreds of MB of text). Printed up to kMaxWeightRows
+  // reads; past it a note (--trace FILE has every weight).
+  constexpr std::size_t kMaxWeightRows = 257;
+  if (trace.reads.size() > kMaxWeightRows) {
+    out << "\nnote: the table of mean depth-attention weights is left out: " << trace.reads.size()
+        << " reads are more than " << kMaxWeightRows << " (--trace FILE writes every weight)\n";
+  } else if (!trace.reads.empty()) {
     // Columns: every source label in order of first appearance (emb, b1.., partial / v1..).
     std::vector<std::string> labels;
+    std::unordered_map<std::string, std::size_t> column_of;
     for (const auto& read : trace.reads) {
       for (const auto& source : read.sources) {
-        if (std::find(labels.begin(), labels.end(), source.label()) == labels.end()) {
+        if (column_of.emplace(source.label(), labels.size()).second)
           labels.push_back(source.label());
-        }
       }
     }
     std::stable_partition(labels.begin(), labels.end(),
                           [](const std::string& l) { return l != "partial" && l != "zero"; });
+    for (std::size_t c = 0; c < labels.size(); ++c) column_of[labels[c]] = c;
     std::vector<std::string> header{"read (mean alpha over tokens)"};
     header.insert(header.end(), labels.begin(), labels.end());
     TextTable weights(header);
@@ -114,9 +123,7 @@ void print_summary(std::ostream& out, const std::string& model_dir, const ModelC
       std::vector<std::string> row(header.size());
       row[0] = read.target;
       for (std::size_t j = 0; j < read.sources.size(); ++j) {
-        const auto column =
-            std::find(labels.begin(), labels.end(), read.sources[j].label()) - labels.begin();
-        row[static_cast<std::size_t>(column) + 1] =
+        row[column_of.at(read.sources[j].label()) + 1] =
             format_fixed(read.alpha_mean(static_cast<Eigen::Index>(j)), 3);
       }
       weights.add_row(std::move(row));
@@ -223,8 +230,11 @@ void refuse_trace_beyond_memory(const ModelConfig& config, ResidualMode mode, st
   for (std::int64_t r = 0; r <= config.sublayers(); ++r)
     sources += 1.0 + (W > 0 ? std::min<double>(static_cast<double>(r), W) : static_cast<double>(r));
   const double heads = config.attn_res.heads > 1 ? 1.0 + config.attn_res.heads : 1.0;
-  double bytes = static_cast<double>(tokens) * sources * heads * sizeof(double);
-  if (record_mixing) bytes += (L + 1) * (L + 1) * sizeof(double) * 2;  // the mean, one token's
+  // Per (read, source) pair: the weight of each token (and head), the source's description, and
+  // its per-token and mean weights again in the mixing analysis.
+  double bytes = sources * (static_cast<double>(tokens) * heads * sizeof(double) +
+                            sizeof(DepthSource) + 2 * sizeof(double));
+  if (record_mixing) bytes += (L + 1) * (L + 1) * sizeof(double) * 2;  // the mean, one token's M
   const auto available = static_cast<double>(available_memory_bytes());
   if (bytes > available) {
     throw Error("Full AttnRes at L = " + std::to_string(config.sublayers()) +
