@@ -194,7 +194,9 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   const StackTime decode = stack_time(settings.model, Phase::decode, settings.hardware);
   warn_stage_split(settings.model, err);
   if (flags.format == "json") {
-    out << pipeline_json(settings, pipeline, prefill, decode).dump(2) << "\n";
+    const nlohmann::json json = pipeline_json(settings, pipeline, prefill, decode);
+    throw_if_interrupted("pipeline simulation");
+    out << json.dump(2) << "\n";
     return kExitOk;
   }
   Report report;
@@ -202,6 +204,9 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
   report.tables.push_back(step_table(pipeline));
   report.tables.push_back(reconciliation_table(pipeline));
   report.tables.push_back(time_table(settings.model, prefill, decode, settings.hardware));
+  // The section also lays out the schedule's Gantt chart (seconds for thousands of micro-batches):
+  // an interrupt meanwhile still ends with 130 and nothing printed.
+  throw_if_interrupted("pipeline simulation");
   print_tables(out, report.tables);
   return kExitOk;
 }
