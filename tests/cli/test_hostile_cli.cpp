@@ -426,6 +426,12 @@ TEST(HostileCli, AHugeUnknownKeyOrFlagIsQuotedBounded) {
   const auto value = run_cli({"cost", "--sublayers", huge, "--d-model", "16", "--blocks", "2"});
   EXPECT_EQ(value.status, cli::kExitUsage);
   EXPECT_LT(value.err.size(), 2000u) << value.err.substr(0, 300);
+  EXPECT_TRUE(has(value.err, "for option '--sublayers'")) << value.err.substr(0, 300);
+  // A value of a known key or flag that names a choice (an enum) is quoted bounded too.
+  const auto choice = run_cli(
+      {"cost", "--sublayers", "8", "--d-model", "16", "--blocks", "2", "--attention", huge});
+  EXPECT_EQ(choice.status, cli::kExitUsage);
+  EXPECT_LT(choice.err.size(), 2000u) << choice.err.substr(0, 300);
 }
 
 TEST(HostileCli, AHardwareFileErrorNamesTheHardwareFileOnce) {

@@ -2,6 +2,7 @@
 
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/quoted_text.hpp"
 
 namespace attnres {
 
@@ -17,7 +18,7 @@ std::string name_list(const std::vector<std::string>& names) {
 void throw_unknown_name(const std::string& text, const std::string& where, const std::string& what,
                         const std::vector<std::string>& names) {
   const std::string hint = did_you_mean(text, names);
-  std::string message = where + ": " + what + " '" + printable_text(text) + "' (";
+  std::string message = where + ": " + what + " '" + quoted_text(text) + "' (";
   if (!hint.empty()) message += "did you mean '" + hint + "'? ";
   message += "expected " + name_list(names) + ")";
   throw Error(message);
