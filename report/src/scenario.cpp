@@ -3,6 +3,7 @@
 // (scenario_reader.hpp). Writing a scenario back as TOML is in scenario_writer.cpp.
 #include "attnres/scenario.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attnres/atomic_file.hpp"
@@ -61,6 +62,21 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
   Scenario scenario = reader.read(root);
   scenario.text = text;
   return scenario;
+}
+
+std::vector<std::filesystem::path> Scenario::files_read() const {
+  std::vector<std::filesystem::path> files;
+  if (!hardware_file.empty()) files.push_back(hardware_file);
+  if (plan) {
+    const std::vector<std::string> presets = hardware_preset_names();
+    for (const auto& entry : plan->hardware_entries) {  // a preset's name or a file's path
+      if (std::find(presets.begin(), presets.end(), entry) == presets.end())
+        files.emplace_back(entry);
+    }
+  }
+  if (!calibration_table.empty()) files.push_back(calibration_table);
+  if (training) files.push_back(training->data_path);
+  return files;
 }
 
 Scenario load_scenario(const std::filesystem::path& path) {

@@ -223,6 +223,7 @@ void ScenarioReader::read_hardware(const toml::table& root, Scenario& s) const {
     } else if (file) {
       std::filesystem::path path = string(*file, "hardware.file");
       if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
+      s.hardware_file = path;
       base = detail::TomlReader(path.string()).parse(read_file(path, "a hardware .toml file"));
     }
   } catch (const Error& error) {

@@ -232,6 +232,8 @@ CASES = [
     ("Before the work", "A flag of the swept input", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --seq 256 --x tokens --values 64,128 --metric prefill_history_gb.total", ""),
     ("Before the work", "A link flag with one pipeline rank", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --overlap off", ""),
     ("Before the work", "--train-steps when the sections leave training out", "attnres report untrained.toml --out r --train-steps 3", "untrained.toml"),
+    ("Output directories", "A model directory holding an interrupted write (a reader changes nothing)", "attnres inspect m-interrupted", "m-interrupted"),
+    ("Output directories", "A commit record made elsewhere (copied, downloaded or written by hand)", "attnres recover m-copied", "m-copied"),
     ("train --resume", "Data file changed since the checkpoint", "attnres train --resume ck --out x", "text.txt + ck/train_state.json"),
     ("train --resume", "Recorded data file missing", "attnres train --resume ck-moved --out x", "ck-moved/train_state.json"),
 ]
@@ -266,6 +268,19 @@ def make_fixtures(root):
     open(os.path.join(root, "m-missing", "model.safetensors"), "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
     open(os.path.join(root, "m-badjson", "config.json"), "w").write("{ \"hidden_size\": 16,\n")
     open(os.path.join(root, "m-hostile", "config.json"), "wb").write(HOSTILE_CONFIG)
+    # A write of m cut short after its commit record (m-interrupted: the record names the staging
+    # folder it made), and the same record copied elsewhere (m-copied: another folder's inode).
+    for name in ("m-interrupted", "m-copied"):
+        shutil.copytree(os.path.join(root, "m"), os.path.join(root, name))
+        staging = os.path.join(root, name, ".attnres-staging.1.0")
+        os.makedirs(staging)
+        shutil.copy(os.path.join(root, "m", "config.json"), staging)
+        st = os.lstat(staging)
+        ident = [st.st_dev, st.st_ino] if name == "m-interrupted" else [1, 2]
+        record = {"owner": "model", "staging": ".attnres-staging.1.0", "staging_id": ident,
+                  "files": ["config.json"], "remove": [], "directories": [],
+                  "sets": {"model": ["config.json", "model.safetensors"]}}
+        open(os.path.join(root, name, ".attnres-commit.json"), "w").write(json.dumps(record))
     for name, text in FILES.items():
         os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
         open(os.path.join(root, name), "w").write(text)
@@ -296,6 +311,9 @@ Fixtures the examples use (the test makes them the same way): `m` is
 first element of the first tensor in the data section; `m-missing` lacks `lm_head.weight`;
 `m-badjson` has a `config.json` that is not JSON; `m-hostile` has the `config.json`
 `{"hidden_size\\xff\\x1b[31m": 16}` (an invalid UTF-8 byte and a terminal escape in a key);
+`m-interrupted` is `m` with a write of its `config.json` cut short after the commit record
+(`.attnres-commit.json` naming the staging folder it made), `m-copied` the same with a record
+naming another folder (as after a copy).
 `binary.bin` holds the bytes `7f 45 4c 46 00 01` then ` not text`. Files shown in a `file:` block
 are written as given.
 """)
