@@ -7,6 +7,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/json_reading.hpp"
 #include "scenario_reader.hpp"
 
 namespace attnres {
@@ -64,7 +65,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
 }
 
 Scenario load_scenario(const std::filesystem::path& path) {
-  return parse_scenario(read_file(path, "a scenario .toml file"), path.string());
+  return parse_scenario(read_document(path, "a scenario .toml file"), path.string());
 }
 
 }  // namespace attnres
