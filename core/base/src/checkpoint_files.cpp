@@ -80,7 +80,8 @@ CheckpointFiles CheckpointFiles::open(const fs::path& directory) {
   std::map<std::string, std::size_t> shard_index;
   std::vector<std::pair<std::string, std::size_t>> listed;
   for (const auto& [name, shard] : map->items()) {
-    const auto where = [&] { return key_position(out.source_, text, name); };
+    const std::string& key = name;  // clang 14 cannot capture a structured binding
+    const auto where = [&] { return key_position(out.source_, text, key); };
     if (!shard.is_string()) {
       throw Error(where() + ": weight_map[\"" + quote_untrusted(name) +
                   "\"] must be a shard file name, got " + describe_json(shard));
