@@ -8,6 +8,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/json_reading.hpp"
 #include "scenario_reader.hpp"
 
 namespace attnres {
@@ -80,7 +81,7 @@ std::vector<std::filesystem::path> Scenario::files_read() const {
 }
 
 Scenario load_scenario(const std::filesystem::path& path) {
-  return parse_scenario(read_file(path, "a scenario .toml file"), path.string());
+  return parse_scenario(read_document(path, "a scenario .toml file"), path.string());
 }
 
 }  // namespace attnres

@@ -38,8 +38,12 @@ FILES = {
     "k3-key/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1, "attn_res_gate": "sigmoid"}\n',
     "k3-index/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1}\n',
     "k3-index/model.safetensors.index.json": '{"metadata": {"total_size": 64},\n "weight_map": {\n  "model.norm.weight": "model-00001-of-00002.safetensors",\n',
+    # Hostile files (docs/output-safety.md, "Reading files"): JSON nested too deep, a key twice.
+    "m-deep/config.json": '{"hidden_size": ' + "[" * 100 + "]" * 100 + "}\n",
+    "m-dup/config.json": '{"hidden_size": 16,\n "hidden_size": 32}\n',
     # Training states (train_state.json) whose recorded data file changed or is gone.
     "ck/train_state.json": '{"format": "attnres-train-state", "version": 2, "step": 2, "tokens": 16, "options": {"steps": 4, "sequence_length": 8, "batch": 1, "lr": 0.003, "min_lr_ratio": 0.1, "warmup": 0, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "eval_every": 2, "eval_sequences": 2, "validation_fraction": 0.05, "engine": "fast", "threads": 1, "precision": "f32", "zero_placeholder": false}, "data": {"path": "text.txt", "train_bytes": 457, "validation_bytes": 24, "fnv1a64": "1"}}\n',
+    "ck-v1/train_state.json": '{"format": "attnres-train-state", "version": 1, "step": 2, "tokens": 16, "options": {"steps": 4, "sequence_length": 8, "batch": 1, "lr": 0.003, "min_lr_ratio": 0.1, "warmup": 0, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "eval_every": 2, "eval_sequences": 2, "validation_fraction": 0.05, "engine": "fast", "threads": 1, "precision": "f32", "zero_placeholder": false}, "data": {"path": "text.txt", "train_bytes": 457, "validation_bytes": 24, "fnv1a64": "1"}}\n',
     "ck-moved/train_state.json": '{"format": "attnres-train-state", "version": 2, "step": 2, "tokens": 16, "options": {"steps": 4, "sequence_length": 8, "batch": 1, "lr": 0.003, "min_lr_ratio": 0.1, "warmup": 0, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "eval_every": 2, "eval_sequences": 2, "validation_fraction": 0.05, "engine": "fast", "threads": 1, "precision": "f32", "zero_placeholder": false}, "data": {"path": "moved.txt", "train_bytes": 457, "validation_bytes": 24, "fnv1a64": "1"}}\n',
     "train.toml": "sections = [\"training\"]\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [3]\n",
 }
@@ -236,6 +240,10 @@ CASES = [
     ("Output directories", "A commit record made elsewhere (copied, downloaded or written by hand)", "attnres recover m-copied", "m-copied"),
     ("train --resume", "Data file changed since the checkpoint", "attnres train --resume ck --out x", "text.txt + ck/train_state.json"),
     ("train --resume", "Recorded data file missing", "attnres train --resume ck-moved --out x", "ck-moved/train_state.json"),
+    # Hostile files (docs/output-safety.md, "Reading files"); appended, so the numbers above stay.
+    ("Reading files", "config.json nested deeper than 64 levels", "attnres inspect m-deep", "m-deep/config.json"),
+    ("Reading files", "A key twice in config.json", "attnres inspect m-dup", "m-dup/config.json"),
+    ("Reading files", "A training state without checksums of its files (version 1)", "attnres train --resume ck-v1 --out x", "ck-v1/train_state.json"),
 ]
 
 

@@ -22,6 +22,7 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/json_reading.hpp"
 #include "attnres/version.hpp"
 
 namespace attnres {
@@ -327,7 +328,8 @@ Marker read_marker(const fs::path& directory) {
     const std::optional<std::string> text = read_bookkeeping(root.get(), kOutputMarkerName);
     if (!text) return marker;
     marker.present = true;
-    marker.sets = sets_from_json(nlohmann::json::parse(*text).at("sets"));
+    marker.sets = sets_from_json(
+        parse_json_document(*text, (directory / kOutputMarkerName).string()).at("sets"));
     if (!sets_inside(root.get(), marker.sets)) throw std::runtime_error("outside");
   } catch (const std::exception&) {
     marker.present = true;
@@ -719,7 +721,9 @@ std::optional<CommitRecord> find_record(int root, const fs::path& target, bool& 
   }
   if (!text) return std::nullopt;
   try {
-    return record_from_json(nlohmann::json::parse(*text));
+    // Depth-capped, duplicate keys refused (json_reading.hpp): a crafted record cannot exhaust the
+    // stack; one that is not attnres's JSON is treated as torn.
+    return record_from_json(parse_json_document(*text, (target / kCommitName).string()));
   } catch (const std::exception&) {
     torn = true;
     return std::nullopt;
