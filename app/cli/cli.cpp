@@ -110,6 +110,10 @@ constexpr Command kCommands[] = {
     {"metrics", "list the metric keys (JSON paths, CSV rows, sweep metrics)", metrics_command, 6},
     {"report", "run a scenario file: report.md, report.json, CSV tables, PNG/SVG charts",
      report_command, 7},
+    {"recover",
+     "complete an interrupted write of an output directory (a model, a\n"
+     "checkpoint, a report), which commands that only read it refuse",
+     recover_command, 22},
 };
 
 // Each rank once: the suggestion order is an order of all the commands.

@@ -60,6 +60,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
 int mask_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int export_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int inspect_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int recover_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // A usage error: an unknown flag, a missing or malformed value. Reported with exit status 2.

@@ -62,7 +62,7 @@ int report_command(const std::vector<std::string>& args, std::ostream& out, std:
                      " leave \"training\" out, so nothing would be trained: leave it out or add "
                      "\"training\" to sections");
   }
-  if (train) output.inputs.push_back(scenario.training->data_path);
+  for (const auto& file : scenario.files_read()) output.inputs.push_back(file);
   std::vector<std::string> notes =
       check_output_directory(target, output);  // refuse before the work, not after
   charts::ensure_application();                // before any staging folder exists

@@ -61,6 +61,7 @@ struct SweepFlags {
   InputFlags model;
   SweepSpec spec;
   std::string x_values, y_values, y_parameter, format, out_dir, scenario_path;
+  std::vector<fs::path> scenario_files;  // what the scenario reads (kept by --out --force)
   std::vector<std::string> metrics;
 };
 
@@ -158,6 +159,7 @@ ScenarioInputs base_setting(const po::variables_map& values, SweepFlags& flags) 
   const Scenario scenario = load_scenario(scenario_path);
   if (!scenario.has_model)
     throw UsageError("--scenario: " + scenario_path + " has no [model] table");
+  flags.scenario_files = scenario.files_read();
   base = scenario.scenario_inputs();
   override_from_flags(flags.model, values, base.cost);
   try {
@@ -306,6 +308,8 @@ void write_sweep(std::ostream& out, const ScenarioInputs& base, const SweepFlags
   output.force = force;
   output.progress = write_phase_progress(progress);
   if (!flags.scenario_path.empty()) output.inputs = {fs::path(flags.scenario_path)};
+  output.inputs.insert(output.inputs.end(), flags.scenario_files.begin(),
+                       flags.scenario_files.end());
   const fs::path target = clean_output_path(flags.out_dir, "--out");
   std::vector<std::string> notes =
       check_output_directory(target, output);  // refuse before the work, not after

@@ -18,6 +18,7 @@
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/json_reading.hpp"
 #include "attnres/token_ids.hpp"
 #include "attnres/trainer.hpp"
 #include "view_kit.hpp"
@@ -529,7 +530,8 @@ void LessonModel::show_directory_model() {
     config_ = opened_->weights->config;
   } else {
     try {
-      config_ = parse_model_config(read_file(dir / "config.json"), (dir / "config.json").string());
+      config_ = parse_model_config(read_document(dir / "config.json", "a config.json file"),
+                                   (dir / "config.json").string());
     } catch (const std::exception& error) {
       line = error.what();  // the forward pass will report it in the banner too
     }

@@ -11,6 +11,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/forward_steps.hpp"
+#include "attnres/json_reading.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/safetensors.hpp"
 
@@ -292,24 +293,60 @@ struct TrainState {
   std::int64_t step = 0;
 };
 
+// The checkpoint's other files, in words ("config.json, model.safetensors, ... and ...").
+std::string companion_list() {
+  std::string out;
+  const std::size_t count = std::size(kCheckpointCompanions);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i > 0) out += i + 1 == count ? " and " : ", ";
+    out += kCheckpointCompanions[i];
+  }
+  return out;
+}
+
+// A state that records no checksums of its companions cannot be checked: refused, never resumed
+// unchecked (version 1 skipped the check, so a one-line edit turned it off).
+[[noreturn]] void refuse_unchecked_state(const fs::path& state_path, const std::string& why) {
+  throw Error(state_path.string() + ": " + why + ", so " + companion_list() +
+              " cannot be checked against it; attnres resumes only a checkpoint it can check. "
+              "Start a new run from its weights instead: attnres train --model " +
+              state_path.parent_path().string() +
+              " (the optimizer state and the step count start over)");
+}
+
 TrainState read_train_state(const fs::path& state_path) {
   TrainState out;
-  const std::string state_text = read_text(state_path);
+  if (!fs::exists(state_path)) {
+    throw Error(state_path.string() +
+                ": cannot read (is this a checkpoint directory written by attnres train?)");
+  }
+  const std::string state_text = read_document(state_path, "a train_state.json file");
+  // Depth-capped, duplicate keys refused (a second "version" or "files" is an error); its errors
+  // name the file, line and column.
+  out.state = parse_json_document(state_text, state_path.string());
   try {
-    out.state = json::parse(state_text);
-    if (out.state.at("format").get<std::string>() != "attnres-train-state")
+    if (!out.state.is_object() || out.state.value("format", json()) != "attnres-train-state")
       throw Error("not a training state");
     out.version = out.state.at("version").get<int>();
-    if (out.version != 1 && out.version != 2)
-      throw Error("version " + std::to_string(out.version) + " (this attnres reads 1 and 2)");
+  } catch (const json::exception& error) {
+    throw Error(state_path.string() + ": not a valid training state (" +
+                printable_text(error.what()) + ")");
+  } catch (const Error& error) {
+    throw Error(state_path.string() + ": not a valid training state (" + error.what() + ")");
+  }
+  if (out.version == 1)
+    refuse_unchecked_state(state_path, "version 1 records no checksums of the checkpoint's files");
+  try {
+    if (out.version != 2)
+      throw Error("version " + std::to_string(out.version) + " (this attnres reads version 2)");
     out.options = options_from_json(out.state.at("options"));
     const json& step_json = out.state.at("step");
     if (!step_json.is_number_integer() || step_json.get<std::int64_t>() < 0)
-      throw Error("its step " + step_json.dump() + " is not a whole number >= 0");
+      throw Error("its step " + describe_json(step_json) + " is not a whole number >= 0");
     out.step = step_json.get<std::int64_t>();
   } catch (const json::exception& error) {
-    throw Error(state_path.string() + ": not a valid training state (" + std::string(error.what()) +
-                ")");
+    throw Error(state_path.string() + ": not a valid training state (" +
+                printable_text(error.what()) + ")");
   } catch (const Error& error) {
     throw Error(state_path.string() + ": not a valid training state (" + error.what() + ")");
   }
@@ -378,21 +415,26 @@ std::unique_ptr<Trainer> Trainer::resume(const fs::path& directory, TextData dat
   const fs::path state_path = directory / kTrainStateFile;
   TrainState read = read_train_state(state_path);
   const json& state = read.state;
-  const int version = read.version;
   TrainOptions options = read.options;
   const std::int64_t step = read.step;
-  // The companions must be the files this state was written with (version 2 names them): a
-  // model, an optimizer state or a log of another step or run is refused by name.
-  if (version >= 2) {
-    for (const char* name : kCheckpointCompanions) {
-      const std::string recorded = state.at("files").value(name, "");
-      const fs::path path = directory / name;
-      if (recorded != std::to_string(fnv1a64(read_text(path)))) {
-        throw Error("train --resume: " + path.string() +
-                    " is not the file this checkpoint was written with (" + kTrainStateFile +
-                    " records another checksum for it): the directory mixes files of different "
-                    "steps or runs; resume from a complete checkpoint");
-      }
+  // The companions must be the files this state was written with: a model, an optimizer state
+  // or a log of another step or run is refused by name. A state without the checksums is
+  // refused: it cannot be checked.
+  const auto files = state.find("files");
+  if (files == state.end() || !files->is_object())
+    refuse_unchecked_state(state_path, "it records no checksums of the checkpoint's files");
+  for (const char* name : kCheckpointCompanions) {
+    const auto recorded = files->find(name);
+    if (recorded == files->end() || !recorded->is_string()) {
+      refuse_unchecked_state(state_path,
+                             "it records no checksum of " + std::string(name) + " (\"files\")");
+    }
+    const fs::path path = directory / name;
+    if (recorded->get<std::string>() != std::to_string(fnv1a64(read_text(path)))) {
+      throw Error("train --resume: " + path.string() +
+                  " is not the file this checkpoint was written with (" + kTrainStateFile +
+                  " records another checksum for it): the directory mixes files of different "
+                  "steps or runs; resume from a complete checkpoint");
     }
   }
   check_data_fingerprint(state, state_path, data);

@@ -3,10 +3,12 @@
 // (scenario_reader.hpp). Writing a scenario back as TOML is in scenario_writer.cpp.
 #include "attnres/scenario.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/json_reading.hpp"
 #include "scenario_reader.hpp"
 
 namespace attnres {
@@ -63,8 +65,23 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
   return scenario;
 }
 
+std::vector<std::filesystem::path> Scenario::files_read() const {
+  std::vector<std::filesystem::path> files;
+  if (!hardware_file.empty()) files.push_back(hardware_file);
+  if (plan) {
+    const std::vector<std::string> presets = hardware_preset_names();
+    for (const auto& entry : plan->hardware_entries) {  // a preset's name or a file's path
+      if (std::find(presets.begin(), presets.end(), entry) == presets.end())
+        files.emplace_back(entry);
+    }
+  }
+  if (!calibration_table.empty()) files.push_back(calibration_table);
+  if (training) files.push_back(training->data_path);
+  return files;
+}
+
 Scenario load_scenario(const std::filesystem::path& path) {
-  return parse_scenario(read_file(path, "a scenario .toml file"), path.string());
+  return parse_scenario(read_document(path, "a scenario .toml file"), path.string());
 }
 
 }  // namespace attnres

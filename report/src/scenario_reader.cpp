@@ -16,6 +16,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/hardware_reader.hpp"
+#include "attnres/json_reading.hpp"
 
 namespace attnres::detail {
 
@@ -225,7 +226,8 @@ void ScenarioReader::read_hardware(const toml::table& root, Scenario& s) const {
       base = detail::TomlReader("preset " + name).parse(hardware_preset_text(name));
     } else if (file) {
       if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
-      base = detail::TomlReader(path.string()).parse(read_file(path, "a hardware .toml file"));
+      s.hardware_file = path;
+      base = detail::TomlReader(path.string()).parse(read_document(path, "a hardware .toml file"));
     }
   } catch (const Error& error) {
     const std::string message = error.what();

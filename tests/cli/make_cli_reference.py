@@ -38,6 +38,7 @@ COMMANDS = [
     ("pipeline", ["pipeline"]),
     ("metrics", ["metrics"]),
     ("report", ["report"]),
+    ("recover", ["recover"]),
 ]
 
 FLAG = re.compile(r"^\s+(?:-\w \[ )?--([a-z0-9-]+)")

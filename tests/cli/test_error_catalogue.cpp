@@ -1,6 +1,7 @@
 // Every entry of docs/errors.md: run its command in-process, in a directory holding the fixtures
 // the catalogue describes, and compare the exit status and the exact message.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <fstream>
@@ -108,6 +109,25 @@ void make_fixtures(const fs::path& root) {
   write_safetensors(root / "m-missing/model.safetensors", kept);
   write_file_atomically(root / "m-badjson/config.json", "{ \"hidden_size\": 16,\n");
   write_file_atomically(root / "m-hostile/config.json", "{\"hidden_size\xff\x1b[31m\": 16}\n");
+  // A write cut short after its commit record, and the same record as if copied (another inode).
+  for (const char* name : {"m-interrupted", "m-copied"}) {
+    fs::copy(root / "m", root / name);
+    const fs::path staging = root / name / ".attnres-staging.1.0";
+    fs::create_directories(staging);
+    fs::copy_file(root / "m/config.json", staging / "config.json");
+    struct stat st {};
+    ASSERT_EQ(::lstat(staging.c_str(), &st), 0);
+    const bool here = std::string(name) == "m-interrupted";
+    const std::string id =
+        here ? std::to_string(st.st_dev) + ", " + std::to_string(st.st_ino) : std::string("1, 2");
+    write_file_atomically(root / name / ".attnres-commit.json",
+                          "{\"owner\": \"model\", \"staging\": \".attnres-staging.1.0\", "
+                          "\"staging_id\": [" +
+                              id +
+                              "], \"files\": [\"config.json\"], "
+                              "\"remove\": [], \"directories\": [], \"sets\": {\"model\": "
+                              "[\"config.json\", \"model.safetensors\"]}}");
+  }
   write_file_atomically(root / "binary.bin", std::string("\x7f"
                                                          "ELF\0\x01 not text",
                                                          15));

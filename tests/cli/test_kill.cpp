@@ -95,7 +95,7 @@ TEST(Kill, EveryCommitStepOfTrainingResumesBitIdentical) {
     ++kills;
     // The first checkpoint may not have been switched in yet: then the run starts over.
     const bool has_checkpoint = [&] {
-      const OutputDirectoryReadLock lock(run);  // completes an interrupted commit
+      recover_output_directory(run);  // completes an interrupted commit
       return fs::exists(run / "train_state.json");
     }();
     const Outcome next = has_checkpoint ? run_binary(resume_args(dir / "data.txt", run), 0)
@@ -121,7 +121,7 @@ TEST(Kill, ChainsOfKillsAndResumesEndBitIdentical) {
     while (outcome.killed && links < 30) {
       bool has_checkpoint = false;
       {
-        const OutputDirectoryReadLock lock(run);
+        recover_output_directory(run);
         has_checkpoint = fs::exists(run / "train_state.json");
       }
       outcome = has_checkpoint ? run_binary(resume_args(dir / "data.txt", run), at)
@@ -155,7 +155,7 @@ void expect_old_or_new(const std::vector<std::string>& first_args,
     if (!outcome.killed) break;
     std::map<std::string, std::string> seen;
     {
-      const OutputDirectoryReadLock lock(out);
+      recover_output_directory(out);
       seen = files_of(out);
     }
     if (seen == old_set) {

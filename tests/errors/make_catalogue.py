@@ -38,8 +38,12 @@ FILES = {
     "k3-key/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1, "attn_res_gate": "sigmoid"}\n',
     "k3-index/config.json": '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20, "rms_norm_eps": 1e-06, "attn_res_block_size": 1}\n',
     "k3-index/model.safetensors.index.json": '{"metadata": {"total_size": 64},\n "weight_map": {\n  "model.norm.weight": "model-00001-of-00002.safetensors",\n',
+    # Hostile files (docs/output-safety.md, "Reading files"): JSON nested too deep, a key twice.
+    "m-deep/config.json": '{"hidden_size": ' + "[" * 100 + "]" * 100 + "}\n",
+    "m-dup/config.json": '{"hidden_size": 16,\n "hidden_size": 32}\n',
     # Training states (train_state.json) whose recorded data file changed or is gone.
     "ck/train_state.json": '{"format": "attnres-train-state", "version": 2, "step": 2, "tokens": 16, "options": {"steps": 4, "sequence_length": 8, "batch": 1, "lr": 0.003, "min_lr_ratio": 0.1, "warmup": 0, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "eval_every": 2, "eval_sequences": 2, "validation_fraction": 0.05, "engine": "fast", "threads": 1, "precision": "f32", "zero_placeholder": false}, "data": {"path": "text.txt", "train_bytes": 457, "validation_bytes": 24, "fnv1a64": "1"}}\n',
+    "ck-v1/train_state.json": '{"format": "attnres-train-state", "version": 1, "step": 2, "tokens": 16, "options": {"steps": 4, "sequence_length": 8, "batch": 1, "lr": 0.003, "min_lr_ratio": 0.1, "warmup": 0, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "eval_every": 2, "eval_sequences": 2, "validation_fraction": 0.05, "engine": "fast", "threads": 1, "precision": "f32", "zero_placeholder": false}, "data": {"path": "text.txt", "train_bytes": 457, "validation_bytes": 24, "fnv1a64": "1"}}\n',
     "ck-moved/train_state.json": '{"format": "attnres-train-state", "version": 2, "step": 2, "tokens": 16, "options": {"steps": 4, "sequence_length": 8, "batch": 1, "lr": 0.003, "min_lr_ratio": 0.1, "warmup": 0, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "eval_every": 2, "eval_sequences": 2, "validation_fraction": 0.05, "engine": "fast", "threads": 1, "precision": "f32", "zero_placeholder": false}, "data": {"path": "moved.txt", "train_bytes": 457, "validation_bytes": 24, "fnv1a64": "1"}}\n',
     "train.toml": "sections = [\"training\"]\n[train]\ndata = \"text.txt\"\nlayers = 2\nd_model = 16\nheads = 2\nblocks = [3]\n",
 }
@@ -236,8 +240,14 @@ CASES = [
     ("Before the work", "A flag of the swept input", "attnres sweep --sublayers 8 --blocks 2 --d-model 16 --seq 256 --x tokens --values 64,128 --metric prefill_history_gb.total", ""),
     ("Before the work", "A link flag with one pipeline rank", "attnres pipeline --layers 4 --block-size 2 --d-model 64 --overlap off", ""),
     ("Before the work", "--train-steps when the sections leave training out", "attnres report untrained.toml --out r --train-steps 3", "untrained.toml"),
+    ("Output directories", "A model directory holding an interrupted write (a reader changes nothing)", "attnres inspect m-interrupted", "m-interrupted"),
+    ("Output directories", "A commit record made elsewhere (copied, downloaded or written by hand)", "attnres recover m-copied", "m-copied"),
     ("train --resume", "Data file changed since the checkpoint", "attnres train --resume ck --out x", "text.txt + ck/train_state.json"),
     ("train --resume", "Recorded data file missing", "attnres train --resume ck-moved --out x", "ck-moved/train_state.json"),
+    # Hostile files (docs/output-safety.md, "Reading files"); appended, so the numbers above stay.
+    ("Reading files", "config.json nested deeper than 64 levels", "attnres inspect m-deep", "m-deep/config.json"),
+    ("Reading files", "A key twice in config.json", "attnres inspect m-dup", "m-dup/config.json"),
+    ("Reading files", "A training state without checksums of its files (version 1)", "attnres train --resume ck-v1 --out x", "ck-v1/train_state.json"),
 ]
 
 
@@ -270,6 +280,19 @@ def make_fixtures(root):
     open(os.path.join(root, "m-missing", "model.safetensors"), "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
     open(os.path.join(root, "m-badjson", "config.json"), "w").write("{ \"hidden_size\": 16,\n")
     open(os.path.join(root, "m-hostile", "config.json"), "wb").write(HOSTILE_CONFIG)
+    # A write of m cut short after its commit record (m-interrupted: the record names the staging
+    # folder it made), and the same record copied elsewhere (m-copied: another folder's inode).
+    for name in ("m-interrupted", "m-copied"):
+        shutil.copytree(os.path.join(root, "m"), os.path.join(root, name))
+        staging = os.path.join(root, name, ".attnres-staging.1.0")
+        os.makedirs(staging)
+        shutil.copy(os.path.join(root, "m", "config.json"), staging)
+        st = os.lstat(staging)
+        ident = [st.st_dev, st.st_ino] if name == "m-interrupted" else [1, 2]
+        record = {"owner": "model", "staging": ".attnres-staging.1.0", "staging_id": ident,
+                  "files": ["config.json"], "remove": [], "directories": [],
+                  "sets": {"model": ["config.json", "model.safetensors"]}}
+        open(os.path.join(root, name, ".attnres-commit.json"), "w").write(json.dumps(record))
     for name, text in FILES.items():
         os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
         open(os.path.join(root, name), "w").write(text)
@@ -300,6 +323,9 @@ Fixtures the examples use (the test makes them the same way): `m` is
 first element of the first tensor in the data section; `m-missing` lacks `lm_head.weight`;
 `m-badjson` has a `config.json` that is not JSON; `m-hostile` has the `config.json`
 `{"hidden_size\\xff\\x1b[31m": 16}` (an invalid UTF-8 byte and a terminal escape in a key);
+`m-interrupted` is `m` with a write of its `config.json` cut short after the commit record
+(`.attnres-commit.json` naming the staging folder it made), `m-copied` the same with a record
+naming another folder (as after a copy).
 `binary.bin` holds the bytes `7f 45 4c 46 00 01` then ` not text`. Files shown in a `file:` block
 are written as given.
 """)

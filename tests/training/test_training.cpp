@@ -398,12 +398,8 @@ TEST(Trainer, ResumeRefusesShortLogsBadStepsAndOptionsWithoutCrashing) {
   trainer.step();
   test::TempDir dir;
   trainer.write_checkpoint(dir.path());
-  // A version-1 state (no checksums) leaves only the log itself to check: before, an empty,
-  // header-only or truncated log crashed `train --resume`.
-  edit_state(dir.path(), [](nlohmann::json& state) {
-    state["version"] = 1;
-    state.erase("files");
-  });
+  // A log whose checksum the state records (an edited state) leaves only the log itself to check:
+  // before, an empty, header-only or truncated log crashed `train --resume`.
   const std::string log = read_file(dir / "train_log.csv");
   const std::string header = log.substr(0, log.find('\n') + 1);
   const std::string without_last = log.substr(0, log.rfind('\n', log.size() - 2) + 1);
@@ -413,10 +409,18 @@ TEST(Trainer, ResumeRefusesShortLogsBadStepsAndOptionsWithoutCrashing) {
            {"last row lost", without_last},
            {"cut inside a row", log.substr(0, log.size() - 7)}}) {
     write_file_atomically(dir / "train_log.csv", text);
+    const std::string checksum = std::to_string(fnv1a64(text));
+    edit_state(dir.path(),
+               [&](nlohmann::json& state) { state["files"]["train_log.csv"] = checksum; });
     const std::string message = resume_error([&] { Trainer::resume(dir.path(), data); });
     EXPECT_NE(message.find("train_log.csv"), std::string::npos) << what << ": " << message;
+    EXPECT_EQ(message.find("is not the file this checkpoint was written with"), std::string::npos)
+        << what << ": " << message;
   }
   write_file_atomically(dir / "train_log.csv", log);
+  edit_state(dir.path(), [&](nlohmann::json& state) {
+    state["files"]["train_log.csv"] = std::to_string(fnv1a64(log));
+  });
   EXPECT_EQ(resume_error([&] { Trainer::resume(dir.path(), data); }), "");
   const auto refused = [&](const std::function<void(nlohmann::json&)>& edit,
                            const std::string& why) {
@@ -430,7 +434,62 @@ TEST(Trainer, ResumeRefusesShortLogsBadStepsAndOptionsWithoutCrashing) {
   refused([](nlohmann::json& s) { s["step"] = 10.5; }, "is not a whole number >= 0");
   refused([](nlohmann::json& s) { s["options"]["beta1"] = 2.0; }, "beta1 must be in [0, 1)");
   refused([](nlohmann::json& s) { s["options"]["eps"] = 0.0; }, "eps must be a positive number");
-  refused([](nlohmann::json& s) { s["version"] = 7; }, "this attnres reads 1 and 2");
+  refused([](nlohmann::json& s) { s["version"] = 7; }, "this attnres reads version 2");
+}
+
+TEST(Trainer, ResumeRefusesAStateWithoutChecksums) {
+  // "version": 1 skipped the check of the companions' checksums: a one-line edit of
+  // train_state.json resumed a model.safetensors of another run unchecked.
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
+  Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
+  trainer.step();
+  test::TempDir dir;
+  trainer.write_checkpoint(dir.path());
+  const std::string state = read_file(dir / "train_state.json");
+  const std::string what_to_do =
+      " cannot be checked against it; attnres resumes only a checkpoint it can check. Start a new "
+      "run from its weights instead: attnres train --model " +
+      dir.path().string() + " (the optimizer state and the step count start over)";
+  const std::string companions =
+      ", so config.json, model.safetensors, optimizer.safetensors and train_log.csv";
+  for (const auto& [edit, why] :
+       std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>>{
+           {[](nlohmann::json& s) { s["version"] = 1; },
+            "version 1 records no checksums of the checkpoint's files"},
+           {[](nlohmann::json& s) { s.erase("files"); },
+            "it records no checksums of the checkpoint's files"},
+           {[](nlohmann::json& s) { s["files"] = "none"; },
+            "it records no checksums of the checkpoint's files"},
+           {[](nlohmann::json& s) { s["files"].erase("model.safetensors"); },
+            "it records no checksum of model.safetensors (\"files\")"}}) {
+    edit_state(dir.path(), edit);
+    EXPECT_EQ(resume_error([&] { Trainer::resume(dir.path(), data); }),
+              (dir / "train_state.json").string() + ": " + why + companions + what_to_do);
+    write_file_atomically(dir / "train_state.json", state);
+  }
+  EXPECT_EQ(resume_error([&] { Trainer::resume(dir.path(), data); }), "");
+}
+
+TEST(Trainer, ResumeRefusesADeepOrDuplicatedStateWithoutCrashing) {
+  const TextData data = text_data_from_bytes(test::sample_text(3000), "sample.txt", 0.1, 16);
+  Trainer trainer(tiny_byte_model(1), data, tiny_options(ResidualMode::full));
+  trainer.step();
+  test::TempDir dir;
+  trainer.write_checkpoint(dir.path());
+  const std::string state = read_file(dir / "train_state.json");
+  // 100,000 nested arrays in the state: a stack overflow (SIGSEGV) before.
+  write_file_atomically(dir / "train_state.json", "{\"step\": " + std::string(100'000, '[') +
+                                                      std::string(100'000, ']') + "}");
+  EXPECT_EQ(resume_error([&] { Trainer::resume(dir.path(), data); }),
+            (dir / "train_state.json").string() +
+                ":1:73: JSON nested deeper than 64 levels (refused; real files nest a few)");
+  // A second "version" after the first: refused, not the last one taken silently.
+  write_file_atomically(dir / "train_state.json",
+                        state.substr(0, state.rfind('}')) + ",\n  \"version\": 1\n}\n");
+  EXPECT_NE(resume_error([&] {
+              Trainer::resume(dir.path(), data);
+            }).find("duplicate key 'version' (a key may appear once in an object)"),
+            std::string::npos);
 }
 
 TEST(Trainer, CancelledStepChangesNothing) {

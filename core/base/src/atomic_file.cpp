@@ -93,12 +93,23 @@ void write_file_atomically(const fs::path& path, std::string_view content) {
   remove_stale_temporaries(path);
   const fs::path temporary = temporary_path_for(path);
   {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write '" + path.string() + "': cannot create a temporary file");
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      out.close();
+    // A new file, never an existing one or what a link of that name points to.
+    const int fd =
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) throw Error("cannot write '" + path.string() + "': cannot create a temporary file");
+    std::size_t done = 0;
+    bool failed = false;
+    while (done < content.size()) {
+      const ssize_t wrote = ::write(fd, content.data() + done, content.size() - done);
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) {
+        failed = true;
+        break;
+      }
+      done += static_cast<std::size_t>(wrote);
+    }
+    if (::close(fd) != 0) failed = true;
+    if (failed) {
       std::error_code ignored;
       fs::remove(temporary, ignored);
       throw Error("cannot write '" + path.string() + "': write failed (disk full?)");

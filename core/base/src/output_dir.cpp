@@ -1,7 +1,9 @@
 #include "attnres/output_dir.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,11 +15,14 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/json_reading.hpp"
 #include "attnres/version.hpp"
 
 namespace attnres {
@@ -84,6 +89,193 @@ std::string quoted(const fs::path& path) {
   return "'" + printable_text(path.string()) + "'";
 }
 
+// ---- Nothing outside the directory (docs/output-safety.md, "Nothing outside the directory").
+//
+// Every path that a commit record, the marker or --force names is opened one folder at a time
+// from the directory itself, with openat and O_NOFOLLOW: a symbolic link inside the directory is
+// never followed, so attnres creates, moves and removes only entries that really are in it. A
+// downloaded directory holding `lnk -> ~` and a crafted record naming `lnk/.bashrc` is refused,
+// and nothing changes.
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void throw_errno(const char* what, const std::string& path, int error) {
+  throw fs::filesystem_error(what, fs::path(path), std::error_code(error, std::generic_category()));
+}
+
+// A path named by a record or the marker that leads through something other than a folder:
+// `entry` is the part of `path` that is a link (or a file, a device...), `what` says which.
+struct UnsafePath {
+  std::string path, entry, what;
+};
+
+enum class Kind { missing, folder, file, link, other };
+
+Kind kind_at(int parent, const std::string& name, const std::string& path) {
+  struct stat st {};
+  if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return Kind::missing;
+    throw_errno("stat", path, errno);
+  }
+  if (S_ISDIR(st.st_mode)) return Kind::folder;
+  if (S_ISREG(st.st_mode)) return Kind::file;
+  if (S_ISLNK(st.st_mode)) return Kind::link;
+  return Kind::other;
+}
+
+const char* kind_words(Kind kind) {
+  switch (kind) {
+    case Kind::link:
+      return "a symbolic link";
+    case Kind::file:
+      return "a file";
+    case Kind::folder:
+      return "a folder";
+    case Kind::missing:
+      return "missing";
+    case Kind::other:
+      break;
+  }
+  return "neither a file nor a folder";
+}
+
+Fd open_folder_at(int parent, const std::string& name, const std::string& path) {
+  const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) throw_errno("open", path, errno);
+  return Fd(fd);
+}
+
+// The directory a command was given (as the user typed it: a link there is the user's choice).
+Fd open_target(const fs::path& target) {
+  const int fd = ::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw_errno("open", target.string(), errno);
+  return Fd(fd);
+}
+
+// How place_of treats the folders on the way to an entry.
+enum class Walk {
+  check,   // look only: a missing folder ends the walk; a non-folder the commit replaces is fine
+  open,    // a missing folder ends the walk (nothing there)
+  create,  // a missing folder is made; a non-folder the commit replaces is replaced by one
+};
+
+// The folder that holds `relative` below `root` (opened folder by folder, never through a link)
+// and the entry's name in it; `parent` is invalid when a folder on the way is missing (and not
+// made). A link, a file or anything else on the way is an UnsafePath, unless it is in
+// `replaceable` (the record removes it: --force replacing a foreign `tables` link with a
+// report's tables/ folder).
+struct Place {
+  Fd parent;
+  std::string name;
+};
+
+Place place_of(int root, const std::string& relative, Walk walk,
+               const std::set<std::string>* replaceable = nullptr) {
+  std::vector<std::string> parts;
+  for (const auto& part : fs::path(relative)) parts.push_back(part.string());
+  Fd current(::fcntl(root, F_DUPFD_CLOEXEC, 0));
+  if (!current.valid()) throw_errno("open", relative, errno);
+  std::string prefix;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    prefix += (i ? "/" : "") + parts[i];
+    const Kind kind = kind_at(current.get(), parts[i], prefix);
+    if (kind != Kind::folder) {
+      const bool replaced = kind != Kind::missing && replaceable && replaceable->count(prefix);
+      if (kind != Kind::missing && !replaced) throw UnsafePath{relative, prefix, kind_words(kind)};
+      if (walk != Walk::create) return {Fd(), parts.back()};
+      if (replaced && ::unlinkat(current.get(), parts[i].c_str(), 0) != 0 && errno != ENOENT)
+        throw_errno("remove", prefix, errno);
+      if (::mkdirat(current.get(), parts[i].c_str(), 0777) != 0 && errno != EEXIST)
+        throw_errno("mkdir", prefix, errno);
+    }
+    current = open_folder_at(current.get(), parts[i], prefix);  // a link swapped in since: ELOOP
+  }
+  return {std::move(current), parts.back()};
+}
+
+// Removes the entry `name` of `parent` and, when it is a folder, everything in it, never
+// following a link (a link is removed, not what it points to).
+void remove_tree_at(int parent, const std::string& name, const std::string& path) {
+  const Kind kind = kind_at(parent, name, path);
+  if (kind == Kind::missing) return;
+  if (kind != Kind::folder) {
+    if (::unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT)
+      throw_errno("remove", path, errno);
+    return;
+  }
+  const Fd folder = open_folder_at(parent, name, path);
+  std::vector<std::string> names;
+  {
+    const int copy = ::fcntl(folder.get(), F_DUPFD_CLOEXEC, 0);  // closedir closes it
+    DIR* listing = copy < 0 ? nullptr : ::fdopendir(copy);
+    if (listing == nullptr) {
+      const int error = errno;
+      if (copy >= 0) ::close(copy);
+      throw_errno("open", path, error);
+    }
+    while (const dirent* entry = ::readdir(listing)) {
+      const std::string child = entry->d_name;
+      if (child != "." && child != "..") names.push_back(child);
+    }
+    ::closedir(listing);
+  }
+  for (const auto& child : names) remove_tree_at(folder.get(), child, path + "/" + child);
+  if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
+    throw_errno("remove", path, errno);
+}
+
+// A bookkeeping file of the directory (the marker, the commit record): nullopt when there is
+// none; refused (UnsafePath) when it is a link or not a plain file, or is larger than any attnres
+// writes.
+constexpr std::uint64_t kBookkeepingLimit = 16u << 20;
+
+std::optional<std::string> read_bookkeeping(int root, const std::string& name) {
+  const int fd = ::openat(root, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    if (errno == ELOOP) throw UnsafePath{name, name, "a symbolic link"};
+    throw_errno("open", name, errno);
+  }
+  const Fd file(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno("stat", name, errno);
+  if (!S_ISREG(st.st_mode)) throw UnsafePath{name, name, "not a plain file"};
+  if (static_cast<std::uint64_t>(st.st_size) > kBookkeepingLimit)
+    throw UnsafePath{name, name, "larger than 16 MiB (attnres writes a few kB)"};
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t got = ::read(fd, text.data() + done, text.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw_errno("read", name, errno);
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  text.resize(done);
+  return text;
+}
+
 // The marker: for each set, the relative paths (generic form) attnres wrote.
 using Sets = std::map<std::string, std::set<std::string>>;
 
@@ -93,12 +285,31 @@ struct Marker {
   Sets sets;
 };
 
+bool inside(const std::string& relative);
+
 Sets sets_from_json(const nlohmann::json& json) {
   Sets sets;
   for (const auto& [name, files] : json.items()) {
     for (const auto& file : files) sets[name].insert(file.get<std::string>());
   }
   return sets;
+}
+
+// Whether every path of the sets is a plain relative path inside the directory that leads through
+// folders only (so a marker naming "../x", "/etc/x", lnk/x or attnres's own bookkeeping is not
+// used).
+bool sets_inside(int root, const Sets& sets, const std::set<std::string>* replaceable = nullptr) {
+  for (const auto& [name, files] : sets) {
+    for (const auto& file : files) {
+      if (!inside(file)) return false;
+      try {
+        place_of(root, file, Walk::check, replaceable);
+      } catch (const UnsafePath&) {
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 nlohmann::json sets_json(const Sets& sets) {
@@ -108,15 +319,24 @@ nlohmann::json sets_json(const Sets& sets) {
   return by_set;
 }
 
+// An unreadable marker (torn, hand-edited, a link, naming paths outside the directory) makes
+// every file foreign: nothing is replaced without --force.
 Marker read_marker(const fs::path& directory) {
   Marker marker;
-  const fs::path path = directory / kOutputMarkerName;
-  std::error_code error;
-  if (!fs::exists(path, error)) return marker;
-  marker.present = true;
   try {
-    marker.sets = sets_from_json(nlohmann::json::parse(read_file(path)).at("sets"));
+    const Fd root = open_target(directory);
+    const std::optional<std::string> text = read_bookkeeping(root.get(), kOutputMarkerName);
+    if (!text) return marker;
+    marker.present = true;
+    marker.sets = sets_from_json(
+        parse_json_document(*text, (directory / kOutputMarkerName).string()).at("sets"));
+    if (!sets_inside(root.get(), marker.sets)) throw std::runtime_error("outside");
   } catch (const std::exception&) {
+    marker.present = true;
+    marker.readable = false;
+    marker.sets.clear();
+  } catch (const UnsafePath&) {
+    marker.present = true;
     marker.readable = false;
     marker.sets.clear();
   }
@@ -150,7 +370,14 @@ bool is_bookkeeping_name(const std::string& name) {
 class StagingLock {
  public:
   explicit StagingLock(const fs::path& folder)
-      : fd_(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+      : fd_(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) {
+    try_lock();
+  }
+  StagingLock(int root, const std::string& name)
+      : fd_(::openat(root, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) {
+    try_lock();
+  }
+  void try_lock() {
     if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd_);
       fd_ = -1;
@@ -219,9 +446,11 @@ std::vector<std::string> inputs_inside(const fs::path& directory,
   return inside;
 }
 
+// Whether removing or replacing `entry` would touch an input: the input itself, a folder that
+// holds one, or a file inside an input folder (a model directory's config.json).
 bool protects(const std::vector<std::string>& inputs, const std::string& entry) {
   return std::any_of(inputs.begin(), inputs.end(), [&](const std::string& input) {
-    return input == entry || has_prefix_dir(input, entry);
+    return input == entry || has_prefix_dir(input, entry) || has_prefix_dir(entry, input);
   });
 }
 
@@ -328,6 +557,8 @@ class DirectoryLock {
 struct CommitRecord {
   std::string owner;
   std::string staging;                   // folder name inside the target
+  std::uint64_t staging_device = 0;      // the staging folder its writer made (stat's st_dev,
+  std::uint64_t staging_inode = 0;       // st_ino): a copied or crafted record names no such folder
   std::vector<std::string> files;        // staged files, moved to the same relative path
   std::vector<std::string> remove;       // files removed (the set's old files, --force)
   std::vector<std::string> directories;  // folders removed when empty, deepest first
@@ -339,111 +570,220 @@ nlohmann::json record_json(const CommitRecord& r) {
           {"about", "a write of this directory being switched in (see docs/output-safety.md)"},
           {"owner", r.owner},
           {"staging", r.staging},
+          {"staging_id", {r.staging_device, r.staging_inode}},
           {"files", r.files},
           {"remove", r.remove},
           {"directories", r.directories},
           {"sets", sets_json(r.sets)}};
 }
 
+// A record that is not valid JSON of this shape throws (a torn record).
 CommitRecord record_from_json(const nlohmann::json& j) {
   CommitRecord r;
   r.owner = j.at("owner").get<std::string>();
   r.staging = j.at("staging").get<std::string>();
+  if (const auto id = j.find("staging_id"); id != j.end()) {
+    r.staging_device = id->at(0).get<std::uint64_t>();
+    r.staging_inode = id->at(1).get<std::uint64_t>();
+  }
   r.files = j.at("files").get<std::vector<std::string>>();
   r.remove = j.at("remove").get<std::vector<std::string>>();
   r.directories = j.at("directories").get<std::vector<std::string>>();
   r.sets = sets_from_json(j.at("sets"));
-  if (!is_staging_name(r.staging) || r.staging.find('/') != std::string::npos)
-    throw std::runtime_error("not a staging folder: " + r.staging);
   return r;
 }
 
-// Relative paths from a record must stay inside the directory.
+// A path from a record or the marker: relative, no "..", no "." or empty part, and not attnres's
+// own bookkeeping (the marker, the record, a staging folder) at the top.
 bool inside(const std::string& relative) {
   const fs::path path(relative);
-  if (relative.empty() || path.is_absolute()) return false;
-  return std::none_of(path.begin(), path.end(), [](const fs::path& part) { return part == ".."; });
+  if (relative.empty() || path.is_absolute() || relative.find('\0') != std::string::npos)
+    return false;
+  if (relative.front() == '/' || relative.back() == '/' || relative.find("//") != std::string::npos)
+    return false;
+  if (is_bookkeeping_name(path.begin()->string())) return false;
+  return std::none_of(path.begin(), path.end(), [](const fs::path& part) {
+    return part == ".." || part == "." || part.empty();
+  });
 }
 
-// Moves, removals, marker, then the record goes. Returns the files removed.
-std::vector<std::string> apply_commit(const fs::path& target, const CommitRecord& r) {
-  const fs::path staging = target / r.staging;
-  std::error_code error;
-  std::set<fs::path> moved_into;  // folders below the target that received files
-  for (const auto& file : r.files) {
-    if (!inside(file)) continue;
-    const fs::path source = staging / file;
-    if (!fs::exists(fs::symlink_status(source, error))) continue;  // moved before the cut
-    const fs::path destination = target / file;
-    fs::create_directories(destination.parent_path());
-    if (fs::is_directory(fs::symlink_status(destination)))
-      fs::remove_all(destination);  // --force only
-    fs::rename(source, destination);
-    if (destination.parent_path() != target) moved_into.insert(destination.parent_path());
+// Before a record is applied (the one a writer is about to write, or one found on disk), every
+// path in it is checked: inside the directory as text, and reachable without passing through a
+// link or a file; the staging folder a real folder, the one its writer made. Throws
+// attnres::Error saying what is wrong; nothing has changed.
+void check_record(int root, const fs::path& target, const CommitRecord& r, bool found) {
+  auto refuse = [&](const std::string& why) {
+    if (!found) {
+      throw Error(quoted(target) + ": this write " + why + "; attnres changed nothing in it");
+    }
+    throw Error(quoted(target) + ": its " + kCommitName + " (a write attnres records before it " +
+                "moves files in) " + why +
+                "; attnres changed nothing in it. A directory that came from elsewhere (a "
+                "download, an archive, a copy) cannot complete a write made in another place: "
+                "delete the record if you trust the files, or the directory");
+  };
+  if (!is_staging_name(r.staging) || r.staging.find('/') != std::string::npos)
+    refuse("names " + printable_text(r.staging) + ", which is not a staging folder");
+  struct stat st {};
+  if (::fstatat(root, r.staging.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+    refuse("names the staging folder " + printable_text(r.staging) +
+           ", which is not a folder there");
+  if (static_cast<std::uint64_t>(st.st_dev) != r.staging_device ||
+      static_cast<std::uint64_t>(st.st_ino) != r.staging_inode)
+    refuse("names the staging folder " + printable_text(r.staging) +
+           ", but not the one its writer made (the record was copied or written by hand)");
+  for (const auto* list : {&r.files, &r.remove, &r.directories}) {
+    for (const auto& path : *list) {
+      if (!inside(path))
+        refuse("names " + printable_text(path) + ", which is not a path inside the directory");
+    }
+  }
+
+  const std::set<std::string> replaceable(r.remove.begin(), r.remove.end());
+  try {
+    for (const auto& file : r.files) {
+      place_of(root, r.staging + "/" + file, Walk::check);
+      place_of(root, file, Walk::check, &replaceable);
+    }
+    for (const auto* list : {&r.remove, &r.directories}) {
+      for (const auto& path : *list) place_of(root, path, Walk::check);
+    }
+  } catch (const UnsafePath& unsafe) {
+    refuse("names " + printable_text(unsafe.path) + ", which passes through " +
+           printable_text(unsafe.entry) + ", " + unsafe.what +
+           " (attnres never writes, moves or removes anything through one)");
+  }
+  if (!sets_inside(root, r.sets, &replaceable))
+    refuse("lists files that are not plain paths inside the directory");
+}
+
+// Moves, removals, marker, then the record goes; every path walked from `root` without
+// following a link (check_record has checked them). Returns the files removed.
+std::vector<std::string> apply_commit(int root, const fs::path& target, const CommitRecord& r) {
+  const std::set<std::string> replaceable(r.remove.begin(), r.remove.end());
+  try {
+    for (const auto& file : r.files) {
+      const Place source = place_of(root, r.staging + "/" + file, Walk::open);
+      if (!source.parent.valid() ||
+          kind_at(source.parent.get(), source.name, file) == Kind::missing)
+        continue;  // moved before the cut
+      const Place destination = place_of(root, file, Walk::create, &replaceable);
+      if (kind_at(destination.parent.get(), destination.name, file) == Kind::folder)
+        remove_tree_at(destination.parent.get(), destination.name, file);  // --force only
+      if (::renameat(source.parent.get(), source.name.c_str(), destination.parent.get(),
+                     destination.name.c_str()) != 0)
+        throw_errno("rename", file, errno);
+      // The folder's new entry reaches the disk before the record goes.
+      if (file.find('/') != std::string::npos) ::fsync(destination.parent.get());
+      commit_step();
+    }
+    std::vector<std::string> removed;
+    for (const auto& file : r.remove) {
+      const Place place = place_of(root, file, Walk::open);
+      if (!place.parent.valid()) continue;
+      const Kind kind = kind_at(place.parent.get(), place.name, file);
+      if (kind == Kind::missing || kind == Kind::folder) continue;
+      if (::unlinkat(place.parent.get(), place.name.c_str(), 0) == 0) removed.push_back(file);
+    }
+    for (const auto& dir : r.directories) {
+      const Place place = place_of(root, dir, Walk::open);
+      if (place.parent.valid() && kind_at(place.parent.get(), place.name, dir) == Kind::folder &&
+          ::unlinkat(place.parent.get(), place.name.c_str(), AT_REMOVEDIR) == 0)
+        removed.push_back(dir + "/");  // only when empty (ENOTEMPTY otherwise)
+    }
     commit_step();
+    write_marker(target, r.sets);
+    commit_step();
+    if (::unlinkat(root, kCommitName, 0) != 0) throw_errno("remove", kCommitName, errno);
+    ::fsync(root);
+    commit_step();
+    remove_tree_at(root, r.staging, r.staging);
+    return removed;
+  } catch (const UnsafePath& unsafe) {
+    // A link swapped in after check_record (another process at work in the directory).
+    throw Error(quoted(target) + ": " + printable_text(unsafe.path) + " passes through " +
+                printable_text(unsafe.entry) + ", " + unsafe.what +
+                "; attnres never writes through one (the write stopped there)");
   }
-  for (const auto& folder : moved_into) sync_path(folder, true);  // before the record goes
-  std::vector<std::string> removed;
-  for (const auto& file : r.remove) {
-    if (inside(file) && fs::remove(target / file, error)) removed.push_back(file);
+}
+
+// The commit record found in `target` (nullopt when there is none). A torn one (a power cut
+// before it reached the disk: no file had moved) is nullopt with `torn` set.
+std::optional<CommitRecord> find_record(int root, const fs::path& target, bool& torn) {
+  torn = false;
+  std::optional<std::string> text;
+  try {
+    text = read_bookkeeping(root, kCommitName);
+  } catch (const UnsafePath& unsafe) {
+    throw Error(quoted(target) + ": its " + kCommitName + " is " + unsafe.what +
+                ", never one attnres wrote; attnres changed nothing in it (delete it if you "
+                "trust the directory's files)");
   }
-  for (const auto& dir : r.directories) {
-    if (inside(dir) && fs::is_empty(target / dir, error) && !error &&
-        fs::remove(target / dir, error))
-      removed.push_back(dir + "/");
+  if (!text) return std::nullopt;
+  try {
+    // Depth-capped, duplicate keys refused (json_reading.hpp): a crafted record cannot exhaust the
+    // stack; one that is not attnres's JSON is treated as torn.
+    return record_from_json(parse_json_document(*text, (target / kCommitName).string()));
+  } catch (const std::exception&) {
+    torn = true;
+    return std::nullopt;
   }
-  commit_step();
-  write_marker(target, r.sets);
-  commit_step();
-  fs::remove(target / kCommitName);
-  sync_path(target, true);
-  commit_step();
-  remove_quietly(staging);
-  return removed;
 }
 
 // Under the exclusive lock: completes a commit that a killed process left (its record is there),
 // removes abandoned staging folders and temporary files of the bookkeeping. `notes` gets what
-// was done, in words.
+// was done, in words. A record that names anything but entries really inside the directory is
+// refused (attnres::Error) before anything changes.
+void recover_entries(const fs::path& target, std::vector<std::string>& stale,
+                     std::vector<std::string>& notes);
+
 void recover(const fs::path& target, std::vector<std::string>& stale,
              std::vector<std::string>& notes) {
-  std::error_code error;
-  const fs::path record_path = target / kCommitName;
-  std::string keep;  // the staging folder of the record being completed
-  if (fs::exists(record_path, error)) {
-    CommitRecord record;
-    try {
-      record = record_from_json(nlohmann::json::parse(read_file(record_path)));
-    } catch (const std::exception&) {
-      // Torn by a power cut before it was synced: no file had moved yet; the write is dropped.
-      fs::remove(record_path, error);
-      notes.push_back("dropped an interrupted write of " + printable_text(target.string()) +
-                      " (its commit record was incomplete; no file had been replaced)");
-      record.staging.clear();
-    }
-    if (!record.staging.empty()) {
-      try {
-        apply_commit(target, record);
-      } catch (const fs::filesystem_error& failure) {
-        throw Error(printable_text(target.string()) +
-                    ": cannot complete the interrupted write recorded in " + kCommitName + ": " +
-                    failure.code().message());
-      }
-      notes.push_back("completed the interrupted write of '" + printable_text(record.owner) +
-                      "' in " + printable_text(target.string()) + " (" +
-                      std::to_string(record.files.size()) + " files)");
-      keep = record.staging;
-    }
+  try {
+    recover_entries(target, stale, notes);
+  } catch (const fs::filesystem_error& failure) {
+    throw Error(printable_text(target.string()) + ": cannot complete the interrupted write " +
+                "recorded in " + kCommitName + ": " + printable_text(failure.path1().string()) +
+                ": " + failure.code().message());
   }
+}
+
+void recover_entries(const fs::path& target, std::vector<std::string>& stale,
+                     std::vector<std::string>& notes) {
+  const Fd root = open_target(target);
+  std::string keep;  // the staging folder of the record being completed
+  bool torn = false;
+  const std::optional<CommitRecord> record = find_record(root.get(), target, torn);
+  if (torn) {
+    // Torn by a power cut before it was synced: no file had moved yet; the write is dropped.
+    ::unlinkat(root.get(), kCommitName, 0);
+    notes.push_back("dropped an interrupted write of " + printable_text(target.string()) +
+                    " (its commit record was incomplete; no file had been replaced)");
+  }
+  if (record) {
+    check_record(root.get(), target, *record, /*found=*/true);
+    apply_commit(root.get(), target, *record);
+    notes.push_back("completed the interrupted write of '" + printable_text(record->owner) +
+                    "' in " + printable_text(target.string()) + " (" +
+                    std::to_string(record->files.size()) + " files)");
+    keep = record->staging;
+  }
+  std::error_code error;
   for (const auto& entry : fs::directory_iterator(target, error)) {
     const std::string name = entry.path().filename().string();
     if (is_staging_name(name)) {
-      if (name != keep && StagingLock(entry.path()).held()) {
-        remove_quietly(entry.path());
-        stale.push_back(name);
+      if (name != keep && kind_at(root.get(), name, name) == Kind::folder &&
+          StagingLock(root.get(), name).held()) {
+        try {
+          remove_tree_at(root.get(), name, name);
+          stale.push_back(name);
+        } catch (const fs::filesystem_error&) {
+          // Left for the next command (a folder it cannot remove is reported by the listing).
+        }
       }
-    } else if (name != kOutputMarkerName && name != kCommitName && is_bookkeeping_name(name)) {
-      fs::remove(entry.path(), error);  // a temporary file of a marker or record being written
+    } else if (name != kOutputMarkerName && name != kCommitName && is_bookkeeping_name(name) &&
+               kind_at(root.get(), name, name) != Kind::folder) {
+      ::unlinkat(root.get(), name.c_str(), 0);  // a temporary of a marker or record being written
     }
   }
 }
@@ -595,12 +935,38 @@ OutputDirectoryReadLock::OutputDirectoryReadLock(const fs::path& directory) {
     lock_ = held;
     return;
   }
-  auto lock = std::make_shared<DirectoryLock>(directory, LOCK_EX);
-  std::vector<std::string> stale;
-  recover(directory, stale, notes_);
-  lock->share();
+  // Shared: no write switches files while they are read. A reader never changes the directory:
+  // an interrupted write is reported, not completed (docs/output-safety.md).
+  auto lock = std::make_shared<DirectoryLock>(directory, LOCK_SH);
+  const Fd root = open_target(directory);
+  bool torn = false;
+  if (const std::optional<CommitRecord> record = find_record(root.get(), directory, torn)) {
+    throw Error(quoted(directory) + ": a write of '" + printable_text(record->owner) +
+                "' into it was interrupted (" + kCommitName +
+                " is there), so its files may be a mix of the old set and the new one; attnres "
+                "does not change a directory it only reads: complete the write with `attnres "
+                "recover " +
+                printable_text(directory.string()) + "` and run this again");
+  }
+  if (torn) {
+    notes_.push_back(printable_text(directory.string()) + " holds the " + kCommitName +
+                     " of a write cut short before any file moved; its files are the old set "
+                     "(the next attnres command that writes it removes the record)");
+  }
   locks.held[key] = lock;
   lock_ = lock;
+}
+
+std::vector<std::string> recover_output_directory(const fs::path& target) {
+  std::error_code error;
+  const auto status = fs::status(target, error);
+  if (!fs::exists(status)) throw Error(quoted(target) + ": no such directory");
+  if (!fs::is_directory(status)) throw Error(quoted(target) + ": is not a directory");
+  const DirectoryLock lock(target, LOCK_EX);
+  OutputDirectoryResult result;
+  result.directory = target;
+  recover(target, result.stale_staging, result.recovered);
+  return output_directory_notes(result);
 }
 
 OutputDirectoryResult write_output_directory(const fs::path& target,
@@ -670,12 +1036,21 @@ OutputDirectoryResult write_output_directory(const fs::path& target,
     CommitRecord record;
     record.owner = options.owner;
     record.staging = staging_name;
+    struct stat staged_folder {};
+    if (::lstat(staging.c_str(), &staged_folder) != 0)
+      throw fs::filesystem_error("stat", staging, std::error_code(errno, std::generic_category()));
+    record.staging_device = staged_folder.st_dev;
+    record.staging_inode = staged_folder.st_ino;
     record.files = staged.files;
     Sets sets = o.marker.sets;
     const std::set<std::string> previous =
         sets.count(options.owner) ? sets[options.owner] : std::set<std::string>{};
+    // An input that is the directory itself (`forward --model m --chart m`): every file in it
+    // outside this command's own previous set is kept, --force or not.
+    const bool input_is_target = std::find(inputs.begin(), inputs.end(), ".") != inputs.end();
     for (const auto& file : staged.files) {
-      if (protects(inputs, file)) {
+      const bool exists = std::binary_search(o.listing.files.begin(), o.listing.files.end(), file);
+      if (protects(inputs, file) || (input_is_target && exists && !previous.count(file))) {
         throw Error(options.flag + " " + quoted(target) + ": writing " + printable_text(file) +
                     " would overwrite an input of this command; choose another directory");
       }
@@ -692,7 +1067,7 @@ OutputDirectoryResult write_output_directory(const fs::path& target,
     for (const auto& file : previous) {
       if (!written.count(file) && !protects(inputs, file)) record.remove.push_back(file);
     }
-    if (options.force) {
+    if (options.force && !input_is_target) {
       for (const auto& file : o.foreign_files) {
         if (!protects(inputs, file) && !written.count(file)) record.remove.push_back(file);
       }
@@ -716,13 +1091,18 @@ OutputDirectoryResult write_output_directory(const fs::path& target,
       it = it->second.empty() ? sets.erase(it) : std::next(it);
     record.sets = sets;
 
+    // Nothing the record names passes through a link (a marker naming lnk/x, a foreign link
+    // where a folder of the set goes without --force): refused before anything moves.
+    const Fd root = open_target(target);
+    check_record(root.get(), target, record, /*found=*/false);
+
     // The switch: the staged files are on disk, then the record; from the moment the record is
     // there, the write is done, and a kill from here on is completed by the next command.
     sync_tree(staging);
     commit_step();
     write_durably(target / kCommitName, record_json(record).dump(1) + "\n");
     commit_step();
-    for (const auto& removed : apply_commit(target, record)) {
+    for (const auto& removed : apply_commit(root.get(), target, record)) {
       const bool directory = removed.back() == '/';
       const bool foreign_directory =
           directory &&

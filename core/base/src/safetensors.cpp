@@ -1,23 +1,25 @@
 #include "attnres/safetensors.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
+#include <deque>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
-#include <unordered_set>
 
 #include "attnres/assert.hpp"
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
+#include "attnres/json_reading.hpp"
 
 namespace attnres {
 
@@ -78,7 +80,7 @@ namespace {
 
 std::uint64_t read_u64(const json& value, const std::string& where) {
   if (!value.is_number_unsigned()) {
-    throw Error(where + " must be a non-negative integer, got " + value.dump());
+    throw Error(where + " must be a non-negative integer, got " + describe_json(value));
   }
   return value.get<std::uint64_t>();
 }
@@ -95,51 +97,49 @@ std::uint64_t checked_multiply(std::uint64_t a, std::uint64_t b, const std::stri
 
 namespace {
 
-// The names of the header's top-level object, in one linear SAX pass: nlohmann keeps the last of
-// two equal keys silently, and its callback parser rescans the parent object after every value
-// it closes (quadratic in the number of tensors), so duplicates are found here instead.
-class TopLevelKeys : public json::json_sax_t {
- public:
-  std::string duplicate;  // the first name seen twice
-
-  bool key(string_t& name) override {
-    if (depth_ == 1 && !names_.insert(name).second && duplicate.empty()) duplicate = name;
-    return true;
+// The file a SafetensorsFile opened for its header (read_header), held in its map_ (closed with
+// the last copy): its tensors are read from this descriptor with pread, not memory-mapped, so a
+// file truncated meanwhile is an error (a mapping gave SIGBUS), and a file renamed over the path
+// later does not mix in.
+struct OpenFile {
+  int fd = -1;
+  std::string source;
+  // raw_bytes' copies of tensors, which its string_views point into (tests and tools that copy a
+  // few tensors; the models' tensors are converted with copy_values, a chunk at a time).
+  mutable std::mutex raw_mutex;
+  mutable std::deque<std::string> raw;
+  explicit OpenFile(int descriptor, std::string name) : fd(descriptor), source(std::move(name)) {}
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  ~OpenFile() {
+    if (fd >= 0) ::close(fd);
   }
-  bool start_object(std::size_t) override { return ++depth_, true; }
-  bool end_object() override { return --depth_, true; }
-  bool start_array(std::size_t) override { return ++depth_, true; }
-  bool end_array() override { return --depth_, true; }
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  // The DOM parse that follows reports the error with its position.
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
+  std::uint64_t size() const {
+    struct stat status {};
+    return ::fstat(fd, &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0;
   }
-
- private:
-  int depth_ = 0;
-  std::unordered_set<std::string> names_;
+  // Exactly `size` bytes at `offset`, or attnres::Error: the file was `expected` bytes long when
+  // its header was read, and a short read means it shrank since.
+  void read_exactly(std::uint64_t offset, std::size_t size, char* out,
+                    std::uint64_t expected) const {
+    std::size_t done = 0;
+    while (done < size) {
+      const ssize_t got = ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        throw Error("cannot read '" + source + "': " + std::strerror(errno));
+      }
+      if (got == 0) {
+        throw Error(source + " changed while it was read (now " + std::to_string(this->size()) +
+                    " bytes, expected " + std::to_string(expected) + ")");
+      }
+      done += static_cast<std::size_t>(got);
+    }
+  }
 };
 
-// Reads exactly `size` bytes at `offset` of `path`, or throws naming the file.
-std::string read_range(const std::filesystem::path& path, std::uint64_t offset, std::uint64_t size,
-                       const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read '" + path.string() + "': cannot open it");
-  in.seekg(static_cast<std::streamoff>(offset));
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (!in || static_cast<std::uint64_t>(in.gcount()) != size) {
-    throw Error(path.string() + ": reading " + what + " failed (the file is shorter than " +
-                std::to_string(offset + size) + " bytes; did it change while being read?)");
-  }
-  return bytes;
+const OpenFile& open_file(const std::shared_ptr<const void>& file) {
+  return *static_cast<const OpenFile*>(file.get());
 }
 
 }  // namespace
@@ -175,62 +175,46 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
 
 SafetensorsFile SafetensorsFile::read_header(const std::filesystem::path& path) {
   const std::string source = path.string();
-  std::error_code error;
   if (const std::string what = not_a_regular_file(path); !what.empty()) {
     throw Error("cannot read '" + source + "': " + what +
                 (what == "no such file" ? "" : ", expected a .safetensors file"));
   }
-  const std::uint64_t file_size = std::filesystem::file_size(path, error);
-  if (error) throw Error("cannot read '" + source + "': " + error.message());
+  // The descriptor is kept: the tensors are read from this file, whatever is renamed over its
+  // path later. O_NONBLOCK: a FIFO swapped in after the check must not block the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) throw Error("cannot read '" + source + "': " + std::strerror(errno));
+  auto opened = std::make_shared<const OpenFile>(fd, source);
+  struct stat status {};
+  if (::fstat(fd, &status) != 0)
+    throw Error("cannot read '" + source + "': " + std::strerror(errno));
+  if (!S_ISREG(status.st_mode))
+    throw Error("cannot read '" + source +
+                "': is not a regular file, expected a .safetensors file");
+  const auto file_size = static_cast<std::uint64_t>(status.st_size);
   if (file_size < 8) {
     throw Error(source + ": truncated safetensors file (" + std::to_string(file_size) +
                 " bytes; at least 8 are needed for the header length)");
   }
   std::uint64_t header_length = 0;
-  std::memcpy(&header_length, read_range(path, 0, 8, "the header length").data(), 8);
+  opened->read_exactly(0, 8, reinterpret_cast<char*>(&header_length), file_size);
   check_header_length(header_length, file_size, source);
-  SafetensorsFile file = from_header(read_range(path, 8, header_length, "the header"),
-                                     file_size - 8 - header_length, source);
+  std::string header(static_cast<std::size_t>(header_length), '\0');
+  opened->read_exactly(8, header.size(), header.data(), file_size);
+  SafetensorsFile file = from_header(header, file_size - 8 - header_length, source);
   file.path_ = path;
+  file.map_ = std::move(opened);
   file.data_offset_in_file_ = 8 + header_length;
   return file;
 }
 
-namespace {
-
-// Maps `size` bytes of `path` read-only; null where the file cannot be mapped (then the caller
-// reads it). The mapping outlives the descriptor and is unmapped with the last shared_ptr.
-std::shared_ptr<const void> map_file(const std::filesystem::path& path, std::uint64_t size) {
-  if (size == 0) return nullptr;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return nullptr;
-  void* address = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (address == MAP_FAILED) return nullptr;
-  const auto length = static_cast<std::size_t>(size);
-  return std::shared_ptr<const void>(
-      address, [length](const void* p) { ::munmap(const_cast<void*>(p), length); });
-}
-
-}  // namespace
-
 void SafetensorsFile::load_data() {
   if (data_loaded_) return;
-  // The file may have grown since its header was read: only the declared size is used. A file
-  // that shrank is refused before it is mapped (a mapping past the end would fault on access).
-  std::error_code error;
-  const std::uint64_t file_size = std::filesystem::file_size(path_, error);
-  if (error || file_size < data_offset_in_file_ + data_size_) {
-    throw Error(path_.string() + ": reading the tensor data failed (the file is shorter than " +
-                std::to_string(data_offset_in_file_ + data_size_) +
-                " bytes; did it change while being read?)");
-  }
-  map_ = map_file(path_, data_offset_in_file_ + data_size_);
-  if (map_) {
-    data_start_ = static_cast<std::size_t>(data_offset_in_file_);
-  } else {
-    bytes_ = read_range(path_, data_offset_in_file_, data_size_, "the tensor data");
-    data_start_ = 0;
+  // The file may have grown since its header was read: only the declared size is used. One that
+  // shrank is refused here; one that shrinks later is refused by the read that comes back short.
+  const std::uint64_t expected = data_offset_in_file_ + data_size_;
+  if (const std::uint64_t now = open_file(map_).size(); now < expected) {
+    throw Error(source_ + " changed while it was read (now " + std::to_string(now) +
+                " bytes, expected " + std::to_string(expected) + ")");
   }
   data_loaded_ = true;
 }
@@ -240,16 +224,11 @@ SafetensorsFile SafetensorsFile::from_header(std::string_view header_text, std::
   SafetensorsFile file;
   file.source_ = source;
   file.data_size_ = data_size;
-  TopLevelKeys keys;
-  json::sax_parse(header_text, &keys);
-  json header;
-  try {
-    header = json::parse(header_text);
-  } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e3060
-    throw Error(source + ": header is not valid JSON (" + error.what() + ")");
-  }
-  if (!keys.duplicate.empty())
-    throw Error(source + ": duplicate tensor name '" + keys.duplicate + "'");
+  // Nesting capped; a name twice is refused (nlohmann would keep the last one silently). One
+  // linear pass (nlohmann's callback parser rescans the parent object after every value).
+  JsonReadOptions options;
+  options.top_level_key_name = "tensor name";
+  const json header = parse_json_document(std::string(header_text), source + " header", options);
   if (!header.is_object()) throw Error(source + ": header must be a JSON object");
 
   for (const auto& [name, entry] : header.items()) {
@@ -257,13 +236,13 @@ SafetensorsFile SafetensorsFile::from_header(std::string_view header_text, std::
       if (!entry.is_object()) throw Error(source + ": __metadata__ must be an object");
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string()) {
-          throw Error(source + ": __metadata__." + key + " must be a string");
+          throw Error(source + ": __metadata__." + quote_untrusted(key) + " must be a string");
         }
         file.metadata_[key] = value.get<std::string>();
       }
       continue;
     }
-    const std::string where = source + ": tensor '" + name + "'";
+    const std::string where = source + ": tensor '" + quote_untrusted(name) + "'";
     if (!entry.is_object()) throw Error(where + ": entry must be an object");
     for (const char* key : {"dtype", "shape", "data_offsets"}) {
       if (!entry.contains(key)) throw Error(where + ": missing '" + key + "'");
@@ -271,8 +250,8 @@ SafetensorsFile SafetensorsFile::from_header(std::string_view header_text, std::
     if (!entry["dtype"].is_string()) throw Error(where + ": dtype must be a string");
     TensorInfo info;
     info.name = name;
-    info.dtype = parse_enum(kTensorDTypeNames, entry["dtype"].get<std::string>(), where,
-                            "unsupported dtype");
+    info.dtype = parse_enum(kTensorDTypeNames, quote_untrusted(entry["dtype"].get<std::string>()),
+                            where, "unsupported dtype");
     const json& shape = entry["shape"];
     if (!shape.is_array()) throw Error(where + ": shape must be an array of integers");
     std::uint64_t element_count = 1;
@@ -322,8 +301,8 @@ SafetensorsFile SafetensorsFile::from_header(std::string_view header_text, std::
   });
   for (std::size_t i = 1; i < by_offset.size(); ++i) {
     if (by_offset[i]->begin < by_offset[i - 1]->end) {
-      throw Error(source + ": tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
-                  "' overlap in the data section");
+      throw Error(source + ": tensors '" + quote_untrusted(by_offset[i - 1]->name) + "' and '" +
+                  quote_untrusted(by_offset[i]->name) + "' overlap in the data section");
     }
   }
   return file;
@@ -346,20 +325,27 @@ const char* SafetensorsFile::checked_data(const TensorInfo& tensor) const {
   // parse() checked every tensor's offsets against its shape and the data section; a TensorInfo
   // from another file would read past this one's bytes.
   if (!data_loaded_) {
-    throw Error(source_ + ": the tensor data of '" + tensor.name +
+    throw Error(source_ + ": the tensor data of '" + quote_untrusted(tensor.name) +
                 "' was not read (read_header without load_data)");
   }
-  const std::uint64_t available = map_ ? data_size_ : bytes_.size() - data_start_;
   ATTNRES_ASSERT(tensor.end - tensor.begin == static_cast<std::uint64_t>(tensor.element_count()) *
                                                   element_size(tensor.dtype) &&
-                     tensor.end <= available,
+                     tensor.end <= data_size_,
                  "tensor '" + tensor.name + "' lies inside this file's data section");
-  const char* base = map_ ? static_cast<const char*>(map_.get()) : bytes_.data();
-  return base + data_start_ + tensor.begin;
+  // Null for a file opened by read_header: its tensors are read with pread (OpenFile).
+  return map_ ? nullptr : bytes_.data() + data_start_ + tensor.begin;
 }
 
 std::string_view SafetensorsFile::raw_bytes(const TensorInfo& tensor) const {
-  return {checked_data(tensor), static_cast<std::size_t>(tensor.end - tensor.begin)};
+  const auto size = static_cast<std::size_t>(tensor.end - tensor.begin);
+  if (const char* data = checked_data(tensor)) return {data, size};
+  const OpenFile& file = open_file(map_);
+  std::string bytes(size, '\0');
+  file.read_exactly(data_offset_in_file_ + tensor.begin, size, bytes.data(),
+                    data_offset_in_file_ + data_size_);
+  const std::lock_guard<std::mutex> lock(file.raw_mutex);
+  file.raw.push_back(std::move(bytes));
+  return file.raw.back();
 }
 
 namespace {
@@ -396,14 +382,42 @@ void convert_elements(const char* data, TensorDType dtype, std::size_t count, Ou
 
 }  // namespace
 
+namespace {
+
+// The tensor's elements into `out`: straight from memory (parse), or read from the file a chunk
+// at a time (read_header): memory for one chunk, not for the tensor's bytes.
+template <typename Out>
+void convert_tensor(const char* in_memory, const std::shared_ptr<const void>& file,
+                    std::uint64_t data_offset, std::uint64_t file_size, const TensorInfo& tensor,
+                    Out* out) {
+  const auto count = static_cast<std::size_t>(tensor.element_count());
+  if (in_memory) {
+    convert_elements(in_memory, tensor.dtype, count, out);
+    return;
+  }
+  const std::size_t element = element_size(tensor.dtype);
+  constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+  const std::size_t per_chunk = kChunkBytes / element;
+  std::vector<char> chunk(std::min(count, per_chunk) * element);
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min(per_chunk, count - done);
+    open_file(file).read_exactly(data_offset + tensor.begin + done * element, n * element,
+                                 chunk.data(), file_size);
+    convert_elements(chunk.data(), tensor.dtype, n, out + done);
+    done += n;
+  }
+}
+
+}  // namespace
+
 void SafetensorsFile::copy_values(const TensorInfo& tensor, double* out) const {
-  convert_elements(checked_data(tensor), tensor.dtype,
-                   static_cast<std::size_t>(tensor.element_count()), out);
+  convert_tensor(checked_data(tensor), map_, data_offset_in_file_,
+                 data_offset_in_file_ + data_size_, tensor, out);
 }
 
 void SafetensorsFile::copy_values(const TensorInfo& tensor, float* out) const {
-  convert_elements(checked_data(tensor), tensor.dtype,
-                   static_cast<std::size_t>(tensor.element_count()), out);
+  convert_tensor(checked_data(tensor), map_, data_offset_in_file_,
+                 data_offset_in_file_ + data_size_, tensor, out);
 }
 
 std::vector<double> SafetensorsFile::values(const TensorInfo& tensor) const {

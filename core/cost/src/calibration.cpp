@@ -7,6 +7,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/hardware_reader.hpp"
+#include "attnres/json_reading.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/toml_reader.hpp"
 #include "calibration_table.hpp"  // generated from resources/calibration/public-measurements.toml
@@ -186,7 +187,7 @@ CalibrationTable parse_calibration(const std::string& text, const std::string& s
 }
 
 CalibrationTable load_calibration(const std::string& path) {
-  return parse_calibration(read_file(path, "a calibration .toml file"), path);
+  return parse_calibration(read_document(path, "a calibration .toml file"), path);
 }
 
 const std::string& builtin_calibration_text() {

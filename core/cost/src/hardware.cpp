@@ -8,6 +8,7 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/json_reading.hpp"
 #include "hardware_presets.hpp"  // generated from resources/hardware/*.toml
 #include "attnres/hardware_reader.hpp"
 
@@ -142,7 +143,7 @@ Hardware load_hardware(const std::string& name_or_path) {
   }
   if (std::filesystem::exists(name_or_path) || name_or_path.find('/') != std::string::npos ||
       name_or_path.ends_with(".toml")) {
-    return parse_hardware(read_file(name_or_path, "a hardware .toml file"), name_or_path);
+    return parse_hardware(read_document(name_or_path, "a hardware .toml file"), name_or_path);
   }
   hardware_preset_text(name_or_path);  // throws the "unknown preset" message
   return {};

@@ -7,6 +7,7 @@
 
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
+#include "attnres/json_reading.hpp"
 
 namespace attnres {
 
@@ -138,11 +139,11 @@ int read_int(const json& object, const char* key, const std::string& source,
     throw Error(source + ": missing key '" + key + "' (expected an integer)");
   }
   if (!it->is_number_integer()) {
-    throw Error(source + ": key '" + key + "' must be an integer, got " + it->dump());
+    throw Error(source + ": key '" + key + "' must be an integer, got " + describe_json(*it));
   }
   const auto value = it->get<long long>();
   if (value < -2147483647LL || value > 2147483647LL) {
-    throw Error(source + ": key '" + key + "' is out of range: " + it->dump());
+    throw Error(source + ": key '" + key + "' is out of range: " + describe_json(*it));
   }
   return static_cast<int>(value);
 }
@@ -152,7 +153,7 @@ double read_double(const json& object, const char* key, const std::string& sourc
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return fallback;
   if (!it->is_number()) {
-    throw Error(source + ": key '" + key + "' must be a number, got " + it->dump());
+    throw Error(source + ": key '" + key + "' must be a number, got " + describe_json(*it));
   }
   return it->get<double>();
 }
@@ -220,7 +221,7 @@ void refuse_math_changing_keys(const json& root, const std::string& source) {
   auto refuse_unless = [&](const char* key, auto&& harmless, const char* what) {
     const auto it = root.find(key);
     if (it != root.end() && !harmless(*it)) {
-      throw Error(source + ": " + key + " = " + it->dump() + " (" + what +
+      throw Error(source + ": " + key + " = " + describe_json(*it) + " (" + what +
                   ") is not supported: the lab computes Llama/Qwen3 blocks without it "
                   "(docs/interop.md)");
     }
@@ -236,15 +237,8 @@ void refuse_math_changing_keys(const json& root, const std::string& source) {
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& error) {
-    throw Error(text_position(source, json_text, error.byte == 0 ? 0 : error.byte - 1) +
-                ": not valid JSON (" + error.what() + ")");
-  } catch (const json::exception& error) {  // out_of_range for numbers like 1e3060
-    throw Error(source + ": not valid JSON (" + error.what() + ")");
-  }
+  // Nesting capped, duplicate keys refused, errors located (json_reading.hpp).
+  const json root = parse_json_document(json_text, source);
   if (!root.is_object()) throw Error(source + ": expected a JSON object at the top level");
 
   ModelConfig config;
@@ -259,28 +253,31 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   config.rope_theta = read_double(root, "rope_theta", source, 10000.0);
   if (auto hidden_act = root.find("hidden_act"); hidden_act != root.end()) {
     if (!hidden_act->is_string() || hidden_act->get<std::string>() != "silu") {
-      throw Error(source + ": hidden_act must be \"silu\" (SwiGLU), got " + hidden_act->dump());
+      throw Error(source + ": hidden_act must be \"silu\" (SwiGLU), got " +
+                  describe_json(*hidden_act));
     }
   }
   if (auto tie = root.find("tie_word_embeddings"); tie != root.end() && !tie->is_null()) {
     if (!tie->is_boolean())
-      throw Error(source + ": tie_word_embeddings must be true or false, got " + tie->dump());
+      throw Error(source + ": tie_word_embeddings must be true or false, got " +
+                  describe_json(*tie));
     config.tie_word_embeddings = tie->get<bool>();
   }
   if (auto head_dim = root.find("head_dim"); head_dim != root.end() && !head_dim->is_null()) {
     const int value = read_int(root, "head_dim", source);
     if (value <= 0)
-      throw Error(source + ": head_dim must be a positive integer, got " + head_dim->dump());
+      throw Error(source + ": head_dim must be a positive integer, got " +
+                  describe_json(*head_dim));
     // Written by Hugging Face for every Llama too: explicit only where it is not d / H.
     if (config.num_attention_heads <= 0 || value * config.num_attention_heads != config.hidden_size)
       config.explicit_head_dim = value;
   }
   if (auto type = root.find("model_type"); type != root.end()) {
-    const std::string name = type->is_string() ? type->get<std::string>() : type->dump();
+    const std::string name = type->is_string() ? type->get<std::string>() : describe_json(*type);
     if (name == "qwen3") {
       config.qk_norm = true;
     } else if (name != "llama") {
-      throw Error(source + ": model_type \"" + name +
+      throw Error(source + ": model_type \"" + quote_untrusted(name) +
                   "\" is not supported (expected \"llama\" or \"qwen3\"; docs/interop.md)");
     }
   }
@@ -302,17 +299,17 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     const auto it = std::find_if(known.begin(), known.end(),
                                  [&name](const DeviationKey& d) { return name == d.key; });
     if (it == known.end()) {
-      throw Error(source + ": unknown AttnRes key '" + key +
+      throw Error(source + ": unknown AttnRes key '" + quote_untrusted(key) +
                   "': the port that wrote it may deviate from the paper, and the lab does not "
                   "read it as the paper's scheme (docs/interop.md \"Deviations\")");
     }
     if (value == it->paper_value) continue;
     if (!it->forward_same) {
-      throw Error(source + ": " + key + " = " + value.dump() + ": " + it->meaning +
+      throw Error(source + ": " + key + " = " + describe_json(value) + ": " + it->meaning +
                   ", which no scheme of the lab computes; refusing rather than reading it as "
                   "the paper's scheme (docs/interop.md \"Deviations\")");
     }
-    config.notes.push_back(std::string(key) + " = " + value.dump() + ": " + it->meaning +
+    config.notes.push_back(std::string(key) + " = " + describe_json(value) + ": " + it->meaning +
                            "; the forward pass is the paper's, training would differ");
     config.detached_blocks = true;
   }
@@ -325,7 +322,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
         throw Error(source +
                     ": attn_res_block_size must be a positive integer (decoder layers "
                     "per block) or null (the standard residual), got " +
-                    k3->dump());
+                    describe_json(*k3));
       }
       config.k3_block_layers = static_cast<int>(k3->get<long long>());
       config.attn_res.mode = ResidualMode::block;
@@ -344,7 +341,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
         "heads", "query_source", "mixing",       "streams", "dynamic",  "sinkhorn_iterations"};
     for (const auto& [key, value] : attn->items()) {
       if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
-        throw Error(where + ": unknown key '" + key +
+        throw Error(where + ": unknown key '" + quote_untrusted(key) +
                     "' (expected mode, block_size, key_norm_eps, gate, key_norm, window, heads, "
                     "query_source, "
                     "mixing, streams, dynamic, sinkhorn_iterations; docs/schemes.md)");
@@ -353,14 +350,15 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     auto text = [&](const char* key) -> std::optional<std::string> {
       auto it = attn->find(key);
       if (it == attn->end()) return std::nullopt;
-      if (!it->is_string()) throw Error(where + "." + key + " must be a string, got " + it->dump());
+      if (!it->is_string())
+        throw Error(where + "." + key + " must be a string, got " + describe_json(*it));
       return it->get<std::string>();
     };
     auto flag = [&](const char* key, bool fallback) {
       auto it = attn->find(key);
       if (it == attn->end()) return fallback;
       if (!it->is_boolean())
-        throw Error(where + "." + key + " must be true or false, got " + it->dump());
+        throw Error(where + "." + key + " must be true or false, got " + describe_json(*it));
       return it->get<bool>();
     };
     AttnResConfig& a = config.attn_res;

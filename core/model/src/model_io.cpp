@@ -10,6 +10,7 @@
 #include "attnres/atomic_file.hpp"
 #include "attnres/checkpoint_files.hpp"
 #include "attnres/error.hpp"
+#include "attnres/json_reading.hpp"
 #include "attnres/model.hpp"
 #include "attnres/output_dir.hpp"
 #include "attnres/safetensors.hpp"
@@ -116,7 +117,7 @@ ModelWeights<Scalar> load_model_as(const fs::path& directory, const Progress& pr
   // switches its files while they are read: config.json and the weights are one set.
   const OutputDirectoryReadLock lock(directory);
   const ModelConfig config =
-      parse_model_config(read_file(config_path, "a config.json file"), config_path.string());
+      parse_model_config(read_document(config_path, "a config.json file"), config_path.string());
   // Refuse before allocating anything: the weights at this precision must fit (the files are
   // mapped, not copied).
   const std::uint64_t needed = model_bytes(config, config_path.string(), sizeof(Scalar));

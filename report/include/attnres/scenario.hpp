@@ -118,8 +118,14 @@ struct Scenario {
   // [calibration] table: a calibration table file (resolved against the scenario's directory);
   // empty = the committed table (docs/calibration.md).
   std::filesystem::path calibration_table;
+  // [hardware] file = "...", resolved against the scenario's directory (empty for a preset).
+  std::filesystem::path hardware_file;
 
   ScenarioInputs scenario_inputs() const { return {inputs, hardware, pipeline, strategy}; }
+  // Every file this scenario reads besides itself: its hardware file, the plan's hardware files,
+  // its calibration table and its training data. A command that writes an output directory
+  // keeps them, --force or not (docs/output-safety.md).
+  std::vector<std::filesystem::path> files_read() const;
 };
 
 const std::vector<std::string>& scenario_sections();

@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "attnres/atomic_file.hpp"
 #include "attnres/error.hpp"
@@ -266,12 +268,16 @@ TEST(OutputDirectory, AKillAtAnyStepOfACommitLeavesTheOldSetOrTheNewOne) {
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     const auto raw = contents(target);
     if (raw != old_set && raw != new_set) ++before_recovery_mixed;
-    // The next look at the directory (a reader here) completes what the record says.
-    std::map<std::string, std::string> seen;
-    {
-      const OutputDirectoryReadLock lock(target);
-      seen = contents(target);
+    // A reader refuses a directory with a record (and changes nothing); `attnres recover`
+    // completes what the record says.
+    if (fs::exists(target / ".attnres-commit.json")) {
+      EXPECT_NE(
+          error_of([&] { const OutputDirectoryReadLock lock(target); }).find("attnres recover"),
+          std::string::npos);
+      EXPECT_EQ(contents(target), raw) << "a reader changed the directory";
     }
+    recover_output_directory(target);
+    const std::map<std::string, std::string> seen = contents(target);
     if (seen == old_set) {
       ++saw_old;
     } else {
@@ -314,9 +320,16 @@ TEST(OutputDirectory, ATornCommitRecordDropsTheWriteAndKeepsTheOldFiles) {
   write_file_atomically(dir / "r" / ".attnres-commit.json", "{\"owner\": \"rep");
   fs::create_directories(dir / "r" / ".attnres-staging.1.0");
   write_file_atomically(dir / "r" / ".attnres-staging.1.0" / "report.md", "2");
-  const OutputDirectoryReadLock lock(dir / "r");
-  ASSERT_EQ(lock.notes().size(), 1u);
-  EXPECT_NE(lock.notes()[0].find("dropped an interrupted write"), std::string::npos);
+  {
+    // A reader reads the old set, says so, and changes nothing.
+    const OutputDirectoryReadLock lock(dir / "r");
+    ASSERT_EQ(lock.notes().size(), 1u);
+    EXPECT_NE(lock.notes()[0].find("cut short before any file moved"), std::string::npos);
+    EXPECT_TRUE(fs::exists(dir / "r" / ".attnres-commit.json"));
+  }
+  const std::vector<std::string> notes = recover_output_directory(dir / "r");
+  ASSERT_EQ(notes.size(), 2u);  // the record dropped, the staging folder removed
+  EXPECT_NE(notes[0].find("dropped an interrupted write"), std::string::npos);
   EXPECT_EQ(read_file(dir / "r" / "report.md"), "1");
   EXPECT_FALSE(fs::exists(dir / "r" / ".attnres-commit.json"));
 }
@@ -420,6 +433,267 @@ bool valid_utf8(const std::string& text) {
     i += n;
   }
   return true;
+}
+
+// Everything in a directory, links as links (never followed), bookkeeping included: "nothing
+// changed" compares two of these.
+std::map<std::string, std::string> snapshot(const fs::path& directory) {
+  std::map<std::string, std::string> all;
+  for (const auto& entry : fs::recursive_directory_iterator(directory)) {
+    const std::string name = entry.path().lexically_relative(directory).generic_string();
+    if (entry.is_symlink()) {
+      all[name] = "link -> " + fs::read_symlink(entry.path()).string();
+    } else if (entry.is_directory()) {
+      all[name] = "folder";
+    } else {
+      all[name] = "file: " + read_file(entry.path());
+    }
+  }
+  return all;
+}
+
+// A commit record as attnres writes it, naming `staging` (a folder in `target`) by its device
+// and inode unless `id` overrides them: what a crafted record inside a downloaded directory, or
+// one written here by a process told to, would hold.
+void write_record(const fs::path& target, const std::string& staging,
+                  const std::vector<std::string>& files, const std::vector<std::string>& remove,
+                  const std::vector<std::string>& directories,
+                  std::optional<std::pair<std::uint64_t, std::uint64_t>> id = std::nullopt) {
+  struct stat st {};
+  ASSERT_EQ(::lstat((target / staging).c_str(), &st), 0);
+  const auto [device, inode] =
+      id.value_or(std::pair<std::uint64_t, std::uint64_t>(st.st_dev, st.st_ino));
+  const nlohmann::json record = {{"owner", "model"},
+                                 {"staging", staging},
+                                 {"staging_id", {device, inode}},
+                                 {"files", files},
+                                 {"remove", remove},
+                                 {"directories", directories},
+                                 {"sets", {{"model", files}}}};
+  write_file_atomically(target / ".attnres-commit.json", record.dump());
+}
+
+// The probe's reproducer: `evil/lnk -> ../victims` and a record that moves a file to
+// lnk/.bashrc, removes lnk/v.txt and the folder lnk/vdir. Even with the staging folder's real
+// inode (a record written in place), nothing outside `evil` changes, and neither does `evil`.
+TEST(OutputDirectory, ARecordNeverWritesOrRemovesThroughALink) {
+  test::TempDir dir;
+  fs::create_directories(dir / "victims/vdir");
+  write_file_atomically(dir / "victims/v.txt", "mine");
+  write_file_atomically(dir / "victims/vdir/w.txt", "mine too");
+  fs::create_directories(dir / "evil/.attnres-staging.1.0/lnk");
+  write_file_atomically(dir / "evil/.attnres-staging.1.0/lnk/.bashrc", "rm -rf ~");
+  write_file_atomically(dir / "evil/config.json", "{}");
+  fs::create_directory_symlink("../victims", dir / "evil/lnk");
+  write_record(dir / "evil", ".attnres-staging.1.0", {"lnk/.bashrc"}, {"lnk/v.txt"}, {"lnk/vdir"});
+  const auto victims = snapshot(dir / "victims");
+  const auto evil = snapshot(dir / "evil");
+
+  const std::string recovering = error_of([&] { recover_output_directory(dir / "evil"); });
+  EXPECT_NE(recovering.find("passes through lnk, a symbolic link"), std::string::npos)
+      << recovering;
+  EXPECT_NE(recovering.find("changed nothing"), std::string::npos) << recovering;
+  const std::string reading = error_of([&] { const OutputDirectoryReadLock lock(dir / "evil"); });
+  EXPECT_NE(reading.find("attnres recover"), std::string::npos) << reading;
+  const std::string writing = error_of([&] {
+    write_output_directory(dir / "evil", owner("model"), writes({{"a", "b"}}));
+  });
+  EXPECT_NE(writing.find("symbolic link"), std::string::npos) << writing;
+  auto forced = owner("model");
+  forced.force = true;
+  EXPECT_NE(error_of([&] {
+              write_output_directory(dir / "evil", forced, writes({{"a", "b"}}));
+            }).find("symbolic link"),
+            std::string::npos);
+  EXPECT_EQ(snapshot(dir / "victims"), victims);
+  EXPECT_EQ(snapshot(dir / "evil"), evil);
+
+  // A link in the staging folder is refused the same way (it would move the user's file in).
+  fs::remove_all(dir / "evil/.attnres-staging.1.0/lnk");
+  fs::create_directory_symlink("../../victims", dir / "evil/.attnres-staging.1.0/lnk");
+  write_record(dir / "evil", ".attnres-staging.1.0", {"lnk/v.txt"}, {}, {});
+  EXPECT_NE(error_of([&] { recover_output_directory(dir / "evil"); }).find("a symbolic link"),
+            std::string::npos);
+  EXPECT_EQ(snapshot(dir / "victims"), victims);
+}
+
+// A record copied from elsewhere (a download, an archive: another inode) or written by hand is
+// refused even when every path in it is harmless, and so is one naming "..", an absolute path,
+// the marker or a staging folder that is a link.
+TEST(OutputDirectory, ARecordItsWriterDidNotMakeHereIsRefused) {
+  test::TempDir dir;
+  fs::create_directories(dir / "d/.attnres-staging.7.0");
+  write_file_atomically(dir / "d/.attnres-staging.7.0/a.txt", "new");
+  write_file_atomically(dir / "d/a.txt", "old");
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      {"not the one its writer made",
+       [&] {
+         write_record(dir / "d", ".attnres-staging.7.0", {"a.txt"}, {}, {}, {{1, 2}});
+       }},
+      {"not a path inside",
+       [&] { write_record(dir / "d", ".attnres-staging.7.0", {"a.txt"}, {"../x"}, {}); }},
+      {"not a path inside",
+       [&] { write_record(dir / "d", ".attnres-staging.7.0", {"a.txt"}, {"/etc/passwd"}, {}); }},
+      {"not a path inside",
+       [&] { write_record(dir / "d", ".attnres-staging.7.0", {".attnres-output.json"}, {}, {}); }},
+  };
+  for (const auto& [expected, write] : cases) {
+    write();
+    const auto before = snapshot(dir / "d");
+    const std::string message = error_of([&] { recover_output_directory(dir / "d"); });
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_EQ(snapshot(dir / "d"), before);
+  }
+  // The staging folder itself a link (to a folder elsewhere, with the right inode there).
+  fs::create_directories(dir / "elsewhere");
+  write_file_atomically(dir / "elsewhere/a.txt", "theirs");
+  fs::create_directory_symlink("../elsewhere", dir / "d/.attnres-staging.8.0");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "elsewhere").c_str(), &st), 0);
+  write_record(dir / "d", ".attnres-staging.7.0", {"a.txt"}, {}, {});  // a valid id, replaced:
+  const nlohmann::json record = {{"owner", "model"},
+                                 {"staging", ".attnres-staging.8.0"},
+                                 {"staging_id", {st.st_dev, st.st_ino}},
+                                 {"files", {"a.txt"}},
+                                 {"remove", nlohmann::json::array()},
+                                 {"directories", nlohmann::json::array()},
+                                 {"sets", {{"model", {"a.txt"}}}}};
+  write_file_atomically(dir / "d/.attnres-commit.json", record.dump());
+  EXPECT_NE(error_of([&] { recover_output_directory(dir / "d"); }).find("not a folder there"),
+            std::string::npos);
+  EXPECT_EQ(read_file(dir / "elsewhere/a.txt"), "theirs");
+  EXPECT_EQ(read_file(dir / "d/a.txt"), "old");
+}
+
+// A marker that names lnk/x (the previous set's files, removed when the set is written again) is
+// not used: the directory counts as foreign; with --force the link itself goes, never what it
+// points to.
+TEST(OutputDirectory, AMarkerNamingAPathThroughALinkIsNotUsed) {
+  test::TempDir dir;
+  fs::create_directories(dir / "victims");
+  write_file_atomically(dir / "victims/.bashrc", "mine");
+  fs::create_directories(dir / "m");
+  write_file_atomically(dir / "m/config.json", "{}");
+  fs::create_directory_symlink("../victims", dir / "m/lnk");
+  write_file_atomically(dir / "m/.attnres-output.json",
+                        R"({"sets": {"model": ["config.json", "lnk/.bashrc"]}})");
+  const auto victims = snapshot(dir / "victims");
+  EXPECT_NE(error_of([&] {
+              write_output_directory(dir / "m", owner("model"), writes({{"config.json", "{1}"}}));
+            }).find("holds files attnres did not write"),
+            std::string::npos);
+  auto forced = owner("model");
+  forced.force = true;
+  EXPECT_EQ(error_of([&] {
+              write_output_directory(dir / "m", forced, writes({{"config.json", "{1}"}}));
+            }),
+            "");
+  EXPECT_EQ(snapshot(dir / "victims"), victims);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "m/lnk")));
+  EXPECT_EQ(read_file(dir / "m/config.json"), "{1}");
+}
+
+// --force replacing a foreign link with a folder of the set (a report's tables/ where a link
+// `tables -> ../victims` was): the files go into a real folder, never through the link.
+TEST(OutputDirectory, ForceReplacesALinkWithARealFolder) {
+  test::TempDir dir;
+  fs::create_directories(dir / "victims");
+  write_file_atomically(dir / "victims/x.csv", "mine");
+  fs::create_directories(dir / "r");
+  fs::create_directory_symlink("../victims", dir / "r/tables");
+  auto forced = owner("report");
+  forced.force = true;
+  write_output_directory(dir / "r", forced, writes({{"tables/x.csv", "new"}, {"a.md", "a"}}));
+  EXPECT_EQ(read_file(dir / "victims/x.csv"), "mine");
+  EXPECT_FALSE(fs::is_symlink(dir / "r/tables"));
+  EXPECT_EQ(read_file(dir / "r/tables/x.csv"), "new");
+}
+
+// --force keeps every file of an input directory inside the target (export --model out/m --out
+// out), not only the directory's name; an input that is the target keeps everything but the
+// command's own previous files.
+TEST(OutputDirectory, ForceKeepsEveryFileOfAnInputDirectory) {
+  test::TempDir dir;
+  fs::create_directories(dir / "out/m/sub");
+  write_file_atomically(dir / "out/m/config.json", "c");
+  write_file_atomically(dir / "out/m/sub/w.bin", "w");
+  write_file_atomically(dir / "out/notes.txt", "n");
+  auto forced = owner("export");
+  forced.force = true;
+  forced.inputs = {dir / "out/m"};
+  write_output_directory(dir / "out", forced, writes({{"model.safetensors", "x"}}));
+  EXPECT_EQ(read_file(dir / "out/m/config.json"), "c");
+  EXPECT_EQ(read_file(dir / "out/m/sub/w.bin"), "w");
+  EXPECT_FALSE(fs::exists(dir / "out/notes.txt"));
+  EXPECT_NE(error_of([&] {
+              write_output_directory(dir / "out", forced, writes({{"m/config.json", "x"}}));
+            }).find("would overwrite an input"),
+            std::string::npos);
+
+  // The input is the target itself (forward --model m --chart m).
+  write_output_directory(dir / "t", owner("model"), writes({{"config.json", "c"}}));
+  write_file_atomically(dir / "t/notes.txt", "n");
+  auto charts = owner("charts");
+  charts.force = true;
+  charts.inputs = {dir / "t"};
+  write_output_directory(dir / "t", charts, writes({{"a.png", "1"}, {"b.png", "1"}}));
+  write_output_directory(dir / "t", charts, writes({{"a.png", "2"}}));
+  EXPECT_EQ(read_file(dir / "t/config.json"), "c");
+  EXPECT_EQ(read_file(dir / "t/notes.txt"), "n");
+  EXPECT_EQ(read_file(dir / "t/a.png"), "2");
+  EXPECT_FALSE(fs::exists(dir / "t/b.png"));  // the command's own previous file
+  EXPECT_NE(error_of([&] {
+              write_output_directory(dir / "t", charts, writes({{"config.json", "x"}}));
+            }).find("would overwrite an input"),
+            std::string::npos);
+}
+
+// What docs/output-safety.md tells other programs: a reader holding a shared flock on the
+// directory sees one whole set, however long it reads; the writer switches once it lets go.
+TEST(OutputDirectory, APlainReaderHoldingASharedLockSeesOneWholeSet) {
+  test::TempDir dir;
+  const fs::path target = dir / "r";
+  write_output_directory(target, owner("report"), writes({{"a.md", "1"}, {"b.json", "1"}}));
+  const int fd = ::open(target.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_SH), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    ::close(fd);  // the lock belongs to the open file the child shares: only the parent holds it
+    try {
+      write_output_directory(target, owner("report"), writes({{"a.md", "2"}, {"b.json", "2"}}));
+    } catch (...) {
+      _exit(3);
+    }
+    _exit(0);
+  }
+  // Whatever the writer has done meanwhile, it cannot switch while the lock is held.
+  for (int look = 0; look < 200; ++look) {
+    ASSERT_EQ(read_file(target / "a.md"), "1");
+    ASSERT_EQ(read_file(target / "b.json"), "1");
+    ASSERT_FALSE(fs::exists(target / ".attnres-commit.json"));
+  }
+  ::close(fd);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(read_file(target / "a.md"), "2");
+  EXPECT_EQ(read_file(target / "b.json"), "2");
+}
+
+// A temporary file of a write whose name an attacker placed as a link is never written through.
+TEST(AtomicFile, ATemporaryThatIsALinkIsNeverWrittenThrough) {
+  test::TempDir dir;
+  write_file_atomically(dir / "victim.txt", "mine");
+  const fs::path temporary = temporary_path_for(dir / "out.txt");
+  // The next temporary's name: the counter moved on by one.
+  const std::string name = temporary.filename().string();
+  const std::size_t dot = name.rfind('.');
+  const std::string next =
+      name.substr(0, dot + 1) + std::to_string(std::stoul(name.substr(dot + 1)) + 1);
+  fs::create_symlink(dir / "victim.txt", dir / next);
+  EXPECT_NE(error_of([&] { write_file_atomically(dir / "out.txt", "theirs"); }), "");
+  EXPECT_EQ(read_file(dir / "victim.txt"), "mine");
 }
 
 TEST(PrintableText, EscapesWhatIsNotPrintableUtf8) {

@@ -15,11 +15,16 @@
 // by its owner while it runs). The switch is one step: the staged files are synced to disk, then a
 // commit record (`.attnres-commit.json`: what moves, what goes, the new marker) is written and
 // synced; only then do the files move into place. A process killed before the record leaves the
-// directory exactly as it was; one killed after it leaves a record that the next command touching
-// the directory (a writer, or a reader through OutputDirectoryReadLock) applies again, so the
-// directory always holds the whole old set or the whole new one. The staging folder is removed on
-// every exit we control (errors, cancellation); one whose owner died is removed by the next writer
-// (and reported).
+// directory exactly as it was; one killed after it leaves a record that the next command writing
+// the directory (or `attnres recover`) applies again, so the directory always holds the whole
+// old set or the whole new one once attnres has looked at it; a reader refuses a directory with
+// such a record rather than change it. The staging folder is removed on every exit we control
+// (errors, cancellation); one whose owner died is removed by the next writer (and reported).
+//
+// Nothing outside the directory, ever: every path a record, the marker or --force names is
+// walked from the directory with openat and O_NOFOLLOW, the staging folder must be the one the
+// record's writer made (its device and inode are in the record), and a record that names
+// anything else is refused before anything changes (docs/output-safety.md).
 #pragma once
 
 #include <filesystem>
@@ -63,11 +68,11 @@ std::filesystem::path clean_output_path(const std::string& text, const std::stri
 std::vector<std::string> check_output_directory(const std::filesystem::path& target,
                                                 const OutputDirectoryOptions& options);
 
-// Held while a command reads a directory attnres wrote (a model, a checkpoint): completes an
-// interrupted write of it first (see above), then holds a shared lock, so that no write switches
-// its files while they are read. Release it before writing the same directory. A directory that
-// does not exist is not locked (the reader reports it). Throws attnres::Error when an interrupted
-// write cannot be completed (a read-only directory, say).
+// Held while a command reads a directory attnres wrote (a model, a checkpoint): holds a shared
+// lock, so that no write switches its files while they are read. A reader changes nothing: a
+// directory holding an interrupted write (its commit record) is refused with attnres::Error
+// saying how to complete it (`attnres recover DIR`). Release it before writing the same
+// directory. A directory that does not exist is not locked (the reader reports it).
 class OutputDirectoryReadLock {
  public:
   explicit OutputDirectoryReadLock(const std::filesystem::path& directory);
@@ -77,6 +82,12 @@ class OutputDirectoryReadLock {
   std::shared_ptr<void> lock_;
   std::vector<std::string> notes_;
 };
+
+// `attnres recover DIR`: under the exclusive lock, completes an interrupted write of `target`
+// (or drops a torn record), removes staging folders of killed runs; returns what was done, in
+// words ("note: ..." lines, empty when there was nothing to do). Throws attnres::Error when the
+// record names anything but entries inside the directory (nothing is changed then).
+std::vector<std::string> recover_output_directory(const std::filesystem::path& target);
 
 // Runs `build` on an empty staging folder and moves what it wrote into `target` under the rules
 // above. Throws attnres::Error (or Cancelled) and leaves `target` as it was on failure.

@@ -6,7 +6,7 @@
 // Offsets are relative to the start of the data section. Reading validates everything a broken or
 // hostile file could get wrong (header length bound, JSON, dtypes, shape x element size equals the
 // byte range, ranges inside the buffer and not overlapping, no duplicate names) and names the file
-// and the tensor in each error. Reads F64, F32, F16 and BF16 (the data section memory-mapped);
+// and the tensor in each error. Reads F64, F32, F16 and BF16 (with pread, a chunk at a time);
 // writes F32 and F64 (TensorToWrite) or any of the four from raw bytes (RawTensor).
 #pragma once
 
@@ -53,8 +53,8 @@ class SafetensorsFile {
   // data is read. values() then needs load_data().
   static SafetensorsFile read_header(const std::filesystem::path& path);
   // Makes the data section of a file opened by read_header readable (once; later calls do
-  // nothing): memory-mapped read-only, so that a tensor is paged in when it is converted and no
-  // copy of the file is held; read into memory where mapping fails.
+  // nothing): checks the file still holds it. Tensors are read (pread) from the file read_header
+  // opened when they are converted; a short read is an Error "FILE changed while it was read".
   void load_data();
   // read_header + load_data.
   static SafetensorsFile read(const std::filesystem::path& path);
@@ -87,7 +87,7 @@ class SafetensorsFile {
   std::uint64_t data_size_ = 0;
   bool data_loaded_ = false;
   std::string bytes_;                // the whole file (parse) or its data section (no mapping)
-  std::shared_ptr<const void> map_;  // the mapped file (load_data), unmapped with the last copy
+  std::shared_ptr<const void> map_;  // read_header's open file (pread), closed with the last copy
   std::size_t data_start_ = 0;       // where the data section starts in bytes_ or in map_
   const char* checked_data(const TensorInfo& tensor) const;
   std::vector<TensorInfo> tensors_;
