@@ -2,8 +2,9 @@
 """Hostile inputs and plain readers against attnres (docs/output-safety.md; issue 42).
 
 Runs every command that reads or writes a directory against a corpus of hostile directories
-built here (links out of the directory, crafted commit records and markers, deep and duplicate
-JSON, huge sparse files), and a plain reader (not attnres) beside reports that are SIGKILLed at
+built here (links out of the directory, crafted commit records and markers), hostile files in a
+model (deep and duplicate JSON, a sparse 3 GiB config.json, truncated weights, a deep or
+duplicated shard index), and a plain reader (not attnres) beside reports that are SIGKILLed at
 random moments, and counts:
   runs             attnres processes started
   crashes          ended by a signal attnres did not get from us (SIGSEGV, SIGBUS, SIGABRT)
@@ -169,6 +170,38 @@ class Campaign:
                     self.problems.append(("accepted", kind, args))
                 shutil.rmtree(out, ignore_errors=True)
 
+    # ---- Hostile files in an otherwise good model: each must be refused (exit 1), quickly.
+    def hostile_files(self, work):
+        base = work / "files"
+        base.mkdir()
+        good = base / "good"
+        self.run(["init-model", "--out", str(good)] + MODEL)
+        config = (good / "config.json").read_text()
+        cases = {
+            "deep-config": lambda d: (d / "config.json").write_text("[" * 100000 + "]" * 100000),
+            "duplicate-key": lambda d: (d / "config.json").write_text(
+                config.replace("{", '{"hidden_size": 8, ', 1)),
+            "sparse-config": lambda d: os.truncate(d / "config.json", 3 << 30),
+            "truncated-weights": lambda d: os.truncate(
+                d / "model.safetensors", os.path.getsize(d / "model.safetensors") // 2),
+            "deep-index": lambda d: (os.remove(d / "model.safetensors"),
+                                     (d / "model.safetensors.index.json").write_text(
+                                         '{"weight_map": ' + "[" * 100000 + "]" * 100000 + "}")),
+            "duplicate-index": lambda d: (os.remove(d / "model.safetensors"),
+                                          (d / "model.safetensors.index.json").write_text(
+                                              '{"weight_map": {"lm_head.weight": "a.safetensors",'
+                                              ' "lm_head.weight": "../../etc/passwd"}}')),
+        }
+        for name, spoil in cases.items():
+            d = base / name
+            shutil.copytree(good, d)
+            spoil(d)
+            for args in (["inspect", str(d)], ["forward", "--model", str(d), "--tokens", "1 2"]):
+                p = self.run(args)
+                if p is not None and p.returncode == 0:
+                    self.counts["accepted"] += 1
+                    self.problems.append(("accepted", name, args))
+
     # ---- A plain reader beside reports killed at random moments.
     def plain_reader(self, work, kills, rng):
         scenarios = ROOT / "scenarios"
@@ -221,6 +254,7 @@ def main():
     work = pathlib.Path(tempfile.mkdtemp(prefix="attnres-hostile-"))
     try:
         campaign.hostile(work)
+        campaign.hostile_files(work)
         campaign.plain_reader(work, options.kills, random.Random(options.seed))
     finally:
         shutil.rmtree(work, ignore_errors=True)
