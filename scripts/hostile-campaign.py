@@ -12,7 +12,8 @@ random moments, and counts:
   outside_touched  a run after which a file outside the hostile directory had changed
   inputs_lost      a run after which one of its input files had changed or gone
   accepted         a hostile directory a command accepted (exit 0) where it must refuse
-  mixed_plain      reads of report.md + report.json by a plain reader that saw two sets
+  mixed_plain      reads by a plain reader that saw two sets (report.md + report.json beside
+                   killed reports; an index and its shards beside killed exports)
   mixed_locked     the same, by a reader following docs/output-safety.md (shared flock, no
                    commit record): must be 0
 The suite (tests/cli/test_hostile_directories.cpp) holds the same reproducers; this is the
@@ -242,6 +243,57 @@ class Campaign:
             if r is None or r.returncode != 0:
                 self.problems.append(("recover failed", r.stderr[-300:] if r else "hang"))
 
+    # ---- The same beside exports of one model in two shardings (the issue's plain reader).
+    def plain_export_reader(self, work, kills, rng):
+        model = work / "export-model"
+        self.run(["init-model", "--layers", "2", "--d-model", "64", "--heads", "4", "--ffn", "96",
+                  "--vocab", "256", "--mode", "block", "--block-size", "2", "--out", str(model)])
+        out = work / "exported"
+        shardings = ["0.02", "0.05"]
+        for size in shardings:
+            self.run(["export", "--model", str(model), "--out", str(out), "--max-shard-size",
+                      size])
+        for kill in range(kills):
+            p = subprocess.Popen([self.binary, "export", "--model", str(model), "--out", str(out),
+                                  "--max-shard-size", shardings[kill % 2]],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.counts["runs"] += 1
+            deadline = time.monotonic() + rng.uniform(0.02, 0.6)
+            while time.monotonic() < deadline and p.poll() is None:
+                self.counts["reads_plain"] += 1
+                self.counts["mixed_plain"] += not export_consistent(out)
+                fd = os.open(out, os.O_RDONLY)
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                if not (out / ".attnres-commit.json").exists():
+                    self.counts["reads_locked"] += 1
+                    self.counts["mixed_locked"] += not export_consistent(out)
+                os.close(fd)
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+            p.wait()
+            r = self.run(["recover", str(out)])
+            if r is None or r.returncode != 0:
+                self.problems.append(("recover failed", r.stderr[-300:] if r else "hang"))
+
+
+def export_consistent(directory):
+    """Whether a plain reader sees one sharded export: every shard the index names holds exactly
+    the tensors the index puts in it."""
+    try:
+        index = json.loads((directory / "model.safetensors.index.json").read_bytes())
+        by_shard = {}
+        for name, shard in index["weight_map"].items():
+            by_shard.setdefault(shard, set()).add(name)
+        for shard, names in by_shard.items():
+            with open(directory / shard, "rb") as f:
+                size = int.from_bytes(f.read(8), "little")
+                header = json.loads(f.read(size))
+            if set(k for k in header if k != "__metadata__") != names:
+                return False
+        return True
+    except (OSError, ValueError, KeyError):
+        return False
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -256,6 +308,7 @@ def main():
         campaign.hostile(work)
         campaign.hostile_files(work)
         campaign.plain_reader(work, options.kills, random.Random(options.seed))
+        campaign.plain_export_reader(work, options.kills, random.Random(options.seed + 1))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(campaign.counts, indent=1))

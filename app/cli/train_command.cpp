@@ -55,7 +55,19 @@ class TrainRunLock {
     if (full.filename().empty() || full == full.root_path()) return;
     path_ = full.parent_path() / ("." + full.filename().string() + ".attnres-train.lock");
     for (int attempt = 0; attempt < 100; ++attempt) {
-      const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      // Never through a link (a hostile parent could name ~/.bashrc here: the pid is written in).
+      const int fd =
+          ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+      struct stat opened = {};
+      if ((fd < 0 && errno == ELOOP) ||
+          (fd >= 0 && (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)))) {
+        if (fd >= 0) ::close(fd);
+        const std::string where = printable_text(path_.string());
+        path_.clear();
+        throw Error(where + ", train's lock for --out " + printable_text(target.string()) +
+                    ", is a symbolic link or not a plain file; attnres never writes through one: "
+                    "remove it");
+      }
       if (fd < 0) {
         path_.clear();  // the parent cannot be written: no lock (see above)
         return;

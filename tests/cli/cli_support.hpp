@@ -53,6 +53,37 @@ inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& 
 }
 #endif
 
+// `attnres train` of a tiny model (1 layer, d_model 16, 2 heads, ffn 24, one thread) on `data`
+// into `out`: `steps` steps of `batch` sequences of 16 bytes, with the flags `extra`.
+inline std::vector<std::string> tiny_train_args(const std::filesystem::path& data,
+                                                const std::filesystem::path& out, int steps,
+                                                int batch,
+                                                const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"train",
+                                   "--layers",
+                                   "1",
+                                   "--d-model",
+                                   "16",
+                                   "--heads",
+                                   "2",
+                                   "--ffn",
+                                   "24",
+                                   "--data",
+                                   data.string(),
+                                   "--steps",
+                                   std::to_string(steps),
+                                   "--seq",
+                                   "16",
+                                   "--batch",
+                                   std::to_string(batch),
+                                   "--threads",
+                                   "1",
+                                   "--out",
+                                   out.string()};
+  args.insert(args.end() - 2, extra.begin(), extra.end());
+  return args;
+}
+
 // A sweep of the block-size I/O metric over `values` into `out`, named `name`.
 inline std::vector<std::string> sweep_args(const std::string& name, const std::string& out,
                                            const std::string& values = "1,2,4") {

@@ -150,29 +150,8 @@ TEST(HostileCli, SecondTrainIntoTheSameOutIsRefusedWhileTheFirstRuns) {
   // Before: both runs reported success and one result was gone.
   test::TempDir dir;
   write_file_atomically(dir / "data.txt", test::sample_text(4000));
-  const std::vector<std::string> args = {"train",
-                                         "--layers",
-                                         "1",
-                                         "--d-model",
-                                         "16",
-                                         "--heads",
-                                         "2",
-                                         "--ffn",
-                                         "24",
-                                         "--data",
-                                         (dir / "data.txt").string(),
-                                         "--steps",
-                                         "6",
-                                         "--seq",
-                                         "16",
-                                         "--batch",
-                                         "2",
-                                         "--eval-every",
-                                         "3",
-                                         "--threads",
-                                         "1",
-                                         "--out",
-                                         (dir / "run").string()};
+  const std::vector<std::string> args = test::tiny_train_args(
+      dir / "data.txt", dir / "run", /*steps=*/6, /*batch=*/2, {"--eval-every", "3"});
   // The first run holds after its first checkpoint (ATTNRES_TEST_HOLD_TRAIN); meanwhile the
   // second is started in-process.
   const fs::path hold = dir / "hold-train";
@@ -229,29 +208,8 @@ TEST(HostileCli, NegativeClipIsRefusedZeroIsOff) {
   test::TempDir dir;
   write_file_atomically(dir / "data.txt", test::sample_text(2000));
   auto args = [&](const std::string& clip, const std::string& out) {
-    return std::vector<std::string>{"train",
-                                    "--layers",
-                                    "1",
-                                    "--d-model",
-                                    "16",
-                                    "--heads",
-                                    "2",
-                                    "--ffn",
-                                    "24",
-                                    "--data",
-                                    (dir / "data.txt").string(),
-                                    "--steps",
-                                    "2",
-                                    "--seq",
-                                    "16",
-                                    "--batch",
-                                    "1",
-                                    "--clip",
-                                    clip,
-                                    "--threads",
-                                    "1",
-                                    "--out",
-                                    (dir / out).string()};
+    return test::tiny_train_args(dir / "data.txt", dir / out, /*steps=*/2, /*batch=*/1,
+                                 {"--clip", clip});
   };
   for (const char* value : {"-1", "inf", "nan"}) {
     const auto run = run_cli(args(value, "bad"));

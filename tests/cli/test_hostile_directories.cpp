@@ -202,5 +202,21 @@ TEST(HostileDirectories, ForceKeepsEveryInput) {
   EXPECT_TRUE(fs::exists(study / "report.md"));
 }
 
+// train's run lock beside --out (PARENT/.NAME.attnres-train.lock) planted as a link: refused, the
+// file it points to untouched (the lock writes its pid into the file it opens).
+TEST(HostileDirectories, TrainNeverWritesItsLockThroughALink) {
+  test::TempDir dir;
+  write_file_atomically(dir / "victim.txt", "mine");
+  write_file_atomically(dir / "data.txt", std::string(400, 'a'));
+  fs::create_directories(dir / "evil");
+  fs::create_symlink(dir / "victim.txt", dir / "evil/.run.attnres-train.lock");
+  const CliRun run =
+      run_cli(test::tiny_train_args(dir / "data.txt", dir / "evil/run", /*steps=*/1, /*batch=*/1));
+  EXPECT_EQ(run.status, cli::kExitFailure) << run.err;
+  EXPECT_NE(run.err.find("never writes through one"), std::string::npos) << run.err;
+  EXPECT_EQ(read_file(dir / "victim.txt"), "mine");
+  EXPECT_FALSE(fs::exists(dir / "evil/run"));
+}
+
 }  // namespace test_hostile_directories
 }  // namespace attnres

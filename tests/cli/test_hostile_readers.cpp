@@ -104,27 +104,8 @@ TEST(HostileReaders, ASparse3GiBScenarioIsRefusedByName) {
 // A checkpoint of a 2-step run in DIR/run.
 fs::path make_checkpoint(const test::TempDir& dir) {
   write_file_atomically(dir / "data.txt", test::sample_text(4000));
-  const CliRun run = run_cli({"train",
-                              "--layers",
-                              "1",
-                              "--d-model",
-                              "16",
-                              "--heads",
-                              "2",
-                              "--ffn",
-                              "24",
-                              "--data",
-                              (dir / "data.txt").string(),
-                              "--steps",
-                              "2",
-                              "--seq",
-                              "16",
-                              "--batch",
-                              "2",
-                              "--threads",
-                              "1",
-                              "--out",
-                              (dir / "run").string()});
+  const CliRun run =
+      run_cli(test::tiny_train_args(dir / "data.txt", dir / "run", /*steps=*/2, /*batch=*/2));
   EXPECT_EQ(run.status, 0) << run.err;
   return dir / "run";
 }

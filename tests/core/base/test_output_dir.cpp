@@ -550,15 +550,7 @@ TEST(OutputDirectory, ARecordItsWriterDidNotMakeHereIsRefused) {
   fs::create_directory_symlink("../elsewhere", dir / "d/.attnres-staging.8.0");
   struct stat st {};
   ASSERT_EQ(::stat((dir / "elsewhere").c_str(), &st), 0);
-  write_record(dir / "d", ".attnres-staging.7.0", {"a.txt"}, {}, {});  // a valid id, replaced:
-  const nlohmann::json record = {{"owner", "model"},
-                                 {"staging", ".attnres-staging.8.0"},
-                                 {"staging_id", {st.st_dev, st.st_ino}},
-                                 {"files", {"a.txt"}},
-                                 {"remove", nlohmann::json::array()},
-                                 {"directories", nlohmann::json::array()},
-                                 {"sets", {{"model", {"a.txt"}}}}};
-  write_file_atomically(dir / "d/.attnres-commit.json", record.dump());
+  write_record(dir / "d", ".attnres-staging.8.0", {"a.txt"}, {}, {}, {{st.st_dev, st.st_ino}});
   EXPECT_NE(error_of([&] { recover_output_directory(dir / "d"); }).find("not a folder there"),
             std::string::npos);
   EXPECT_EQ(read_file(dir / "elsewhere/a.txt"), "theirs");
