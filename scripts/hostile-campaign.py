@@ -253,6 +253,29 @@ class Campaign:
         for size in shardings:
             self.run(["export", "--model", str(model), "--out", str(out), "--max-shard-size",
                       size])
+        # Every step of the switch, deterministically (the kill hook of docs/output-safety.md):
+        # what a plain reader sees right after a kill there, before any attnres command looks.
+        old = work / "exported.old"
+        shutil.copytree(out, old)
+        for at in range(1, 200):
+            shutil.rmtree(out)
+            shutil.copytree(old, out)
+            env = dict(os.environ, ATTNRES_TEST_KILL_AT=str(at))
+            p = subprocess.run([self.binary, "export", "--model", str(model), "--out", str(out),
+                                "--max-shard-size", shardings[0]], env=env, capture_output=True)
+            self.counts["runs"] += 1
+            if p.returncode != -signal.SIGKILL:
+                break
+            self.counts["reads_plain"] += 1
+            self.counts["mixed_plain"] += not export_consistent(out)
+            fd = os.open(out, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if not (out / ".attnres-commit.json").exists():
+                self.counts["reads_locked"] += 1
+                self.counts["mixed_locked"] += not export_consistent(out)
+            os.close(fd)
+            self.run(["recover", str(out)])
+            self.counts["mixed_locked"] += not export_consistent(out)  # recovered: one set
         for kill in range(kills):
             p = subprocess.Popen([self.binary, "export", "--model", str(model), "--out", str(out),
                                   "--max-shard-size", shardings[kill % 2]],
