@@ -203,6 +203,20 @@ class Campaign:
                     self.counts["accepted"] += 1
                     self.problems.append(("accepted", name, args))
 
+    def read_twice(self, out, one_set):
+        """Reads `out` as a plain reader (no lock) and as docs/output-safety.md says (a shared
+        flock, and no commit record), counting the reads that saw two sets."""
+        self.counts["reads_plain"] += 1
+        self.counts["mixed_plain"] += not one_set()
+        fd = os.open(out, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if not (out / ".attnres-commit.json").exists():
+                self.counts["reads_locked"] += 1
+                self.counts["mixed_locked"] += not one_set()
+        finally:
+            os.close(fd)
+
     # ---- A plain reader beside reports killed at random moments.
     def plain_reader(self, work, kills, rng):
         scenarios = ROOT / "scenarios"
@@ -228,14 +242,7 @@ class Campaign:
             self.counts["runs"] += 1
             deadline = time.monotonic() + rng.uniform(0.05, 1.5)
             while time.monotonic() < deadline and p.poll() is None:
-                self.counts["reads_plain"] += 1
-                self.counts["mixed_plain"] += not one_set()
-                fd = os.open(out, os.O_RDONLY)
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                if not (out / ".attnres-commit.json").exists():
-                    self.counts["reads_locked"] += 1
-                    self.counts["mixed_locked"] += not one_set()
-                os.close(fd)
+                self.read_twice(out, one_set)
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
             p.wait()
@@ -266,14 +273,7 @@ class Campaign:
             self.counts["runs"] += 1
             if p.returncode != -signal.SIGKILL:
                 break
-            self.counts["reads_plain"] += 1
-            self.counts["mixed_plain"] += not export_consistent(out)
-            fd = os.open(out, os.O_RDONLY)
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            if not (out / ".attnres-commit.json").exists():
-                self.counts["reads_locked"] += 1
-                self.counts["mixed_locked"] += not export_consistent(out)
-            os.close(fd)
+            self.read_twice(out, lambda: export_consistent(out))
             self.run(["recover", str(out)])
             self.counts["mixed_locked"] += not export_consistent(out)  # recovered: one set
         for kill in range(kills):
@@ -283,14 +283,7 @@ class Campaign:
             self.counts["runs"] += 1
             deadline = time.monotonic() + rng.uniform(0.02, 0.6)
             while time.monotonic() < deadline and p.poll() is None:
-                self.counts["reads_plain"] += 1
-                self.counts["mixed_plain"] += not export_consistent(out)
-                fd = os.open(out, os.O_RDONLY)
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                if not (out / ".attnres-commit.json").exists():
-                    self.counts["reads_locked"] += 1
-                    self.counts["mixed_locked"] += not export_consistent(out)
-                os.close(fd)
+                self.read_twice(out, lambda: export_consistent(out))
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
             p.wait()

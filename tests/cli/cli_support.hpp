@@ -30,17 +30,21 @@ inline CliRun run_cli(const std::vector<std::string>& args) {
 }
 
 #ifdef ATTNRES_CLI_BINARY
-// Starts the attnres program (not in-process: tests that signal or kill it) with `args`, its
-// output discarded, and `variable`=`value` in its environment when a variable is given. Returns
-// the child's pid.
-inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& variable = {},
-                       const std::string& value = {}) {
+// Starts the attnres program (not in-process: tests that signal or kill it) with `args`, the
+// `environment` added to its own, its standard output and error written to `out` and `err`
+// (/dev/null when empty). Returns the child's pid.
+inline pid_t spawn_cli(const std::vector<std::string>& args,
+                       const std::vector<std::pair<std::string, std::string>>& environment,
+                       const std::string& out = {}, const std::string& err = {}) {
   const pid_t child = fork();
   if (child == 0) {
-    if (!variable.empty()) setenv(variable.c_str(), value.c_str(), 1);
-    const int null = ::open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
+    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    const int o =
+        ::open(out.empty() ? "/dev/null" : out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e =
+        ::open(err.empty() ? "/dev/null" : err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
     std::string binary = ATTNRES_CLI_BINARY;
     std::vector<std::string> copies = args;
     std::vector<char*> argv{binary.data()};
@@ -50,6 +54,15 @@ inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& 
     _exit(127);
   }
   return child;
+}
+
+// The same with its output discarded and `variable`=`value` in its environment when a variable
+// is given.
+inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& variable = {},
+                       const std::string& value = {}) {
+  std::vector<std::pair<std::string, std::string>> environment;
+  if (!variable.empty()) environment.emplace_back(variable, value);
+  return spawn_cli(args, environment);
 }
 #endif
 

@@ -58,21 +58,7 @@ Finished run_held(const std::vector<std::string>& args, const fs::path& dir, int
   fs::remove(hold);
   environment.emplace_back("ATTNRES_TEST_HOLD_PROGRESS", hold.string());
   environment.emplace_back("ATTNRES_TEST_HOLD_PROGRESS_AT", std::to_string(at));
-  const pid_t child = fork();
-  if (child == 0) {
-    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    std::string binary = ATTNRES_CLI_BINARY;
-    std::vector<std::string> copies = args;
-    std::vector<char*> argv{binary.data()};
-    for (auto& a : copies) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
+  const pid_t child = test::spawn_cli(args, environment, out.string(), err.string());
   Finished finished;
   int status = 0;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(300);
