@@ -47,13 +47,16 @@ namespace {
 
 class CostView : public View {
  public:
-  explicit CostView(const ViewHost& host) : View("cost", "Cost explorer", host) {
+  CostView(const ViewHost& host, const ViewEntry& table_row) : View(table_row, host) {
     auto* inputs = new QWidget;
     auto* form = new QFormLayout(inputs);
     // The cost inputs shown, from the one table of cost inputs (labels, tooltips, ranges), opening
     // on the paper's example setting (docs/math.md §3).
-    for (const auto& [key, value] : kShownInputs) {
+    for (const char* key : kShownInputs) {
       const CostInputField& field = *find_cost_input_field(key);
+      const auto value = key == std::string_view("block_layers")
+                             ? 0
+                             : static_cast<int>(cost_input_value(state_.model, field));
       QSpinBox* box =
           spin(static_cast<int>(field.input_min), static_cast<int>(field.input_max), value);
       box->setObjectName(QString::fromUtf8(field.key.data(), static_cast<int>(field.key.size())));
@@ -88,6 +91,7 @@ class CostView : public View {
     dtype_ = choice_combo(*find_cost_input_choice("dtype"));
     hardware_ = hardware_combo();
     hardware_->setObjectName("hardware");
+    show_hardware();
     sweep_ = new QComboBox;
     sweep_->addItem("(open a scenario to see its sweeps)");
     // The quality on the right-hand axis of the I/O, history and pipeline charts
@@ -104,7 +108,7 @@ class CostView : public View {
     // Two scheme pickers (docs/scheme-costs.md): every named scheme of the cost engine.
     scheme_a_ = named_scheme_picker("block");
     scheme_b_ = named_scheme_picker("full");
-    for (const auto& [key, value] : kShownInputs) {
+    for (const char* key : kShownInputs) {
       const CostInputField& field = *find_cost_input_field(key);
       QSpinBox* box = fields_.at(key);
       const QString label =
@@ -126,7 +130,9 @@ class CostView : public View {
     form->addRow("strategy", strategy_);
     add_model_and_cluster_inputs(form);
     blocks_->setToolTip(blocks_->toolTip() + "; the charts sweep every N and mark this one");
-    hardware_->setToolTip("GPU preset for the time and bandwidth figures");
+    hardware_->setToolTip(
+        "The GPU of the time, bandwidth and capacity figures: a preset, or an opened scenario's "
+        "[hardware] as it is written (its file or overrides)");
     sweep_->setToolTip("A sweep of the opened scenario, drawn instead of the four charts");
     scheme_a_->setToolTip(
         "Scheme A of the comparison table and the I/O chart (docs/scheme-costs.md)");
@@ -185,13 +191,12 @@ class CostView : public View {
     pages_ = new QStackedWidget;
     pages_->setObjectName("cost_pages");
     pages_->setFrameShape(QFrame::StyledPanel);
-    const std::pair<QWidget*, const char*> pages[] = {
-        {charts_page, "Charts"},       {strategies_, "Strategies"}, {layout_panel_, "Layout"},
-        {calibration_, "Calibration"}, {memory_, "Memory"},         {step_, "Step"},
-        {decision_, "Decision"}};
-    for (const auto& [page, title] : pages) {
-      tabs_->addTab(title);
-      pages_->addWidget(page);
+    // The pages in the order of the view table's row (its titles).
+    QWidget* const pages[] = {charts_page, strategies_, layout_panel_, calibration_,
+                              memory_,     step_,       decision_};
+    for (std::size_t i = 0; i < std::size(pages); ++i) {
+      tabs_->addTab(page_title(table_row, i));
+      pages_->addWidget(pages[i]);
     }
     tabs_->setTabToolTip(0, "Costs against the number of blocks N (docs/math.md §3.1–3.3)");
     tabs_->setTabToolTip(1,
@@ -306,7 +311,7 @@ class CostView : public View {
 
   void recompute() override {
     CostInputs in;
-    last_.reset();  // the Memory tab's picks recompute only from valid inputs
+    last_ = false;  // the Memory tab's picks recompute only from valid inputs
     QWidget* culprit = nullptr;
     try {
       in = read_inputs(&culprit);
@@ -331,14 +336,19 @@ class CostView : public View {
       blocks_->setValue(static_cast<int>(in.blocks));
     }
     set_slider_range(blocks_, 1, std::max(1, fields_.at("sublayers")->value()));  // and its handle
-    Hardware hw;
+    // The state takes what the inputs say: the model (V changed: its schedule with it), the picked
+    // preset (the scenario's own hardware stays until another is picked), m, strategy, overlap.
+    if (in.vpp != state_.model.vpp) state_.pipeline.schedule = default_pipeline_schedule(in.vpp);
+    state_.model = in;
     try {
-      hw = load_hardware(hardware_->currentText().toStdString());
+      take_hardware(hardware_, state_);
     } catch (const Error& error) {
-      show_error(error.what());
+      show_error(error.what(), {hardware_});
       return;
     }
-    last_ = Resolved{in, hw};
+    take_pickers();
+    const Hardware hw = state_.hardware;
+    last_ = true;
     recompute_memory();
     recompute_step();
     recompute_plan();
@@ -402,7 +412,7 @@ class CostView : public View {
 
   std::string scenario_problem(const Scenario& s) const override {
     if (!s.has_model) return {};
-    for (const auto& [key, value] : kShownInputs) {           // in the form's order: L first
+    for (const char* key : kShownInputs) {                    // in the form's order: L first
       if (std::string_view(key) == "block_layers") continue;  // set to 0: N decides
       const std::string problem = range_problem(
           fields_.at(key), cost_input_value(s.inputs, *find_cost_input_field(key)), key);
@@ -416,55 +426,25 @@ class CostView : public View {
     return {};
   }
 
+  bool set_state(const ExplorerState& state) override {
+    state_ = state;
+    show_state();
+    recompute();
+    return true;
+  }
+
   void apply_scenario(const Scenario& s) override {
     scenario_ = s;
+    // The one state of the opened scenario (explorer_state: what `attnres report` computes with);
+    // without [model] the explorer keeps its model and takes the scenario's hardware.
     if (s.has_model) {
-      const QSignalBlocker dtype_blocker(dtype_);
-      for (const auto& [key, box] : fields_) {
-        const QSignalBlocker blocker(box);
-        box->setValue(static_cast<int>(cost_input_value(s.inputs, *find_cost_input_field(key))));
-      }
-      for (const auto& [key, combo] : choices_) {
-        const QSignalBlocker blocker(combo);
-        combo->setCurrentText(QString::fromStdString(find_cost_input_choice(key)->get(s.inputs)));
-      }
-      for (const auto& [key, edit] : lists_) {
-        const QSignalBlocker list_blocker(edit);
-        QStringList values;
-        for (const std::int64_t v : s.inputs.*find_cost_input_list(key)->member)
-          values << QString::number(v);
-        edit->setText(values.join(","));
-      }
-      // The resolved inputs carry N (and the list when there is one): K stays off.
-      const QSignalBlocker k_blocker(block_layers_);
-      block_layers_->setValue(0);
-      const QSignalBlocker list_blocker(block_sizes_);
-      QStringList sizes;
-      for (const std::int64_t size : s.inputs.block_sizes) sizes << QString::number(size);
-      block_sizes_->setText(sizes.join(","));
+      state_ = explorer_state(s);
+    } else if (s.hardware) {
+      state_.hardware = *s.hardware;
+      state_.hardware_preset = matching_preset(*s.hardware);
+      state_.hardware_origin = "scenario [hardware]";
     }
-    // The in-flight count and the overlapped groups of the [pipeline] table (its cache, links and
-    // schedule are kept for the Step tab: step_settings), and the [hardware] preset (the capacity).
-    if (s.pipeline) {
-      const QSignalBlocker blocker(microbatches_);
-      microbatches_->setValue(s.pipeline->microbatches);
-      step_->set_overlap(s.pipeline->comm_overlap);
-    }
-    // The [plan] table's budgets and grid (none: the Decision tab's defaults).
-    // (Without [model] the explorer keeps its L.)
-    decision_->apply_plan(s.plan ? *s.plan : ScenarioPlan{},
-                          s.has_model ? s.inputs.sublayers : fields_.at("sublayers")->value());
-    if (s.hardware) {
-      const int preset = hardware_->findText(QString::fromStdString(s.hardware->name));
-      const QSignalBlocker blocker(hardware_);
-      if (preset >= 0) hardware_->setCurrentIndex(preset);
-    }
-    // The scenario's [implementation] strategy is the one highlighted (recompute below uses it).
-    {
-      const QSignalBlocker blocker(strategy_);
-      strategy_->setCurrentText(QString::fromStdString(to_string(s.strategy)));
-      strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
-    }
+    show_state();
     {
       const QSignalBlocker blocker(sweep_);
       sweep_->clear();
@@ -474,6 +454,49 @@ class CostView : public View {
     recompute();
     show_scenario_sweep();
   }
+
+  // The state into the inputs (without change signals): the model, the hardware, m, the
+  // overlapped groups, the strategy and the [plan] budgets and grid.
+  void show_state() {
+    {
+      const QSignalBlocker dtype_blocker(dtype_);
+      for (const auto& [key, box] : fields_) {
+        const QSignalBlocker blocker(box);
+        box->setValue(
+            static_cast<int>(cost_input_value(state_.model, *find_cost_input_field(key))));
+      }
+      for (const auto& [key, combo] : choices_) {
+        const QSignalBlocker blocker(combo);
+        combo->setCurrentText(
+            QString::fromStdString(find_cost_input_choice(key)->get(state_.model)));
+      }
+      for (const auto& [key, edit] : lists_) {
+        const QSignalBlocker list_blocker(edit);
+        QStringList values;
+        for (const std::int64_t v : state_.model.*find_cost_input_list(key)->member)
+          values << QString::number(v);
+        edit->setText(values.join(","));
+      }
+      // The resolved inputs carry N (and the list when there is one): K stays off.
+      const QSignalBlocker k_blocker(block_layers_), list_blocker(block_sizes_);
+      block_layers_->setValue(0);
+      QStringList sizes;
+      for (const std::int64_t size : state_.model.block_sizes) sizes << QString::number(size);
+      block_sizes_->setText(sizes.join(","));
+    }
+    {
+      const QSignalBlocker blocker(microbatches_);
+      microbatches_->setValue(state_.pipeline.microbatches);
+    }
+    step_->set_overlap(state_.pipeline.comm_overlap);
+    decision_->apply_plan(state_.plan ? *state_.plan : ScenarioPlan{}, state_.model.sublayers);
+    show_hardware();
+    const QSignalBlocker blocker(strategy_);
+    strategy_->setCurrentText(QString::fromStdString(to_string(state_.strategy)));
+    strategies_->highlight(state_.strategy);
+  }
+
+  void show_hardware() { show_state_hardware(hardware_, state_); }
 
   // The scenario's own sweep, drawn by the same core builder as `attnres report`.
   void show_scenario_sweep() {
@@ -503,6 +526,7 @@ class CostView : public View {
   }
 
   QSpinBox* blocks_spin() const { return blocks_; }
+  void show_page(int index) override { tabs_->setCurrentIndex(index); }
 
   const std::optional<Scenario>& scenario() const { return scenario_; }
   void save_to(Scenario& s) const override {
@@ -512,58 +536,49 @@ class CostView : public View {
     if (s.training && !s.training->data_path.empty())
       s.training->data =
           std::filesystem::absolute(s.training->data_path).lexically_normal().string();
-    s.inputs = resolve_cost_inputs(inputs());
-    s.has_model = true;
-    // The picked strategy: the [implementation] table the Memory and Step tabs count with.
-    s.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
+    ExplorerState state = state_;
+    state.model = resolve_cost_inputs(inputs());
+    state.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
+    state.pipeline.microbatches = microbatches_->value();
+    state.pipeline.comm_overlap = step_->overlap();
+    save_explorer_state(state, s);
   }
-  std::string hardware() const { return hardware_->currentText().toStdString(); }
+  // The state the tabs computed with last (after recompute()): what the dump writes.
+  nlohmann::json state_json() const override { return explorer_state_json(state_); }
+  const ExplorerState* cost_state() const override { return &state_; }
+  std::string hardware() const { return state_.hardware.name; }
 
   // The Memory tab for the last valid inputs: the workload and strategy pickers change it alone.
+  // The tabs' own inputs into the state: m, the overlapped groups and the strategy (they recompute
+  // the Memory, Step and Decision tabs alone).
+  void take_pickers() {
+    state_.pipeline.microbatches = microbatches_->value();
+    state_.pipeline.comm_overlap = step_->overlap();
+    state_.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
+  }
+
   void recompute_memory() {
     if (!last_) return;
-    const CostInputs in = last_->inputs;
-    const Hardware hw = last_->hardware;
-    MemorySettings settings;
-    settings.workload = memory_->workload();
-    settings.microbatches = microbatches_->value();
-    settings.schedule = default_pipeline_schedule(in.vpp);
-    settings.mode = ResidualMode::block;  // the explorer's N blocks
-    settings.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
-    settings.capacity_bytes = hw.memory_bytes;
-    run("memory per rank", [this, in, hw, settings](const Progress&) -> std::function<void()> {
-      MemoryResult result = compute_memory(in, settings, hw);
+    take_pickers();
+    ExplorerState state = state_;
+    state.workload = memory_->workload();
+    run("memory per rank", [this, state](const Progress&) -> std::function<void()> {
+      MemoryResult result = compute_memory(state);
       return
           [this, result = std::move(result)]() mutable { memory_->set_result(std::move(result)); };
     });
   }
 
-  // The simulated step of the last valid inputs (docs/math.md §3.8): the explorer's model,
-  // hardware, micro-batches, strategy and overlapped groups; an opened scenario's [pipeline] table
-  // gives the rest (cache, links, variant, and its schedule while V is the scenario's), else the
-  // defaults of `attnres pipeline`.
-  PipelineSettings step_settings() const {
-    const CostInputs& in = last_->inputs;
-    PipelineSettings s;
-    s.schedule = default_pipeline_schedule(in.vpp);
-    if (scenario_ && scenario_->pipeline) {
-      s = *scenario_->pipeline;
-      if (scenario_->pipeline->model.vpp != in.vpp) s.schedule = default_pipeline_schedule(in.vpp);
-    }
-    s.model = in;
-    s.hardware = last_->hardware;
-    s.microbatches = microbatches_->value();
-    s.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
-    s.comm_overlap = step_->overlap();
-    s.record_timeline = false;
-    s.progress = {};
-    return s;
-  }
+  // The simulated step of the state (docs/math.md §3.8), as `attnres report` simulates it: the
+  // scenario's [pipeline] table (else the engine's defaults) with the explorer's model, hardware,
+  // m, strategy and overlapped groups.
+  PipelineSettings step_settings() const { return gui::step_settings(state_); }
 
   // The Step tab for the last valid inputs; the simulation's own rules (m x P·V, ...) are said
   // in the tab, the rest of the explorer stays usable.
   void recompute_step() {
     if (!last_) return;
+    take_pickers();
     PipelineSettings settings = step_settings();
     if (const auto problem = pipeline_settings_problem(settings)) {
       step_->set_problem(problem->message);
@@ -587,7 +602,8 @@ class CostView : public View {
     }
     plan_dirty_ = false;
     if (!last_) return;
-    PlanRequest request = decision_->request(last_->inputs.sublayers);
+    take_pickers();
+    PlanRequest request = decision_->request(state_.model.sublayers);
     if (!request.problem.empty()) {
       decision_->set_problem(request.problem, request.culprit);
       return;
@@ -624,7 +640,7 @@ class CostView : public View {
   // table's choices first, at the engine's defaults.
   void add_model_and_cluster_inputs(QFormLayout* form) {
     std::set<std::string_view> shown;
-    for (const auto& entry : kShownInputs) shown.insert(entry.first);
+    for (const char* key : kShownInputs) shown.insert(key);
     struct Group {
       const char* title;
       const char* name;
@@ -684,11 +700,10 @@ class CostView : public View {
     }
   }
 
-  // The integer inputs shown and the value they open with (the paper's example setting).
-  static constexpr std::pair<const char*, int> kShownInputs[] = {
-      {"sublayers", 128}, {"blocks", 8},     {"block_layers", 0}, {"d_model", 7168},
-      {"tokens", 131072}, {"batch", 1},      {"pp", 4},           {"vpp", 2},
-      {"streams", 4},     {"seq_shards", 8}, {"chunk", 16384}};
+  // The integer inputs shown in the form (they open on default_explorer_state()).
+  static constexpr const char* kShownInputs[] = {
+      "sublayers", "blocks", "block_layers", "d_model",    "tokens", "batch",
+      "pp",        "vpp",    "streams",      "seq_shards", "chunk"};
 
   // The input behind a CostInputs field named by an error (or behind its alternative: block_size
   // is set through N here, layers through L).
@@ -721,11 +736,10 @@ class CostView : public View {
   StepPanel* step_;
   DecisionPanel* decision_;
   bool plan_dirty_ = true;  // the inputs changed while the Decision tab was hidden
-  struct Resolved {
-    CostInputs inputs;
-    Hardware hardware;
-  };
-  std::optional<Resolved> last_;  // the last valid inputs (the Memory tab's pickers use them)
+  // The one state the tabs compute from (explorer_state.hpp): the inputs write into it, an opened
+  // scenario replaces it. `last_`: it holds valid inputs (the tabs' own pickers recompute then).
+  ExplorerState state_ = default_explorer_state();
+  bool last_ = false;
   std::vector<ChartPanel*> panels_;
   ChartPanel* scenario_panel_;
   QTableWidget *table_, *compare_;
@@ -738,8 +752,8 @@ class CostView : public View {
 
 }  // namespace
 
-View* make_cost_view(const ViewHost& host) {
-  return new CostView(host);
+View* make_cost_view(const ViewHost& host, const ViewEntry& entry) {
+  return new CostView(host, entry);
 }
 
 }  // namespace attnres::gui

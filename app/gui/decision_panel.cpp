@@ -21,6 +21,7 @@
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/report.hpp"
+#include "explorer_results.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -169,6 +170,16 @@ DecisionPanel::DecisionPanel(QWidget* parent) : QWidget(parent) {
       "The recommendation: the largest N that meets every budget, its fastest setting "
       "(docs/math.md §3.9)");
   column->addWidget(summary_);
+  // Which memory figure the plan's are: the simulated schedule's peak; the Memory tab shows the
+  // closed form, another number for the same setting.
+  auto* memory_kind = new QLabel(QString("Memory per rank here: the %1, counted with the weights, "
+                                         "gradients and optimizer states. The Memory tab shows "
+                                         "the %2.")
+                                     .arg(QString::fromUtf8(kSimulatedMemory))
+                                     .arg(QString::fromUtf8(kAnalyticMemory)));
+  memory_kind->setObjectName("plan_memory_kind");
+  memory_kind->setWordWrap(true);
+  column->addWidget(memory_kind);
   // One line per N over the table, the two in a splitter: both scroll, the user shares the room.
   by_blocks_ = new QPlainTextEdit;
   by_blocks_->setObjectName("plan_by_blocks");

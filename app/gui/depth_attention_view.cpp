@@ -24,8 +24,8 @@ namespace {
 
 class DepthAttentionView : public ModelView {
  public:
-  explicit DepthAttentionView(const ViewHost& host)
-      : ModelView("depth-attention", "Depth attention", host) {
+  DepthAttentionView(const ViewHost& host, const ViewEntry& table_row)
+      : ModelView(table_row, host) {
     QFormLayout* form = nullptr;
     QWidget* inputs = make_inputs(form);
     token_ = new QComboBox;
@@ -59,11 +59,11 @@ class DepthAttentionView : public ModelView {
     note_->setWordWrap(true);
     note_->setVisible(false);
     column->addWidget(note_);
-    pages_->addTab(maps_page, "the weights of every read");
+    pages_->addTab(maps_page, page_title(table_row, 0));
     read_panel_ = new ReadPanel;
-    pages_->addTab(read_panel_, "one read, step by step");
+    pages_->addTab(read_panel_, page_title(table_row, 1));
     routing_panel_ = new RoutingPanel;
-    pages_->addTab(routing_panel_, "routing statistics");
+    pages_->addTab(routing_panel_, page_title(table_row, 2));
     three_columns(
         this, inputs, content,
         "<h3>Depth attention</h3><p><b>What you see.</b> The weights α of every read (rows: the "
@@ -190,6 +190,7 @@ class DepthAttentionView : public ModelView {
   // What the page on screen shows: the routing page its chart and cosine map, the others the
   // maps of every read.
   bool on_routing_page() const { return pages_->currentWidget() == routing_panel_; }
+  void show_page(int index) override { pages_->setCurrentIndex(index); }
   std::vector<ChartSpec> charts() const override {
     if (on_routing_page() && routing_panel_->has_chart()) return {routing_panel_->chart()->spec()};
     return {};
@@ -214,8 +215,8 @@ class DepthAttentionView : public ModelView {
 
 }  // namespace
 
-View* make_depth_attention_view(const ViewHost& host) {
-  return new DepthAttentionView(host);
+View* make_depth_attention_view(const ViewHost& host, const ViewEntry& entry) {
+  return new DepthAttentionView(host, entry);
 }
 
 }  // namespace attnres::gui

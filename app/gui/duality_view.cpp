@@ -30,8 +30,7 @@ namespace {
 
 class DualityView : public ModelView {
  public:
-  explicit DualityView(const ViewHost& host)
-      : ModelView("duality", "Depth-sequence duality", host) {
+  DualityView(const ViewHost& host, const ViewEntry& table_row) : ModelView(table_row, host) {
     QFormLayout* form = nullptr;
     QWidget* inputs = make_inputs(form);
     layer_ = spin(0, 63, 0);
@@ -95,7 +94,7 @@ class DualityView : public ModelView {
     // Linked hover: a cell of one map rings the same cell of its twin.
     link_hover(standard_, depth_);
     link_hover(running_, sequence_);
-    pages_->addTab(quad_page, "2×2: depth and sequence");
+    pages_->addTab(quad_page, page_title(table_row, 0));
 
     auto* ranks_page = new QWidget;
     auto* ranks_column = new QVBoxLayout(ranks_page);
@@ -136,7 +135,7 @@ class DualityView : public ModelView {
     ranks_column->addLayout(middle, 3);
     ranks_column->addWidget(caption_);
     ranks_column->addWidget(taxonomy_);
-    pages_->addTab(ranks_page, "ranks and every scheme");
+    pages_->addTab(ranks_page, page_title(table_row, 1));
     three_columns(
         this, inputs, content,
         "<h3>Depth and sequence are twins</h3><p><b>The 2×2.</b> Top: depth, h<sub>l</sub> = "
@@ -297,6 +296,7 @@ class DualityView : public ModelView {
     taxonomy_->setMinimumHeight(header + row * std::min(4, taxonomy_->rowCount()));
   }
 
+  void show_page(int index) override { pages_->setCurrentIndex(index); }
   std::vector<ChartSpec> charts() const override {
     return {ranks_->spec(), sequence_ranks_->spec()};
   }
@@ -321,8 +321,8 @@ class DualityView : public ModelView {
 
 }  // namespace
 
-View* make_duality_view(const ViewHost& host) {
-  return new DualityView(host);
+View* make_duality_view(const ViewHost& host, const ViewEntry& entry) {
+  return new DualityView(host, entry);
 }
 
 }  // namespace attnres::gui

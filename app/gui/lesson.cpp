@@ -7,6 +7,9 @@
 #include <QTabBar>
 #include <QTabWidget>
 
+#include "attnres/cost_input_fields.hpp"
+#include "attnres/error.hpp"
+#include "explorer_state.hpp"
 #include "lesson_model.hpp"
 #include "main_window.hpp"
 
@@ -14,41 +17,64 @@ namespace attnres::gui {
 
 namespace {
 
+// A step's input: a missing view or input is an error (the step would show something else than
+// its text says), not a step that silently does nothing.
 template <class Widget>
 Widget* input(MainWindow& window, const std::string& view, const char* name) {
   View* v = window.view(view);
-  return v != nullptr ? v->findChild<Widget*>(name) : nullptr;
+  auto* widget = v != nullptr ? v->findChild<Widget*>(name) : nullptr;
+  if (widget == nullptr)
+    throw Error("lesson: the " + view + " view has no input '" + std::string(name) + "'");
+  return widget;
 }
 
 void set_int(MainWindow& window, const std::string& view, const char* name, int value) {
-  if (auto* box = input<QSpinBox>(window, view, name)) box->setValue(value);
+  input<QSpinBox>(window, view, name)->setValue(value);
 }
 
-// The cost explorer's charts with N deciding (no block list or K left from before).
+// A step of the cost views names the whole state it shows (explorer_state.hpp).
+void set_state(MainWindow& window, const std::string& view, const ExplorerState& state) {
+  View* v = window.view(view);
+  if (v == nullptr || !v->set_state(state))
+    throw Error("lesson: the " + view + " view computes from no cost state");
+}
+
+// The cost explorer's opening state with L and N as given.
+ExplorerState cost_state(std::int64_t sublayers, std::int64_t blocks) {
+  ExplorerState state = default_explorer_state();
+  CostInputs in = state.model;
+  set_cost_input(in, "sublayers", sublayers);
+  set_cost_input(in, "blocks", blocks);
+  state.model = resolve_cost_inputs(in);
+  return state;
+}
+
+// The Pipeline view's lesson state at `gbps` GB/s links and m micro-batches.
+ExplorerState pipeline_state(double gbps, int microbatches) {
+  ExplorerState state = pipeline_lesson_state();
+  state.pipeline.link_bandwidth = gbps * 1e9;
+  state.pipeline.microbatches = microbatches;
+  return state;
+}
+
+// The cost explorer's charts page.
 void cost_charts(MainWindow& window) {
-  if (auto* list = input<QLineEdit>(window, "cost", "block_sizes");
-      list && !list->text().isEmpty()) {
-    list->clear();
-    emit list->editingFinished();  // what the view recomputes on
-  }
-  set_int(window, "cost", "block_layers", 0);
-  if (auto* tabs = input<QTabBar>(window, "cost", "cost_tabs")) tabs->setCurrentIndex(0);
+  input<QTabBar>(window, "cost", "cost_tabs")->setCurrentIndex(0);
 }
 
 void set_double(MainWindow& window, const std::string& view, const char* name, double value) {
-  if (auto* box = input<QDoubleSpinBox>(window, view, name)) box->setValue(value);
+  input<QDoubleSpinBox>(window, view, name)->setValue(value);
 }
 
 // Picks the entry whose data is `data` ("@own", "@none", a named scheme, "naive", ...).
 void pick(MainWindow& window, const std::string& view, const char* name, const char* data) {
   auto* combo = input<QComboBox>(window, view, name);
-  if (combo == nullptr) return;
   int index = combo->findData(QString(data));
   if (index < 0) index = combo->findText(QString(data));
-  if (index >= 0) {
-    combo->setCurrentIndex(index);
-    emit combo->activated(index);  // counts even when it was already chosen
-  }
+  if (index < 0)
+    throw Error("lesson: the " + view + " view's '" + name + "' has no entry '" + data + "'");
+  combo->setCurrentIndex(index);
+  emit combo->activated(index);  // counts even when it was already chosen
 }
 
 // The lesson's random model: 4 layers, d = 64, six tokens, seed 1, the given query spread.
@@ -155,8 +181,7 @@ std::vector<LessonStep> make_steps() {
        "(133 against Full's 129 x d, paper Table 1), far above the standard residual's 3d.",
        [](MainWindow& w) {
          cost_charts(w);
-         set_int(w, "cost", "sublayers", 128);
-         set_int(w, "cost", "blocks", 128);
+         set_state(w, "cost", cost_state(128, 128));
        },
        "cost_io"});
   steps.push_back(
@@ -166,7 +191,7 @@ std::vector<LessonStep> make_steps() {
        [](MainWindow& w) {
          cost_charts(w);
          pick(w, "cost", "quality_overlay", "paper_fig6");
-         set_int(w, "cost", "blocks", 8);
+         set_state(w, "cost", cost_state(128, 8));
        },
        "cost_io"});
   steps.push_back(
@@ -176,25 +201,21 @@ std::vector<LessonStep> make_steps() {
        "the cross-stage cache, links of 200 GB/s.",
        "The AttnRes overhead at the marker lies under the paper's 4 % line (the summary shows it "
        "in green): transfers overlap the compute.",
-       [](MainWindow& w) {
-         pick(w, "pipeline", "cache", "cached");
-         set_int(w, "pipeline", "microbatches", 8);
-         set_double(w, "pipeline", "link_bandwidth", 200.0);
-       },
+       [](MainWindow& w) { set_state(w, "pipeline", pipeline_state(200, 8)); },
        "pipeline_overhead_vs_link"});
   steps.push_back(
       {"pipeline", "Pipeline: a slower link exposes it",
        "Link bandwidth lowered from 200 to 50 GB/s.",
        "The overhead at the marker passes the 4 % line (the summary shows it in red): the block "
        "history no longer fits in the compute's shadow.",
-       [](MainWindow& w) { set_double(w, "pipeline", "link_bandwidth", 50.0); },
+       [](MainWindow& w) { set_state(w, "pipeline", pipeline_state(50, 8)); },
        "pipeline_overhead_vs_link"});
   steps.push_back({"pipeline", "Pipeline: more micro-batches hide it again",
                    "Micro-batches m raised from 8 to 32 (at 50 GB/s).",
                    "The overhead drops back under 4 %: more micro-batches give the transfers more "
                    "compute to hide "
                    "behind. Switch the cache to naive and it grows again.",
-                   [](MainWindow& w) { set_int(w, "pipeline", "microbatches", 32); },
+                   [](MainWindow& w) { set_state(w, "pipeline", pipeline_state(50, 32)); },
                    "pipeline_overhead_vs_link"});
   steps.push_back({"scaling", "Scaling law: what it is worth", "Target loss 1.695.",
                    "Block AttnRes reaches the baseline's loss with about 1/1.25 of its compute: a "

@@ -17,8 +17,7 @@ namespace {
 
 class MagnitudesView : public ModelView {
  public:
-  explicit MagnitudesView(const ViewHost& host)
-      : ModelView("magnitudes", "Magnitudes by depth", host) {
+  MagnitudesView(const ViewHost& host, const ViewEntry& table_row) : ModelView(table_row, host) {
     QFormLayout* form = nullptr;
     QWidget* inputs = make_inputs(form);
     auto* content = new QWidget;
@@ -101,8 +100,8 @@ class MagnitudesView : public ModelView {
 
 }  // namespace
 
-View* make_magnitudes_view(const ViewHost& host) {
-  return new MagnitudesView(host);
+View* make_magnitudes_view(const ViewHost& host, const ViewEntry& entry) {
+  return new MagnitudesView(host, entry);
 }
 
 }  // namespace attnres::gui

@@ -7,16 +7,14 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
-#include <QTabWidget>
 #include <QTimer>
-#include <algorithm>
 #include <iostream>
-#include <iterator>
 #include <string>
 
 #include "attnres/version.hpp"
 #include "lesson.hpp"
 #include "main_window.hpp"
+#include "state_dump.hpp"
 #include "views.hpp"
 
 int main(int argc, char** argv) {
@@ -37,14 +35,13 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   const QCommandLineOption view(
       QStringLiteral("view"),
-      "Open this view: cost, depth-attention, magnitudes, pipeline, duality, scaling, training.",
-      "name");
+      QString::fromStdString("Open this view: " + attnres::gui::view_names_text() + "."), "name");
   const QCommandLineOption scenario(QStringLiteral("scenario"), "Open this scenario file.", "file");
   const QCommandLineOption model(
       QStringLiteral("model"), "Open this model directory (any layout of docs/interop.md).", "dir");
   const QCommandLineOption page(QStringLiteral("page"),
-                                "Show this page (inner tab) of the view, e.g. \"routing "
-                                "statistics\" of depth-attention.",
+                                "Show this page (inner tab) of the view, e.g. \"Memory\" of "
+                                "cost or \"routing statistics\" of depth-attention.",
                                 "name");
   const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                       "Render the window into this PNG and exit.", "png");
@@ -58,8 +55,13 @@ int main(int argc, char** argv) {
   const QCommandLineOption models(
       QStringLiteral("models"),
       "Print the shipped models directory and the models found there, then exit.");
-  parser.addOptions(
-      {view, scenario, model, page, screenshot, size, lesson_step, presentation, models});
+  const QCommandLineOption dump_state(
+      QStringLiteral("dump-state"),
+      "Write every view's state and headline results for --scenario FILE into this JSON file "
+      "(schema attnres-lab.state; no window needed), then exit. With --view: that view's only.",
+      "json");
+  parser.addOptions({view, scenario, model, page, screenshot, size, lesson_step, presentation,
+                     models, dump_state});
   {
     // The informational flags (--help, --models) and unknown options need no display: they are
     // handled under a QCoreApplication, before the QApplication (which wants one) exists.
@@ -67,6 +69,12 @@ int main(int argc, char** argv) {
     QCoreApplication::setApplicationName("attnres-lab");
     QCoreApplication::setApplicationVersion(QString::fromLatin1(attnres::kVersion));
     parser.process(core);  // --help: the help, exit status 0; unknown options: exit status 1
+    if (parser.isSet(dump_state)) {
+      return attnres::gui::dump_state_command(
+          parser.value(scenario).toStdString(), parser.isSet(scenario),
+          parser.value(dump_state).toStdString(),
+          parser.isSet(view) ? parser.value(view).toStdString() : std::string());
+    }
     if (parser.isSet(models)) {
       std::cout << "models directory: " << attnres::gui::shipped_models_directory().string()
                 << "\n";
@@ -77,14 +85,27 @@ int main(int argc, char** argv) {
   }
   // Every flag is checked before the application (which wants a display) starts: a typo gets its
   // message, not Qt's abort.
-  static const char* const kViews[] = {"cost",    "depth-attention", "magnitudes", "pipeline",
-                                       "duality", "scaling",         "training"};
   const std::string name = parser.isSet(view) ? parser.value(view).toStdString() : "cost";
-  if (std::find(std::begin(kViews), std::end(kViews), name) == std::end(kViews)) {
-    std::cerr << "attnres-lab: --view: unknown view '" << name
-              << "' (expected cost, depth-attention, magnitudes, pipeline, duality, scaling or "
-                 "training)\n";
+  const attnres::gui::ViewEntry* entry = attnres::gui::find_view_entry(name);
+  if (entry == nullptr) {
+    std::cerr << "attnres-lab: --view: unknown view '" << name << "' (expected "
+              << attnres::gui::view_names_text() << ")\n";
     return 2;
+  }
+  // --page: one of the view's pages (the view table's row), checked before the window starts.
+  int page_index = -1;
+  if (parser.isSet(page)) {
+    const std::string wanted = parser.value(page).toStdString();
+    std::string known;
+    for (std::size_t i = 0; i < entry->pages.size(); ++i) {
+      if (entry->pages[i] == wanted && page_index < 0) page_index = static_cast<int>(i);
+      known += std::string(i ? ", '" : "'") + std::string(entry->pages[i]) + "'";
+    }
+    if (page_index < 0) {
+      std::cerr << "attnres-lab: --page: the " << name << " view has no page '" << wanted << "'"
+                << (known.empty() ? " (it has no pages)" : " (its pages: " + known + ")") << "\n";
+      return 2;
+    }
   }
   int step = 0;  // 1-based; 0: no lesson step
   if (parser.isSet(lesson_step)) {
@@ -147,31 +168,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   window.show_view(name);
-  if (parser.isSet(page)) {
-    const QString wanted = parser.value(page);
-    bool found = false;
-    QStringList pages;
-    for (auto* tabs : window.current_view()->findChildren<QTabWidget*>()) {
-      for (int i = 0; i < tabs->count(); ++i) {
-        pages << "'" + tabs->tabText(i) + "'";
-        if (tabs->tabText(i) == wanted && !found) {
-          tabs->setCurrentIndex(i);
-          found = true;
-        }
-      }
-    }
-    if (!found) {
-      std::string known = " (it has no pages)";
-      if (!pages.isEmpty()) {
-        known = std::string(" (its pages: ");
-        known += pages.join(", ").toStdString();
-        known += ")";
-      }
-      std::cerr << "attnres-lab: --page: the " << name << " view has no page '"
-                << wanted.toStdString() << "'" << known << "\n";
-      return 2;
-    }
-  }
+  if (page_index >= 0) window.current_view()->show_page(page_index);
   if (step > 0) window.lesson_step(step - 1);
   if (parser.isSet(presentation)) window.set_presentation(true);
   if (shot) {

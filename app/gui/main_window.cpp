@@ -1,21 +1,31 @@
 #include "main_window.hpp"
 
+#include <QAbstractButton>
+#include <QAbstractItemView>
+#include <QAbstractSlider>
+#include <QAbstractSpinBox>
 #include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
 #include <QFileDialog>
 #include <QFrame>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QInputDialog>
+#include <QKeyEvent>
 #include <QKeySequence>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScreen>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTextEdit>
 #include <QThreadPool>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
@@ -32,6 +42,7 @@
 #include "lesson.hpp"
 #include "lesson_model.hpp"
 #include "presentation_stage.hpp"
+#include "training_view.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -97,7 +108,11 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   auto* lesson_close = new QPushButton("End lesson");
   lesson_previous_->setToolTip("The previous step (Alt+Left)");
   lesson_next_->setToolTip("The next step (Alt+Right)");
-  lesson_close->setToolTip("Hide the lesson bar; the inputs stay as they are");
+  lesson_close->setToolTip("End the lesson: every tab goes back to how the lesson found it");
+  // Space and Enter reach the lesson's keys, never a focused lesson button (Space on "End lesson"
+  // ended the lesson from a clicker).
+  for (QPushButton* button : {lesson_previous_, lesson_next_, lesson_close})
+    button->setFocusPolicy(Qt::NoFocus);
   bar->addWidget(lesson_text_, 1);
   bar->addWidget(lesson_previous_);
   bar->addWidget(lesson_next_);
@@ -230,6 +245,7 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   help->addAction("About Qt", this, [this] { QMessageBox::aboutQt(this); });
   normal_font_ = QApplication::font();
   setMinimumSize(1024, 700);
+  QApplication::instance()->installEventFilter(this);
   // 1400 x 900, or the screen it opens on when that is smaller (a 1280 x 800 laptop): never a
   // window whose title bar or status bar is off the screen.
   QSize size(1400, 900);
@@ -560,6 +576,11 @@ bool MainWindow::open_scenario(const fs::path& path) {
     }
     clear_error();
     for (View* v : views_) v->apply_scenario(scenario);
+    // The title names what the views compute: the scenario's title and its file.
+    const std::string name = path.filename().string();
+    setWindowTitle(QString::fromStdString(
+        (scenario.title.empty() ? name : printable_text(scenario.title) + " (" + name + ")") +
+        " — AttnRes Lab"));
     statusBar()->showMessage(QString::fromStdString("opened " + path.string()), 5000);
   });
 }
@@ -654,6 +675,76 @@ bool MainWindow::export_data(std::size_t index, const fs::path& path) {
       throw Error("export: nothing to export at index " + std::to_string(index));
     }
   });
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  auto* training = dynamic_cast<TrainingView*>(view("training"));
+  if (!synchronous_ && training != nullptr && training->state() == TrainingView::State::running) {
+    const auto answer = QMessageBox::question(
+        this, "Quit AttnRes Lab",
+        "A training run is in progress. Stop it and quit? (Its results so far are lost unless "
+        "saved.)",
+        QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
+    if (answer != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+    training->stop();
+  }
+  QMainWindow::closeEvent(event);
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  // Ctrl+E and Ctrl+Shift+E (export) work with the focus in a field: a line edit would take them
+  // as "end of line" first.
+  if (event->type() == QEvent::ShortcutOverride) {
+    const auto* key = static_cast<QKeyEvent*>(event);
+    if (key->key() == Qt::Key_E && (key->modifiers() & Qt::ControlModifier) &&
+        (qobject_cast<QLineEdit*>(watched) || qobject_cast<QAbstractSpinBox*>(watched))) {
+      event->ignore();
+      return true;
+    }
+  }
+  if (event->type() != QEvent::KeyPress || lesson_index_ < 0 || lesson_bar_->isHidden())
+    return QMainWindow::eventFilter(watched, event);
+  auto* widget = qobject_cast<QWidget*>(watched);
+  if (widget == nullptr || widget->window() != this)
+    return QMainWindow::eventFilter(watched, event);
+  const auto* key = static_cast<QKeyEvent*>(event);
+  if (key->modifiers() & (Qt::ControlModifier | Qt::AltModifier | Qt::MetaModifier))
+    return QMainWindow::eventFilter(watched, event);
+  // An input that takes arrows or Space keeps them (typing in a field, moving a slider).
+  QWidget* focus = QApplication::focusWidget();
+  const bool input_has_focus =
+      focus != nullptr &&
+      (qobject_cast<QAbstractSpinBox*>(focus) || qobject_cast<QLineEdit*>(focus) ||
+       qobject_cast<QComboBox*>(focus) || qobject_cast<QAbstractSlider*>(focus) ||
+       qobject_cast<QAbstractButton*>(focus) || qobject_cast<QAbstractItemView*>(focus) ||
+       qobject_cast<QTextEdit*>(focus) || qobject_cast<QPlainTextEdit*>(focus));
+  int move = 0;
+  switch (key->key()) {
+    case Qt::Key_PageDown:
+      move = 1;
+      break;
+    case Qt::Key_PageUp:
+      move = -1;
+      break;
+    case Qt::Key_Right:
+    case Qt::Key_Down:
+    case Qt::Key_Space:
+      move = input_has_focus ? 0 : 1;
+      break;
+    case Qt::Key_Left:
+    case Qt::Key_Up:
+      move = input_has_focus ? 0 : -1;
+      break;
+    default:
+      break;
+  }
+  if (move == 0) return QMainWindow::eventFilter(watched, event);
+  const int next = lesson_index_ + move;
+  if (next >= 0 && next < static_cast<int>(lesson_steps().size())) lesson_step(next);
+  return true;
 }
 
 }  // namespace attnres::gui

@@ -93,6 +93,13 @@ class MainWindow : public QMainWindow {
   static QString about_text();
 
  protected:
+  // The lesson's keys (what presenter clickers send): PageDown, Right, Down and Space go to the
+  // next step, PageUp, Left and Up to the previous one, while the lesson is on; the arrows and
+  // Space only when the focus is on no input that takes them. The last step stays (no key ends
+  // the lesson).
+  bool eventFilter(QObject* watched, QEvent* event) override;
+  // Closing during a live training run asks first (Escape or No keeps the window); yes stops it.
+  void closeEvent(QCloseEvent* event) override;
   // Below 1200 pixels of width the explanations start collapsed (the charts need the room) until
   // the user opens or closes them.
   void resizeEvent(QResizeEvent* event) override;

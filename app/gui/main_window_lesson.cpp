@@ -28,13 +28,18 @@ void MainWindow::start_lesson() {
 void MainWindow::lesson_step(int index) {
   const auto& steps = lesson_steps();
   if (index < 0 || index >= static_cast<int>(steps.size())) return;
+  // Entering the lesson: every tab as it is now, to come back to when it ends.
+  if (lesson_index_ < 0)
+    for (View* v : views_) v->remember_before_lesson();
   lesson_index_ = index;
   const LessonStep& step = steps[static_cast<std::size_t>(index)];
   show_view(step.view);
   // Every step starts from the tab as the window opened: what an opened scenario, an earlier step
   // or the user changed does not leak into it, and Previous shows the earlier step's picture.
   if (View* v = view(step.view)) v->restore_inputs();
-  step.apply(*this);
+  // A step that cannot set what its text says shows why (a test fails on it), never a silent
+  // no-op.
+  guarded([&] { step.apply(*this); });
   lesson_text_->setText(QString("<b>Step %1 of %2 &mdash; %3</b><br>%4<br><i>Look for:</i> %5")
                             .arg(index + 1)
                             .arg(steps.size())
@@ -65,7 +70,9 @@ void MainWindow::update_stage() {
   }
   // The callout: the first sentence of what to look for (the lesson bar has the rest).
   QString look = QString::fromStdString(step->look_for);
-  if (const auto end = look.indexOf(QRegularExpression("\\. ")); end > 0) look = look.left(end + 1);
+  // (Not at an abbreviation: "Fig. 6", "e.g. ", "i.e. ".)
+  static const QRegularExpression sentence_end("(?<!Fig)(?<!e\\.g)(?<!i\\.e)(?<!vs)\\. ");
+  if (const auto end = look.indexOf(sentence_end); end > 0) look = look.left(end + 1);
   const QString callout = "Look for: " + look;
   for (const ChartSpec& chart : v->charts()) {
     if (chart.id == step->focus) {
@@ -83,6 +90,9 @@ void MainWindow::update_stage() {
 }
 
 void MainWindow::end_lesson() {
+  // Every tab back as the lesson found it (the lesson model the model tabs share stays).
+  if (lesson_index_ >= 0)
+    for (View* v : views_) v->restore_before_lesson();
   lesson_index_ = -1;
   lesson_bar_->setVisible(false);
   update_stage();
@@ -97,17 +107,12 @@ void MainWindow::set_presentation(bool on) {
   // The lesson bar (a style sheet keeps the application font from reaching it) and the tabs:
   // the bar's text at the same scale, the tabs by their short names so that none is cut.
   for (QWidget* w : lesson_bar_->findChildren<QWidget*>()) w->setFont(font);
-  static const std::pair<const char*, const char*> kShort[] = {
-      {"cost", "Cost"},         {"depth-attention", "Depth"}, {"magnitudes", "Magnitudes"},
-      {"pipeline", "Pipeline"}, {"duality", "Duality"},       {"scaling", "Scaling"},
-      {"training", "Training"}};
   for (int i = 0; i < tabs_->count(); ++i) {
     auto* v = static_cast<View*>(tabs_->widget(i));
     QString title = v->title();
-    if (on) {
-      for (const auto& [name, short_title] : kShort)
-        if (v->name() == name) title = short_title;
-    }
+    if (const ViewEntry* entry = find_view_entry(v->name()); on && entry != nullptr)
+      title =
+          QString::fromUtf8(entry->short_title.data(), static_cast<int>(entry->short_title.size()));
     tabs_->setTabText(i, title);
   }
   for (View* v : views_) {

@@ -62,20 +62,6 @@ void scale_font(QFont& font, double scale) {
 
 }  // namespace
 
-MemoryResult compute_memory(const CostInputs& resolved, const MemorySettings& settings,
-                            const Hardware& hardware) {
-  MemoryResult result;
-  result.ranks = memory_per_rank(resolved, settings);
-  const auto peak = std::max_element(
-      result.ranks.begin(), result.ranks.end(),
-      [](const RankMemory& a, const RankMemory& b) { return a.total() < b.total(); });
-  if (peak != result.ranks.end()) result.peak = *peak;
-  result.assumptions = memory_assumptions(resolved, settings);
-  result.hardware = hardware.name;
-  result.table = memory_table(result.ranks, result.assumptions, " on " + hardware.name);
-  return result;
-}
-
 // ------------------------------------------------------------------ chart
 
 MemoryChart::MemoryChart(QWidget* parent) : ChartPanel(parent) {
@@ -261,9 +247,12 @@ void MemoryPanel::set_result(MemoryResult result) {
   result_ = std::move(result);
   const RankMemory& peak = result_.peak;
   const QString verdict = text_of(fit_verdict(peak));
-  verdict_->setText(QString("Rank %1 (the largest of %2): %3")
+  // Labelled as the closed form it is: the Decision tab and the Pipeline view show the simulated
+  // schedule's peak, another figure (explorer_results.hpp).
+  verdict_->setText(QString("Rank %1 (the largest of %2), %3: %4")
                         .arg(peak.rank)
                         .arg(result_.ranks.size())
+                        .arg(QString::fromUtf8(kAnalyticMemory))
                         .arg(verdict));
   const char* style = !peak.known_capacity() ? kUnknownStyle : peak.fits() ? kGoodStyle : kBadStyle;
   verdict_->setStyleSheet(style);

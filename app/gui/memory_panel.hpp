@@ -14,6 +14,7 @@
 #include "attnres/hardware.hpp"
 #include "attnres/rank_memory.hpp"
 #include "attnres/report.hpp"
+#include "explorer_results.hpp"
 #include "widgets.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -23,17 +24,6 @@ class QTableWidget;
 QT_END_NAMESPACE
 
 namespace attnres::gui {
-
-// Everything the tab shows for one setting, computed off the GUI thread.
-struct MemoryResult {
-  std::vector<RankMemory> ranks;  // one per pipeline rank
-  RankMemory peak;                // the largest total
-  std::vector<std::string> assumptions;
-  ReportTable table;  // memory_table: the rows as `attnres memory` prints them
-  std::string hardware;
-};
-MemoryResult compute_memory(const CostInputs& resolved, const MemorySettings& settings,
-                            const Hardware& hardware);
 
 // Stacked bars (GB per rank) built from the table's component columns (weights .. KV cache), and
 // the capacity as a dashed line. At most kMaxBars ranks are drawn: every k-th and the largest.

@@ -155,8 +155,7 @@ ForwardTrace scheme_trace(const ModelWeights<double>& model, const std::vector<i
   return trace_engine().trace(model, tokens, options);
 }
 
-ModelView::ModelView(std::string name, QString title, const ViewHost& host)
-    : View(std::move(name), std::move(title), host) {
+ModelView::ModelView(const ViewEntry& entry, const ViewHost& host) : View(entry, host) {
   if (host.lesson == nullptr) own_lesson_ = std::make_unique<LessonModel>();
   lesson_ = host.lesson != nullptr ? host.lesson : own_lesson_.get();
 }

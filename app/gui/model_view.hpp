@@ -54,7 +54,7 @@ struct ShownScheme {
 
 class ModelView : public View {
  public:
-  ModelView(std::string name, QString title, const ViewHost& host);
+  ModelView(const ViewEntry& entry, const ViewHost& host);
   ~ModelView() override;
   LessonModel& lesson() const { return *lesson_; }
 

@@ -10,11 +10,14 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "attnres/cost.hpp"
+#include "attnres/cost_input_fields.hpp"
 #include "attnres/error.hpp"
 #include "attnres/report.hpp"
 #include "attnres/sweep.hpp"
+#include "explorer_results.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -23,30 +26,49 @@ namespace {
 
 // ------------------------------------------------------------------ pipeline
 
-// The lesson's defaults: the paper's Kimi-Linear-like MoE model of
-// scenarios/paper-overhead-claims.toml (27 layers, Block AttnRes with S = 6, d = 2304, 8 of 256
-// experts + 1 shared) on H100s, P = 4, V = 2, m = 8, the cross-stage cache on, at 200 GB/s: the
-// overhead is under 4 % there and passes 4 % when the link drops to 50 GB/s (docs/teaching.md).
 constexpr double kClaimThreshold = 0.04;
+
+// The integer inputs this view shows, by their CostInputs key (its spin boxes' object names are
+// the same but for "batch": "micro_batch").
+struct ShownInput {
+  const char* key;
+  const char* label;
+  int low, high;
+  const char* tip;
+};
+constexpr ShownInput kShown[] = {
+    {"sublayers", "sublayers L", 1, 100000,
+     "Sublayers L of the model (attention and MLP each count)"},
+    {"block_size", "block size S", 1, 100000,
+     "Block AttnRes block size S (sublayers per block); N = ceil(L / S) blocks"},
+    {"d_model", "width d", 1, 1'000'000, "Hidden width d"},
+    {"ffn", "dense ffn F", 0, 10'000'000,
+     "Dense SwiGLU width F of each MLP (0: round(8d/3)); unused when experts > 0"},
+    {"experts", "experts", 0, 100000, "MoE routed experts in all (0: a dense MLP)"},
+    {"active", "active experts", 0, 100000, "Routed experts per token (top-k)"},
+    {"shared", "shared experts", 0, 100000, "Always-on shared experts"},
+    {"expert_ffn", "expert ffn", 0, 10'000'000, "SwiGLU width of one expert"},
+    {"tokens", "tokens T", 1, 10'000'000, "Sequence length T (tokens per sequence)"},
+    {"batch", "micro-batch size", 1, 1024, "Sequences per micro-batch"},
+    {"pp", "ranks P", 1, 256, "Pipeline ranks P (one GPU each)"},
+    {"vpp", "virtual stages V", 1, 16,
+     "Virtual stages V per rank (V > 1: interleaved 1F1B; V = 1: 1F1B)"}};
 
 class PipelineView : public View {
  public:
-  explicit PipelineView(const ViewHost& host) : View("pipeline", "Pipeline schedule", host) {
+  PipelineView(const ViewHost& host, const ViewEntry& table_row) : View(table_row, host) {
     auto* inputs = new QWidget;
     auto* form = new QFormLayout(inputs);
-    sublayers_ = spin(1, 100000, 54);
-    block_size_ = spin(1, 100000, 6);
-    d_model_ = spin(1, 1'000'000, 2304);
-    ffn_ = spin(0, 10'000'000, 0);
-    experts_ = spin(0, 100000, 256);
-    active_ = spin(0, 100000, 8);
-    shared_ = spin(0, 100000, 1);
-    expert_ffn_ = spin(0, 10'000'000, 1024);
-    tokens_ = spin(1, 10'000'000, 4096);
-    micro_ = spin(1, 1024, 1);
+    for (const ShownInput& input : kShown) {
+      QSpinBox* box = spin(input.low, input.high, 0);
+      box->setToolTip(input.tip);
+      box->setObjectName(std::string_view(input.key) == "active"   ? "active_experts"
+                         : std::string_view(input.key) == "shared" ? "shared_experts"
+                         : std::string_view(input.key) == "batch"  ? "micro_batch"
+                                                                   : input.key);
+      boxes_.push_back(box);
+    }
     m_ = spin(1, 4096, 8);
-    pp_ = spin(1, 256, 4);
-    vpp_ = spin(1, 16, 2);
     cache_ = new QComboBox;
     for (const auto& entry : kCachePolicyNames)
       cache_->addItem(QString::fromUtf8(entry.name.data(), static_cast<int>(entry.name.size())));
@@ -59,21 +81,8 @@ class PipelineView : public View {
     overlap_ = new QCheckBox("transfers overlap compute");
     overlap_->setChecked(true);
     ideal_ = new QCheckBox("ideal links (free transfers)");
-    sublayers_->setToolTip("Sublayers L of the model (attention and MLP each count)");
-    block_size_->setToolTip(
-        "Block AttnRes block size S (sublayers per block); N = ceil(L / S) blocks");
-    d_model_->setToolTip("Hidden width d");
-    ffn_->setToolTip("Dense SwiGLU width F of each MLP (0: round(8d/3)); unused when experts > 0");
-    experts_->setToolTip("MoE routed experts in all (0: a dense MLP)");
-    active_->setToolTip("Routed experts per token (top-k)");
-    shared_->setToolTip("Always-on shared experts");
-    expert_ffn_->setToolTip("SwiGLU width of one expert");
-    tokens_->setToolTip("Sequence length T (tokens per sequence)");
-    micro_->setToolTip("Sequences per micro-batch");
     m_->setToolTip(
         "Micro-batches m per iteration: more of them hide transfers and shrink the bubble");
-    pp_->setToolTip("Pipeline ranks P (one GPU each)");
-    vpp_->setToolTip("Virtual stages V per rank (V > 1: interleaved 1F1B; V = 1: 1F1B)");
     cache_->setToolTip(
         "AttnRes block history between stages: cached sends each summary once and keeps what was "
         "received (the paper's cross-stage cache); naive resends every earlier summary at every "
@@ -87,34 +96,19 @@ class PipelineView : public View {
         "On: a rank computes while its transfers are in flight; off: the sender waits for them");
     ideal_->setToolTip("Transfers cost nothing: what is left is the schedule's own bubble");
     bandwidth_->setObjectName("link_bandwidth");
-    sublayers_->setObjectName("sublayers");
-    d_model_->setObjectName("d_model");
-    block_size_->setObjectName("block_size");
-    experts_->setObjectName("experts");
-    active_->setObjectName("active_experts");
-    shared_->setObjectName("shared_experts");
-    expert_ffn_->setObjectName("expert_ffn");
     m_->setObjectName("microbatches");
-    pp_->setObjectName("pp");
-    vpp_->setObjectName("vpp");
     cache_->setObjectName("cache");
     hardware_->setObjectName("hardware");
     link_->setObjectName("link");
     overlap_->setObjectName("overlap");
     ideal_->setObjectName("ideal_links");
-    form->addRow("sublayers L", sublayers_);
-    form->addRow("block size S", block_size_);
-    form->addRow("width d", d_model_);
-    form->addRow("dense ffn F", ffn_);
-    form->addRow("experts", experts_);
-    form->addRow("active experts", active_);
-    form->addRow("shared experts", shared_);
-    form->addRow("expert ffn", expert_ffn_);
-    form->addRow("tokens T", tokens_);
-    form->addRow("micro-batch size", micro_);
+    for (std::size_t i = 0; i < boxes_.size(); ++i) {
+      form->addRow(kShown[i].label, boxes_[i]);
+      if (std::string_view(kShown[i].key) == "batch") break;  // then m, and P and V after it
+    }
     form->addRow("micro-batches m", with_slider(m_, "microbatches_slider"));
-    form->addRow("ranks P", pp_);
-    form->addRow("virtual stages V", vpp_);
+    form->addRow(kShown[10].label, boxes_[10]);
+    form->addRow(kShown[11].label, boxes_[11]);
     form->addRow("history cache", cache_);
     form->addRow("hardware", hardware_);
     form->addRow("link", link_);
@@ -135,6 +129,12 @@ class PipelineView : public View {
     row->addWidget(overhead_, 1);
     row->addWidget(memory_, 1);
     column->addWidget(summary_);
+    // What the simulation takes from the state that has no input here (an opened scenario's
+    // attention, parallel degrees, dense layers, ...): said, not dropped.
+    taken_ = new QLabel;
+    taken_->setObjectName("pipeline_taken");
+    taken_->setWordWrap(true);
+    column->addWidget(taken_);
     column->addWidget(gantt_, 3);
     column->addLayout(row, 2);
     three_columns(
@@ -162,14 +162,18 @@ class PipelineView : public View {
         "to "
         "naive and it grows; turn overlap off; set experts to 0 for a dense model (less compute "
         "per byte of history sent: the traffic shows more).</p>");
-    on_change(this,
-              {sublayers_, block_size_, d_model_, ffn_, experts_, active_, shared_, expert_ffn_,
-               tokens_, micro_, m_, pp_, vpp_, cache_, hardware_, bandwidth_, overlap_, ideal_},
-              [this] { recompute(); });
+    std::vector<QWidget*> watched(boxes_.begin(), boxes_.end());
+    for (QWidget* w :
+         std::initializer_list<QWidget*>{m_, cache_, hardware_, bandwidth_, overlap_, ideal_})
+      watched.push_back(w);
+    on_change(this, watched, [this] { recompute(); });
     // m moves in multiples of P where the interleaved schedule needs them (V > 1).
-    const auto m_step = [this] { set_spin_step(m_, vpp_->value() > 1 ? pp_->value() : 1); };
-    QObject::connect(pp_, &QSpinBox::valueChanged, this, m_step);
-    QObject::connect(vpp_, &QSpinBox::valueChanged, this, m_step);
+    const auto m_step = [this] {
+      set_spin_step(m_, box("vpp")->value() > 1 ? box("pp")->value() : 1);
+    };
+    QObject::connect(box("pp"), &QSpinBox::valueChanged, this, m_step);
+    QObject::connect(box("vpp"), &QSpinBox::valueChanged, this, m_step);
+    show_state();
     m_step();
     QObject::connect(link_, &QComboBox::currentIndexChanged, this,
                      [this] { use_preset_bandwidth(); });
@@ -180,7 +184,9 @@ class PipelineView : public View {
   // The link's bandwidth from the hardware preset (after a change of link or hardware).
   void use_preset_bandwidth() {
     try {
-      const Hardware hw = load_hardware(hardware_->currentText().toStdString());
+      ExplorerState picked = state_;
+      take_hardware(hardware_, picked);
+      const Hardware& hw = picked.hardware;
       const double bw = link_->currentData().toString() == "intra_node" ? hw.intra_node_bandwidth
                                                                         : hw.scale_out_bandwidth;
       bandwidth_->setValue(bw / 1e9);
@@ -189,36 +195,82 @@ class PipelineView : public View {
     }
   }
 
-  PipelineSettings settings() const {
-    PipelineSettings s;
-    CostInputs in;
-    in.sublayers = sublayers_->value();
-    in.block_size = block_size_->value();
-    in.d_model = d_model_->value();
-    in.ffn = ffn_->value();
-    in.tokens = tokens_->value();
-    in.batch = micro_->value();
-    in.pp = pp_->value();
-    in.vpp = vpp_->value();
-    in.experts = experts_->value();
-    if (in.experts > 0) {  // the other MoE inputs apply to a mixture of experts only
-      in.active = active_->value();
-      in.shared = shared_->value();
-      in.expert_ffn = expert_ffn_->value();
+  // The simulation's settings: the state's (an opened scenario's every key, explorer_state.hpp)
+  // with the inputs shown here as set. An input still at the state's value leaves the state's
+  // model as it is (a block list stays a list); a changed one is set as set_cost_input sets it.
+  ExplorerState current_state() const {
+    ExplorerState st = state_;
+    // The model as given again, its derived fields cleared (layers from L, K and S from N or the
+    // list): a changed input is then set as the only choice of its group (set_cost_input).
+    CostInputs in = state_.model;
+    in.layers = 0;
+    in.block_layers = 0;
+    in.block_size = 0;
+    if (!in.block_sizes.empty()) in.blocks = 0;
+    bool changed = false;
+    for (std::size_t i = 0; i < boxes_.size(); ++i) {
+      const CostInputField& field = *find_cost_input_field(kShown[i].key);
+      if (boxes_[i]->value() == cost_input_value(state_.model, field)) continue;
+      set_cost_input(in, kShown[i].key, boxes_[i]->value());
+      changed = true;
     }
-    s.model = resolve_cost_inputs(in);
-    s.microbatches = m_->value();
-    s.schedule = default_pipeline_schedule(in.vpp);
-    s.cache = parse_cache_policy(cache_->currentText().toStdString(), "cache");
-    s.hardware = load_hardware(hardware_->currentText().toStdString());
-    s.intra_node_link = link_->currentData().toString() == "intra_node";
-    s.link_bandwidth = bandwidth_->value() * 1e9;
-    s.overlap = overlap_->isChecked();
-    s.ideal_links = ideal_->isChecked();
-    return s;
+    if (changed) {
+      if (in.experts == 0) in.active = in.shared = in.expert_ffn = in.dense_layers = 0;
+      st.model = resolve_cost_inputs(in);
+    }
+    PipelineSettings& p = st.pipeline;
+    if (st.model.vpp != state_.model.vpp) p.schedule = default_pipeline_schedule(st.model.vpp);
+    take_hardware(hardware_, st);
+    p.microbatches = m_->value();
+    p.cache = parse_cache_policy(cache_->currentText().toStdString(), "cache");
+    p.intra_node_link = link_->currentData().toString() == "intra_node";
+    // The bandwidth as shown (one decimal): an override only where it is not the state's.
+    if (std::abs(bandwidth_->value() - shown_bandwidth(st) / 1e9) > 0.05)
+      p.link_bandwidth = bandwidth_->value() * 1e9;
+    p.overlap = overlap_->isChecked();
+    p.ideal_links = ideal_->isChecked();
+    return st;
+  }
+  PipelineSettings settings() const { return step_settings(current_state()); }
+  nlohmann::json state_json() const override { return explorer_state_json(current_state()); }
+  const ExplorerState* cost_state() const override {
+    shown_state_ = current_state();
+    return &shown_state_;
+  }
+
+  // The link bandwidth the state simulates with: its override, else the hardware's link.
+  static double shown_bandwidth(const ExplorerState& st) {
+    const PipelineSettings& p = st.pipeline;
+    return p.link_bandwidth > 0 ? p.link_bandwidth
+           : p.intra_node_link  ? st.hardware.intra_node_bandwidth
+                                : st.hardware.scale_out_bandwidth;
+  }
+
+  // The state into the inputs (without change signals).
+  void show_state() {
+    std::vector<QSignalBlocker> blockers;
+    for (QWidget* w : std::initializer_list<QWidget*>{m_, cache_, hardware_, link_, bandwidth_,
+                                                      overlap_, ideal_})
+      blockers.emplace_back(w);
+    for (std::size_t i = 0; i < boxes_.size(); ++i) {
+      blockers.emplace_back(boxes_[i]);
+      boxes_[i]->setValue(
+          static_cast<int>(cost_input_value(state_.model, *find_cost_input_field(kShown[i].key))));
+    }
+    show_state_hardware(hardware_, state_);
+    const PipelineSettings& p = state_.pipeline;
+    m_->setValue(p.microbatches);
+    cache_->setCurrentText(QString::fromStdString(to_string(p.cache)));
+    link_->setCurrentIndex(p.intra_node_link ? 1 : 0);
+    bandwidth_->setValue(shown_bandwidth(state_) / 1e9);
+    overlap_->setChecked(p.overlap);
+    ideal_->setChecked(p.ideal_links);
+    blockers.clear();
+    set_spin_step(m_, box("vpp")->value() > 1 ? box("pp")->value() : 1);
   }
 
   void recompute() override {
+    taken_->setText(taken_text());
     PipelineSettings s;
     try {
       s = settings();
@@ -240,6 +292,7 @@ class PipelineView : public View {
           // second.
           PipelineSettings shown = s;
           shown.progress = step(progress, 0, 2);
+          shown.record_timeline = true;  // the Gantt chart and the live memory draw it
           const PipelineReport report = evaluate_pipeline(shown);
           const ChartSpec gantt = pipeline_gantt_chart(report),
                           memory = pipeline_memory_chart(report);
@@ -277,7 +330,7 @@ class PipelineView : public View {
                   "<b>bubble</b> %6 % of the "
                   "busiest rank's compute (closed form for equal stages %7 %) &nbsp; <b>exposed "
                   "comm</b> %8 ms "
-                  "&nbsp; <b>peak memory/rank</b> %9 GB")
+                  "&nbsp; <b>peak memory/rank</b> %9 GB %10 (%11)")
                   .arg(report.iteration_time_s * 1e3, 0, 'g', 4)
                   .arg(report.standard.iteration_seconds * 1e3, 0, 'g', 4)
                   .arg(over ? "#b03a2e" : "#1e7b34")
@@ -286,7 +339,9 @@ class PipelineView : public View {
                   .arg(report.bubble_fraction * 100, 0, 'f', 2)
                   .arg(report.closed_form_bubble * 100, 0, 'f', 2)
                   .arg(report.exposed_comm_s * 1e3, 0, 'g', 4)
-                  .arg(report.peak_memory_bytes_per_rank / 1e9, 0, 'g', 4);
+                  .arg(simulated_peak_bytes(report) / 1e9, 0, 'g', 4)
+                  .arg(memory_verdict(simulated_peak_bytes(report), s.hardware))
+                  .arg(QString::fromUtf8(kSimulatedMemory));
           const double fraction = report.attnres_overhead_fraction;
           return [this, gantt, memory, overhead, summary, fraction] {
             gantt_->set_spec(gantt);
@@ -305,20 +360,13 @@ class PipelineView : public View {
 
   std::string scenario_problem(const Scenario& s) const override {
     if (!s.has_model) return {};
-    const std::pair<const QSpinBox*, std::pair<std::int64_t, const char*>> fields[] = {
-        {sublayers_, {s.inputs.sublayers, "sublayers"}},
-        {block_size_, {s.inputs.block_size, "block_size"}},
-        {d_model_, {s.inputs.d_model, "d_model"}},
-        {ffn_, {s.inputs.ffn, "ffn"}},
-        {tokens_, {s.inputs.tokens, "tokens"}},
-        {micro_, {s.inputs.batch, "batch"}},
-        {pp_, {s.inputs.pp, "pp"}},
-        {vpp_, {s.inputs.vpp, "vpp"}},
-        {experts_, {s.inputs.experts, "[moe] experts"}},
-        {active_, {s.inputs.active, "[moe] active"}},
-        {shared_, {s.inputs.shared, "[moe] shared"}},
-        {expert_ffn_, {s.inputs.expert_ffn, "[moe] expert_ffn"}},
-        {m_, {s.pipeline ? s.pipeline->microbatches : m_->value(), "[pipeline] microbatches"}}};
+    std::vector<std::pair<const QSpinBox*, std::pair<std::int64_t, std::string>>> fields;
+    for (std::size_t i = 0; i < boxes_.size(); ++i)
+      fields.push_back(
+          {boxes_[i],
+           {cost_input_value(s.inputs, *find_cost_input_field(kShown[i].key)), kShown[i].key}});
+    fields.push_back(
+        {m_, {s.pipeline ? s.pipeline->microbatches : m_->value(), "[pipeline] microbatches"}});
     for (const auto& [box, value] : fields) {
       const std::string problem = range_problem(box, value.first, value.second);
       if (!problem.empty()) return std::string("pipeline: ") + problem;
@@ -326,59 +374,27 @@ class PipelineView : public View {
     return {};
   }
 
+  bool set_state(const ExplorerState& state) override {
+    state_ = state;
+    show_state();
+    recompute();
+    return true;
+  }
+
   void apply_scenario(const Scenario& s) override {
     if (!s.has_model) return;
-    std::vector<QSignalBlocker> blockers;
-    for (QWidget* w :
-         std::initializer_list<QWidget*>{sublayers_, block_size_, d_model_, ffn_, experts_, active_,
-                                         shared_, expert_ffn_, tokens_, micro_, m_, pp_, vpp_,
-                                         cache_, hardware_, link_, bandwidth_, overlap_, ideal_}) {
-      blockers.emplace_back(w);
-    }
-    sublayers_->setValue(static_cast<int>(s.inputs.sublayers));
-    block_size_->setValue(static_cast<int>(s.inputs.block_size));
-    d_model_->setValue(static_cast<int>(s.inputs.d_model));
-    ffn_->setValue(static_cast<int>(s.inputs.ffn));
-    tokens_->setValue(static_cast<int>(s.inputs.tokens));
-    micro_->setValue(static_cast<int>(s.inputs.batch));
-    pp_->setValue(static_cast<int>(s.inputs.pp));
-    vpp_->setValue(static_cast<int>(s.inputs.vpp));
-    experts_->setValue(static_cast<int>(s.inputs.experts));
-    active_->setValue(static_cast<int>(s.inputs.active));
-    shared_->setValue(static_cast<int>(s.inputs.shared));
-    expert_ffn_->setValue(static_cast<int>(s.inputs.expert_ffn));
-    const Hardware hw = s.pipeline   ? s.pipeline->hardware
-                        : s.hardware ? *s.hardware
-                                     : load_hardware("h100");
-    const int preset = hardware_->findText(QString::fromStdString(hw.name));
-    if (preset >= 0) hardware_->setCurrentIndex(preset);
-    if (s.pipeline) {
-      const PipelineSettings& p = *s.pipeline;
-      m_->setValue(p.microbatches);
-      cache_->setCurrentText(QString::fromStdString(to_string(p.cache)));
-      link_->setCurrentIndex(p.intra_node_link ? 1 : 0);
-      const double bw = p.link_bandwidth > 0 ? p.link_bandwidth
-                        : p.intra_node_link  ? hw.intra_node_bandwidth
-                                             : hw.scale_out_bandwidth;
-      bandwidth_->setValue(bw / 1e9);
-      overlap_->setChecked(p.overlap);
-      ideal_->setChecked(p.ideal_links);
-    }
-    blockers.clear();
-    set_spin_step(m_, vpp_->value() > 1 ? pp_->value() : 1);
+    state_ = explorer_state(s);  // the one state the cost explorer opens too
+    show_state();
     recompute();
   }
 
   // The pipeline settings (the model is the cost explorer's, the scenario's one [model]).
   void save_to(Scenario& s) const override {
     const PipelineSettings p = settings();
-    // The scenario's one [moe]: the cost explorer's when it wrote the model (its inputs have the
-    // whole mixture of experts, dense layers included), else this view's.
+    // The scenario's one [model]: the cost explorer's when it wrote one, else this view's.
     if (!s.has_model) {
-      s.inputs.experts = p.model.experts;
-      s.inputs.active = p.model.active;
-      s.inputs.shared = p.model.shared;
-      s.inputs.expert_ffn = p.model.expert_ffn;
+      s.inputs = p.model;
+      s.has_model = true;
     }
     s.hardware = p.hardware;
     PipelineSettings saved = p;
@@ -396,24 +412,63 @@ class PipelineView : public View {
   CostInputs model() const { return settings().model; }
 
  private:
-  QWidget* field(const std::string& key) const {
-    if (key == "sublayers" || key == "layers") return sublayers_;
-    if (key == "block_size" || key == "blocks") return block_size_;
-    if (key == "d_model") return d_model_;
-    if (key == "ffn") return ffn_;
-    if (key == "tokens") return tokens_;
-    if (key == "batch") return micro_;
-    if (key == "pp") return pp_;
-    if (key == "vpp") return vpp_;
-    if (key == "microbatches") return m_;
-    if (key == "experts") return experts_;
-    if (key == "active") return active_;
-    if (key == "shared") return shared_;
-    if (key == "expert_ffn") return expert_ffn_;
+  // "<span>of 80 GB: does not fit</span>" against the device memory ("" when it is unknown).
+  static QString memory_verdict(double peak, const Hardware& hardware) {
+    if (hardware.memory_bytes <= 0) return {};
+    const bool fits = peak <= hardware.memory_bytes;
+    return QString("<span style='color:%1'>of %2 GB on %3: %4</span>")
+        .arg(fits ? "#1e7b34" : "#b03a2e")
+        .arg(hardware.memory_bytes / 1e9, 0, 'g', 4)
+        .arg(QString::fromStdString(hardware.name).toHtmlEscaped())
+        .arg(fits ? "fits" : "<b>does not fit</b>");
+  }
+
+  // The settings the simulation takes from the state with no input here, in words: every cost
+  // input not shown whose value differs from the engine's default, the strategy and the groups
+  // whose collectives overlap compute.
+  QString taken_text() const {
+    // The engine's defaults for the same shape (what a field derives from L, d and N when unset).
+    CostInputs shape;
+    shape.sublayers = state_.model.sublayers;
+    shape.d_model = state_.model.d_model;
+    shape.blocks = state_.model.blocks;
+    const CostInputs defaults = resolve_cost_inputs(shape);
+    QStringList parts;
+    for (const CostInputField& f : cost_input_fields()) {
+      if (f.derived || box(f.key) || f.key == "blocks" || f.key == "block_layers") continue;
+      if (state_.model.*f.member != defaults.*f.member)
+        parts << QString::fromUtf8(f.label.data(), static_cast<int>(f.label.size())) + " " +
+                     QString::number(state_.model.*f.member);
+    }
+    for (const CostInputChoice& c : cost_input_choices()) {
+      const std::string value = c.get(state_.model);
+      if (value != c.get(defaults))
+        parts << QString::fromUtf8(c.label.data(), static_cast<int>(c.label.size())) + " " +
+                     QString::fromStdString(value);
+    }
+    if (!state_.model.block_sizes.empty()) parts << "uneven block list";
+    parts << "strategy " + QString::fromStdString(to_string(state_.strategy));
+    return "Also simulated (no input here; the cost explorer shows them): " + parts.join(", ") +
+           ". Hardware: " + QString::fromStdString(state_.hardware_origin) + ".";
+  }
+
+  QSpinBox* box(std::string_view key) const {
+    for (std::size_t i = 0; i < boxes_.size(); ++i)
+      if (kShown[i].key == key) return boxes_[i];
     return nullptr;
   }
-  QSpinBox *sublayers_, *block_size_, *d_model_, *ffn_, *experts_, *active_, *shared_, *expert_ffn_,
-      *tokens_, *micro_, *m_, *pp_, *vpp_;
+  QWidget* field(const std::string& key) const {
+    if (key == "microbatches") return m_;
+    if (QSpinBox* shown = box(key)) return shown;
+    const CostInputField* input = find_cost_input_field(key);
+    return input && !input->alternative.empty() ? box(input->alternative) : nullptr;
+  }
+  std::vector<QSpinBox*> boxes_;  // kShown's, in its order
+  QSpinBox* m_;
+  QLabel* taken_;
+  // The one state the inputs start from (an opened scenario's, else the lesson's MoE model).
+  ExplorerState state_ = pipeline_lesson_state();
+  mutable ExplorerState shown_state_;  // cost_state(): the state with the inputs as set
   QComboBox *cache_, *hardware_, *link_;
   QDoubleSpinBox* bandwidth_;
   QCheckBox *overlap_, *ideal_;
@@ -425,8 +480,8 @@ class PipelineView : public View {
 
 }  // namespace
 
-View* make_pipeline_view(const ViewHost& host) {
-  return new PipelineView(host);
+View* make_pipeline_view(const ViewHost& host, const ViewEntry& entry) {
+  return new PipelineView(host, entry);
 }
 
 }  // namespace attnres::gui

@@ -15,7 +15,7 @@ namespace {
 
 class ScalingView : public View {
  public:
-  explicit ScalingView(const ViewHost& host) : View("scaling", "Scaling law", host) {
+  ScalingView(const ViewHost& host, const ViewEntry& table_row) : View(table_row, host) {
     auto* inputs = new QWidget;
     auto* form = new QFormLayout(inputs);
     target_ = dspin(1.0, 3.0, 1.695, 3, 0.005);
@@ -96,8 +96,8 @@ class ScalingView : public View {
 
 }  // namespace
 
-View* make_scaling_view(const ViewHost& host) {
-  return new ScalingView(host);
+View* make_scaling_view(const ViewHost& host, const ViewEntry& entry) {
+  return new ScalingView(host, entry);
 }
 
 }  // namespace attnres::gui

@@ -15,6 +15,7 @@
 #include "attnres/cost.hpp"
 #include "attnres/pipeline.hpp"
 #include "attnres/report.hpp"
+#include "explorer_results.hpp"
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;
@@ -23,36 +24,6 @@ class QTableWidget;
 QT_END_NAMESPACE
 
 namespace attnres::gui {
-
-// One pipeline chunk of the stage layout (stage_last_sublayers): chunk c runs on rank c mod P and
-// holds sublayers first..last (1-based, inclusive; layer k is sublayers 2k-1 and 2k).
-struct StageChunk {
-  std::int64_t chunk = 0, rank = 0;
-  std::int64_t first_sublayer = 1, last_sublayer = 0;
-  bool splits_layer = false;  // it starts on an MLP or ends on an attention before the last
-  std::int64_t sublayers() const { return last_sublayer - first_sublayer + 1; }
-};
-std::vector<StageChunk> stage_chunks(const CostInputs& resolved);
-
-// "AttnRes adds 0.4 % to the step (mechanism 0.2 %, pipeline traffic 0.19 %, bubble 0.02 %)":
-// the step overhead and its split (StepReconciliation), each as the step table shows a percent;
-// the gradient collectives and the rest are named only where they are not 0.
-std::string step_headline(const PipelineReport& report);
-// A fraction as the report tables show a percent, with its unit: "0.404 %".
-std::string shown_percent(double fraction);
-
-// Everything the tab shows for one setting, computed off the GUI thread.
-struct StepResult {
-  PipelineReport report;
-  ReportTable parts;           // step_table
-  ReportTable reconciliation;  // reconciliation_table
-  std::vector<StageChunk> chunks;
-  std::string headline;  // step_headline
-  std::string setting;   // what was simulated, in one line
-};
-// Throws attnres::Error on settings the simulation refuses (check pipeline_settings_problem
-// first) and attnres::Cancelled when settings.progress says stop.
-StepResult compute_step(const PipelineSettings& settings);
 
 class StepPanel : public QWidget {
  public:

@@ -53,7 +53,8 @@ QDoubleSpinBox* dspin(double low, double high, double value, int decimals, doubl
 
 }  // namespace
 
-TrainingView::TrainingView(const ViewHost& host) : View("training", "Training", host) {
+TrainingView::TrainingView(const ViewHost& host, const ViewEntry& table_row)
+    : View(table_row, host) {
   QPushButton *browse = nullptr, *builtin = nullptr;
   QWidget* scroll = make_inputs(browse, builtin);
   QWidget* content = make_content();

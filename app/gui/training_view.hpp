@@ -52,7 +52,7 @@ class TrainingView : public View {
  public:
   enum class State { idle, running, finished, stopped, failed };
 
-  explicit TrainingView(const ViewHost& host);
+  TrainingView(const ViewHost& host, const ViewEntry& entry);
   ~TrainingView() override;
 
   void recompute() override {}  // training starts with Start, never by itself

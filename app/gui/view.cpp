@@ -133,7 +133,26 @@ struct View::SavedInput {
 };
 
 void View::remember_inputs() {
-  saved_inputs_.clear();
+  remember_into(saved_inputs_);
+}
+
+void View::restore_inputs() {
+  restore_from(saved_inputs_);
+}
+
+void View::remember_before_lesson() {
+  remember_into(before_lesson_);
+  const ExplorerState* state = cost_state();
+  state_before_lesson_ = state ? std::optional<ExplorerState>(*state) : std::nullopt;
+}
+
+void View::restore_before_lesson() {
+  restore_from(before_lesson_);
+  if (state_before_lesson_) set_state(*state_before_lesson_);
+}
+
+void View::remember_into(std::vector<SavedInput>& saved) const {
+  saved.clear();
   const QWidget* lesson_panel = host_.lesson != nullptr ? host_.lesson->panel() : nullptr;
   for (QWidget* w : findChildren<QWidget*>()) {
     if (lesson_panel != nullptr && (w == lesson_panel || lesson_panel->isAncestorOf(w))) continue;
@@ -158,16 +177,16 @@ void View::remember_inputs() {
     } else {
       continue;
     }
-    saved_inputs_.push_back(std::move(in));
+    saved.push_back(std::move(in));
   }
 }
 
-void View::restore_inputs() {
+void View::restore_from(const std::vector<SavedInput>& saved) {
   // Through the inputs' own signals, so that what follows a value (a range, a greyed field, a
   // slider) follows it; the view's changes coalesce into one recompute. Twice: a value whose
   // range depends on another input (S <= L) may be clamped on the first pass.
   for (int pass = 0; pass < 2; ++pass) {
-    for (const SavedInput& in : saved_inputs_) {
+    for (const SavedInput& in : saved) {
       QWidget* w = in.widget;
       if (w == nullptr) continue;
       if (auto* box = qobject_cast<QSpinBox*>(w)) {
@@ -200,8 +219,11 @@ void View::restore_inputs() {
   }
 }
 
-View::View(std::string name, QString title, ViewHost host, QWidget* parent)
-    : QWidget(parent), name_(std::move(name)), title_(std::move(title)), host_(std::move(host)) {
+View::View(const ViewEntry& entry, ViewHost host, QWidget* parent)
+    : QWidget(parent),
+      name_(entry.name),
+      title_(QString::fromUtf8(entry.title.data(), static_cast<int>(entry.title.size()))),
+      host_(std::move(host)) {
   banner_ = new QLabel(this);
   banner_->setObjectName("view_error");
   banner_->setWordWrap(true);

@@ -363,9 +363,39 @@ QComboBox* named_scheme_picker(const std::string& current) {
 
 QComboBox* hardware_combo() {
   auto* combo = new QComboBox;
-  for (const auto& name : hardware_preset_names()) combo->addItem(QString::fromStdString(name));
+  // The text and the data are the preset's key (what --hardware and [hardware] preset take).
+  for (const auto& name : hardware_preset_names())
+    combo->addItem(QString::fromStdString(name), QString::fromStdString(name));
   combo->setCurrentText("h100");
   return combo;
+}
+
+QString page_title(const ViewEntry& entry, std::size_t index) {
+  const std::string_view title = entry.pages.at(index);
+  return QString::fromUtf8(title.data(), static_cast<int>(title.size()));
+}
+
+namespace {
+constexpr const char* kScenarioHardware = "@scenario";
+}  // namespace
+
+void show_state_hardware(QComboBox* combo, const ExplorerState& state) {
+  const QSignalBlocker blocker(combo);
+  if (const int own = combo->findData(QString(kScenarioHardware)); own >= 0) combo->removeItem(own);
+  if (state.hardware_preset.empty()) {
+    combo->insertItem(0, QString::fromStdString(state.hardware.name + " (scenario)"),
+                      QString(kScenarioHardware));
+    combo->setItemData(0, QString::fromStdString(state.hardware_origin), Qt::ToolTipRole);
+    combo->setCurrentIndex(0);
+  } else {
+    combo->setCurrentIndex(combo->findData(QString::fromStdString(state.hardware_preset)));
+  }
+}
+
+void take_hardware(const QComboBox* combo, ExplorerState& state) {
+  const std::string preset = combo->currentData().toString().toStdString();
+  if (preset != kScenarioHardware && preset != state.hardware_preset)
+    set_hardware_preset(state, preset);
 }
 
 void show_report_table(QTableWidget* widget, const ReportTable& table) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "explorer_state.hpp"
 #include "views.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -122,23 +123,32 @@ class Player : public QWidget {
 // Coalesces the changes of `inputs` in one event-loop pass into one call of `action`.
 void on_change(QWidget* owner, const std::vector<QWidget*>& inputs,
                const std::function<void()>& action);
-// The hardware presets.
+// The hardware presets (text and data: the preset's key).
 QComboBox* hardware_combo();
+// The state's hardware in a hardware_combo (without change signals): its preset, or a first entry
+// "NAME (scenario)" for a scenario's own [hardware] (a file, or a preset with overrides) that no
+// preset equals.
+void show_state_hardware(QComboBox* combo, const ExplorerState& state);
+// The combo's pick into the state: another preset replaces the hardware; the scenario's entry
+// keeps the state's. Throws attnres::Error for an unknown preset.
+void take_hardware(const QComboBox* combo, ExplorerState& state);
 // A picker of the cost engine's named schemes (docs/scheme-costs.md); the item data is the name.
 QComboBox* named_scheme_picker(const std::string& current);
 // A report table (report.hpp) in a table widget, cell for cell as the CLI prints it: its header,
 // its displayed rows (numbers right-aligned), its title and note as the tooltip.
 void show_report_table(QTableWidget* widget, const ReportTable& table);
+// The title of page `index` of a view's row (ViewEntry::pages).
+QString page_title(const ViewEntry& entry, std::size_t index);
 // Step `index` of `count` equal steps of one run (e.g. the second of three forward passes).
 Progress step(const Progress& progress, std::size_t index, std::size_t count);
 // Only asks whether the run goes on (for nested work whose own counts would confuse the bar).
 Progress check_only(const Progress& progress);
 
-View* make_cost_view(const ViewHost& host);
-View* make_depth_attention_view(const ViewHost& host);
-View* make_magnitudes_view(const ViewHost& host);
-View* make_pipeline_view(const ViewHost& host);
-View* make_duality_view(const ViewHost& host);
-View* make_scaling_view(const ViewHost& host);
+View* make_cost_view(const ViewHost& host, const ViewEntry& entry);
+View* make_depth_attention_view(const ViewHost& host, const ViewEntry& entry);
+View* make_magnitudes_view(const ViewHost& host, const ViewEntry& entry);
+View* make_pipeline_view(const ViewHost& host, const ViewEntry& entry);
+View* make_duality_view(const ViewHost& host, const ViewEntry& entry);
+View* make_scaling_view(const ViewHost& host, const ViewEntry& entry);
 
 }  // namespace attnres::gui

@@ -46,12 +46,76 @@ std::vector<ShippedModel> available_shipped_models() {
   return models;
 }
 
+namespace {
+View* make_training_view(const ViewHost& host, const ViewEntry& entry) {
+  return new TrainingView(host, entry);
+}
+}  // namespace
+
+const std::vector<ViewEntry>& view_table() {
+  static const std::vector<ViewEntry> table = {
+      {"cost",
+       "Cost",
+       "Cost explorer",
+       {"Charts", "Strategies", "Layout", "Calibration", "Memory", "Step", "Decision"},
+       make_cost_view,
+       ""},
+      {"depth-attention",
+       "Depth",
+       "Depth attention",
+       {"the weights of every read", "one read, step by step", "routing statistics"},
+       make_depth_attention_view,
+       "computes from an opened model (--model), not from a scenario"},
+      {"magnitudes",
+       "Magnitudes",
+       "Magnitudes by depth",
+       {},
+       make_magnitudes_view,
+       "computes from an opened model (--model), not from a scenario"},
+      {"pipeline", "Pipeline", "Pipeline schedule", {}, make_pipeline_view, ""},
+      {"duality",
+       "Duality",
+       "Depth-sequence duality",
+       {"2×2: depth and sequence", "ranks and every scheme"},
+       make_duality_view,
+       "computes from an opened model (--model), not from a scenario"},
+      {"scaling",
+       "Scaling",
+       "Scaling law",
+       {},
+       make_scaling_view,
+       "takes the scenario's [scaling] target only (docs/scenarios.md)"},
+      {"training",
+       "Training",
+       "Training",
+       {},
+       make_training_view,
+       "trains the scenario's [train] runs, as attnres report does"}};
+  return table;
+}
+
+const ViewEntry* find_view_entry(std::string_view name) {
+  for (const ViewEntry& entry : view_table())
+    if (entry.name == name) return &entry;
+  return nullptr;
+}
+
+std::string view_names_text() {
+  std::string text;
+  const auto& table = view_table();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (i > 0) text += i + 1 == table.size() ? " or " : ", ";
+    text += table[i].name;
+  }
+  return text;
+}
+
 std::vector<View*> make_views(const ViewHost& host, QWidget* parent) {
-  std::vector<View*> views = {make_cost_view(host),       make_depth_attention_view(host),
-                              make_magnitudes_view(host), make_pipeline_view(host),
-                              make_duality_view(host),    make_scaling_view(host),
-                              new TrainingView(host)};
-  for (View* view : views) view->setParent(parent);
+  std::vector<View*> views;
+  for (const ViewEntry& entry : view_table()) {
+    views.push_back(entry.make(host, entry));
+    views.back()->setParent(parent);
+  }
   return views;
 }
 

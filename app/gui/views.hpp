@@ -7,12 +7,16 @@
 #include <QWidget>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attnres/cancel.hpp"
 #include "attnres/chart_spec.hpp"
 #include "attnres/scenario.hpp"
+#include "explorer_state.hpp"
 #include "widgets.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -32,6 +36,26 @@ using BackgroundWork = std::function<std::function<void()>(const Progress& progr
 
 class View;
 class LessonModel;
+struct ViewHost;
+
+// One row of the view table: everything the window, --view, --page, --dump-state, the lesson,
+// presentation mode and the docs know of a view. Adding a view is a row here and the view's own
+// files (docs/architecture.md "Where to add").
+struct ViewEntry {
+  std::string_view name;                // --view NAME, the lesson's steps, View::name()
+  std::string_view short_title;         // the tab in presentation mode
+  std::string_view title;               // the tab
+  std::vector<std::string_view> pages;  // its inner pages in order (--page), none: one page
+  View* (*make)(const ViewHost& host, const ViewEntry& entry);
+  // "" when --dump-state writes its state; else why it has none (in the dump's "not_dumped").
+  std::string_view no_state;
+};
+// The views in menu order.
+const std::vector<ViewEntry>& view_table();
+// The row named `name`; nullptr when there is none.
+const ViewEntry* find_view_entry(std::string_view name);
+// "cost, depth-attention, ... or training": the names for messages and --help.
+std::string view_names_text();
 
 // What the main window lends a view.
 struct ViewHost {
@@ -47,7 +71,7 @@ struct ViewHost {
 
 class View : public QWidget {
  public:
-  View(std::string name, QString title, ViewHost host, QWidget* parent = nullptr);
+  View(const ViewEntry& entry, ViewHost host, QWidget* parent = nullptr);
   ~View() override;
   const std::string& name() const { return name_; }
   const QString& title() const { return title_; }
@@ -56,13 +80,21 @@ class View : public QWidget {
   // Charts and heatmaps the user can export.
   virtual std::vector<ChartSpec> charts() const { return {}; }
   virtual std::vector<HeatmapWidget*> heatmaps() { return {}; }
+  // Shows inner page `index` of the view's row's pages (--page, the lesson).
+  virtual void show_page(int /*index*/) {}
   virtual void apply_scenario(const Scenario&) {}
+  // Shows and computes `state` (the cost views: explorer_state.hpp); false for a view whose
+  // settings are no cost state (the lesson's steps then fail with a message).
+  virtual bool set_state(const ExplorerState&) { return false; }
   // Why this view cannot show `scenario` as it is ("" when it can): a value beyond one of its
   // fields' ranges. Opening a scenario asks every view first and changes nothing when one says no
   // (a field clamped in silence would show another setting than the CLI computes).
   virtual std::string scenario_problem(const Scenario&) const { return {}; }
   // This view's settings into a scenario (File > Save scenario writes every view's).
   virtual void save_to(Scenario&) const {}
+  // The state this view computes from, as `attnres-lab --dump-state` writes it
+  // (explorer_state_json; null for a view whose settings do not come from a scenario's [model]).
+  virtual nlohmann::json state_json() const { return nullptr; }
 
   // This view's errors: a banner over the content (it does not move the layout), a red frame on
   // the inputs that caused them, and the charts under it marked stale until the next result.
@@ -86,6 +118,12 @@ class View : public QWidget {
   // lesson model's panel, which moves between the model tabs, is not part of any tab's inputs.
   void remember_inputs();
   void restore_inputs();
+  // The tab as the lesson found it, and back to it when the lesson ends (its inputs, and the state
+  // of a cost view).
+  void remember_before_lesson();
+  void restore_before_lesson();
+  // The cost state this view computes from (the cost explorer, the Pipeline view), else nullptr.
+  virtual const ExplorerState* cost_state() const { return nullptr; }
   // The middle column (charts and tables): where the banner and the stale marks go.
   void set_content(QWidget* content) { content_ = content; }
   QWidget* content() const { return content_; }
@@ -106,7 +144,10 @@ class View : public QWidget {
   bool pending_ = false;
   QTimer* pending_timer_ = nullptr;
   struct SavedInput;
-  std::vector<SavedInput> saved_inputs_;
+  void remember_into(std::vector<SavedInput>& saved) const;
+  void restore_from(const std::vector<SavedInput>& saved);
+  std::vector<SavedInput> saved_inputs_, before_lesson_;
+  std::optional<ExplorerState> state_before_lesson_;
 };
 
 // The trained models shipped with the project (resources/models/, scripts/train-shipped-models.sh),

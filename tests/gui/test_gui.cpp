@@ -47,6 +47,7 @@
 #include "attnres/trainer.hpp"
 #include "cost_panels.hpp"
 #include "decision_panel.hpp"
+#include "explorer_state.hpp"
 #include "gui_wait.hpp"
 #include "lesson_model.hpp"
 #include "main_window.hpp"
@@ -159,20 +160,9 @@ TEST(Gui, CostViewComparesTwoSchemesSideBySide) {
 // ------------------------------------------------------------------ cost engine v2 tabs
 // (strategies, layout, calibration: docs/math.md §3.6, docs/calibration.md)
 
-// The cost explorer's opening inputs (kShownInputs), resolved.
+// The cost explorer's opening inputs (its state as it opens, explorer_state.hpp).
 CostInputs cost_view_defaults() {
-  CostInputs in;
-  in.sublayers = 128;
-  in.blocks = 8;
-  in.d_model = 7168;
-  in.tokens = 131072;
-  in.batch = 1;
-  in.pp = 4;
-  in.vpp = 2;
-  in.streams = 4;
-  in.seq_shards = 8;
-  in.chunk = 16384;
-  return resolve_cost_inputs(in);
+  return default_explorer_state().model;
 }
 
 double cell_value(QTableWidget* table, int row, int column) {

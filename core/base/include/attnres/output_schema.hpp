@@ -39,6 +39,7 @@ inline constexpr OutputSchema kOutputSchemas[] = {
     {"animate", 1, "frames.json of animate --out"},
     {"report", 1, "report.json of report --out"},
     {"error", 1, "any command with --format json that fails or is interrupted"},
+    {"lab_state", 1, "attnres-lab --scenario FILE --dump-state OUT.json"},
 };
 
 // {"name": "attnres.NAME", "version": N} of the schema `name` (one of kOutputSchemas; a name
