@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "attnres/block_layout.hpp"
+#include "attnres/cost_input_fields.hpp"
 #include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/report.hpp"
@@ -104,12 +105,13 @@ DecisionPanel::DecisionPanel(QWidget* parent) : QWidget(parent) {
       "Budget: the peak rank's memory within the hardware preset's device memory (off: reported "
       "only; docs/math.md §3.7, §3.9)");
   blocks_ = line_edit("plan_blocks", "default",
-                      "Block counts N to try, e.g. 1,2,4,8 (empty: those equal blocks can make "
-                      "near 1, 2, 4, ... up to L; docs/math.md §3.9)");
+                      "Block counts N to try, as attnres plan --try-blocks takes them: 1,2,4,8, "
+                      "a range 1:122 or 1:122:x2, or divisors (empty: those equal blocks can "
+                      "make near 1, 2, 4, ... up to L; docs/math.md §3.9)");
   for (const DegreeList& list : kDegreeLists) {
     degrees_.push_back(line_edit(list.name, "as set",
-                                 QString("The %1 to try, e.g. 4,8 (empty: the %2 of the inputs; "
-                                         "docs/math.md §3.9)")
+                                 QString("The %1 to try, e.g. 4,8 or 1:8:x2 (empty: the %2 of the "
+                                         "inputs; docs/math.md §3.9)")
                                      .arg(list.what, list.label)));
   }
   auto* grid = new QGridLayout;
@@ -260,11 +262,15 @@ PlanRequest DecisionPanel::request(std::int64_t sublayers) const {
   budget(max_step_, "max step (s)", 1.0, &PlanBudgets::max_step_seconds);
   r.budgets.must_fit = must_fit_->isChecked();
   if (!r.problem.empty()) return r;
-  auto list = [&r](QLineEdit* edit, const char* what, std::vector<std::int64_t>& into) {
+  // The CLI's forms of --try-blocks and --try-tp ...: "1,2,4", "1:122", "1:122:x2", "divisors".
+  auto list = [&r, sublayers](QLineEdit* edit, const char* what, std::vector<std::int64_t>& into) {
     const std::string text = edit->text().trimmed().toStdString();
     if (!r.problem.empty() || text.empty()) return;
     try {
-      into = parse_block_list(text, what);
+      into = parse_sweep_values(text, what, sublayers);
+      for (const std::int64_t v : into)
+        if (v < 1)
+          throw Error(std::string(what) + ": values must be >= 1, got " + std::to_string(v));
     } catch (const Error& error) {
       r.problem = error.what();
       r.culprit = edit;
@@ -330,6 +336,8 @@ void DecisionPanel::apply_plan(const ScenarioPlan& plan, std::int64_t sublayers)
 }
 
 void DecisionPanel::clear_problem() {
+  for (QWidget* shown : std::initializer_list<QWidget*>{summary_, by_blocks_, table_})
+    shown->setEnabled(true);
   problem_->setVisible(false);
   problem_->clear();
   if (framed_) mark(framed_, false);
@@ -342,6 +350,9 @@ void DecisionPanel::set_problem(const std::string& message, QWidget* culprit) {
       text_of("error: " + printable_text(message) +
               (result_.candidates.empty() ? "" : " (the plan below is not current)")));
   problem_->setVisible(true);
+  // The last plan stays, greyed as the other tabs' stale charts are veiled.
+  for (QWidget* shown : std::initializer_list<QWidget*>{summary_, by_blocks_, table_})
+    shown->setEnabled(false);
   if (culprit) {
     mark(culprit, true);
     framed_ = culprit;

@@ -291,7 +291,8 @@ View* MainWindow::current_view() const {
 }
 
 void MainWindow::show_error(const std::string& message) {
-  if (View* v = current_view()) v->show_error(message);
+  // A window error (a file, an export): the tab's charts still show its valid inputs.
+  if (View* v = current_view()) v->show_error(message, {}, false);
   statusBar()->showMessage("error", 5000);
 }
 

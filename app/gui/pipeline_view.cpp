@@ -436,7 +436,8 @@ class PipelineView : public View {
     QStringList parts;
     for (const CostInputField& f : cost_input_fields()) {
       if (f.derived || box(f.key) || f.key == "blocks" || f.key == "block_layers") continue;
-      if (state_.model.*f.member != defaults.*f.member)
+      // (0 is "as derived": kv_heads 0 = heads.)
+      if (state_.model.*f.member != 0 && state_.model.*f.member != defaults.*f.member)
         parts << QString::fromUtf8(f.label.data(), static_cast<int>(f.label.size())) + " " +
                      QString::number(state_.model.*f.member);
     }

@@ -531,4 +531,8 @@ void TrainingView::set_running(bool running) {
   save_->setEnabled(!running && steps_done() > 0);
 }
 
+View* make_training_view(const ViewHost& host, const ViewEntry& entry) {
+  return new TrainingView(host, entry);
+}
+
 }  // namespace attnres::gui

@@ -242,7 +242,8 @@ View::View(const ViewEntry& entry, ViewHost host, QWidget* parent)
 
 View::~View() = default;
 
-void View::show_error(const std::string& message, const std::vector<QWidget*>& fields) {
+void View::show_error(const std::string& message, const std::vector<QWidget*>& fields,
+                      bool inputs_invalid) {
   // Plain text, escaped like the CLI's messages: bytes from hostile files never reach the screen
   // raw.
   banner_->setText(QString::fromStdString("error: " + printable_text(message)));
@@ -257,7 +258,7 @@ void View::show_error(const std::string& message, const std::vector<QWidget*>& f
     error_fields_.emplace_back(field);
   }
   place_banner();
-  set_stale("not current: the inputs are invalid (see the error above)");
+  if (inputs_invalid) set_stale("not current: the inputs are invalid (see the error above)");
 }
 
 void View::clear_error() {

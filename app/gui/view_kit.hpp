@@ -144,11 +144,4 @@ Progress step(const Progress& progress, std::size_t index, std::size_t count);
 // Only asks whether the run goes on (for nested work whose own counts would confuse the bar).
 Progress check_only(const Progress& progress);
 
-View* make_cost_view(const ViewHost& host, const ViewEntry& entry);
-View* make_depth_attention_view(const ViewHost& host, const ViewEntry& entry);
-View* make_magnitudes_view(const ViewHost& host, const ViewEntry& entry);
-View* make_pipeline_view(const ViewHost& host, const ViewEntry& entry);
-View* make_duality_view(const ViewHost& host, const ViewEntry& entry);
-View* make_scaling_view(const ViewHost& host, const ViewEntry& entry);
-
 }  // namespace attnres::gui

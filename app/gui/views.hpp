@@ -98,7 +98,10 @@ class View : public QWidget {
 
   // This view's errors: a banner over the content (it does not move the layout), a red frame on
   // the inputs that caused them, and the charts under it marked stale until the next result.
-  void show_error(const std::string& message, const std::vector<QWidget*>& fields = {});
+  // `inputs_invalid` false: an error of the window's (a file that did not open, nothing to export)
+  // that leaves the charts valid: the banner without the stale marks.
+  void show_error(const std::string& message, const std::vector<QWidget*>& fields = {},
+                  bool inputs_invalid = true);
   void clear_error();
   std::string error_text() const;  // "" when there is no error
   std::vector<QWidget*> error_fields() const;

@@ -986,6 +986,14 @@ TEST(Gui, DecisionTabSaysWhatIsWrongWithABadBudgetAndKeepsRunning) {
   EXPECT_TRUE(problem->text().contains("block counts N")) << problem->text().toStdString();
   type_text(cost, "plan_blocks", "4,500");
   EXPECT_TRUE(problem->text().contains("N = 500 exceeds L = 122")) << problem->text().toStdString();
+  EXPECT_FALSE(cost->findChild<QTableWidget*>("plan_table")->isEnabled());  // greyed: not current
+  // The CLI's range forms (attnres plan --try-blocks): a range past L is refused, not clamped.
+  type_text(cost, "plan_blocks", "1:500:x2");
+  EXPECT_TRUE(problem->text().contains("N = 128 exceeds L = 122")) << problem->text().toStdString();
+  type_text(cost, "plan_blocks", "0:4");
+  EXPECT_TRUE(problem->text().contains("values must be >= 1")) << problem->text().toStdString();
+  type_text(cost, "plan_blocks", "4:8:4");
+  EXPECT_TRUE(problem->isHidden()) << problem->text().toStdString();
   // Fixed: the plan runs again, the message goes, the window never stopped.
   type_text(cost, "plan_blocks", "");
   type_text(cost, "plan_max_overhead", "2");

@@ -190,6 +190,17 @@ TEST(ViewState, ExportShortcutPassesFieldsBy) {
   EXPECT_TRUE(override_a.isAccepted());  // select-all stays the field's
 }
 
+// A file that does not open says so in the tab's banner but leaves its charts as they were: they
+// still show the tab's valid inputs.
+TEST(ViewState, ABadFileDoesNotVeilValidCharts) {
+  MainWindow window(true);
+  window.recompute_all();
+  ASSERT_TRUE(settle_runs(window));
+  EXPECT_FALSE(window.open_scenario("/nonexistent/scenario.toml"));
+  EXPECT_NE(window.error_text(), "");
+  EXPECT_EQ(window.current_view()->stale_reason().toStdString(), "");
+}
+
 // The view table is the one list: every view of the window is a row, in order, with the title
 // its tab shows; --page takes the cost explorer's inner pages.
 TEST(ViewState, TheViewTableIsTheWindowsList) {
