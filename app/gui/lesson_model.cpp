@@ -499,6 +499,14 @@ void LessonModel::apply_choice(std::shared_ptr<const OpenedModel> opened) {
   } else {
     show_directory_model();
   }
+  // A ▶ animates its field only where the field can change: a loaded model's own S (a Block
+  // model) and learned queries are facts of the model, and playing them would overwrite nothing
+  // the views use.
+  for (auto [player, field] : {std::pair<Player*, QWidget*>{query_player_, query_std},
+                               std::pair<Player*, QWidget*>{block_player_, block_size}}) {
+    if (!field->isEnabled()) player->stop();
+    player->setEnabled(field->isEnabled());
+  }
 }
 
 // The random model's own settings back, its tokens and its line.

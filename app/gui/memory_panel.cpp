@@ -15,7 +15,7 @@
 #include <QLegend>
 #include <QLineSeries>
 #include <QStackedBarSeries>
-#include <QTableWidget>
+#include <QTableView>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -223,7 +223,9 @@ MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
   chart_ = new MemoryChart;
   chart_->setObjectName("memory_chart");
   column->addWidget(chart_, 4);
-  table_ = new QTableWidget;
+  table_ = new QTableView;
+  model_ = new ReportTableModel(table_);
+  table_->setModel(model_);
   table_->setObjectName("memory_table");
   table_->verticalHeader()->setVisible(false);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -261,19 +263,7 @@ void MemoryPanel::set_result(MemoryResult result) {
   chart_->set_result(result_);
   const ReportTable& t = result_.table;
   table_->setToolTip(text_of(t.title));
-  table_->clear();
-  table_->setColumnCount(static_cast<int>(t.header.size()));
-  table_->setRowCount(static_cast<int>(t.rows.size()));
-  QStringList header;
-  for (const auto& h : t.header) header << text_of(h);
-  table_->setHorizontalHeaderLabels(header);
-  for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
-      auto* item = new QTableWidgetItem(text_of(t.rows[r][c]));
-      if (c > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-      table_->setItem(static_cast<int>(r), static_cast<int>(c), item);
-    }
-  }
+  model_->set_table(t);  // the rows as `attnres memory` prints them (ReportTableModel)
   table_->resizeColumnsToContents();
   QString text = "Assumptions (docs/math.md §3.7):";
   for (const auto& line : result_.assumptions) text += "\n• " + text_of(line);

@@ -15,12 +15,13 @@
 #include "attnres/rank_memory.hpp"
 #include "attnres/report.hpp"
 #include "explorer_results.hpp"
+#include "report_table_model.hpp"
 #include "widgets.hpp"
 
 QT_BEGIN_NAMESPACE
 class QComboBox;
 class QLabel;
-class QTableWidget;
+class QTableView;
 QT_END_NAMESPACE
 
 namespace attnres::gui {
@@ -54,7 +55,8 @@ class MemoryPanel : public QWidget {
   QComboBox* workload_;
   QLabel *verdict_, *assumptions_;
   MemoryChart* chart_;
-  QTableWidget* table_;
+  QTableView* table_;
+  ReportTableModel* model_;
   MemoryResult result_;
 };
 

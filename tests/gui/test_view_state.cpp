@@ -19,8 +19,10 @@
 #include "explorer_state.hpp"
 #include "gui_wait.hpp"
 #include "lesson.hpp"
+#include "lesson_model.hpp"
 #include "main_window.hpp"
 #include "presentation_stage.hpp"
+#include "view_kit.hpp"
 
 namespace attnres::gui {
 namespace test_view_state {
@@ -199,6 +201,27 @@ TEST(ViewState, ABadFileDoesNotVeilValidCharts) {
   EXPECT_FALSE(window.open_scenario("/nonexistent/scenario.toml"));
   EXPECT_NE(window.error_text(), "");
   EXPECT_EQ(window.current_view()->stale_reason().toStdString(), "");
+}
+
+// A ▶ is greyed where its field is a loaded model's fact: the shipped Block model's own S and its
+// learned queries; the random model takes them again.
+TEST(ViewState, PlayButtonsFollowTheirFields) {
+  MainWindow window(true);
+  auto* choice = window.lesson().panel()->findChild<QComboBox*>("model_choice");
+  ASSERT_NE(choice, nullptr);
+  const int block = choice->findText("trained: Block AttnRes N = 4 (S = 2)");
+  if (block < 0) GTEST_SKIP() << "the shipped models are not there (ATTNRES_MODELS_DIR)";
+  choice->setCurrentIndex(block);
+  ASSERT_TRUE(settle_runs(window));
+  QWidget* s_play = window.lesson().block_player();
+  QWidget* q_play = window.lesson().query_player();
+  EXPECT_FALSE(window.lesson().block_size->isEnabled());
+  EXPECT_FALSE(s_play->isEnabled());
+  EXPECT_FALSE(q_play->isEnabled());
+  window.lesson().back_to_random();
+  ASSERT_TRUE(settle_runs(window));
+  EXPECT_TRUE(s_play->isEnabled());
+  EXPECT_TRUE(q_play->isEnabled());
 }
 
 // The view table is the one list: every view of the window is a row, in order, with the title
