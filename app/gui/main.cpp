@@ -1,7 +1,8 @@
 // attnres-lab: the desktop GUI. Also renders one view to a PNG and exits:
-//   attnres-lab --view cost|depth-attention|magnitudes|pipeline|duality|scaling|training
-//               [--scenario FILE.toml] [--model DIR] [--page NAME] [--lesson-step N]
+//   attnres-lab --view NAME [--scenario FILE.toml] [--model DIR] [--page NAME] [--lesson-step N]
 //               [--presentation] [--size WxH] --screenshot OUT.png
+// (the names and pages: the view table, views.cpp). Writes the views' states without a window:
+//   attnres-lab --scenario FILE.toml --dump-state OUT.json [--view NAME]
 // The Depth attention, Magnitudes and Duality views open on the shipped trained Full AttnRes model
 // (resources/models/; ATTNRES_MODELS_DIR points elsewhere, empty for none) when it is there.
 #include <QApplication>
@@ -70,6 +71,15 @@ int main(int argc, char** argv) {
     QCoreApplication::setApplicationVersion(QString::fromLatin1(attnres::kVersion));
     parser.process(core);  // --help: the help, exit status 0; unknown options: exit status 1
     if (parser.isSet(dump_state)) {
+      // It opens no window: a flag about the window would silently do nothing.
+      for (const QCommandLineOption* unused :
+           {&model, &page, &screenshot, &size, &lesson_step, &presentation}) {
+        if (parser.isSet(*unused)) {
+          std::cerr << "attnres-lab: --" << unused->names().front().toStdString()
+                    << ": not used with --dump-state (it takes --scenario and --view only)\n";
+          return 2;
+        }
+      }
       return attnres::gui::dump_state_command(
           parser.value(scenario).toStdString(), parser.isSet(scenario),
           parser.value(dump_state).toStdString(),

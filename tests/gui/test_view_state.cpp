@@ -243,6 +243,13 @@ TEST(ViewState, TheViewTableIsTheWindowsList) {
   ASSERT_TRUE(lab.waitForFinished(120000));
   EXPECT_EQ(lab.exitCode(), 2);
   EXPECT_NE(lab.readAllStandardError().indexOf("'Decision'"), -1);
+  // --dump-state opens no window: a window flag beside it is refused, not ignored.
+  lab.start(ATTNRES_GUI_BINARY, {"--scenario", ATTNRES_SCENARIOS_DIR "/kimi-k3.toml",
+                                 "--dump-state", shot + ".json", "--screenshot", shot});
+  ASSERT_TRUE(lab.waitForFinished(120000));
+  EXPECT_EQ(lab.exitCode(), 2);
+  EXPECT_NE(lab.readAllStandardError().indexOf("--screenshot: not used with --dump-state"), -1);
+  EXPECT_FALSE(QFile::exists(shot + ".json"));
   QFile::remove(shot);
 }
 
