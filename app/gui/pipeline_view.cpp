@@ -232,11 +232,17 @@ class PipelineView : public View {
     return st;
   }
   PipelineSettings settings() const { return step_settings(current_state()); }
-  nlohmann::json state_json() const override { return explorer_state_json(current_state()); }
+  // The state with the inputs as set; while they are invalid (the banner says why), the last
+  // valid one.
   const ExplorerState* cost_state() const override {
-    shown_state_ = current_state();
+    try {
+      shown_state_ = current_state();
+    } catch (const Error&) {
+      shown_state_ = state_;
+    }
     return &shown_state_;
   }
+  nlohmann::json state_json() const override { return explorer_state_json(*cost_state()); }
 
   // The link bandwidth the state simulates with: its override, else the hardware's link.
   static double shown_bandwidth(const ExplorerState& st) {
