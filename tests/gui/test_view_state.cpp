@@ -176,6 +176,7 @@ TEST(ViewState, CalloutsAreNotCutAtAnAbbreviation) {
   const QString callout = window.stage()->callout()->text();
   EXPECT_NE(callout.indexOf("Fig. 6 losses"), -1) << callout.toStdString();
   window.set_presentation(false);
+  ASSERT_TRUE(settle_runs(window));  // no run left in flight when the window goes
 }
 
 // Ctrl+E (export) with the focus in a field: the field no longer takes it as "end of line", so
