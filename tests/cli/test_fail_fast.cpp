@@ -154,25 +154,8 @@ TEST(FailFast, FlagsThatWouldDoNothingAreRefused) {
                                           "1,2",
                                           "--metric",
                                           "io_multiples_of_d.mhc"};
-  const std::vector<std::string> train = {"train",
-                                          "--layers",
-                                          "1",
-                                          "--d-model",
-                                          "16",
-                                          "--heads",
-                                          "2",
-                                          "--ffn",
-                                          "24",
-                                          "--data",
-                                          (dir / "data.txt").string(),
-                                          "--steps",
-                                          "2",
-                                          "--seq",
-                                          "8",
-                                          "--batch",
-                                          "1",
-                                          "--out",
-                                          (dir / "t").string()};
+  // A tiny run (cli_support.hpp): its --threads 1 is what --engine reference refuses.
+  const std::vector<std::string> train = test::tiny_train_args(dir / "data.txt", dir / "t", 2, 1);
   auto with = [](std::vector<std::string> args, const std::vector<std::string>& more) {
     args.insert(args.end(), more.begin(), more.end());
     return args;
@@ -202,7 +185,7 @@ TEST(FailFast, FlagsThatWouldDoNothingAreRefused) {
        "--two-phase", "an input-dependent query"},
       {with(forward, {"--mode", "full", "--query-source", "input", "--schedule-block", "2"}),
        "--schedule-block", "an input-dependent query"},
-      {with(train, {"--engine", "reference", "--threads", "1"}), "--threads",
+      {with(train, {"--engine", "reference"}), "--threads",
        "--engine reference runs on one thread"},
       {{"train", "--data", (dir / "data.txt").string(), "--resume", (dir / "t").string(), "--out",
         (dir / "t").string(), "--gate", "sigmoid"},

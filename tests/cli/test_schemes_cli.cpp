@@ -116,35 +116,9 @@ TEST(SchemesCli, BadSettingsNameTheFlagAndWriteNothing) {
 TEST(SchemesCli, TrainBuildsAModelWithTheSchemeAndLearns) {
   test::TempDir dir;
   write_file_atomically(dir / "data.txt", test::sample_text(4000));
-  const auto run = run_cli({"train",
-                            "--layers",
-                            "1",
-                            "--d-model",
-                            "16",
-                            "--heads",
-                            "2",
-                            "--ffn",
-                            "24",
-                            "--mode",
-                            "full",
-                            "--gate",
-                            "sigmoid_normalized",
-                            "--depth-heads",
-                            "2",
-                            "--data",
-                            (dir / "data.txt").string(),
-                            "--steps",
-                            "6",
-                            "--seq",
-                            "16",
-                            "--batch",
-                            "2",
-                            "--eval-every",
-                            "3",
-                            "--threads",
-                            "2",
-                            "--out",
-                            (dir / "run").string()});
+  const auto run = run_cli(test::tiny_train_args(dir / "data.txt", dir / "run", 6, 2,
+                                                 {"--mode", "full", "--gate", "sigmoid_normalized",
+                                                  "--depth-heads", "2", "--eval-every", "3"}));
   ASSERT_EQ(run.status, 0) << run.err;
   const auto config = nlohmann::json::parse(read_file(dir / "run/config.json"));
   EXPECT_EQ(config["attn_res"]["gate"], "sigmoid_normalized");
