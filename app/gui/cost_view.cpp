@@ -525,10 +525,8 @@ class CostView : public View {
         });
   }
 
-  QSpinBox* blocks_spin() const { return blocks_; }
   void show_page(int index) override { tabs_->setCurrentIndex(index); }
 
-  const std::optional<Scenario>& scenario() const { return scenario_; }
   void save_to(Scenario& s) const override {
     if (scenario_) s = *scenario_;
     // The opened scenario's [train] table stays, its text file named by its full path: the saved
@@ -546,7 +544,6 @@ class CostView : public View {
   // The state the tabs computed with last (after recompute()): what the dump writes.
   nlohmann::json state_json() const override { return explorer_state_json(state_); }
   const ExplorerState* cost_state() const override { return &state_; }
-  std::string hardware() const { return state_.hardware.name; }
 
   // The Memory tab for the last valid inputs: the workload and strategy pickers change it alone.
   // The tabs' own inputs into the state: m, the overlapped groups and the strategy (they recompute
