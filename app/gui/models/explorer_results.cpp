@@ -92,12 +92,6 @@ StepResult compute_step(const PipelineSettings& settings) {
   return result;
 }
 
-double simulated_peak_bytes(const PipelineReport& report) {
-  double peak = 0;
-  for (const RankMemory& rank : report.memory) peak = std::max(peak, rank.total());
-  return peak;
-}
-
 PlanGrid plan_grid(const ExplorerState& state) {
   PlanGrid grid = state.plan ? state.plan->grid : PlanGrid{};
   if (grid.blocks.empty()) grid.blocks = plan_default_blocks(state.model.sublayers);

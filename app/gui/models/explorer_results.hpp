@@ -66,10 +66,8 @@ struct StepResult {
 // Throws attnres::Error on settings the simulation refuses (check pipeline_settings_problem
 // first) and attnres::Cancelled when settings.progress says stop.
 StepResult compute_step(const PipelineSettings& settings);
-// The largest rank's memory at the simulated schedule's peak: weights, gradients and optimizer
-// states with the activations and AttnRes history live at the peak (PipelineReport::memory; what
-// `attnres plan` checks against the device memory).
-double simulated_peak_bytes(const PipelineReport& report);
+// simulated_peak_bytes (pipeline.hpp): the largest rank's memory at the simulated schedule's
+// peak, what `attnres plan` checks against the device memory.
 
 // ------------------------------------------------------------------ Decision tab
 

@@ -324,6 +324,12 @@ PipelineSchedule default_pipeline_schedule(std::int64_t vpp) {
   return vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
 }
 
+double simulated_peak_bytes(const PipelineReport& report) {
+  double peak = 0;
+  for (const RankMemory& rank : report.memory) peak = std::max(peak, rank.total());
+  return peak;
+}
+
 PipelineReport evaluate_pipeline(const PipelineSettings& s) {
   if (const auto problem = pipeline_settings_problem(s))
     throw Error("pipeline: " + problem->message);

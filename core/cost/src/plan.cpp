@@ -96,9 +96,7 @@ void evaluate_candidate(const PipelineSettings& base, const Hardware& hardware, 
     const PipelineReport report = evaluate_pipeline(s);
     c.overhead_fraction = report.attnres_overhead_fraction;
     c.step_seconds = report.step_time_s;
-    for (const RankMemory& rank : report.memory) {
-      if (rank.total() > c.peak_memory_bytes) c.peak_memory_bytes = rank.total();
-    }
+    c.peak_memory_bytes = simulated_peak_bytes(report);
     c.capacity_bytes = hardware.memory_bytes;
     c.pipeline_bytes = report.attnres.transferred_bytes;
     c.stage_warning = report.stage_warning;

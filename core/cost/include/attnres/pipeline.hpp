@@ -146,4 +146,9 @@ PipelineSchedule default_pipeline_schedule(std::int64_t vpp);
 
 PipelineReport evaluate_pipeline(const PipelineSettings& settings);
 
+// The largest total of report.memory over the ranks (weights, gradients, optimizer state,
+// activations and AttnRes history at the simulated peak): what a fit verdict of a simulated
+// schedule compares with the device's capacity (docs/math.md §3.7).
+double simulated_peak_bytes(const PipelineReport& report);
+
 }  // namespace attnres
