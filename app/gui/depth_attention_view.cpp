@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "attnres/model_charts.hpp"
+#include "model_results.hpp"
 #include "model_view.hpp"
 #include "read_panel.hpp"
 #include "routing_panel.hpp"
@@ -104,34 +105,18 @@ class DepthAttentionView : public ModelView {
 
   void recompute() override {
     const auto snapshot = lesson_->snapshot();
-    const Picks picks = this->picks();
+    state_.picks = picks();
     run("depth attention: forward passes",
-        [this, snapshot, picks](const Progress& progress) -> std::function<void()> {
-          const auto built = snapshot.build();
-          const ModelWeights<double>& model = *built;
-          const auto tokens = snapshot.token_ids(model.config);
-          const std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
-          std::vector<ShownScheme> shown;
-          for (std::size_t i = 0; i < runs.size(); ++i) {
-            // This view shows alpha only: no mixing matrix.
-            shown.push_back({runs[i].label, scheme_trace(runs[i].model, tokens,
-                                                         step(progress, i, runs.size()), false)});
-          }
-          const bool bytes = !snapshot.origin.empty();  // trained and loaded models read text bytes
-          auto first = std::make_shared<const ModelWeights<double>>(runs.front().model);
-          // The routing page: the statistics of the first map's trace.
-          RoutingResult routing =
-              routing_result(shown.front().trace, *first, runs.front().label, snapshot);
-          return [this, shown = std::move(shown), tokens, bytes, first = std::move(first),
-                  routing = std::move(routing), name = runs.front().label]() mutable {
-            read_panel_->set_model(std::move(first), tokens, name);
-            routing_panel_->set_result(std::move(routing));
-            shown_ = std::move(shown);
-            second_->setVisible(shown_.size() > 1);
-            fill_token_choice(tokens, bytes);
-            int heads = 1;
-            for (const auto& s : shown_) heads = std::max(heads, trace_heads(s.trace));
-            fill_head_choice(heads);
+        [this, snapshot, picks = state_.picks](const Progress& progress) -> std::function<void()> {
+          auto result = std::make_shared<DepthAttentionResult>(
+              depth_attention_result(snapshot, picks, progress));
+          return [this, result] {
+            read_panel_->set_model(result->first, result->tokens, result->first_label);
+            routing_panel_->set_result(result->routing);
+            result_ = result;
+            second_->setVisible(result_->shown.size() > 1);
+            fill_token_choice(result_->tokens, result_->bytes);
+            fill_head_choice(result_->heads);
             redraw();
             clear_error();
           };
@@ -178,14 +163,15 @@ class DepthAttentionView : public ModelView {
                        .arg(heads));
   }
 
+  // The token and head choices are the state's; the maps are depth_attention_maps of it.
   void redraw() {
-    const int token = token_->currentIndex() - 1, head = head_->currentIndex() - 1;
+    state_.token = token_->currentIndex() - 1;
+    state_.head = head_->currentIndex() - 1;
+    if (!result_) return;
     HeatmapWidget* maps[] = {first_, second_};
-    for (std::size_t i = 0; i < shown_.size() && i < std::size(maps); ++i) {
-      const ForwardTrace& trace = shown_[i].trace;
-      maps[i]->set_spec(
-          alpha_heatmap(trace, alpha_title(shown_[i].label, trace, token, head), token, head));
-    }
+    const std::vector<HeatmapSpec> specs = depth_attention_maps(*result_, state_);
+    for (std::size_t i = 0; i < specs.size() && i < std::size(maps); ++i)
+      maps[i]->set_spec(specs[i]);
   }
   // What the page on screen shows: the routing page its chart and cosine map, the others the
   // maps of every read.
@@ -199,7 +185,7 @@ class DepthAttentionView : public ModelView {
     if (on_routing_page())
       return routing_panel_->has_cosines() ? std::vector<HeatmapWidget*>{routing_panel_->cosines()}
                                            : std::vector<HeatmapWidget*>{};
-    if (shown_.size() > 1) return {first_, second_};
+    if (result_ && result_->shown.size() > 1) return {first_, second_};
     return {first_};
   }
 
@@ -210,7 +196,8 @@ class DepthAttentionView : public ModelView {
   RoutingPanel* routing_panel_;
   HeatmapWidget *first_, *second_;
   QLabel* note_;
-  std::vector<ShownScheme> shown_;
+  DepthAttentionState state_;
+  std::shared_ptr<const DepthAttentionResult> result_;  // the latest run's
 };
 
 }  // namespace

@@ -52,7 +52,7 @@ class DualityView : public ModelView {
     auto* quad_page = new QWidget;
     auto* quad_column = new QVBoxLayout(quad_page);
     auto* controls = new QHBoxLayout;
-    cut_ = spin(1, 4096, 3);
+    cut_ = spin(1, 4096, state_.cut);
     cut_->setObjectName("duality_cut");
     cut_->setToolTip(
         "The cut k drawn on all four maps: the block below row k and left of column k, whose rank "
@@ -166,35 +166,19 @@ class DualityView : public ModelView {
 
   void recompute() override {
     const auto snapshot = lesson_->snapshot();
-    const Picks picks = this->picks();
     {
       // The sequence layer and head within the model (no silent clamping of what is shown).
       const QSignalBlocker b1(layer_), b2(head_);
       layer_->setMaximum(std::max(0, snapshot.config.num_hidden_layers - 1));
       head_->setMaximum(std::max(0, snapshot.config.num_attention_heads - 1));
     }
-    const int layer = layer_->value(), head = head_->value();
+    state_.picks = picks();
+    state_.layer = layer_->value();
+    state_.head = head_->value();
     run("duality: mixing matrices and ranks",
-        [this, snapshot, picks, layer, head](const Progress& progress) -> std::function<void()> {
-          const auto built = snapshot.build();
-          const ModelWeights<double>& model = *built;
-          const auto tokens = snapshot.token_ids(model.config);
-          const std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
-          std::vector<std::string> names;
-          for (const int id : tokens) {
-            std::string name = "id ";
-            name += std::to_string(id);
-            if (!snapshot.origin.empty() && id >= 32 && id < 127) {  // trained models read bytes
-              name += " '";
-              name += static_cast<char>(id);
-              name += "'";
-            }
-            names.push_back(std::move(name));
-          }
-          return [this, names = std::move(names),
-                  result = duality_result(runs, model, tokens, snapshot.random.seed + 1000, layer,
-                                          head, snapshot.block_size, progress)]() mutable {
-            show_result(std::move(result), std::move(names));
+        [this, snapshot, state = state_](const Progress& progress) -> std::function<void()> {
+          return [this, run = duality_run(snapshot, state, progress)]() mutable {
+            show_result(std::move(run.result), std::move(run.token_names));
           };
         });
   }
@@ -236,8 +220,9 @@ class DualityView : public ModelView {
   // The 2×2 from the last result at the chosen cut and token.
   void show_quad() {
     if (!result_ || result_->shown.empty()) return;
-    const DualityQuad quad =
-        duality_quad(*result_, token_->currentData().toInt(), cut_->value(), token_names_);
+    state_.token = token_->currentData().toInt();
+    state_.cut = cut_->value();
+    const DualityQuad quad = duality_quad(*result_, state_.token, state_.cut, token_names_);
     standard_->set_spec(quad.standard);
     depth_->set_spec(quad.scheme);
     running_->set_spec(quad.running);
@@ -313,6 +298,7 @@ class DualityView : public ModelView {
   QLabel* cut_summary_;
   std::optional<DualityResult> result_;
   std::vector<std::string> token_names_;
+  DualityState state_;  // what the widgets show (duality_results.hpp)
   ChartPanel *ranks_, *sequence_ranks_;
   QLabel* caption_;
   QTableWidget* taxonomy_;

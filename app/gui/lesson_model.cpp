@@ -36,32 +36,7 @@ std::string byte_token_ids(const std::string& text) {
   return ids;
 }
 
-// The key the random model's weights are cached under: its settings.
-std::string cache_key(const LessonModel::Snapshot& s) {
-  char text[256];
-  std::snprintf(text, sizeof text, "random:%d,%d,%d,%d,%d,%d,%s,%llu,%.17g",
-                s.config.num_hidden_layers, s.config.hidden_size, s.config.num_attention_heads,
-                s.config.num_key_value_heads, s.config.intermediate_size, s.config.vocab_size,
-                s.config.attn_res.describe().c_str(),
-                static_cast<unsigned long long>(s.random.seed), s.random.query_std);
-  return text;
-}
-
 }  // namespace
-
-double pseudo_query_rms(const ModelWeights<double>& model) {
-  double sum = 0.0;
-  std::int64_t count = 0;
-  if (model.has_attn_res_tensors) {
-    for_each_tensor(model, [&](const TensorView& tensor) {
-      if (!tensor.attn_res || !tensor.name.ends_with(".query")) return;
-      for (std::int64_t i = 0; i < tensor.element_count(); ++i)
-        sum += tensor.data[i] * tensor.data[i];
-      count += tensor.element_count();
-    });
-  }
-  return count > 0 ? std::sqrt(sum / static_cast<double>(count)) : 0.0;
-}
 
 std::string training_log_summary(const std::filesystem::path& train_log_csv,
                                  const std::string& data) {
@@ -90,29 +65,6 @@ std::string training_log_summary(const std::filesystem::path& train_log_csv,
   }
   return "trained " + std::to_string(steps) + " steps" + (data.empty() ? "" : " on " + data) +
          ", " + loss;
-}
-
-std::shared_ptr<const ModelWeights<double>> LessonModel::Snapshot::build() const {
-  if (opened) {
-    if (!opened->weights) std::rethrow_exception(opened->error);
-    return opened->weights;
-  }
-  const std::string key = cache_key(*this);
-  if (cache) {
-    const std::lock_guard<std::mutex> lock(cache->mutex);
-    if (cache->weights && cache->key == key) return cache->weights;
-  }
-  auto weights = std::make_shared<const ModelWeights<double>>(random_model(config, random));
-  if (cache) {
-    const std::lock_guard<std::mutex> lock(cache->mutex);
-    cache->key = key;
-    cache->weights = weights;
-  }
-  return weights;
-}
-
-std::vector<int> LessonModel::Snapshot::token_ids(const ModelConfig& model) const {
-  return parse_token_ids(tokens, "tokens", model.vocab_size);  // the CLI's --tokens rules
 }
 
 double LessonModel::weight_bytes(const ModelConfig& c) {
@@ -321,21 +273,6 @@ AttnResConfig LessonModel::own_scheme() const {
   AttnResConfig full;
   full.mode = ResidualMode::full;
   return full;
-}
-
-std::shared_ptr<const OpenedModel> read_model_directory(const std::string& dir,
-                                                        const Progress& progress) {
-  auto opened = std::make_shared<OpenedModel>();
-  opened->directory = dir;
-  try {
-    opened->weights = std::make_shared<const ModelWeights<double>>(
-        load_model_as<double>(dir, progress, &opened->checkpoint));
-  } catch (const Cancelled&) {
-    throw;
-  } catch (...) {
-    opened->error = std::current_exception();
-  }
-  return opened;
 }
 
 // The one read of a model directory (read_model_directory); an error is kept for the views to

@@ -23,6 +23,7 @@
 #include "attnres/cancel.hpp"
 #include "attnres/model.hpp"
 #include "attnres/model_config.hpp"
+#include "model_state.hpp"
 
 QT_BEGIN_NAMESPACE
 class QComboBox;
@@ -37,15 +38,6 @@ QT_END_NAMESPACE
 
 namespace attnres::gui {
 
-// The text the views feed a trained model (its bytes are the token ids: the models are byte-level).
-inline constexpr const char* kTrainedText = "Attention residuals read the depth history.";
-inline constexpr const char* kRandomTokens = "1 7 42 7 99 3";
-
-struct ModelCache;
-
-// The RMS of a model's pseudo-queries (0 when it has none).
-double pseudo_query_rms(const ModelWeights<double>& model);
-
 // One line about a trained model from its train_log.csv (read with the trainer's reader,
 // read_train_log; the first and the last row with a validation loss): "trained 600 steps on DATA,
 // validation loss 5.55 -> 1.52 nats/token" (" on DATA" only when `data` is given). Empty when the
@@ -53,42 +45,14 @@ double pseudo_query_rms(const ModelWeights<double>& model);
 std::string training_log_summary(const std::filesystem::path& train_log_csv,
                                  const std::string& data = {});
 
-// A model directory the lesson model has open: read once, when it is chosen (load_model_as: its
-// config.json parsed, its weights read in any layout of docs/interop.md); every snapshot of it
-// shares these weights.
-struct OpenedModel {
-  std::string directory;
-  std::shared_ptr<const ModelWeights<double>> weights;  // null when the directory did not load
-  std::exception_ptr error;                             // why not (the views' banners show it)
-  CheckpointReport checkpoint;                          // what was read: layout, files, dtypes
-};
-
-// Reads a model directory (load_model_as<double> with `progress`); touches no widget, so any
-// thread may call it. A load error is kept in the result; attnres::Cancelled (the progress
-// callback said stop) is thrown.
-std::shared_ptr<const OpenedModel> read_model_directory(const std::string& dir,
-                                                        const Progress& progress = {});
 class Player;
 
 class LessonModel {
  public:
   enum class Kind { trained, random, loaded };
-
-  // Everything a worker thread needs, copied out of the widgets on the GUI thread.
-  struct Snapshot {
-    std::shared_ptr<const OpenedModel> opened;  // null = the random model
-    std::string origin;                         // "" (random), "trained" or "loaded"
-    ModelConfig config;
-    RandomModelOptions random;
-    int block_size = 2;
-    std::string tokens;
-    std::shared_ptr<ModelCache> cache;
-    // The weights: the opened model's, or the random model's (cached: the same settings build
-    // once). Throws attnres::Error (a directory that did not load: its load error).
-    std::shared_ptr<const ModelWeights<double>> build() const;
-    // The tokens as ids of `model`; throws attnres::Error naming the "tokens" field.
-    std::vector<int> token_ids(const ModelConfig& model) const;
-  };
+  // Everything a worker thread needs, copied out of the widgets on the GUI thread
+  // (model_state.hpp).
+  using Snapshot = ModelSnapshot;
 
   LessonModel();
   ~LessonModel();
@@ -187,13 +151,6 @@ class LessonModel {
   std::shared_ptr<ModelCache> cache_;
   Player* query_player_ = nullptr;
   Player* block_player_ = nullptr;
-};
-
-// Weights built from a snapshot, kept for the next snapshot with the same key.
-struct ModelCache {
-  std::mutex mutex;
-  std::string key;
-  std::shared_ptr<const ModelWeights<double>> weights;
 };
 
 }  // namespace attnres::gui

@@ -8,6 +8,7 @@
 #include <array>
 
 #include "attnres/model_charts.hpp"
+#include "model_results.hpp"
 #include "model_view.hpp"
 #include "view_kit.hpp"
 
@@ -51,41 +52,13 @@ class MagnitudesView : public ModelView {
 
   void recompute() override {
     const auto snapshot = lesson_->snapshot();
-    const Picks picks = this->picks();
+    picks_ = picks();
     run("magnitudes: forward passes",
-        [this, snapshot, picks](const Progress& progress) -> std::function<void()> {
-          const auto built = snapshot.build();
-          const ModelWeights<double>& model = *built;
-          const auto tokens = snapshot.token_ids(model.config);
-          std::vector<SchemeOnModel> runs = picked_models(picks, model, snapshot);
-          const std::size_t picked = runs.size();
-          if (std::none_of(runs.begin(), runs.end(), [](const SchemeOnModel& r) {
-                return r.scheme.mode == ResidualMode::standard;
-              })) {
-            SchemeOnModel reference;
-            reference.name = reference.scheme.describe() + " (reference)";
-            reference.model = convert_scheme(model, reference.scheme);
-            runs.push_back(std::move(reference));
-          }
-          std::vector<ForwardTrace> traces;
-          for (std::size_t m = 0; m < runs.size(); ++m) {
-            traces.push_back(
-                scheme_trace(runs[m].model, tokens, step(progress, m, runs.size()), false));
-          }
-          std::vector<MagnitudeCurve> curves;
-          for (std::size_t m = 0; m < runs.size(); ++m)
-            curves.push_back({runs[m].name, &traces[m], m >= picked});
-          // Legends name the schemes; the titles say whose weights (a trained or loaded model's).
-          const std::string weights =
-              snapshot.origin.empty()
-                  ? std::string()
-                  : snapshot.origin + " " + model.config.attn_res.describe() + " model";
-          const std::array<ChartSpec, 2> figures = magnitude_charts(curves, weights);
-          const ChartSpec& inputs = figures[0];
-          const ChartSpec& outputs = figures[1];
-          return [this, inputs, outputs] {
-            input_panel_->set_spec(inputs);
-            output_panel_->set_spec(outputs);
+        [this, snapshot, picks = picks_](const Progress& progress) -> std::function<void()> {
+          const std::array<ChartSpec, 2> figures = magnitudes_result(snapshot, picks, progress);
+          return [this, figures] {
+            input_panel_->set_spec(figures[0]);
+            output_panel_->set_spec(figures[1]);
             clear_error();
           };
         });
@@ -96,6 +69,7 @@ class MagnitudesView : public ModelView {
 
  private:
   ChartPanel *input_panel_, *output_panel_;
+  SchemePicks picks_;  // the view's state beside the lesson model's (model_results.hpp)
 };
 
 }  // namespace

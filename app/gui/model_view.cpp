@@ -21,22 +21,6 @@ namespace attnres::gui {
 
 namespace {
 
-// How a view names a residual scheme it runs on the chosen model (describe()): the model's own
-// scheme is "trained Full AttnRes"; another scheme on a trained or loaded model's weights says
-// whose weights they are; on the random model the scheme's name alone.
-std::string scheme_label(const AttnResConfig& scheme, const ModelConfig& model,
-                         const std::string& origin) {
-  std::string label = scheme.describe();
-  if (origin.empty()) return label;
-  if (scheme == model.attn_res) return origin + " " + label;
-  label += " on the ";
-  label += origin;
-  label += " ";
-  label += model.attn_res.describe();
-  label += " model";
-  return label;
-}
-
 QComboBox* model_scheme_picker(bool compare) {
   QComboBox* combo = named_scheme_picker("");
   combo->insertItem(0, "model's own", QString(kOwnScheme));
@@ -70,90 +54,9 @@ std::string picked_scheme(const QComboBox* combo, const char* when_empty) {
   return index >= 0 ? combo->itemData(index).toString().toStdString() : text.toStdString();
 }
 
-// The sizes named schemes are made for on this model: its L and d, Block's S from the view's
-// spin box (a Block model's own S), mHC's m = 4.
-CostInputs model_scheme_sizes(const ModelConfig& model, int block_size) {
-  CostInputs in;
-  in.sublayers = model.sublayers();
-  in.d_model = model.hidden_size;
-  in.block_size = std::clamp(block_size, 1, std::max(1, model.sublayers()));
-  in.streams = 4;
-  if (auto problem = try_resolve_cost_inputs(in)) throw Error(problem->message);
-  return in;
-}
-
-// `pick` (a picker's spec or kOwnScheme) read on `model`.
-SchemeOnModel scheme_on_model(const std::string& pick, const char* picker,
-                              const ModelWeights<double>& model,
-                              const LessonModel::Snapshot& snapshot) {
-  SchemeOnModel out;
-  if (pick == kOwnScheme) {
-    out.scheme = model.config.attn_res;
-  } else {
-    std::string where = picker;
-    where += " '";
-    where += pick;
-    where += "'";
-    try {
-      out.scheme = parse_scheme_spec(pick, model_scheme_sizes(model.config, snapshot.block_size));
-    } catch (const Error& error) {
-      throw Error(where + ": " + error.what());
-    }
-    ModelConfig config = model.config;
-    config.attn_res = out.scheme;
-    config.validate(where);  // e.g. heads that do not divide d, S > L
-  }
-  out.label = scheme_label(out.scheme, model.config, snapshot.origin);
-  out.name = out.scheme == model.config.attn_res
-                 ? scheme_label(out.scheme, model.config, snapshot.origin)
-                 : out.scheme.describe();
-  out.model = out.scheme == model.config.attn_res ? model : convert_scheme(model, out.scheme);
-  return out;
-}
-
 }  // namespace
 
-namespace {
-
-// The one forward engine of the model views (and its thread pool), kept across runs: a run on
-// other weights copies them in and re-prepares the engine (ForwardEngine::set_model) instead of
-// starting new threads. Runs come from the views' worker threads, one at a time.
-class TraceEngine {
- public:
-  ForwardTrace trace(const ModelWeights<double>& model, const std::vector<int>& tokens,
-                     const ForwardOptions& options) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    model_ = model;
-    if (engine_) {
-      engine_->set_model(model_);
-    } else {
-      engine_ = std::make_unique<ForwardEngine<double>>(model_, EngineOptions{});
-    }
-    return engine_->forward(tokens, options).trace;
-  }
-
- private:
-  std::mutex mutex_;
-  ModelWeights<double> model_;
-  std::unique_ptr<ForwardEngine<double>> engine_;
-};
-
-// Never destroyed: its matrix products hold oneDNN objects whose library state would be gone
-// by the time a static's destructor ran at exit (it is still reachable: no leak is reported).
-TraceEngine& trace_engine() {
-  static TraceEngine* engine = new TraceEngine;
-  return *engine;
-}
-
-}  // namespace
-
-ForwardTrace scheme_trace(const ModelWeights<double>& model, const std::vector<int>& tokens,
-                          Progress progress, bool mixing) {
-  ForwardOptions options;
-  options.progress = std::move(progress);
-  options.record_mixing = mixing;
-  return trace_engine().trace(model, tokens, options);
-}
+namespace {}  // namespace
 
 ModelView::ModelView(const ViewEntry& entry, const ViewHost& host) : View(entry, host) {
   if (host.lesson == nullptr) own_lesson_ = std::make_unique<LessonModel>();
@@ -199,16 +102,6 @@ std::vector<QWidget*> ModelView::model_inputs() const {
 
 ModelView::Picks ModelView::picks() const {
   return {picked_scheme(scheme_, kOwnScheme), picked_scheme(compare_, kNoScheme)};
-}
-
-std::vector<SchemeOnModel> ModelView::picked_models(const Picks& picks,
-                                                    const ModelWeights<double>& model,
-                                                    const LessonModel::Snapshot& snapshot) {
-  std::vector<SchemeOnModel> out;
-  out.push_back(scheme_on_model(picks.scheme, "scheme", model, snapshot));
-  if (picks.comparing())
-    out.push_back(scheme_on_model(picks.compare, "compare with", model, snapshot));
-  return out;
 }
 
 void ModelView::show_own_scheme() {

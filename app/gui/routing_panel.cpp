@@ -39,51 +39,7 @@ constexpr Column kColumns[] = {
     {"on recent", "the weight on the last source: the most recent output or the partial block"},
 };
 
-std::string origin_line(const LessonModel::Snapshot& snapshot) {
-  if (!snapshot.opened)
-    return "Weights: the random model (made in the lab from its settings; no "
-           "checkpoint).";
-  const OpenedModel& opened = *snapshot.opened;
-  std::string line = snapshot.origin == "trained" ? "Weights: the shipped trained model in "
-                                                  : "Weights: read from ";
-  line += opened.directory;
-  line += ", ";
-  line += checkpoint_summary(opened.checkpoint);
-  line += ".";
-  for (const std::string& note : opened.checkpoint.notes) {
-    line += " Note: ";
-    line += note;
-    line += ".";
-  }
-  return line;
-}
-
 }  // namespace
-
-RoutingResult routing_result(const ForwardTrace& trace, const ModelWeights<double>& model,
-                             const std::string& label, const LessonModel::Snapshot& snapshot) {
-  RoutingResult out;
-  out.label = label;
-  out.sublayers = model.config.sublayers();
-  out.tokens = trace.tokens;
-  out.routing = routing_statistics(trace);
-  const AttnResConfig& scheme = model.config.attn_res;
-  if (scheme.uses_query()) out.cosines = row_cosines(effective_queries(model));
-  out.origin = origin_line(snapshot);
-  if (out.routing.empty()) {
-    out.note = scheme.describe() +
-               " has no depth reads: every sublayer adds its output to the "
-               "running sum, so there is no routing to measure.";
-  } else if (!scheme.attention_mode() || scheme.gate != DepthGate::softmax) {
-    out.note = scheme.describe() +
-               " does not weigh its sources with a softmax: the weights need "
-               "not sum to 1, and entropy and top-1 mass describe them only "
-               "loosely.";
-  } else if (scheme.heads > 1) {
-    out.note = "Multi-head reads: the statistics of each read's weights averaged over its heads.";
-  }
-  return out;
-}
 
 RoutingPanel::RoutingPanel(QWidget* parent) : QWidget(parent) {
   auto* column = new QVBoxLayout(this);

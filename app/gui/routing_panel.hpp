@@ -15,7 +15,7 @@
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
 #include "attnres/routing_stats.hpp"
-#include "lesson_model.hpp"
+#include "model_results.hpp"
 
 QT_BEGIN_NAMESPACE
 class QLabel;
@@ -26,22 +26,6 @@ namespace attnres::gui {
 
 class ChartPanel;
 class HeatmapWidget;
-
-// What the page shows, computed off the GUI thread.
-struct RoutingResult {
-  std::string label;  // the scheme and whose weights (the view's first map)
-  int sublayers = 0;
-  int tokens = 0;
-  std::vector<ReadRouting> routing;        // empty: the scheme has no depth reads (standard)
-  std::optional<Eigen::MatrixXd> cosines;  // the pseudo-queries' (Full and Block AttnRes only)
-  std::string origin;                      // where the weights came from (the checkpoint line)
-  std::string note;                        // what the numbers mean for this scheme, when special
-};
-
-// The routing of `trace` (a forward pass of `model`, the view's first scheme on the lesson model
-// of `snapshot`); `label` names the scheme.
-RoutingResult routing_result(const ForwardTrace& trace, const ModelWeights<double>& model,
-                             const std::string& label, const LessonModel::Snapshot& snapshot);
 
 class RoutingPanel : public QWidget {
  public:

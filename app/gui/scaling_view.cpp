@@ -1,10 +1,14 @@
-// The scaling-law view: the paper's three fits and the compute multiplier.
+// The scaling-law view: the paper's three fits and the compute multiplier. A thin binding of its
+// state and results (app/gui/models/scaling_state.hpp): the fields show and write the state, the
+// charts and the table show compute_scaling's results.
 #include <QDoubleSpinBox>
 #include <QFormLayout>
-#include <QTableWidget>
+#include <QHeaderView>
+#include <QTableView>
 #include <QVBoxLayout>
 
-#include "attnres/report.hpp"
+#include "report_table_model.hpp"
+#include "scaling_state.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -18,10 +22,10 @@ class ScalingView : public View {
   ScalingView(const ViewHost& host, const ViewEntry& table_row) : View(table_row, host) {
     auto* inputs = new QWidget;
     auto* form = new QFormLayout(inputs);
-    target_ = dspin(1.0, 3.0, 1.695, 3, 0.005);
+    target_ = dspin(kScalingLossMin, kScalingLossMax, state_.target_loss, 3, 0.005);
     target_->setObjectName("target_loss");
-    from_ = dspin(0.5, 3.0, 1.60, 3, 0.01);
-    to_ = dspin(0.5, 3.0, 1.90, 3, 0.01);
+    from_ = dspin(kScalingLossMin, kScalingLossMax, state_.loss_from, 3, 0.01);
+    to_ = dspin(kScalingLossMin, kScalingLossMax, state_.loss_to, 3, 0.01);
     from_->setObjectName("curve_from");
     to_->setObjectName("curve_to");
     target_->setToolTip(
@@ -35,7 +39,10 @@ class ScalingView : public View {
     auto* column = new QVBoxLayout(content);
     loss_ = new ChartPanel;
     multiplier_ = new ChartPanel;
-    table_ = new QTableWidget;
+    table_ = new QTableView;
+    table_->setObjectName("scaling_fits");
+    table_->setModel(&fits_);
+    table_->verticalHeader()->setVisible(false);
     table_->setMaximumHeight(130);
     column->addWidget(loss_);
     column->addWidget(multiplier_);
@@ -50,48 +57,46 @@ class ScalingView : public View {
         "the same loss.</p><p><b>Reading it.</b> Near loss 1.69-1.70 Block AttnRes is worth about "
         "1.25x compute. The fits come from five model sizes; outside that range they are "
         "extrapolations.</p>");
-    on_change(this, {target_, from_, to_}, [this] { recompute(); });
+    on_change(this, {target_, from_, to_}, [this] {
+      state_ = {target_->value(), from_->value(), to_->value()};
+      recompute();
+    });
   }
   void recompute() override {
-    if (!(from_->value() < to_->value())) {
-      show_error("scaling: the curve needs from < to");
+    const ScalingResult result = compute_scaling(state_);
+    if (!result.problem.empty()) {
+      show_error(result.problem);
       return;
     }
     clear_error();
-    Report report;
-    add_scaling_section({target_->value(), from_->value(), to_->value()}, report);
-    loss_->set_spec(report.charts[0]);
-    multiplier_->set_spec(report.charts[1]);
-    const ReportTable& fits = report.tables[0];
-    table_->setColumnCount(static_cast<int>(fits.header.size()));
-    table_->setRowCount(static_cast<int>(fits.rows.size()));
-    QStringList header;
-    for (const auto& h : fits.header) header << QString::fromStdString(h);
-    table_->setHorizontalHeaderLabels(header);
-    for (std::size_t r = 0; r < fits.rows.size(); ++r) {
-      for (std::size_t c = 0; c < fits.rows[r].size(); ++c) {
-        table_->setItem(static_cast<int>(r), static_cast<int>(c),
-                        new QTableWidgetItem(QString::fromStdString(fits.rows[r][c])));
-      }
-    }
+    loss_->set_spec(result.charts[0]);
+    multiplier_->set_spec(result.charts[1]);
+    fits_.set_table(result.fits);
     table_->resizeColumnsToContents();
     set_stale({});  // computed here, not in a run: nothing else clears an earlier veil
   }
   std::vector<ChartSpec> charts() const override { return {loss_->spec(), multiplier_->spec()}; }
   void apply_scenario(const Scenario& s) override {
-    const QSignalBlocker b1(target_), b2(from_), b3(to_);
-    target_->setValue(s.scaling.target_loss);
-    from_->setValue(s.scaling.loss_from);
-    to_->setValue(s.scaling.loss_to);
+    state_ = scaling_state(s);
+    {
+      const QSignalBlocker b1(target_), b2(from_), b3(to_);
+      target_->setValue(state_.target_loss);
+      from_->setValue(state_.loss_from);
+      to_->setValue(state_.loss_to);
+    }
     recompute();
   }
-  ScenarioScaling scaling() const { return {target_->value(), from_->value(), to_->value()}; }
-  void save_to(Scenario& s) const override { s.scaling = scaling(); }
+  std::string scenario_problem(const Scenario& s) const override {
+    return scaling_state_problem(scaling_state(s));
+  }
+  void save_to(Scenario& s) const override { save_scaling_state(state_, s); }
 
  private:
   QDoubleSpinBox *target_, *from_, *to_;
   ChartPanel *loss_, *multiplier_;
-  QTableWidget* table_;
+  QTableView* table_;
+  ReportTableModel fits_;
+  ScalingState state_;
 };
 
 }  // namespace

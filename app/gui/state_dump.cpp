@@ -8,6 +8,8 @@
 #include "attnres/output_schema.hpp"
 #include "attnres/scenario.hpp"
 #include "explorer_results.hpp"
+#include "scaling_state.hpp"
+#include "training_state.hpp"
 #include "views.hpp"
 
 namespace attnres::gui {
@@ -39,13 +41,27 @@ int dump_state_command(const std::string& scenario, bool has_scenario, const std
               {"title", s.title},
               {"views", nlohmann::json::object()}};
     }
+    if (view.empty() || view == "scaling")
+      dump["views"]["scaling"] = scaling_dump(scaling_state(s));
+    if (s.training && (view.empty() || view == "training")) {
+      // The form Start would train with; the losses need the run itself (Start, or attnres report).
+      nlohmann::json state = training_state_json(training_state(s));
+      nlohmann::json results = {{"trains", state["trains"]},
+                                {"settings_error", state["settings_error"]},
+                                {"losses", "not computed: they need the training run (Start)"}};
+      state.erase("trains");
+      state.erase("settings_error");
+      dump["views"]["training"] = {{"state", state}, {"results", results}};
+    }
     // The views whose settings do not come from a scenario's [model], and why (the view table).
     dump["not_dumped"] = nlohmann::json::object();
     for (const ViewEntry& row : view_table()) {
       const std::string name(row.name);
       if (!row.no_state.empty() && (view.empty() || view == name))
         dump["not_dumped"][name] = std::string(row.no_state);
-      else if (!s.has_model && (view.empty() || view == name))
+      else if (name == "training" && !s.training && (view.empty() || view == name))
+        dump["not_dumped"][name] = "the scenario has no [train] table";
+      else if (!s.has_model && (view.empty() || view == name) && !dump["views"].contains(name))
         dump["not_dumped"][name] = "the scenario has no [model] table";
     }
     write_file_atomically(out, dump.dump(2) + "\n");

@@ -1,6 +1,6 @@
 // `attnres-lab --scenario FILE --dump-state OUT.json [--view NAME]`: every view's state and
 // headline results for a scenario, computed by the functions the views compute with, without a
-// window (docs/gui.md "Inspecting what a view computes").
+// window (docs/teaching.md "Scenarios", docs/json.md "attnres.lab_state").
 #pragma once
 
 #include <string>

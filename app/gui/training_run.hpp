@@ -1,8 +1,9 @@
 // The run of the Training view (internal to app/gui: training_view.cpp, training_run.cpp and
-// training_charts.cpp share it; docs/training.md). Settings are copied out of the widgets on the
-// GUI thread; the worker owns the Trainers, one per scheme, steps them in turn and publishes new
-// log rows and depth-attention maps into the Run under its mutex; the GUI thread takes what is new
-// when a posted update arrives (at most ~10 a second).
+// training_charts.cpp share it; docs/training.md). The settings are built from the view's state on
+// the GUI thread (training_settings, training_state.hpp); the worker owns the Trainers, one per
+// scheme, steps them in turn and publishes new log rows and depth-attention maps into the Run
+// under its mutex; the GUI thread takes what is new when a posted update arrives (at most ~10 a
+// second).
 #pragma once
 
 #include <atomic>
@@ -35,28 +36,6 @@ struct AlphaMap {
 
 // Mean depth-attention weights of the trainer's current weights on `window` (worker thread).
 AlphaMap alpha_map(const Trainer& trainer, const std::vector<int>& window);
-
-struct TrainingView::Scheme {
-  std::string key;   // subdirectory of "Save models...": standard, full, block_S2
-  std::string name;  // legend: standard, Full AttnRes, Block AttnRes (S = 2)
-  ResidualMode mode = ResidualMode::standard;
-  int block_size = 0;
-  std::size_t colour = 0;
-  std::optional<AttnResConfig>
-      scheme;  // any other scheme: the model is converted to it (docs/schemes.md)
-};
-
-// Everything the worker needs, copied out of the widgets on the GUI thread.
-struct TrainingView::Settings {
-  std::string data_path;
-  bool builtin = false;
-  double validation_fraction = 0.1;
-  ModelConfig config;
-  std::uint64_t seed = 1;
-  int seeds = 1;  // seeds seed, seed + 1, ..., one after another (paired comparisons)
-  TrainOptions options;
-  std::vector<Scheme> schemes;
-};
 
 // Shared by the GUI thread and the worker. The worker publishes under `mutex`; the GUI thread
 // takes what is new when a posted update arrives. The trainers belong to the worker until it has

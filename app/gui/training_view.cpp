@@ -1,7 +1,9 @@
 // The Training view's form (training_view.hpp; docs/training.md): the inputs (data, model and
 // run, the schemes trained side by side, Start / Stop / Save models...), the content grid (status,
-// loss, α, output and gradient RMS), the explanation, and the settings read out of the widgets.
-// The run lives in training_run.cpp, the drawing in training_charts.cpp.
+// loss, α, output and gradient RMS) and the explanation. The form is a binding of the view's
+// TrainingState (training_state.hpp, docs/architecture.md "The GUI's models"): the widgets show it
+// and write into it, and the ranges of its fields are the state's. The run lives in
+// training_run.cpp, the drawing in training_charts.cpp.
 #include "training_view.hpp"
 
 #include <QCheckBox>
@@ -19,6 +21,7 @@
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <initializer_list>
 
 #include "attnres/cost.hpp"
@@ -40,10 +43,14 @@ QSpinBox* spin(int low, int high, int value, const char* name) {
   return box;
 }
 
-QDoubleSpinBox* dspin(double low, double high, double value, int decimals, double step,
+QSpinBox* spin(TrainingRange<int> range, int value, const char* name) {
+  return spin(range.low, range.high, value, name);
+}
+
+QDoubleSpinBox* dspin(TrainingRange<double> range, double value, int decimals, double step,
                       const char* name) {
   auto* box = new QDoubleSpinBox;
-  box->setRange(low, high);
+  box->setRange(range.low, range.high);
   box->setDecimals(decimals);
   box->setSingleStep(step);
   box->setValue(value);
@@ -88,6 +95,7 @@ TrainingView::TrainingView(const ViewHost& host, const ViewEntry& table_row)
   set_content(content);
 
   connect_actions(browse, builtin);
+  bind_inputs();
   redraw();
   redraw_alpha();
 }
@@ -166,7 +174,8 @@ QWidget* TrainingView::make_data_box(QPushButton*& browse, QPushButton*& builtin
   data_info_->setWordWrap(true);
   data_layout->addWidget(data_info_);
   auto* data_form = new QFormLayout;
-  validation_fraction_ = dspin(0.01, 0.5, 0.1, 2, 0.01, "train_validation_fraction");
+  validation_fraction_ = dspin(kTrainValidationFraction, inputs_.validation_fraction, 2, 0.01,
+                               "train_validation_fraction");
   data_form->addRow("validation fraction", validation_fraction_);
   data_layout->addLayout(data_form);
   return data_box;
@@ -175,17 +184,19 @@ QWidget* TrainingView::make_data_box(QPushButton*& browse, QPushButton*& builtin
 QWidget* TrainingView::make_model_box() {
   auto* model_box = new QGroupBox("Model and run");
   auto* form = new QFormLayout(model_box);
-  layers_ = spin(1, 32, 2, "train_layers");
-  d_model_ = spin(4, 512, 32, "train_d_model");
-  heads_ = spin(1, 32, 2, "train_heads");
-  ffn_ = spin(1, 2048, 64, "train_ffn");
-  seq_ = spin(2, 4096, 32, "train_seq");
-  batch_ = spin(1, 256, 4, "train_batch");
-  steps_ = spin(1, 10'000'000, 200, "train_steps");
-  lr_ = dspin(1e-5, 1.0, 3e-3, 5, 1e-3, "train_lr");
-  seed_ = spin(0, 1'000'000, 1, "train_seed");
-  seeds_ = spin(1, 64, 1, "train_seeds");
-  threads_ = spin(0, 256, 0, "train_threads");
+  // The ranges are the state's (training_state.hpp): a scenario beyond them is refused, not
+  // clamped (scenario_problem).
+  layers_ = spin(kTrainLayers, inputs_.layers, "train_layers");
+  d_model_ = spin(kTrainDModel, inputs_.d_model, "train_d_model");
+  heads_ = spin(kTrainHeads, inputs_.heads, "train_heads");
+  ffn_ = spin(kTrainFfn, inputs_.ffn, "train_ffn");
+  seq_ = spin(kTrainSeq, inputs_.seq, "train_seq");
+  batch_ = spin(kTrainBatch, inputs_.batch, "train_batch");
+  steps_ = spin(kTrainSteps, inputs_.steps, "train_steps");
+  lr_ = dspin(kTrainLr, inputs_.lr, 5, 1e-3, "train_lr");
+  seed_ = spin(kTrainSeed, static_cast<int>(inputs_.seed), "train_seed");
+  seeds_ = spin(kTrainSeeds, inputs_.seeds, "train_seeds");
+  threads_ = spin(kTrainThreads, inputs_.threads, "train_threads");
   threads_->setSpecialValueText("all cores");
   // bf16 first where it is the default (native bf16 units), as `attnres train` chooses.
   precision_ = new QComboBox;
@@ -197,6 +208,7 @@ QWidget* TrainingView::make_model_box() {
                                 .arg(units.native_bf16 ? "" : ", emulated");
   precision_->addItem(bf16_default ? bf16_text : QString("f32"), bf16_default ? "bf16" : "f32");
   precision_->addItem(bf16_default ? QString("f32") : bf16_text, bf16_default ? "f32" : "bf16");
+  precision_->setCurrentIndex(precision_->findData(QString::fromStdString(inputs_.precision)));
   precision_->setToolTip(
       "bf16: the weight products take bf16 inputs with f32 accumulation (mixed precision, as "
       "production training runs); f32 weights, AdamW state, norms, softmax and loss "
@@ -225,8 +237,11 @@ QWidget* TrainingView::make_scheme_box() {
   standard_->setObjectName("train_standard");
   full_->setObjectName("train_full");
   block_->setObjectName("train_block");
-  for (QCheckBox* box : {standard_, full_, block_}) box->setChecked(true);
-  block_size_ = spin(1, 4, 2, "train_block_size");
+  standard_->setChecked(inputs_.standard);
+  full_->setChecked(inputs_.full);
+  block_->setChecked(inputs_.block);
+  block_size_ =
+      spin(kTrainBlockSizeMin, 2 * inputs_.layers, inputs_.block_size, "train_block_size");
   scheme_layout->addRow(standard_);
   scheme_layout->addRow(full_);
   scheme_layout->addRow(block_, block_size_);
@@ -234,6 +249,7 @@ QWidget* TrainingView::make_scheme_box() {
   // "full:gate=sigmoid,heads=4". Named Block schemes use the block size above.
   other_ = new QCheckBox("another scheme");
   other_->setObjectName("train_other");
+  other_->setChecked(inputs_.other);
   other_scheme_ = new QComboBox;
   other_scheme_->setObjectName("train_other_scheme");
   other_scheme_->setEditable(true);
@@ -245,7 +261,7 @@ QWidget* TrainingView::make_scheme_box() {
     other_scheme_->setItemData(other_scheme_->count() - 1,
                                QString::fromStdString(scheme_summary(name)), Qt::ToolTipRole);
   }
-  other_scheme_->setCurrentText("mhc");
+  other_scheme_->setCurrentText(QString::fromStdString(inputs_.other_spec));
   other_scheme_->setToolTip(
       "a named scheme or NAME:key=value,... (docs/schemes.md), e.g. full:gate=sigmoid,heads=4");
   scheme_layout->addRow(other_, other_scheme_);
@@ -334,14 +350,6 @@ void TrainingView::connect_actions(QPushButton* browse, QPushButton* builtin) {
     if (!path.isEmpty()) data_path_->setText(path);
   });
   QObject::connect(builtin, &QPushButton::clicked, this, [this] { use_builtin_sample(); });
-  QObject::connect(data_path_, &QLineEdit::textChanged, this, [this](const QString& path) {
-    if (path.isEmpty() && builtin_) return;
-    builtin_ = false;
-    data_info_->setText(path.isEmpty() ? "no data chosen yet"
-                                       : "the file above (read when you press Start)");
-  });
-  QObject::connect(layers_, &QSpinBox::valueChanged, this,
-                   [this](int layers) { block_size_->setMaximum(2 * layers); });
   QObject::connect(start_, &QPushButton::clicked, this, [this] { start(); });
   QObject::connect(stop_, &QPushButton::clicked, this, [this] { stop(); });
   QObject::connect(save_, &QPushButton::clicked, this, [this] {
@@ -362,155 +370,124 @@ TrainingView::~TrainingView() {
   if (run_) run_->stop.cancel();
 }
 
+// Every edit writes its field into the state; the state, not the widgets, is what Start trains and
+// what File > Save scenario writes.
+void TrainingView::bind_inputs() {
+  QObject::connect(data_path_, &QLineEdit::textChanged, this, [this](const QString& path) {
+    inputs_.data_path = path.toStdString();
+    if (!path.isEmpty()) inputs_.builtin = false;  // a typed file replaces the built-in sample
+    show_data_info();
+  });
+  QObject::connect(validation_fraction_, &QDoubleSpinBox::valueChanged, this,
+                   [this](double value) { inputs_.validation_fraction = value; });
+  QObject::connect(layers_, &QSpinBox::valueChanged, this, [this](int layers) {
+    inputs_.layers = layers;
+    block_size_->setMaximum(2 * layers);  // S takes 1 .. L
+  });
+  const std::pair<QSpinBox*, int TrainingState::*> ints[] = {
+      {d_model_, &TrainingState::d_model},
+      {heads_, &TrainingState::heads},
+      {ffn_, &TrainingState::ffn},
+      {seq_, &TrainingState::seq},
+      {batch_, &TrainingState::batch},
+      {steps_, &TrainingState::steps},
+      {seeds_, &TrainingState::seeds},
+      {threads_, &TrainingState::threads},
+      {block_size_, &TrainingState::block_size}};
+  for (const auto& [box, field] : ints) {
+    QObject::connect(box, &QSpinBox::valueChanged, this,
+                     [this, field = field](int value) { inputs_.*field = value; });
+  }
+  QObject::connect(seed_, &QSpinBox::valueChanged, this,
+                   [this](int value) { inputs_.seed = static_cast<std::uint64_t>(value); });
+  QObject::connect(lr_, &QDoubleSpinBox::valueChanged, this,
+                   [this](double value) { inputs_.lr = value; });
+  QObject::connect(precision_, &QComboBox::currentIndexChanged, this, [this] {
+    inputs_.precision = precision_->currentData().toString().toStdString();
+  });
+  const std::pair<QCheckBox*, bool TrainingState::*> boxes[] = {
+      {standard_, &TrainingState::standard},
+      {full_, &TrainingState::full},
+      {block_, &TrainingState::block},
+      {other_, &TrainingState::other}};
+  for (const auto& [box, field] : boxes) {
+    QObject::connect(box, &QCheckBox::toggled, this,
+                     [this, field = field](bool checked) { inputs_.*field = checked; });
+  }
+  // Typed or picked: the editable box says both.
+  auto take_spec = [this] { inputs_.other_spec = other_scheme_->currentText().toStdString(); };
+  QObject::connect(other_scheme_, &QComboBox::currentTextChanged, this, take_spec);
+  QObject::connect(other_scheme_, &QComboBox::editTextChanged, this, take_spec);
+}
+
+void TrainingView::show_state(const TrainingState& state) {
+  // A copy: the widgets' signals write into inputs_ (which `state` may be) as they change.
+  const TrainingState wanted = state;
+  inputs_.builtin = wanted.builtin;
+  data_path_->setText(QString::fromStdString(wanted.data_path));
+  validation_fraction_->setValue(wanted.validation_fraction);
+  layers_->setValue(wanted.layers);  // first: it sets the block size's range
+  d_model_->setValue(wanted.d_model);
+  heads_->setValue(wanted.heads);
+  ffn_->setValue(wanted.ffn);
+  seq_->setValue(wanted.seq);
+  batch_->setValue(wanted.batch);
+  steps_->setValue(wanted.steps);
+  lr_->setValue(wanted.lr);
+  seed_->setValue(static_cast<int>(
+      std::min<std::uint64_t>(wanted.seed, static_cast<std::uint64_t>(kTrainSeed.high))));
+  seeds_->setValue(wanted.seeds);
+  threads_->setValue(wanted.threads);
+  const int precision = precision_->findData(QString::fromStdString(wanted.precision));
+  if (precision >= 0) precision_->setCurrentIndex(precision);
+  standard_->setChecked(wanted.standard);
+  full_->setChecked(wanted.full);
+  block_->setChecked(wanted.block);
+  block_size_->setValue(wanted.block_size);
+  other_->setChecked(wanted.other);
+  other_scheme_->setCurrentText(QString::fromStdString(wanted.other_spec));
+  inputs_ = wanted;
+  show_data_info();
+}
+
+void TrainingView::show_data_info() {
+  if (inputs_.builtin && inputs_.data_path.empty()) {
+    data_info_->setText(
+        QString("the built-in sample: %1 KB of simple English sentences, made in memory")
+            .arg(static_cast<double>(builtin_sample_text().size()) / 1000.0, 0, 'f', 1));
+  } else {
+    data_info_->setText(inputs_.data_path.empty() ? "no data chosen yet"
+                                                  : "the file above (read when you press Start)");
+  }
+}
+
 void TrainingView::use_builtin_sample() {
-  builtin_ = true;
+  inputs_.builtin = true;
   data_path_->clear();
-  data_info_->setText(
-      QString("the built-in sample: %1 KB of simple English sentences, made in memory")
-          .arg(static_cast<double>(builtin_sample_text().size()) / 1000.0, 0, 'f', 1));
+  show_data_info();
 }
 
 std::string TrainingView::scenario_problem(const Scenario& scenario) const {
   if (!scenario.training) return {};
-  const ScenarioTraining& t = *scenario.training;
-  const std::pair<const QSpinBox*, std::pair<std::int64_t, const char*>> fields[] = {
-      {layers_, {t.layers, "[train] layers"}},   {d_model_, {t.d_model, "[train] d_model"}},
-      {heads_, {t.heads, "[train] heads"}},      {seq_, {t.seq, "[train] seq"}},
-      {batch_, {t.batch, "[train] batch"}},      {steps_, {t.steps, "[train] steps"}},
-      {threads_, {t.threads, "[train] threads"}}};
-  for (const auto& [box, value] : fields) {
-    const std::string problem = range_problem(box, value.first, value.second);
-    if (!problem.empty()) return std::string("training: ") + problem;
-  }
-  return {};
+  return training_state_problem(training_state(scenario));
+}
+
+void TrainingView::save_to(Scenario& scenario) const {
+  save_training_state(inputs_, scenario, opened_ ? &*opened_ : nullptr);
 }
 
 void TrainingView::apply_scenario(const Scenario& scenario) {
   if (!scenario.training) return;
-  const ScenarioTraining& t = *scenario.training;
+  opened_ = scenario;  // saved as read while the form is unchanged (save_training_state)
+  const TrainingState state = training_state(scenario);
   // What the tab cannot take as it is, said where the run's status goes (not silently dropped).
   std::string note;
-  if (t.blocks.size() > 1) {
-    note += "The scenario's [train] blocks lists ";
-    note += std::to_string(t.blocks.size());
-    note += " values of N; this tab trains one Block AttnRes N at a time: N = ";
-    note += std::to_string(t.blocks.front());
-    note += " is set (attnres report trains them all).";
-  }
-  bool consecutive = true;
-  for (std::size_t i = 1; i < t.seeds.size(); ++i)
-    consecutive = consecutive && t.seeds[i] == t.seeds[i - 1] + 1;
-  if (!consecutive) {
+  for (const std::string& line : state.not_taken) {
     if (!note.empty()) note += "\n";
-    note += "The scenario's seeds are not consecutive; this tab trains ";
-    note += std::to_string(t.seeds.size());
-    note += " consecutive seeds from ";
-    note += std::to_string(t.seeds.front());
-    note += " (attnres report trains the listed ones).";
+    note += line;
   }
   if (state_ != State::running) status_->setText(QString::fromStdString(note));
-  if (!t.data_path.empty()) data_path_->setText(QString::fromStdString(t.data_path.string()));
-  layers_->setValue(t.layers);
-  d_model_->setValue(t.d_model);
-  heads_->setValue(t.heads);
-  ffn_->setValue(t.model_config().intermediate_size);
-  seq_->setValue(t.seq);
-  batch_->setValue(t.batch);
-  steps_->setValue(t.steps);
-  lr_->setValue(t.lr);
-  if (!t.seeds.empty()) {
-    // The view trains consecutive seeds: the scenario's first seed and as many as it lists.
-    seed_->setValue(static_cast<int>(t.seeds.front()));
-    seeds_->setValue(static_cast<int>(t.seeds.size()));
-  }
-  threads_->setValue(t.threads);
-  if (!t.precision.empty())
-    precision_->setCurrentIndex(precision_->findData(QString::fromStdString(t.precision)));
-  // The schemes: standard, Full and the first Block N as the boxes; the first other as "another".
-  standard_->setChecked(false);
-  full_->setChecked(false);
-  block_->setChecked(!t.blocks.empty());
-  if (!t.blocks.empty()) block_size_->setValue(t.sublayers() / t.blocks.front());
-  other_->setChecked(false);
-  for (const auto& spec : t.schemes) {
-    if (spec == "standard") {
-      standard_->setChecked(true);
-    } else if (spec == "full") {
-      full_->setChecked(true);
-    } else if (!other_->isChecked()) {
-      other_->setChecked(true);
-      other_scheme_->setCurrentText(QString::fromStdString(spec));
-    }
-  }
-}
-
-TrainingView::Settings TrainingView::settings() const {
-  Settings s;
-  s.data_path = data_path_->text().trimmed().toStdString();
-  s.builtin = builtin_ && s.data_path.empty();
-  if (!s.builtin && s.data_path.empty()) {
-    throw Error("training: choose a text file (Browse...) or press \"Use built-in sample text\"");
-  }
-  s.validation_fraction = validation_fraction_->value();
-  s.config.num_hidden_layers = layers_->value();
-  s.config.hidden_size = d_model_->value();
-  s.config.num_attention_heads = heads_->value();
-  s.config.num_key_value_heads = heads_->value();
-  s.config.intermediate_size = ffn_->value();
-  s.config.vocab_size = kByteVocabulary;
-  s.config.validate("training: invalid model shape", [](const std::string& key) -> std::string {
-    if (key == "hidden_size") return "d_model";
-    if (key == "num_hidden_layers") return "layers";
-    if (key == "num_attention_heads" || key == "num_key_value_heads") return "heads";
-    if (key == "intermediate_size") return "ffn";
-    return key;
-  });
-  s.seed = static_cast<std::uint64_t>(seed_->value());
-  s.seeds = seeds_->value();
-  s.options.steps = steps_->value();
-  s.options.sequence_length = seq_->value();
-  s.options.batch = batch_->value();
-  s.options.lr = lr_->value();
-  s.options.seed = s.seed;
-  s.options.validation_fraction = s.validation_fraction;
-  s.options.engine.threads = threads_->value();
-  s.options.engine.bf16 = precision_->currentData().toString() == "bf16";
-  s.options.validate();
-  if (standard_->isChecked())
-    s.schemes.push_back({"standard", "standard", ResidualMode::standard, 0, 0, std::nullopt});
-  if (full_->isChecked())
-    s.schemes.push_back({"full", "Full AttnRes", ResidualMode::full, 0, 1, std::nullopt});
-  if (block_->isChecked()) {
-    const int size = block_size_->value();
-    s.schemes.push_back({"block_S" + std::to_string(size),
-                         "Block AttnRes (S = " + std::to_string(size) + ")", ResidualMode::block,
-                         size, 2, std::nullopt});
-  }
-  if (other_->isChecked()) {
-    const std::string spec = other_scheme_->currentText().trimmed().toStdString();
-    CostInputs sizes;
-    sizes.sublayers = s.config.sublayers();
-    sizes.d_model = s.config.hidden_size;
-    sizes.block_size = block_size_->value();
-    AttnResConfig scheme;
-    try {
-      scheme = parse_scheme_spec(spec, sizes);
-    } catch (const Error& error) {
-      throw Error(std::string("training: another scheme '") + spec + "': " + error.what());
-    }
-    ModelConfig checked = s.config;
-    checked.attn_res = scheme;
-    checked.validate("training: another scheme '" + spec + "'");
-    Scheme other{
-        scheme_file_name(spec), scheme.describe(), scheme.mode, scheme.block_size, 3, scheme};
-    s.schemes.push_back(other);
-  }
-  if (s.schemes.empty()) {
-    throw Error(
-        "training: check at least one scheme (standard, Full AttnRes, Block AttnRes or another "
-        "scheme)");
-  }
-  return s;
+  show_state(state);
 }
 
 void TrainingView::set_running(bool running) {

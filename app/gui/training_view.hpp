@@ -19,6 +19,7 @@
 
 #include "attnres/train_report.hpp"
 #include "attnres/trainer.hpp"
+#include "training_state.hpp"
 #include "views.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -56,9 +57,13 @@ class TrainingView : public View {
   ~TrainingView() override;
 
   void recompute() override {}  // training starts with Start, never by itself
-  // A scenario's [train] table fills the form (data, shape, run, schemes); nothing starts.
+  // A scenario's [train] table sets the state (training_state) and the form shows it; nothing
+  // starts. What the view cannot take is said in the status line.
   void apply_scenario(const Scenario& scenario) override;
   std::string scenario_problem(const Scenario& scenario) const override;
+  // The state as a [train] table (save_training_state; File > Save scenario).
+  void save_to(Scenario& scenario) const override;
+  nlohmann::json state_json() const override { return training_state_json(inputs_); }
   std::vector<ChartSpec> charts() const override;
   std::vector<HeatmapWidget*> heatmaps() override;
 
@@ -75,11 +80,14 @@ class TrainingView : public View {
   // The schemes compared by seed over the seeds that have finished (docs/training.md#statistics):
   // the same comparisons as a report's train_paired_differences table.
   std::vector<PairedComparison> paired() const;
+  // The inputs the form shows (training_state.hpp): the widgets write into it as they change.
+  const TrainingState& inputs() const { return inputs_; }
 
  private:
-  struct Settings;
+  // The widget-free parts of a run live in the models library (training_state.hpp).
+  using Settings = TrainingSettings;
+  using Scheme = TrainingScheme;
   struct Run;
-  struct Scheme;
   // The constructor's steps: the input column (data, model and run, schemes, buttons) in its
   // scroll area, the content grid, then the actions of the buttons and fields.
   QWidget* make_inputs(QPushButton*& browse, QPushButton*& builtin);
@@ -88,7 +96,12 @@ class TrainingView : public View {
   QWidget* make_scheme_box();
   QWidget* make_content();
   void connect_actions(QPushButton* browse, QPushButton* builtin);
-  Settings settings() const;
+  void bind_inputs();
+  // The form shows `state`, which becomes inputs_ (exact: a value the widgets round, such as a
+  // learning rate beyond the field's decimals, stays as the state has it).
+  void show_state(const TrainingState& state);
+  void show_data_info();
+  Settings settings() const { return training_settings(inputs_); }
   void apply_update(const std::shared_ptr<Run>& run);
   void redraw();
   void redraw_alpha();
@@ -114,7 +127,8 @@ class TrainingView : public View {
   bool alpha_live_ = true;  // the frame follows the newest evaluation
   ChartPanel *loss_, *rms_, *grad_rms_;
   HeatmapWidget* alpha_;
-  bool builtin_ = false;
+  TrainingState inputs_ = default_training_state();
+  std::optional<Scenario> opened_;  // the scenario the form was opened from (save_to)
 
   State state_ = State::idle;
   std::shared_ptr<Run> run_;

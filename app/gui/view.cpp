@@ -11,7 +11,7 @@
 #include <QSpinBox>
 #include <QStyle>
 #include <QTabBar>
-#include <QTableWidget>
+#include <QTableView>
 #include <QTimer>
 #include <algorithm>
 
@@ -88,7 +88,7 @@ std::vector<QWidget*> chart_widgets(QWidget* root) {
   if (root == nullptr) return out;
   for (auto* w : root->findChildren<QWidget*>()) {
     if (!(dynamic_cast<ChartPanel*>(w) || dynamic_cast<HeatmapWidget*>(w) ||
-          dynamic_cast<GanttWidget*>(w) || qobject_cast<QTableWidget*>(w)))
+          dynamic_cast<GanttWidget*>(w) || qobject_cast<QTableView*>(w)))
       continue;
     if (!inputs_independent(w, root)) out.push_back(w);
   }

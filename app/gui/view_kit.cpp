@@ -420,19 +420,4 @@ void show_report_table(QTableWidget* widget, const ReportTable& table) {
   }
 }
 
-// Step `index` of `count` equal steps of one run (e.g. the second of three forward passes) as
-// its part of the run's progress.
-Progress step(const Progress& progress, std::size_t index, std::size_t count) {
-  if (!progress) return {};
-  return [progress, index, count](std::size_t done, std::size_t total) {
-    return total == 0 ? progress(0, 0) : progress(index * total + done, count * total);
-  };
-}
-
-// Only asks whether the run goes on (for nested work whose own counts would confuse the bar).
-Progress check_only(const Progress& progress) {
-  if (!progress) return {};
-  return [progress](std::size_t, std::size_t) { return progress(0, 0); };
-}
-
 }  // namespace attnres::gui

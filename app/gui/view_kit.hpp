@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "explorer_state.hpp"
+#include "model_state.hpp"
 #include "views.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -139,9 +140,5 @@ QComboBox* named_scheme_picker(const std::string& current);
 void show_report_table(QTableWidget* widget, const ReportTable& table);
 // The title of page `index` of a view's row (ViewEntry::pages).
 QString page_title(const ViewEntry& entry, std::size_t index);
-// Step `index` of `count` equal steps of one run (e.g. the second of three forward passes).
-Progress step(const Progress& progress, std::size_t index, std::size_t count);
-// Only asks whether the run goes on (for nested work whose own counts would confuse the bar).
-Progress check_only(const Progress& progress);
 
 }  // namespace attnres::gui

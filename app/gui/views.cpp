@@ -81,18 +81,8 @@ const std::vector<ViewEntry>& view_table() {
        {"2×2: depth and sequence", "ranks and every scheme"},
        make_duality_view,
        "computes from an opened model (--model), not from a scenario"},
-      {"scaling",
-       "Scaling",
-       "Scaling law",
-       {},
-       make_scaling_view,
-       "takes the scenario's [scaling] target only (docs/scenarios.md)"},
-      {"training",
-       "Training",
-       "Training",
-       {},
-       make_training_view,
-       "trains the scenario's [train] runs, as attnres report does"}};
+      {"scaling", "Scaling", "Scaling law", {}, make_scaling_view, ""},
+      {"training", "Training", "Training", {}, make_training_view, ""}};
   return table;
 }
 

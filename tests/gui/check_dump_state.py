@@ -12,6 +12,7 @@ machine, so the figures must agree to the bit (exact comparison). Exit 0, or 1 w
 difference listed.
 """
 import json
+import tomllib
 import pathlib
 import subprocess
 import sys
@@ -60,17 +61,39 @@ def main() -> int:
                 for error in schema.iter_errors(dump):
                     problems.append(f"{name}: lab_state.schema.json: {error.json_path}: {error.message}")
             views = dump["views"]
-            inputs = report.get("inputs", {})
-            if "model" not in inputs:
-                if views:
-                    problems.append(f"{name}: no [model] but views dumped: {sorted(views)}")
-                continue
+            inputs = report.get("provenance", {}).get("inputs", report.get("inputs", {}))
 
             def same(what, gui, cli_value):
                 nonlocal checked
                 checked += 1
                 if gui != cli_value:
                     problems.append(f"{name}: {what}: GUI {gui!r} != CLI {cli_value!r}")
+
+            # The Scaling view: the scenario's [scaling] table and the report's multipliers.
+            if "scaling" in report:
+                scaling = views["scaling"]
+                same("scaling state", scaling["state"], inputs["scaling"])
+                for scheme in ("block", "full"):
+                    same(f"scaling {scheme} multiplier", scaling["results"][f"{scheme}_multiplier"],
+                         report["scaling"]["compute_multiplier"][scheme])
+            # The Training view: its form holds the [train] table's values (the losses need a run).
+            train_table = tomllib.loads(scenario.read_text()).get("train")
+            if train_table is not None:
+                form = views["training"]["state"]
+                for key in ("layers", "d_model", "heads", "ffn", "steps", "seq", "batch", "lr",
+                            "precision"):
+                    if key in train_table:
+                        same(f"training {key}", form[key], train_table[key])
+                if "seeds" in train_table:
+                    same("training first seed", form["seed"], train_table["seeds"][0])
+                    same("training seed count", form["seeds"], len(train_table["seeds"]))
+            elif "training" in views:
+                problems.append(f"{name}: no [train] but the training view was dumped")
+            if "model" not in inputs:
+                cost_views = sorted(set(views) & {"cost", "pipeline"})
+                if cost_views:
+                    problems.append(f"{name}: no [model] but cost views dumped: {cost_views}")
+                continue
 
             for view in ("cost", "pipeline"):
                 state = views[view]["state"]

@@ -2126,31 +2126,15 @@ TEST(Gui, DualityTaxonomyComesFromComputedMixingMatrices) {
   auto rank = [&](const std::string& scheme, int column) {
     return std::stoi(cell(row_of(scheme), column));
   };
-  const int mean = 2, per_token = 3, bound = 4, holds = 5;
+  // The ranks themselves are tested without a window (tests/gui_models/test_model_views.cpp):
+  // here, that the table shows the result's rows as the model computes them.
+  const int per_token = 3, bound = 4, holds = 5;
   ASSERT_EQ(table->rowCount(), 1 + 7);  // the picked scheme, then the reference rows
   EXPECT_EQ(cell(0, 0), "scheme ▸ Full AttnRes");
-  // The standard residual is one running sum: rank 1 at every cut.
-  EXPECT_EQ(rank("standard residual", mean), 1);
   EXPECT_EQ(rank("standard residual", per_token), 1);
-  EXPECT_EQ(rank("rescaled residual (running mean)", per_token), 1);
-  // mHC: at most m, reached with random coefficients.
-  EXPECT_LE(rank("mHC (m = 2)", per_token), 2);
-  EXPECT_GE(rank("mHC (m = 2)", per_token), 2);
-  EXPECT_LE(rank("mHC (m = 4)", per_token), 4);
-  EXPECT_GT(rank("mHC (m = 4)", per_token), 2);
   EXPECT_EQ(cell(row_of("mHC (m = 2)"), bound), "≤ 2: m streams, per token");
-  // Full AttnRes with random queries: dense, up to min(k, L + 1 - k) = 4 at L = 8.
-  EXPECT_GT(rank("Full AttnRes", mean), 1);
-  EXPECT_GT(rank("Full AttnRes", per_token), 1);
-  EXPECT_LE(rank("Full AttnRes", per_token), 4);
   EXPECT_EQ(cell(row_of("Full AttnRes"), bound), "≤ 4: min(k, L+1−k)");
-  EXPECT_GT(rank("DenseFormer", per_token), 1);  // drawn weights: no longer the standard residual
   EXPECT_EQ(cell(row_of("DenseFormer"), 1), "drawn weights 1 + N(0, σ²)");
-  EXPECT_EQ(cell(row_of("mHC (m = 4)"), 1), "drawn projections N(0, σ²)");
-  EXPECT_EQ(cell(row_of("Full AttnRes"), 1), "model's queries");
-  EXPECT_EQ(cell(row_of("standard residual"), 1), "none");
-  // Block at S = 4: the embedding and at most two blocks across a cut.
-  EXPECT_LE(rank("Block AttnRes (S = 4)", per_token), 3);
   EXPECT_EQ(cell(row_of("Block AttnRes (S = 4)"), bound).rfind("≤ 3", 0), 0u);
   for (int r = 0; r < table->rowCount(); ++r) EXPECT_EQ(cell(r, holds), "✓") << cell(r, 0);
   const std::string caption = duality->findChild<QLabel*>("taxonomy_caption")->text().toStdString();
@@ -2584,46 +2568,6 @@ TEST(Gui, TrainingViewDefaultRunDrawsEveryPanel) {
 
 // The model views draw what the core's builders (core/model_charts.hpp) make of the same pass:
 // the figures `attnres forward --chart` writes.
-TEST(Gui, ModelViewsShowTheCoreBuildersFigures) {
-  auto window = random_model_window();
-  const LessonModel::Snapshot snapshot = window->lesson().snapshot();
-  const auto model = snapshot.build();
-  const std::vector<int> tokens = snapshot.token_ids(model->config);
-  auto pass = [&](const ModelWeights<double>& weights, bool mixing) {
-    ForwardOptions options;
-    options.record_mixing = mixing;
-    return engine_forward(weights, tokens, options, EngineOptions{}).trace;
-  };
-  const ForwardTrace trace = pass(*model, false);
-  const std::string scheme = model->config.attn_res.describe();
-  ASSERT_EQ(scheme, "Full AttnRes");
-
-  View* depth = window->view("depth-attention");
-  EXPECT_TRUE(same_heatmap(depth->heatmaps()[0]->spec(),
-                           alpha_heatmap(trace, alpha_title(scheme, trace, -1, -1))));
-  depth->findChild<QComboBox*>("token")->setCurrentIndex(3);  // token 2
-  settle();
-  EXPECT_TRUE(same_heatmap(depth->heatmaps()[0]->spec(),
-                           alpha_heatmap(trace, alpha_title(scheme, trace, 2, -1), 2)));
-
-  View* magnitudes = window->view("magnitudes");
-  const ForwardTrace standard = pass(convert_scheme(*model, AttnResConfig{}), false);
-  const auto expected = magnitude_charts(
-      {{scheme, &trace, false}, {standard.scheme.describe() + " (reference)", &standard, true}},
-      "");
-  const auto charts = magnitudes->charts();
-  ASSERT_EQ(charts.size(), 2u);
-  for (std::size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(charts[i].title, expected[i].title);
-    EXPECT_EQ(chart_csv(charts[i]), chart_csv(expected[i]));
-  }
-
-  View* duality = window->view("duality");
-  const ForwardTrace mixed = pass(*model, true);
-  EXPECT_TRUE(same_heatmap(duality->heatmaps()[0]->spec(), mixing_heatmap(mixed, scheme)));
-  EXPECT_EQ(chart_csv(duality->charts()[0]), chart_csv(depth_rank_chart({&mixed})));
-}
-
 // The paper's Fig. 6 losses on the cost explorer's I/O chart come from a 32-sublayer model: on
 // another L the view says so, in the core's words.
 TEST(Gui, CostViewWarnsWhenTheFig6OverlayIsNotThisModels) {

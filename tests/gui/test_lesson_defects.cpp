@@ -15,6 +15,7 @@
 #include <QScreen>
 #include <QSlider>
 #include <QSpinBox>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTest>
 #include <QtCharts/QChart>
@@ -133,7 +134,7 @@ TEST(LessonDefects, TablesAreVeiledWithTheirCharts) {
   View* scaling = window->view("scaling");
   child<QDoubleSpinBox>(scaling, "curve_from")->setValue(2.5);
   idle(*window);
-  auto* table = scaling->findChild<QTableWidget*>();
+  auto* table = scaling->findChild<QTableView*>("scaling_fits");
   ASSERT_NE(table, nullptr);
   EXPECT_EQ(shown_veils(table), 1);
 }
@@ -257,6 +258,50 @@ TEST(LessonDefects, SavedScenarioTrainsFromWhereItIsSaved) {
   ASSERT_TRUE(reread.training.has_value());
   EXPECT_TRUE(fs::is_regular_file(reread.training->data_path))
       << reread.training->data_path.string();
+}
+
+// The Training tab is a binding of its state (training_state.hpp): opening a scenario gives it the
+// state training_state computes, each edit writes into the state, and Save scenario writes the
+// edited state so that opening the file again shows it.
+TEST(LessonDefects, TrainingTabBindsItsState) {
+  test::TempDir dir;
+  const fs::path opened = fs::path(ATTNRES_SCENARIOS_DIR) / "block-size-tradeoff.toml";
+  auto window = shown_window();
+  ASSERT_TRUE(window->open_scenario(opened)) << window->error_text();
+  auto* view = dynamic_cast<TrainingView*>(window->view("training"));
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(training_state_json(view->inputs()),
+            training_state_json(training_state(load_scenario(opened))));
+  child<QSpinBox>(view, "train_layers")->setValue(3);
+  child<QSpinBox>(view, "train_block_size")->setValue(2);
+  child<QSpinBox>(view, "train_seeds")->setValue(2);
+  child<QCheckBox>(view, "train_full")->setChecked(false);
+  child<QCheckBox>(view, "train_other")->setChecked(true);
+  child<QComboBox>(view, "train_other_scheme")->setCurrentText("mhc:streams=2");
+  EXPECT_EQ(view->inputs().layers, 3);
+  EXPECT_EQ(view->inputs().block_size, 2);
+  EXPECT_EQ(view->inputs().seeds, 2);
+  EXPECT_FALSE(view->inputs().full);
+  EXPECT_TRUE(view->inputs().other);
+  EXPECT_EQ(view->inputs().other_spec, "mhc:streams=2");
+  const fs::path saved = dir.path() / "edited.toml";
+  ASSERT_TRUE(window->save_scenario(saved)) << window->error_text();
+  auto again = shown_window();
+  ASSERT_TRUE(again->open_scenario(saved)) << again->error_text();
+  auto* reopened = dynamic_cast<TrainingView*>(again->view("training"));
+  ASSERT_NE(reopened, nullptr);
+  nlohmann::json edited = training_state_json(view->inputs());
+  nlohmann::json back = training_state_json(reopened->inputs());
+  // The scenario's notes (its other N, eval_every, masks) were not written: nothing to say again.
+  edited.erase("not_taken");
+  EXPECT_EQ(back["not_taken"], nlohmann::json::array());
+  // The data by its absolute path, wherever the file is saved.
+  edited["data_path"] =
+      fs::absolute(edited["data_path"].get<std::string>()).lexically_normal().string();
+  back.erase("not_taken");
+  EXPECT_EQ(edited, back) << nlohmann::json::diff(edited, back).dump(1);
+  EXPECT_EQ(child<QSpinBox>(reopened, "train_layers")->value(), 3);
+  EXPECT_EQ(child<QComboBox>(reopened, "train_other_scheme")->currentText(), "mhc:streams=2");
 }
 
 // The Duality table's Block reference row is at the lesson model's S, not fixed at 4.

@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <map>
 
+#include "attnres/error.hpp"
 #include "attnres/format.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/layers.hpp"
 #include "attnres/model_charts.hpp"
-#include "lesson_model.hpp"
-#include "view_kit.hpp"
+#include "model_state.hpp"
 
 namespace attnres::gui {
 
@@ -312,6 +312,36 @@ DualityQuad duality_quad(const DualityResult& result, int token, int cut,
     if (one_token && token < T) map->boxes.push_back({token, 1, 0, token + 1, ""});
   }
   return quad;
+}
+
+DualityRun duality_run(const ModelSnapshot& snapshot, const DualityState& state,
+                       const Progress& progress) {
+  const auto built = snapshot.build();
+  const ModelWeights<double>& model = *built;
+  const auto check = [](int value, int count, const char* field) {
+    if (value < 0 || value >= count) {
+      throw Error(std::string(field) + " " + std::to_string(value) +
+                  " is outside the model (0 .. " + std::to_string(count - 1) + ")");
+    }
+  };
+  check(state.layer, model.config.num_hidden_layers, "sequence layer");
+  check(state.head, model.config.num_attention_heads, "sequence head");
+  const auto tokens = snapshot.token_ids(model.config);
+  const std::vector<SchemeOnModel> runs = picked_models(state.picks, model, snapshot);
+  DualityRun out;
+  for (const int id : tokens) {
+    std::string name = "id ";
+    name += std::to_string(id);
+    if (!snapshot.origin.empty() && id >= 32 && id < 127) {  // trained models read bytes
+      name += " '";
+      name += static_cast<char>(id);
+      name += "'";
+    }
+    out.token_names.push_back(std::move(name));
+  }
+  out.result = duality_result(runs, model, tokens, snapshot.random.seed + 1000, state.layer,
+                              state.head, snapshot.block_size, progress);
+  return out;
 }
 
 }  // namespace attnres::gui

@@ -14,7 +14,7 @@
 #include "attnres/chart_spec.hpp"
 #include "attnres/forward.hpp"
 #include "attnres/model.hpp"
-#include "model_view.hpp"
+#include "model_state.hpp"
 
 namespace attnres::gui {
 
@@ -89,5 +89,25 @@ DualityResult duality_result(const std::vector<SchemeOnModel>& runs,
                              const ModelWeights<double>& model, const std::vector<int>& tokens,
                              std::uint64_t seed, int layer, int head, int block_size,
                              const Progress& progress);
+
+// The Duality view's inputs beside the lesson model's: the schemes, the layer and head whose
+// sequence attention is shown, and the cut and token of the 2×2.
+struct DualityState {
+  SchemePicks picks;
+  int layer = 0, head = 0;
+  int cut = 3;     // clamped by duality_quad to the matrices' range
+  int token = -1;  // -1: the token mean of M
+};
+
+// One run of the view from a snapshot of the lesson model (worker thread): duality_result on the
+// picked schemes (the reference schemes' parameters drawn from the model's seed + 1000), and each
+// token's name for the hover ("id 42 'a'": a trained or loaded model's tokens are bytes). A layer
+// or head outside the model is an error naming its field, not a silent clamp.
+struct DualityRun {
+  DualityResult result;
+  std::vector<std::string> token_names;
+};
+DualityRun duality_run(const ModelSnapshot& snapshot, const DualityState& state,
+                       const Progress& progress = {});
 
 }  // namespace attnres::gui
