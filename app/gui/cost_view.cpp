@@ -279,6 +279,7 @@ class CostView : public View {
     });
     on_change(this, decision_->inputs(), [this] { recompute_plan(); });
     strategies_->highlight(parse_strategy(strategy_->currentText().toStdString(), "strategy"));
+    if (host_.explorer != nullptr) host_.explorer->subscribe(this, [this] { take_shared_state(); });
   }
 
   // The inputs as set; throws attnres::Error on a block list that does not parse. N, K and the
@@ -439,6 +440,7 @@ class CostView : public View {
     // without [model] the explorer keeps its model and takes the scenario's hardware.
     if (s.has_model) {
       state_ = explorer_state(s);
+      if (host_.explorer != nullptr) host_.explorer->open(state_);
     } else if (s.hardware) {
       state_.hardware = *s.hardware;
       state_.hardware_preset = matching_preset(*s.hardware);
@@ -528,12 +530,9 @@ class CostView : public View {
   void show_page(int index) override { tabs_->setCurrentIndex(index); }
 
   void save_to(Scenario& s) const override {
+    // The opened scenario's other tables stay; the [train] table is the Training view's to write
+    // (save_training_state: as read while its form is unchanged, the data path made absolute).
     if (scenario_) s = *scenario_;
-    // The opened scenario's [train] table stays, its text file named by its full path: the saved
-    // file is elsewhere, and a path relative to the opened one would not be found from there.
-    if (s.training && !s.training->data_path.empty())
-      s.training->data =
-          std::filesystem::absolute(s.training->data_path).lexically_normal().string();
     ExplorerState state = state_;
     state.model = resolve_cost_inputs(inputs());
     state.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
@@ -552,6 +551,15 @@ class CostView : public View {
     state_.pipeline.microbatches = microbatches_->value();
     state_.pipeline.comm_overlap = step_->overlap();
     state_.strategy = parse_strategy(strategy_->currentText().toStdString(), "strategy");
+    // The opened scenario's one state: the Pipeline view computes what this view now shows.
+    if (host_.explorer != nullptr) host_.explorer->publish(state_, this);
+  }
+
+  // Another view changed the opened scenario's state: show it and compute it.
+  void take_shared_state() {
+    state_ = host_.explorer->state();
+    show_state();
+    recompute();
   }
 
   void recompute_memory() {

@@ -164,6 +164,13 @@ class DualityView : public ModelView {
     on_change(this, {cut_, token_}, [this] { show_quad(); });
   }
 
+  // The taxonomy's Block row is at the lesson's S unless the model is a Block model itself
+  // (taxonomy_schemes).
+  bool uses_block_size() const override {
+    return lesson_->snapshot().config.attn_res.mode != ResidualMode::block ||
+           ModelView::uses_block_size();
+  }
+
   void recompute() override {
     const auto snapshot = lesson_->snapshot();
     {

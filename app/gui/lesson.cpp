@@ -142,7 +142,8 @@ std::vector<LessonStep> make_steps() {
                    ""});
   steps.push_back(
       {"depth-attention", "Depth attention: one read, step by step",
-       "Block AttnRes with S = 2, query std 0.15 (scores of order 1: soft weights you can read), "
+       "Block AttnRes with S = 2, query std 0.05 (small scores: soft weights you can read, none "
+       "near 0 or 1), "
        "the read r = 3 (the input of sublayer 4) at token 2, on the page \"one read, step by "
        "step\".",
        "Its three sources (the embedding, the completed block b1 = v1 + v2, the partial sum v3), "
@@ -151,7 +152,7 @@ std::vector<LessonStep> make_steps() {
        "the block's reads), phase 2 over the partial sum, merged with m = max(m1, m2): the same "
        "h.",
        [](MainWindow& w) {
-         random_lesson_model(w, 0.15, 2);
+         random_lesson_model(w, 0.05, 2);
          pick(w, "depth-attention", "scheme", "block");
          pick(w, "depth-attention", "compare", "@none");
          if (auto* pages = input<QTabWidget>(w, "depth-attention", "depth_pages"))

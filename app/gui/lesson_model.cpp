@@ -441,9 +441,21 @@ void LessonModel::apply_choice(std::shared_ptr<const OpenedModel> opened) {
   // the views use.
   for (auto [player, field] : {std::pair<Player*, QWidget*>{query_player_, query_std},
                                std::pair<Player*, QWidget*>{block_player_, block_size}}) {
-    if (!field->isEnabled()) player->stop();
-    player->setEnabled(field->isEnabled());
+    const bool animates = field->isEnabled() && (player != block_player_ || block_size_used_);
+    if (!animates) player->stop();
+    player->setEnabled(animates);
   }
+}
+
+void LessonModel::set_block_size_used(bool used) {
+  block_size_used_ = used;
+  const bool animates = block_size->isEnabled() && used;
+  if (!animates) block_player_->stop();
+  block_player_->setEnabled(animates);
+  block_player_->setToolTip(
+      used ? QString()
+           : QString("S changes nothing in this view: no scheme it shows takes the lesson's S "
+                     "(pick block, or compare with it)"));
 }
 
 // The random model's own settings back, its tokens and its line.

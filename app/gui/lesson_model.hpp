@@ -107,6 +107,9 @@ class LessonModel {
   // The play buttons of query std and S (view_kit.hpp Player).
   Player* query_player() const { return query_player_; }
   Player* block_player() const { return block_player_; }
+  // Whether the view showing the panel reads the lesson's S (model_state.hpp
+  // picks_use_block_size): S's ▶ is greyed where playing it would change nothing.
+  void set_block_size_used(bool used);
   QDoubleSpinBox* query_std;
   QLineEdit* tokens;
 
@@ -151,6 +154,7 @@ class LessonModel {
   std::shared_ptr<ModelCache> cache_;
   Player* query_player_ = nullptr;
   Player* block_player_ = nullptr;
+  bool block_size_used_ = true;
 };
 
 }  // namespace attnres::gui

@@ -144,6 +144,8 @@ MainWindow::MainWindow(bool synchronous, QWidget* parent)
   // Choosing the "loaded" entry again reads its directory as File > Open model does.
   lesson_->read_elsewhere = [this](const std::string& dir) { open_model(dir); };
   host.lesson = lesson_.get();
+  explorer_ = std::make_unique<ExplorerStateHub>();
+  host.explorer = explorer_.get();
   views_ = make_views(host, this);
   stage_ = new PresentationStage(this);
   for (View* view : views_) {

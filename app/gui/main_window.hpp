@@ -26,6 +26,7 @@ QT_END_NAMESPACE
 namespace attnres::gui {
 
 class LessonModel;
+class ExplorerStateHub;
 class PresentationStage;
 
 class MainWindow : public QMainWindow {
@@ -145,6 +146,10 @@ class MainWindow : public QMainWindow {
   void show_progress();
   bool synchronous_;
   std::unique_ptr<LessonModel> lesson_;
+  // The one state of an opened scenario the cost views share (explorer_state.hpp). The views
+  // (children, deleted by ~QWidget after this member) keep its address but never call it on the
+  // way out: they do not unsubscribe.
+  std::unique_ptr<ExplorerStateHub> explorer_;
   QWidget* lesson_bar_ = nullptr;
   QLabel* lesson_text_ = nullptr;
   QPushButton *lesson_previous_ = nullptr, *lesson_next_ = nullptr;

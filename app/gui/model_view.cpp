@@ -91,6 +91,9 @@ QWidget* ModelView::make_inputs(QFormLayout*& form) {
   form->addRow("scheme", scheme_);
   form->addRow("compare with", compare_);
   if (lesson_->slot() == nullptr) lesson_->show_in(slot_);
+  for (QComboBox* picker : {scheme_, compare_})
+    QObject::connect(picker, &QComboBox::currentTextChanged, this,
+                     [this] { update_block_player(); });
   lesson_->subscribe([this] { lesson_changed(); });
   show_own_scheme();
   return inputs;
@@ -113,8 +116,17 @@ void ModelView::show_own_scheme() {
   }
 }
 
+bool ModelView::uses_block_size() const {
+  return picks_use_block_size(picks(), lesson_->snapshot().config);
+}
+
+void ModelView::update_block_player() {
+  if (lesson_->slot() == slot_) lesson_->set_block_size_used(uses_block_size());
+}
+
 void ModelView::lesson_changed() {
   show_own_scheme();
+  update_block_player();
   if (!isVisible() && window()->isVisible()) {
     dirty_ = true;
     set_stale("not current: the lesson model changed (shown when this tab opens)");
@@ -126,6 +138,7 @@ void ModelView::lesson_changed() {
 void ModelView::showEvent(QShowEvent* event) {
   View::showEvent(event);
   lesson_->show_in(slot_);
+  update_block_player();
   if (dirty_) {
     dirty_ = false;
     recompute();

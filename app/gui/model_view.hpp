@@ -42,6 +42,10 @@ class ModelView : public View {
   Picks picks() const;
   // The "model's own" entries name the chosen model's scheme.
   void show_own_scheme();
+  // Whether this view reads the lesson model's S (its ▶ is greyed where it would change nothing):
+  // a picked scheme that takes it (picks_use_block_size); the Duality view's taxonomy always.
+  virtual bool uses_block_size() const;
+  void update_block_player();
   // The lesson model changed: recompute now when this view is on screen (or the window is not,
   // as in tests and screenshots); a hidden view of a shown window recomputes when it is shown.
   void lesson_changed();

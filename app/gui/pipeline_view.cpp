@@ -179,6 +179,14 @@ class PipelineView : public View {
                      [this] { use_preset_bandwidth(); });
     QObject::connect(hardware_, &QComboBox::currentIndexChanged, this,
                      [this] { use_preset_bandwidth(); });
+    // Another view changed the opened scenario's state: show it and simulate it.
+    if (host_.explorer != nullptr) {
+      host_.explorer->subscribe(this, [this] {
+        state_ = host_.explorer->state();
+        show_state();
+        recompute();
+      });
+    }
   }
 
   // The link's bandwidth from the hardware preset (after a change of link or hardware).
@@ -279,7 +287,10 @@ class PipelineView : public View {
     taken_->setText(taken_text());
     PipelineSettings s;
     try {
-      s = settings();
+      const ExplorerState shown = current_state();
+      s = step_settings(shown);
+      // The opened scenario's one state: the cost explorer computes what this view now shows.
+      if (host_.explorer != nullptr) host_.explorer->publish(shown, this);
     } catch (const CostInputError& error) {
       show_error(error.what(), {field(error.field)});
       return;
@@ -390,6 +401,7 @@ class PipelineView : public View {
   void apply_scenario(const Scenario& s) override {
     if (!s.has_model) return;
     state_ = explorer_state(s);  // the one state the cost explorer opens too
+    if (host_.explorer != nullptr) host_.explorer->open(state_);
     show_state();
     recompute();
   }

@@ -37,6 +37,7 @@ using BackgroundWork = std::function<std::function<void()>(const Progress& progr
 class View;
 class LessonModel;
 struct ViewHost;
+class ExplorerStateHub;
 
 // One row of the view table: everything the window, --view, --page, --dump-state, the lesson,
 // presentation mode and the docs know of a view. Adding a view is a row here and the view's own
@@ -67,6 +68,9 @@ struct ViewHost {
   std::function<void(View* view, const QString& label, BackgroundWork work)> run;
   // The one lesson model the model views share (main window; nullptr: the views make their own).
   LessonModel* lesson = nullptr;
+  // The one state of an opened scenario the cost views share (main window; nullptr: each view
+  // keeps its own, as in tests of one view).
+  ExplorerStateHub* explorer = nullptr;
 };
 
 class View : public QWidget {

@@ -246,6 +246,11 @@ void expect_read_walkthrough(MainWindow& window) {
   EXPECT_EQ(w.read, 3);
   EXPECT_EQ(w.token, 2);
   ASSERT_EQ(w.sources.size(), 3u);  // emb, b1, partial
+  // "Soft weights you can read": no source takes (nearly) all, none is (nearly) ignored.
+  for (const auto& source : w.sources) {
+    EXPECT_GT(source.weight(0), 0.05);
+    EXPECT_LT(source.weight(0), 0.9);
+  }
   double total = 0;
   Eigen::VectorXd h = Eigen::VectorXd::Zero(w.h.size());
   for (const auto& source : w.sources) {
@@ -314,6 +319,24 @@ void expect_multiplier(MainWindow& window) {
   EXPECT_TRUE(found);
 }
 
+// Steps 9-11: the Pipeline view's state simulates the link and m the step's text names, and the
+// overhead lies on the side of the paper's 4 % line the step says.
+void expect_pipeline(MainWindow& window, double link_bytes_per_s, std::int64_t microbatches,
+                     bool above_four_percent) {
+  const ExplorerState* state = window.view("pipeline")->cost_state();
+  ASSERT_NE(state, nullptr);
+  const PipelineSettings& p = state->pipeline;
+  const double link = p.link_bandwidth > 0 ? p.link_bandwidth
+                      : p.intra_node_link  ? state->hardware.intra_node_bandwidth
+                                           : state->hardware.scale_out_bandwidth;
+  EXPECT_EQ(link, link_bytes_per_s);
+  EXPECT_EQ(p.microbatches, microbatches);
+  if (above_four_percent)
+    EXPECT_GT(shown_overhead(window), 0.04);
+  else
+    EXPECT_LT(shown_overhead(window), 0.04);
+}
+
 // What each lesson step claims, in order (the same assertions for every way of reaching it).
 std::vector<std::function<void(MainWindow&)>> step_checks() {
   return {expect_magnitudes,
@@ -324,9 +347,9 @@ std::vector<std::function<void(MainWindow&)>> step_checks() {
           expect_ranks,
           [](MainWindow& w) { expect_marker(w, 128); },
           [](MainWindow& w) { expect_marker(w, 8); },
-          [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
-          [](MainWindow& w) { EXPECT_GT(shown_overhead(w), 0.04); },
-          [](MainWindow& w) { EXPECT_LT(shown_overhead(w), 0.04); },
+          [](MainWindow& w) { expect_pipeline(w, 200e9, 8, false); },
+          [](MainWindow& w) { expect_pipeline(w, 50e9, 8, true); },
+          [](MainWindow& w) { expect_pipeline(w, 50e9, 32, false); },
           expect_multiplier};
 }
 
@@ -464,6 +487,43 @@ TEST(Lesson, TheLessonMenuStepsThroughTheSameSession) {
   EXPECT_FALSE(next->isEnabled());
   for (View* view : window->views()) EXPECT_EQ(view->error_text(), "") << view->name();
 }
+
+// The whole lesson from its states, as a teacher runs it: at 1920x1080 in a normal window and at
+// 1024x768 in presentation mode, each step showing what its text says (step_checks).
+class LessonAtSize : public ::testing::TestWithParam<std::pair<QSize, bool>> {};
+
+TEST_P(LessonAtSize, EveryStepShowsWhatItsTextSays) {
+  const auto [size, presentation] = GetParam();
+  auto window = std::make_unique<MainWindow>(false);
+  window->resize(size);
+  window->show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+  window->recompute_all();
+  idle(*window);
+  if (presentation) window->set_presentation(true);
+  window->start_lesson();
+  const auto& steps = lesson_steps();
+  const auto checks = step_checks();
+  ASSERT_EQ(checks.size(), steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    SCOPED_TRACE("lesson step " + std::to_string(i + 1) + ": " + steps[i].title);
+    window->lesson_step(static_cast<int>(i));
+    idle(*window);
+    EXPECT_EQ(window->size(), size);
+    EXPECT_EQ(window->current_view()->name(), steps[i].view);
+    checks[i](*window);
+  }
+  for (View* view : window->views()) EXPECT_EQ(view->error_text(), "") << view->name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Screens, LessonAtSize,
+                         ::testing::Values(std::make_pair(QSize(1920, 1080), false),
+                                           std::make_pair(QSize(1024, 768), true)),
+                         [](const ::testing::TestParamInfo<std::pair<QSize, bool>>& info) {
+                           return std::to_string(info.param.first.width()) + "x" +
+                                  std::to_string(info.param.first.height()) +
+                                  (info.param.second ? "Presentation" : "Window");
+                         });
 
 // Each step sets every input its tab's picture depends on: after any shipped scenario has filled
 // the tabs (other models, other widths, another link, a quality overlay) every step still shows

@@ -128,6 +128,28 @@ TEST(LessonDefects, TrainingChartsAreNeverVeiled) {
 }
 
 // A table under a veiled chart is as stale as the chart.
+// S's ▶ animates only where S changes a picture: greyed on the Depth attention view of the
+// Full model, enabled once Block is compared with it.
+TEST(LessonDefects, BlockSizePlayerIsGreyedWhereSChangesNothing) {
+  auto window = shown_window();
+  window->show_view("depth-attention");
+  idle(*window);
+  Player* player = window->lesson().block_player();
+  ASSERT_NE(player, nullptr);
+  auto* compare = child<QComboBox>(window->view("depth-attention"), "compare");
+  compare->setCurrentIndex(compare->findData(QString(kNoScheme)));
+  idle(*window);
+  EXPECT_FALSE(player->isEnabled());
+  compare->setCurrentIndex(compare->findData(QString("block")));
+  idle(*window);
+  EXPECT_TRUE(player->isEnabled());
+  // The Duality view's taxonomy reads S whatever is picked.
+  compare->setCurrentIndex(compare->findData(QString(kNoScheme)));
+  window->show_view("duality");
+  idle(*window);
+  EXPECT_TRUE(player->isEnabled());
+}
+
 TEST(LessonDefects, TablesAreVeiledWithTheirCharts) {
   auto window = shown_window();
   window->show_view("scaling");

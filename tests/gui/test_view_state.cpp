@@ -12,10 +12,12 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
+#include <QSpinBox>
 #include <QTest>
 #include <filesystem>
 #include <memory>
 
+#include "explorer_results.hpp"
 #include "explorer_state.hpp"
 #include "gui_wait.hpp"
 #include "lesson.hpp"
@@ -86,6 +88,39 @@ TEST(ViewState, PipelineSaysWhatItTakesWithoutAnInput) {
   auto* summary = window.view("pipeline")->findChild<QLabel*>("pipeline_summary");
   EXPECT_NE(summary->text().indexOf("simulated peak"), -1) << summary->text().toStdString();
   EXPECT_NE(summary->text().indexOf("of 80 GB"), -1) << summary->text().toStdString();
+}
+
+// One state per opened scenario: an edit in the Pipeline view (m, the hardware) is what the cost
+// explorer's Step tab computes next, and an edit there reaches the Pipeline view; before a
+// scenario is opened each keeps its own teaching example.
+TEST(ViewState, AnOpenedScenariosStateIsSharedByTheCostViews) {
+  MainWindow window(true);
+  window.recompute_all();
+  ASSERT_TRUE(settle_runs(window));
+  View* cost = window.view("cost");
+  View* pipeline = window.view("pipeline");
+  EXPECT_NE(cost->state_json(), pipeline->state_json());  // the two examples
+  ASSERT_TRUE(window.open_scenario(std::filesystem::path(ATTNRES_SCENARIOS_DIR) /
+                                   "moe-61-layers-128k.toml"));
+  ASSERT_TRUE(settle_runs(window));
+  auto* m = pipeline->findChild<QSpinBox*>("microbatches");
+  ASSERT_NE(m, nullptr);
+  m->setValue(m->value() + 2 * m->singleStep());
+  ASSERT_TRUE(settle_runs(window));
+  EXPECT_EQ(cost->cost_state()->pipeline.microbatches, m->value());
+  EXPECT_EQ(cost->state_json(), pipeline->state_json());
+  // The Step tab's headline is the step of the shared state.
+  auto* headline = cost->findChild<QLabel*>("step_headline");
+  ASSERT_NE(headline, nullptr);
+  EXPECT_EQ(headline->text().toStdString(),
+            step_headline(evaluate_pipeline(step_settings(*pipeline->cost_state()))));
+  // The other way: the cost explorer's hardware reaches the Pipeline view.
+  auto* hardware = cost->findChild<QComboBox*>("hardware");
+  hardware->setCurrentIndex(hardware->findData(QString("h200")));
+  ASSERT_TRUE(settle_runs(window));
+  EXPECT_EQ(pipeline->cost_state()->hardware.name, cost->cost_state()->hardware.name);
+  EXPECT_EQ(pipeline->findChild<QComboBox*>("hardware")->currentData().toString(), "h200");
+  EXPECT_EQ(window.error_text(), "");
 }
 
 // The lesson sets states: step 11's text says "m raised from 8 to 32 (at 50 GB/s)", and the view
@@ -205,7 +240,7 @@ TEST(ViewState, ABadFileDoesNotVeilValidCharts) {
 }
 
 // A ▶ is greyed where its field is a loaded model's fact: the shipped Block model's own S and its
-// learned queries; the random model takes them again.
+// learned queries; the random model takes them again (S where a scheme shown reads it).
 TEST(ViewState, PlayButtonsFollowTheirFields) {
   MainWindow window(true);
   auto* choice = window.lesson().panel()->findChild<QComboBox*>("model_choice");
@@ -221,8 +256,14 @@ TEST(ViewState, PlayButtonsFollowTheirFields) {
   EXPECT_FALSE(q_play->isEnabled());
   window.lesson().back_to_random();
   ASSERT_TRUE(settle_runs(window));
-  EXPECT_TRUE(s_play->isEnabled());
   EXPECT_TRUE(q_play->isEnabled());
+  // S's ▶ also needs a view that reads S: Depth attention on the Full model does once Block is
+  // compared with it.
+  EXPECT_FALSE(s_play->isEnabled());
+  auto* compare = window.view("depth-attention")->findChild<QComboBox*>("compare");
+  compare->setCurrentIndex(compare->findData(QString("block")));
+  ASSERT_TRUE(settle_runs(window));
+  EXPECT_TRUE(s_play->isEnabled());
 }
 
 // The view table is the one list: every view of the window is a row, in order, with the title

@@ -97,6 +97,35 @@ TEST(ExplorerState, LabelsTheTwoMemoryFigures) {
   EXPECT_FALSE(dump_state(state, "pipeline")["views"].contains("cost"));
 }
 
+// The opened scenario's one state: linked views hear each other's changes, only after a scenario
+// was opened, never their own, never an unchanged state, and never in reply to a notification.
+TEST(ExplorerStateHub, TellsTheOtherViewsOfAChangeOnce) {
+  ExplorerStateHub hub;
+  int a_heard = 0, b_heard = 0;
+  const int a = 0, b = 0;  // two subscribers' addresses
+  hub.subscribe(&a, [&] { ++a_heard; });
+  hub.subscribe(&b, [&] {
+    ++b_heard;
+    ExplorerState reply = hub.state();  // b answers with another change: not re-published
+    reply.pipeline.microbatches += 1;
+    hub.publish(reply, &b);
+  });
+  ExplorerState state = default_explorer_state();
+  state.pipeline.microbatches = 8;
+  hub.publish(state, &a);  // not linked: no scenario opened
+  EXPECT_EQ(b_heard, 0);
+  hub.open(state);
+  EXPECT_TRUE(hub.linked());
+  EXPECT_EQ(a_heard + b_heard, 0);  // opening tells nobody: each view applies the scenario
+  hub.publish(state, &a);           // unchanged
+  EXPECT_EQ(b_heard, 0);
+  state.pipeline.microbatches = 16;
+  hub.publish(state, &a);
+  EXPECT_EQ(b_heard, 1);
+  EXPECT_EQ(a_heard, 0);
+  EXPECT_EQ(hub.state().pipeline.microbatches, 16);
+}
+
 TEST(ReportTableModel, ShowsTheTableAsTheCliPrintsIt) {
   ReportTable table;
   table.title = "memory per rank";

@@ -183,4 +183,14 @@ TEST(ModelViews, DualitySaysWhichLayerOrHeadIsOutsideTheModel) {
   EXPECT_THROW(duality_run(random_snapshot(), state), Error);
 }
 
+TEST(ModelViews, OnlyASchemeThatTakesTheLessonsSReadsIt) {
+  const ModelConfig config = random_snapshot().config;  // L = 8
+  EXPECT_TRUE(picks_use_block_size({"block", kNoScheme}, config));
+  EXPECT_TRUE(picks_use_block_size({kOwnScheme, "block"}, config));
+  EXPECT_FALSE(picks_use_block_size({kOwnScheme, kNoScheme}, config));
+  EXPECT_FALSE(picks_use_block_size({"full", "standard"}, config));
+  EXPECT_FALSE(picks_use_block_size({"block:block_size=4", kNoScheme}, config));
+  EXPECT_FALSE(picks_use_block_size({"no-such-scheme", kNoScheme}, config));
+}
+
 }  // namespace attnres::gui

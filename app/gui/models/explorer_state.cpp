@@ -165,4 +165,28 @@ nlohmann::json explorer_state_json(const ExplorerState& state) {
   return j;
 }
 
+void ExplorerStateHub::open(const ExplorerState& state) {
+  state_ = state;
+  linked_ = true;
+}
+
+void ExplorerStateHub::publish(const ExplorerState& state, const void* by) {
+  if (!linked_ || notifying_) return;
+  if (explorer_state_json(state) == explorer_state_json(state_)) return;
+  state_ = state;
+  notifying_ = true;
+  try {
+    for (const auto& [who, on_change] : subscribers_)
+      if (who != by) on_change();
+  } catch (...) {
+    notifying_ = false;
+    throw;
+  }
+  notifying_ = false;
+}
+
+void ExplorerStateHub::subscribe(const void* who, std::function<void()> on_change) {
+  subscribers_.emplace_back(who, std::move(on_change));
+}
+
 }  // namespace attnres::gui

@@ -7,6 +7,7 @@
 // ("The GUI's models").
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -61,5 +62,33 @@ PipelineSettings step_settings(const ExplorerState& state);
 
 // The state as JSON (the dump's "state" of each view): every input with its value.
 nlohmann::json explorer_state_json(const ExplorerState& state);
+
+// The one state of an opened scenario, shared by the views that compute from it (the main
+// window's cost explorer and Pipeline view; docs/architecture.md "The GUI's models"). Opening a
+// scenario links the views to it; after that, a view whose inputs change the state publishes it
+// and every other view shows it and computes again, so the Step tab and the Pipeline view never
+// simulate two settings of one scenario. Before a scenario is opened the views keep their own
+// teaching examples (the cost explorer's paper setting, the Pipeline lesson's MoE). A view that
+// is notified and publishes in turn is not re-notified (no ping-pong).
+class ExplorerStateHub {
+ public:
+  bool linked() const { return linked_; }
+  const ExplorerState& state() const { return state_; }
+  // A scenario was opened: every subscriber computes it from now on (each view applies the
+  // scenario itself, so nobody is notified).
+  void open(const ExplorerState& state);
+  // `by` changed the state: every other subscriber is told, unless nothing changed, the hub is
+  // not linked, or this is a subscriber answering a notification.
+  void publish(const ExplorerState& state, const void* by);
+  // `on_change` runs on every change another subscriber publishes. Subscribers live as long as
+  // the hub (the main window owns both).
+  void subscribe(const void* who, std::function<void()> on_change);
+
+ private:
+  ExplorerState state_;
+  bool linked_ = false;
+  bool notifying_ = false;
+  std::vector<std::pair<const void*, std::function<void()>>> subscribers_;
+};
 
 }  // namespace attnres::gui

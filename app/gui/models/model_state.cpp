@@ -173,6 +173,21 @@ ForwardTrace scheme_trace(const ModelWeights<double>& model, const std::vector<i
   return trace_engine().trace(model, tokens, options);
 }
 
+bool picks_use_block_size(const SchemePicks& picks, const ModelConfig& config) {
+  if (config.sublayers() < 2) return false;  // S is 1 whatever the field says
+  for (const std::string& pick : {picks.scheme, picks.compare}) {
+    if (pick == kOwnScheme || pick == kNoScheme) continue;
+    try {
+      if (parse_scheme_spec(pick, model_scheme_sizes(config, 1)) !=
+          parse_scheme_spec(pick, model_scheme_sizes(config, 2)))
+        return true;
+    } catch (const Error&) {
+      // Said by the view's run.
+    }
+  }
+  return false;
+}
+
 std::vector<SchemeOnModel> picked_models(const SchemePicks& picks,
                                          const ModelWeights<double>& model,
                                          const ModelSnapshot& snapshot) {

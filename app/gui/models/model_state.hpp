@@ -97,6 +97,12 @@ struct ShownScheme {
   ForwardTrace trace;
 };
 
+// Whether the lesson model's S changes what `picks` read on a model of `config`: a picked spec
+// that takes Block's S from the view (the named Block schemes) does; the model's own scheme, Full,
+// the standard residual or a spec naming its own block_size do not (a spec that does not parse:
+// no — its error is shown when the view runs).
+bool picks_use_block_size(const SchemePicks& picks, const ModelConfig& config);
+
 // The schemes of a run, resolved and converted before any forward pass (a bad spec fails fast,
 // naming its picker: "scheme '...'" or "compare with '...'").
 std::vector<SchemeOnModel> picked_models(const SchemePicks& picks,
