@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "chart_render.hpp"
 #include "widgets.hpp"
 
 namespace attnres::gui {
@@ -90,21 +91,36 @@ void PresentationStage::resizeEvent(QResizeEvent* event) {
   place_callout();
 }
 
-// Where it covers the fewest data points: beside the marker (right or left of it, at three
-// heights) when the chart has one, else in one of the plot's corners.
+// Where it hides the least of what the step is about: inside the plot area (never over the axes,
+// their tick labels or titles), never over the marker's readout, and covering the fewest drawn
+// points and line segments (each segment sampled, so a line crossing the box counts, not only its
+// dots). Candidates: beside the marker (right or left of it, at three heights) when the chart has
+// one, the plot's corners and the middles of its edges. A heatmap: the stage's top right.
 void PresentationStage::place_callout() {
   const int width = std::max(200, std::min(this->width() / 3, 420));
   callout_->setFixedWidth(width);
   const int height = callout_->heightForWidth(width);
   std::vector<QPoint> candidates;
-  std::vector<QPointF> points;
+  std::vector<QPointF> drawn;  // the points and samples of the segments between them
+  QRectF plot(0, 0, this->width(), this->height());
+  QRectF readout;
   if (chart_->isVisible()) {
     const ChartSpec& spec = chart_->spec();
     for (std::size_t s = 0; s < spec.series.size(); ++s) {
-      for (std::size_t i = 0; i < spec.series[s].points.size(); ++i)
-        points.push_back(chart_->mapTo(this, chart_->point_position(s, i).toPoint()));
+      const bool joined = spec.series[s].style != ChartSeries::Style::scatter;
+      QPointF previous;
+      for (std::size_t i = 0; i < spec.series[s].points.size(); ++i) {
+        const QPointF at = chart_->mapTo(this, chart_->point_position(s, i).toPoint());
+        if (joined && i > 0) {
+          for (int k = 1; k < 8; ++k) drawn.push_back(previous + (at - previous) * (k / 8.0));
+        }
+        drawn.push_back(at);
+        previous = at;
+      }
     }
-    const QRectF plot = chart_->chart()->plotArea().translated(chart_->mapTo(this, QPoint(0, 0)));
+    const QPointF origin = chart_->mapTo(this, QPoint(0, 0));
+    plot = chart_->chart()->plotArea().translated(origin);
+    readout = charts::marker_readout_rect(chart_->chart()).translated(origin);
     if (spec.marker_x && !spec.series.empty() && !spec.series[0].points.empty()) {
       std::size_t nearest = 0;
       double best = std::numeric_limits<double>::infinity();
@@ -122,25 +138,33 @@ void PresentationStage::place_callout() {
       }
     }
     const int left = static_cast<int>(plot.left()) + 12,
-              right = static_cast<int>(plot.right()) - width - 12;
+              right = static_cast<int>(plot.right()) - width - 12,
+              middle = static_cast<int>(plot.center().x()) - width / 2;
     const int top = static_cast<int>(plot.top()) + 12,
-              bottom = static_cast<int>(plot.bottom()) - height - 12;
-    candidates.insert(candidates.end(), {QPoint(right, top), QPoint(left, top),
-                                         QPoint(right, bottom), QPoint(left, bottom)});
+              bottom = static_cast<int>(plot.bottom()) - height - 12,
+              centre = static_cast<int>(plot.center().y()) - height / 2;
+    candidates.insert(
+        candidates.end(),
+        {QPoint(right, top), QPoint(left, top), QPoint(right, bottom), QPoint(left, bottom),
+         QPoint(middle, top), QPoint(middle, bottom), QPoint(left, centre), QPoint(right, centre)});
   } else {
     candidates.emplace_back(this->width() - width - 16, 40);
   }
+  // Inside the plot where it fits (else inside the stage), clear of the readout, then the fewest
+  // drawn samples.
+  const QRect area = plot.toAlignedRect().intersected(rect().adjusted(8, 8, -8, -8));
   QPoint at = candidates.front();
-  int fewest = std::numeric_limits<int>::max();
+  long best = std::numeric_limits<long>::max();
   for (QPoint c : candidates) {
-    c.setX(std::clamp(c.x(), 8, std::max(8, this->width() - width - 8)));
-    c.setY(std::clamp(c.y(), 8, std::max(8, this->height() - height - 8)));
+    c.setX(std::clamp(c.x(), area.left(), std::max(area.left(), area.right() - width)));
+    c.setY(std::clamp(c.y(), area.top(), std::max(area.top(), area.bottom() - height)));
     const QRect box(c, QSize(width, height));
-    const int covered =
-        static_cast<int>(std::count_if(points.begin(), points.end(), [&](const QPointF& p) {
-          return box.adjusted(-6, -6, 6, 6).contains(p.toPoint());
-        }));
-    if (covered < fewest) fewest = covered, at = c;
+    long score = static_cast<long>(std::count_if(drawn.begin(), drawn.end(), [&](const QPointF& p) {
+      return box.adjusted(-6, -6, 6, 6).contains(p.toPoint());
+    }));
+    if (!readout.isEmpty() && QRectF(box).intersects(readout)) score += 100000;
+    if (!area.contains(box)) score += 10000;  // over an axis: only when nothing else fits
+    if (score < best) best = score, at = c;
   }
   callout_->setGeometry(at.x(), at.y(), width, height);
   callout_->raise();

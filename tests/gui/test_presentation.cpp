@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "chart_render.hpp"
 #include "gui_wait.hpp"
 #include "lesson.hpp"
 #include "main_window.hpp"
@@ -86,6 +87,17 @@ TEST_P(Presentation, EveryStepIsReadableFromTheBack) {
       if (stage->chart()->isVisible()) {
         EXPECT_EQ(stage->chart()->spec().id, steps[i].focus);
         expect_readable_chart(stage->chart(), steps[i].focus);
+        // The callout hides neither an axis (its ticks and title lie outside the plot area) nor
+        // the marker's readout.
+        const QPointF origin = stage->chart()->mapTo(stage, QPoint(0, 0));
+        const QRectF plot = stage->chart()->chart()->plotArea().translated(origin);
+        EXPECT_TRUE(plot.contains(QRectF(stage->callout()->geometry())))
+            << "the callout covers an axis";
+        const QRectF readout =
+            charts::marker_readout_rect(stage->chart()->chart()).translated(origin);
+        if (!readout.isEmpty())
+          EXPECT_FALSE(readout.intersects(QRectF(stage->callout()->geometry())))
+              << "the callout hides the marker's readout";
       } else {
         ASSERT_TRUE(stage->heatmap()->isVisible());
         EXPECT_EQ(stage->heatmap()->spec().id, steps[i].focus);
