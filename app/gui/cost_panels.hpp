@@ -122,10 +122,4 @@ class CalibrationPanel : public QWidget {
 ChartSpec calibration_chart(const std::vector<CalibrationRow>& rows,
                             std::vector<CalibrationChart::Label>* labels = nullptr);
 
-// The (quantity, scheme A, scheme B) rows of the explorer's comparison table
-// (docs/scheme-costs.md).
-std::vector<std::array<std::string, 3>> scheme_comparison_rows(const SchemeCost& a,
-                                                               const SchemeCost& b,
-                                                               const CostInputs& in);
-
 }  // namespace attnres::gui

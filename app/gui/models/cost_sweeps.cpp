@@ -2,6 +2,7 @@
 #include "cost_sweeps.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "attnres/cost.hpp"
 #include "attnres/cost_metrics.hpp"
@@ -9,8 +10,7 @@
 #include "attnres/published_quality.hpp"
 #include "attnres/strategy.hpp"
 #include "attnres/sweep.hpp"
-#include "cost_panels.hpp"
-#include "view_kit.hpp"
+#include "model_state.hpp"
 
 namespace attnres::gui {
 
@@ -95,6 +95,39 @@ CostSweepResult cost_explorer_sweeps(const CostInputs& in, const Hardware& hw,
     warning = quality_band(static_cast<int>(in.sublayers), blocks).caption;
   }
   return {std::move(specs), std::move(rows), compared, warning};
+}
+
+std::vector<std::array<std::string, 3>> scheme_comparison_rows(const SchemeCost& a,
+                                                               const SchemeCost& b,
+                                                               const CostInputs& in) {
+  const double d = static_cast<double>(in.d_model);
+  std::vector<std::array<std::string, 3>> rows;
+  auto add = [&rows, &a, &b](const std::string& quantity,
+                             const std::function<std::string(const SchemeCost&)>& get) {
+    rows.push_back({quantity, get(a), get(b)});
+  };
+  add("scheme", [](const SchemeCost& c) { return c.spec; });
+  add("description", [](const SchemeCost& c) { return c.description; });
+  add("I/O per sublayer (x d)",
+      [d](const SchemeCost& c) { return format_number(c.io.total() / d); });
+  add("I/O formula", [](const SchemeCost& c) { return c.io_formula; });
+  add("I/O reads / writes (x d)", [d](const SchemeCost& c) {
+    return format_number(c.io.reads / d) + " / " + format_number(c.io.writes / d);
+  });
+  add("I/O schedule", [](const SchemeCost& c) { return c.io_schedule; });
+  add("history (vectors/token)", [](const SchemeCost& c) {
+    return std::to_string(c.history_vectors) + " = " + c.history_formula;
+  });
+  add("history (bytes/token)", [](const SchemeCost& c) { return format_number(c.history_bytes); });
+  add("params (whole model)", [](const SchemeCost& c) { return format_number(c.params); });
+  add("params formula", [](const SchemeCost& c) { return c.params_formula; });
+  add("mixing FLOP/token", [](const SchemeCost& c) { return format_number(c.mixing_flops); });
+  add("mixing FLOP/token/sublayer",
+      [](const SchemeCost& c) { return format_number(c.mixing_flops_per_sublayer); });
+  add("mixing FLOPs formula", [](const SchemeCost& c) { return c.flops_formula; });
+  add("two-phase", [](const SchemeCost& c) { return std::string(c.two_phase ? "yes" : "no"); });
+  add("two-phase reason", [](const SchemeCost& c) { return c.two_phase_reason; });
+  return rows;
 }
 
 }  // namespace attnres::gui

@@ -2,7 +2,7 @@
 // against N (I/O with schemes A and B, stored history, prefill history, pipeline traffic; the
 // quality overlay on the right axis), the current numbers with their units, schemes A and B side
 // by side, and the caption under the charts (the Fig. 6 caveat or the published band's sources).
-// Internal to app/gui: the cost view shows the result.
+// The cost view shows the result; tests/gui_models/ checks it without a window.
 #pragma once
 
 #include <array>
@@ -27,5 +27,11 @@ struct CostSweepResult {
 CostSweepResult cost_explorer_sweeps(const CostInputs& in, const Hardware& hw,
                                      const std::string& scheme_a, const std::string& scheme_b,
                                      const std::string& quality, const Progress& progress);
+
+// The (quantity, scheme A, scheme B) rows of the explorer's comparison table
+// (docs/scheme-costs.md).
+std::vector<std::array<std::string, 3>> scheme_comparison_rows(const SchemeCost& a,
+                                                               const SchemeCost& b,
+                                                               const CostInputs& in);
 
 }  // namespace attnres::gui
