@@ -2,6 +2,9 @@
 
 #include <QCoreApplication>
 
+#include "explorer_results.hpp"
+#include "scaling_state.hpp"
+#include "training_state.hpp"
 #include "view_kit.hpp"
 
 namespace attnres::gui {
@@ -55,34 +58,40 @@ View* make_scaling_view(const ViewHost& host, const ViewEntry& entry);
 View* make_training_view(const ViewHost& host, const ViewEntry& entry);
 
 const std::vector<ViewEntry>& view_table() {
+  static const char* const kFromAModel =
+      "computes from an opened model (--model), not from a scenario";
   static const std::vector<ViewEntry> table = {
       {"cost",
        "Cost",
        "Cost explorer",
        {"Charts", "Strategies", "Layout", "Calibration", "Memory", "Step", "Decision"},
        make_cost_view,
+       cost_view_dump,
        ""},
       {"depth-attention",
        "Depth",
        "Depth attention",
        {"the weights of every read", "one read, step by step", "routing statistics"},
        make_depth_attention_view,
-       "computes from an opened model (--model), not from a scenario"},
+       nullptr,
+       kFromAModel},
       {"magnitudes",
        "Magnitudes",
        "Magnitudes by depth",
        {},
        make_magnitudes_view,
-       "computes from an opened model (--model), not from a scenario"},
-      {"pipeline", "Pipeline", "Pipeline schedule", {}, make_pipeline_view, ""},
+       nullptr,
+       kFromAModel},
+      {"pipeline", "Pipeline", "Pipeline schedule", {}, make_pipeline_view, pipeline_view_dump, ""},
       {"duality",
        "Duality",
        "Depth-sequence duality",
        {"2×2: depth and sequence", "ranks and every scheme"},
        make_duality_view,
-       "computes from an opened model (--model), not from a scenario"},
-      {"scaling", "Scaling", "Scaling law", {}, make_scaling_view, ""},
-      {"training", "Training", "Training", {}, make_training_view, ""}};
+       nullptr,
+       kFromAModel},
+      {"scaling", "Scaling", "Scaling law", {}, make_scaling_view, scaling_view_dump, ""},
+      {"training", "Training", "Training", {}, make_training_view, training_view_dump, ""}};
   return table;
 }
 

@@ -17,6 +17,7 @@
 #include "attnres/chart_spec.hpp"
 #include "attnres/scenario.hpp"
 #include "explorer_state.hpp"
+#include "view_dump.hpp"
 #include "widgets.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -48,7 +49,9 @@ struct ViewEntry {
   std::string_view title;               // the tab
   std::vector<std::string_view> pages;  // its inner pages in order (--page), none: one page
   View* (*make)(const ViewHost& host, const ViewEntry& entry);
-  // "" when --dump-state writes its state; else why it has none (in the dump's "not_dumped").
+  // What --dump-state writes for it (view_dump.hpp); nullptr: it has no state from a scenario,
+  // and `no_state` says why (in the dump's "not_dumped").
+  ViewDumpFunction dump;
   std::string_view no_state;
 };
 // The views in menu order.

@@ -80,10 +80,12 @@ TEST(ExplorerState, SavesBackToTheSameState) {
 }
 
 TEST(ExplorerState, LabelsTheTwoMemoryFigures) {
-  const ExplorerState state = explorer_state(load_scenario(kScenarios / "moe-61-layers-128k.toml"));
-  const nlohmann::json dump = dump_state(state, "");
-  EXPECT_EQ(dump["schema"]["name"], "attnres.lab_state");
-  const auto& cost = dump["views"]["cost"]["results"];
+  const Scenario scenario = load_scenario(kScenarios / "moe-61-layers-128k.toml");
+  const ExplorerState state = explorer_state(scenario);
+  const ViewDump dump = cost_view_dump(scenario);
+  ASSERT_TRUE(dump.not_dumped.empty()) << dump.not_dumped;
+  EXPECT_EQ(dump.view["state"], explorer_state_json(state));
+  const auto& cost = dump.view["results"];
   EXPECT_EQ(cost["memory_kind"], kAnalyticMemory);
   EXPECT_EQ(cost["step"]["peak_memory_kind"], kSimulatedMemory);
   // The simulated peak counts the whole rank (weights, gradients, optimizer) as `attnres plan`
@@ -92,9 +94,12 @@ TEST(ExplorerState, LabelsTheTwoMemoryFigures) {
   double weights = 0;
   for (const RankMemory& rank : step.memory) weights = std::max(weights, rank.weights);
   EXPECT_GT(cost["step"]["peak_memory_per_rank_bytes"].get<double>(), weights);
-  EXPECT_EQ(dump["views"]["pipeline"]["results"]["step"], cost["step"]);
-  // --view pipeline: that view alone.
-  EXPECT_FALSE(dump_state(state, "pipeline")["views"].contains("cost"));
+  EXPECT_EQ(simulated_peak_bytes(step), cost["step"]["peak_memory_per_rank_bytes"].get<double>());
+  EXPECT_EQ(pipeline_view_dump(scenario).view["results"]["step"], cost["step"]);
+  // A scenario without [model] gives the cost views nothing, and says so.
+  const ViewDump none = cost_view_dump(load_scenario(kScenarios / "scaling-law.toml"));
+  EXPECT_TRUE(none.view.is_null());
+  EXPECT_EQ(none.not_dumped, "the scenario has no [model] table");
 }
 
 // The opened scenario's one state: linked views hear each other's changes, only after a scenario

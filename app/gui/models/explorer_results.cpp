@@ -125,64 +125,87 @@ nlohmann::json step_json(const PipelineReport& report, const Hardware& hardware)
 
 }  // namespace
 
-nlohmann::json dump_state(const ExplorerState& state, const std::string& view,
-                          const Progress& progress) {
-  nlohmann::json views = nlohmann::json::object();
-  const nlohmann::json hardware = {{"name", state.hardware.name},
-                                   {"origin", state.hardware_origin},
-                                   {"capacity_bytes", capacity_json(state.hardware)}};
-  const PipelineSettings settings = [&] {
-    PipelineSettings s = step_settings(state);
-    s.progress = progress;
-    return s;
-  }();
-  const auto problem = pipeline_settings_problem(settings);
-  std::optional<PipelineReport> step;
-  if (!problem && (view.empty() || view == "cost" || view == "pipeline"))
-    step = evaluate_pipeline(settings);
-  const nlohmann::json step_results =
-      step ? step_json(*step, state.hardware)
-           : nlohmann::json{{"problem", problem ? problem->message : std::string()}};
-  if (view.empty() || view == "cost") {
-    const MemoryResult memory = compute_memory(state);
-    const nlohmann::json memory_json = memory_to_json(memory.ranks, memory.assumptions);
-    nlohmann::json decision;
-    if (step) {
-      const PlanResult plan = make_plan(settings, plan_grid(state), plan_budgets(state), progress);
-      nlohmann::json recommended;
-      if (plan.recommended) {
-        const PlanCandidate& c = plan.candidates[*plan.recommended];
-        recommended = {{"blocks", c.blocks},
-                       {"tp", c.tp},
-                       {"cp", c.cp},
-                       {"ep", c.ep},
-                       {"pp", c.pp},
-                       {"vpp", c.vpp},
-                       {"dp", c.dp},
-                       {"step_seconds", c.step_seconds},
-                       {"overhead_fraction", c.overhead_fraction},
-                       {"peak_memory_bytes", c.peak_memory_bytes},
-                       {"peak_memory_kind", kSimulatedMemory}};
-      }
-      decision = {{"grid", state.plan ? "scenario [plan]" : "defaults"},
-                  {"summary", plan.summary},
-                  {"recommended", recommended}};
-    } else {
-      decision = step_results;
+namespace {
+
+nlohmann::json hardware_json(const ExplorerState& state) {
+  return {{"name", state.hardware.name},
+          {"origin", state.hardware_origin},
+          {"capacity_bytes", capacity_json(state.hardware)}};
+}
+
+PipelineSettings dump_settings(const ExplorerState& state, const Progress& progress) {
+  PipelineSettings s = step_settings(state);
+  s.progress = progress;
+  return s;
+}
+
+// The simulated step, or the problem that stops it.
+std::optional<PipelineReport> dump_step(const PipelineSettings& settings, nlohmann::json& out,
+                                        const Hardware& hardware) {
+  if (const auto problem = pipeline_settings_problem(settings)) {
+    out = {{"problem", problem->message}};
+    return std::nullopt;
+  }
+  PipelineReport report = evaluate_pipeline(settings);
+  out = step_json(report, hardware);
+  return report;
+}
+
+ViewDump explorer_dump(const Scenario& scenario, const Progress& progress,
+                       nlohmann::json (*results)(const ExplorerState&, const Progress&)) {
+  if (!scenario.has_model) return {nullptr, "the scenario has no [model] table"};
+  const ExplorerState state = explorer_state(scenario);
+  return {{{"state", explorer_state_json(state)}, {"results", results(state, progress)}}, ""};
+}
+
+}  // namespace
+
+nlohmann::json cost_results(const ExplorerState& state, const Progress& progress) {
+  const PipelineSettings settings = dump_settings(state, progress);
+  nlohmann::json step_results;
+  const std::optional<PipelineReport> step = dump_step(settings, step_results, state.hardware);
+  const MemoryResult memory = compute_memory(state);
+  nlohmann::json decision = step_results;
+  if (step) {
+    const PlanResult plan = make_plan(settings, plan_grid(state), plan_budgets(state), progress);
+    nlohmann::json recommended;
+    if (plan.recommended) {
+      const PlanCandidate& c = plan.candidates[*plan.recommended];
+      recommended = {{"blocks", c.blocks},
+                     {"tp", c.tp},
+                     {"cp", c.cp},
+                     {"ep", c.ep},
+                     {"pp", c.pp},
+                     {"vpp", c.vpp},
+                     {"dp", c.dp},
+                     {"step_seconds", c.step_seconds},
+                     {"overhead_fraction", c.overhead_fraction},
+                     {"peak_memory_bytes", c.peak_memory_bytes},
+                     {"peak_memory_kind", kSimulatedMemory}};
     }
-    views["cost"] = {{"state", explorer_state_json(state)},
-                     {"results",
-                      {{"hardware", hardware},
-                       {"memory", memory_json},
-                       {"memory_kind", kAnalyticMemory},
-                       {"step", step_results},
-                       {"decision", decision}}}};
+    decision = {{"grid", state.plan ? "scenario [plan]" : "defaults"},
+                {"summary", plan.summary},
+                {"recommended", recommended}};
   }
-  if (view.empty() || view == "pipeline") {
-    views["pipeline"] = {{"state", explorer_state_json(state)},
-                         {"results", {{"hardware", hardware}, {"step", step_results}}}};
-  }
-  return {{"schema", schema_tag("lab_state")}, {"title", state.title}, {"views", views}};
+  return {{"hardware", hardware_json(state)},
+          {"memory", memory_to_json(memory.ranks, memory.assumptions)},
+          {"memory_kind", kAnalyticMemory},
+          {"step", step_results},
+          {"decision", decision}};
+}
+
+nlohmann::json pipeline_results(const ExplorerState& state, const Progress& progress) {
+  nlohmann::json step_results;
+  dump_step(dump_settings(state, progress), step_results, state.hardware);
+  return {{"hardware", hardware_json(state)}, {"step", step_results}};
+}
+
+ViewDump cost_view_dump(const Scenario& scenario, const Progress& progress) {
+  return explorer_dump(scenario, progress, cost_results);
+}
+
+ViewDump pipeline_view_dump(const Scenario& scenario, const Progress& progress) {
+  return explorer_dump(scenario, progress, pipeline_results);
 }
 
 }  // namespace attnres::gui

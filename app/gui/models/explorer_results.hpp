@@ -14,6 +14,7 @@
 #include "attnres/rank_memory.hpp"
 #include "attnres/report.hpp"
 #include "explorer_state.hpp"
+#include "view_dump.hpp"
 
 namespace attnres::gui {
 
@@ -78,13 +79,15 @@ PlanBudgets plan_budgets(const ExplorerState& state);
 
 // ------------------------------------------------------------------ the dump
 
-// Every cost view's state and headline results for `state` under a versioned schema
-// (attnres.lab_state, docs/json.md, docs/schema/lab_state.schema.json): the hardware and its
-// capacity, the Memory tab's analytic bound per rank and verdict, the Step tab's step seconds and
-// AttnRes overhead, the Pipeline view's simulated peak, and the Decision tab's recommendation.
-// `views` names the views to include ("" for every one): "cost" (with its Memory, Step and Decision
-// tabs) and "pipeline".
-nlohmann::json dump_state(const ExplorerState& state, const std::string& view,
-                          const Progress& progress = {});
+// --dump-state (view_dump.hpp).
+// The cost explorer's state and headline results: the hardware and its capacity, the Memory tab's
+// analytic bound per rank and verdict, the Step tab's step seconds and AttnRes overhead (with the
+// simulated peak), and the Decision tab's recommendation.
+ViewDump cost_view_dump(const Scenario& scenario, const Progress& progress = {});
+// The Pipeline view's: the hardware and the simulated step with its peak memory per rank.
+ViewDump pipeline_view_dump(const Scenario& scenario, const Progress& progress = {});
+// Both from a state (the dump functions above: explorer_state of the scenario).
+nlohmann::json cost_results(const ExplorerState& state, const Progress& progress = {});
+nlohmann::json pipeline_results(const ExplorerState& state, const Progress& progress = {});
 
 }  // namespace attnres::gui

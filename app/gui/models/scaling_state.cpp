@@ -57,4 +57,8 @@ nlohmann::json scaling_dump(const ScalingState& state) {
           {"results", results}};
 }
 
+ViewDump scaling_view_dump(const Scenario& scenario, const Progress&) {
+  return {scaling_dump(scaling_state(scenario)), ""};
+}
+
 }  // namespace attnres::gui

@@ -11,6 +11,7 @@
 
 #include "attnres/report.hpp"
 #include "attnres/scenario.hpp"
+#include "view_dump.hpp"
 
 namespace attnres::gui {
 
@@ -39,7 +40,9 @@ struct ScalingResult {
 // The scaling section of `attnres report` for `state`.
 ScalingResult compute_scaling(const ScalingState& state);
 
-// The state and headline results for attnres-lab --dump-state (docs/json.md "attnres.lab_state").
+// The state and headline results for attnres-lab --dump-state (view_dump.hpp): the [scaling]
+// table and the multipliers at its target.
 nlohmann::json scaling_dump(const ScalingState& state);
+ViewDump scaling_view_dump(const Scenario& scenario, const Progress& progress = {});
 
 }  // namespace attnres::gui

@@ -440,4 +440,15 @@ nlohmann::json training_state_json(const TrainingState& state) {
   return j;
 }
 
+ViewDump training_view_dump(const Scenario& scenario, const Progress&) {
+  if (!scenario.training) return {nullptr, "the scenario has no [train] table"};
+  nlohmann::json state = training_state_json(training_state(scenario));
+  nlohmann::json results = {{"trains", state["trains"]},
+                            {"settings_error", state["settings_error"]},
+                            {"losses", "not computed: they need the training run (Start)"}};
+  state.erase("trains");
+  state.erase("settings_error");
+  return {{{"state", state}, {"results", results}}, ""};
+}
+
 }  // namespace attnres::gui

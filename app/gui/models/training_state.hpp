@@ -16,6 +16,7 @@
 #include "attnres/model_config.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/trainer.hpp"
+#include "view_dump.hpp"
 
 namespace attnres::gui {
 
@@ -125,5 +126,9 @@ TrainingSettings training_settings(const TrainingState& state);
 // The state as JSON (the dump's "state" of the view): every input with its value, the problem,
 // the schemes a run would train (or why none would) and what was not taken.
 nlohmann::json training_state_json(const TrainingState& state);
+
+// The view for attnres-lab --dump-state (view_dump.hpp): the form a scenario's [train] table
+// fills and what Start would train; the losses need the run itself.
+ViewDump training_view_dump(const Scenario& scenario, const Progress& progress = {});
 
 }  // namespace attnres::gui
