@@ -17,6 +17,7 @@
 #include "attnres/cost.hpp"
 #include "attnres/hardware.hpp"
 #include "attnres/strategy.hpp"
+#include "strategy_comparison.hpp"
 #include "widgets.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -25,28 +26,6 @@ class QTableWidget;
 QT_END_NAMESPACE
 
 namespace attnres::gui {
-
-// Every strategy under Block AttnRes (the inputs' layout) and Full AttnRes, with the time of a
-// training step (prefill, forward + backward) and of one decode call on `hardware`.
-struct StrategyComparison {
-  struct Row {
-    ResidualMode mode = ResidualMode::block;
-    Strategy strategy = Strategy::fused_one_shot;
-    PassCounts forward, backward;
-    std::int64_t copy_vectors = 0, saved_vectors = 0, inherent_read_vectors = 0;
-    std::int64_t max_sources = 0;  // the largest read (sources)
-    StrategyStep train, decode;
-  };
-  std::vector<Row> rows;       // Block's four, then Full's four, in kStrategyNames order
-  double vector_bytes = 0;     // one d-wide vector over a micro-batch: d · B·T · b
-  std::string block_layout;    // "16 x 8" or "2, 6, 4"
-  std::int64_t sublayers = 0;  // L
-  PassCounts standard;         // the standard residual's adds (forward; backward the same)
-  Hardware hardware;
-  std::int64_t d_model = 0;
-  int bytes_per_element = 2;
-};
-StrategyComparison compare_strategies(const CostInputs& resolved, const Hardware& hardware);
 
 // The comparison table (8 rows: Block's strategies, then Full's) and a summary of the highlighted
 // strategy. Byte columns are per micro-batch, in MB or GB (one unit for the table, in the
