@@ -172,6 +172,32 @@ void warn_stage_split(const CostInputs& resolved, std::ostream& err) {
     err << "warning: " << warning << "\n";
 }
 
+void add_allowance_options(po::options_description& options, AllowanceFlags& flags) {
+  options.add_options()("reserve",
+                        po::value(&flags.reserve_gb)->default_value(flags.reserve_gb, "1.61"),
+                        "GB the runtime holds beside the tensors: CUDA context, workspaces, NCCL "
+                        "buffers (docs/math.md "
+                        "§3.7)")(
+      "fragmentation", po::value(&flags.fragmentation)->default_value(flags.fragmentation, "0.05"),
+      "the caching allocator's reserve beyond the tensors, a fraction of them (0..1)")(
+      "margin", po::value(&flags.margin_gb)->default_value(0, "0"),
+      "GB kept free: a setting fits when total + margin <= capacity");
+}
+
+MemoryAllowance allowance_from_flags(const AllowanceFlags& flags) {
+  MemoryAllowance a;
+  a.runtime_bytes = flags.reserve_gb * 1e9;
+  a.fragmentation = flags.fragmentation;
+  a.margin_bytes = flags.margin_gb * 1e9;
+  if (const auto problem = memory_allowance_problem(a)) {
+    const char* flag = problem->field == "runtime_bytes"   ? "--reserve"
+                       : problem->field == "fragmentation" ? "--fragmentation"
+                                                           : "--margin";
+    throw UsageError(std::string(flag) + ": " + problem->message);
+  }
+  return a;
+}
+
 ResidualMode strategy_mode(const std::string& mode) {
   const ResidualMode parsed = parse_flag_value([&] { return parse_residual_mode(mode, "--mode"); });
   if (parsed != ResidualMode::block && parsed != ResidualMode::full)

@@ -14,6 +14,7 @@
 
 #include "attnres/cost.hpp"
 #include "attnres/cost_input_fields.hpp"
+#include "attnres/rank_memory.hpp"
 #include "options.hpp"
 
 namespace attnres::cli {
@@ -53,6 +54,18 @@ struct InputFlags {
 // "warning: the stage boundaries split layers ..." on `err` when P·V chunks cannot hold whole
 // layers (stage_split_warning, cost.hpp); nothing otherwise.
 void warn_stage_split(const CostInputs& resolved, std::ostream& err);
+
+// The fit verdict's reserve and margin (MemoryAllowance, rank_memory.hpp): --reserve GB (the
+// runtime's fixed share), --fragmentation F (the allocator's, a fraction of the tensors) and
+// --margin GB (kept free), shared by `memory`, `pipeline` and `plan`. The allowance is in GB as
+// typed until allowance_from_flags turns it into bytes and checks it (UsageError naming the flag).
+struct AllowanceFlags {
+  double reserve_gb = kDefaultRuntimeBytes / 1e9;
+  double fragmentation = kDefaultFragmentation;
+  double margin_gb = 0;
+};
+void add_allowance_options(po::options_description& options, AllowanceFlags& flags);
+MemoryAllowance allowance_from_flags(const AllowanceFlags& flags);
 
 // --mode of `strategies` and `recompute`: block or full (the schemes with implementation
 // strategies).

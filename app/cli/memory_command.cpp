@@ -24,8 +24,10 @@ int memory_command(const std::vector<std::string>& args, std::ostream& out, std:
   int microbatches = 8;
   double capacity_gb = 0;
   TableFormat format;
+  AllowanceFlags allowance;
   po::options_description options = command_options("memory");
   flags.add_to(options, true);
+  add_allowance_options(options, allowance);
   options.add_options()("workload", po::value(&workload)->default_value("training"),
                         "training | inference (weights and the KV cache)")(
       "microbatches", po::value(&microbatches)->default_value(8),
@@ -46,7 +48,8 @@ int memory_command(const std::vector<std::string>& args, std::ostream& out, std:
           "--block-layers K | --block-sizes LIST) --d-model D [model flags] [--tp t] [--cp c] "
           "[--ep e] [--dp D] [--pp P] [--vpp V] [--zero 0..3] [--recompute none|selective|full] "
           "[--workload training|inference] [--microbatches m] [--hardware NAME|FILE.toml] "
-          "[--capacity GB] [--format table|markdown|json|csv [--table ID]]\n"
+          "[--capacity GB] [--reserve GB] [--fragmentation F] [--margin GB] [--format "
+          "table|markdown|json|csv [--table ID]]\n"
           "Memory per rank against the device capacity, with a fits / does-not-fit verdict, and "
           "the communication per step of every parallel group (docs/math.md §3.7).")) {
     return kExitOk;
@@ -82,6 +85,7 @@ int memory_command(const std::vector<std::string>& args, std::ostream& out, std:
     throw UsageError("--schedule: the 1f1b schedule runs one stage per rank (V = 1)");
   const Hardware hw = parse_flag_value([&] { return load_hardware(hardware); });
   settings.capacity_bytes = values.count("capacity") ? capacity_gb * 1e9 : hw.memory_bytes;
+  settings.allowance = allowance_from_flags(allowance);
   const std::vector<RankMemory> ranks = memory_per_rank(inputs, settings);
   const std::vector<std::string> assumptions = memory_assumptions(inputs, settings);
   std::vector<ReportTable> tables = {memory_table(ranks, assumptions, " on " + hw.name)};
@@ -95,6 +99,9 @@ int memory_command(const std::vector<std::string>& args, std::ostream& out, std:
   inputs_json["mode"] = to_string(settings.mode);
   inputs_json["strategy"] = to_string(settings.strategy);
   inputs_json["capacity_bytes"] = settings.capacity_bytes;
+  inputs_json["reserve_bytes"] = settings.allowance.runtime_bytes;
+  inputs_json["fragmentation"] = settings.allowance.fragmentation;
+  inputs_json["margin_bytes"] = settings.allowance.margin_bytes;
   if (format.format == "json") {
     nlohmann::json root = {{"schema", schema_tag("memory")}, {"inputs", inputs_json}};
     root["memory"] = memory_to_json(ranks, assumptions);

@@ -28,6 +28,7 @@ namespace fs = std::filesystem;
 void add_pipeline_options(po::options_description& options, PipelineFlags& flags) {
   PipelineSettings& settings = flags.settings;
   flags.model.add_to(options, true);
+  add_allowance_options(options, flags.allowance);
   const std::string microbatches_help =
       "micro-batches m per iteration (1.." + std::to_string(kMaxMicrobatches) +
       "; m x P·V at most " + std::to_string(kMaxPipelinePairs) +
@@ -39,11 +40,13 @@ void add_pipeline_options(po::options_description& options, PipelineFlags& flags
       "1f1b | interleaved (default: interleaved when --vpp > 1)")(
       "cache", po::value(&flags.cache)->default_value("cached"),
       "AttnRes history policy: naive | cached | cached_own")(
-      "mode", po::value(&flags.mode)->default_value("block"), "AttnRes variant: block | full")(
+      "mode", po::value(&flags.mode)->default_value("block"),
+      "residual: block | full | standard (the comparison run itself: overhead 0)")(
       "hardware", po::value(&flags.hardware)->default_value("h100"), hardware_flag_help().c_str())(
-      "link", po::value(&flags.link)->default_value("scale-out"),
-      "pipeline link: scale-out | intra-node")("link-bandwidth", po::value(&flags.link_gbps),
-                                               "override the link bandwidth, GB/s per direction")(
+      "link", po::value(&flags.link)->default_value("placed"),
+      "pipeline link: placed (NVLink when the t·c·D·P world fits a node, else the scale-out "
+      "network) | scale-out | intra-node")("link-bandwidth", po::value(&flags.link_gbps),
+                                           "override the link bandwidth, GB/s per direction")(
       "overlap", po::value(&flags.overlap)->default_value("on"),
       "on: transfers overlap compute; off: the sender waits")("ideal-links",
                                                               "transfers cost nothing")(
@@ -73,9 +76,11 @@ namespace {
 void set_links(const po::variables_map& values, const PipelineFlags& flags,
                PipelineSettings& settings) {
   settings.overlap = on_off("--overlap", flags.overlap);
-  if (flags.link != "scale-out" && flags.link != "intra-node")
-    throw UsageError("--link must be scale-out or intra-node");
-  settings.intra_node_link = flags.link == "intra-node";
+  if (flags.link != "placed" && flags.link != "scale-out" && flags.link != "intra-node")
+    throw UsageError("--link must be placed, scale-out or intra-node, got '" + flags.link + "'");
+  settings.link = flags.link == "placed"       ? PipelineLink::placed
+                  : flags.link == "intra-node" ? PipelineLink::intra_node
+                                               : PipelineLink::scale_out;
   settings.ideal_links = values.count("ideal-links") > 0;
   if (values.count("link-bandwidth")) {
     if (!(flags.link_gbps > 0)) {
@@ -130,6 +135,7 @@ PipelineSettings pipeline_settings(const po::variables_map& values, PipelineFlag
     settings.comm_overlap = parse_comm_overlap(flags.overlap_comm, "--overlap-comm");
   });
   settings.hardware = hardware_flag(flags.hardware);
+  settings.allowance = allowance_from_flags(flags.allowance);
   set_links(values, flags, settings);
   check_settings(values, settings);
   return settings;
@@ -167,9 +173,10 @@ int pipeline_command(const std::vector<std::string>& args, std::ostream& out, st
           "N | --block-layers K) --d-model D "
           "[--ffn F] [--seq T] [--dtype bf16] [--micro-batch-size B] [--microbatches m] "
           "[--pp P] [--vpp V] "
-          "[--mode block|full] [--schedule 1f1b|interleaved] [--cache naive|cached] "
+          "[--mode block|full|standard] [--schedule 1f1b|interleaved] [--cache naive|cached] "
           "[--hardware h100|FILE.toml] "
-          "[--link scale-out|intra-node] [--link-bandwidth GBPS | --ideal-links] [--overlap "
+          "[--link placed|scale-out|intra-node] [--reserve GB] [--fragmentation F] [--margin GB] "
+          "[--link-bandwidth GBPS | --ideal-links] [--overlap "
           "on|off] "
           "[--strategy S] [--overlap-comm tp,cp,ep,dp|none|all] "
           "[--experts E --active-experts K --expert-ffn F [--shared-experts S]] "

@@ -17,6 +17,7 @@ struct PipelineFlags {
   PipelineSettings settings;
   std::string schedule, cache, hardware, overlap, format, mode, link, strategy, overlap_comm;
   double link_gbps = 0;
+  AllowanceFlags allowance;
 };
 
 // Adds the model flags (pipeline form) and the simulation's flags, --format table|json included.

@@ -9,6 +9,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -75,6 +76,7 @@ class PipelineView : public View {
     cache_->setCurrentText(QString::fromStdString(to_string(CachePolicy::cached)));
     hardware_ = hardware_combo();
     link_ = new QComboBox;
+    link_->addItem("where the stages sit", "placed");
     link_->addItem("scale-out network", "scale_out");
     link_->addItem("intra-node (NVLink)", "intra_node");
     bandwidth_ = dspin(0.1, 10000, 200, 1, 5);
@@ -231,7 +233,8 @@ class PipelineView : public View {
     take_hardware(hardware_, st);
     p.microbatches = m_->value();
     p.cache = parse_cache_policy(cache_->currentText().toStdString(), "cache");
-    p.intra_node_link = link_->currentData().toString() == "intra_node";
+    p.link = parse_enum(kPipelineLinkNames, link_->currentData().toString().toStdString(), "link",
+                        "unknown link");
     // The bandwidth as shown (one decimal): an override only where it is not the state's.
     if (std::abs(bandwidth_->value() - shown_bandwidth(st) / 1e9) > 0.05)
       p.link_bandwidth = bandwidth_->value() * 1e9;
@@ -255,9 +258,9 @@ class PipelineView : public View {
   // The link bandwidth the state simulates with: its override, else the hardware's link.
   static double shown_bandwidth(const ExplorerState& st) {
     const PipelineSettings& p = st.pipeline;
-    return p.link_bandwidth > 0 ? p.link_bandwidth
-           : p.intra_node_link  ? st.hardware.intra_node_bandwidth
-                                : st.hardware.scale_out_bandwidth;
+    return p.link_bandwidth > 0          ? p.link_bandwidth
+           : pipeline_link_intra_node(p) ? st.hardware.intra_node_bandwidth
+                                         : st.hardware.scale_out_bandwidth;
   }
 
   // The state into the inputs (without change signals).
@@ -275,7 +278,8 @@ class PipelineView : public View {
     const PipelineSettings& p = state_.pipeline;
     m_->setValue(p.microbatches);
     cache_->setCurrentText(QString::fromStdString(to_string(p.cache)));
-    link_->setCurrentIndex(p.intra_node_link ? 1 : 0);
+    link_->setCurrentIndex(
+        link_->findData(QString::fromStdString(enum_name(kPipelineLinkNames, p.link))));
     bandwidth_->setValue(shown_bandwidth(state_) / 1e9);
     overlap_->setChecked(p.overlap);
     ideal_->setChecked(p.ideal_links);
@@ -340,16 +344,19 @@ class PipelineView : public View {
           const ChartSpec overhead =
               sweep_chart(run_sweep(base, sweep, step(progress, 1, 2)), base);
           const bool over = report.attnres_overhead_fraction >= kClaimThreshold;
+          const RankMemory peak = largest_rank(report.memory);
           const QString summary =
               QString(
-                  "<b>iteration</b> %1 ms (standard residual %2 ms) &nbsp; <b>AttnRes overhead</b> "
+                  "<b>step</b> %1 ms (standard residual %2 ms; pipeline iteration %12 ms) &nbsp; "
+                  "<b>AttnRes overhead</b> "
                   "<span style='color:%3'><b>%4 %</b></span> (%5 the paper's 4 %) &nbsp; "
                   "<b>bubble</b> %6 % of the "
                   "busiest rank's compute (closed form for equal stages %7 %) &nbsp; <b>exposed "
                   "comm</b> %8 ms "
-                  "&nbsp; <b>peak memory/rank</b> %9 GB %10 (%11)")
-                  .arg(report.iteration_time_s * 1e3, 0, 'g', 4)
-                  .arg(report.standard.iteration_seconds * 1e3, 0, 'g', 4)
+                  "&nbsp; <b>peak memory/rank</b> %9 GB: <span style='color:%10'>%13</span> (%11)")
+                  .arg(report.step_time_s * 1e3, 0, 'g', 4)
+                  .arg((report.standard.iteration_seconds + report.step_standard.dp) * 1e3, 0, 'g',
+                       4)
                   .arg(over ? "#b03a2e" : "#1e7b34")
                   .arg(report.attnres_overhead_fraction * 100, 0, 'f', 2)
                   .arg(over ? "above" : "under")
@@ -357,8 +364,10 @@ class PipelineView : public View {
                   .arg(report.closed_form_bubble * 100, 0, 'f', 2)
                   .arg(report.exposed_comm_s * 1e3, 0, 'g', 4)
                   .arg(simulated_peak_bytes(report) / 1e9, 0, 'g', 4)
-                  .arg(memory_verdict(simulated_peak_bytes(report), s.hardware))
-                  .arg(QString::fromUtf8(kSimulatedMemory));
+                  .arg(peak.fits() ? "#1e7b34" : "#b03a2e")
+                  .arg(QString::fromUtf8(kSimulatedMemory))
+                  .arg(report.iteration_time_s * 1e3, 0, 'g', 4)
+                  .arg(QString::fromStdString(fit_verdict(peak)).toHtmlEscaped());
           const double fraction = report.attnres_overhead_fraction;
           return [this, gantt, memory, overhead, summary, fraction] {
             gantt_->set_spec(gantt);
@@ -431,16 +440,6 @@ class PipelineView : public View {
 
  private:
   // "<span>of 80 GB: does not fit</span>" against the device memory ("" when it is unknown).
-  static QString memory_verdict(double peak, const Hardware& hardware) {
-    if (hardware.memory_bytes <= 0) return {};
-    const bool fits = peak <= hardware.memory_bytes;
-    return QString("<span style='color:%1'>of %2 GB on %3: %4</span>")
-        .arg(fits ? "#1e7b34" : "#b03a2e")
-        .arg(hardware.memory_bytes / 1e9, 0, 'g', 4)
-        .arg(QString::fromStdString(hardware.name).toHtmlEscaped())
-        .arg(fits ? "fits" : "<b>does not fit</b>");
-  }
-
   // The settings the simulation takes from the state with no input here, in words: every cost
   // input not shown whose value differs from the engine's default, the strategy and the groups
   // whose collectives overlap compute.

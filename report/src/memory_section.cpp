@@ -20,6 +20,8 @@ ReportTable memory_table(const std::vector<RankMemory>& ranks,
                                {"activations_bytes", "activations (GB)", Shown::gigabytes},
                                {"attnres_history_bytes", "AttnRes history (GB)", Shown::gigabytes},
                                {"kv_cache_bytes", "KV cache (GB)", Shown::gigabytes},
+                               {"logits_bytes", "loss buffers (GB)", Shown::gigabytes},
+                               {"reserve_bytes", "reserve (GB)", Shown::gigabytes},
                                {"total_bytes", "total (GB)", Shown::gigabytes},
                                {"capacity_bytes", "capacity (GB)", Shown::gigabytes},
                                {"margin_bytes", "spare (GB, < 0: over)", Shown::gigabytes},
@@ -28,8 +30,9 @@ ReportTable memory_table(const std::vector<RankMemory>& ranks,
     const nlohmann::json capacity = m.known_capacity() ? nlohmann::json(m.capacity) : nullptr;
     const nlohmann::json margin = m.known_capacity() ? nlohmann::json(m.margin()) : nullptr;
     const nlohmann::json fits = m.known_capacity() ? nlohmann::json(m.fits()) : nullptr;
-    add_row(t, {static_cast<std::int64_t>(m.rank), m.weights, m.gradients, m.optimizer,
-                m.activations, m.attnres_history, m.kv_cache, m.total(), capacity, margin, fits});
+    add_row(
+        t, {static_cast<std::int64_t>(m.rank), m.weights, m.gradients, m.optimizer, m.activations,
+            m.attnres_history, m.kv_cache, m.logits, m.reserve, m.total(), capacity, margin, fits});
   }
   const RankMemory* worst = nullptr;
   for (const RankMemory& m : ranks)
@@ -53,13 +56,18 @@ ReportTable communication_table(const std::vector<CommTerm>& terms) {
                                {"bytes", "bytes per step (GB)", Shown::gigabytes},
                                {"exposed_seconds", "time if not overlapped (s)", Shown::number}});
   for (const CommTerm& c : terms) {
-    add_row(t, {c.group, c.what, c.ranks, c.intra_node ? "intra_node" : "scale_out", c.bytes,
-                c.seconds});
+    std::string link = c.intra_node ? "intra_node" : "scale_out";
+    if (c.nics > 1) {
+      link += " x";
+      link += std::to_string(c.nics);
+    }
+    add_row(t, {c.group, c.what, c.ranks, link, c.bytes, c.seconds});
   }
   t.note =
       "Ring collectives: all-reduce 2(n-1)/n of the buffer, reduce-scatter and all-gather "
       "(n-1)/n, all-to-all (n-1)/n. A group is intra-node when its ranks fit in one NVLink "
-      "domain (t innermost, then c, D and P). Time at the link bandwidth x efficiency; how much "
+      "domain (t innermost, then c, D and P); a ring over nodes runs on the NICs of its ranks in "
+      "each node together (scale_out xG). Time at the link bandwidth x efficiency; how much "
       "of it overlaps compute is the step time's question (docs/math.md §3.7).";
   return t;
 }

@@ -118,7 +118,11 @@ void add_pipeline_section(const PipelineReport& p, Report& report) {
   auto row = [&](const char* key, const std::string& name, double value, Shown shown) {
     add_row(t, {key, name, value}, {"", "", shown_value(value, shown)});
   };
-  row("iteration_seconds", "iteration time, AttnRes (s)", p.iteration_time_s, Shown::number);
+  row("step_seconds", "step time (s): the pipeline iteration + exposed gradient collectives",
+      p.step_time_s, Shown::number);
+  row("standard_step_seconds", "step time, standard residual (s)",
+      p.standard.iteration_seconds + p.step_standard.dp, Shown::number);
+  row("iteration_seconds", "pipeline iteration, AttnRes (s)", p.iteration_time_s, Shown::number);
   row("standard_iteration_seconds", "iteration time, standard residual (s)",
       p.standard.iteration_seconds, Shown::number);
   row("attnres_overhead_fraction", "AttnRes overhead (%)", p.attnres_overhead_fraction,
@@ -129,8 +133,9 @@ void add_pipeline_section(const PipelineReport& p, Report& report) {
       Shown::percent);
   row("exposed_communication_seconds", "exposed communication (s)", p.exposed_comm_s,
       Shown::number);
-  row("peak_memory_bytes_per_rank", "peak memory per rank (GB)", p.peak_memory_bytes_per_rank,
-      Shown::gigabytes);
+  row("peak_memory_bytes_per_rank",
+      "peak memory per rank (GB): the largest total of the memory table below",
+      p.peak_memory_bytes_per_rank, Shown::gigabytes);
   row("transferred_bytes", "bytes transferred per iteration (both directions)",
       p.attnres.transferred_bytes, Shown::number);
   row("link_bandwidth_bytes_per_second", "link bandwidth (GB/s per direction, before efficiency)",

@@ -273,9 +273,7 @@ void ScenarioReader::read_pipeline(const toml::table& root, Scenario& s) const {
     p.comm_overlap = parse_comm_overlap(t, "pipeline.overlap_comm");
   });
   choice("link", [&](const std::string& t) {
-    if (t != "scale_out" && t != "intra_node")
-      throw Error("pipeline.link must be \"scale_out\" or \"intra_node\"");
-    p.intra_node_link = t == "intra_node";
+    p.link = parse_enum(kPipelineLinkNames, t, "pipeline.link", "unknown link");
   });
   if (const toml::node* n = pipe->get("overlap")) p.overlap = boolean(*n, "pipeline.overlap");
   if (const toml::node* n = pipe->get("ideal_links"))

@@ -106,7 +106,7 @@ void write_pipeline(const PipelineSettings& p, std::ostringstream& out) {
       << "\noverlap = " << (p.overlap ? "true" : "false")
       << "\noverlap_comm = " << quoted(to_string(p.comm_overlap))
       << "\nideal_links = " << (p.ideal_links ? "true" : "false")
-      << "\nlink = " << quoted(p.intra_node_link ? "intra_node" : "scale_out") << "\n";
+      << "\nlink = " << quoted(enum_name(kPipelineLinkNames, p.link)) << "\n";
   if (p.link_bandwidth > 0) out << "link_bandwidth = " << toml_number(p.link_bandwidth) << "\n";
 }
 

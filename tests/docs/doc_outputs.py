@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 ATTNRES, REPO, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
-DOCS = ["README.md", "docs/math.md", "docs/quality.md"]  # and the example of docs/json.md
+DOCS = ["README.md", "docs/math.md", "docs/quality.md", "docs/validation.md"]  # and the example of docs/json.md
 problems = []
 cache = {}
 
@@ -167,7 +167,7 @@ def check_masks(where, file, entries, below):
 
 def check_presets(where, text):
     names = run("attnres strategies --help")
-    listed = re.search(r"preset \(([a-z0-9\s]+)\)", names)  # the help may wrap the list
+    listed = re.search(r"preset \(([a-z0-9\s-]+)\)", names)  # the help may wrap the list
     presets = listed.group(1).split() if listed else []
     if not presets:
         problems.append(f"{where}: strategies --help lists no presets")

@@ -615,8 +615,8 @@ TEST(Gui, MemoryTabSaysWhetherTheMoeFitsAndDrawsThePeakRank) {
   for (QAbstractSeries* series : chart->chart()->series()) {
     if (auto* line = qobject_cast<QLineSeries*>(series)) {
       ASSERT_EQ(line->count(), 2);
-      EXPECT_DOUBLE_EQ(line->at(0).y(), 80.0);
-      EXPECT_DOUBLE_EQ(line->at(1).y(), 80.0);
+      EXPECT_DOUBLE_EQ(line->at(0).y(), load_hardware("h100").memory_bytes / 1e9);
+      EXPECT_DOUBLE_EQ(line->at(1).y(), load_hardware("h100").memory_bytes / 1e9);
       capacity_line = true;
     }
   }

@@ -326,9 +326,9 @@ void expect_pipeline(MainWindow& window, double link_bytes_per_s, std::int64_t m
   const ExplorerState* state = window.view("pipeline")->cost_state();
   ASSERT_NE(state, nullptr);
   const PipelineSettings& p = state->pipeline;
-  const double link = p.link_bandwidth > 0 ? p.link_bandwidth
-                      : p.intra_node_link  ? state->hardware.intra_node_bandwidth
-                                           : state->hardware.scale_out_bandwidth;
+  const double link = p.link_bandwidth > 0          ? p.link_bandwidth
+                      : pipeline_link_intra_node(p) ? state->hardware.intra_node_bandwidth
+                                                    : state->hardware.scale_out_bandwidth;
   EXPECT_EQ(link, link_bytes_per_s);
   EXPECT_EQ(p.microbatches, microbatches);
   if (above_four_percent)

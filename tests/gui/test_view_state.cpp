@@ -66,7 +66,7 @@ TEST(ViewState, KimiK3IsCostedOnGb300) {
   EXPECT_EQ(hardware->currentData().toString().toStdString(), "gb300");
   auto* verdict = window.view("cost")->findChild<QLabel*>("memory_verdict");
   ASSERT_NE(verdict, nullptr);
-  EXPECT_NE(verdict->text().indexOf("of 288 GB"), -1) << verdict->text().toStdString();
+  EXPECT_NE(verdict->text().indexOf("(276.5 GiB)"), -1) << verdict->text().toStdString();
   EXPECT_NE(verdict->text().indexOf("analytic bound"), -1) << verdict->text().toStdString();
   auto* pipeline = window.view("pipeline")->findChild<QComboBox*>("hardware");
   EXPECT_EQ(pipeline->currentData().toString().toStdString(), "gb300");
@@ -87,7 +87,7 @@ TEST(ViewState, PipelineSaysWhatItTakesWithoutAnInput) {
   EXPECT_NE(taken->text().indexOf("tensor"), -1) << taken->text().toStdString();
   auto* summary = window.view("pipeline")->findChild<QLabel*>("pipeline_summary");
   EXPECT_NE(summary->text().indexOf("simulated peak"), -1) << summary->text().toStdString();
-  EXPECT_NE(summary->text().indexOf("of 80 GB"), -1) << summary->text().toStdString();
+  EXPECT_NE(summary->text().indexOf("(79.19 GiB)"), -1) << summary->text().toStdString();
 }
 
 // One state per opened scenario: an edit in the Pipeline view (m, the hardware) is what the cost

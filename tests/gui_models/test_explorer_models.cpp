@@ -20,7 +20,7 @@ const std::filesystem::path kScenarios = ATTNRES_SCENARIOS_DIR;
 TEST(ExplorerState, TakesTheScenariosHardwareAsAValue) {
   const ExplorerState kimi = explorer_state(load_scenario(kScenarios / "kimi-k3.toml"));
   EXPECT_EQ(kimi.hardware.name, "GB300");
-  EXPECT_EQ(kimi.hardware.memory_bytes, 288e9);
+  EXPECT_EQ(kimi.hardware.memory_bytes, load_hardware("gb300").memory_bytes);
   EXPECT_EQ(kimi.hardware_preset, "gb300");
   EXPECT_EQ(kimi.hardware_origin, "scenario [hardware] preset gb300");
   // A preset with an override is no preset: the state keeps the value and says where it is from.

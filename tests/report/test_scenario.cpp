@@ -262,7 +262,7 @@ require_fit = false
   EXPECT_EQ(s.inputs.stage_layers.size(), 8u);
   EXPECT_EQ(s.plan->grid.blocks, (std::vector<std::int64_t>{1, 3, 9}));
   EXPECT_EQ(s.plan->grid.hardware.size(), 2u);
-  EXPECT_EQ(s.plan->grid.hardware[1].memory_bytes, 180e9);
+  EXPECT_EQ(s.plan->grid.hardware[1].memory_bytes, load_hardware("b200").memory_bytes);
   EXPECT_DOUBLE_EQ(s.plan->budgets.max_overhead_fraction, 0.025);
   EXPECT_FALSE(s.plan->budgets.must_fit);
   EXPECT_NE(std::find(s.sections.begin(), s.sections.end(), "step"), s.sections.end());

@@ -77,8 +77,8 @@ StepResult compute_step(const PipelineSettings& settings) {
   std::string links = s.model.pp == 1 ? "one rank, no pipeline links"
                       : s.ideal_links
                           ? "ideal (free) links"
-                          : std::string(s.intra_node_link ? "NVLink" : "scale-out") + " links " +
-                                format_number(p.link_bandwidth / 1e9) + " GB/s";
+                          : std::string(pipeline_link_intra_node(s) ? "NVLink" : "scale-out") +
+                                " links " + format_number(p.link_bandwidth / 1e9) + " GB/s";
   result.setting =
       (s.mode == ResidualMode::full ? std::string("Full AttnRes")
                                     : "Block AttnRes N = " + std::to_string(in.blocks)) +

@@ -181,6 +181,14 @@ std::span<const CostInputChoice> cost_input_choices() {
        [](CostInputs& in, const std::string& name, const std::string& where) {
          in.recompute = parse_enum(kRecomputePolicyNames, name, where, "unknown recompute policy");
        }},
+      {"cross_entropy", "parallel", "cross-entropy", "cross-entropy buffers",
+       "what the last stage holds of the logits for the loss: fused (Megatron-LM: one fp32 copy, "
+       "4 + b bytes per logit), unfused (PyTorch on an fp32 copy: 12 bytes) or chunked (none)",
+       enum_names(kCrossEntropyNames),
+       [](const CostInputs& in) { return enum_name(kCrossEntropyNames, in.cross_entropy); },
+       [](CostInputs& in, const std::string& name, const std::string& where) {
+         in.cross_entropy = parse_enum(kCrossEntropyNames, name, where, "unknown cross entropy");
+       }},
       {"sequence_parallel", "parallel", "sequence-parallel", "sequence parallelism",
        "sequence parallelism with tensor parallelism: on (norms, dropout and the residual stream "
        "split by sequence) or off (replicated)",

@@ -47,7 +47,11 @@ json memory_to_json(const std::vector<RankMemory>& ranks,
                 {"activations_bytes", m.activations},
                 {"attnres_history_bytes", m.attnres_history},
                 {"kv_cache_bytes", m.kv_cache},
+                {"logits_bytes", m.logits},
+                {"reserve_bytes", m.reserve},
+                {"tensors_bytes", m.tensors()},
                 {"total_bytes", m.total()},
+                {"headroom_bytes", m.headroom},
                 {"capacity_bytes", known ? json(m.capacity) : json(nullptr)},
                 {"margin_bytes", known ? json(m.margin()) : json(nullptr)},
                 {"capacity_fraction", known ? json(m.total() / m.capacity) : json(nullptr)},
@@ -75,13 +79,17 @@ json pipeline_settings_to_json(const PipelineSettings& p) {
           {"microbatches", p.microbatches},
           {"schedule", to_string(p.schedule)},
           {"cache", to_string(p.cache)},
-          {"link", p.intra_node_link ? "intra_node" : "scale_out"},
+          {"link", enum_name(kPipelineLinkNames, p.link)},
+          {"link_intra_node", pipeline_link_intra_node(p)},
           {"link_bandwidth_bytes_per_second",
            p.link_bandwidth > 0 ? json(p.link_bandwidth) : json(nullptr)},
           {"overlap", p.overlap},
           {"overlap_comm", to_string(p.comm_overlap)},
           {"strategy", to_string(p.strategy)},
-          {"ideal_links", p.ideal_links}};
+          {"ideal_links", p.ideal_links},
+          {"reserve_bytes", p.allowance.runtime_bytes},
+          {"fragmentation", p.allowance.fragmentation},
+          {"margin_bytes", p.allowance.margin_bytes}};
 }
 
 json step_to_json(const PipelineReport& p) {

@@ -23,18 +23,6 @@ CachePolicy parse_cache_policy(const std::string& text, const std::string& where
 
 namespace {
 
-std::int64_t sent_vectors(const BoundaryPayload& b, CachePolicy policy) {
-  switch (policy) {
-    case CachePolicy::naive:
-      return b.naive_vectors;
-    case CachePolicy::cached:
-      return b.cached_vectors;
-    case CachePolicy::cached_own:
-      return b.cached_own_vectors;
-  }
-  return 0;
-}
-
 // One micro-batch's times on chunk c: attention and MLP, the residual mechanism, and the
 // exposed tensor-, context- and expert-parallel collectives, forward and backward.
 struct ChunkTimes {
@@ -168,25 +156,19 @@ PipelineSimInputs simulation_inputs(const PipelineSettings& s, ResidualMode mode
   sim.overlap = s.overlap;
   sim.record_timeline = s.record_timeline;
   sim.progress = s.progress;
-  const auto last = stage_last_sublayers(in);
+  // What each chunk holds per micro-batch: the one memory model's terms (rank_memory.hpp).
+  MemorySettings memory = memory_settings(s);
+  memory.mode = mode;
+  const std::vector<ChunkMemory> held = chunk_memory(in, memory);
   for (int c = 0; c < C; ++c) {
-    const std::int64_t first = c == 0 ? 1 : last[static_cast<std::size_t>(c - 1)] + 1;
-    double activations = 0;
-    for (std::int64_t sublayer = first; sublayer <= last[static_cast<std::size_t>(c)]; ++sublayer)
-      activations += sublayer_activation_bytes(in, sublayer);
     sim.forward_seconds.push_back(times[static_cast<std::size_t>(c)].forward());
     sim.backward_seconds.push_back(times[static_cast<std::size_t>(c)].backward());
-    sim.activation_bytes.push_back(activations);
+    sim.activation_bytes.push_back(held[static_cast<std::size_t>(c)].activations);
+    sim.history_bytes.push_back(held[static_cast<std::size_t>(c)].attnres);
   }
-  const auto boundaries = pipeline_boundaries(in, mode);
-  sim.history_bytes.assign(static_cast<std::size_t>(C), 0.0);
-  for (const auto& boundary : boundaries) {
-    const double bytes = static_cast<double>(sent_vectors(boundary, s.cache)) * vector_bytes;
-    sim.boundary_bytes.push_back(bytes);
-    if (mode != ResidualMode::standard) {
-      sim.history_bytes[static_cast<std::size_t>(boundary.to_chunk)] = bytes;
-    }
-  }
+  for (const auto& boundary : pipeline_boundaries(in, mode))
+    sim.boundary_bytes.push_back(static_cast<double>(sent_vectors(boundary, s.cache)) *
+                                 vector_bytes);
   return sim;
 }
 
@@ -249,10 +231,6 @@ SimulatedStep simulate_step(const PipelineSettings& s, ResidualMode mode, double
 }  // namespace
 
 std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings& s) {
-  if (s.mode == ResidualMode::standard) {
-    return CostInputProblem{"mode",
-                            "mode must be block or full (the standard residual is the comparison)"};
-  }
   if (s.microbatches < 1 || s.microbatches > kMaxMicrobatches) {
     return CostInputProblem{"microbatches", "micro-batches m must be between 1 and " +
                                                 std::to_string(kMaxMicrobatches) + ", got " +
@@ -324,6 +302,30 @@ PipelineSchedule default_pipeline_schedule(std::int64_t vpp) {
   return vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
 }
 
+bool pipeline_link_intra_node(const PipelineSettings& s) {
+  switch (s.link) {
+    case PipelineLink::intra_node:
+      return true;
+    case PipelineLink::scale_out:
+      return false;
+    case PipelineLink::placed:
+      break;
+  }
+  return pipeline_group_span(s.model) <= s.hardware.gpus_per_node;
+}
+
+MemorySettings memory_settings(const PipelineSettings& s) {
+  MemorySettings memory;
+  memory.microbatches = s.microbatches;
+  memory.schedule = s.schedule;
+  memory.mode = s.mode;
+  memory.strategy = s.strategy;
+  memory.cache = s.cache;
+  memory.allowance = s.allowance;
+  memory.capacity_bytes = s.hardware.memory_bytes;
+  return memory;
+}
+
 double simulated_peak_bytes(const PipelineReport& report) {
   double peak = 0;
   for (const RankMemory& rank : report.memory) peak = std::max(peak, rank.total());
@@ -335,9 +337,9 @@ PipelineReport evaluate_pipeline(const PipelineSettings& s) {
     throw Error("pipeline: " + problem->message);
   PipelineReport report;
   report.settings = s;
-  report.link_bandwidth = s.link_bandwidth > 0 ? s.link_bandwidth
-                          : s.intra_node_link  ? s.hardware.intra_node_bandwidth
-                                               : s.hardware.scale_out_bandwidth;
+  report.link_bandwidth = s.link_bandwidth > 0          ? s.link_bandwidth
+                          : pipeline_link_intra_node(s) ? s.hardware.intra_node_bandwidth
+                                                        : s.hardware.scale_out_bandwidth;
   if (!s.ideal_links && s.model.pp > 1 && !(report.link_bandwidth > 0)) {
     throw Error("pipeline: link bandwidth must be > 0 (or use ideal links)");
   }
@@ -356,18 +358,19 @@ PipelineReport evaluate_pipeline(const PipelineSettings& s) {
   report.exposed_comm_s = report.iteration_time_s - report.ideal_links_seconds;
   const double standard_step = report.standard.iteration_seconds + report.step_standard.dp;
   report.attnres_overhead_fraction = report.step_time_s / standard_step - 1.0;
-  report.peak_memory_bytes_per_rank = *std::max_element(report.attnres.peak_memory_bytes.begin(),
-                                                        report.attnres.peak_memory_bytes.end());
   report.closed_form_bubble = closed_form_bubble(s.schedule, static_cast<int>(s.model.pp),
                                                  static_cast<int>(s.model.vpp), s.microbatches);
   // The three overheads side by side, and the step's split into its parts (they sum to it).
   StepReconciliation& r = report.reconciliation;
   const ResidualScheme scheme = s.mode == ResidualMode::full ? ResidualScheme::full_two_phase
                                                              : ResidualScheme::block_two_phase;
-  r.time_model = stack_time(s.model, Phase::prefill, s.hardware)
-                     .overhead_fraction[static_cast<std::size_t>(scheme)];
-  r.strategy = strategy_step(s.strategy, s.mode, s.model, Phase::prefill, true, s.hardware)
-                   .overhead_fraction;
+  // The standard residual run is its own comparison: no overhead anywhere.
+  if (s.mode != ResidualMode::standard) {
+    r.time_model = stack_time(s.model, Phase::prefill, s.hardware)
+                       .overhead_fraction[static_cast<std::size_t>(scheme)];
+    r.strategy = strategy_step(s.strategy, s.mode, s.model, Phase::prefill, true, s.hardware)
+                     .overhead_fraction;
+  }
   r.step = report.attnres_overhead_fraction;
   const StepParts& a = report.step_attnres;
   const StepParts& b = report.step_standard;
@@ -378,18 +381,9 @@ PipelineReport evaluate_pipeline(const PipelineSettings& s) {
   r.other =
       (a.attention_mlp + a.tp + a.cp + a.ep - b.attention_mlp - b.tp - b.cp - b.ep) / standard_step;
 
-  MemorySettings memory;
-  memory.microbatches = s.microbatches;
-  memory.schedule = s.schedule;
-  memory.mode = s.mode;
-  memory.strategy = s.strategy;
-  memory.capacity_bytes = s.hardware.memory_bytes;
-  report.memory = memory_per_rank(s.model, memory);
-  for (std::size_t rank = 0; rank < report.memory.size(); ++rank) {
-    const double activations = report.attnres.peak_activation_bytes[rank];
-    report.memory[rank].activations = activations;
-    report.memory[rank].attnres_history = report.attnres.peak_memory_bytes[rank] - activations;
-  }
+  // The one memory model (rank_memory.hpp): the same chunk terms and schedule as simulated here.
+  report.memory = memory_per_rank(s.model, memory_settings(s));
+  report.peak_memory_bytes_per_rank = simulated_peak_bytes(report);
   report.chunk_forward_seconds = attnres.inputs.forward_seconds;
   report.boundary_bytes = attnres.inputs.boundary_bytes;
   return report;

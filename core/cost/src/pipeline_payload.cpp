@@ -170,4 +170,16 @@ std::vector<BoundaryPayload> pipeline_boundaries(const BlockLayout& layout, std:
   });
 }
 
+std::int64_t sent_vectors(const BoundaryPayload& b, CachePolicy policy) {
+  switch (policy) {
+    case CachePolicy::naive:
+      return b.naive_vectors;
+    case CachePolicy::cached:
+      return b.cached_vectors;
+    case CachePolicy::cached_own:
+      return b.cached_own_vectors;
+  }
+  return 0;
+}
+
 }  // namespace attnres

@@ -49,10 +49,7 @@ void check_budgets(PlanCandidate& c, const PlanBudgets& b) {
     c.failures.push_back("AttnRes overhead " + percent(c.overhead_fraction) + " > " +
                          percent(b.max_overhead_fraction));
   }
-  if (b.must_fit && c.capacity_bytes > 0 && c.peak_memory_bytes > c.capacity_bytes) {
-    c.failures.push_back("does not fit: " + gigabytes(c.peak_memory_bytes) +
-                         " on the peak rank > " + gigabytes(c.capacity_bytes));
-  }
+  if (b.must_fit && !c.fits) c.failures.push_back(c.fit + " on the peak rank");
   if (!std::isnan(b.max_pipeline_bytes) && c.pipeline_bytes > b.max_pipeline_bytes) {
     c.failures.push_back("pipeline traffic " + gigabytes(c.pipeline_bytes) + " per step > " +
                          gigabytes(b.max_pipeline_bytes));
@@ -98,6 +95,9 @@ void evaluate_candidate(const PipelineSettings& base, const Hardware& hardware, 
     c.step_seconds = report.step_time_s;
     c.peak_memory_bytes = simulated_peak_bytes(report);
     c.capacity_bytes = hardware.memory_bytes;
+    const RankMemory& peak = largest_rank(report.memory);
+    c.fits = peak.fits();
+    c.fit = fit_verdict(peak);
     c.pipeline_bytes = report.attnres.transferred_bytes;
     c.stage_warning = report.stage_warning;
   } catch (const Cancelled&) {

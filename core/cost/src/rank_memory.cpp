@@ -13,6 +13,8 @@ namespace attnres {
 
 namespace {
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 double D(std::int64_t v) {
   return static_cast<double>(v);
 }
@@ -98,7 +100,67 @@ double chunk_history_vectors(const CostInputs& r, ResidualMode mode, std::int64_
   return mode == ResidualMode::full ? D(r.sublayers + 1) : D(r.blocks + 1);
 }
 
+// Bytes per logit element the cross entropy keeps (cost.hpp, docs/math.md §3.7).
+double cross_entropy_bytes(CrossEntropy kind, double b) {
+  switch (kind) {
+    case CrossEntropy::unfused:
+      return 12.0;
+    case CrossEntropy::fused:
+      return 4.0 + b;
+    case CrossEntropy::chunked:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+// The tensors the strategy saves for backward, vectors per sublayer (spread evenly).
+double saved_vectors_per_sublayer(const CostInputs& r, const MemorySettings& s) {
+  if (s.mode == ResidualMode::standard) return 0.0;
+  const StrategyCost cost = strategy_cost(s.strategy, mode_layout(s.mode, r),
+                                          s.strategy == Strategy::fused_two_phase
+                                              ? std::optional<BlockLayout>(mode_groups(s.mode, r))
+                                              : std::nullopt);
+  return D(cost.saved_vectors) / D(r.sublayers);
+}
+
 }  // namespace
+
+std::optional<CostInputProblem> memory_allowance_problem(const MemoryAllowance& a) {
+  if (!(a.runtime_bytes >= 0) || !std::isfinite(a.runtime_bytes))
+    return CostInputProblem{"runtime_bytes", "the runtime reserve must be a size >= 0"};
+  if (!(a.fragmentation >= 0) || !(a.fragmentation < 1))
+    return CostInputProblem{"fragmentation",
+                            "the allocator's fragmentation is a fraction from 0 up to (not "
+                            "including) 1"};
+  if (!(a.margin_bytes >= 0) || !std::isfinite(a.margin_bytes))
+    return CostInputProblem{"margin_bytes", "the memory margin must be a size >= 0"};
+  return std::nullopt;
+}
+
+double logits_bytes(const CostInputs& r) {
+  if (r.vocab == 0) return 0.0;
+  const double tokens = D(r.batch) * D(r.tokens) / D(r.cp);
+  return tokens * D(r.vocab) / D(r.tp) *
+         cross_entropy_bytes(r.cross_entropy, bytes_per_element(r.dtype));
+}
+
+std::vector<ChunkMemory> chunk_memory(const CostInputs& r, const MemorySettings& s) {
+  const auto chunks = chunk_ranges(r);
+  const double vector_bytes = local_tokens(r, true) * D(r.d_model) * bytes_per_element(r.dtype);
+  const double saved = saved_vectors_per_sublayer(r, s);
+  std::vector<ChunkMemory> out(chunks.size());
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    for (std::int64_t sub = chunks[c].first; sub <= chunks[c].last; ++sub)
+      out[c].activations += sublayer_activation_bytes(r, sub);
+    out[c].attnres = saved * D(chunks[c].last - chunks[c].first + 1) * vector_bytes;
+  }
+  if (s.mode != ResidualMode::standard) {
+    for (const BoundaryPayload& boundary : pipeline_boundaries(r, s.mode))
+      out[static_cast<std::size_t>(boundary.to_chunk)].attnres +=
+          D(sent_vectors(boundary, s.cache)) * vector_bytes;
+  }
+  return out;
+}
 
 ModelStates model_state_bytes(double parameters, int bytes_per_element, double optimizer_bytes,
                               int zero_stage, double group) {
@@ -144,14 +206,33 @@ std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySetting
   const auto boundaries = s.mode == ResidualMode::standard ? std::vector<BoundaryPayload>{}
                                                            : pipeline_boundaries(r, s.mode);
   const double vector_bytes = local_tokens(r, true) * D(r.d_model) * b;
-  // Tensors the strategy saves for backward, per sublayer (spread evenly).
-  double saved_per_sublayer = 0;
-  if (training && s.mode != ResidualMode::standard && r.sublayers <= kMaxStrategySublayers) {
-    const StrategyCost cost = strategy_cost(s.strategy, mode_layout(s.mode, r),
-                                            s.strategy == Strategy::fused_two_phase
-                                                ? std::optional<BlockLayout>(mode_groups(s.mode, r))
-                                                : std::nullopt);
-    saved_per_sublayer = D(cost.saved_vectors) / D(r.sublayers);
+  if (const auto problem = memory_allowance_problem(s.allowance)) throw Error(problem->message);
+  // Training: the schedule's peak of what each chunk holds, as the pipeline simulation places it
+  // (ideal links and unit times: a rank runs its ops one at a time in the schedule's order, so
+  // the peak does not depend on the times).
+  PipelineSimResult peaks;
+  std::vector<ChunkMemory> held;
+  if (training) {
+    if (static_cast<double>(s.microbatches) * D(C) > static_cast<double>(kMaxPipelinePairs))
+      throw Error("memory per rank places m x P·V = " + std::to_string(s.microbatches) + " x " +
+                  std::to_string(C) + " (micro-batch, chunk) pairs; at most " +
+                  std::to_string(kMaxPipelinePairs));
+    held = chunk_memory(r, s);
+    PipelineSimInputs sim;
+    sim.ranks = static_cast<int>(P);
+    sim.virtual_stages = static_cast<int>(V);
+    sim.microbatches = s.microbatches;
+    sim.schedule = s.schedule;
+    sim.ideal_links = true;
+    sim.record_timeline = false;
+    for (const ChunkMemory& chunk : held) {
+      sim.forward_seconds.push_back(1.0);
+      sim.backward_seconds.push_back(2.0);
+      sim.activation_bytes.push_back(chunk.activations);
+      sim.history_bytes.push_back(chunk.attnres);
+    }
+    sim.boundary_bytes.assign(static_cast<std::size_t>(C - 1), 0.0);
+    peaks = simulate_pipeline(sim);
   }
   const double dense_group = D(r.dp * r.cp);
   const double expert_group = D(r.tp * r.cp * r.dp / r.ep);
@@ -163,12 +244,11 @@ std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySetting
     m.capacity = s.capacity_bytes;
     m.dense_group = dense_group;
     m.expert_group = expert_group;
-    double dense = 0, routed = 0, per_mb = 0, one_layer = 0, history = 0, kv = 0;
+    double dense = 0, routed = 0, per_mb = 0, one_layer = 0, kv = 0;
     for (std::int64_t c = rank; c < C; c += P) {
       const ChunkRange range = chunks[static_cast<std::size_t>(c)];
       if (c == 0) dense += whole.embedding;
       if (c == C - 1) dense += whole.lm_head + D(r.d_model);  // and the final norm
-      history += chunk_history_vectors(r, s.mode, c, boundaries);
       for (std::int64_t sub = range.first; sub <= range.last; ++sub) {
         ++m.sublayers;
         const std::int64_t layer = (sub + 1) / 2;
@@ -207,13 +287,15 @@ std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySetting
       m.weights = a.weights + e.weights;
       m.gradients = a.gradients + e.gradients;
       m.optimizer = a.optimizer + e.optimizer;
-      m.in_flight = P == 1 ? 1.0 : in_flight_microbatches(s.schedule, P, V, s.microbatches, rank);
-      // Each chunk keeps what it received (the naive policy's copies) and the strategy's saved
-      // tensors, for every micro-batch in flight; full recompute adds one layer being recomputed.
-      m.activations =
-          per_mb * m.in_flight + (r.recompute == RecomputePolicy::full ? 2.0 * one_layer : 0.0);
-      m.attnres_history =
-          (history / D(V) + saved_per_sublayer * D(m.sublayers)) * vector_bytes * m.in_flight;
+      const std::size_t at = static_cast<std::size_t>(rank);
+      const double activations = peaks.peak_activation_bytes[at];
+      m.in_flight = per_mb > 0 ? activations / per_mb : 0.0;
+      // Full recompute adds one layer's activations while it is recomputed.
+      m.activations = activations + (r.recompute == RecomputePolicy::full ? 2.0 * one_layer : 0.0);
+      m.attnres_history = peaks.peak_memory_bytes[at] - activations;
+      // The loss buffers: one micro-batch's on the last chunk's rank, from the LM head's forward
+      // to its backward (1F1B runs them back to back on the last stage).
+      if ((C - 1) % P == rank) m.logits = logits_bytes(r);
     } else {
       m.weights = b * m.parameters;
       m.in_flight = 1;
@@ -224,25 +306,34 @@ std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySetting
       m.attnres_history = widest * vector_bytes;
       m.kv_cache = kv;
     }
+    m.reserve = s.allowance.runtime_bytes + s.allowance.fragmentation * m.tensors();
+    m.headroom = s.allowance.margin_bytes;
     out.push_back(m);
   }
   return out;
 }
 
-RankMemory peak_rank_memory(const CostInputs& r, const MemorySettings& s) {
-  const auto ranks = memory_per_rank(r, s);
+const RankMemory& largest_rank(const std::vector<RankMemory>& ranks) {
+  if (ranks.empty()) throw Error("memory per rank: no ranks");
   return *std::max_element(
       ranks.begin(), ranks.end(),
       [](const RankMemory& a, const RankMemory& b) { return a.total() < b.total(); });
 }
 
+RankMemory peak_rank_memory(const CostInputs& r, const MemorySettings& s) {
+  return largest_rank(memory_per_rank(r, s));
+}
+
 std::string fit_verdict(const RankMemory& m) {
   const auto gb = [](double bytes) { return format_number(std::round(bytes / 1e7) / 100) + " GB"; };
   if (!m.known_capacity()) return "capacity unknown: " + gb(m.total()) + " per rank";
-  if (m.fits())
-    return "fits: " + gb(m.total()) + " of " + gb(m.capacity) + ", " + gb(m.margin()) + " spare";
-  return "does not fit: " + gb(m.total()) + " of " + gb(m.capacity) + ", over by " +
-         gb(-m.margin());
+  // The capacity also in GiB, the unit parts are sold in ("80 GB" of HBM: 80 GiB, less what the
+  // driver keeps).
+  const std::string of = gb(m.total()) + " of " + gb(m.capacity) + " (" +
+                         format_number(std::round(m.capacity / kGiB * 100) / 100) + " GiB)" +
+                         (m.headroom > 0 ? " keeping " + gb(m.headroom) + " free" : std::string());
+  if (m.fits()) return "fits: " + of + ", " + gb(m.margin()) + " spare";
+  return "does not fit: " + of + ", over by " + gb(-m.margin());
 }
 
 std::vector<std::string> memory_assumptions(const CostInputs& r, const MemorySettings& s) {
@@ -270,27 +361,65 @@ std::vector<std::string> memory_assumptions(const CostInputs& r, const MemorySet
         "; one layer's prefill activations");
   }
   if (r.vocab == 0) out.push_back("embedding and LM head not counted (vocab = 0)");
-  out.push_back("not counted: framework workspace, communication buffers, fragmentation");
+  if (training && r.vocab > 0)
+    out.push_back("loss buffers on the last stage: " +
+                  enum_name(kCrossEntropyNames, r.cross_entropy) + " cross entropy");
+  out.push_back(
+      "reserve: " + format_number(s.allowance.runtime_bytes / kGiB) +
+      " GiB runtime (CUDA context, workspaces, NCCL buffers) + " +
+      format_number(100 * s.allowance.fragmentation) + " % of the tensors (allocator)" +
+      (s.allowance.margin_bytes > 0
+           ? "; " + format_number(s.allowance.margin_bytes / kGiB) + " GiB margin kept free"
+           : std::string()));
   return out;
 }
 
 namespace {
 
-// One term of a group spanning `span` ranks: NVLink within a node, else the scale-out network.
+// One term of a group of `ranks` members `stride` ranks apart, at group_bandwidth.
 void add_term(std::vector<CommTerm>& out, const Hardware& hw, std::string group, std::string what,
-              double bytes, std::int64_t ranks, std::int64_t span) {
+              double bytes, std::int64_t ranks, std::int64_t stride, bool ring) {
   CommTerm term;
   term.group = std::move(group);
   term.what = std::move(what);
   term.bytes = bytes;
   term.ranks = ranks;
-  term.intra_node = span <= hw.gpus_per_node;
-  const double bw = term.intra_node ? hw.intra_node_bandwidth : hw.scale_out_bandwidth;
+  term.intra_node = ranks * stride <= hw.gpus_per_node;
+  term.nics = term.intra_node || !ring ? 1 : group_ranks_per_node(hw, ranks, stride);
+  const double bw = group_bandwidth(hw, ranks, stride, ring);
   term.seconds = bw > 0 ? bytes / (bw * hw.link_efficiency) : 0.0;
   out.push_back(std::move(term));
 }
 
 }  // namespace
+
+std::int64_t group_ranks_per_node(const Hardware& hw, std::int64_t ranks, std::int64_t stride) {
+  const std::int64_t per_node =
+      std::max<std::int64_t>(1, hw.gpus_per_node / std::max<std::int64_t>(1, stride));
+  return std::min(per_node, ranks);
+}
+
+double group_bandwidth(const Hardware& hw, std::int64_t ranks, std::int64_t stride, bool ring) {
+  if (ranks * stride <= hw.gpus_per_node) return hw.intra_node_bandwidth;
+  if (!ring) return hw.scale_out_bandwidth;
+  // A ring over nodes runs as g parallel rings (NCCL's channels), each crossing the nodes on its
+  // own GPU's NIC, with the reduction inside a node on NVLink: the node's g NICs together, at most
+  // NVLink's rate.
+  return std::min(hw.intra_node_bandwidth,
+                  D(group_ranks_per_node(hw, ranks, stride)) * hw.scale_out_bandwidth);
+}
+
+std::int64_t comm_group_stride(const CostInputs& r, CommGroup group) {
+  switch (group) {
+    case CommGroup::tp:
+    case CommGroup::ep:
+      return 1;
+    case CommGroup::cp:
+    case CommGroup::dp:
+      return r.tp;
+  }
+  return 1;
+}
 
 std::int64_t comm_group_ranks(const CostInputs& r, CommGroup group) {
   switch (group) {
@@ -319,10 +448,14 @@ std::int64_t comm_group_span(const CostInputs& r, CommGroup group) {
   return 1;
 }
 
+std::int64_t pipeline_group_span(const CostInputs& r) {
+  return r.tp * r.cp * r.dp * r.pp;
+}
+
 double collective_seconds(const CostInputs& r, const Hardware& hw, CommGroup group, double bytes) {
   if (!(bytes > 0)) return 0.0;
-  const bool intra = comm_group_span(r, group) <= hw.gpus_per_node;
-  const double bw = intra ? hw.intra_node_bandwidth : hw.scale_out_bandwidth;
+  const double bw = group_bandwidth(hw, comm_group_ranks(r, group), comm_group_stride(r, group),
+                                    group != CommGroup::ep);
   return bw > 0 ? bytes / (bw * hw.link_efficiency) : 0.0;
 }
 
@@ -391,7 +524,7 @@ std::vector<CommTerm> step_communication(const CostInputs& r, const Hardware& hw
   const double hidden = local_tokens(r, false) * D(r.d_model) * b;  // one micro-batch, one CP rank
   auto add = [&](CommGroup g, std::string what, double bytes) {
     add_term(out, hw, enum_name(kCommGroupNames, g), std::move(what), bytes, comm_group_ranks(r, g),
-             comm_group_span(r, g));
+             comm_group_stride(r, g), g != CommGroup::ep);
   };
   const bool full = r.recompute == RecomputePolicy::full;
   const std::string again = full ? " and the recomputed forward" : "";
@@ -425,13 +558,13 @@ std::vector<CommTerm> step_communication(const CostInputs& r, const Hardware& hw
   if (dpc > 1) {
     const double g = D(dpc);
     add_term(out, hw, "dp", std::string(how) + " (dense weights, once per step)",
-             factor * (g - 1.0) / g * b * dense_rank, dpc, r.tp * dpc);
+             factor * (g - 1.0) / g * b * dense_rank, dpc, r.tp, true);
   }
   const std::int64_t edp = r.tp * r.cp * r.dp / r.ep;
   if (edp > 1 && whole.routed_experts > 0) {
     const double g = D(edp);
     add_term(out, hw, "dp", std::string(how) + " (routed experts, once per step)",
-             factor * (g - 1.0) / g * b * routed_rank, edp, r.tp * r.cp * r.dp);
+             factor * (g - 1.0) / g * b * routed_rank, edp, r.ep, true);
   }
   if (P > 1) {
     const double t_sp = sp_on(r) ? D(r.tp) : 1.0;
@@ -444,15 +577,15 @@ std::vector<CommTerm> step_communication(const CostInputs& r, const Hardware& hw
       if (!boundaries.empty())
         attnres_vectors += D(boundaries[static_cast<std::size_t>(c)].cached_vectors - 1);
     }
-    const std::int64_t world = r.tp * r.cp * r.dp * P;
+    const std::int64_t world = pipeline_group_span(r);
     add_term(out, hw, "pp",
              "hidden state to the next stage and its gradient back (÷ t with sequence parallelism)",
-             2.0 * D(sends) * hidden / t_sp * m, P, world);
+             2.0 * D(sends) * hidden / t_sp * m, P, world / P, false);
     if (mode != ResidualMode::standard) {
       add_term(out, hw, "pp_attnres",
                "AttnRes block representations beyond the hidden state (cached policy), and their "
                "gradients",
-               2.0 * attnres_vectors * hidden / t_sp * m, P, world);
+               2.0 * attnres_vectors * hidden / t_sp * m, P, world / P, false);
     }
   }
   return out;

@@ -26,11 +26,7 @@ Evaluation EvaluatedScenario::view() const {
 MemorySettings scenario_memory_settings(const ScenarioInputs& in) {
   MemorySettings s;
   s.schedule = default_pipeline_schedule(in.cost.vpp);
-  if (in.pipeline) {
-    s.microbatches = in.pipeline->microbatches;
-    s.schedule = in.pipeline->schedule;
-    s.mode = in.pipeline->mode;
-  }
+  if (in.pipeline) s = memory_settings(*in.pipeline);
   s.strategy = in.strategy;
   if (in.hardware) s.capacity_bytes = in.hardware->memory_bytes;
   return s;

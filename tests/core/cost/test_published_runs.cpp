@@ -56,7 +56,7 @@ PipelineSettings gpt_run(const PublishedRun& run) {
   s.microbatches = static_cast<int>(run.microbatches);
   s.schedule = default_pipeline_schedule(run.vpp);
   s.hardware = load_hardware("a100");
-  s.intra_node_link = false;
+  s.link = PipelineLink::scale_out;
   s.record_timeline = false;
   return s;
 }

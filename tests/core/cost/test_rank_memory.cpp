@@ -212,9 +212,12 @@ TEST(RankMemory, SixtyOneLayerMoeFitsOnceParallelised) {
   const RankMemory parallel = peak_rank_memory(resolve_cost_inputs(in), s);
   EXPECT_TRUE(parallel.fits()) << fit_verdict(parallel);
   // The parts add up, and the weights are the rank's parameters in bf16.
-  EXPECT_DOUBLE_EQ(parallel.total(), parallel.weights + parallel.gradients + parallel.optimizer +
-                                         parallel.activations + parallel.attnres_history +
-                                         parallel.kv_cache);
+  EXPECT_DOUBLE_EQ(parallel.tensors(), parallel.weights + parallel.gradients + parallel.optimizer +
+                                           parallel.activations + parallel.attnres_history +
+                                           parallel.kv_cache + parallel.logits);
+  // The reserve: the runtime's share plus the allocator's fraction of the tensors.
+  EXPECT_DOUBLE_EQ(parallel.total(), parallel.tensors() + kDefaultRuntimeBytes +
+                                         kDefaultFragmentation * parallel.tensors());
   EXPECT_DOUBLE_EQ(parallel.weights, 2 * parallel.parameters);
 }
 

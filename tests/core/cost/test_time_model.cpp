@@ -15,19 +15,22 @@ namespace test_time_model {
 TEST(Hardware, PresetsCarryTheDatasheetFigures) {
   struct Expected {
     const char* name;
-    double tflops, tbps, nvlink_gbps, memory_gb;
+    double tflops, tbps, nvlink_gbps, memory_gib;
   };
-  // Datasheets: device memory 80 / 80 / 141 / 180 (HGX B200 as shipped) / 288 / 32 GB.
+  // Datasheets; device memory as the GiB PyTorch reports usable ("total capacity" in public
+  // out-of-memory messages): 80 GB parts hold 79.15 (A100) and 79.19 GiB (H100, H800), H200
+  // 139.80, B200 178.35, GB300 276.50; the RTX 5090's 31.36 is assumed.
   for (const auto& e :
-       {Expected{"a100", 312, 2.04, 300, 80}, Expected{"h100", 989, 3.35, 450, 80},
-        Expected{"h200", 989, 4.8, 450, 141}, Expected{"b200", 2250, 7.7, 900, 180},
-        Expected{"gb300", 2250, 8.0, 900, 288}, Expected{"h800", 989, 3.35, 200, 80},
-        Expected{"rtx5090", 209.5, 1.792, 64, 32}}) {
+       {Expected{"a100", 312, 2.04, 300, 79.15}, Expected{"a100-40gb", 312, 1.555, 300, 39.39},
+        Expected{"h100", 989, 3.35, 450, 79.19}, Expected{"h200", 989, 4.8, 450, 139.80},
+        Expected{"b200", 2250, 7.7, 900, 178.35}, Expected{"gb300", 2250, 8.0, 900, 276.50},
+        Expected{"h800", 989, 3.35, 200, 79.19}, Expected{"rtx5090", 209.5, 1.792, 64, 31.36}}) {
     const Hardware hw = load_hardware(e.name);
     EXPECT_DOUBLE_EQ(hw.peak_flops, e.tflops * 1e12) << e.name;
     EXPECT_DOUBLE_EQ(hw.hbm_bandwidth, e.tbps * 1e12) << e.name;
     EXPECT_DOUBLE_EQ(hw.intra_node_bandwidth, e.nvlink_gbps * 1e9) << e.name;
-    EXPECT_DOUBLE_EQ(hw.memory_bytes, e.memory_gb * 1e9) << e.name;
+    // The preset writes whole bytes: within half a byte of the GiB figure.
+    EXPECT_NEAR(hw.memory_bytes, e.memory_gib * 1024 * 1024 * 1024, 0.5) << e.name;
     EXPECT_FALSE(hw.source.empty());
     EXPECT_GT(hw.compute_efficiency, 0);
     EXPECT_LE(hw.compute_efficiency, 1);
@@ -35,8 +38,8 @@ TEST(Hardware, PresetsCarryTheDatasheetFigures) {
     EXPECT_LT(hw.kernel_floor, 1e-5) << e.name;
   }
   EXPECT_DOUBLE_EQ(load_hardware("gb300").kernel_floor, 4.16e-6);  // fitted to vLLM PR #50185
-  EXPECT_EQ(hardware_preset_names(),
-            (std::vector<std::string>{"a100", "b200", "gb300", "h100", "h200", "h800", "rtx5090"}));
+  EXPECT_EQ(hardware_preset_names(), (std::vector<std::string>{"a100-40gb", "a100", "b200", "gb300",
+                                                               "h100", "h200", "h800", "rtx5090"}));
 }
 
 TEST(Hardware, BadPresetsAreLocated) {

@@ -64,6 +64,18 @@ inline constexpr EnumNames<RecomputePolicy, 3> kRecomputePolicyNames{
     {{RecomputePolicy::none, "none"},
      {RecomputePolicy::selective, "selective"},
      {RecomputePolicy::full, "full"}}};
+// How the loss is formed from the logits (docs/math.md §3.7, "Logits and loss"): what the last
+// stage holds per logit element (B·T/c tokens x v/t vocabulary rows) from the LM head's forward
+// to its backward. unfused: PyTorch's cross_entropy on an fp32 copy (torchtitan's default) —
+// log-softmax's saved fp32 output, its incoming fp32 gradient and the fp32 gradient it forms,
+// 12 bytes; fused: Megatron-LM's vocab-parallel cross entropy, one fp32 buffer updated in place
+// plus the b-byte logits, 4 + b bytes; chunked: the logits are formed and consumed a chunk of
+// tokens at a time (Liger kernel, cut cross-entropy): no whole-sequence buffer, 0.
+enum class CrossEntropy { unfused, fused, chunked };
+inline constexpr EnumNames<CrossEntropy, 3> kCrossEntropyNames{
+    {{CrossEntropy::unfused, "unfused"},
+     {CrossEntropy::fused, "fused"},
+     {CrossEntropy::chunked, "chunked"}}};
 // On or off (sequence parallelism).
 inline constexpr EnumNames<bool, 2> kSwitchNames{{{true, "on"}, {false, "off"}}};
 
@@ -214,6 +226,7 @@ struct CostInputs {
   std::int64_t zero = 0;              // ZeRO stage 0..3 (3: FSDP-style weight sharding)
   std::int64_t optimizer_bytes = 12;  // K: optimizer bytes per parameter (Adam, mixed precision)
   RecomputePolicy recompute = RecomputePolicy::selective;  // what flash attention does
+  CrossEntropy cross_entropy = CrossEntropy::fused;        // the loss buffers (vocab > 0)
   // Pipeline stage layout (docs/math.md §3.3): transformer layers per chunk, in chunk order
   // (P·V entries, sum = the layers), e.g. 7,8,8,8,8,8,8,6; empty = whole layers split as
   // evenly as possible (stage_last_sublayers in pipeline_payload.hpp).

@@ -27,11 +27,7 @@
 
 namespace attnres {
 
-enum class CachePolicy { naive, cached, cached_own };
-inline constexpr EnumNames<CachePolicy, 3> kCachePolicyNames{
-    {{CachePolicy::naive, "naive"},
-     {CachePolicy::cached, "cached"},
-     {CachePolicy::cached_own, "cached_own"}}};
+// CachePolicy and sent_vectors: pipeline_payload.hpp.
 std::string to_string(CachePolicy policy);
 CachePolicy parse_cache_policy(const std::string& text, const std::string& where);
 
@@ -54,9 +50,15 @@ struct CommOverlap {
 std::string to_string(const CommOverlap& overlap);
 CommOverlap parse_comm_overlap(const std::string& text, const std::string& where);
 
+enum class PipelineLink { placed, scale_out, intra_node };
+inline constexpr EnumNames<PipelineLink, 3> kPipelineLinkNames{
+    {{PipelineLink::placed, "placed"},
+     {PipelineLink::scale_out, "scale_out"},
+     {PipelineLink::intra_node, "intra_node"}}};
+
 struct PipelineSettings {
   CostInputs model;  // resolved; batch = sequences per micro-batch, tokens = T, pp = P, vpp = V
-  ResidualMode mode = ResidualMode::block;  // the AttnRes variant (block or full)
+  ResidualMode mode = ResidualMode::block;  // block, full, or standard (its own comparison)
   int microbatches = 8;                     // m
   PipelineSchedule schedule = PipelineSchedule::interleaved;
   CachePolicy cache = CachePolicy::cached;
@@ -65,8 +67,12 @@ struct PipelineSettings {
   Strategy strategy = Strategy::fused_two_phase;
   CommOverlap comm_overlap;
   Hardware hardware;
-  bool intra_node_link = false;  // pipeline transfers over NVLink instead of the scale-out network
-  double link_bandwidth = 0;     // bytes/s per direction, overrides the hardware's (0: use it)
+  MemoryAllowance allowance;  // reserve and margin of the fit verdict (rank_memory.hpp)
+  // Where the pipeline transfers go: placed = where the stages sit (NVLink when the whole
+  // t·c·D·P world fits a node, as the communication table places it; pipeline_link_intra_node),
+  // or forced onto the scale-out network or NVLink.
+  PipelineLink link = PipelineLink::placed;
+  double link_bandwidth = 0;  // bytes/s per direction, overrides the hardware's (0: use it)
   bool overlap = true;
   bool ideal_links = false;
   bool record_timeline = true;
@@ -115,7 +121,7 @@ struct PipelineReport {
   double bubble_fraction = 0;  // of the busiest rank's compute time
   double exposed_comm_s = 0;   // iteration - iteration with free transfers
   double attnres_overhead_fraction = 0;   // step / standard step - 1
-  double peak_memory_bytes_per_rank = 0;  // max over ranks
+  double peak_memory_bytes_per_rank = 0;  // simulated_peak_bytes: the largest rank's whole memory
   double closed_form_bubble = 0;
   std::vector<double> chunk_forward_seconds;  // AttnRes run
   std::vector<double> boundary_bytes;         // AttnRes run, per forward boundary
@@ -125,26 +131,29 @@ struct PipelineReport {
 };
 
 // Throws attnres::Error on impossible settings (m < 1, 1f1b with V > 1, zero bandwidth without
-// ideal links, mode standard).
+// ideal links).
 // The input rules of the pipeline simulation, one place for scenario files, `attnres pipeline`
 // and the GUI (docs/math.md §3.4): the first problem, `field` the PipelineSettings member
 // ("microbatches", ...), so the caller names its own key, flag or input (the MoE shape and the
 // rest of the model are CostInputs, checked by resolve_cost_inputs).
-//   Pipeline: mode block or full; 1 <= m <= kMaxMicrobatches; m x P·V <= kMaxPipelinePairs; the
-//   1f1b schedule needs V = 1; a link bandwidth override is > 0 (or absent: 0); L at most
-//   kMaxStrategySublayers (the strategy's kernels are listed per read).
+//   Pipeline: any mode (standard: the comparison run alone); 1 <= m <= kMaxMicrobatches; m x P·V <=
+//   kMaxPipelinePairs; the 1f1b schedule needs V = 1; a link bandwidth override is > 0 (or absent:
+//   0); L at most kMaxStrategySublayers (the strategy's kernels are listed per read).
 inline constexpr int kMaxMicrobatches = 1'000'000;
-// The simulation places a forward and a backward of every micro-batch on every chunk (m x C
-// pairs, C = P·V) with their transfers and memory steps: about kPipelineBytesPerPair bytes each
-// (measured: 1.64 GB peak for 2,000,000 pairs with the timeline of `attnres pipeline --format
-// table`, about 810 bytes a pair). The bound keeps one run under about 800 MB.
-inline constexpr std::int64_t kMaxPipelinePairs = 1'000'000;
-inline constexpr std::int64_t kPipelineBytesPerPair = 800;
+// kMaxPipelinePairs and kPipelineBytesPerPair: pipeline_sim.hpp (memory_per_rank simulates too).
 std::optional<CostInputProblem> pipeline_settings_problem(const PipelineSettings& settings);
 // The schedule a run gets when none is asked for: interleaved when V > 1, else 1f1b.
 PipelineSchedule default_pipeline_schedule(std::int64_t vpp);
 
 PipelineReport evaluate_pipeline(const PipelineSettings& settings);
+
+// Whether the pipeline transfers of the settings go over NVLink: the link asked for, or where
+// the stages sit (pipeline_group_span, rank_memory.hpp: the t·c·D·P world within one node).
+bool pipeline_link_intra_node(const PipelineSettings& settings);
+
+// The memory settings of a simulated run (its m, schedule, mode, strategy, cache, allowance and
+// the hardware's capacity): memory_per_rank with these is the report's memory.
+MemorySettings memory_settings(const PipelineSettings& settings);
 
 // The largest total of report.memory over the ranks (weights, gradients, optimizer state,
 // activations and AttnRes history at the simulated peak): what a fit verdict of a simulated

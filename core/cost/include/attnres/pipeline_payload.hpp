@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "attnres/enum_names.hpp"
 #include "attnres/residual_scheme.hpp"
 
 namespace attnres {
@@ -60,6 +61,17 @@ struct BoundaryPayload {
   std::int64_t naive_block_vectors = 0;   // the same three, completed blocks only (the paper's
   std::int64_t cached_block_vectors = 0;  // N_p accounting counts only these)
 };
+// What a boundary sends (docs/math.md §3.3): everything the receiver needs (naive), or only what
+// it has not received before (cached, the paper's), or also not the blocks it produced itself.
+enum class CachePolicy { naive, cached, cached_own };
+inline constexpr EnumNames<CachePolicy, 3> kCachePolicyNames{
+    {{CachePolicy::naive, "naive"},
+     {CachePolicy::cached, "cached"},
+     {CachePolicy::cached_own, "cached_own"}}};
+// The vectors the boundary sends under the policy; what the receiving rank then holds for the
+// micro-batch until its backward (the earlier chunks of the rank hold the rest).
+std::int64_t sent_vectors(const BoundaryPayload& boundary, CachePolicy policy);
+
 // mode standard: one hidden-state vector per boundary; full: every sublayer output is a source
 // (S = 1); block: blocks of block_size sublayers, the last one shorter (O(P·V), any L). The
 // chunks end at `chunk_last` (P·V entries; empty: layer_aligned_chunks). Throws on P·V > L or

@@ -62,9 +62,13 @@ struct PlanCandidate {
   double overhead_fraction = 0;  // AttnRes step / standard step - 1
   double step_seconds = 0;
   double peak_memory_bytes = 0, capacity_bytes = 0;  // the peak rank; capacity 0 = unknown
-  double pipeline_bytes = 0;                         // AttnRes transfers per step, all ranks
-  std::string stage_warning;                         // stage_split_warning
-  std::vector<std::string> failures;                 // the budgets it misses, in words
+  // The peak rank's verdict (fit_verdict, rank_memory.hpp: its reserve and margin counted), as
+  // `attnres memory` and `attnres pipeline` print it for the same setting.
+  bool fits = true;
+  std::string fit;
+  double pipeline_bytes = 0;          // AttnRes transfers per step, all ranks
+  std::string stage_warning;          // stage_split_warning
+  std::vector<std::string> failures;  // the budgets it misses, in words
   bool meets() const { return invalid.empty() && failures.empty(); }
   bool pareto = false;  // meets, and no other that meets is at least as good in every objective
 };
