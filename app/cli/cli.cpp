@@ -97,6 +97,10 @@ constexpr Command kCommands[] = {
      "published quality against N: the share of Full AttnRes's gain Block\n"
      "AttnRes recovers, by study, and its band at your depth (docs/quality.md)",
      evidence_command, 17},
+    {"validate",
+     "published, measured training runs against the predicted step time and\n"
+     "memory per GPU: typical and worst error by regime (docs/validation.md)",
+     validate_command, 23},
     {"sweep", "the cost engine over one parameter or a grid of two (CSV/JSON, chart)",
      sweep_command, 4},
     {"pipeline",

@@ -45,6 +45,7 @@ int read_command(const std::vector<std::string>& args, std::ostream& out, std::o
 int animate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cost_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int evidence_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int validate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int scaling_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int pipeline_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

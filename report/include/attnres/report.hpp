@@ -15,6 +15,7 @@
 #include "attnres/plan.hpp"
 #include "attnres/scenario.hpp"
 #include "attnres/time_model.hpp"
+#include "attnres/validation.hpp"
 
 namespace attnres {
 
@@ -102,6 +103,9 @@ void add_scaling_section(const ScenarioScaling& scaling, Report& report);
 // model's own N (`current_blocks`, 0: none) marked (docs/quality.md): tables quality_studies,
 // quality_sources and quality_band, chart quality_band, a conclusion and json["quality"].
 void add_quality_section(int sublayers, int current_blocks, Report& report);
+// The validation suite (validation.hpp, docs/validation.md): tables validation_summary (error by
+// regime), validation_runs (predicted vs measured per run) and validation_not_expressible.
+void add_validation_section(const std::vector<ValidationResult>& results, Report& report);
 
 // The time-model table (prefill and decode, every scheme) and the pipeline tables and charts.
 ReportTable time_table(const CostInputs& inputs, const StackTime& prefill, const StackTime& decode,

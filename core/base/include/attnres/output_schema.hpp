@@ -25,6 +25,7 @@ inline constexpr OutputSchema kOutputSchemas[] = {
     {"calibrate_measure", 1, "calibrate --measure --format json"},
     {"scaling", 1, "scaling --format json"},
     {"evidence", 1, "evidence --format json"},
+    {"validate", 1, "validate --format json"},
     {"sweep", 1, "sweep --format json, and NAME.json of sweep --out"},
     {"pipeline", 1, "pipeline --format json"},
     {"memory", 1, "memory --format json"},
