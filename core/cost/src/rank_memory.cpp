@@ -203,8 +203,10 @@ std::vector<RankMemory> memory_per_rank(const CostInputs& r, const MemorySetting
   const auto chunks = chunk_ranges(r);
   const int b = bytes_per_element(r.dtype);
   const bool training = s.workload == Workload::training;
-  const auto boundaries = s.mode == ResidualMode::standard ? std::vector<BoundaryPayload>{}
-                                                           : pipeline_boundaries(r, s.mode);
+  // Inference keeps one pass's widest history; training takes its history from chunk_memory.
+  const auto boundaries = training || s.mode == ResidualMode::standard
+                              ? std::vector<BoundaryPayload>{}
+                              : pipeline_boundaries(r, s.mode);
   const double vector_bytes = local_tokens(r, true) * D(r.d_model) * b;
   if (const auto problem = memory_allowance_problem(s.allowance)) throw Error(problem->message);
   // Training: the schedule's peak of what each chunk holds, as the pipeline simulation places it
